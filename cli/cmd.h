@@ -1,0 +1,13 @@
+/* cmd.h - the gk commands; one file per command (cmd_*.c), dispatched by gk.c. */
+#ifndef GK_CMD_H
+#define GK_CMD_H
+
+/* Each returns the process exit status: 0 success, 1 failure, 2 usage error.
+ * argv[0] is the command name ("build"). */
+int cmd_build(int argc, char **argv);
+int cmd_pack(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
+
+#endif

@@ -1,0 +1,276 @@
+/*
+ * gk.h - the gllm-kernels loader (libgk): the whole public contract.
+ *
+ * libgk opens a fat archive of compiled GPU/CPU kernel images (a SQLite
+ * database, see docs/archive.md), finds the device this process runs on,
+ * picks the best image for it by the vendor's compatibility rules, checks
+ * the image's SHA-256 and loads it. What is not declared here is not API.
+ *
+ * Conventions
+ * - Every function that can fail returns a status: GK_OK (0) or a negative
+ *   GK_E* code. Results come back through OUT parameters, which are left
+ *   untouched on failure unless said otherwise.
+ * - Handles are opaque. Every create has a destroy; destroy(NULL) is a no-op.
+ * - A handle carries the detail of its last failure: gk_archive_errmsg()
+ *   gives a sentence naming the subject ("no image of 'qmatmul' bits=4 for
+ *   cpu:x86-64; archive has: cpu x86-64-v3, cpu x86-64-v4").
+ * - Threads: one gk_archive may be used by one thread at a time (guard it if
+ *   you share it). Separate archives are independent. A loaded gk_module is
+ *   immutable; its symbols may be used from any thread. gk_strerror and the
+ *   gk_device_* functions are thread-safe.
+ * - Drivers (libcuda, libhsa-runtime64, libvulkan) are dlopen()ed, never
+ *   linked: libgk needs no GPU toolkit at run time.
+ */
+#ifndef GK_H
+#define GK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#  define GK_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#  define GK_API __attribute__((visibility("default")))
+#else
+#  define GK_API
+#endif
+
+#define GK_VERSION_MAJOR 0
+#define GK_VERSION_MINOR 1
+#define GK_VERSION_PATCH 0
+
+/* Archive format version this library reads (PRAGMA user_version). */
+#define GK_ARCHIVE_FORMAT 1
+/* PRAGMA application_id of every archive: 'gkfa' as a big-endian int. */
+#define GK_ARCHIVE_APPLICATION_ID 0x676b6661
+
+/*
+ * Status codes. The list is written once: X(NAME, value, message). Values
+ * never change once released; new codes are added at the end.
+ */
+#define GK_STATUS_MAP(X)                                                        \
+  X(OK,          0,  "success")                                                 \
+  X(EINVAL,     -1,  "invalid argument")                                        \
+  X(ENOMEM,     -2,  "out of memory")                                           \
+  X(EIO,        -3,  "I/O error")                                               \
+  X(ENOTARCHIVE,-4,  "not a gllm-kernels archive")                              \
+  X(EVERSION,   -5,  "unsupported archive format version")                      \
+  X(ECORRUPT,   -6,  "archive is corrupt")                                      \
+  X(ENOKERNEL,  -7,  "no such kernel or variant in the archive")                \
+  X(ENOIMAGE,   -8,  "no image in the archive fits the device")                 \
+  X(ENODEVICE,  -9,  "no device of the requested kind")                         \
+  X(EDRIVER,    -10, "the device driver reported an error")                     \
+  X(ENOSYMBOL,  -11, "no such symbol in the module")                            \
+  X(EHASH,      -12, "image SHA-256 does not match the index")                  \
+  X(EFORMAT,    -13, "image does not match its index row (ELF header)")         \
+  X(ETOOBIG,    -14, "image exceeds the size limit")                            \
+  X(ERANGE,     -15, "index out of range")
+
+typedef enum gk_status {
+#define GK__STATUS_ENUM(name, value, msg) GK_##name = value,
+  GK_STATUS_MAP(GK__STATUS_ENUM)
+#undef GK__STATUS_ENUM
+} gk_status;
+
+/* Static English text for a status; never NULL ("unknown status" for
+ * values not in the list). */
+GK_API const char *gk_strerror(int status);
+
+/* ------------------------------------------------------------------------ */
+/* Devices                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Backends, in the order gk_device_detect() prefers them. */
+typedef enum gk_backend {
+  GK_BACKEND_NONE = 0,
+  GK_BACKEND_CUDA = 1,
+  GK_BACKEND_ROCM = 2,
+  GK_BACKEND_METAL = 3,
+  GK_BACKEND_VULKAN = 4,
+  GK_BACKEND_CPU = 5
+} gk_backend;
+
+/* "cuda", "rocm", "metal", "vulkan", "cpu"; NULL for anything else. */
+GK_API const char *gk_backend_name(gk_backend b);
+/* Inverse of gk_backend_name; GK_BACKEND_NONE when unknown. */
+GK_API gk_backend gk_backend_from_name(const char *name);
+
+/*
+ * A device: a plain value, copy it freely. `arch` is the architecture in
+ * the form the archive's `target` column uses for that backend:
+ *   cpu   "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4" (x86-64 levels)
+ *   cuda  "sm_86"            rocm  "gfx90a:sramecc+:xnack-"
+ * `driver_version` is the driver's version as the vendor encodes it
+ * (CUDA: 12040 for 12.4), 0 when unknown or meaningless (cpu).
+ * `name` is a human-readable description ("AMD EPYC 9554", "lavapipe").
+ */
+typedef struct gk_device {
+  gk_backend backend;
+  char arch[64];
+  char name[128];
+  int driver_version;
+  int index; /* ordinal among the backend's devices */
+} gk_device;
+
+/*
+ * Finds the best device present: CUDA > ROCm > Metal > Vulkan > CPU, the
+ * first backend with a usable device. The CPU is always present, so this
+ * only fails on a machine whose CPU libgk cannot describe.
+ * Returns GK_OK, or GK_ENODEVICE.
+ */
+GK_API int gk_device_detect(gk_device *out);
+
+/*
+ * Finds the device of one backend (index 0). GK_ENODEVICE when that backend
+ * has no device or no driver here; `why` (may be NULL) receives a sentence
+ * saying what was missing ("libcuda.so.1 not found").
+ */
+GK_API int gk_device_detect_backend(gk_backend backend, gk_device *out,
+                                    char *why, size_t why_size);
+
+/*
+ * Describes a device from a text spec, without touching any driver:
+ * "cpu:x86-64-v2", "cuda:sm_86", "cuda:sm_90,driver=12.4",
+ * "rocm:gfx90a:sramecc+:xnack-". A spec of only a backend name ("cpu")
+ * means the device of that backend detected here.
+ * Returns GK_OK or GK_EINVAL (`why`, may be NULL, says what is wrong).
+ */
+GK_API int gk_device_parse(const char *spec, gk_device *out, char *why,
+                           size_t why_size);
+
+/* Writes "backend:arch" (plus ",driver=X.Y" when known) into buf. */
+GK_API void gk_device_format(const gk_device *dev, char *buf, size_t size);
+
+/* ------------------------------------------------------------------------ */
+/* Archives                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct gk_archive gk_archive;
+
+/*
+ * Opens an archive file read-only. The file must not change while open.
+ * On failure *out is set to NULL and the status says why; the path and the
+ * reason are in the message of gk_last_error() for this thread.
+ * Errors: GK_EINVAL, GK_EIO (cannot open/read), GK_ENOTARCHIVE (not SQLite,
+ * or SQLite without our application_id), GK_EVERSION, GK_ECORRUPT,
+ * GK_ENOMEM.
+ */
+GK_API int gk_archive_open(const char *path, gk_archive **out);
+
+/*
+ * Opens an archive held in memory, e.g. linked into the host binary. The
+ * bytes are BORROWED: they must stay valid and unchanged until
+ * gk_archive_close(). Nothing is copied. Errors as gk_archive_open().
+ */
+GK_API int gk_archive_open_memory(const void *bytes, size_t size,
+                                  gk_archive **out);
+
+/* Closes the archive. Modules loaded from it stay valid. NULL is a no-op. */
+GK_API void gk_archive_close(gk_archive *ar);
+
+/* The last failure on this archive, as a sentence; "" when none. Owned by
+ * the archive, valid until the next call on it. */
+GK_API const char *gk_archive_errmsg(const gk_archive *ar);
+
+/* The last failure of gk_archive_open*() on this thread (those functions
+ * have no handle to carry it). Thread-local; "" when none. */
+GK_API const char *gk_last_error(void);
+
+/*
+ * One row of the index. Every string is owned by the archive and stays valid
+ * until gk_archive_close(). `entry` and `launch` are JSON texts (an array of
+ * entry-point names, an object of launch metadata; "{}" when none).
+ */
+typedef struct gk_image_info {
+  const char *kernel;    /* "qmatmul" */
+  const char *backend;   /* "cpu", "cuda", ... */
+  const char *target;    /* exact target the recipe asked for: "x86-64-v3", "sm_90a" */
+  const char *variant;   /* canonical "bits=4"; "" when the kernel has no parameters */
+  const char *format;    /* "so", "cubin", "ptx", "hsaco", "spirv", "wgsl", "metallib" */
+  const char *entry;     /* JSON array of entry symbols */
+  const char *launch;    /* JSON object of launch metadata */
+  const char *toolchain; /* "cc 12.2.0 x86_64-linux-gnu" */
+  uint64_t raw_size;     /* bytes of the image */
+  uint64_t packed_size;  /* bytes it takes in the archive (shared blobs counted once per row) */
+  unsigned char sha256[32];
+} gk_image_info;
+
+/* Number of rows in the index. */
+GK_API int gk_archive_count(gk_archive *ar, size_t *count);
+
+/* Row i (0 <= i < count), in the index's order (kernel, backend, target,
+ * variant). GK_ERANGE past the end. */
+GK_API int gk_archive_image(gk_archive *ar, size_t i, gk_image_info *out);
+
+/*
+ * Decompresses row i into a new buffer (*bytes, *size; free it with
+ * gk_free) after checking its SHA-256 and its ELF header against the row.
+ * Errors: GK_ERANGE, GK_ECORRUPT, GK_EHASH, GK_EFORMAT, GK_ETOOBIG,
+ * GK_ENOMEM. *bytes is NULL on failure.
+ */
+GK_API int gk_archive_read(gk_archive *ar, size_t i, void **bytes,
+                           size_t *size);
+
+/* Frees memory returned by libgk. NULL is a no-op. */
+GK_API void gk_free(void *p);
+
+/*
+ * Chooses the image of `kernel` (and `variant`, "" or NULL when the kernel has
+ * one only) that fits `dev` best, without loading anything. *index receives
+ * the row for gk_archive_image/gk_archive_read.
+ * GK_ENOKERNEL when the archive has no such kernel/variant; GK_ENOIMAGE when
+ * it has, but none fits the device: the message lists what it holds.
+ */
+GK_API int gk_archive_select(gk_archive *ar, const gk_device *dev,
+                             const char *kernel, const char *variant,
+                             size_t *index);
+
+/* ------------------------------------------------------------------------ */
+/* Modules                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct gk_module gk_module;
+
+/*
+ * Selects, decompresses, verifies (SHA-256, ELF header) and loads the best
+ * image of `kernel`/`variant` for `dev` (NULL: gk_device_detect()).
+ * CPU images are shared objects loaded from memory (memfd_create + dlopen);
+ * no file is written. A cpu device that claims more than this CPU has
+ * (gk_device_parse("cpu:x86-64-v4") on a v3 machine) is refused with
+ * GK_ENODEVICE rather than risking an illegal instruction. The module does not reference the archive: it may
+ * outlive it. Errors: those of gk_archive_select and gk_archive_read,
+ * GK_ENODEVICE, GK_EDRIVER. Detail in gk_archive_errmsg(ar).
+ */
+GK_API int gk_module_load(gk_archive *ar, const gk_device *dev,
+                          const char *kernel, const char *variant,
+                          gk_module **out);
+
+/* The row the module was loaded from (strings owned by the module). */
+GK_API const gk_image_info *gk_module_info(const gk_module *m);
+
+/* The device the module was loaded for. */
+GK_API const gk_device *gk_module_device(const gk_module *m);
+
+/*
+ * Address of an entry point. CPU: the function (cast it to the kernel's C
+ * signature, e.g. gk_qmatmul_fn). NULL when absent or when m or name is NULL.
+ */
+GK_API void *gk_module_symbol(const gk_module *m, const char *name);
+
+/* Unloads the module; its symbols become invalid. NULL is a no-op. */
+GK_API void gk_module_unload(gk_module *m);
+
+/* CPU ABI of the quantized matmul (kernel "qmatmul", variant "bits=N"):
+ * y[i*n + j] = sum_t x[i*k + t] * W[j][t] for i < m, j < n, with W in the
+ * block format of docs/weights.md (k a multiple of 32). */
+typedef void (*gk_qmatmul_fn)(const float *x, const void *w, float *y,
+                              int64_t m, int64_t n, int64_t k);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GK_H */
