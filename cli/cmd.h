@@ -9,5 +9,6 @@ int cmd_pack(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
+int cmd_matrix(int argc, char **argv);
 
 #endif

@@ -1,0 +1,168 @@
+/* cmd_probe.c - gk probe: which device is here (or which one a spec
+ * describes), and which image of each kernel it would get from an archive.
+ * Answers an operator's "what would this machine load?" without a GPU. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "util.h"
+
+static const char probe_usage[] =
+  "usage: gk probe [FILE] [--device SPEC] [--json]\n"
+  "\n"
+  "Shows the device libgk finds here (CUDA > ROCm > Metal > Vulkan > CPU) and,\n"
+  "given an archive, the image each kernel and variant would get on it, or why\n"
+  "none fits.\n"
+  "\n"
+  "  --device SPEC  describe a device instead of detecting one:\n"
+  "                 cpu:x86-64-v2, cuda:sm_86, cuda:sm_90,driver=12.4,\n"
+  "                 rocm:gfx90a:sramecc+:xnack-\n"
+  "  --json         {device, backends?, images: [{kernel, variant, target,\n"
+  "                 format} or {kernel, variant, error, message}]} on stdout\n";
+
+typedef struct kv {
+  const char *kernel, *variant;
+} kv;
+
+static int kv_cmp(const void *pa, const void *pb) {
+  const kv *a = pa, *b = pb;
+  int c = strcmp(a->kernel, b->kernel);
+  return c ? c : strcmp(a->variant, b->variant);
+}
+
+/* The distinct (kernel, variant) pairs of the archive, sorted. */
+static kv *distinct_kernels(gk_archive *ar, size_t *count) {
+  size_t n = 0, m = 0;
+  gk_archive_count(ar, &n);
+  kv *all = calloc(n ? n : 1, sizeof *all);
+  if (!all) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    gk_image_info im;
+    gk_archive_image(ar, i, &im);
+    all[i].kernel = im.kernel;
+    all[i].variant = im.variant;
+  }
+  qsort(all, n, sizeof *all, kv_cmp);
+  for (size_t i = 0; i < n; i++)
+    if (m == 0 || kv_cmp(&all[m - 1], &all[i])) all[m++] = all[i];
+  *count = m;
+  return all;
+}
+
+/* Every backend's detection result: what an operator checks first. */
+static json_t *backends_json(int print) {
+  json_t *arr = json_array();
+  for (int b = GK_BACKEND_CUDA; b <= GK_BACKEND_CPU; b++) {
+    gk_device d;
+    char why[256] = "", desc[128];
+    int rc = gk_device_detect_backend((gk_backend)b, &d, why, sizeof why);
+    if (rc == GK_OK) {
+      gk_device_format(&d, desc, sizeof desc);
+      json_array_append_new(arr, json_pack("{s:s, s:b, s:s, s:s}", "backend",
+                                           gk_backend_name(b), "present", 1,
+                                           "device", desc, "name", d.name));
+      if (print) printf("  %-7s %s (%s)\n", gk_backend_name(b), desc, d.name);
+    } else {
+      json_array_append_new(arr, json_pack("{s:s, s:b, s:s}", "backend",
+                                           gk_backend_name(b), "present", 0,
+                                           "why", *why ? why : gk_strerror(rc)));
+      if (print)
+        printf("  %-7s none: %s\n", gk_backend_name(b), *why ? why : gk_strerror(rc));
+    }
+  }
+  return arr;
+}
+
+int cmd_probe(int argc, char **argv) {
+  const char *path = NULL, *spec = NULL;
+  int json = 0, bad = 0, rc = EXIT_OK;
+  gk_device dev;
+  char desc[128], why[256] = "";
+
+  for (int i = 1; i < argc && !bad; i++) {
+    if (cli_is_help(argv[i])) {
+      fputs(probe_usage, stdout);
+      return EXIT_OK;
+    }
+    if (cli_opt(argc, argv, &i, "--device", NULL, &spec, &bad, "probe")) continue;
+    if (strcmp(argv[i], "--json") == 0) {
+      json = 1;
+    } else if (argv[i][0] == '-') {
+      cli_error("probe", "unknown option '%s' (see 'gk probe --help')", argv[i]);
+      return EXIT_USAGE;
+    } else if (path) {
+      cli_error("probe", "one archive at a time ('%s' and '%s')", path, argv[i]);
+      return EXIT_USAGE;
+    } else {
+      path = argv[i];
+    }
+  }
+  if (bad) return EXIT_USAGE;
+  if (spec) {
+    if (gk_device_parse(spec, &dev, why, sizeof why) != GK_OK) {
+      cli_error("probe", "--device '%s': %s", spec, why);
+      return EXIT_USAGE;
+    }
+  } else if (gk_device_detect(&dev) != GK_OK) {
+    cli_error("probe", "no device found, not even the CPU");
+    return EXIT_FAIL;
+  }
+  gk_device_format(&dev, desc, sizeof desc);
+
+  json_t *root = json_pack("{s:s, s:s, s:s}", "device", desc, "backend",
+                           gk_backend_name(dev.backend), "name", dev.name);
+  if (!json) printf("device: %s%s%s%s\n", desc, *dev.name ? " (" : "", dev.name,
+                    *dev.name ? ")" : "");
+  if (!spec) {
+    if (!json) printf("backends:\n");
+    json_object_set_new(root, "backends", backends_json(!json));
+  }
+  if (path) {
+    gk_archive *ar = cli_open_archive("probe", path);
+    size_t n = 0;
+    kv *ks;
+    if (!ar) {
+      json_decref(root);
+      return EXIT_FAIL;
+    }
+    ks = distinct_kernels(ar, &n);
+    json_t *rows = json_array();
+    if (!json) printf("images:\n");
+    for (size_t i = 0; ks && i < n; i++) {
+      size_t idx;
+      int st = gk_archive_select(ar, &dev, ks[i].kernel, ks[i].variant, &idx);
+      if (st == GK_OK) {
+        gk_image_info im;
+        gk_archive_image(ar, idx, &im);
+        json_array_append_new(rows, json_pack("{s:s, s:s, s:s, s:s, s:s}",
+                                              "kernel", im.kernel, "variant",
+                                              im.variant, "backend", im.backend,
+                                              "target", im.target, "format",
+                                              im.format));
+        if (!json)
+          printf("  %-18s %-10s -> %s %s (%s)\n", im.kernel,
+                 *im.variant ? im.variant : "-", im.backend, im.target, im.format);
+      } else {
+        json_array_append_new(rows, json_pack("{s:s, s:s, s:s, s:s}", "kernel",
+                                              ks[i].kernel, "variant",
+                                              ks[i].variant, "error",
+                                              gk_strerror(st), "message",
+                                              gk_archive_errmsg(ar)));
+        if (!json)
+          printf("  %-18s %-10s -> none: %s\n", ks[i].kernel,
+                 *ks[i].variant ? ks[i].variant : "-", gk_archive_errmsg(ar));
+      }
+    }
+    json_object_set_new(root, "images", rows);
+    free(ks);
+    gk_archive_close(ar);
+  }
+  if (json) {
+    json_dumpf(root, stdout, JSON_INDENT(2));
+    putchar('\n');
+  }
+  json_decref(root);
+  return rc;
+}

@@ -1,0 +1,74 @@
+/*
+ * gk.c - the gk command: a git-style dispatch table over cmd_*.c.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "gk.h"
+#include "util.h"
+
+typedef struct command {
+  const char *name;
+  int (*fn)(int argc, char **argv);
+  const char *summary;
+} command;
+
+static const command commands[] = {
+  {"build",  cmd_build,  "compile the recipes' kernels into an output folder"},
+  {"pack",   cmd_pack,   "bundle a build output folder into one fat archive"},
+  {"ls",     cmd_ls,     "list the images of an archive"},
+  {"matrix", cmd_matrix, "print an archive's support matrix (kernels x targets)"},
+  {"verify", cmd_verify, "check every image of an archive (hash, ELF header)"},
+  {"probe",  cmd_probe,  "show the device and the image each kernel would get"},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: gk [--version] [--help] <command> [<args>]\n\ncommands:\n");
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "\n'gk help <command>' or 'gk <command> --help' shows a command's options.\n");
+}
+
+static const command *find(const char *name) {
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    if (strcmp(commands[i].name, name) == 0) return &commands[i];
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return EXIT_USAGE;
+  }
+  const char *name = argv[1];
+  if (cli_is_help(name)) {
+    usage(stdout);
+    return EXIT_OK;
+  }
+  if (strcmp(name, "--version") == 0) {
+    printf("gk %d.%d.%d (archive format %d)\n", GK_VERSION_MAJOR,
+           GK_VERSION_MINOR, GK_VERSION_PATCH, GK_ARCHIVE_FORMAT);
+    return EXIT_OK;
+  }
+  if (strcmp(name, "help") == 0) {
+    if (argc < 3) {
+      usage(stdout);
+      return EXIT_OK;
+    }
+    const command *c = find(argv[2]);
+    if (!c) {
+      fprintf(stderr, "gk: '%s' is not a gk command; see 'gk --help'\n", argv[2]);
+      return EXIT_USAGE;
+    }
+    char *help_argv[] = {argv[2], "--help", NULL};
+    return c->fn(2, help_argv);
+  }
+  const command *c = find(name);
+  if (!c) {
+    fprintf(stderr, "gk: '%s' is not a gk command; see 'gk --help'\n", name);
+    return EXIT_USAGE;
+  }
+  return c->fn(argc - 1, argv + 1);
+}

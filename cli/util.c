@@ -1,0 +1,54 @@
+/* util.c - helpers shared by the gk commands. */
+#include "util.h"
+
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void cli_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "gk %s: ", cmd);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+int cli_opt(int argc, char **argv, int *i, const char *name, const char *alias,
+            const char **val, int *bad, const char *cmd) {
+  const char *a = argv[*i];
+  size_t n = strlen(name);
+  if (strncmp(a, name, n) == 0 && a[n] == '=') {
+    *val = a + n + 1;
+    return 1;
+  }
+  if (strcmp(a, name) != 0 && !(alias && strcmp(a, alias) == 0)) return 0;
+  if (*i + 1 >= argc) {
+    cli_error(cmd, "option '%s' needs a value (see 'gk %s --help')", a, cmd);
+    *bad = 1;
+    return 1;
+  }
+  *val = argv[++*i];
+  return 1;
+}
+
+int cli_is_help(const char *arg) {
+  return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+gk_archive *cli_open_archive(const char *cmd, const char *path) {
+  gk_archive *ar = NULL;
+  int rc = gk_archive_open(path, &ar);
+  if (rc != GK_OK) {
+    const char *why = gk_last_error();
+    cli_error(cmd, "cannot open archive '%s': %s", path,
+              why && *why ? why : gk_strerror(rc));
+    return NULL;
+  }
+  return ar;
+}
+
+void cli_hex(const unsigned char *sha, char out[65]) {
+  sodium_bin2hex(out, 65, sha, 32);
+}

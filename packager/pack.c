@@ -1,0 +1,279 @@
+/*
+ * pack.c - writes the fat archive (docs/archive.md).
+ *
+ * The archive must be deterministic: the same images give the same bytes,
+ * whatever order they come in and whoever runs the packer. SQLite writes the
+ * same file for the same sequence of statements, so the work here is to fix
+ * that sequence: rows sorted by primary key, blobs inserted in the order the
+ * sorted rows first use them, no time stamps, fixed page size.
+ */
+#include "gkpack.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <sodium.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "gk.h" /* for the format constants only */
+
+static void seterr(char *err, size_t size, const char *fmt, ...) {
+  va_list ap;
+  if (!err || !size) return;
+  va_start(ap, fmt);
+  vsnprintf(err, size, fmt, ap);
+  va_end(ap);
+}
+
+static int nullcmp(const char *a, const char *b) {
+  return strcmp(a ? a : "", b ? b : "");
+}
+
+static int image_cmp(const void *pa, const void *pb) {
+  const gkp_image *a = *(const gkp_image *const *)pa;
+  const gkp_image *b = *(const gkp_image *const *)pb;
+  int c;
+  if ((c = nullcmp(a->kernel, b->kernel))) return c;
+  if ((c = nullcmp(a->backend, b->backend))) return c;
+  if ((c = nullcmp(a->target, b->target))) return c;
+  return nullcmp(a->variant, b->variant);
+}
+
+static const char schema_sql[] =
+  "PRAGMA page_size = 4096;"
+  "PRAGMA journal_mode = OFF;"
+  "PRAGMA synchronous = OFF;"
+  "CREATE TABLE meta ("
+  "  key TEXT PRIMARY KEY NOT NULL,"
+  "  value TEXT NOT NULL);"
+  "CREATE TABLE blob ("
+  "  id INTEGER PRIMARY KEY,"
+  "  sha256 BLOB NOT NULL UNIQUE CHECK (length(sha256) = 32),"
+  "  raw_size INTEGER NOT NULL CHECK (raw_size >= 0),"
+  "  codec TEXT NOT NULL,"
+  "  data BLOB NOT NULL);"
+  "CREATE TABLE image ("
+  "  kernel TEXT NOT NULL, backend TEXT NOT NULL, target TEXT NOT NULL,"
+  "  variant TEXT NOT NULL, format TEXT NOT NULL, entry TEXT NOT NULL,"
+  "  launch TEXT NOT NULL, toolchain TEXT NOT NULL,"
+  "  raw_size INTEGER NOT NULL,"
+  "  sha256 BLOB NOT NULL REFERENCES blob(sha256),"
+  "  PRIMARY KEY (kernel, backend, target, variant));";
+
+typedef struct writer {
+  sqlite3 *db;
+  sqlite3_stmt *find_blob, *add_blob, *add_image;
+  ZSTD_CCtx *cctx;
+  void *zbuf;
+  size_t zcap;
+  char *err;
+  size_t errsize;
+} writer;
+
+static int db_fail(writer *w, const char *what) {
+  seterr(w->err, w->errsize, "%s: %s", what, sqlite3_errmsg(w->db));
+  return -1;
+}
+
+/* Adds the image's bytes to `blob` unless an identical image is there. */
+static int put_blob(writer *w, const gkp_image *im, const unsigned char *sha,
+                    int level) {
+  int rc;
+  sqlite3_reset(w->find_blob);
+  sqlite3_bind_blob(w->find_blob, 1, sha, 32, SQLITE_STATIC);
+  rc = sqlite3_step(w->find_blob);
+  if (rc == SQLITE_ROW) return 0;
+  if (rc != SQLITE_DONE) return db_fail(w, "cannot query blobs");
+
+  size_t bound = ZSTD_compressBound(im->size);
+  if (bound > w->zcap) {
+    void *p = realloc(w->zbuf, bound);
+    if (!p) {
+      seterr(w->err, w->errsize, "out of memory compressing %zu bytes", im->size);
+      return -1;
+    }
+    w->zbuf = p;
+    w->zcap = bound;
+  }
+  ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_and_parameters);
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
+  size_t zn = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, im->data, im->size);
+  if (ZSTD_isError(zn)) {
+    seterr(w->err, w->errsize, "cannot compress %s/%s/%s: %s", im->backend,
+           im->kernel, im->target, ZSTD_getErrorName(zn));
+    return -1;
+  }
+  sqlite3_reset(w->add_blob);
+  sqlite3_bind_blob(w->add_blob, 1, sha, 32, SQLITE_STATIC);
+  sqlite3_bind_int64(w->add_blob, 2, (sqlite3_int64)im->size);
+  sqlite3_bind_blob(w->add_blob, 3, w->zbuf, (int)zn, SQLITE_STATIC);
+  if (sqlite3_step(w->add_blob) != SQLITE_DONE)
+    return db_fail(w, "cannot insert blob");
+  return 0;
+}
+
+static int put_image(writer *w, const gkp_image *im, const unsigned char *sha) {
+  sqlite3_stmt *s = w->add_image;
+  sqlite3_reset(s);
+  sqlite3_bind_text(s, 1, im->kernel, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 2, im->backend, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 3, im->target, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 4, im->variant ? im->variant : "", -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 5, im->format, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 6, im->entry_json ? im->entry_json : "[]", -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 7, im->launch_json ? im->launch_json : "{}", -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 8, im->toolchain ? im->toolchain : "", -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 9, (sqlite3_int64)im->size);
+  sqlite3_bind_blob(s, 10, sha, 32, SQLITE_STATIC);
+  if (sqlite3_step(s) != SQLITE_DONE) return db_fail(w, "cannot insert index row");
+  return 0;
+}
+
+static int check_image(const gkp_image *im, char *err, size_t errsize) {
+  if (!im->kernel || !*im->kernel || !im->backend || !*im->backend ||
+      !im->target || !*im->target || !im->format || !*im->format) {
+    seterr(err, errsize, "image with an empty kernel, backend, target or format");
+    return -1;
+  }
+  if (!im->data && im->size) {
+    seterr(err, errsize, "image %s/%s/%s has no bytes", im->backend, im->kernel,
+           im->target);
+    return -1;
+  }
+  return 0;
+}
+
+static int write_db(writer *w, const char *tmp, const gkp_image **sorted,
+                    size_t n, int level) {
+  char sql[256];
+  if (sqlite3_open_v2(tmp, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                      NULL) != SQLITE_OK)
+    return db_fail(w, "cannot create archive");
+  if (sqlite3_exec(w->db, schema_sql, NULL, NULL, NULL) != SQLITE_OK)
+    return db_fail(w, "cannot create schema");
+  snprintf(sql, sizeof sql,
+           "PRAGMA application_id = %d; PRAGMA user_version = %d;"
+           "INSERT INTO meta VALUES ('format', 'gllm-kernels-archive'),"
+           "('generator', 'gk %d.%d.%d');",
+           (int)GK_ARCHIVE_APPLICATION_ID, GK_ARCHIVE_FORMAT, GK_VERSION_MAJOR,
+           GK_VERSION_MINOR, GK_VERSION_PATCH);
+  if (sqlite3_exec(w->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+    return db_fail(w, "cannot write archive header");
+  if (sqlite3_prepare_v2(w->db, "SELECT 1 FROM blob WHERE sha256 = ?", -1,
+                         &w->find_blob, NULL) ||
+      sqlite3_prepare_v2(w->db,
+                         "INSERT INTO blob (sha256, raw_size, codec, data) "
+                         "VALUES (?, ?, 'zstd', ?)", -1, &w->add_blob, NULL) ||
+      sqlite3_prepare_v2(w->db,
+                         "INSERT INTO image VALUES (?,?,?,?,?,?,?,?,?,?)", -1,
+                         &w->add_image, NULL))
+    return db_fail(w, "cannot prepare statements");
+  if (sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+    return db_fail(w, "cannot begin");
+  for (size_t i = 0; i < n; i++) {
+    unsigned char sha[32];
+    crypto_hash_sha256(sha, sorted[i]->data, sorted[i]->size);
+    if (put_blob(w, sorted[i], sha, level) || put_image(w, sorted[i], sha))
+      return -1;
+  }
+  if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+    return db_fail(w, "cannot commit");
+  return 0;
+}
+
+static void writer_close(writer *w) {
+  sqlite3_finalize(w->find_blob);
+  sqlite3_finalize(w->add_blob);
+  sqlite3_finalize(w->add_image);
+  sqlite3_close(w->db);
+  ZSTD_freeCCtx(w->cctx);
+  free(w->zbuf);
+  memset(w, 0, sizeof *w);
+}
+
+/* fsync a file, then its folder, so the rename that publishes it survives a
+ * crash with the bytes behind it. */
+static int sync_path(const char *path, int dir) {
+  int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int rc = fsync(fd);
+  close(fd);
+  return rc;
+}
+
+int gkp_write(const char *path, const gkp_image *images, size_t n, int level,
+              char *err, size_t errsize) {
+  writer w = {0};
+  const gkp_image **sorted = NULL;
+  char *tmp = NULL, *dircopy = NULL;
+  int rc = -1, fd;
+
+  if (!path || (!images && n)) {
+    seterr(err, errsize, "no archive path or no images");
+    return -1;
+  }
+  if (sodium_init() < 0) {
+    seterr(err, errsize, "libsodium failed to initialize");
+    return -1;
+  }
+  sorted = calloc(n ? n : 1, sizeof *sorted);
+  tmp = malloc(strlen(path) + 16);
+  w.cctx = ZSTD_createCCtx();
+  if (!sorted || !tmp || !w.cctx) {
+    seterr(err, errsize, "out of memory");
+    goto pack_out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (check_image(&images[i], err, errsize)) goto pack_out;
+    sorted[i] = &images[i];
+  }
+  qsort(sorted, n, sizeof *sorted, image_cmp);
+  for (size_t i = 1; i < n; i++)
+    if (image_cmp(&sorted[i - 1], &sorted[i]) == 0) {
+      seterr(err, errsize, "two images for %s %s %s %s", sorted[i]->kernel,
+             sorted[i]->backend, sorted[i]->target,
+             sorted[i]->variant ? sorted[i]->variant : "");
+      goto pack_out;
+    }
+
+  /* The temporary file lives beside the target so that rename() is atomic. */
+  sprintf(tmp, "%s.tmpXXXXXX", path);
+  fd = mkstemp(tmp);
+  if (fd < 0) {
+    seterr(err, errsize, "cannot create '%s': %s", tmp, strerror(errno));
+    goto pack_out;
+  }
+  close(fd);
+  w.err = err;
+  w.errsize = errsize;
+  if (write_db(&w, tmp, sorted, n, level)) goto pack_unlink;
+  writer_close(&w);
+  /* mkstemp made the file 0600; an archive is meant to be shared. */
+  chmod(tmp, 0644);
+  if (sync_path(tmp, 0) || rename(tmp, path)) {
+    seterr(err, errsize, "cannot write '%s': %s", path, strerror(errno));
+    goto pack_unlink;
+  }
+  dircopy = strdup(path);
+  if (dircopy) sync_path(dirname(dircopy), 1);
+  rc = 0;
+  goto pack_out;
+
+pack_unlink:
+  writer_close(&w);
+  unlink(tmp);
+pack_out:
+  writer_close(&w);
+  free(sorted);
+  free(tmp);
+  free(dircopy);
+  return rc;
+}

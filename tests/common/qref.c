@@ -1,0 +1,154 @@
+/*
+ * qref.c - the scalar reference. Written from docs/weights.md without
+ * looking at the kernels, so that a shared misreading of the format cannot
+ * make both sides agree.
+ */
+#include "qref.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+void qref_seed(qref_rng *r, uint64_t seed) { r->state = seed; }
+
+/* splitmix64: tiny, fast, and its output depends only on the seed. */
+uint64_t qref_next(qref_rng *r) {
+  uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+double qref_uniform(qref_rng *r) {
+  return (double)(qref_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+float qref_f16_decode(uint16_t h) {
+  int exp = (h >> 10) & 31;
+  int mant = h & 1023;
+  double sign = (h & 0x8000) ? -1.0 : 1.0;
+  if (exp == 31)
+    return mant ? NAN : (float)(sign * INFINITY);
+  /* Subnormals have no implicit leading one and the exponent of exp == 1. */
+  if (exp == 0)
+    return (float)(sign * ldexp(mant, -24));
+  return (float)(sign * ldexp(1024 + mant, exp - 25));
+}
+
+uint16_t qref_f16_encode(float f) {
+  uint16_t sign = signbit(f) ? 0x8000 : 0;
+  if (isnan(f))
+    return sign | 0x7e00;
+  double a = fabs((double)f);
+  /* 65520 is halfway between the largest finite (65504) and 65536; ties go
+   * to the even significand, which is the overflow to inf. */
+  if (a >= 65520.0)
+    return sign | 0x7c00;
+  /* Below the smallest normal the step is 2^-24; a result of 1024 steps is
+   * the smallest normal, whose encoding is the same integer. */
+  if (a < ldexp(1.0, -14))
+    return sign | (uint16_t)nearbyint(ldexp(a, 24));
+  int e;
+  double sig = ldexp(frexp(a, &e), 11); /* in [1024, 2048) */
+  double r = nearbyint(sig);            /* default mode: nearest even */
+  if (r == 2048.0) {
+    r = 1024.0;
+    e++;
+  }
+  int biased = e - 1 + 15;
+  if (biased >= 31)
+    return sign | 0x7c00;
+  return sign | (uint16_t)(biased << 10) | (uint16_t)(r - 1024.0);
+}
+
+unsigned qref_code(const unsigned char *codes, int bits, int j) {
+  unsigned q = 0;
+  for (int b = 0; b < bits; b++) {
+    long bit = (long)j * bits + b; /* position in the whole stream */
+    unsigned v = (codes[bit / 8] >> (bit % 8)) & 1u;
+    q |= v << b;
+  }
+  return q;
+}
+
+static size_t block_bytes(int bits) { return 4 + 32 * (size_t)bits / 8; }
+
+size_t qref_w_bytes(int bits, int64_t n, int64_t k) {
+  return (size_t)n * (size_t)(k / 32) * block_bytes(bits);
+}
+
+static uint16_t read_le16(const unsigned char *p) {
+  return (uint16_t)(p[0] + 256u * p[1]);
+}
+
+double qref_weight(int bits, const unsigned char *w, int64_t k, int64_t row,
+                   int64_t col) {
+  const unsigned char *blk =
+      w + ((size_t)row * (size_t)(k / 32) + (size_t)(col / 32)) *
+              block_bytes(bits);
+  double d = qref_f16_decode(read_le16(blk));
+  double m = qref_f16_decode(read_le16(blk + 2));
+  return d * qref_code(blk + 4, bits, (int)(col % 32)) + m;
+}
+
+void qref_fill_x(qref_rng *r, float *x, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    x[i] = (float)(2.0 * qref_uniform(r) - 1.0);
+}
+
+/* A scale like a real quantizer's: the row's range over 2^bits - 1 steps,
+ * weights of order 0.05. Rare blocks take the edge cases of binary16. */
+static uint16_t random_scale(qref_rng *r, int bits) {
+  uint64_t pick = qref_next(r) % 64;
+  if (pick == 0)
+    return 0x0000; /* zero scale: the block is all m */
+  if (pick == 1)
+    return (uint16_t)(1 + qref_next(r) % 1023); /* subnormal */
+  double d = (0.02 + 0.1 * qref_uniform(r)) / ((1u << bits) - 1);
+  return qref_f16_encode((float)(pick == 2 ? -d : d));
+}
+
+void qref_fill_w(qref_rng *r, int bits, int64_t n, int64_t k,
+                 unsigned char *w) {
+  size_t blocks = (size_t)n * (size_t)(k / 32);
+  for (size_t b = 0; b < blocks; b++) {
+    unsigned char *blk = w + b * block_bytes(bits);
+    uint16_t d = random_scale(r, bits);
+    /* Centre the codes on zero as asymmetric quantizers do: m near
+     * -d * 2^(bits-1), jittered so m is not a multiple of d. */
+    double dv = qref_f16_decode(d);
+    double mv = -dv * (1u << (bits - 1)) * (0.75 + 0.5 * qref_uniform(r));
+    if (qref_next(r) % 64 == 0)
+      mv = -0.0;
+    uint16_t m = qref_f16_encode((float)mv);
+    blk[0] = (unsigned char)(d & 0xff);
+    blk[1] = (unsigned char)(d >> 8);
+    blk[2] = (unsigned char)(m & 0xff);
+    blk[3] = (unsigned char)(m >> 8);
+    for (size_t i = 4; i < block_bytes(bits); i++)
+      blk[i] = (unsigned char)(qref_next(r) >> 56);
+  }
+}
+
+int qref_matmul(int bits, const float *x, const unsigned char *w, int64_t m,
+                int64_t n, int64_t k, double *y, double *mag) {
+  double *row = malloc((size_t)k * sizeof *row);
+  if (!row)
+    return -1;
+  for (int64_t j = 0; j < n; j++) {
+    for (int64_t t = 0; t < k; t++)
+      row[t] = qref_weight(bits, w, k, j, t);
+    for (int64_t i = 0; i < m; i++) {
+      double s = 0.0, a = 0.0;
+      for (int64_t t = 0; t < k; t++) {
+        double p = (double)x[i * k + t] * row[t];
+        s += p;
+        a += fabs(p);
+      }
+      y[i * n + j] = s;
+      if (mag)
+        mag[i * n + j] = a;
+    }
+  }
+  free(row);
+  return 0;
+}

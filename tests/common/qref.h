@@ -1,0 +1,71 @@
+/*
+ * qref.h - a deliberately plain scalar reference of the quantized weight
+ * format (docs/weights.md), for testing the kernels.
+ *
+ * It is written from the specification alone and shares no code with
+ * kernelsrc/common/gk_quant.h: codes are read one bit at a time, binary16 is
+ * decoded with ldexp, sums are taken in double. Speed is not a goal; being
+ * obviously right is.
+ *
+ * It also makes test data: a binary16 encoder (round to nearest even), a
+ * small deterministic PRNG and generators of random x and random W, so that
+ * every test run sees the same numbers on every machine.
+ */
+#ifndef QREF_H
+#define QREF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- deterministic random numbers (splitmix64) ---- */
+
+typedef struct qref_rng {
+  uint64_t state;
+} qref_rng;
+
+void qref_seed(qref_rng *r, uint64_t seed);
+uint64_t qref_next(qref_rng *r);
+/* Uniform in [0, 1), 53 random bits. */
+double qref_uniform(qref_rng *r);
+
+/* ---- binary16 ---- */
+
+/* binary16 -> float through ldexp; every NaN pattern gives a NaN. */
+float qref_f16_decode(uint16_t h);
+/* float -> binary16, round to nearest even, overflow to inf, subnormals
+ * kept; a NaN becomes a quiet NaN of the same sign. */
+uint16_t qref_f16_encode(float f);
+
+/* ---- the block format ---- */
+
+/* Code j (0..31) of a block's code bytes, read bit by bit from the
+ * little-endian bit stream. */
+unsigned qref_code(const unsigned char *codes, int bits, int j);
+/* Bytes of an n x k matrix W (k a multiple of 32) for a code width. */
+size_t qref_w_bytes(int bits, int64_t n, int64_t k);
+/* Weight W[row][col] = d*q + m, computed in double. */
+double qref_weight(int bits, const unsigned char *w, int64_t k, int64_t row,
+                   int64_t col);
+
+/* ---- test data ---- */
+
+/* count floats uniform in [-1, 1). */
+void qref_fill_x(qref_rng *r, float *x, size_t count);
+/* A random W of qref_w_bytes(bits, n, k) bytes: scales and offsets of
+ * realistic size (a few blocks get a zero, negative or subnormal scale)
+ * and uniformly random codes. Never inf or NaN. */
+void qref_fill_w(qref_rng *r, int bits, int64_t n, int64_t k,
+                 unsigned char *w);
+
+/* ---- the matmul ---- */
+
+/*
+ * y[i*n + j] = sum_t x[i*k + t] * W[j][t] in double, and, when mag is not
+ * NULL, mag[i*n + j] = sum_t |x[i*k + t] * W[j][t]|, the scale an error
+ * bound for a float kernel is relative to. Returns 0, or -1 when out of
+ * memory (it needs k doubles).
+ */
+int qref_matmul(int bits, const float *x, const unsigned char *w, int64_t m,
+                int64_t n, int64_t k, double *y, double *mag);
+
+#endif /* QREF_H */
