@@ -12,14 +12,19 @@
  *   untouched on failure unless said otherwise.
  * - Handles are opaque. Every create has a destroy; destroy(NULL) is a no-op.
  * - A handle carries the detail of its last failure: gk_archive_errmsg()
- *   gives a sentence naming the subject ("no image of 'qmatmul' bits=4 for
- *   cpu:x86-64; archive has: cpu x86-64-v3, cpu x86-64-v4").
+ *   gives a sentence naming the subject ("no image of 'qmatmul' bits=4 fits
+ *   cpu:x86-64-v2; archive 'k.gkfat' has cpu x86-64-v3, cpu x86-64-v4").
+ *   libgk never prints and never exits.
  * - Threads: one gk_archive may be used by one thread at a time (guard it if
  *   you share it). Separate archives are independent. A loaded gk_module is
  *   immutable; its symbols may be used from any thread. gk_strerror and the
  *   gk_device_* functions are thread-safe.
  * - Drivers (libcuda, libhsa-runtime64, libvulkan) are dlopen()ed, never
  *   linked: libgk needs no GPU toolkit at run time.
+ * - This version implements the cpu backend (x86-64, Linux). The GPU
+ *   backends parse and format as devices, but detection reports
+ *   GK_ENODEVICE ("not implemented yet"), selection never chooses their
+ *   images, and loading for them returns GK_ENODEVICE.
  */
 #ifndef GK_H
 #define GK_H
@@ -135,14 +140,20 @@ GK_API int gk_device_detect_backend(gk_backend backend, gk_device *out,
 /*
  * Describes a device from a text spec, without touching any driver:
  * "cpu:x86-64-v2", "cuda:sm_86", "cuda:sm_90,driver=12.4",
- * "rocm:gfx90a:sramecc+:xnack-". A spec of only a backend name ("cpu")
+ * "rocm:gfx90a:sramecc+:xnack-". The arch is checked for its backend's
+ * shape: cpu an x86-64 level, cuda "sm_" and 2-3 digits (a device has no
+ * 'a'/'f' suffix), rocm "gfx..." with ":feature+"/":feature-" settings.
+ * ",driver=X.Y" is for cuda only. A spec of only a backend name ("cpu")
  * means the device of that backend detected here.
- * Returns GK_OK or GK_EINVAL (`why`, may be NULL, says what is wrong).
+ * Returns GK_OK, GK_EINVAL (`why`, may be NULL, says what is wrong), or,
+ * for a bare backend name, the status of gk_device_detect_backend
+ * (GK_ENODEVICE when that backend has no device here).
  */
 GK_API int gk_device_parse(const char *spec, gk_device *out, char *why,
                            size_t why_size);
 
-/* Writes "backend:arch" (plus ",driver=X.Y" when known) into buf. */
+/* Writes "backend:arch" (plus ",driver=X.Y" when known) into buf,
+ * truncated to size. dev NULL writes ""; buf NULL or size 0 writes nothing. */
 GK_API void gk_device_format(const gk_device *dev, char *buf, size_t size);
 
 /* ------------------------------------------------------------------------ */
@@ -164,7 +175,8 @@ GK_API int gk_archive_open(const char *path, gk_archive **out);
 /*
  * Opens an archive held in memory, e.g. linked into the host binary. The
  * bytes are BORROWED: they must stay valid and unchanged until
- * gk_archive_close(). Nothing is copied. Errors as gk_archive_open().
+ * gk_archive_close(). Nothing is copied. Errors as gk_archive_open(); the
+ * messages name the archive "<memory, N bytes>".
  */
 GK_API int gk_archive_open_memory(const void *bytes, size_t size,
                                   gk_archive **out);
@@ -172,12 +184,15 @@ GK_API int gk_archive_open_memory(const void *bytes, size_t size,
 /* Closes the archive. Modules loaded from it stay valid. NULL is a no-op. */
 GK_API void gk_archive_close(gk_archive *ar);
 
-/* The last failure on this archive, as a sentence; "" when none. Owned by
- * the archive, valid until the next call on it. */
+/* The failure of the latest call on this archive, as a sentence naming
+ * the archive and the subject; "" when that call succeeded (every call
+ * taking the archive replaces it). Owned by the archive, valid until the
+ * next call on it. NULL gives a fixed text, never NULL. */
 GK_API const char *gk_archive_errmsg(const gk_archive *ar);
 
-/* The last failure of gk_archive_open*() on this thread (those functions
- * have no handle to carry it). Thread-local; "" when none. */
+/* The failure of the latest gk_archive_open*() on this thread (those
+ * functions have no handle to carry it); "" when it succeeded. Thread-local:
+ * another thread's opens do not change it. */
 GK_API const char *gk_last_error(void);
 
 /*
@@ -199,7 +214,7 @@ typedef struct gk_image_info {
   unsigned char sha256[32];
 } gk_image_info;
 
-/* Number of rows in the index. */
+/* Number of rows in the index. GK_EINVAL when an argument is NULL. */
 GK_API int gk_archive_count(gk_archive *ar, size_t *count);
 
 /* Row i (0 <= i < count), in the index's order (kernel, backend, target,
@@ -208,9 +223,13 @@ GK_API int gk_archive_image(gk_archive *ar, size_t i, gk_image_info *out);
 
 /*
  * Decompresses row i into a new buffer (*bytes, *size; free it with
- * gk_free) after checking its SHA-256 and its ELF header against the row.
- * Errors: GK_ERANGE, GK_ECORRUPT, GK_EHASH, GK_EFORMAT, GK_ETOOBIG,
- * GK_ENOMEM. *bytes is NULL on failure.
+ * gk_free) after checking its SHA-256 and its ELF header against the row
+ * (cpu: 64-bit little-endian x86-64 shared object, target an x86-64 level;
+ * cuda cubin / rocm hsaco: the ELF machine; ptx, spirv, wgsl, metallib: the
+ * hash alone). Sizes in the file are not believed: the blob must be exactly
+ * one zstd frame declaring raw_size, and images over 1 GiB are refused.
+ * Errors: GK_EINVAL, GK_ERANGE, GK_ECORRUPT, GK_EHASH, GK_EFORMAT,
+ * GK_ETOOBIG, GK_ENOMEM. *bytes is NULL on failure.
  */
 GK_API int gk_archive_read(gk_archive *ar, size_t i, void **bytes,
                            size_t *size);
@@ -220,10 +239,17 @@ GK_API void gk_free(void *p);
 
 /*
  * Chooses the image of `kernel` (and `variant`, "" or NULL when the kernel has
- * one only) that fits `dev` best, without loading anything. *index receives
- * the row for gk_archive_image/gk_archive_read.
- * GK_ENOKERNEL when the archive has no such kernel/variant; GK_ENOIMAGE when
- * it has, but none fits the device: the message lists what it holds.
+ * one only) that fits `dev` best, without loading anything or querying the
+ * file (the index is read at open). *index receives the row for
+ * gk_archive_image/gk_archive_read.
+ * Rules: cpu - the highest x86-64 level not above the device's level. Rows
+ * of other backends are never chosen for a cpu device; GPU devices get no
+ * image yet (GK_ENOIMAGE, saying so).
+ * GK_ENOKERNEL when the archive has no such kernel/variant (or variant is
+ * NULL/"" and the kernel has several): the message lists the kernels or
+ * variants it has. GK_ENOIMAGE when it has, but none fits the device: the
+ * message lists what it holds. GK_EINVAL for NULL arguments or a device
+ * that is not valid (unknown backend, cpu arch not an x86-64 level).
  */
 GK_API int gk_archive_select(gk_archive *ar, const gk_device *dev,
                              const char *kernel, const char *variant,
@@ -238,21 +264,27 @@ typedef struct gk_module gk_module;
 /*
  * Selects, decompresses, verifies (SHA-256, ELF header) and loads the best
  * image of `kernel`/`variant` for `dev` (NULL: gk_device_detect()).
- * CPU images are shared objects loaded from memory (memfd_create + dlopen);
- * no file is written. A cpu device that claims more than this CPU has
- * (gk_device_parse("cpu:x86-64-v4") on a v3 machine) is refused with
- * GK_ENODEVICE rather than risking an illegal instruction. The module does not reference the archive: it may
- * outlive it. Errors: those of gk_archive_select and gk_archive_read,
- * GK_ENODEVICE, GK_EDRIVER. Detail in gk_archive_errmsg(ar).
+ * CPU images are shared objects loaded from memory (memfd_create + dlopen
+ * of /proc/self/fd/N, RTLD_NOW | RTLD_LOCAL); no file is written. Each
+ * loaded module holds one file descriptor (the memfd) until unloaded. A cpu
+ * device that claims more than this CPU has (gk_device_parse("cpu:x86-64-v4")
+ * on a v3 machine) is refused with GK_ENODEVICE rather than risking an
+ * illegal instruction. Devices of the GPU backends: GK_ENODEVICE (not
+ * implemented yet). The module does not reference the archive: it may
+ * outlive it. *out is NULL on failure. Errors: GK_EINVAL, those of
+ * gk_archive_select and gk_archive_read, GK_ENODEVICE, GK_EDRIVER (dlopen
+ * failed; its text is in the message). Detail in gk_archive_errmsg(ar).
  */
 GK_API int gk_module_load(gk_archive *ar, const gk_device *dev,
                           const char *kernel, const char *variant,
                           gk_module **out);
 
-/* The row the module was loaded from (strings owned by the module). */
+/* The row the module was loaded from (strings owned by the module).
+ * NULL when m is NULL. */
 GK_API const gk_image_info *gk_module_info(const gk_module *m);
 
-/* The device the module was loaded for. */
+/* The device the module was loaded for (the detected one when
+ * gk_module_load got NULL). NULL when m is NULL. */
 GK_API const gk_device *gk_module_device(const gk_module *m);
 
 /*
@@ -261,7 +293,10 @@ GK_API const gk_device *gk_module_device(const gk_module *m);
  */
 GK_API void *gk_module_symbol(const gk_module *m, const char *name);
 
-/* Unloads the module; its symbols become invalid. NULL is a no-op. */
+/* Unloads the module; its symbols become invalid. NULL is a no-op. (An
+ * image that glibc keeps mapped after dlclose - linked -z nodelete, or
+ * with STB_GNU_UNIQUE symbols - keeps its memfd open for the life of the
+ * process, so that its /proc/self/fd name can never alias a later image.) */
 GK_API void gk_module_unload(gk_module *m);
 
 /* CPU ABI of the quantized matmul (kernel "qmatmul", variant "bits=N"):

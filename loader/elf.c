@@ -1,0 +1,178 @@
+/*
+ * elf.c - does an image's ELF header fit the index row that names it?
+ *
+ * The SHA-256 proves the bytes are those the packager stored; this proves
+ * the packager stored the right kind of bytes for the row (an x86-64 shared
+ * object in a cpu row, not a cubin or an aarch64 build), before they reach
+ * dlopen or a driver. The header is untrusted input: every field is decoded
+ * byte by byte (little endian, no casts of the buffer) and every offset is
+ * bounds-checked against the image size.
+ *
+ * Each (backend, format) has a rule: the ELF machine and type it must carry
+ * and an optional check of the target against the header. CUDA cubins
+ * (EM_CUDA, SM in e_flags) and AMD code objects (EM_AMDGPU, processor in
+ * e_flags) get their target checks with their backends; for now their rule
+ * checks the machine only.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "gk_internal.h"
+
+enum {
+  EHDR_SIZE = 64, /* sizeof(Elf64_Ehdr) */
+  PHDR_SIZE = 56, /* sizeof(Elf64_Phdr) */
+  SHDR_SIZE = 64, /* sizeof(Elf64_Shdr) */
+  ELFCLASS64_ = 2,
+  ELFDATA2LSB_ = 1,
+  EV_CURRENT_ = 1,
+  ET_DYN_ = 3,
+  EM_X86_64_ = 62,
+  EM_CUDA_ = 190,
+  EM_AMDGPU_ = 224
+};
+
+static unsigned rd16(const unsigned char *p) {
+  return p[0] | (unsigned)p[1] << 8;
+}
+static uint32_t rd32(const unsigned char *p) {
+  return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+static uint64_t rd64(const unsigned char *p) {
+  return rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
+
+/* The fields we look at, decoded. */
+typedef struct ehdr {
+  unsigned type, machine, ehsize, phentsize, phnum, shentsize, shnum;
+  uint32_t version, flags;
+  uint64_t phoff, shoff;
+} ehdr;
+
+typedef int (*target_check)(const ehdr *h, const gk_image_info *row, char *why,
+                            size_t size);
+
+static int cpu_target(const ehdr *h, const gk_image_info *row, char *why,
+                      size_t size) {
+  (void)h; /* an x86-64 ELF does not record the level it was built for */
+  if (gk__x86_level_from_name(row->target)) return 1;
+  snprintf(why, size, "cpu target '%s' is not an x86-64 level (%s)",
+           row->target, gk__x86_level_list());
+  return 0;
+}
+
+static const struct rule {
+  const char *backend, *format;
+  unsigned machine;
+  unsigned type; /* 0: any */
+  target_check target;
+} rules[] = {
+    {"cpu", "so", EM_X86_64_, ET_DYN_, cpu_target},
+    {"cuda", "cubin", EM_CUDA_, 0, NULL}, /* SM check: with the cuda backend */
+    {"rocm", "hsaco", EM_AMDGPU_, ET_DYN_, NULL}, /* gfx check: with rocm */
+};
+
+/* Formats that are not ELF: their integrity rests on the SHA-256 alone. */
+static const char *const not_elf[] = {"ptx", "spirv", "wgsl", "metallib"};
+
+static const char *machine_name(unsigned m) {
+  switch (m) {
+  case EM_X86_64_: return "x86-64";
+  case EM_CUDA_: return "CUDA";
+  case EM_AMDGPU_: return "AMDGPU";
+  case 3: return "i386";
+  case 183: return "AArch64";
+  case 243: return "RISC-V";
+  default: return "another machine";
+  }
+}
+
+/* Checks the parts every ELF we accept shares; fills *h. */
+static int parse_header(const unsigned char *b, size_t size, ehdr *h, char *why,
+                        size_t wsize) {
+  if (size < 4 || memcmp(b, "\177ELF", 4) != 0) {
+    snprintf(why, wsize, "the image is not an ELF file");
+    return 0;
+  }
+  if (size < EHDR_SIZE) {
+    snprintf(why, wsize, "the image is %zu bytes, too short for an ELF header",
+             size);
+    return 0;
+  }
+  if (b[4] != ELFCLASS64_ || b[5] != ELFDATA2LSB_ || b[6] != EV_CURRENT_) {
+    snprintf(why, wsize,
+             "the image is not a 64-bit little-endian ELF (class %u, data %u, "
+             "version %u)",
+             b[4], b[5], b[6]);
+    return 0;
+  }
+  h->type = rd16(b + 16);
+  h->machine = rd16(b + 18);
+  h->version = rd32(b + 20);
+  h->phoff = rd64(b + 32);
+  h->shoff = rd64(b + 40);
+  h->flags = rd32(b + 48);
+  h->ehsize = rd16(b + 52);
+  h->phentsize = rd16(b + 54);
+  h->phnum = rd16(b + 56);
+  h->shentsize = rd16(b + 58);
+  h->shnum = rd16(b + 60);
+  if (h->version != EV_CURRENT_ || h->ehsize < EHDR_SIZE) {
+    snprintf(why, wsize, "the ELF header is malformed (version %u, size %u)",
+             (unsigned)h->version, h->ehsize);
+    return 0;
+  }
+  /* Tables must lie inside the image. Offsets are 64-bit and counts 16-bit,
+   * so off + n * entsize cannot overflow once off <= size. */
+  if (h->phnum && (h->phentsize < PHDR_SIZE || h->phoff > size ||
+                   (uint64_t)h->phnum * h->phentsize > size - h->phoff)) {
+    snprintf(why, wsize, "the ELF program headers lie outside the image");
+    return 0;
+  }
+  if (h->shnum && (h->shentsize < SHDR_SIZE || h->shoff > size ||
+                   (uint64_t)h->shnum * h->shentsize > size - h->shoff)) {
+    snprintf(why, wsize, "the ELF section headers lie outside the image");
+    return 0;
+  }
+  return 1;
+}
+
+int gk__elf_check(const void *bytes, size_t size, const gk_image_info *row,
+                  char *why, size_t why_size) {
+  char tmp[256];
+  if (!why || why_size == 0) {
+    why = tmp;
+    why_size = sizeof tmp;
+  }
+  why[0] = '\0';
+  for (size_t i = 0; i < sizeof not_elf / sizeof not_elf[0]; i++)
+    if (strcmp(row->format, not_elf[i]) == 0) return GK_OK;
+
+  const struct rule *r = NULL;
+  for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+    if (strcmp(rules[i].backend, row->backend) == 0 &&
+        strcmp(rules[i].format, row->format) == 0)
+      r = &rules[i];
+  if (!r) {
+    snprintf(why, why_size,
+             "format '%s' is not one libgk knows for backend '%s'", row->format,
+             row->backend);
+    return GK_EFORMAT;
+  }
+
+  ehdr h;
+  if (!parse_header(bytes, size, &h, why, why_size)) return GK_EFORMAT;
+  if (h.machine != r->machine) {
+    snprintf(why, why_size, "the image is built for %s (e_machine %u), not %s",
+             machine_name(h.machine), h.machine, machine_name(r->machine));
+    return GK_EFORMAT;
+  }
+  if (r->type && h.type != r->type) {
+    snprintf(why, why_size,
+             "the image has ELF type %u, not a shared object (ET_DYN)", h.type);
+    return GK_EFORMAT;
+  }
+  if (r->target && !r->target(&h, row, why, why_size)) return GK_EFORMAT;
+  return GK_OK;
+}

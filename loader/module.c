@@ -1,0 +1,185 @@
+/*
+ * module.c - loading a selected, verified image into the process.
+ *
+ * CPU images are shared objects. They are loaded from memory: the bytes go
+ * into an anonymous memfd and dlopen() opens "/proc/self/fd/N"; nothing is
+ * written to any file system. The memfd stays open as long as the module is
+ * loaded. glibc matches an already loaded object by the name it was opened
+ * under, so if fd N were closed and reused by the next image while the
+ * first is still loaded, dlopen("/proc/self/fd/N") would hand back the old
+ * library. Holding the fd keeps every name unique among loaded modules.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create */
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "gk_internal.h"
+
+struct gk_module {
+  gk_image_info
+      info; /* strings in `strings`: the module outlives the archive */
+  char *strings;
+  gk_device dev;
+  void *dl;
+  int fd;
+  char path[32]; /* "/proc/self/fd/N", the name glibc knows it by */
+};
+
+static int write_all(int fd, const unsigned char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Refuses a cpu device that claims a level this CPU lacks: code built for
+ * it could die of SIGILL far from the cause. */
+static int check_cpu_device(gk_archive *ar, const gk_device *dev) {
+  gk_device here;
+  char why[256], devtext[160];
+  gk_device_format(dev, devtext, sizeof devtext);
+  int rc = gk__cpu_detect(&here, why, sizeof why);
+  if (rc != GK_OK)
+    return gk__fail(ar, rc, "cannot load for device '%s': %s", devtext, why);
+  int want = gk__x86_level_from_name(dev->arch);
+  int have = gk__x86_level_from_name(here.arch);
+  if (want > have)
+    return gk__fail(ar, GK_ENODEVICE,
+                    "device '%s' asks for more than this CPU has (%s, %s); its "
+                    "code could stop on an illegal instruction",
+                    devtext, here.arch, here.name);
+  return GK_OK;
+}
+
+/* The image bytes as a loaded library: memfd, then dlopen by its /proc
+ * name. On success the module owns fd and handle. */
+static int load_so(gk_archive *ar, gk_module *m, const void *bytes, size_t size,
+                   const char *what) {
+  char name[64], ebuf[128];
+  /* The memfd's name shows in /proc/PID/maps next to the code. */
+  snprintf(name, sizeof name, "gk:%s:%s", m->info.kernel, m->info.target);
+  m->fd = memfd_create(name, MFD_CLOEXEC);
+  if (m->fd < 0)
+    return gk__fail(ar, GK_EDRIVER, "cannot load image %s: memfd_create: %s",
+                    what, gk__errno_text(errno, ebuf, sizeof ebuf));
+  if (write_all(m->fd, bytes, size) != 0)
+    return gk__fail(ar, GK_EDRIVER,
+                    "cannot load image %s: writing the memfd: %s", what,
+                    gk__errno_text(errno, ebuf, sizeof ebuf));
+  snprintf(m->path, sizeof m->path, "/proc/self/fd/%d", m->fd);
+  dlerror(); /* drop a stale message */
+  m->dl = dlopen(m->path, RTLD_NOW | RTLD_LOCAL);
+  if (!m->dl) {
+    const char *e = dlerror();
+    return gk__fail(ar, GK_EDRIVER, "cannot load image %s: dlopen: %s", what,
+                    e ? e : "unknown error");
+  }
+  return GK_OK;
+}
+
+GK_API int gk_module_load(gk_archive *ar, const gk_device *dev,
+                          const char *kernel, const char *variant,
+                          gk_module **out) {
+  if (out) *out = NULL;
+  if (!ar) return GK_EINVAL;
+  if (!kernel || !out)
+    return gk__fail(ar, GK_EINVAL, "gk_module_load: %s is NULL",
+                    !kernel ? "kernel" : "out");
+  free(ar->msg);
+  ar->msg = NULL;
+
+  gk_device detected;
+  if (!dev) {
+    if (gk_device_detect(&detected) != GK_OK)
+      return gk__fail(ar, GK_ENODEVICE, "no device found to load '%s' for",
+                      kernel);
+    dev = &detected;
+  }
+  if (dev->backend != GK_BACKEND_CPU) {
+    const char *b = gk_backend_name(dev->backend);
+    return b ? gk__fail(
+                   ar, GK_ENODEVICE,
+                   "cannot load '%s': libgk was built without the %s backend "
+                   "(not implemented yet)",
+                   kernel, b)
+             : gk__fail(ar, GK_EINVAL,
+                        "gk_module_load: the device is not valid "
+                        "(backend %d)",
+                        (int)dev->backend);
+  }
+  size_t index;
+  int rc = check_cpu_device(ar, dev);
+  if (rc != GK_OK) return rc;
+  if ((rc = gk_archive_select(ar, dev, kernel, variant, &index)) != GK_OK)
+    return rc;
+
+  void *bytes = NULL;
+  size_t size = 0;
+  if ((rc = gk_archive_read(ar, index, &bytes, &size)) != GK_OK) return rc;
+
+  const gk_image_info *row = &ar->rows[index].info;
+  char what[256];
+  gk__row_describe(row, what, sizeof what);
+  gk_module *m = calloc(1, sizeof *m);
+  if (!m || gk__info_copy(&m->info, row, &m->strings) != GK_OK) {
+    free(m);
+    free(bytes);
+    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+  }
+  m->dev = *dev;
+  m->fd = -1;
+  rc = load_so(ar, m, bytes, size, what);
+  free(bytes);
+  if (rc != GK_OK) {
+    gk_module_unload(m);
+    return rc;
+  }
+  *out = m;
+  return GK_OK;
+}
+
+GK_API const gk_image_info *gk_module_info(const gk_module *m) {
+  return m ? &m->info : NULL;
+}
+
+GK_API const gk_device *gk_module_device(const gk_module *m) {
+  return m ? &m->dev : NULL;
+}
+
+GK_API void *gk_module_symbol(const gk_module *m, const char *name) {
+  if (!m || !name || !m->dl) return NULL;
+  return dlsym(m->dl, name);
+}
+
+GK_API void gk_module_unload(gk_module *m) {
+  if (!m) return;
+  /* dlclose before close: the fd must not be reused while its name still
+   * identifies a loaded object. dlclose may also leave the object mapped
+   * (it was linked -z nodelete, has STB_GNU_UNIQUE symbols, or the host
+   * dlopen()ed the same name itself); then the fd is kept for the life of
+   * the process, as the mapping itself is, so no later image can get its
+   * number and be mistaken for it. */
+  int keep_fd = 0;
+  if (m->dl) {
+    dlclose(m->dl);
+    void *still = dlopen(m->path, RTLD_NOW | RTLD_NOLOAD);
+    if (still) {
+      dlclose(still);
+      keep_fd = 1;
+    }
+  }
+  if (m->fd >= 0 && !keep_fd) close(m->fd);
+  free(m->strings);
+  free(m);
+}

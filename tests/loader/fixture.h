@@ -1,0 +1,44 @@
+/*
+ * fixture.h - writes test archives by following docs/archive.md alone, with
+ * sqlite3, zstd and libsodium directly (not with libgk or the packager), so
+ * that it also checks the document says enough to write a readable archive.
+ * Plus small file helpers. Every helper fails the test (cmocka fail_msg) on
+ * error, so callers need no checks.
+ */
+#ifndef GK_TEST_FIXTURE_H
+#define GK_TEST_FIXTURE_H
+
+#include <stddef.h>
+
+typedef struct fx_image {
+  const char *kernel, *backend, *target, *variant;
+  const char *format;    /* NULL: "so" */
+  const char *entry;     /* NULL: ["<kernel>"] */
+  const char *launch;    /* NULL: "{}" */
+  const char *toolchain; /* NULL: "cc test" */
+  const void *data;
+  size_t size;
+} fx_image;
+
+/* Writes an archive of n images at path (via path.tmp + rename, rows in
+ * primary-key order, blobs deduplicated by SHA-256, as gk pack does). */
+void fx_write(const char *path, const fx_image *images, size_t n);
+
+/* Runs SQL on an existing file (to damage an archive), with ?1 bound to
+ * blob when blob is not NULL. */
+void fx_exec(const char *path, const char *sql, const void *blob, size_t n);
+
+/* A path inside this test process's temporary folder (removed at exit).
+ * The returned string is malloc'ed; the folder is created on first use. */
+char *fx_path(const char *name);
+
+void *fx_read_file(const char *path, size_t *size);
+void fx_write_file(const char *path, const void *data, size_t size);
+
+/* zstd level 3 of src; *n receives the size. malloc'ed. */
+void *fx_zstd(const void *src, size_t size, size_t *n);
+
+/* The bytes of a test image built by CMake (GK_TEST_IMAGE_A etc.). */
+void *fx_image_bytes(const char *path, size_t *size);
+
+#endif

@@ -1,0 +1,797 @@
+/*
+ * test_archive.c - opening archives (file and memory), the index, and
+ * reading images, against good and damaged files.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sodium.h>
+#include <sqlite3.h>
+
+#include "fixture.h"
+#include "gk.h"
+#include "gk_internal.h"
+
+#define assert_contains(s, sub)                                                \
+  do {                                                                         \
+    const char *s_ = (s);                                                      \
+    if (!strstr(s_, (sub))) fail_msg("'%s' does not contain '%s'", s_, (sub)); \
+  } while (0)
+
+/* Image A (a real x86-64 shared object), loaded once. */
+static void *img_a, *img_b;
+static size_t img_a_size, img_b_size;
+
+static int load_images(void **state) {
+  (void)state;
+  img_a = fx_image_bytes(GK_TEST_IMAGE_1, &img_a_size);
+  img_b = fx_image_bytes(GK_TEST_IMAGE_2, &img_b_size);
+  return 0;
+}
+
+static int free_images(void **state) {
+  (void)state;
+  free(img_a);
+  free(img_b);
+  return 0;
+}
+
+/* The standard test archive: three rows, two sharing one blob. */
+static char *good_archive(const char *name) {
+  char *path = fx_path(name);
+  fx_image im[] = {
+      {"qmatmul", "cpu", "x86-64-v4", "bits=4", .data = img_b,
+       .size = img_b_size},
+      {"qmatmul", "cpu", "x86-64-v3", "bits=4", .data = img_a,
+       .size = img_a_size},
+      {"softmax", "cpu", "x86-64", "", .data = img_a, .size = img_a_size,
+       .entry = "[\"softmax\",\"softmax_tail\"]", .launch = "{\"block\":256}",
+       .toolchain = "cc 12.2.0 x86_64-linux-gnu"},
+  };
+  fx_write(path, im, 3);
+  return path;
+}
+
+/* Opens path, expecting `status` and a last-error text containing `msg`. */
+static void expect_open_fails(const char *path, int status, const char *msg) {
+  gk_archive *ar = (gk_archive *)1;
+  int rc = gk_archive_open(path, &ar);
+  if (rc != status)
+    fail_msg("opening '%s': %s (%s), expected %s", path, gk_strerror(rc),
+             gk_last_error(), gk_strerror(status));
+  assert_null(ar);
+  assert_contains(gk_last_error(), msg);
+}
+
+/* ---- opening: arguments and foreign files ----------------------------------
+ */
+
+static void open_bad_args(void **state) {
+  (void)state;
+  gk_archive *ar = (gk_archive *)1;
+  assert_int_equal(gk_archive_open(NULL, &ar), GK_EINVAL);
+  assert_null(ar);
+  assert_contains(gk_last_error(), "path is NULL");
+  assert_int_equal(gk_archive_open("x.gkfat", NULL), GK_EINVAL);
+  assert_contains(gk_last_error(), "out is NULL");
+  assert_int_equal(gk_archive_open("", &ar), GK_EINVAL);
+  assert_contains(gk_last_error(), "path is empty");
+  assert_int_equal(gk_archive_open_memory(NULL, 100, &ar), GK_EINVAL);
+  assert_null(ar);
+  assert_int_equal(gk_archive_open_memory("SQLite format 3", 16, NULL),
+                   GK_EINVAL);
+}
+
+static void open_missing_file(void **state) {
+  (void)state;
+  char *path = fx_path("does-not-exist.gkfat");
+  expect_open_fails(path, GK_EIO, "No such file or directory");
+  assert_contains(gk_last_error(), path);
+  free(path);
+}
+
+static void open_directory(void **state) {
+  (void)state;
+  char *path = fx_path("a-directory");
+  assert_int_equal(mkdir(path, 0700), 0);
+  expect_open_fails(path, GK_EIO, "Is a directory");
+  free(path);
+}
+
+static void open_fifo(void **state) {
+  (void)state;
+  /* A FIFO with no writer must be refused, not block the open forever. */
+  char *path = fx_path("a-fifo");
+  assert_int_equal(mkfifo(path, 0600), 0);
+  expect_open_fails(path, GK_ENOTARCHIVE, "not a regular file");
+  free(path);
+  expect_open_fails("/dev/null", GK_ENOTARCHIVE, "not a regular file");
+}
+
+static void open_text_file(void **state) {
+  (void)state;
+  char *path = fx_path("notes.txt");
+  const char text[] = "these are not the kernels you are looking for\n";
+  fx_write_file(path, text, sizeof text - 1);
+  expect_open_fails(path, GK_ENOTARCHIVE, "not a SQLite database");
+  assert_contains(gk_last_error(), path);
+  free(path);
+}
+
+static void open_empty_file(void **state) {
+  (void)state;
+  /* SQLite itself would open an empty file as an empty database. */
+  char *path = fx_path("empty.gkfat");
+  fx_write_file(path, "", 0);
+  expect_open_fails(path, GK_ENOTARCHIVE, "the file is empty");
+  free(path);
+}
+
+static void open_random_bytes(void **state) {
+  (void)state;
+  char *path = fx_path("random.bin");
+  unsigned char buf[8192];
+  uint32_t x = 12345;
+  for (size_t i = 0; i < sizeof buf; i++) {
+    x = x * 1103515245u + 12345u;
+    buf[i] = (unsigned char)(x >> 16);
+  }
+  fx_write_file(path, buf, sizeof buf);
+  expect_open_fails(path, GK_ENOTARCHIVE, "not a SQLite database");
+  /* The same bytes behind a valid SQLite magic: SQLite must reject them. */
+  memcpy(buf, "SQLite format 3", 16);
+  fx_write_file(path, buf, sizeof buf);
+  gk_archive *ar;
+  int rc = gk_archive_open(path, &ar);
+  if (rc != GK_ENOTARCHIVE && rc != GK_ECORRUPT)
+    fail_msg("garbage with a SQLite magic: %s (%s)", gk_strerror(rc),
+             gk_last_error());
+  assert_contains(gk_last_error(), path);
+  free(path);
+}
+
+static void open_foreign_sqlite(void **state) {
+  (void)state;
+  char *path = fx_path("foreign.db");
+  fx_write_file(path, "", 0);
+  fx_exec(path, "CREATE TABLE t (x); INSERT INTO t VALUES (1);", NULL, 0);
+  expect_open_fails(path, GK_ENOTARCHIVE,
+                    "is a SQLite database but not a gllm-kernels archive");
+  assert_contains(gk_last_error(), path);
+  assert_contains(gk_last_error(), "application_id 0x00000000");
+  /* Another application's id is as foreign. */
+  fx_exec(path, "PRAGMA application_id = 1", NULL, 0);
+  expect_open_fails(path, GK_ENOTARCHIVE, "application_id 0x00000001");
+  free(path);
+}
+
+static void open_wrong_version(void **state) {
+  (void)state;
+  char *path = good_archive("v2.gkfat");
+  fx_exec(path, "PRAGMA user_version = 2", NULL, 0);
+  expect_open_fails(path, GK_EVERSION, "format version 2");
+  assert_contains(gk_last_error(), "reads version 1");
+  assert_contains(gk_last_error(), "update libgk");
+  assert_contains(gk_last_error(), path);
+  fx_exec(path, "PRAGMA user_version = 0", NULL, 0);
+  expect_open_fails(path, GK_EVERSION, "format version 0");
+  free(path);
+}
+
+/* ---- opening: schema damage ------------------------------------------------
+ */
+
+static void open_schema_damage(void **state) {
+  (void)state;
+  static const struct {
+    const char *sql, *msg;
+  } cases[] = {
+      {"DROP TABLE blob", "it has no table 'blob'"},
+      {"DROP TABLE image", "it has no table 'image'"},
+      {"ALTER TABLE image DROP COLUMN launch",
+       "table 'image' has no column 'launch'"},
+      {"ALTER TABLE image DROP COLUMN toolchain",
+       "table 'image' has no column 'toolchain'"},
+      {"ALTER TABLE blob DROP COLUMN codec",
+       "table 'blob' has no column 'codec'"},
+      {"ALTER TABLE image RENAME TO image0; "
+       "CREATE VIEW image AS SELECT * FROM image0",
+       "'image' is not an ordinary table"},
+      {"UPDATE image SET raw_size = 'big' WHERE kernel = 'softmax'",
+       "has a bad 'raw_size'"},
+      {"UPDATE image SET raw_size = -1 WHERE kernel = 'softmax'",
+       "has a bad 'raw_size'"},
+      {"UPDATE image SET sha256 = x'00' WHERE kernel = 'softmax'",
+       "has a bad 'sha256'"},
+      {"UPDATE image SET sha256 = NULL WHERE kernel = 'softmax'",
+       "has a bad 'sha256'"},
+      {"UPDATE image SET kernel = CAST(x'717500' AS TEXT) WHERE kernel = "
+       "'softmax'",
+       "has a bad 'kernel'"},
+      {"UPDATE image SET target = x'7633' WHERE kernel = 'softmax'",
+       "has a bad 'target'"},
+      {"UPDATE image SET entry = x'5b5d' WHERE kernel = 'softmax'",
+       "has a bad 'entry'"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *path = good_archive("schema.gkfat");
+    /* The fixture's schema has NOT NULL and CHECK constraints; damage
+     * ignores them, as a hostile writer would. */
+    char sql[512];
+    snprintf(sql, sizeof sql, "PRAGMA ignore_check_constraints = ON; %s",
+             cases[i].sql);
+    if (strstr(cases[i].sql, "NULL")) {
+      /* NOT NULL cannot be switched off: rebuild the table without it. */
+      snprintf(sql, sizeof sql,
+               "CREATE TABLE i2 AS SELECT * FROM image; DROP TABLE image; "
+               "ALTER TABLE i2 RENAME TO image; %s",
+               cases[i].sql);
+    }
+    fx_exec(path, sql, NULL, 0);
+    gk_archive *ar;
+    int rc = gk_archive_open(path, &ar);
+    if (rc != GK_ECORRUPT)
+      fail_msg("'%s': %s (%s), expected GK_ECORRUPT", cases[i].sql,
+               gk_strerror(rc), gk_last_error());
+    assert_null(ar);
+    if (!strstr(gk_last_error(), cases[i].msg) ||
+        !strstr(gk_last_error(), path))
+      fail_msg("'%s': message '%s' lacks '%s' or the path", cases[i].sql,
+               gk_last_error(), cases[i].msg);
+    free(path);
+  }
+}
+
+static void open_extra_columns_ok(void **state) {
+  (void)state;
+  /* Columns beyond the format's are tolerated. */
+  char *path = good_archive("extra.gkfat");
+  fx_exec(path, "ALTER TABLE image ADD COLUMN note TEXT", NULL, 0);
+  gk_archive *ar;
+  assert_int_equal(gk_archive_open(path, &ar), GK_OK);
+  gk_archive_close(ar);
+  free(path);
+}
+
+static void open_truncated(void **state) {
+  (void)state;
+  char *path = good_archive("truncated.gkfat");
+  size_t n;
+  void *bytes = fx_read_file(path, &n);
+  assert_true(n > 8192);
+  fx_write_file(path, bytes, n / 2);
+  free(bytes);
+  /* Either the open or every read must fail: never silently good. */
+  gk_archive *ar;
+  int rc = gk_archive_open(path, &ar);
+  if (rc == GK_OK) {
+    size_t count, size;
+    void *p;
+    assert_int_equal(gk_archive_count(ar, &count), GK_OK);
+    int all_ok = count == 3;
+    for (size_t i = 0; i < count; i++) {
+      int r = gk_archive_read(ar, i, &p, &size);
+      all_ok &= r == GK_OK;
+      gk_free(p);
+    }
+    assert_false(all_ok);
+    gk_archive_close(ar);
+  } else {
+    assert_true(rc == GK_ECORRUPT || rc == GK_ENOTARCHIVE);
+  }
+  free(path);
+}
+
+/* ---- the index -------------------------------------------------------------
+ */
+
+static void index_rows(void **state) {
+  (void)state;
+  char *path = good_archive("index.gkfat");
+  gk_archive *ar = NULL;
+  assert_int_equal(gk_archive_open(path, &ar), GK_OK);
+  assert_non_null(ar);
+  assert_string_equal(gk_last_error(), "");
+  assert_string_equal(gk_archive_errmsg(ar), "");
+  size_t count = 0;
+  assert_int_equal(gk_archive_count(ar, &count), GK_OK);
+  assert_int_equal(count, 3);
+
+  /* Index order: (kernel, backend, target, variant). */
+  const char *targets[] = {"x86-64-v3", "x86-64-v4", "x86-64"};
+  for (size_t i = 0; i < count; i++) {
+    gk_image_info info;
+    assert_int_equal(gk_archive_image(ar, i, &info), GK_OK);
+    assert_string_equal(info.target, targets[i]);
+    assert_string_equal(info.backend, "cpu");
+    assert_string_equal(info.format, "so");
+    assert_true(info.packed_size > 0 && info.packed_size < info.raw_size);
+  }
+  gk_image_info info;
+  assert_int_equal(gk_archive_image(ar, 2, &info), GK_OK);
+  assert_string_equal(info.kernel, "softmax");
+  assert_string_equal(info.variant, "");
+  assert_string_equal(info.entry, "[\"softmax\",\"softmax_tail\"]");
+  assert_string_equal(info.launch, "{\"block\":256}");
+  assert_string_equal(info.toolchain, "cc 12.2.0 x86_64-linux-gnu");
+  assert_int_equal(info.raw_size, img_a_size);
+  unsigned char sha[32];
+  crypto_hash_sha256(sha, img_a, img_a_size);
+  assert_memory_equal(info.sha256, sha, 32);
+  assert_int_equal(gk_archive_image(ar, 0, &info), GK_OK);
+  assert_string_equal(info.kernel, "qmatmul");
+  assert_string_equal(info.variant, "bits=4");
+  assert_string_equal(info.entry, "[\"qmatmul\"]");
+  assert_string_equal(info.launch, "{}");
+
+  /* Out of range and NULL: statuses and messages, out untouched. */
+  memset(&info, 0x33, sizeof info);
+  gk_image_info copy = info;
+  assert_int_equal(gk_archive_image(ar, 3, &info), GK_ERANGE);
+  assert_memory_equal(&info, &copy, sizeof info);
+  assert_contains(gk_archive_errmsg(ar), "has 3 images; there is no image 3");
+  assert_contains(gk_archive_errmsg(ar), path);
+  assert_int_equal(gk_archive_image(ar, SIZE_MAX, &info), GK_ERANGE);
+  assert_int_equal(gk_archive_image(ar, 0, NULL), GK_EINVAL);
+  assert_contains(gk_archive_errmsg(ar), "out is NULL");
+  assert_int_equal(gk_archive_count(ar, NULL), GK_EINVAL);
+  /* A successful call clears the message. */
+  assert_int_equal(gk_archive_count(ar, &count), GK_OK);
+  assert_string_equal(gk_archive_errmsg(ar), "");
+  gk_archive_close(ar);
+
+  assert_int_equal(gk_archive_count(NULL, &count), GK_EINVAL);
+  assert_int_equal(gk_archive_image(NULL, 0, &info), GK_EINVAL);
+  assert_non_null(gk_archive_errmsg(NULL));
+  gk_archive_close(NULL);
+  gk_free(NULL);
+  free(path);
+}
+
+static void index_empty_archive(void **state) {
+  (void)state;
+  char *path = fx_path("empty-index.gkfat");
+  fx_write(path, NULL, 0);
+  gk_archive *ar;
+  assert_int_equal(gk_archive_open(path, &ar), GK_OK);
+  size_t count = 99;
+  assert_int_equal(gk_archive_count(ar, &count), GK_OK);
+  assert_int_equal(count, 0);
+  void *p = (void *)1;
+  size_t n;
+  assert_int_equal(gk_archive_read(ar, 0, &p, &n), GK_ERANGE);
+  assert_null(p);
+  gk_archive_close(ar);
+  free(path);
+}
+
+static void open_odd_paths(void **state) {
+  (void)state;
+  /* URI-special characters in a path must mean themselves. */
+  const char *names[] = {"with space.gkfat",      "q?mark.gkfat",
+                         "hash#.gkfat",           "pct%41.gkfat",
+                         "amp&immutable=0.gkfat", "\xc3\xa9t\xc3\xa9.gkfat"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char *path = good_archive(names[i]);
+    gk_archive *ar;
+    int rc = gk_archive_open(path, &ar);
+    if (rc != GK_OK) fail_msg("'%s': %s", path, gk_last_error());
+    size_t count;
+    assert_int_equal(gk_archive_count(ar, &count), GK_OK);
+    assert_int_equal(count, 3);
+    gk_archive_close(ar);
+    free(path);
+  }
+  /* A relative path works too. */
+  char *path = good_archive("relative.gkfat");
+  char *slash = strrchr(path, '/');
+  *slash = '\0';
+  char cwd[4096];
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  assert_int_equal(chdir(path), 0);
+  gk_archive *ar;
+  int rc = gk_archive_open("relative.gkfat", &ar);
+  assert_int_equal(chdir(cwd), 0);
+  if (rc != GK_OK) fail_msg("relative path: %s", gk_last_error());
+  gk_archive_close(ar);
+  free(path);
+}
+
+/* ---- reading ---------------------------------------------------------------
+ */
+
+static void read_good(void **state) {
+  (void)state;
+  char *path = good_archive("read.gkfat");
+  gk_archive *ar;
+  assert_int_equal(gk_archive_open(path, &ar), GK_OK);
+  void *p;
+  size_t n;
+  assert_int_equal(gk_archive_read(ar, 0, &p, &n), GK_OK);
+  assert_int_equal(n, img_a_size);
+  assert_memory_equal(p, img_a, n);
+  gk_free(p);
+  assert_int_equal(gk_archive_read(ar, 1, &p, &n), GK_OK);
+  assert_int_equal(n, img_b_size);
+  assert_memory_equal(p, img_b, n);
+  gk_free(p);
+  /* Rows sharing one blob read the same bytes. */
+  assert_int_equal(gk_archive_read(ar, 2, &p, &n), GK_OK);
+  assert_memory_equal(p, img_a, n);
+  gk_free(p);
+
+  p = (void *)1;
+  assert_int_equal(gk_archive_read(ar, 3, &p, &n), GK_ERANGE);
+  assert_null(p);
+  assert_contains(gk_archive_errmsg(ar), "no image 3");
+  assert_int_equal(gk_archive_read(ar, 0, NULL, &n), GK_EINVAL);
+  assert_int_equal(gk_archive_read(ar, 0, &p, NULL), GK_EINVAL);
+  assert_null(p);
+  assert_int_equal(gk_archive_read(NULL, 0, &p, &n), GK_EINVAL);
+  gk_archive_close(ar);
+  free(path);
+}
+
+/* Damages the v3 qmatmul row of a fresh archive with `sql` (?1 = blob) and
+ * expects reading it to fail with `status` and `msg`. Other rows still read. */
+static void expect_read_fails(const char *sql, const void *blob, size_t n,
+                              int status, const char *msg) {
+  char *path = good_archive("damaged.gkfat");
+  fx_exec(path, sql, blob, n);
+  gk_archive *ar;
+  int rc = gk_archive_open(path, &ar);
+  if (rc != GK_OK) fail_msg("'%s': open: %s", sql, gk_last_error());
+  void *p = (void *)1;
+  size_t size = 0;
+  rc = gk_archive_read(ar, 0, &p, &size);
+  if (rc != status)
+    fail_msg("'%s': read gave %s (%s), expected %s", sql, gk_strerror(rc),
+             gk_archive_errmsg(ar), gk_strerror(status));
+  assert_null(p);
+  if (!strstr(gk_archive_errmsg(ar), msg))
+    fail_msg("'%s': message '%s' lacks '%s'", sql, gk_archive_errmsg(ar), msg);
+  assert_contains(gk_archive_errmsg(ar), "'qmatmul' bits=4 cpu x86-64-v3");
+  assert_contains(gk_archive_errmsg(ar), path);
+  assert_int_equal(gk_archive_read(ar, 1, &p, &size), GK_OK);
+  gk_free(p);
+  gk_archive_close(ar);
+  free(path);
+}
+
+#define V3_BLOB "(SELECT sha256 FROM image WHERE target = 'x86-64-v3')"
+
+static void read_zstd_garbage(void **state) {
+  (void)state;
+  expect_read_fails(
+      "UPDATE blob SET data = x'0102030405060708' WHERE sha256 = " V3_BLOB,
+      NULL, 0, GK_ECORRUPT, "is not a zstd frame");
+}
+
+static void read_other_content(void **state) {
+  (void)state;
+  /* A valid zstd frame of the right size, but not the indexed bytes. */
+  unsigned char *other = malloc(img_a_size);
+  memcpy(other, img_a, img_a_size);
+  other[img_a_size / 2] ^= 1;
+  size_t zn;
+  void *z = fx_zstd(other, img_a_size, &zn);
+  expect_read_fails("UPDATE blob SET data = ?1 WHERE sha256 = " V3_BLOB, z, zn,
+                    GK_EHASH, "does not match its SHA-256");
+  free(z);
+  free(other);
+}
+
+static void read_size_lies(void **state) {
+  (void)state;
+  /* Index and blob agree on a size the frame does not have. */
+  expect_read_fails(
+      "UPDATE blob SET raw_size = raw_size + 1 WHERE sha256 = " V3_BLOB
+      "; UPDATE image SET raw_size = raw_size + 1 WHERE target = 'x86-64-v3'",
+      NULL, 0, GK_ECORRUPT, "declares another size than the index");
+  /* The same, smaller. */
+  expect_read_fails(
+      "UPDATE blob SET raw_size = 100 WHERE sha256 = " V3_BLOB
+      "; UPDATE image SET raw_size = 100 WHERE target = 'x86-64-v3'",
+      NULL, 0, GK_ECORRUPT, "declares another size than the index");
+  /* Index and blob disagree. */
+  expect_read_fails(
+      "UPDATE image SET raw_size = raw_size - 1 WHERE target = 'x86-64-v3'",
+      NULL, 0, GK_ECORRUPT, "but its blob says");
+  /* Over the cap: refused before any allocation. */
+  expect_read_fails(
+      "UPDATE image SET raw_size = 2147483648 WHERE target = 'x86-64-v3'", NULL,
+      0, GK_ETOOBIG, "over libgk's limit");
+  expect_read_fails("UPDATE image SET raw_size = 9223372036854775807 "
+                    "WHERE target = 'x86-64-v3'",
+                    NULL, 0, GK_ETOOBIG, "over libgk's limit");
+}
+
+static void read_frame_shapes(void **state) {
+  (void)state;
+  /* A frame that does not declare its size (as a streaming writer makes). */
+  static const unsigned char no_size[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00,
+                                          0x00, 0x01, 0x00, 0x00};
+  expect_read_fails("UPDATE blob SET data = ?1 WHERE sha256 = " V3_BLOB,
+                    no_size, sizeof no_size, GK_ECORRUPT,
+                    "does not declare its size");
+  /* A good frame followed by trailing bytes. */
+  size_t zn;
+  unsigned char *z = fx_zstd(img_a, img_a_size, &zn);
+  unsigned char *longer = malloc(zn + 4);
+  memcpy(longer, z, zn);
+  memcpy(longer + zn, "junk", 4);
+  expect_read_fails("UPDATE blob SET data = ?1 WHERE sha256 = " V3_BLOB, longer,
+                    zn + 4, GK_ECORRUPT, "not exactly one zstd frame");
+  /* A good frame cut short. */
+  expect_read_fails("UPDATE blob SET data = ?1 WHERE sha256 = " V3_BLOB, z,
+                    zn / 2, GK_ECORRUPT, "not exactly one zstd frame");
+  free(longer);
+  free(z);
+  expect_read_fails("UPDATE blob SET data = x'' WHERE sha256 = " V3_BLOB, NULL,
+                    0, GK_ECORRUPT, "0 packed bytes");
+}
+
+static void read_blob_damage(void **state) {
+  (void)state;
+  expect_read_fails("UPDATE blob SET codec = 'lz4' WHERE sha256 = " V3_BLOB,
+                    NULL, 0, GK_ECORRUPT,
+                    "uses codec 'lz4'; libgk knows 'zstd'");
+  expect_read_fails(
+      "PRAGMA foreign_keys = OFF; DELETE FROM blob WHERE sha256 = " V3_BLOB,
+      NULL, 0, GK_ECORRUPT, "has no blob");
+}
+
+/* A cpu row whose bytes are not what a cpu row needs. The hash matches
+ * (the fixture hashes what it packs): only the ELF check stands between
+ * these bytes and dlopen. */
+static void expect_format_error(const void *bytes, size_t n, const char *target,
+                                const char *backend, const char *format,
+                                int status, const char *msg) {
+  char *path = fx_path("format.gkfat");
+  fx_image im = {"k",           backend,  target, "", .format = format,
+                 .data = bytes, .size = n};
+  fx_write(path, &im, 1);
+  gk_archive *ar;
+  assert_int_equal(gk_archive_open(path, &ar), GK_OK);
+  void *p;
+  size_t size;
+  int rc = gk_archive_read(ar, 0, &p, &size);
+  if (rc != status)
+    fail_msg("%s %s %s: %s (%s), expected %s", backend, target, format,
+             gk_strerror(rc), gk_archive_errmsg(ar), gk_strerror(status));
+  if (status != GK_OK) {
+    assert_contains(gk_archive_errmsg(ar), "does not fit its row");
+    assert_contains(gk_archive_errmsg(ar), msg);
+  }
+  gk_free(p);
+  gk_archive_close(ar);
+  free(path);
+}
+
+static void put16(unsigned char *p, unsigned v) {
+  p[0] = (unsigned char)v;
+  p[1] = (unsigned char)(v >> 8);
+}
+
+static void read_elf_checks(void **state) {
+  (void)state;
+  const char text[] = "#!/bin/sh\necho not an ELF\n";
+  expect_format_error(text, sizeof text - 1, "x86-64-v3", "cpu", "so",
+                      GK_EFORMAT, "not an ELF file");
+  expect_format_error("\177ELF", 4, "x86-64-v3", "cpu", "so", GK_EFORMAT,
+                      "too short for an ELF header");
+  expect_format_error(img_a, img_a_size, "x86-64-v5", "cpu", "so", GK_EFORMAT,
+                      "'x86-64-v5' is not an x86-64 level");
+  expect_format_error(
+      img_a, img_a_size, "x86-64-v3", "cpu", "cubin", GK_EFORMAT,
+      "format 'cubin' is not one libgk knows for backend 'cpu'");
+  expect_format_error(img_a, img_a_size, "sm_86", "cuda", "cubin", GK_EFORMAT,
+                      "built for x86-64 (e_machine 62), not CUDA");
+  expect_format_error(img_a, img_a_size, "gfx90a", "rocm", "hsaco", GK_EFORMAT,
+                      "not AMDGPU");
+  /* Non-ELF formats rest on the hash alone. */
+  expect_format_error(text, sizeof text - 1, "compute_90", "cuda", "ptx", GK_OK,
+                      "");
+
+  unsigned char *b = malloc(img_a_size);
+  struct {
+    size_t off;
+    unsigned value, width;
+    const char *msg;
+  } patches[] = {
+      {18, 183, 2, "built for AArch64 (e_machine 183), not x86-64"},
+      {18, 3, 2, "built for i386"},
+      {16, 2, 2, "ELF type 2, not a shared object"},
+      {16, 1, 2, "ELF type 1"},
+      {4, 1, 1, "not a 64-bit little-endian ELF (class 1"},
+      {5, 2, 1, "not a 64-bit little-endian ELF"},
+      {20, 7, 1, "ELF header is malformed"},
+      {52, 40, 2, "ELF header is malformed"},
+      {34, 0xfff0, 2, "program headers lie outside the image"}, /* e_phoff */
+      {56, 0xffff, 2, "program headers lie outside the image"}, /* e_phnum */
+      {54, 8, 2, "program headers lie outside the image"}, /* e_phentsize */
+      {60, 0xffff, 2, "section headers lie outside the image"}, /* e_shnum */
+  };
+  for (size_t i = 0; i < sizeof patches / sizeof patches[0]; i++) {
+    memcpy(b, img_a, img_a_size);
+    if (patches[i].width == 1)
+      b[patches[i].off] = (unsigned char)patches[i].value;
+    else
+      put16(b + patches[i].off, patches[i].value);
+    expect_format_error(b, img_a_size, "x86-64-v3", "cpu", "so", GK_EFORMAT,
+                        patches[i].msg);
+  }
+  /* A cubin-shaped header passes the cuda rule (machine check only, yet). */
+  memcpy(b, img_a, img_a_size);
+  put16(b + 18, 190);
+  expect_format_error(b, img_a_size, "sm_86", "cuda", "cubin", GK_OK, "");
+  free(b);
+}
+
+/* ---- memory ----------------------------------------------------------------
+ */
+
+static void memory_equals_file(void **state) {
+  (void)state;
+  char *path = good_archive("memory.gkfat");
+  size_t n;
+  void *bytes = fx_read_file(path, &n);
+  gk_archive *af, *am;
+  assert_int_equal(gk_archive_open(path, &af), GK_OK);
+  assert_int_equal(gk_archive_open_memory(bytes, n, &am), GK_OK);
+  assert_string_equal(gk_last_error(), "");
+  size_t cf, cm;
+  assert_int_equal(gk_archive_count(af, &cf), GK_OK);
+  assert_int_equal(gk_archive_count(am, &cm), GK_OK);
+  assert_int_equal(cf, cm);
+  for (size_t i = 0; i < cf; i++) {
+    gk_image_info a, b;
+    assert_int_equal(gk_archive_image(af, i, &a), GK_OK);
+    assert_int_equal(gk_archive_image(am, i, &b), GK_OK);
+    assert_string_equal(a.kernel, b.kernel);
+    assert_string_equal(a.target, b.target);
+    assert_string_equal(a.variant, b.variant);
+    assert_string_equal(a.entry, b.entry);
+    assert_int_equal(a.raw_size, b.raw_size);
+    assert_int_equal(a.packed_size, b.packed_size);
+    assert_memory_equal(a.sha256, b.sha256, 32);
+    void *pf, *pm;
+    size_t sf, sm;
+    assert_int_equal(gk_archive_read(af, i, &pf, &sf), GK_OK);
+    assert_int_equal(gk_archive_read(am, i, &pm, &sm), GK_OK);
+    assert_int_equal(sf, sm);
+    assert_memory_equal(pf, pm, sf);
+    gk_free(pf);
+    gk_free(pm);
+  }
+  /* Errors name the memory archive. */
+  assert_int_equal(gk_archive_image(am, 9, &(gk_image_info){0}), GK_ERANGE);
+  assert_contains(gk_archive_errmsg(am), "<memory,");
+  gk_archive_close(af);
+  gk_archive_close(am);
+
+  /* The bytes are only borrowed: they are intact after use and close. */
+  size_t n2;
+  void *again = fx_read_file(path, &n2);
+  assert_int_equal(n, n2);
+  assert_memory_equal(bytes, again, n);
+  free(again);
+  free(bytes);
+  free(path);
+}
+
+static void memory_bad(void **state) {
+  (void)state;
+  gk_archive *ar = (gk_archive *)1;
+  assert_int_equal(gk_archive_open_memory("x", 0, &ar), GK_ENOTARCHIVE);
+  assert_null(ar);
+  assert_contains(gk_last_error(), "no bytes");
+  const char text[] = "hello, this is text and not a database at all";
+  assert_int_equal(gk_archive_open_memory(text, sizeof text, &ar),
+                   GK_ENOTARCHIVE);
+  assert_contains(gk_last_error(), "<memory,");
+  /* A foreign database in memory. */
+  char *path = fx_path("foreign-mem.db");
+  fx_write_file(path, "", 0);
+  fx_exec(path, "CREATE TABLE t (x)", NULL, 0);
+  size_t n;
+  void *bytes = fx_read_file(path, &n);
+  assert_int_equal(gk_archive_open_memory(bytes, n, &ar), GK_ENOTARCHIVE);
+  assert_contains(gk_last_error(),
+                  "is a SQLite database but not a gllm-kernels");
+  free(bytes);
+  free(path);
+  /* A good archive cut short in memory: header claims more pages. */
+  path = good_archive("cut.gkfat");
+  bytes = fx_read_file(path, &n);
+  int rc = gk_archive_open_memory(bytes, 4096, &ar);
+  if (rc == GK_OK) {
+    void *p;
+    size_t size;
+    int bad = 0;
+    for (size_t i = 0; i < 3; i++) {
+      bad |= gk_archive_read(ar, i, &p, &size) != GK_OK;
+      gk_free(p);
+    }
+    assert_true(bad);
+    gk_archive_close(ar);
+  } else {
+    assert_true(rc == GK_ECORRUPT || rc == GK_ENOTARCHIVE);
+  }
+  free(bytes);
+  free(path);
+}
+
+/* gk_last_error is per thread. */
+struct tls_case {
+  const char *path;
+  char seen[256];
+};
+
+static void *open_missing_in_thread(void *arg) {
+  struct tls_case *c = arg;
+  gk_archive *ar;
+  gk_archive_open(c->path, &ar);
+  snprintf(c->seen, sizeof c->seen, "%s", gk_last_error());
+  return NULL;
+}
+
+static void last_error_is_thread_local(void **state) {
+  (void)state;
+  char *path = good_archive("tls.gkfat");
+  gk_archive *ar;
+  assert_int_equal(gk_archive_open(path, &ar), GK_OK);
+  assert_string_equal(gk_last_error(), "");
+  struct tls_case c = {"/nonexistent/x.gkfat", ""};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, open_missing_in_thread, &c), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  assert_contains(c.seen, "cannot open archive '/nonexistent/x.gkfat'");
+  assert_string_equal(gk_last_error(), ""); /* ours untouched */
+  gk_archive_close(ar);
+  free(path);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(open_bad_args),
+      cmocka_unit_test(open_missing_file),
+      cmocka_unit_test(open_directory),
+      cmocka_unit_test(open_fifo),
+      cmocka_unit_test(open_text_file),
+      cmocka_unit_test(open_empty_file),
+      cmocka_unit_test(open_random_bytes),
+      cmocka_unit_test(open_foreign_sqlite),
+      cmocka_unit_test(open_wrong_version),
+      cmocka_unit_test(open_schema_damage),
+      cmocka_unit_test(open_extra_columns_ok),
+      cmocka_unit_test(open_truncated),
+      cmocka_unit_test(open_odd_paths),
+      cmocka_unit_test(index_rows),
+      cmocka_unit_test(index_empty_archive),
+      cmocka_unit_test(read_good),
+      cmocka_unit_test(read_zstd_garbage),
+      cmocka_unit_test(read_other_content),
+      cmocka_unit_test(read_size_lies),
+      cmocka_unit_test(read_frame_shapes),
+      cmocka_unit_test(read_blob_damage),
+      cmocka_unit_test(read_elf_checks),
+      cmocka_unit_test(memory_equals_file),
+      cmocka_unit_test(memory_bad),
+      cmocka_unit_test(last_error_is_thread_local),
+  };
+  return cmocka_run_group_tests_name("loader.archive", tests, load_images,
+                                     free_images);
+}
