@@ -34,11 +34,13 @@ cp "$ARCHIVE" "$T/tampered.gkfat"
 python3 - "$T/tampered.gkfat" <<'PY'
 # Replace one image with a valid zstd frame of other bytes of the same size:
 # only the SHA-256 check can catch this.
-import sqlite3, subprocess, sys
+# (zstd reads a file, not a pipe, so that the frame declares its size.)
+import sqlite3, subprocess, sys, tempfile
 db = sqlite3.connect(sys.argv[1])
 rid, size = db.execute("select id, raw_size from blob order by id limit 1").fetchone()
-other = subprocess.run(["zstd", "-q", "-c"], input=b"\x7fELF" + b"\0" * (size - 4),
-                       capture_output=True, check=True).stdout
+with tempfile.NamedTemporaryFile() as f:
+    f.write(b"\x7fELF" + b"\0" * (size - 4)); f.flush()
+    other = subprocess.run(["zstd", "-q", "-c", f.name], capture_output=True, check=True).stdout
 db.execute("update blob set data = ? where id = ?", (other, rid)); db.commit()
 PY
 run "$GK" verify "$T/tampered.gkfat"; expect_status 1 "verify tampered"

@@ -1,0 +1,625 @@
+/*
+ * cache.c - the content-addressed compile cache (gkcache.h is the manual).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "gkcache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A record keeps this many candidates per key, newest first: enough for a
+ * source whose includes depend on the flags, small enough to scan fast. */
+#define MAX_CANDIDATES 8
+#define RECORD_FORMAT "gk-cache-record"
+
+/* What identifies a file's version without reading it (git's index and
+ * ccache's inode cache use the same). ctime changes on any write, even one
+ * that restores mtime. */
+typedef struct fstamp {
+  int64_t size, ino, mtime_ns, ctime_ns;
+} fstamp;
+
+/* A stamp is trusted only for a file that had not changed for this long when
+ * it was hashed: on a file system with coarse time stamps, an edit right
+ * after hashing could otherwise keep the same stamp ("racy git"). */
+#define SETTLED_NS 2000000000LL
+
+/* One memoized file hash, with the file's stamp when it was read. The table
+ * is open addressing over a power of two; builds see tens to hundreds of
+ * distinct files. */
+typedef struct memo {
+  char *path;
+  char hex[65];
+  fstamp st;
+} memo;
+
+struct gkc_cache {
+  char *dir;
+  char *root;  /* DIR/v1 */
+  char err[512];
+  unsigned long counter;
+  memo *memo;
+  size_t memo_cap, memo_len;
+};
+
+static int fail(gkc_cache *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int fail(gkc_cache *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->err, sizeof c->err, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static int is_hex64(const char *s) {
+  if (!s) return 0;
+  size_t i = 0;
+  for (; s[i]; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+  return i == GKC_HEX_LEN;
+}
+
+static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *dupf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) return NULL;
+  char *s = malloc((size_t)n + 1);
+  if (!s) return NULL;
+  va_start(ap, fmt);
+  vsnprintf(s, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+/* mkdir -p; an existing folder is success. Modifies nothing on failure
+ * beyond the folders it managed to create. */
+static int mkdirs(const char *path) {
+  char buf[PATH_MAX];
+  size_t n = strlen(path);
+  if (n == 0 || n >= sizeof buf) return errno = ENAMETOOLONG, -1;
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] != '/' && buf[i] != '\0') continue;
+    char saved = buf[i];
+    buf[i] = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+    buf[i] = saved;
+  }
+  struct stat st;
+  if (stat(path, &st) != 0) return -1;
+  if (!S_ISDIR(st.st_mode)) return errno = ENOTDIR, -1;
+  return 0;
+}
+
+int gkc_default_dir(char *buf, size_t size) {
+  const char *env = getenv("GK_CACHE_DIR");
+  int n;
+  if (env && *env) {
+    n = snprintf(buf, size, "%s", env);
+  } else {
+    const char *home = getenv("HOME");
+    if (!home || !*home) return -1;
+    n = snprintf(buf, size, "%s/.gsc/gllm/kernels", home);
+  }
+  return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+int gkc_open(const char *dir, gkc_cache **out, char *err, size_t errsize) {
+  *out = NULL;
+  if (sodium_init() < 0) {
+    if (err) snprintf(err, errsize, "cannot initialize libsodium");
+    return -1;
+  }
+  gkc_cache *c = calloc(1, sizeof *c);
+  if (!c) goto oom;
+  c->dir = dupf("%s", dir);
+  c->root = dupf("%s/v1", dir);
+  char *tmp = dupf("%s/v1/tmp", dir);
+  if (!c->dir || !c->root || !tmp) {
+    free(tmp);
+    gkc_close(c);
+    goto oom;
+  }
+  if (mkdirs(tmp) != 0) {
+    if (err)
+      snprintf(err, errsize, "cannot create cache folder '%s': %s", tmp,
+               strerror(errno));
+    free(tmp);
+    gkc_close(c);
+    return -1;
+  }
+  free(tmp);
+  /* The tag is a courtesy for backup tools; failing to write it is harmless. */
+  char *tag = dupf("%s/CACHEDIR.TAG", dir);
+  if (tag && access(tag, F_OK) != 0) {
+    FILE *f = fopen(tag, "w");
+    if (f) {
+      fputs("Signature: 8a477f597d28d172789f06886806bc55\n"
+            "# This folder is a cache of gllm-kernels' gk build; "
+            "it can be deleted at any time.\n", f);
+      fclose(f);
+    }
+  }
+  free(tag);
+  *out = c;
+  return 0;
+oom:
+  if (err) snprintf(err, errsize, "out of memory opening cache '%s'", dir);
+  return -1;
+}
+
+void gkc_close(gkc_cache *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->memo_cap; i++) free(c->memo ? c->memo[i].path : NULL);
+  free(c->memo);
+  free(c->dir);
+  free(c->root);
+  free(c);
+}
+
+const char *gkc_errmsg(const gkc_cache *c) { return c ? c->err : ""; }
+const char *gkc_dir(const gkc_cache *c) { return c->dir; }
+
+int gkc_temp_path(gkc_cache *c, const char *suffix, char *buf, size_t size) {
+  /* pid + counter is unique on this host; the random part keeps two hosts
+   * sharing a cache over a network file system apart. */
+  unsigned char r[6];
+  char rx[13];
+  randombytes_buf(r, sizeof r);
+  sodium_bin2hex(rx, sizeof rx, r, sizeof r);
+  int n = snprintf(buf, size, "%s/tmp/%ld-%lu-%s%s", c->root, (long)getpid(),
+                   ++c->counter, rx, suffix ? suffix : "");
+  return n < 0 || (size_t)n >= size ? fail(c, "temporary path too long") : 0;
+}
+
+int gkc_object_path(const gkc_cache *c, const char *sha, char *buf,
+                    size_t size) {
+  int n = snprintf(buf, size, "%s/objects/%.2s/%s", c->root, sha, sha);
+  return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+static int record_path(const gkc_cache *c, const char *key, char *buf,
+                       size_t size) {
+  int n = snprintf(buf, size, "%s/keys/%.2s/%s.json", c->root, key, key);
+  return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+/* SHA-256 of an open file descriptor's remaining content. */
+static int hash_fd(int fd, unsigned char sha[32], uint64_t *size) {
+  crypto_hash_sha256_state st;
+  crypto_hash_sha256_init(&st);
+  unsigned char buf[65536];
+  uint64_t total = 0;
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    if (n == 0) break;
+    crypto_hash_sha256_update(&st, buf, (size_t)n);
+    total += (uint64_t)n;
+  }
+  crypto_hash_sha256_final(&st, sha);
+  if (size) *size = total;
+  return 0;
+}
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static memo *memo_slot(gkc_cache *c, const char *path) {
+  if (c->memo_cap == 0) return NULL;
+  size_t mask = c->memo_cap - 1;
+  for (size_t i = fnv1a(path) & mask;; i = (i + 1) & mask)
+    if (!c->memo[i].path || strcmp(c->memo[i].path, path) == 0) return &c->memo[i];
+}
+
+static void to_stamp(const struct stat *st, fstamp *f) {
+  f->size = (int64_t)st->st_size;
+  f->ino = (int64_t)st->st_ino;
+  f->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+  f->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
+}
+
+static void memo_put(gkc_cache *c, const char *path, const char *hex,
+                     const fstamp *st) {
+  if (c->memo_len * 2 >= c->memo_cap) {
+    size_t cap = c->memo_cap ? c->memo_cap * 2 : 64;
+    memo *old = c->memo;
+    size_t oldcap = c->memo_cap;
+    memo *m = calloc(cap, sizeof *m);
+    if (!m) return; /* memoizing is an optimization only */
+    c->memo = m;
+    c->memo_cap = cap;
+    for (size_t i = 0; i < oldcap; i++)
+      if (old[i].path) *memo_slot(c, old[i].path) = old[i];
+    free(old);
+  }
+  memo *s = memo_slot(c, path);
+  char *p = dupf("%s", path);
+  if (!p) return;
+  s->path = p;
+  memcpy(s->hex, hex, 65);
+  s->st = *st;
+  c->memo_len++;
+}
+
+/* Hashes path (memoized); its stamp, taken before reading, into *stamp. */
+static int hash_file_stamp(gkc_cache *c, const char *path, char hex[65],
+                           fstamp *stamp) {
+  memo *m = memo_slot(c, path);
+  if (m && m->path) {
+    memcpy(hex, m->hex, 65);
+    *stamp = m->st;
+    return 0;
+  }
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(c, "cannot read '%s': %s", path, strerror(errno));
+  struct stat st;
+  unsigned char sha[32];
+  int rc = fstat(fd, &st) == 0 ? hash_fd(fd, sha, NULL) : -1;
+  int e = errno;
+  close(fd);
+  if (rc != 0) return fail(c, "cannot read '%s': %s", path, strerror(e));
+  sodium_bin2hex(hex, 65, sha, 32);
+  to_stamp(&st, stamp);
+  memo_put(c, path, hex, stamp);
+  return 0;
+}
+
+int gkc_hash_file(gkc_cache *c, const char *path, char hex[65]) {
+  fstamp st;
+  return hash_file_stamp(c, path, hex, &st);
+}
+
+/* Does the dependency at path still have the hash `want`? A stamp recorded
+ * with it that the file still has answers without reading the file; the
+ * answer is memoized either way, so each file costs one stat per build. */
+static int dep_matches(gkc_cache *c, const char *path, const char *want,
+                       json_t *jstamp) {
+  memo *m = memo_slot(c, path);
+  if (!(m && m->path) && json_is_array(jstamp) && json_array_size(jstamp) == 4) {
+    struct stat st;
+    fstamp now, rec = {
+      json_integer_value(json_array_get(jstamp, 0)),
+      json_integer_value(json_array_get(jstamp, 1)),
+      json_integer_value(json_array_get(jstamp, 2)),
+      json_integer_value(json_array_get(jstamp, 3))};
+    if (stat(path, &st) != 0) return 0;
+    to_stamp(&st, &now);
+    if (memcmp(&now, &rec, sizeof now) == 0) {
+      memo_put(c, path, want, &now);
+      return 1;
+    }
+  }
+  char hex[65];
+  fstamp st;
+  return hash_file_stamp(c, path, hex, &st) == 0 && strcmp(hex, want) == 0;
+}
+
+/* Resolves a dependency path against base into buf. */
+static const char *resolve(const char *base, const char *dep, char *buf,
+                           size_t size) {
+  if (dep[0] == '/' || !base || !*base) return dep;
+  int n = snprintf(buf, size, "%s/%s", base, dep);
+  return n < 0 || (size_t)n >= size ? NULL : buf;
+}
+
+/* A candidate is usable when all its dependencies still hash the same and
+ * its object is present with the recorded size. */
+static int candidate_matches(gkc_cache *c, json_t *cand, const char *base,
+                             gkc_result *out) {
+  const char *obj = json_string_value(json_object_get(cand, "object"));
+  json_t *jsize = json_object_get(cand, "size");
+  json_t *deps = json_object_get(cand, "deps");
+  if (!is_hex64(obj) || !json_is_integer(jsize) || !json_is_array(deps)) return 0;
+  size_t i;
+  json_t *d;
+  json_array_foreach(deps, i, d) {
+    const char *p = json_string_value(json_array_get(d, 0));
+    const char *h = json_string_value(json_array_get(d, 1));
+    char buf[PATH_MAX];
+    const char *path = p ? resolve(base, p, buf, sizeof buf) : NULL;
+    if (!path || !is_hex64(h) || !dep_matches(c, path, h, json_array_get(d, 2)))
+      return 0;
+  }
+  char opath[PATH_MAX];
+  struct stat st;
+  if (gkc_object_path(c, obj, opath, sizeof opath) != 0 || stat(opath, &st) != 0 ||
+      (json_int_t)st.st_size != json_integer_value(jsize))
+    return 0;
+  memcpy(out->sha256, obj, 65);
+  out->size = (uint64_t)st.st_size;
+  return 1;
+}
+
+static json_t *load_record(const char *path) {
+  /* One read and json_loadb: json_load_file reads a character at a time. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  struct stat st;
+  char *buf = NULL;
+  ssize_t n = -1;
+  if (fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (64 << 20) &&
+      (buf = malloc((size_t)st.st_size)))
+    n = read(fd, buf, (size_t)st.st_size);
+  close(fd);
+  json_t *rec = n == st.st_size ? json_loadb(buf, (size_t)n, 0, NULL) : NULL;
+  free(buf);
+  if (!rec) return NULL;
+  if (!json_is_object(rec) ||
+      !json_is_array(json_object_get(rec, "candidates")) ||
+      !json_is_string(json_object_get(rec, "format")) ||
+      strcmp(json_string_value(json_object_get(rec, "format")), RECORD_FORMAT) != 0) {
+    json_decref(rec);
+    return NULL;
+  }
+  return rec;
+}
+
+int gkc_lookup(gkc_cache *c, const char *key, const char *base,
+               gkc_result *out) {
+  if (!is_hex64(key)) return fail(c, "bad cache key '%s'", key ? key : "(null)");
+  char path[PATH_MAX];
+  if (record_path(c, key, path, sizeof path) != 0) return fail(c, "cache path too long");
+  json_t *rec = load_record(path);
+  if (!rec) return 0;
+  int hit = 0;
+  size_t i;
+  json_t *cand;
+  json_array_foreach(json_object_get(rec, "candidates"), i, cand) {
+    if ((hit = candidate_matches(c, cand, base, out))) break;
+  }
+  json_decref(rec);
+  return hit;
+}
+
+/* Writes `data` to `dest` through a temporary file in the cache's tmp folder
+ * and a rename: readers see the old file or the new one, never a part. */
+static int write_atomic(gkc_cache *c, const char *dest, const char *data,
+                        size_t len) {
+  char tmp[PATH_MAX];
+  if (gkc_temp_path(c, ".part", tmp, sizeof tmp) != 0) return -1;
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) return fail(c, "cannot write '%s': %s", tmp, strerror(errno));
+  size_t off = 0;
+  while (off < len) {
+    ssize_t n = write(fd, data + off, len - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      close(fd);
+      unlink(tmp);
+      return fail(c, "cannot write '%s': %s", tmp, strerror(e));
+    }
+    off += (size_t)n;
+  }
+  if (close(fd) != 0 || rename(tmp, dest) != 0) {
+    int e = errno;
+    unlink(tmp);
+    return fail(c, "cannot write '%s': %s", dest, strerror(e));
+  }
+  return 0;
+}
+
+/* Copies src to the open descriptor out, hashing what goes through. */
+static int copy_fd(int in, int out, unsigned char sha[32], uint64_t *size) {
+  crypto_hash_sha256_state st;
+  crypto_hash_sha256_init(&st);
+  unsigned char buf[65536];
+  uint64_t total = 0;
+  for (;;) {
+    ssize_t n = read(in, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    if (n == 0) break;
+    crypto_hash_sha256_update(&st, buf, (size_t)n);
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = write(out, buf + off, (size_t)(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return -1;
+      off += w;
+    }
+    total += (uint64_t)n;
+  }
+  crypto_hash_sha256_final(&st, sha);
+  *size = total;
+  return 0;
+}
+
+/* Moves the compiled image into the object store, named by its hash. */
+static int store_object(gkc_cache *c, const char *image, gkc_result *out) {
+  int fd = open(image, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(c, "cannot read '%s': %s", image, strerror(errno));
+  unsigned char sha[32];
+  uint64_t size;
+  int rc = hash_fd(fd, sha, &size);
+  int e = errno;
+  close(fd);
+  if (rc != 0) return fail(c, "cannot read '%s': %s", image, strerror(e));
+  sodium_bin2hex(out->sha256, 65, sha, 32);
+  out->size = size;
+
+  char dest[PATH_MAX];
+  if (gkc_object_path(c, out->sha256, dest, sizeof dest) != 0)
+    return fail(c, "cache path too long");
+  char *dir = dupf("%.*s", (int)(strrchr(dest, '/') - dest), dest);
+  if (!dir || mkdirs(dir) != 0) {
+    e = errno;
+    free(dir);
+    return fail(c, "cannot create '%s' in the cache: %s", dest, strerror(e));
+  }
+  free(dir);
+  struct stat st;
+  if (stat(dest, &st) == 0 && (uint64_t)st.st_size == size) {
+    unlink(image); /* the same bytes are already there */
+    return 0;
+  }
+  if (rename(image, dest) == 0) return 0;
+  if (errno != EXDEV) return fail(c, "cannot move '%s' into the cache: %s", image, strerror(errno));
+  /* Another file system: copy through a temporary in the store. */
+  char tmp[PATH_MAX];
+  if (gkc_temp_path(c, ".part", tmp, sizeof tmp) != 0) return -1;
+  int in = open(image, O_RDONLY | O_CLOEXEC);
+  int outfd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  uint64_t copied = 0;
+  rc = in >= 0 && outfd >= 0 ? copy_fd(in, outfd, sha, &copied) : -1;
+  e = errno;
+  if (in >= 0) close(in);
+  if (outfd >= 0 && close(outfd) != 0 && rc == 0) rc = -1, e = errno;
+  if (rc == 0 && rename(tmp, dest) != 0) rc = -1, e = errno;
+  if (rc != 0) {
+    unlink(tmp);
+    return fail(c, "cannot copy '%s' into the cache: %s", image, strerror(e));
+  }
+  unlink(image);
+  return 0;
+}
+
+int gkc_store(gkc_cache *c, const char *key, const char *base,
+              const char *image, const char *const *deps, size_t ndeps,
+              gkc_result *out) {
+  if (!is_hex64(key)) {
+    unlink(image);
+    return fail(c, "bad cache key '%s'", key ? key : "(null)");
+  }
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  int64_t settled = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec - SETTLED_NS;
+  json_t *jdeps = json_array();
+  for (size_t i = 0; i < ndeps; i++) {
+    char buf[PATH_MAX], hex[65];
+    fstamp st;
+    const char *path = resolve(base, deps[i], buf, sizeof buf);
+    if (!path) {
+      json_decref(jdeps);
+      unlink(image);
+      return fail(c, "dependency path too long: '%s'", deps[i]);
+    }
+    if (hash_file_stamp(c, path, hex, &st) != 0) {
+      json_decref(jdeps);
+      unlink(image);
+      return -1;
+    }
+    /* [path, sha256, [size, inode, mtime_ns, ctime_ns]]: the stamp only for
+     * a file that had settled when it was read. */
+    if (st.mtime_ns < settled && st.ctime_ns < settled)
+      json_array_append_new(jdeps, json_pack("[ss[IIII]]", deps[i], hex,
+                                             (json_int_t)st.size, (json_int_t)st.ino,
+                                             (json_int_t)st.mtime_ns,
+                                             (json_int_t)st.ctime_ns));
+    else
+      json_array_append_new(jdeps, json_pack("[ss]", deps[i], hex));
+  }
+  if (store_object(c, image, out) != 0) {
+    json_decref(jdeps);
+    unlink(image);
+    return -1;
+  }
+
+  char rpath[PATH_MAX];
+  if (record_path(c, key, rpath, sizeof rpath) != 0) {
+    json_decref(jdeps);
+    return fail(c, "cache path too long");
+  }
+  /* Newest first; an older candidate with the same dependency hashes is
+   * replaced rather than kept twice. */
+  json_t *cands = json_array();
+  json_array_append_new(cands, json_pack("{s:s, s:I, s:o}", "object", out->sha256, "size",
+                                         (json_int_t)out->size, "deps", jdeps));
+  json_t *old = load_record(rpath);
+  if (old) {
+    size_t i;
+    json_t *cand;
+    json_array_foreach(json_object_get(old, "candidates"), i, cand) {
+      if (json_array_size(cands) >= MAX_CANDIDATES) break;
+      if (!json_equal(json_object_get(cand, "deps"), jdeps))
+        json_array_append(cands, cand);
+    }
+    json_decref(old);
+  }
+  json_t *rec = json_pack("{s:s, s:i, s:o}", "format", RECORD_FORMAT, "version", 1,
+                          "candidates", cands);
+  char *text = json_dumps(rec, JSON_COMPACT);
+  json_decref(rec);
+  if (!text) return fail(c, "out of memory writing a cache record");
+  char *dir = dupf("%.*s", (int)(strrchr(rpath, '/') - rpath), rpath);
+  int rc = -1;
+  if (!dir || mkdirs(dir) != 0)
+    fail(c, "cannot create '%s' in the cache: %s", rpath, strerror(errno));
+  else
+    rc = write_atomic(c, rpath, text, strlen(text));
+  free(dir);
+  free(text);
+  return rc;
+}
+
+int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync) {
+  char src[PATH_MAX];
+  if (!is_hex64(r->sha256) || gkc_object_path(c, r->sha256, src, sizeof src) != 0)
+    return fail(c, "bad object name '%s'", r->sha256);
+  int in = open(src, O_RDONLY | O_CLOEXEC);
+  if (in < 0)
+    return fail(c, "cannot read cache object '%s': %s", src, strerror(errno));
+  /* The temporary sits beside dest so that the rename stays on one file
+   * system; its name says what it is if a crash leaves it behind. */
+  char *tmp = dupf("%s.tmp.%ld.%lu", dest, (long)getpid(), ++c->counter);
+  int out = tmp ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666) : -1;
+  if (out < 0) {
+    int e = errno;
+    close(in);
+    fail(c, "cannot write '%s': %s", tmp ? tmp : dest, strerror(e));
+    free(tmp);
+    return -1;
+  }
+  unsigned char sha[32];
+  uint64_t size = 0;
+  int rc = copy_fd(in, out, sha, &size);
+  int e = errno;
+  close(in);
+  if (rc == 0 && sync && fsync(out) != 0) rc = -1, e = errno;
+  if (close(out) != 0 && rc == 0) rc = -1, e = errno;
+  if (rc != 0) {
+    unlink(tmp);
+    fail(c, "cannot copy '%s' to '%s': %s", src, tmp, strerror(e));
+    free(tmp);
+    return -1;
+  }
+  char hex[65];
+  sodium_bin2hex(hex, sizeof hex, sha, 32);
+  if (size != r->size || strcmp(hex, r->sha256) != 0) {
+    unlink(tmp);
+    unlink(src);
+    fail(c, "cache object '%s' is damaged (removed it; build again to recompile)",
+         src);
+    free(tmp);
+    return -1;
+  }
+  if (rename(tmp, dest) != 0) {
+    e = errno;
+    unlink(tmp);
+    fail(c, "cannot write '%s': %s", dest, strerror(e));
+    free(tmp);
+    return -1;
+  }
+  free(tmp);
+  return 0;
+}

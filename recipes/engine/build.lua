@@ -1,0 +1,561 @@
+-- build.lua - the driver of `gk build`: recipes -> jobs -> cache or compile
+-- -> output folder (docs/manifest.md).
+--
+-- Order of work, and why:
+--  1. load toolchain modules and recipes; every error names file:line;
+--  2. expand kernel x section x target x params into jobs, sorted the way the
+--     manifest is, and pick (probe) one toolchain per section;
+--  3. key each job and look it up in the cache: no process for a hit;
+--  4. compile the misses, -j at a time, into the cache; on the first failure
+--     stop starting jobs and let the running ones finish;
+--  5. only when every job has an image, copy changed images into the output
+--     folder (staged, then renamed), write manifest.json last, and remove the
+--     images the previous manifest had that this one has not.
+-- So a failed build never touches the output folder.
+
+-- A minimal require over the modules embedded in gk (no package library
+-- is opened: recipes cannot load C code).
+do
+  local loaded = {}
+  function require(name)
+    local m = loaded[name]
+    if m ~= nil then return m end
+    local text, chunkname = gk.embedded(name)
+    if not text then error("module '" .. name .. "' is not embedded in gk", 2) end
+    m = assert(load(text, chunkname, "t"))(name)
+    if m == nil then m = true end
+    loaded[name] = m
+    return m
+  end
+end
+
+local errors = require("engine/errors")
+local dsl = require("engine/dsl")
+local toolchains = require("engine/toolchains")
+
+local M = {}
+
+local function join(dir, rel)
+  if rel:sub(1, 1) == "/" then return rel end
+  if dir:sub(-1) == "/" then return dir .. rel end
+  return dir .. "/" .. rel
+end
+
+local function dirname(path)
+  return path:match("^(.*)/[^/]*$") or "."
+end
+
+-- "cannot read 'x': No such file or directory" -> "No such file or directory"
+local function reason(err)
+  return (tostring(err):match(": ([^:]*)$")) or tostring(err)
+end
+
+local function sorted_keys(t)
+  local ks = {}
+  for k in pairs(t) do ks[#ks + 1] = k end
+  table.sort(ks)
+  return ks
+end
+
+-- Shell-quotes argv for a person to copy and run.
+local function shell_line(argv)
+  local out = {}
+  for i, a in ipairs(argv) do
+    out[i] = a:match("^[%w_%-+=/.,:@%%]+$") and a or "'" .. a:gsub("'", "'\\''") .. "'"
+  end
+  return table.concat(out, " ")
+end
+
+---------------------------------------------------------------------------
+-- Recipes
+
+local function load_recipes(dir, reg)
+  local names, err = gk.listdir(dir)
+  if not names then
+    errors.raise(("cannot read recipes folder '%s': %s; pass --recipes DIR, a folder of *.lua recipes")
+      :format(dir, reason(err)))
+  end
+  local files = {}
+  for _, n in ipairs(names) do
+    local path = join(dir, n)
+    if n:match("%.lua$") then
+      local st = gk.stat(path)
+      if st and st.type == "file" then files[#files + 1] = path end
+    end
+  end
+  if #files == 0 then
+    errors.raise(("no recipe in '%s': it has no *.lua file; pass --recipes DIR, a folder of recipes"):format(dir))
+  end
+  local ctx = {
+    backends = reg.backends,
+    toolchains_for = function(b) return reg:for_backend(b) end,
+  }
+  local kernels, byname = {}, {}
+  for _, path in ipairs(files) do
+    local text, rerr = gk.read(path)
+    if not text then errors.raise(("cannot read recipe '%s': %s"):format(path, reason(rerr))) end
+    ctx.path = path
+    for _, k in ipairs(dsl.run(text, ctx)) do
+      local first = byname[k.name]
+      if first then
+        errors.raise(("%sduplicate kernel '%s'; it is first defined at %s; kernel names are unique across recipes")
+          :format(k.where, k.name, (first.where:gsub(": $", ""))))
+      end
+      byname[k.name] = k
+      kernels[#kernels + 1] = k
+    end
+  end
+  table.sort(kernels, function(a, b) return a.name < b.name end)
+  return kernels
+end
+
+-- Every combination of param values, in a stable order:
+-- { variant = "bits=4", file = "bits4", defines = { "BITS=4" }, values = { bits = 4 } }
+local function variants(params)
+  local out = { { variant = "", file = "", defines = {}, values = {} } }
+  for _, p in ipairs(params) do
+    local nxt = {}
+    for _, base in ipairs(out) do
+      for _, v in ipairs(p.values) do
+        local sv = tostring(v)
+        local d = {
+          variant = (base.variant == "" and "" or base.variant .. ",") .. p.name .. "=" .. sv,
+          file = (base.file == "" and "" or base.file .. ".") .. p.name .. sv,
+          defines = table.move(base.defines, 1, #base.defines, 1, {}),
+          values = {},
+        }
+        for k, x in pairs(base.values) do d.values[k] = x end
+        d.defines[#d.defines + 1] = p.name:upper() .. "=" .. sv
+        d.values[p.name] = v
+        nxt[#nxt + 1] = d
+      end
+    end
+    out = nxt
+  end
+  return out
+end
+
+local function job_less(a, b)
+  if a.kernel ~= b.kernel then return a.kernel < b.kernel end
+  if a.backend ~= b.backend then return a.backend < b.backend end
+  if a.target ~= b.target then return a.target < b.target end
+  return a.variant < b.variant
+end
+
+-- Expands kernels into jobs for the wanted backends. Returns jobs, the
+-- skipped backends { backend = reason }, and the backends built.
+local function expand(kernels, reg, wanted)
+  local jobs, skipped, built = {}, {}, {}
+  for _, k in ipairs(kernels) do
+    local vs = variants(k.params)
+    for _, s in ipairs(k.sections) do
+      if not wanted or wanted[s.backend] then
+        local tc, info = reg:select(s.backend, s.toolchain)
+        if not tc then
+          skipped[s.backend] = skipped[s.backend] or info
+        else
+          built[s.backend] = built[s.backend] or { toolchain = info.identity, images = 0 }
+          -- Compilers run in the source's folder: an absolute path, as the
+          -- engine's own working folder stays where the user is.
+          local srcdir = assert(gk.realpath(dirname(s.source)))
+          for _, t in ipairs(s.targets) do
+            for _, v in ipairs(vs) do
+              local j = {
+                kernel = k.name, backend = s.backend, target = t, variant = v.variant,
+                params = v.values, defines = v.defines, flags = s.flags, entry = s.entry,
+                launch = s.launch, source = s.source, srcdir = srcdir,
+                srcname = s.source:match("([^/]*)$"), tc = tc, info = info,
+                path = ("%s/%s/%s%s.%s"):format(s.backend, k.name, t,
+                  v.file == "" and "" or "." .. v.file, tc.ext),
+              }
+              j.label = ("%s %s %s%s"):format(tc.name, t, k.name,
+                v.variant == "" and "" or " " .. v.variant)
+              jobs[#jobs + 1] = j
+              built[s.backend].images = built[s.backend].images + 1
+            end
+          end
+        end
+      end
+    end
+  end
+  -- A backend with some sections built is not "skipped" as a whole.
+  for b in pairs(built) do skipped[b] = nil end
+  table.sort(jobs, job_less)
+  return jobs, skipped, built
+end
+
+---------------------------------------------------------------------------
+-- Cache keys
+
+-- What the toolchain module sees of a job (a copy: it cannot change ours).
+local function job_view(j)
+  return {
+    kernel = j.kernel, backend = j.backend, target = j.target, variant = j.variant,
+    params = j.params, defines = table.move(j.defines, 1, #j.defines, 1, {}),
+    flags = table.move(j.flags, 1, #j.flags, 1, {}), entry = j.entry, source = j.srcname,
+  }
+end
+
+local KEY_PATHS = { tool = "<tool>", srcdir = "<srcdir>", out = "<out>", depfile = "<depfile>" }
+
+local function key_of(j, cache)
+  local src_sha, err = cache:hash_file(j.source)
+  if not src_sha then errors.raise(("cannot read source '%s': %s"):format(j.source, reason(err))) end
+  local p = { src = j.srcname }
+  for k, v in pairs(KEY_PATHS) do p[k] = v end
+  local argv = toolchains.command(j.tc, job_view(j), p)
+  return gk.sha256(table.concat({
+    "gk-build-key 1",
+    "toolchain " .. j.info.identity,
+    "backend " .. j.backend,
+    "format " .. j.tc.format,
+    "target " .. j.target,
+    "variant " .. j.variant,
+    "source " .. src_sha,
+    "argv " .. table.concat(argv, "\0"),
+  }, "\n"))
+end
+
+---------------------------------------------------------------------------
+-- Compiling
+
+-- The files a Make-style depfile lists for its first rule, as written
+-- (relative to the folder the compiler ran in, or absolute).
+local function parse_depfile(text)
+  text = text:gsub("\\\r?\n", " ")
+  -- Escaped spaces and '#' are part of names; "$$" is a '$'.
+  text = text:gsub("\\ ", "\1"):gsub("\\#", "#"):gsub("%$%$", "$")
+  local deps, in_rule = {}, false
+  for tok in text:gmatch("%S+") do
+    if tok:sub(-1) == ":" then
+      if in_rule then break end -- a second rule (-MP phony targets)
+      in_rule = true
+    elseif in_rule then
+      deps[#deps + 1] = (tok:gsub("\1", " "))
+    end
+  end
+  return deps
+end
+
+local Progress = {}
+Progress.__index = Progress
+
+local function progress(total)
+  return setmetatable({ total = total, done = 0, tty = gk.log_isatty(), dirty = false }, Progress)
+end
+
+-- ninja's status line: on a terminal one line overwritten in place, else a
+-- line per finished job.
+function Progress:show(label, finished)
+  local line = ("[%d/%d] %s"):format(self.done, self.total, label)
+  if self.tty then
+    -- Never wrap: a wrapped line cannot be overwritten with "\r".
+    local width = gk.log_width()
+    if width and #line >= width then line = line:sub(1, width - 4) .. "..." end
+    gk.eprint("\r" .. line .. "\27[K")
+    self.dirty = true
+  elseif finished then
+    gk.eprint(line .. "\n")
+  end
+end
+
+-- Ends the status line before other output.
+function Progress:newline()
+  if self.dirty then
+    gk.eprint("\n")
+    self.dirty = false
+  end
+end
+
+local function cleanup(j)
+  for _, k in ipairs({ "tmp_out", "tmp_dep", "tmp_log" }) do
+    if j[k] then gk.remove(j[k]) end
+    j[k] = nil
+  end
+end
+
+local function start(j, cache)
+  j.tmp_out, j.tmp_dep, j.tmp_log = cache:temp("." .. j.tc.ext), cache:temp(".d"), cache:temp(".log")
+  j.argv = toolchains.command(j.tc, job_view(j), {
+    tool = j.info.tool, src = j.srcname, srcdir = j.srcdir,
+    out = j.tmp_out, depfile = j.tmp_dep,
+  })
+  local pid, err = gk.spawn(j.argv, { cwd = j.srcdir, output = j.tmp_log })
+  if not pid then
+    cleanup(j)
+    return nil, err
+  end
+  return pid
+end
+
+-- After the compiler exited 0: record the image and its inputs in the cache.
+local function finish(j, cache)
+  if not gk.stat(j.tmp_out) then
+    return nil, ("%s exited 0 but wrote no image"):format(j.tc.name)
+  end
+  local deps = {}
+  local dtext = gk.read(j.tmp_dep)
+  if dtext then
+    for _, d in ipairs(parse_depfile(dtext)) do
+      if d ~= j.srcname then deps[#deps + 1] = d end
+    end
+  end
+  local sha, size = cache:store(j.key, j.srcdir, j.tmp_out, deps)
+  j.tmp_out = nil -- consumed by store, whatever its outcome
+  if not sha then return nil, size end
+  j.sha, j.size = sha, size
+  return true
+end
+
+-- Runs the jobs without an image, `width` at a time. Returns the number
+-- compiled, or raises after the running ones have finished.
+local function compile(todo, cache, width)
+  local prog = progress(#todo)
+  local running, nrunning, nxt = {}, 0, 1
+  local failures = {}
+  local function fail_job(j, what, output)
+    prog:newline()
+    local text = ("FAILED: %s (%s)\ncd %s && %s\n"):format(j.path, j.label, shell_line({ j.srcdir }),
+      shell_line(j.argv or {}))
+    if what then text = text .. what .. "\n" end
+    if output and output ~= "" then text = text .. output .. (output:sub(-1) == "\n" and "" or "\n") end
+    gk.eprint(text)
+    failures[#failures + 1] = j
+  end
+  while true do
+    while #failures == 0 and nxt <= #todo and nrunning < width do
+      local j = todo[nxt]
+      nxt = nxt + 1
+      local pid, err = start(j, cache)
+      if pid then
+        running[pid] = j
+        nrunning = nrunning + 1
+        prog:show(j.label, false)
+      else
+        fail_job(j, err)
+      end
+    end
+    if nrunning == 0 then break end
+    local pid, code, desc = gk.wait()
+    if not pid then errors.raise(tostring(code)) end
+    local j = running[pid]
+    running[pid] = nil
+    nrunning = nrunning - 1
+    prog.done = prog.done + 1
+    local output = gk.read(j.tmp_log) or ""
+    if code ~= 0 then
+      fail_job(j, ("%s failed: %s"):format(j.tc.name, desc), output)
+    else
+      local ok, err = finish(j, cache)
+      if ok then
+        prog:show(j.label, true)
+        if output ~= "" then -- warnings: shown, as ninja does
+          prog:newline()
+          gk.eprint(output)
+        end
+      else
+        fail_job(j, err, output)
+      end
+    end
+    cleanup(j)
+  end
+  prog:newline()
+  return failures
+end
+
+---------------------------------------------------------------------------
+-- The output folder
+
+local IMAGE_ORDER = { "kernel", "backend", "target", "variant", "format", "path", "entry",
+                      "launch", "toolchain", "size", "sha256" }
+
+local function manifest_text(jobs, skipped)
+  local images = {}
+  for i, j in ipairs(jobs) do
+    local launch = {}
+    for k, v in pairs(j.launch or {}) do launch[k] = v end
+    images[i] = gk.json_object({
+      kernel = j.kernel, backend = j.backend, target = j.target, variant = j.variant,
+      format = j.tc.format, path = j.path, entry = j.entry, launch = gk.json_object(launch),
+      toolchain = j.info.identity, size = j.size, sha256 = j.sha,
+    }, IMAGE_ORDER)
+  end
+  local sk = {}
+  for _, b in ipairs(sorted_keys(skipped)) do
+    sk[#sk + 1] = gk.json_object({ backend = b, reason = skipped[b] }, { "backend", "reason" })
+  end
+  local m = gk.json_object({
+    format = "gllm-kernels-manifest", version = 1, images = images, skipped = sk,
+  }, { "format", "version", "images", "skipped" })
+  return assert(gk.json_encode(m, 2)) .. "\n"
+end
+
+-- A path from a manifest we may delete: relative, inside the folder.
+local function safe_relpath(p)
+  return type(p) == "string" and p ~= "" and p:sub(1, 1) ~= "/" and
+    not ("/" .. p .. "/"):find("/%.%.?/")
+end
+
+-- Writes the images that changed (staged beside their final name, then all
+-- renamed), the manifest, and removes what the old manifest had and the new
+-- one has not. Returns the number of image files written.
+local function write_out(out, jobs, skipped, cache)
+  local mpath = join(out, "manifest.json")
+  local old_text = gk.read(mpath)
+  local staged = {}
+  local function unstage()
+    for _, s in ipairs(staged) do gk.remove(s.tmp) end
+  end
+  for _, j in ipairs(jobs) do
+    local dest = join(out, j.path)
+    local st = gk.stat(dest)
+    if not (st and st.type == "file" and st.size == j.size and gk.sha256_file(dest) == j.sha) then
+      local ok, err = gk.mkdir_p(dirname(dest))
+      -- Unique per process: two builds into one folder must not share it.
+      local tmp = ("%s.gk-staged.%d"):format(dest, gk.pid())
+      if ok then ok, err = cache:fetch(j.sha, j.size, tmp, true) end
+      if not ok then
+        unstage()
+        errors.raise(("cannot write image '%s': %s; '%s' is left as it was"):format(dest, err, out))
+      end
+      staged[#staged + 1] = { tmp = tmp, dest = dest }
+    end
+  end
+  for _, s in ipairs(staged) do
+    local ok, err = gk.rename(s.tmp, s.dest)
+    if not ok then
+      unstage()
+      errors.raise(("cannot write image '%s': %s"):format(s.dest, reason(err)))
+    end
+  end
+
+  local text = manifest_text(jobs, skipped)
+  if text ~= old_text then
+    local ok, err = gk.mkdir_p(out)
+    if ok then ok, err = gk.write_atomic(mpath, text, true) end
+    if not ok then errors.raise(("cannot write manifest '%s': %s"):format(mpath, reason(err))) end
+  end
+
+  -- Images of the previous build that this one no longer makes.
+  local old = old_text and gk.json_decode(old_text)
+  if type(old) == "table" and type(old.images) == "table" then
+    local keep = {}
+    for _, j in ipairs(jobs) do keep[j.path] = true end
+    for _, im in ipairs(old.images) do
+      local p = type(im) == "table" and im.path
+      if safe_relpath(p) and not keep[p] then
+        gk.remove(join(out, p))
+        -- Remove the folders it leaves empty (remove fails on a non-empty one).
+        local d = dirname(p)
+        while d ~= "." and d ~= "" and gk.remove(join(out, d)) do d = dirname(d) end
+      end
+    end
+  end
+  return #staged
+end
+
+---------------------------------------------------------------------------
+
+-- GK_BUILD_TRACE=1 prints how long each phase took, for tuning.
+local trace_t0
+local function trace(what)
+  if not trace_t0 then return end
+  gk.eprint(("gk build: trace: %-24s %7.2f ms\n"):format(what, (gk.clock() - trace_t0) * 1e3))
+end
+
+function M.main(opts)
+  local t0 = gk.clock()
+  if (gk.getenv("GK_BUILD_TRACE") or "") ~= "" then trace_t0 = t0 end
+  local reg = toolchains.load(opts.recipes)
+
+  local wanted
+  if #opts.backends > 0 then
+    wanted = {}
+    local known = {}
+    for _, b in ipairs(reg.backends) do known[b] = true end
+    for _, b in ipairs(opts.backends) do
+      if not known[b] then
+        errors.raise(("unknown backend '%s' for --backend; known: %s"):format(b,
+          table.concat(reg.backends, ", ")), 2)
+      end
+      wanted[b] = true
+    end
+  end
+
+  local st = gk.stat(opts.out)
+  if st and st.type ~= "dir" then
+    errors.raise(("cannot use '%s' as --out: it is not a folder"):format(opts.out))
+  end
+
+  trace("toolchain modules")
+  local kernels = load_recipes(opts.recipes, reg)
+  trace("recipes")
+  -- Opened only now, so that a bad command line or recipe creates nothing.
+  -- Absolute: compilers run elsewhere and write into the cache's tmp.
+  local cache, cerr = gk.cache_open(join(assert(gk.cwd()), opts.cache))
+  if not cache then errors.raise(cerr .. "; pass --cache DIR or set GK_CACHE_DIR") end
+  reg:use_cache(cache)
+  local jobs, skipped, built = expand(kernels, reg, wanted)
+  trace("jobs and probes")
+
+  -- A backend asked for by name must be built: an empty result would
+  -- otherwise pass silently into an archive.
+  for _, b in ipairs(opts.backends) do
+    if skipped[b] then
+      errors.raise(("cannot build backend '%s' asked for with --backend: %s"):format(b, skipped[b]))
+    end
+    if not built[b] then
+      gk.eprint(("gk build: note: no recipe in '%s' has a %s section\n"):format(opts.recipes, b))
+    end
+  end
+
+  local todo = {}
+  for _, j in ipairs(jobs) do
+    j.key = key_of(j, cache)
+    local sha, size = cache:lookup(j.key, j.srcdir)
+    if sha then
+      j.sha, j.size = sha, size
+    else
+      todo[#todo + 1] = j
+    end
+  end
+
+  trace("cache lookups")
+  local width = opts.jobs > 0 and opts.jobs or gk.cpus()
+  local failures = compile(todo, cache, width)
+  if #failures > 0 then
+    errors.raise(("%d of %d compile job%s failed; '%s' is left as it was"):format(#failures, #todo,
+      #todo == 1 and "" or "s", opts.out))
+  end
+
+  trace("compiles")
+  local written = write_out(opts.out, jobs, skipped, cache)
+  trace("output folder")
+
+  local summary_backends = {}
+  for _, b in ipairs(sorted_keys(built)) do
+    gk.eprint(("gk build: %s: %d image%s (%s)\n"):format(b, built[b].images,
+      built[b].images == 1 and "" or "s", built[b].toolchain))
+    summary_backends[#summary_backends + 1] = gk.json_object(
+      { backend = b, toolchain = built[b].toolchain, images = built[b].images },
+      { "backend", "toolchain", "images" })
+  end
+  local summary_skipped = {}
+  for _, b in ipairs(sorted_keys(skipped)) do
+    gk.eprint(("gk build: %s: skipped, %s\n"):format(b, skipped[b]))
+    summary_skipped[#summary_skipped + 1] = gk.json_object({ backend = b, reason = skipped[b] },
+      { "backend", "reason" })
+  end
+  gk.eprint(("gk build: %d image%s, %d compiled, %d from cache\n"):format(#jobs,
+    #jobs == 1 and "" or "s", #todo, #jobs - #todo))
+
+  local summary = gk.json_object({
+    ok = true, images = #jobs, compiled = #todo, cached = #jobs - #todo, written = written,
+    out = opts.out, manifest = join(opts.out, "manifest.json"), backends = summary_backends,
+    skipped = summary_skipped, seconds = gk.clock() - t0,
+  }, { "ok", "images", "compiled", "cached", "written", "out", "manifest", "backends",
+       "skipped", "seconds" })
+  return 0, assert(gk.json_encode(summary, 0, true))
+end
+
+return M

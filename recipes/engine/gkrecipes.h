@@ -1,0 +1,51 @@
+/*
+ * gkrecipes.h - the recipe engine behind `gk build`. Build side only.
+ *
+ * A build reads every *.lua recipe directly in a folder, expands each kernel
+ * into jobs (kernel x backend x target x params), compiles the jobs the cache
+ * does not already hold with the toolchain modules (Lua, embedded in the
+ * binary; a recipes folder may add or override one in DIR/toolchains/), and
+ * writes the output folder of docs/manifest.md: images first, manifest.json
+ * last, each through a temporary file and a rename. A failed build leaves the
+ * output folder as it was.
+ *
+ * The driver itself is Lua (recipes/engine/build.lua); this header is the
+ * whole C API the CLI needs.
+ */
+#ifndef GKRECIPES_H
+#define GKRECIPES_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct gkr_options {
+  const char *recipes_dir;     /* required: folder of *.lua recipes */
+  const char *out_dir;         /* required: output folder, created if missing */
+  const char *cache_dir;       /* NULL: gkc_default_dir() (GK_CACHE_DIR or
+                                  $HOME/.gsc/gllm/kernels) */
+  const char *const *backends; /* only these backends; NULL or none: all */
+  size_t nbackends;
+  int jobs;                    /* parallel compiles; <= 0: number of CPUs */
+  FILE *log;                   /* progress and diagnostics; NULL: stderr */
+} gkr_options;
+
+/* Exit statuses, the CLI's convention: 0 success, 1 failure, 2 usage. */
+enum { GKR_OK = 0, GKR_FAILED = 1, GKR_USAGE = 2 };
+
+/*
+ * Runs one build. Progress lines ("[3/16] cc x86-64-v3 qmatmul bits=4"),
+ * compiler output, errors ("gk build: recipes/x.lua:5: unknown target ...")
+ * and the closing summary go to opts->log. Returns GKR_OK, GKR_FAILED or
+ * GKR_USAGE (an unknown --backend name).
+ *
+ * When summary is not NULL, *summary receives a JSON object (malloc'd text,
+ * the caller frees it) describing the outcome, for `gk build --json`:
+ *   {"ok": true, "images": 16, "compiled": 0, "cached": 16, "out": "...",
+ *    "backends": [{"backend": "cpu", "toolchain": "cc 12.2.0 ...", "images": 16}],
+ *    "skipped": [{"backend": "cuda", "reason": "..."}], "seconds": 0.01}
+ * and on failure {"ok": false, "error": "...", ...}. It may be NULL when
+ * memory ran out. Not thread-safe with respect to opts->log only.
+ */
+int gkr_build(const gkr_options *opts, char **summary);
+
+#endif

@@ -1,0 +1,567 @@
+/*
+ * lgk.c - the `gk` table: the primitives C gives to the Lua side of the
+ * engine (files, hashes, the cache, the clock, the terminal). Processes are
+ * in lproc.c, JSON in ljson.c.
+ *
+ * Convention: a function that can fail for reasons outside the program (a
+ * missing file) returns nil plus a message, like io.open, so that Lua
+ * decides how to word it for the user; misuse (a wrong argument type) raises.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sodium.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "engine.h"
+#include "gkcache.h"
+
+static const char LOG_KEY = 'l';
+#define CACHE_MT "gk.cache"
+
+int gkr__fail_errno(lua_State *L, const char *what, const char *subject) {
+  int e = errno;
+  lua_pushnil(L);
+  lua_pushfstring(L, "%s '%s': %s", what, subject, strerror(e));
+  return 2;
+}
+
+static int push_ok(lua_State *L) {
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* ---- hashing ------------------------------------------------------------ */
+
+static void push_hex(lua_State *L, const unsigned char sha[32]) {
+  char hex[65];
+  sodium_bin2hex(hex, sizeof hex, sha, 32);
+  lua_pushstring(L, hex);
+}
+
+/* gk.sha256(s) -> hex */
+static int l_sha256(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  unsigned char sha[32];
+  crypto_hash_sha256(sha, (const unsigned char *)s, n);
+  push_hex(L, sha);
+  return 1;
+}
+
+/* Reads a whole file into a malloc'd buffer. */
+static char *slurp(const char *path, size_t *len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  struct stat st;
+  if (fstat(fd, &st) != 0) goto fail;
+  if (S_ISDIR(st.st_mode)) {
+    errno = EISDIR;
+    goto fail;
+  }
+  size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, n = 0;
+  char *buf = malloc(cap);
+  if (!buf) goto fail;
+  for (;;) {
+    if (n == cap) {
+      char *nb = realloc(buf, cap *= 2);
+      if (!nb) {
+        free(buf);
+        goto fail;
+      }
+      buf = nb;
+    }
+    ssize_t r = read(fd, buf + n, cap - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      int e = errno;
+      free(buf);
+      errno = e;
+      goto fail;
+    }
+    if (r == 0) break;
+    n += (size_t)r;
+  }
+  close(fd);
+  *len = n;
+  return buf;
+fail:;
+  int e = errno;
+  close(fd);
+  errno = e;
+  return NULL;
+}
+
+/* gk.sha256_file(path) -> hex | nil, message */
+static int l_sha256_file(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  size_t n;
+  char *buf = slurp(path, &n);
+  if (!buf) return gkr__fail_errno(L, "cannot read", path);
+  unsigned char sha[32];
+  crypto_hash_sha256(sha, (const unsigned char *)buf, n);
+  free(buf);
+  push_hex(L, sha);
+  return 1;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+/* gk.read(path) -> text | nil, message */
+static int l_read(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  size_t n;
+  char *buf = slurp(path, &n);
+  if (!buf) return gkr__fail_errno(L, "cannot read", path);
+  lua_pushlstring(L, buf, n);
+  free(buf);
+  return 1;
+}
+
+static int fsync_dir_of(const char *path) {
+  char dir[PATH_MAX];
+  const char *slash = strrchr(path, '/');
+  int n = slash ? snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path)
+                : snprintf(dir, sizeof dir, ".");
+  if (n < 0 || (size_t)n >= sizeof dir) return -1;
+  if (!*dir) strcpy(dir, "/");
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int rc = fsync(fd);
+  close(fd);
+  return rc;
+}
+
+/* gk.write_atomic(path, data [, sync]) -> true | nil, message
+ * Writes beside path (path.tmp.PID.N, mode 0666 less umask) and renames over
+ * it: a reader sees the old content or the new, never a part. With sync, the
+ * data and the rename are flushed to disk. */
+static int l_write_atomic(lua_State *L) {
+  static unsigned long counter;
+  const char *path = luaL_checkstring(L, 1);
+  size_t len;
+  const char *data = luaL_checklstring(L, 2, &len);
+  int sync = lua_toboolean(L, 3);
+  char tmp[PATH_MAX];
+  int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path, (long)getpid(), ++counter);
+  if (n < 0 || (size_t)n >= sizeof tmp) {
+    errno = ENAMETOOLONG;
+    return gkr__fail_errno(L, "cannot write", path);
+  }
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) return gkr__fail_errno(L, "cannot write", tmp);
+  for (size_t off = 0; off < len;) {
+    ssize_t w = write(fd, data + off, len - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) goto fail;
+    off += (size_t)w;
+  }
+  if (sync && fsync(fd) != 0) goto fail;
+  if (close(fd) != 0) {
+    fd = -1;
+    goto fail;
+  }
+  fd = -1;
+  if (rename(tmp, path) != 0) goto fail;
+  if (sync) fsync_dir_of(path); /* best effort: the data is already safe */
+  return push_ok(L);
+fail:;
+  int e = errno;
+  if (fd >= 0) close(fd);
+  unlink(tmp);
+  errno = e;
+  return gkr__fail_errno(L, "cannot write", path);
+}
+
+/* gk.mkdir_p(path) -> true | nil, message */
+static int l_mkdir_p(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  char buf[PATH_MAX];
+  size_t n = strlen(path);
+  if (n == 0 || n >= sizeof buf) {
+    errno = n ? ENAMETOOLONG : ENOENT;
+    return gkr__fail_errno(L, "cannot create folder", path);
+  }
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] != '/' && buf[i] != '\0') continue;
+    char c = buf[i];
+    buf[i] = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return gkr__fail_errno(L, "cannot create folder", buf);
+    buf[i] = c;
+  }
+  struct stat st;
+  if (stat(path, &st) != 0) return gkr__fail_errno(L, "cannot create folder", path);
+  if (!S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    return gkr__fail_errno(L, "cannot create folder", path);
+  }
+  return push_ok(L);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* gk.listdir(path) -> { names, sorted, without . and .. } | nil, message */
+static int l_listdir(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  DIR *d = opendir(path);
+  if (!d) return gkr__fail_errno(L, "cannot read folder", path);
+  size_t n = 0, cap = 32;
+  char **names = malloc(cap * sizeof *names);
+  struct dirent *e;
+  while (names && (e = readdir(d))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    if (n == cap) {
+      char **nn = realloc(names, (cap *= 2) * sizeof *names);
+      if (!nn) break;
+      names = nn;
+    }
+    if (!(names[n] = strdup(e->d_name))) break;
+    n++;
+  }
+  closedir(d);
+  if (!names) return luaL_error(L, "out of memory listing '%s'", path);
+  qsort(names, n, sizeof *names, cmp_str);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_pushstring(L, names[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+    free(names[i]);
+  }
+  free(names);
+  return 1;
+}
+
+/* gk.rename(from, to) -> true | nil, message */
+static int l_rename(lua_State *L) {
+  const char *from = luaL_checkstring(L, 1), *to = luaL_checkstring(L, 2);
+  if (rename(from, to) != 0) return gkr__fail_errno(L, "cannot rename", from);
+  return push_ok(L);
+}
+
+/* gk.remove(path) -> true | nil, message: a file, or an empty folder. */
+static int l_remove(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  if (unlink(path) != 0 && !(errno == EISDIR && rmdir(path) == 0) &&
+      !(errno == EPERM && rmdir(path) == 0))
+    return gkr__fail_errno(L, "cannot remove", path);
+  return push_ok(L);
+}
+
+/* gk.stat(path) -> { type = "file"|"dir"|"other", size, mtime, stamp, settled }
+ * | nil, message. mtime in seconds with the nanoseconds as the fraction;
+ * stamp "size:inode:mtime_ns:ctime_ns" changes whenever the file does;
+ * settled is true when it has not changed for 2 s. Follows links. */
+static int l_stat(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  struct stat st;
+  if (stat(path, &st) != 0) return gkr__fail_errno(L, "cannot read", path);
+  lua_createtable(L, 0, 3);
+  lua_pushstring(L, S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "dir" : "other");
+  lua_setfield(L, -2, "type");
+  lua_pushinteger(L, (lua_Integer)st.st_size);
+  lua_setfield(L, -2, "size");
+  lua_pushnumber(L, (lua_Number)st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9);
+  lua_setfield(L, -2, "mtime");
+  /* Exact stamps, as strings of integers (nanoseconds do not fit a double). */
+  lua_pushfstring(L, "%I:%I:%I:%I", (lua_Integer)st.st_size, (lua_Integer)st.st_ino,
+                  (lua_Integer)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+                  (lua_Integer)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec);
+  lua_setfield(L, -2, "stamp");
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  /* Settled: unchanged for 2 s, so a stamp taken now cannot miss a later
+   * edit on a file system with coarse time stamps ("racy git"). */
+  lua_pushboolean(L, now.tv_sec - st.st_mtim.tv_sec > 2 && now.tv_sec - st.st_ctim.tv_sec > 2);
+  lua_setfield(L, -2, "settled");
+  return 1;
+}
+
+/* gk.readable(path) -> true | nil, message: a regular file we may read. */
+static int l_readable(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  struct stat st;
+  if (stat(path, &st) != 0) return gkr__fail_errno(L, "cannot read", path);
+  if (S_ISDIR(st.st_mode)) {
+    errno = EISDIR;
+    return gkr__fail_errno(L, "cannot read", path);
+  }
+  if (access(path, R_OK) != 0) return gkr__fail_errno(L, "cannot read", path);
+  return push_ok(L);
+}
+
+/* gk.realpath(path) -> absolute path without links or dots | nil, message */
+static int l_realpath(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  char buf[PATH_MAX];
+  if (!realpath(path, buf)) return gkr__fail_errno(L, "cannot resolve", path);
+  lua_pushstring(L, buf);
+  return 1;
+}
+
+/* gk.which(name) -> path | nil: PATH lookup, as execvp would do it. A name
+ * with a slash is checked as it is. */
+static int l_which(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  struct stat st;
+  if (strchr(name, '/')) {
+    if (stat(name, &st) == 0 && S_ISREG(st.st_mode) && access(name, X_OK) == 0) {
+      lua_pushstring(L, name);
+      return 1;
+    }
+    return 0;
+  }
+  const char *path = getenv("PATH");
+  if (!path || !*name) return 0;
+  for (const char *p = path;;) {
+    const char *end = strchr(p, ':');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    char buf[PATH_MAX];
+    int n = len ? snprintf(buf, sizeof buf, "%.*s/%s", (int)len, p, name)
+                : snprintf(buf, sizeof buf, "./%s", name); /* empty entry: cwd */
+    if (n > 0 && (size_t)n < sizeof buf && stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
+        access(buf, X_OK) == 0) {
+      lua_pushstring(L, buf);
+      return 1;
+    }
+    if (!end) return 0;
+    p = end + 1;
+  }
+}
+
+/* gk.cwd() -> the current folder */
+static int l_cwd(lua_State *L) {
+  char buf[PATH_MAX];
+  if (!getcwd(buf, sizeof buf)) return gkr__fail_errno(L, "cannot read", "current folder");
+  lua_pushstring(L, buf);
+  return 1;
+}
+
+/* ---- process and terminal ------------------------------------------------ */
+
+static int l_getenv(lua_State *L) {
+  lua_pushstring(L, getenv(luaL_checkstring(L, 1)));
+  return 1;
+}
+
+static int l_pid(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)getpid());
+  return 1;
+}
+
+static int l_cpus(lua_State *L) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  lua_pushinteger(L, n > 0 ? n : 1);
+  return 1;
+}
+
+/* gk.isatty(fd) -> boolean; fd 2 is the log when it is stderr. */
+static int l_isatty(lua_State *L) {
+  lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
+  return 1;
+}
+
+/* gk.clock() -> seconds on a monotonic clock */
+static int l_clock(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (lua_Number)ts.tv_sec + ts.tv_nsec * 1e-9);
+  return 1;
+}
+
+static FILE *get_log(lua_State *L) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &LOG_KEY);
+  FILE *f = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  return f ? f : stderr;
+}
+
+/* gk.eprint(text): writes text as it is to the log (stderr) and flushes. */
+static int l_eprint(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  FILE *f = get_log(L);
+  fwrite(s, 1, n, f);
+  fflush(f);
+  return 0;
+}
+
+/* gk.log_width() -> the log terminal's width in columns, or nil. */
+static int l_log_width(lua_State *L) {
+  struct winsize ws;
+  if (ioctl(fileno(get_log(L)), TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0) return 0;
+  lua_pushinteger(L, ws.ws_col);
+  return 1;
+}
+
+/* gk.log_isatty() -> whether the log is a terminal (progress overwrites). */
+static int l_log_isatty(lua_State *L) {
+  lua_pushboolean(L, isatty(fileno(get_log(L))));
+  return 1;
+}
+
+/* gk.where(level) -> "chunk:line: " of the function `level` up the stack
+ * (1 = the caller of where), "" when unknown: how the DSL points an error at
+ * the recipe line that caused it. */
+static int l_where(lua_State *L) {
+  luaL_where(L, (int)luaL_optinteger(L, 1, 1));
+  return 1;
+}
+
+/* ---- the cache ---------------------------------------------------------- */
+
+static gkc_cache *check_cache(lua_State *L) {
+  gkc_cache **c = luaL_checkudata(L, 1, CACHE_MT);
+  if (!*c) luaL_error(L, "cache is closed");
+  return *c;
+}
+
+static int cache_fail(lua_State *L, gkc_cache *c) {
+  lua_pushnil(L);
+  lua_pushstring(L, gkc_errmsg(c));
+  return 2;
+}
+
+/* gk.cache_open(dir) -> cache | nil, message */
+static int l_cache_open(lua_State *L) {
+  const char *dir = luaL_checkstring(L, 1);
+  gkc_cache **ud = lua_newuserdatauv(L, sizeof *ud, 0);
+  *ud = NULL;
+  luaL_setmetatable(L, CACHE_MT);
+  char err[512];
+  if (gkc_open(dir, ud, err, sizeof err) != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  return 1;
+}
+
+static int cache_gc(lua_State *L) {
+  gkc_cache **c = luaL_checkudata(L, 1, CACHE_MT);
+  gkc_close(*c);
+  *c = NULL;
+  return 0;
+}
+
+/* cache:lookup(key, base) -> sha256, size | false */
+static int cache_lookup(lua_State *L) {
+  gkc_cache *c = check_cache(L);
+  gkc_result r;
+  int rc = gkc_lookup(c, luaL_checkstring(L, 2), luaL_optstring(L, 3, NULL), &r);
+  if (rc < 0) return luaL_error(L, "%s", gkc_errmsg(c));
+  if (rc == 0) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  lua_pushstring(L, r.sha256);
+  lua_pushinteger(L, (lua_Integer)r.size);
+  return 2;
+}
+
+/* cache:store(key, base, image, { deps }) -> sha256, size | nil, message */
+static int cache_store(lua_State *L) {
+  gkc_cache *c = check_cache(L);
+  const char *key = luaL_checkstring(L, 2), *base = luaL_optstring(L, 3, NULL);
+  const char *image = luaL_checkstring(L, 4);
+  luaL_checktype(L, 5, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, 5);
+  const char **deps = lua_newuserdatauv(L, sizeof(char *) * (size_t)(n + 1), 0);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, 5, i);
+    deps[i - 1] = lua_tostring(L, -1);
+    if (!deps[i - 1]) return luaL_error(L, "deps[%d] must be a string", (int)i);
+    lua_pop(L, 1); /* the deps table keeps it alive */
+  }
+  gkc_result r;
+  if (gkc_store(c, key, base, image, deps, (size_t)n, &r) != 0) return cache_fail(L, c);
+  lua_pushstring(L, r.sha256);
+  lua_pushinteger(L, (lua_Integer)r.size);
+  return 2;
+}
+
+/* cache:fetch(sha256, size, dest [, sync]) -> true | nil, message */
+static int cache_fetch(lua_State *L) {
+  gkc_cache *c = check_cache(L);
+  gkc_result r;
+  const char *sha = luaL_checkstring(L, 2);
+  luaL_argcheck(L, strlen(sha) == GKC_HEX_LEN, 2, "not a SHA-256");
+  memcpy(r.sha256, sha, 65);
+  r.size = (uint64_t)luaL_checkinteger(L, 3);
+  if (gkc_fetch(c, &r, luaL_checkstring(L, 4), lua_toboolean(L, 5)) != 0)
+    return cache_fail(L, c);
+  return push_ok(L);
+}
+
+/* cache:hash_file(path) -> hex | nil, message (memoized per build) */
+static int cache_hash_file(lua_State *L) {
+  gkc_cache *c = check_cache(L);
+  char hex[65];
+  if (gkc_hash_file(c, luaL_checkstring(L, 2), hex) != 0) return cache_fail(L, c);
+  lua_pushstring(L, hex);
+  return 1;
+}
+
+/* cache:temp(suffix) -> a fresh path in the cache's tmp folder */
+static int cache_temp(lua_State *L) {
+  gkc_cache *c = check_cache(L);
+  char buf[PATH_MAX];
+  if (gkc_temp_path(c, luaL_optstring(L, 2, NULL), buf, sizeof buf) != 0)
+    return luaL_error(L, "%s", gkc_errmsg(c));
+  lua_pushstring(L, buf);
+  return 1;
+}
+
+static int cache_dir(lua_State *L) {
+  lua_pushstring(L, gkc_dir(check_cache(L)));
+  return 1;
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+int gkr__open_gk(lua_State *L, FILE *log) {
+  lua_pushlightuserdata(L, log);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &LOG_KEY);
+
+  static const luaL_Reg cache_methods[] = {
+    {"lookup", cache_lookup}, {"store", cache_store}, {"fetch", cache_fetch},
+    {"hash_file", cache_hash_file}, {"temp", cache_temp}, {"dir", cache_dir},
+    {NULL, NULL}};
+  luaL_newmetatable(L, CACHE_MT);
+  luaL_newlib(L, cache_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, cache_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, cache_gc);
+  lua_setfield(L, -2, "__close");
+  lua_pop(L, 1);
+
+  static const luaL_Reg fns[] = {
+    {"sha256", l_sha256}, {"sha256_file", l_sha256_file}, {"read", l_read},
+    {"write_atomic", l_write_atomic}, {"mkdir_p", l_mkdir_p}, {"listdir", l_listdir},
+    {"rename", l_rename}, {"remove", l_remove}, {"stat", l_stat},
+    {"readable", l_readable}, {"realpath", l_realpath}, {"which", l_which},
+    {"cwd", l_cwd}, {"getenv", l_getenv}, {"pid", l_pid}, {"cpus", l_cpus}, {"isatty", l_isatty},
+    {"clock", l_clock}, {"eprint", l_eprint}, {"log_isatty", l_log_isatty},
+    {"log_width", l_log_width},
+    {"where", l_where}, {"cache_open", l_cache_open}, {NULL, NULL}};
+  luaL_newlib(L, fns);
+  gkr__proc_register(L);
+  gkr__json_register(L);
+  return 1;
+}

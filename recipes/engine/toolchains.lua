@@ -1,0 +1,234 @@
+-- toolchains.lua - finds, checks and probes the toolchain modules.
+--
+-- A toolchain module (recipes/toolchains/NAME.lua, embedded in gk; a file
+-- DIR/toolchains/NAME.lua beside the recipes adds one or replaces the
+-- embedded one of that name) returns a table:
+--
+--   backend  = "cpu"                  -- the recipe section it builds
+--   format   = "so"                   -- image format (docs/archive.md)
+--   ext      = "so"                   -- file extension in the output folder
+--   targets  = { "x86-64", ... }      -- what a recipe may ask for
+--   probe    = function() -> { tool = PATH, identity = "cc 12.2.0 x86_64-linux-gnu" }
+--                          | nil, "cc not found on PATH"
+--              (gk.run_cached runs a version query once per compiler binary)
+--   command  = function(job, p) -> argv
+--
+-- command gets the job (kernel, backend, target, variant, params, defines =
+-- { "BITS=4" }, flags, entry, source = file name) and the paths p (tool,
+-- src, srcdir, out, depfile). It is called twice per job: once with the real
+-- paths to run, once with placeholders ("<tool>", "<srcdir>", "<out>",
+-- "<depfile>") to form the cache key, so no machine-specific path enters the
+-- key. The command runs in the source's folder with p.src a bare file name.
+-- If it writes a Make-style depfile at p.depfile, the files listed there are
+-- what the cache checks on later builds.
+--
+-- Adding a toolchain (nvcc, hipcc, glslang, xcrun, docker) is adding such a
+-- file: no C changes.
+
+local errors = require("engine/errors")
+
+local M = {}
+
+-- Backends a recipe may name even before a toolchain module exists for them
+-- (docs/archive.md); sections for those are skipped with a reason.
+M.BUILTIN_BACKENDS = { "cpu", "cuda", "metal", "rocm", "vulkan", "wgsl" }
+
+-- gk.run_cached(argv): gk.run for commands whose output depends only on the
+-- program run, such as version queries. The result is kept in the cache,
+-- keyed by the command and the program file's stamp (real path, size,
+-- inode, mtime, ctime), so that a no-op build spawns no process; replacing
+-- or upgrading the program changes the stamp. A program changed in the last
+-- 2 seconds is always run.
+local probe_cache -- the build's cache, set by M.use_cache
+local function run_cached(argv)
+  local real = argv[1]:find("/") and gk.realpath(argv[1]) or nil
+  local st = real and gk.stat(real)
+  if not (probe_cache and st and st.settled) then return gk.run(argv) end
+  local key = gk.sha256(table.concat({ "gk-run-cached 1", real, st.stamp,
+                                       table.concat(argv, "\0") }, "\n"))
+  local dir = probe_cache:dir() .. "/v1/runs/" .. key:sub(1, 2)
+  local path = dir .. "/" .. key .. ".json"
+  local text = gk.read(path)
+  local r = text and gk.json_decode(text)
+  if type(r) == "table" and math.type(r.code) == "integer" and type(r.stdout) == "string"
+      and type(r.stderr) == "string" then
+    return r.code, r.stdout, r.stderr
+  end
+  local code, out, err = gk.run(argv)
+  if code == 0 then -- failures are not kept: they may be passing troubles
+    local enc = gk.json_encode({ code = code, stdout = out, stderr = err })
+    if enc and gk.mkdir_p(dir) then gk.write_atomic(path, enc) end
+  end
+  return code, out, err
+end
+
+-- What a module sees as `gk`: the primitives plus run_cached.
+local module_gk = setmetatable({ run_cached = run_cached }, { __index = gk })
+
+local function module_env()
+  local env = {
+    assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs,
+    pcall = pcall, select = select, tonumber = tonumber, tostring = tostring, type = type,
+    setmetatable = setmetatable, getmetatable = getmetatable, gk = module_gk,
+  }
+  for _, lib in ipairs({ "math", "string", "table", "utf8" }) do
+    local copy = {}
+    for k, v in pairs(_G[lib]) do copy[k] = v end
+    env[lib] = copy
+  end
+  env.print = function(...)
+    local parts = table.pack(...)
+    for i = 1, parts.n do parts[i] = tostring(parts[i]) end
+    gk.eprint(table.concat(parts, "\t", 1, parts.n) .. "\n")
+  end
+  return env
+end
+
+local function check(tc, origin)
+  local function bad(fmt, ...)
+    errors.raise(("toolchain module '%s' (%s): " .. fmt):format(tc.name, origin, ...))
+  end
+  for _, f in ipairs({ "backend", "format", "ext" }) do
+    if type(tc[f]) ~= "string" or not tc[f]:match("^[%w_]+$") then
+      bad("%s must be a name, e.g. %s = \"cpu\"", f, f)
+    end
+  end
+  if type(tc.targets) ~= "table" or #tc.targets == 0 then
+    bad("targets must be a non-empty list of strings")
+  end
+  for i, t in ipairs(tc.targets) do
+    if type(t) ~= "string" or not t:match("^[%w_.:+-]+$") then
+      bad("targets[%d] must be a target name; got %s", i, tostring(t))
+    end
+  end
+  for _, f in ipairs({ "probe", "command" }) do
+    if type(tc[f]) ~= "function" then bad("%s must be a function", f) end
+  end
+end
+
+local function load_module(name, text, chunkname)
+  local chunk, err = load(text, chunkname, "t", module_env())
+  if not chunk then errors.raise(err) end
+  local ok, tc = pcall(chunk)
+  if not ok then errors.rethrow(tc) end
+  local origin = chunkname:gsub("^@", "")
+  if type(tc) ~= "table" then
+    errors.raise(("toolchain module '%s' (%s) must return a table; got %s"):format(name, origin, type(tc)))
+  end
+  if tc.name ~= nil and tc.name ~= name then
+    errors.raise(("toolchain module '%s' (%s) says its name is '%s'; a module's name is its file name")
+      :format(name, origin, tostring(tc.name)))
+  end
+  tc.name = name
+  tc.origin = origin
+  check(tc, origin)
+  return tc
+end
+
+-- Where gk.run_cached keeps its results (until then it always runs).
+function M.use_cache(_, cache)
+  probe_cache = cache
+end
+
+-- Loads the embedded modules, then DIR/toolchains/*.lua over them.
+-- Returns a registry: { byname = {}, list = { sorted by name }, backends = { sorted } }.
+function M.load(recipes_dir)
+  local byname = {}
+  for _, n in ipairs(gk.embedded()) do
+    local name = n:match("^toolchains/([%w_]+)$")
+    if name then
+      local text, chunkname = gk.embedded(n)
+      byname[name] = load_module(name, text, chunkname)
+    end
+  end
+  local dir = recipes_dir .. "/toolchains"
+  local st = gk.stat(dir)
+  if st and st.type == "dir" then
+    for _, f in ipairs(assert(gk.listdir(dir))) do
+      local name = f:match("^([%w_]+)%.lua$")
+      if name then
+        local path = dir .. "/" .. f
+        local text, err = gk.read(path)
+        if not text then errors.raise("cannot read toolchain module " .. err:gsub("^cannot read ", "")) end
+        byname[name] = load_module(name, text, "@" .. path)
+      end
+    end
+  end
+
+  local reg = { byname = byname, list = {}, backends = {}, probes = {} }
+  local seen = {}
+  for _, b in ipairs(M.BUILTIN_BACKENDS) do seen[b] = true end
+  for _, tc in pairs(byname) do
+    reg.list[#reg.list + 1] = tc
+    seen[tc.backend] = true
+  end
+  table.sort(reg.list, function(a, b) return a.name < b.name end)
+  for b in pairs(seen) do reg.backends[#reg.backends + 1] = b end
+  table.sort(reg.backends)
+  return setmetatable(reg, { __index = M })
+end
+
+-- The modules that build `backend`, sorted by name.
+function M.for_backend(reg, backend)
+  local out = {}
+  for _, tc in ipairs(reg.list) do
+    if tc.backend == backend then out[#out + 1] = tc end
+  end
+  return out
+end
+
+-- Probes a module once per build. Returns info or nil, reason.
+function M.probe(reg, tc)
+  local p = reg.probes[tc.name]
+  if not p then
+    local ok, info, why = pcall(tc.probe)
+    if not ok then
+      errors.raise(("toolchain module '%s' (%s): probe failed: %s"):format(tc.name, tc.origin,
+        tostring(errors.is(info) and info.message or info)))
+    end
+    if info ~= nil and (type(info) ~= "table" or type(info.identity) ~= "string" or
+        info.identity == "" or type(info.tool) ~= "string") then
+      errors.raise(("toolchain module '%s' (%s): probe must return { tool = PATH, identity = \"...\" } or nil, reason")
+        :format(tc.name, tc.origin))
+    end
+    p = { info = info, why = why or (info == nil and tc.name .. " is not available") or nil }
+    reg.probes[tc.name] = p
+  end
+  return p.info, p.why
+end
+
+-- Chooses the toolchain for a section: the one it names, else the first
+-- module of its backend whose probe succeeds. Returns tc, info or nil, reason.
+function M.select(reg, backend, name)
+  local cands = name and { reg.byname[name] } or reg:for_backend(backend)
+  if #cands == 0 then return nil, "no toolchain module for " .. backend .. " yet" end
+  local why = {}
+  for _, tc in ipairs(cands) do
+    local info, reason = reg:probe(tc)
+    if info then return tc, info end
+    why[#why + 1] = reason
+  end
+  return nil, table.concat(why, "; ")
+end
+
+-- Calls tc.command and checks that it gave a list of strings.
+function M.command(tc, job, paths)
+  local ok, argv = pcall(tc.command, job, paths)
+  if not ok then
+    errors.raise(("toolchain module '%s' (%s): command failed: %s"):format(tc.name, tc.origin,
+      tostring(errors.is(argv) and argv.message or argv)))
+  end
+  if type(argv) ~= "table" or #argv == 0 then
+    errors.raise(("toolchain module '%s' (%s): command must return a non-empty argv list")
+      :format(tc.name, tc.origin))
+  end
+  for i, a in ipairs(argv) do
+    if type(a) ~= "string" then
+      errors.raise(("toolchain module '%s' (%s): command's argv[%d] is a %s, not a string")
+        :format(tc.name, tc.origin, i, type(a)))
+    end
+  end
+  return argv
+end
+
+return M

@@ -1,0 +1,3 @@
+kernel(nil)
+kernel "k" (42)
+kernel "j" { 1, 2, 3 }

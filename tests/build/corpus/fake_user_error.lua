@@ -1,0 +1,1 @@
+error({ message = 42 })

@@ -1,0 +1,3 @@
+string.rep = nil
+kernel "ÿş" {}
+print(("x"):rep(10))

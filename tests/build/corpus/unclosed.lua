@@ -1,0 +1,2 @@
+kernel "k" {
+  cpu { source = "../src/k.c", targets = { "x86-64" }
