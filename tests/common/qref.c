@@ -129,17 +129,28 @@ void qref_fill_w(qref_rng *r, int bits, int64_t n, int64_t k,
   }
 }
 
+/* Row j of W in double: per block, d and m once, then each code. */
+static void decode_row(int bits, const unsigned char *w, int64_t k, int64_t j,
+                       double *row) {
+  const unsigned char *blk = w + (size_t)j * (size_t)(k / 32) * block_bytes(bits);
+  for (int64_t b = 0; b < k / 32; b++, blk += block_bytes(bits)) {
+    const double d = qref_f16_decode(read_le16(blk));
+    const double m = qref_f16_decode(read_le16(blk + 2));
+    for (int t = 0; t < 32; t++)
+      row[b * 32 + t] = d * qref_code(blk + 4, bits, t) + m;
+  }
+}
+
 int qref_matmul(int bits, const float *x, const unsigned char *w, int64_t m,
                 int64_t n, int64_t k, double *y, double *mag) {
-  double *row = malloc((size_t)k * sizeof *row);
+  double *row = malloc((size_t)(k > 0 ? k : 1) * sizeof *row);
   if (!row)
     return -1;
   for (int64_t j = 0; j < n; j++) {
-    for (int64_t t = 0; t < k; t++)
-      row[t] = qref_weight(bits, w, k, j, t);
+    decode_row(bits, w, k, j, row);
     for (int64_t i = 0; i < m; i++) {
       double s = 0.0, a = 0.0;
-      for (int64_t t = 0; t < k; t++) {
+      for (int64_t t = 0; t < k / 32 * 32; t++) {
         double p = (double)x[i * k + t] * row[t];
         s += p;
         a += fabs(p);

@@ -62,8 +62,9 @@ void qref_fill_w(qref_rng *r, int bits, int64_t n, int64_t k,
 /*
  * y[i*n + j] = sum_t x[i*k + t] * W[j][t] in double, and, when mag is not
  * NULL, mag[i*n + j] = sum_t |x[i*k + t] * W[j][t]|, the scale an error
- * bound for a float kernel is relative to. Returns 0, or -1 when out of
- * memory (it needs k doubles).
+ * bound for a float kernel is relative to. Rows of x are k floats apart;
+ * W has k/32 blocks per row (trailing k % 32 columns are ignored, as the
+ * kernels do). Returns 0, or -1 when out of memory (it needs k doubles).
  */
 int qref_matmul(int bits, const float *x, const unsigned char *w, int64_t m,
                 int64_t n, int64_t k, double *y, double *mag);

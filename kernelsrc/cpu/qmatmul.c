@@ -1,0 +1,577 @@
+/*
+ * qmatmul.c - y = x * W^T for the quantized weight format of
+ * docs/weights.md, on CPUs: y[i*n + j] = sum_t x[i*k + t] * W[j][t].
+ *
+ * One source, built once per (BITS, x86-64 level) by the cpu recipe:
+ *   cc -std=c11 -O3 -fPIC -shared -fvisibility=hidden -march=LEVEL
+ *      -mtune=generic [-mprefer-vector-width=512] -DBITS=N qmatmul.c
+ * The SIMD layer is chosen by the macros -march defines: AVX-512
+ * (x86-64-v4, zmm), AVX2+FMA+F16C (x86-64-v3, ymm), SSE2 (x86-64 and
+ * x86-64-v2, xmm), plain C for anything else. No extra flags are needed:
+ * fused multiply-adds are intrinsics, never left to -ffp-contract, and
+ * nothing relies on reassociation.
+ *
+ * Arithmetic. Both the m == 1 and the m > 1 path do exactly this, so a row
+ * of x gives bit-identical y whatever batch it comes in:
+ * - every weight is w = d*q + m, rounded once (FMA) where FMA exists;
+ * - a row is cut into chunks of CHUNK_BLOCKS blocks; in a chunk, block b's
+ *   32 products x*w go elementwise into accumulator set b % USETS (several
+ *   sets keep the FMA units busy instead of waiting on one dependency
+ *   chain);
+ * - the sets, then their lanes, are added in a fixed tree, and the chunk
+ *   sums are added to y in order, starting from 0.
+ * Levels differ in vector width and USETS, so their last bits may differ.
+ *
+ * Speed. With m == 1 every weight is used once, so the work per block is
+ * the limit: each (ISA, BITS) decodes a block with as few shuffles as it
+ * can (the shuffle units are the scarce ones). For BITS <= 4 a weight is a
+ * table lookup: one FMA makes the vector of d*q + m for every code q, and
+ * vpermps picks an entry per lane by code. A block's weights may come out in
+ * a "lane order" other than t = 0..31 (X_PERMUTED); for m == 1 the chunk of
+ * x is then put in that order once, for m > 1 the decoded weights are put
+ * back in t order once per W row and only the accumulators are permuted.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/gk_quant.h"
+
+#if !defined(BITS) || (BITS != 1 && BITS != 2 && BITS != 4 && BITS != 8)
+#error "qmatmul.c: compile with -DBITS=1, 2, 4 or 8"
+#endif
+
+#if defined(__AVX512F__) || defined(__AVX2__) || defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
+#define QMATMUL_EXPORT __attribute__((visibility("default")))
+
+/* 128 blocks = 4096 weights: a 4096-wide row is one chunk. The chunk of x
+ * (m == 1) or of decoded W (m > 1), 16 KB, stays in L1 while it is used. */
+#define CHUNK_BLOCKS 128
+#define BLOCK_BYTES GK_QBLOCK_BYTES(BITS)
+#define NCODES (1 << BITS)
+
+/* Per-lane constants of the 32-bit word form of the codes (gk_q_code_w32):
+ * lane l's code is word LANE_WORD(l) shifted right by LANE_SHIFT(l). */
+#define LANE_WORD(l) (((l) * BITS) >> 5)
+#define LANE_SHIFT(l) (((l) * BITS) & 31)
+/* Code value a table lane stands for: tables repeat with period 2^BITS so
+ * that garbage above the code's bits in an index lane is harmless. */
+#define LANE_CODE(l) ((float)((l) % NCODES))
+#define LANES8(F, b) F(b), F(b + 1), F(b + 2), F(b + 3), F(b + 4), F(b + 5), \
+                     F(b + 6), F(b + 7)
+#define LANES32(F) LANES8(F, 0), LANES8(F, 8), LANES8(F, 16), LANES8(F, 24)
+
+/* ------------------------------------------------------------------------ */
+/* SIMD layer: vf holds VL floats; a block is NV = 32/VL of them.           */
+/* ------------------------------------------------------------------------ */
+
+#if defined(__AVX512F__)
+
+#define VL 16
+#define USETS 4 /* 2 FMAs per block: 4 sets give 8 independent chains */
+typedef __m512 vf;
+static inline vf vf_zero(void) { return _mm512_setzero_ps(); }
+static inline vf vf_load(const float *p) { return _mm512_loadu_ps(p); }
+static inline void vf_store(float *p, vf a) { _mm512_storeu_ps(p, a); }
+static inline vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
+static inline vf vf_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#define VL 8
+#define USETS 2
+typedef __m256 vf;
+static inline vf vf_zero(void) { return _mm256_setzero_ps(); }
+static inline vf vf_load(const float *p) { return _mm256_loadu_ps(p); }
+static inline void vf_store(float *p, vf a) { _mm256_storeu_ps(p, a); }
+static inline vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
+static inline vf vf_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+
+#elif defined(__SSE2__)
+
+/* No FMA below x86-64-v3: a multiply and an add, each rounded. */
+#define VL 4
+#define USETS 1
+typedef __m128 vf;
+static inline vf vf_zero(void) { return _mm_setzero_ps(); }
+static inline vf vf_set1(float a) { return _mm_set1_ps(a); }
+static inline vf vf_load(const float *p) { return _mm_loadu_ps(p); }
+static inline void vf_store(float *p, vf a) { _mm_storeu_ps(p, a); }
+static inline vf vf_add(vf a, vf b) { return _mm_add_ps(a, b); }
+static inline vf vf_fma(vf a, vf b, vf c) {
+  return _mm_add_ps(_mm_mul_ps(a, b), c);
+}
+
+#else
+
+/* Portable C: one float per "vector". */
+#define VL 1
+#define USETS 1
+typedef float vf;
+static inline vf vf_zero(void) { return 0.0f; }
+static inline vf vf_set1(float a) { return a; }
+static inline vf vf_load(const float *p) { return *p; }
+static inline void vf_store(float *p, vf a) { *p = a; }
+static inline vf vf_add(vf a, vf b) { return a + b; }
+static inline vf vf_fma(vf a, vf b, vf c) { return a * b + c; }
+
+#endif
+
+#define NV (GK_QBLOCK / VL)
+
+/* Horizontal sums in a fixed tree: lanes l and l + VL/2 first. */
+#if VL >= 4
+static inline float hsum128(__m128 a) {
+  a = _mm_add_ps(a, _mm_movehl_ps(a, a));
+  a = _mm_add_ss(a, _mm_shuffle_ps(a, a, 0x55));
+  return _mm_cvtss_f32(a);
+}
+#endif
+#if VL >= 8
+static inline float hsum256(__m256 a) {
+  return hsum128(_mm_add_ps(_mm256_castps256_ps128(a),
+                            _mm256_extractf128_ps(a, 1)));
+}
+#endif
+static inline float vf_hsum(vf a) {
+#if VL == 16
+  /* The 64-bit-lane extract is plain AVX-512F (the f32x8 one needs DQ). */
+  __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
+  return hsum256(_mm256_add_ps(_mm512_castps512_ps256(a), hi));
+#elif VL == 8
+  return hsum256(a);
+#elif VL == 4
+  return hsum128(a);
+#else
+  return a;
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* Decoding a block: its 32 weights as NV vectors, in lane order.           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * d and m of a block, each broadcast to a whole vector. F16C converts the
+ * pair exactly in one instruction ([d, m, d, m, ...]); two in-lane
+ * duplicates then spread each one. Below v3, the decode of gk_quant.h.
+ */
+static inline void block_scales(const unsigned char *blk, vf *d, vf *m) {
+#if VL == 16
+  const __m512 dm = _mm512_cvtph_ps(_mm256_set1_epi32((int)gk_q_le32(blk)));
+  *d = _mm512_moveldup_ps(dm);
+  *m = _mm512_movehdup_ps(dm);
+#elif VL == 8
+  const __m256 dm = _mm256_cvtph_ps(_mm_set1_epi32((int)gk_q_le32(blk)));
+  *d = _mm256_moveldup_ps(dm);
+  *m = _mm256_movehdup_ps(dm);
+#else
+  *d = vf_set1(gk_q_f16_to_f32(gk_q_le16(blk)));
+  *m = vf_set1(gk_q_f16_to_f32(gk_q_le16(blk + 2)));
+#endif
+}
+
+/*
+ * block_weights: w = d*q + m for the block at `blk`. Lane order is t = 0..31
+ * (lane l of vector v is weight v*VL + l) except where X_PERMUTED says
+ * otherwise. Every variant computes each weight as the same single FMA (or,
+ * without FMA, the same multiply and add), so the unpacking method never
+ * changes a result.
+ */
+#if VL == 16
+
+#if BITS == 4
+/* Lane order: w[0] holds weights 0, 2, .., 30 (the low nibbles of the 16
+ * code bytes), w[1] weights 1, 3, .., 31. One widening load and one shift
+ * unpack the block, where t order would cost two cross-lane permutes. */
+#define X_PERMUTED 1
+#endif
+
+static inline void block_weights(const unsigned char *blk, vf w[NV]) {
+  const unsigned char *codes = blk + GK_QCODES_OFFSET;
+  vf d, m;
+  block_scales(blk, &d, &m);
+#if BITS == 8
+  for (int v = 0; v < NV; v++)
+    w[v] = vf_fma(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(
+                         (const __m128i *)(codes + 16 * v)))),
+                  m);
+#else
+  /* vpermps reads the low 4 bits of each index lane: give lane l its code
+   * in those bits (the bits above are ignored) and look it up. */
+  static const float lane_code[16] = {LANES8(LANE_CODE, 0),
+                                      LANES8(LANE_CODE, 8)};
+  const vf table = vf_fma(d, vf_load(lane_code), m);
+#if BITS == 4
+  const __m512i bytes =
+      _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)codes));
+  w[0] = _mm512_permutexvar_ps(bytes, table);
+  w[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), table);
+#else
+  /* BITS 1 and 2: a vector's 16 codes share one word. (For BITS == 1 this
+   * beats using the code bits as blend masks: mask moves are slow.) */
+  static const int32_t lane_shift[32] = {LANES32(LANE_SHIFT)};
+  for (int v = 0; v < NV; v++) {
+    __m512i idx =
+        _mm512_set1_epi32((int)gk_q_le32(codes + 4 * LANE_WORD(16 * v)));
+    idx = _mm512_srlv_epi32(idx, _mm512_loadu_si512(lane_shift + 16 * v));
+    w[v] = _mm512_permutexvar_ps(idx, table);
+  }
+#endif
+#endif
+}
+
+#elif VL == 8
+
+#if BITS == 4
+/* Lane order: w[0] holds weights 0, 2, .., 14, w[1] 1, 3, .., 15, w[2]
+ * 16, 18, .., 30, w[3] 17, 19, .., 31: the low and high nibbles of code
+ * bytes 0..7 and 8..15, two widening loads instead of four word
+ * broadcasts and variable shifts. */
+#define X_PERMUTED 1
+#endif
+
+static inline void block_weights(const unsigned char *blk, vf w[NV]) {
+  const unsigned char *codes = blk + GK_QCODES_OFFSET;
+  vf d, m;
+  block_scales(blk, &d, &m);
+#if BITS == 8
+  for (int v = 0; v < NV; v++)
+    w[v] = vf_fma(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+                         (const __m128i *)(codes + 8 * v)))),
+                  m);
+#elif BITS == 4
+  /* 16 codes do not fit an 8-entry vpermps table: mask and convert. */
+  const __m256i mask = _mm256_set1_epi32(NCODES - 1);
+  for (int h = 0; h < 2; h++) {
+    const __m256i bytes = _mm256_cvtepu8_epi32(
+        _mm_loadl_epi64((const __m128i *)(codes + 8 * h)));
+    w[2 * h] = vf_fma(d, _mm256_cvtepi32_ps(_mm256_and_si256(bytes, mask)), m);
+    w[2 * h + 1] = vf_fma(d, _mm256_cvtepi32_ps(_mm256_srli_epi32(bytes, 4)), m);
+  }
+#else
+  /* BITS 1 and 2: the 8 codes of a vector share one word: broadcast it,
+   * shift each lane by its own amount, look the code up in an 8-entry
+   * table (vpermps reads the low 3 bits of each index lane). */
+  static const int32_t lane_shift[32] = {LANES32(LANE_SHIFT)};
+  static const float lane_code[8] = {LANES8(LANE_CODE, 0)};
+  const vf table = vf_fma(d, vf_load(lane_code), m);
+  for (int v = 0; v < NV; v++) {
+    __m256i idx = _mm256_set1_epi32((int)gk_q_le32(codes + 4 * LANE_WORD(8 * v)));
+    idx = _mm256_srlv_epi32(
+        idx, _mm256_loadu_si256((const __m256i *)(lane_shift + 8 * v)));
+    w[v] = _mm256_permutevar8x32_ps(table, idx);
+  }
+#endif
+}
+
+#elif VL == 4
+
+static inline void block_weights(const unsigned char *blk, vf w[NV]) {
+  const unsigned char *codes = blk + GK_QCODES_OFFSET;
+  /* SSE2 has no per-lane shifts: spread the codes to one per byte by
+   * interleaving (c0: codes 0..15, c1: 16..31), then widen to 32 bits. */
+  __m128i c0, c1;
+#if BITS == 8
+  c0 = _mm_loadu_si128((const __m128i *)codes);
+  c1 = _mm_loadu_si128((const __m128i *)(codes + 16));
+#elif BITS == 4
+  const __m128i b = _mm_loadu_si128((const __m128i *)codes);
+  const __m128i m4 = _mm_set1_epi8(0x0f);
+  const __m128i lo = _mm_and_si128(b, m4);
+  const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), m4);
+  c0 = _mm_unpacklo_epi8(lo, hi); /* code 2i is the low nibble of byte i */
+  c1 = _mm_unpackhi_epi8(lo, hi);
+#elif BITS == 2
+  /* p_s holds code 4i+s in byte i; interleave bytes, then byte pairs. */
+  const __m128i b = _mm_loadl_epi64((const __m128i *)codes);
+  const __m128i m2 = _mm_set1_epi8(3);
+  const __m128i p0 = _mm_and_si128(b, m2);
+  const __m128i p1 = _mm_and_si128(_mm_srli_epi16(b, 2), m2);
+  const __m128i p2 = _mm_and_si128(_mm_srli_epi16(b, 4), m2);
+  const __m128i p3 = _mm_and_si128(_mm_srli_epi16(b, 6), m2);
+  const __m128i a01 = _mm_unpacklo_epi8(p0, p1);
+  const __m128i a23 = _mm_unpacklo_epi8(p2, p3);
+  c0 = _mm_unpacklo_epi16(a01, a23);
+  c1 = _mm_unpackhi_epi16(a01, a23);
+#else /* BITS == 1 */
+  /* Repeat each code byte 8 times, then test one bit per byte. */
+  const __m128i b = _mm_cvtsi32_si128((int)gk_q_le32(codes));
+  __m128i t = _mm_unpacklo_epi8(b, b);
+  t = _mm_unpacklo_epi16(t, t);
+  const __m128i sel = _mm_set_epi8((char)128, 64, 32, 16, 8, 4, 2, 1,
+                                   (char)128, 64, 32, 16, 8, 4, 2, 1);
+  const __m128i one = _mm_set1_epi8(1);
+  c0 = _mm_unpacklo_epi32(t, t);
+  c1 = _mm_unpackhi_epi32(t, t);
+  c0 = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(c0, sel), sel), one);
+  c1 = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(c1, sel), sel), one);
+#endif
+  vf d, m;
+  block_scales(blk, &d, &m);
+  const __m128i z = _mm_setzero_si128();
+  const __m128i c[2] = {c0, c1};
+  for (int h = 0; h < 2; h++) {
+    const __m128i w0 = _mm_unpacklo_epi8(c[h], z), w1 = _mm_unpackhi_epi8(c[h], z);
+    const __m128i q[4] = {_mm_unpacklo_epi16(w0, z), _mm_unpackhi_epi16(w0, z),
+                          _mm_unpacklo_epi16(w1, z), _mm_unpackhi_epi16(w1, z)};
+    for (int r = 0; r < 4; r++)
+      w[4 * h + r] = vf_fma(d, _mm_cvtepi32_ps(q[r]), m);
+  }
+}
+
+#else
+
+static inline void block_weights(const unsigned char *blk, vf w[NV]) {
+  vf d, m;
+  block_scales(blk, &d, &m);
+  for (int j = 0; j < GK_QBLOCK; j++)
+    w[j] = vf_fma(d, (float)gk_q_code(blk + GK_QCODES_OFFSET, BITS, j), m);
+}
+
+#endif
+
+#ifndef X_PERMUTED
+#define X_PERMUTED 0
+#endif
+
+/*
+ * The 32 values of a block held as NV vectors, from t order (vector v holds
+ * t = v*VL ..) to lane order and back; the identity unless X_PERMUTED.
+ * Lane order is the even t, then the odd t (per 16 t on AVX2).
+ */
+static inline void lanes_from_t(vf v[NV]) {
+#if X_PERMUTED && VL == 16
+  static const int32_t even[16] = {0,  2,  4,  6,  8,  10, 12, 14,
+                                   16, 18, 20, 22, 24, 26, 28, 30};
+  const __m512i ev = _mm512_loadu_si512(even);
+  const __m512i od = _mm512_add_epi32(ev, _mm512_set1_epi32(1));
+  const vf a = v[0], b = v[1];
+  v[0] = _mm512_permutex2var_ps(a, ev, b);
+  v[1] = _mm512_permutex2var_ps(a, od, b);
+#elif X_PERMUTED && VL == 8
+  for (int h = 0; h < 2; h++) {
+    const vf a = v[2 * h], b = v[2 * h + 1];
+    /* In-lane shuffles give [0 2 8 10 | 4 6 12 14]; the 64-bit permute
+     * puts the pairs in order. */
+    v[2 * h] = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+    v[2 * h + 1] = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8));
+  }
+#else
+  (void)v;
+#endif
+}
+
+static inline void t_from_lanes(vf v[NV]) {
+#if X_PERMUTED && VL == 16
+  /* t < 16 comes from v[0] (even t) or v[1] (odd t, index 16 + t/2). */
+  static const int32_t lo[16] = {0, 16, 1, 17, 2, 18, 3, 19,
+                                 4, 20, 5, 21, 6, 22, 7, 23};
+  const __m512i il = _mm512_loadu_si512(lo);
+  const __m512i ih = _mm512_add_epi32(il, _mm512_set1_epi32(8));
+  const vf e = v[0], o = v[1];
+  v[0] = _mm512_permutex2var_ps(e, il, o);
+  v[1] = _mm512_permutex2var_ps(e, ih, o);
+#elif X_PERMUTED && VL == 8
+  for (int h = 0; h < 2; h++) {
+    /* Interleaving gives [0 1 2 3 | 8 9 10 11] and [4 5 6 7 | 12 13 14 15];
+     * swapping 128-bit halves puts them in order. */
+    const vf lo = _mm256_unpacklo_ps(v[2 * h], v[2 * h + 1]);
+    const vf hi = _mm256_unpackhi_ps(v[2 * h], v[2 * h + 1]);
+    v[2 * h] = _mm256_permute2f128_ps(lo, hi, 0x20);
+    v[2 * h + 1] = _mm256_permute2f128_ps(lo, hi, 0x31);
+  }
+#else
+  (void)v;
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* The kernel, written once over the layers above.                          */
+/* ------------------------------------------------------------------------ */
+
+/* Accumulators of one (x row, W row) pair over a chunk: USETS sets of a
+ * block's lanes. */
+typedef struct lanes {
+  vf a[USETS][NV];
+} lanes;
+
+static inline void lanes_zero(lanes *acc) {
+  for (int u = 0; u < USETS; u++)
+    for (int v = 0; v < NV; v++)
+      acc->a[u][v] = vf_zero();
+}
+
+/* Set u += x * w, elementwise over one block. */
+static inline void lanes_fma(lanes *acc, int u, const vf xv[NV], const vf w[NV]) {
+  for (int v = 0; v < NV; v++)
+    acc->a[u][v] = vf_fma(xv[v], w[v], acc->a[u][v]);
+}
+
+/* The fixed tree: sets u and u + USETS/2 first, then vectors v and
+ * v + NV/2, then the lanes of the last vector. */
+static inline float lanes_sum(lanes *acc) {
+  for (int h = USETS / 2; h >= 1; h /= 2)
+    for (int u = 0; u < h; u++)
+      for (int v = 0; v < NV; v++)
+        acc->a[u][v] = vf_add(acc->a[u][v], acc->a[u + h][v]);
+  for (int h = NV / 2; h >= 1; h /= 2)
+    for (int v = 0; v < h; v++)
+      acc->a[0][v] = vf_add(acc->a[0][v], acc->a[0][v + h]);
+  return vf_hsum(acc->a[0][0]);
+}
+
+/* Both paths below read block b of a chunk in this loop shape: whole
+ * rounds of USETS blocks, then the rest, block b always in set b % USETS. */
+
+/* m == 1: `len` blocks of a W row from `blk`, decoded in registers, against
+ * x already put in lane order (xl). */
+static inline float chunk_fused(const float *restrict xl,
+                                const unsigned char *restrict blk, int len) {
+  lanes acc;
+  lanes_zero(&acc);
+  int b = 0;
+  for (; b + USETS <= len; b += USETS)
+    for (int u = 0; u < USETS; u++) {
+      vf w[NV], xv[NV];
+      block_weights(blk + (b + u) * BLOCK_BYTES, w);
+      for (int v = 0; v < NV; v++)
+        xv[v] = vf_load(xl + (b + u) * GK_QBLOCK + v * VL);
+      lanes_fma(&acc, u, xv, w);
+    }
+  for (; b < len; b++) {
+    vf w[NV], xv[NV];
+    block_weights(blk + b * BLOCK_BYTES, w);
+    for (int v = 0; v < NV; v++)
+      xv[v] = vf_load(xl + b * GK_QBLOCK + v * VL);
+    lanes_fma(&acc, b % USETS, xv, w);
+  }
+  return lanes_sum(&acc);
+}
+
+/*
+ * m > 1: `len` decoded blocks (wt, t order) against x (t order). Here an
+ * accumulator lane holding weight t sums the same products, in the same
+ * order, as the lane holding t in chunk_fused; putting the accumulators in
+ * lane order before the tree makes the result identical, for a few
+ * permutes per chunk instead of two per block.
+ */
+static inline float chunk_decoded(const float *restrict x,
+                                  const float *restrict wt, int len) {
+  lanes acc;
+  lanes_zero(&acc);
+  int b = 0;
+  for (; b + USETS <= len; b += USETS)
+    for (int u = 0; u < USETS; u++) {
+      vf w[NV], xv[NV];
+      for (int v = 0; v < NV; v++) {
+        w[v] = vf_load(wt + (b + u) * GK_QBLOCK + v * VL);
+        xv[v] = vf_load(x + (b + u) * GK_QBLOCK + v * VL);
+      }
+      lanes_fma(&acc, u, xv, w);
+    }
+  for (; b < len; b++) {
+    vf w[NV], xv[NV];
+    for (int v = 0; v < NV; v++) {
+      w[v] = vf_load(wt + b * GK_QBLOCK + v * VL);
+      xv[v] = vf_load(x + b * GK_QBLOCK + v * VL);
+    }
+    lanes_fma(&acc, b % USETS, xv, w);
+  }
+  for (int u = 0; u < USETS; u++)
+    lanes_from_t(acc.a[u]);
+  return lanes_sum(&acc);
+}
+
+static inline int chunk_len(int64_t nblocks, int64_t c) {
+  return (int)(nblocks - c < CHUNK_BLOCKS ? nblocks - c : CHUNK_BLOCKS);
+}
+
+/*
+ * m == 1, columns j0 <= j < j1. Chunk by chunk: the chunk of x is put in
+ * lane order once, then every W row's chunk is decoded against it.
+ */
+static void cols_single(const float *x, const unsigned char *w, float *y,
+                        int64_t nblocks, int64_t j0, int64_t j1) {
+  const int64_t row_bytes = nblocks * BLOCK_BYTES;
+#if X_PERMUTED
+  _Alignas(64) float xbuf[CHUNK_BLOCKS * GK_QBLOCK];
+#endif
+  for (int64_t j = j0; j < j1; j++)
+    y[j] = 0.0f;
+  for (int64_t c = 0; c < nblocks; c += CHUNK_BLOCKS) {
+    const int len = chunk_len(nblocks, c);
+    const float *xl = x + c * GK_QBLOCK;
+#if X_PERMUTED
+    for (int b = 0; b < len; b++) {
+      vf xv[NV];
+      for (int v = 0; v < NV; v++)
+        xv[v] = vf_load(xl + b * GK_QBLOCK + v * VL);
+      lanes_from_t(xv);
+      for (int v = 0; v < NV; v++)
+        vf_store(xbuf + b * GK_QBLOCK + v * VL, xv[v]);
+    }
+    xl = xbuf;
+#endif
+    for (int64_t j = j0; j < j1; j++)
+      y[j] += chunk_fused(xl, w + j * row_bytes + c * BLOCK_BYTES, len);
+  }
+}
+
+/*
+ * m > 1, one W row (y points at its column): each chunk of the row is
+ * decoded once into wbuf (in t order), then every row of x takes its dot
+ * product with it.
+ */
+static void col_batched(const float *x, const unsigned char *row, float *y,
+                        int64_t m, int64_t n, int64_t k, int64_t nblocks) {
+  _Alignas(64) float wbuf[CHUNK_BLOCKS * GK_QBLOCK];
+  for (int64_t i = 0; i < m; i++)
+    y[i * n] = 0.0f;
+  for (int64_t c = 0; c < nblocks; c += CHUNK_BLOCKS) {
+    const int len = chunk_len(nblocks, c);
+    for (int b = 0; b < len; b++) {
+      vf wv[NV];
+      block_weights(row + (c + b) * BLOCK_BYTES, wv);
+      t_from_lanes(wv);
+      for (int v = 0; v < NV; v++)
+        vf_store(wbuf + b * GK_QBLOCK + v * VL, wv[v]);
+    }
+    for (int64_t i = 0; i < m; i++)
+      y[i * n] += chunk_decoded(x + i * k + c * GK_QBLOCK, wbuf, len);
+  }
+}
+
+/*
+ * Output columns j0 <= j < j1 for all m rows. Columns are independent and
+ * write disjoint parts of y, so a caller may later split [0, n) across
+ * threads; each call keeps its scratch on its own stack.
+ */
+static void qmatmul_cols(const float *x, const unsigned char *w, float *y,
+                         int64_t m, int64_t n, int64_t k, int64_t j0,
+                         int64_t j1) {
+  const int64_t nblocks = k / GK_QBLOCK;
+  if (m == 1) {
+    cols_single(x, w, y, nblocks, j0, j1);
+    return;
+  }
+  for (int64_t j = j0; j < j1; j++)
+    col_batched(x, w + j * nblocks * BLOCK_BYTES, y + j, m, n, k, nblocks);
+}
+
+/*
+ * The entry point (ABI in loader/gk.h, gk_qmatmul_fn). k must be a multiple
+ * of 32; x's rows are k floats apart, and trailing k % 32 columns, if any,
+ * are ignored (k < 32 gives zeros). Nothing is done when m, n or k is
+ * negative or m or n is zero.
+ */
+QMATMUL_EXPORT void qmatmul(const float *x, const void *w, float *y, int64_t m,
+                            int64_t n, int64_t k) {
+  if (m <= 0 || n <= 0 || k < 0)
+    return;
+  qmatmul_cols(x, (const unsigned char *)w, y, m, n, k, 0, n);
+}
