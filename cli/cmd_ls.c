@@ -35,26 +35,8 @@ int cmd_ls(int argc, char **argv) {
   int json = 0, rc = EXIT_FAIL;
   size_t n = 0;
 
-  for (int i = 1; i < argc; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(ls_usage, stdout);
-      return EXIT_OK;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      json = 1;
-    } else if (argv[i][0] == '-') {
-      cli_error("ls", "unknown option '%s' (see 'gk ls --help')", argv[i]);
-      return EXIT_USAGE;
-    } else if (path) {
-      cli_error("ls", "one archive at a time ('%s' and '%s')", path, argv[i]);
-      return EXIT_USAGE;
-    } else {
-      path = argv[i];
-    }
-  }
-  if (!path) {
-    cli_error("ls", "needs an archive (see 'gk ls --help')");
-    return EXIT_USAGE;
-  }
+  int st = cli_archive_args(argc, argv, ls_usage, &path, &json);
+  if (st >= 0) return st;
   gk_archive *ar = cli_open_archive("ls", path);
   if (!ar) return EXIT_FAIL;
   gk_archive_count(ar, &n);

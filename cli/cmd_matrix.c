@@ -48,24 +48,8 @@ static size_t uniq(void *base, size_t n, size_t size,
 int cmd_matrix(int argc, char **argv) {
   const char *path = NULL;
   size_t n = 0;
-  for (int i = 1; i < argc; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(matrix_usage, stdout);
-      return EXIT_OK;
-    } else if (argv[i][0] == '-') {
-      cli_error("matrix", "unknown option '%s' (see 'gk matrix --help')", argv[i]);
-      return EXIT_USAGE;
-    } else if (path) {
-      cli_error("matrix", "one archive at a time ('%s' and '%s')", path, argv[i]);
-      return EXIT_USAGE;
-    } else {
-      path = argv[i];
-    }
-  }
-  if (!path) {
-    cli_error("matrix", "needs an archive (see 'gk matrix --help')");
-    return EXIT_USAGE;
-  }
+  int st = cli_archive_args(argc, argv, matrix_usage, &path, NULL);
+  if (st >= 0) return st;
   gk_archive *ar = cli_open_archive("matrix", path);
   if (!ar) return EXIT_FAIL;
   gk_archive_count(ar, &n);

@@ -22,26 +22,8 @@ int cmd_verify(int argc, char **argv) {
   int json = 0;
   size_t n = 0, bad = 0;
 
-  for (int i = 1; i < argc; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(verify_usage, stdout);
-      return EXIT_OK;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      json = 1;
-    } else if (argv[i][0] == '-') {
-      cli_error("verify", "unknown option '%s' (see 'gk verify --help')", argv[i]);
-      return EXIT_USAGE;
-    } else if (path) {
-      cli_error("verify", "one archive at a time ('%s' and '%s')", path, argv[i]);
-      return EXIT_USAGE;
-    } else {
-      path = argv[i];
-    }
-  }
-  if (!path) {
-    cli_error("verify", "needs an archive (see 'gk verify --help')");
-    return EXIT_USAGE;
-  }
+  int st = cli_archive_args(argc, argv, verify_usage, &path, &json);
+  if (st >= 0) return st;
   gk_archive *ar = cli_open_archive("verify", path);
   if (!ar) return EXIT_FAIL;
   gk_archive_count(ar, &n);

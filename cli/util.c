@@ -37,6 +37,33 @@ int cli_is_help(const char *arg) {
   return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
 }
 
+int cli_archive_args(int argc, char **argv, const char *usage, const char **path,
+                     int *json) {
+  const char *cmd = argv[0];
+  *path = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (cli_is_help(argv[i])) {
+      fputs(usage, stdout);
+      return EXIT_OK;
+    } else if (json && strcmp(argv[i], "--json") == 0) {
+      *json = 1;
+    } else if (argv[i][0] == '-') {
+      cli_error(cmd, "unknown option '%s' (see 'gk %s --help')", argv[i], cmd);
+      return EXIT_USAGE;
+    } else if (*path) {
+      cli_error(cmd, "one archive at a time ('%s' and '%s')", *path, argv[i]);
+      return EXIT_USAGE;
+    } else {
+      *path = argv[i];
+    }
+  }
+  if (!*path) {
+    cli_error(cmd, "needs an archive (see 'gk %s --help')", cmd);
+    return EXIT_USAGE;
+  }
+  return -1;
+}
+
 gk_archive *cli_open_archive(const char *cmd, const char *path) {
   gk_archive *ar = NULL;
   int rc = gk_archive_open(path, &ar);

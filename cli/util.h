@@ -26,6 +26,15 @@ int cli_opt(int argc, char **argv, int *i, const char *name, const char *alias,
 /* True when arg is -h or --help. */
 int cli_is_help(const char *arg);
 
+/*
+ * Parses the arguments of a command of the form "gk CMD FILE [--json]"
+ * (json NULL: no --json option). Returns -1 when the command should go on
+ * with *path set, or the exit status to return (--help printed, or a usage
+ * error reported).
+ */
+int cli_archive_args(int argc, char **argv, const char *usage, const char **path,
+                     int *json);
+
 /* Opens an archive or prints why not; NULL on failure. */
 gk_archive *cli_open_archive(const char *cmd, const char *path);
 

@@ -16,13 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void seterr(char *err, size_t size, const char *fmt, ...) {
-  va_list ap;
-  if (!err || !size) return;
-  va_start(ap, fmt);
-  vsnprintf(err, size, fmt, ap);
-  va_end(ap);
-}
+#include "pack_internal.h"
 
 /* Reads a whole file; NULL with errno set on failure. */
 static void *read_file(const char *path, size_t *size) {
@@ -78,17 +72,17 @@ int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
   int rc = -1;
 
   if (sodium_init() < 0) {
-    seterr(err, errsize, "libsodium failed to initialize");
+    gkp__seterr(err, errsize, "libsodium failed to initialize");
     return -1;
   }
   snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
   root = json_load_file(mpath, JSON_REJECT_DUPLICATES, &jerr);
   if (!root) {
     if (jerr.line <= 0)
-      seterr(err, errsize, "cannot read '%s': %s (run 'gk build --out %s' first)",
+      gkp__seterr(err, errsize, "cannot read '%s': %s (run 'gk build --out %s' first)",
              mpath, jerr.text, dir);
     else
-      seterr(err, errsize, "%s:%d: %s", mpath, jerr.line, jerr.text);
+      gkp__seterr(err, errsize, "%s:%d: %s", mpath, jerr.line, jerr.text);
     return -1;
   }
   const char *fmt = str_field(root, "format");
@@ -96,7 +90,7 @@ int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
   if (!fmt || strcmp(fmt, "gllm-kernels-manifest") ||
       json_integer_value(json_object_get(root, "version")) != 1 ||
       !json_is_array(list)) {
-    seterr(err, errsize,
+    gkp__seterr(err, errsize,
            "'%s' is not a gk build manifest (format 'gllm-kernels-manifest', "
            "version 1, with an 'images' array)", mpath);
     goto dir_out;
@@ -105,7 +99,7 @@ int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
   ims = calloc(n ? n : 1, sizeof *ims);
   texts = calloc(2 * n + 1, sizeof *texts);
   if (!ims || !texts) {
-    seterr(err, errsize, "out of memory");
+    gkp__seterr(err, errsize, "out of memory");
     goto dir_out;
   }
   for (size_t i = 0; i < n; i++) {
@@ -126,20 +120,20 @@ int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
     if (!im->kernel || !im->backend || !im->target || !im->variant ||
         !im->format || !rel || !sha || !json_is_array(entry) ||
         (launch && !json_is_object(launch))) {
-      seterr(err, errsize,
+      gkp__seterr(err, errsize,
              "%s: images[%zu] lacks one of kernel, backend, target, variant, "
              "format, path, sha256 (strings) or entry (array)", mpath, i);
       goto dir_out;
     }
     if (!safe_relpath(rel)) {
-      seterr(err, errsize, "%s: images[%zu]: path '%s' leaves the folder", mpath,
+      gkp__seterr(err, errsize, "%s: images[%zu]: path '%s' leaves the folder", mpath,
              i, rel);
       goto dir_out;
     }
     snprintf(ipath, sizeof ipath, "%s/%s", dir, rel);
     im->data = read_file(ipath, &size);
     if (!im->data) {
-      seterr(err, errsize, "cannot read image '%s': %s", ipath, strerror(errno));
+      gkp__seterr(err, errsize, "cannot read image '%s': %s", ipath, strerror(errno));
       goto dir_out;
     }
     im->size = size;
@@ -147,7 +141,7 @@ int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
     if (!hex_equal(digest, sha) ||
         (json_object_get(o, "size") &&
          json_integer_value(json_object_get(o, "size")) != (json_int_t)size)) {
-      seterr(err, errsize,
+      gkp__seterr(err, errsize,
              "image '%s' does not match its manifest entry (size or sha256 "
              "differ): rebuild with 'gk build'", ipath);
       goto dir_out;
@@ -156,7 +150,7 @@ int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
     texts[2 * i + 1] = launch ? json_dumps(launch, JSON_COMPACT | JSON_SORT_KEYS)
                               : strdup("{}");
     if (!texts[2 * i] || !texts[2 * i + 1]) {
-      seterr(err, errsize, "out of memory");
+      gkp__seterr(err, errsize, "out of memory");
       goto dir_out;
     }
     im->entry_json = texts[2 * i];

@@ -23,14 +23,7 @@
 #include <zstd.h>
 
 #include "gk.h" /* for the format constants only */
-
-static void seterr(char *err, size_t size, const char *fmt, ...) {
-  va_list ap;
-  if (!err || !size) return;
-  va_start(ap, fmt);
-  vsnprintf(err, size, fmt, ap);
-  va_end(ap);
-}
+#include "pack_internal.h"
 
 static int nullcmp(const char *a, const char *b) {
   return strcmp(a ? a : "", b ? b : "");
@@ -78,7 +71,7 @@ typedef struct writer {
 } writer;
 
 static int db_fail(writer *w, const char *what) {
-  seterr(w->err, w->errsize, "%s: %s", what, sqlite3_errmsg(w->db));
+  gkp__seterr(w->err, w->errsize, "%s: %s", what, sqlite3_errmsg(w->db));
   return -1;
 }
 
@@ -96,7 +89,7 @@ static int put_blob(writer *w, const gkp_image *im, const unsigned char *sha,
   if (bound > w->zcap) {
     void *p = realloc(w->zbuf, bound);
     if (!p) {
-      seterr(w->err, w->errsize, "out of memory compressing %zu bytes", im->size);
+      gkp__seterr(w->err, w->errsize, "out of memory compressing %zu bytes", im->size);
       return -1;
     }
     w->zbuf = p;
@@ -107,7 +100,7 @@ static int put_blob(writer *w, const gkp_image *im, const unsigned char *sha,
   ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
   size_t zn = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, im->data, im->size);
   if (ZSTD_isError(zn)) {
-    seterr(w->err, w->errsize, "cannot compress %s/%s/%s: %s", im->backend,
+    gkp__seterr(w->err, w->errsize, "cannot compress %s/%s/%s: %s", im->backend,
            im->kernel, im->target, ZSTD_getErrorName(zn));
     return -1;
   }
@@ -140,11 +133,11 @@ static int put_image(writer *w, const gkp_image *im, const unsigned char *sha) {
 static int check_image(const gkp_image *im, char *err, size_t errsize) {
   if (!im->kernel || !*im->kernel || !im->backend || !*im->backend ||
       !im->target || !*im->target || !im->format || !*im->format) {
-    seterr(err, errsize, "image with an empty kernel, backend, target or format");
+    gkp__seterr(err, errsize, "image with an empty kernel, backend, target or format");
     return -1;
   }
   if (!im->data && im->size) {
-    seterr(err, errsize, "image %s/%s/%s has no bytes", im->backend, im->kernel,
+    gkp__seterr(err, errsize, "image %s/%s/%s has no bytes", im->backend, im->kernel,
            im->target);
     return -1;
   }
@@ -217,18 +210,18 @@ int gkp_write(const char *path, const gkp_image *images, size_t n, int level,
   int rc = -1, fd;
 
   if (!path || (!images && n)) {
-    seterr(err, errsize, "no archive path or no images");
+    gkp__seterr(err, errsize, "no archive path or no images");
     return -1;
   }
   if (sodium_init() < 0) {
-    seterr(err, errsize, "libsodium failed to initialize");
+    gkp__seterr(err, errsize, "libsodium failed to initialize");
     return -1;
   }
   sorted = calloc(n ? n : 1, sizeof *sorted);
   tmp = malloc(strlen(path) + 16);
   w.cctx = ZSTD_createCCtx();
   if (!sorted || !tmp || !w.cctx) {
-    seterr(err, errsize, "out of memory");
+    gkp__seterr(err, errsize, "out of memory");
     goto pack_out;
   }
   for (size_t i = 0; i < n; i++) {
@@ -238,7 +231,7 @@ int gkp_write(const char *path, const gkp_image *images, size_t n, int level,
   qsort(sorted, n, sizeof *sorted, image_cmp);
   for (size_t i = 1; i < n; i++)
     if (image_cmp(&sorted[i - 1], &sorted[i]) == 0) {
-      seterr(err, errsize, "two images for %s %s %s %s", sorted[i]->kernel,
+      gkp__seterr(err, errsize, "two images for %s %s %s %s", sorted[i]->kernel,
              sorted[i]->backend, sorted[i]->target,
              sorted[i]->variant ? sorted[i]->variant : "");
       goto pack_out;
@@ -248,7 +241,7 @@ int gkp_write(const char *path, const gkp_image *images, size_t n, int level,
   sprintf(tmp, "%s.tmpXXXXXX", path);
   fd = mkstemp(tmp);
   if (fd < 0) {
-    seterr(err, errsize, "cannot create '%s': %s", tmp, strerror(errno));
+    gkp__seterr(err, errsize, "cannot create '%s': %s", tmp, strerror(errno));
     goto pack_out;
   }
   close(fd);
@@ -259,7 +252,7 @@ int gkp_write(const char *path, const gkp_image *images, size_t n, int level,
   /* mkstemp made the file 0600; an archive is meant to be shared. */
   chmod(tmp, 0644);
   if (sync_path(tmp, 0) || rename(tmp, path)) {
-    seterr(err, errsize, "cannot write '%s': %s", path, strerror(errno));
+    gkp__seterr(err, errsize, "cannot write '%s': %s", path, strerror(errno));
     goto pack_unlink;
   }
   dircopy = strdup(path);
