@@ -299,6 +299,36 @@ GK_API void *gk_module_symbol(const gk_module *m, const char *name);
  * process, so that its /proc/self/fd name can never alias a later image.) */
 GK_API void gk_module_unload(gk_module *m);
 
+/* ------------------------------------------------------------------------ */
+/* Load options and driver hooks (shared by the GPU backends)                 */
+/* ------------------------------------------------------------------------ */
+
+/* Flags for the *_ex functions. */
+#define GK_LOAD_NO_JIT 0x1u /* never choose an image the driver must compile
+                               (CUDA PTX): some deployments forbid JIT */
+
+/* gk_archive_select / gk_module_load with flags (0 = the plain call). */
+GK_API int gk_archive_select_ex(gk_archive *ar, const gk_device *dev,
+                                const char *kernel, const char *variant,
+                                unsigned flags, size_t *index);
+GK_API int gk_module_load_ex(gk_archive *ar, const gk_device *dev,
+                             const char *kernel, const char *variant,
+                             unsigned flags, gk_module **out);
+
+/*
+ * Driver resolver hook (volkInitializeCustom's idea). libgk normally finds a
+ * backend's driver with dlopen (libcuda.so.1, libhsa-runtime64.so.1,
+ * libvulkan.so.1) and resolves its entry points by name. A test that must
+ * stand in for a driver that cannot exist on the machine (no GPU) installs a
+ * resolver instead: libgk then asks `fn(ctx, "cuInit")` etc. for every entry
+ * point and never calls dlopen for that backend. NULL fn restores dlopen.
+ * Not thread-safe: install before any other call for that backend. A
+ * resolver is a TEST DOUBLE for the driver; production code never sets one.
+ */
+typedef void *(*gk_resolver_fn)(void *ctx, const char *symbol);
+GK_API int gk_driver_set_resolver(gk_backend backend, gk_resolver_fn fn,
+                                  void *ctx);
+
 /* CPU ABI of the quantized matmul (kernel "qmatmul", variant "bits=N"):
  * y[i*n + j] = sum_t x[i*k + t] * W[j][t] for i < m, j < n, with W in the
  * block format of docs/weights.md (k a multiple of 32). */

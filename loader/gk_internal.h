@@ -123,4 +123,22 @@ int gk__info_copy(gk_image_info *dst, const gk_image_info *src, char **block);
 /* Describes a row in messages: "'qmatmul' bits=4 cpu x86-64-v3". */
 void gk__row_describe(const gk_image_info *row, char *buf, size_t size);
 
+/* ---- GPU drivers (driver.c) ---------------------------------------- */
+
+/* A backend's driver: a dlopen handle, or a test's resolver. */
+typedef struct gk__driver {
+  void *dl;
+  gk_resolver_fn fn;
+  void *ctx;
+} gk__driver;
+
+/* Opens the driver of `backend`: its installed resolver if a test set one,
+ * else the first of `names` (NULL-terminated) that dlopen finds. GK_ENODEVICE
+ * with a sentence in `why` when none loads. */
+int gk__driver_open(gk_backend backend, const char *const *names,
+                    gk__driver *out, char *why, size_t why_size);
+/* An entry point by name; NULL when absent. */
+void *gk__driver_sym(const gk__driver *d, const char *name);
+void gk__driver_close(gk__driver *d);
+
 #endif /* GK_INTERNAL_H */

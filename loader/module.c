@@ -91,6 +91,12 @@ static int load_so(gk_archive *ar, gk_module *m, const void *bytes, size_t size,
 GK_API int gk_module_load(gk_archive *ar, const gk_device *dev,
                           const char *kernel, const char *variant,
                           gk_module **out) {
+  return gk_module_load_ex(ar, dev, kernel, variant, 0, out);
+}
+
+GK_API int gk_module_load_ex(gk_archive *ar, const gk_device *dev,
+                             const char *kernel, const char *variant,
+                             unsigned flags, gk_module **out) {
   if (out) *out = NULL;
   if (!ar) return GK_EINVAL;
   if (!kernel || !out)
@@ -121,7 +127,7 @@ GK_API int gk_module_load(gk_archive *ar, const gk_device *dev,
   size_t index;
   int rc = check_cpu_device(ar, dev);
   if (rc != GK_OK) return rc;
-  if ((rc = gk_archive_select(ar, dev, kernel, variant, &index)) != GK_OK)
+  if ((rc = gk_archive_select_ex(ar, dev, kernel, variant, flags, &index)) != GK_OK)
     return rc;
 
   void *bytes = NULL;

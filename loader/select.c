@@ -63,6 +63,14 @@ static long select_cpu(const gk__row *rows, size_t from, size_t to,
 GK_API int gk_archive_select(gk_archive *ar, const gk_device *dev,
                              const char *kernel, const char *variant,
                              size_t *index) {
+  return gk_archive_select_ex(ar, dev, kernel, variant, 0, index);
+}
+
+/* `flags` matter to backends with JIT forms only (GK_LOAD_NO_JIT); the cpu
+ * rule has none. */
+GK_API int gk_archive_select_ex(gk_archive *ar, const gk_device *dev,
+                                const char *kernel, const char *variant,
+                                unsigned flags, size_t *index) {
   if (!ar) return GK_EINVAL;
   if (!dev || !kernel || !index)
     return gk__fail(ar, GK_EINVAL, "gk_archive_select: %s is NULL",
