@@ -316,6 +316,25 @@ GK_API int gk_module_load_ex(gk_archive *ar, const gk_device *dev,
                              unsigned flags, gk_module **out);
 
 /*
+ * Why each image of `kernel`/`variant` was or was not chosen for `dev`: one
+ * candidate per index row of that variant (every backend), in index order.
+ * Fills at most `cap` entries of `out` and sets *count to the number of
+ * candidates (which may exceed cap: call again with a larger array).
+ * Errors as gk_archive_select except GK_ENOIMAGE: a device that nothing
+ * fits still gets its candidates, none with `fits` set.
+ */
+typedef struct gk_candidate {
+  size_t index;  /* the row, for gk_archive_image */
+  int fits;      /* 1 when the image can run on the device */
+  int chosen;    /* 1 for the row gk_archive_select_ex would return */
+  char why[160]; /* the rule's reason: "needs x86-64-v4, device is x86-64-v3" */
+} gk_candidate;
+GK_API int gk_archive_explain(gk_archive *ar, const gk_device *dev,
+                              const char *kernel, const char *variant,
+                              unsigned flags, gk_candidate *out, size_t cap,
+                              size_t *count);
+
+/*
  * Driver resolver hook (volkInitializeCustom's idea). libgk normally finds a
  * backend's driver with dlopen (libcuda.so.1, libhsa-runtime64.so.1,
  * libvulkan.so.1) and resolves its entry points by name. A test that must

@@ -141,4 +141,13 @@ int gk__driver_open(gk_backend backend, const char *const *names,
 void *gk__driver_sym(const gk__driver *d, const char *name);
 void gk__driver_close(gk__driver *d);
 
+/* ---- selection (select.c) ------------------------------------------- */
+
+/* A backend's compatibility rule: 1 when `row` (of the device's backend)
+ * runs on `dev`, with *score ranking the rows that do (higher is better);
+ * 0 when not. Either way a short reason goes into why. */
+typedef int (*gk__fits_fn)(const gk_device *dev, const gk_image_info *row,
+                           unsigned flags, long *score, char *why,
+                           size_t why_size);
+
 #endif /* GK_INTERNAL_H */

@@ -42,21 +42,97 @@ static void list_distinct(gk__sb *sb, const gk__row *rows, size_t from,
   free(v);
 }
 
-/* The x86-64 rule: highest level <= the device's. Returns the row or -1. */
-static long select_cpu(const gk__row *rows, size_t from, size_t to,
-                       const char *variant, int dev_level) {
-  long best = -1;
-  int best_level = 0;
+/* The x86-64 rule: an image of level L runs on a CPU of level >= L; the
+ * highest such level is the best. */
+static int cpu_fits(const gk_device *dev, const gk_image_info *row,
+                    unsigned flags, long *score, char *why, size_t why_size) {
+  int have = gk__x86_level_from_name(dev->arch);
+  int need = gk__x86_level_from_name(row->target);
+  (void)flags;
+  if (!need) {
+    snprintf(why, why_size, "unknown x86-64 level '%s'", row->target);
+    return 0;
+  }
+  if (need > have) {
+    snprintf(why, why_size, "needs %s, device is %s", row->target, dev->arch);
+    return 0;
+  }
+  *score = need;
+  snprintf(why, why_size, "%s runs on %s", row->target, dev->arch);
+  return 1;
+}
+
+static int cpu_valid(const gk_device *dev, char *why, size_t why_size) {
+  if (gk__x86_level_from_name(dev->arch)) return 1;
+  snprintf(why, why_size, "has an unknown x86-64 level; valid: %s",
+           gk__x86_level_list());
+  return 0;
+}
+
+/*
+ * One compatibility rule per backend. `valid` checks the device itself
+ * (NULL: any); `fits` says whether a row of the same backend runs on the
+ * device, with a score to rank the rows that do (higher is better) and a
+ * reason either way, which `gk probe` shows. A backend adds its line here
+ * and its functions in its own file.
+ */
+static const struct {
+  gk_backend backend;
+  int (*valid)(const gk_device *dev, char *why, size_t why_size);
+  gk__fits_fn fits;
+} rules[] = {
+  {GK_BACKEND_CPU, cpu_valid, cpu_fits},
+};
+
+static const gk__fits_fn *find_rule(gk_backend b, int (**valid)(const gk_device *, char *, size_t)) {
+  for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+    if (rules[i].backend == b) {
+      *valid = rules[i].valid;
+      return &rules[i].fits;
+    }
+  return NULL;
+}
+
+/*
+ * Runs the device's rule over rows [from, to) of one variant. Fills up to
+ * `cap` candidates (every row of the variant, in index order) and returns
+ * the best row, or -1.
+ */
+static long choose(const gk__row *rows, size_t from, size_t to,
+                   const char *want, const gk_device *dev, unsigned flags,
+                   gk_candidate *cand, size_t cap, size_t *ncand) {
+  int (*valid)(const gk_device *, char *, size_t) = NULL;
+  const gk__fits_fn *fits = find_rule(dev->backend, &valid);
+  const char *bname = gk_backend_name(dev->backend);
+  long best = -1, best_score = 0;
+  size_t n = 0;
   for (size_t i = from; i < to; i++) {
     const gk_image_info *r = &rows[i].info;
-    if (strcmp(r->backend, "cpu") != 0 || strcmp(r->variant, variant) != 0)
-      continue;
-    int level = gk__x86_level_from_name(r->target);
-    if (level > best_level && level <= dev_level) {
+    char why[sizeof cand->why];
+    long score = 0;
+    int ok = 0;
+    if (strcmp(r->variant, want) != 0) continue;
+    if (strcmp(r->backend, bname) != 0)
+      snprintf(why, sizeof why, "built for %s, device is %s", r->backend, bname);
+    else if (!fits)
+      snprintf(why, sizeof why, "libgk does not load %s images yet", bname);
+    else
+      ok = (*fits)(dev, r, flags, &score, why, sizeof why);
+    if (ok && (best < 0 || score > best_score)) {
       best = (long)i;
-      best_level = level;
+      best_score = score;
     }
+    if (n < cap) {
+      cand[n].index = i;
+      cand[n].fits = ok;
+      cand[n].chosen = 0;
+      memcpy(cand[n].why, why, sizeof why);
+    }
+    n++;
   }
+  for (size_t c = 0; c < n && c < cap; c++)
+    cand[c].chosen = (long)cand[c].index == best;
+  if (ncand) *ncand = n;
   return best;
 }
 
@@ -68,11 +144,13 @@ GK_API int gk_archive_select(gk_archive *ar, const gk_device *dev,
 
 /* `flags` matter to backends with JIT forms only (GK_LOAD_NO_JIT); the cpu
  * rule has none. */
-GK_API int gk_archive_select_ex(gk_archive *ar, const gk_device *dev,
-                                const char *kernel, const char *variant,
-                                unsigned flags, size_t *index) {
+/* select_ex and explain: finds the kernel's variant, runs the rule. */
+static int select_common(gk_archive *ar, const gk_device *dev,
+                         const char *kernel, const char *variant,
+                         unsigned flags, size_t *index, gk_candidate *cand,
+                         size_t cap, size_t *ncand) {
   if (!ar) return GK_EINVAL;
-  if (!dev || !kernel || !index)
+  if (!dev || !kernel || (!index && !ncand))
     return gk__fail(ar, GK_EINVAL, "gk_archive_select: %s is NULL",
                     !dev      ? "dev"
                     : !kernel ? "kernel"
@@ -140,19 +218,19 @@ GK_API int gk_archive_select_ex(gk_archive *ar, const gk_device *dev,
     goto out;
   }
 
-  long best = -1;
+  int (*valid)(const gk_device *, char *, size_t) = NULL;
   const char *note = "";
-  if (dev->backend == GK_BACKEND_CPU) {
-    int level = gk__x86_level_from_name(dev->arch);
-    if (!level) {
-      status = gk__fail(ar, GK_EINVAL,
-                        "device '%s' has an unknown x86-64 level; valid: %s",
-                        devtext, gk__x86_level_list());
-      goto out;
-    }
-    best = select_cpu(rows, from, to, want, level);
-  } else {
+  char why[256];
+  if (!find_rule(dev->backend, &valid))
     note = " (libgk does not select images for this backend yet)";
+  else if (valid && !valid(dev, why, sizeof why)) {
+    status = gk__fail(ar, GK_EINVAL, "device '%s' %s", devtext, why);
+    goto out;
+  }
+  long best = choose(rows, from, to, want, dev, flags, cand, cap, ncand);
+  if (!index) { /* explain: the candidates are the answer */
+    status = GK_OK;
+    goto out;
   }
   if (best < 0) {
     int first = 1;
@@ -174,4 +252,23 @@ GK_API int gk_archive_select_ex(gk_archive *ar, const gk_device *dev,
 out:
   gk__sb_free(&sb);
   return status;
+}
+
+GK_API int gk_archive_select_ex(gk_archive *ar, const gk_device *dev,
+                                const char *kernel, const char *variant,
+                                unsigned flags, size_t *index) {
+  if (!index) return ar ? gk__fail(ar, GK_EINVAL, "gk_archive_select: index is NULL") : GK_EINVAL;
+  return select_common(ar, dev, kernel, variant, flags, index, NULL, 0, NULL);
+}
+
+GK_API int gk_archive_explain(gk_archive *ar, const gk_device *dev,
+                              const char *kernel, const char *variant,
+                              unsigned flags, gk_candidate *out, size_t cap,
+                              size_t *count) {
+  if (!count || (!out && cap))
+    return ar ? gk__fail(ar, GK_EINVAL, "gk_archive_explain: %s is NULL",
+                         !count ? "count" : "out")
+              : GK_EINVAL;
+  *count = 0;
+  return select_common(ar, dev, kernel, variant, flags, NULL, out, cap, count);
 }
