@@ -3,6 +3,8 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "gkcache.h"
+#include "cache_internal.h"
+#include "remote.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -50,6 +52,7 @@ struct gkc_cache {
   unsigned long counter;
   memo *memo;
   size_t memo_cap, memo_len;
+  gkc__remote *remote; /* NULL: local only */
 };
 
 static int fail(gkc_cache *c, const char *fmt, ...)
@@ -168,6 +171,7 @@ void gkc_close(gkc_cache *c) {
   if (!c) return;
   for (size_t i = 0; i < c->memo_cap; i++) free(c->memo ? c->memo[i].path : NULL);
   free(c->memo);
+  gkc__remote_close(c->remote);
   free(c->dir);
   free(c->root);
   free(c);
@@ -381,14 +385,15 @@ int gkc_lookup(gkc_cache *c, const char *key, const char *base,
   char path[PATH_MAX];
   if (record_path(c, key, path, sizeof path) != 0) return fail(c, "cache path too long");
   json_t *rec = load_record(path);
-  if (!rec) return 0;
   int hit = 0;
   size_t i;
   json_t *cand;
+  out->remote = 0;
   json_array_foreach(json_object_get(rec, "candidates"), i, cand) {
     if ((hit = candidate_matches(c, cand, base, out))) break;
   }
   json_decref(rec);
+  if (!hit && c->remote) hit = gkc__remote_lookup(c, c->remote, key, base, out);
   return hit;
 }
 
@@ -494,13 +499,10 @@ static int store_object(gkc_cache *c, const char *image, gkc_result *out) {
   return 0;
 }
 
-int gkc_store(gkc_cache *c, const char *key, const char *base,
-              const char *image, const char *const *deps, size_t ndeps,
-              gkc_result *out) {
-  if (!is_hex64(key)) {
-    unlink(image);
-    return fail(c, "bad cache key '%s'", key ? key : "(null)");
-  }
+/* Hashes the dependencies into the record's form: [path, sha256, stamp]
+ * (the stamp only for a file that had settled when it was read). */
+static int hash_deps(gkc_cache *c, const char *base, const char *const *deps,
+                     size_t ndeps, json_t **out) {
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   int64_t settled = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec - SETTLED_NS;
@@ -511,16 +513,12 @@ int gkc_store(gkc_cache *c, const char *key, const char *base,
     const char *path = resolve(base, deps[i], buf, sizeof buf);
     if (!path) {
       json_decref(jdeps);
-      unlink(image);
       return fail(c, "dependency path too long: '%s'", deps[i]);
     }
     if (hash_file_stamp(c, path, hex, &st) != 0) {
       json_decref(jdeps);
-      unlink(image);
       return -1;
     }
-    /* [path, sha256, [size, inode, mtime_ns, ctime_ns]]: the stamp only for
-     * a file that had settled when it was read. */
     if (st.mtime_ns < settled && st.ctime_ns < settled)
       json_array_append_new(jdeps, json_pack("[ss[IIII]]", deps[i], hex,
                                              (json_int_t)st.size, (json_int_t)st.ino,
@@ -529,22 +527,22 @@ int gkc_store(gkc_cache *c, const char *key, const char *base,
     else
       json_array_append_new(jdeps, json_pack("[ss]", deps[i], hex));
   }
-  if (store_object(c, image, out) != 0) {
-    json_decref(jdeps);
-    unlink(image);
-    return -1;
-  }
+  *out = jdeps;
+  return 0;
+}
 
+/* Adds a candidate (object r, dependencies jdeps: consumed) to key's
+ * record, newest first; an older candidate with the same dependency hashes
+ * is replaced rather than kept twice. */
+static int record_add(gkc_cache *c, const char *key, const gkc_result *r, json_t *jdeps) {
   char rpath[PATH_MAX];
   if (record_path(c, key, rpath, sizeof rpath) != 0) {
     json_decref(jdeps);
     return fail(c, "cache path too long");
   }
-  /* Newest first; an older candidate with the same dependency hashes is
-   * replaced rather than kept twice. */
   json_t *cands = json_array();
-  json_array_append_new(cands, json_pack("{s:s, s:I, s:o}", "object", out->sha256, "size",
-                                         (json_int_t)out->size, "deps", jdeps));
+  json_array_append_new(cands, json_pack("{s:s, s:I, s:O}", "object", r->sha256, "size",
+                                         (json_int_t)r->size, "deps", jdeps));
   json_t *old = load_record(rpath);
   if (old) {
     size_t i;
@@ -556,6 +554,7 @@ int gkc_store(gkc_cache *c, const char *key, const char *base,
     }
     json_decref(old);
   }
+  json_decref(jdeps);
   json_t *rec = json_pack("{s:s, s:i, s:o}", "format", RECORD_FORMAT, "version", 1,
                           "candidates", cands);
   char *text = json_dumps(rec, JSON_COMPACT);
@@ -570,6 +569,37 @@ int gkc_store(gkc_cache *c, const char *key, const char *base,
   free(dir);
   free(text);
   return rc;
+}
+
+int gkc_store(gkc_cache *c, const char *key, const char *base,
+              const char *image, const char *const *deps, size_t ndeps,
+              gkc_result *out) {
+  if (!is_hex64(key)) {
+    unlink(image);
+    return fail(c, "bad cache key '%s'", key ? key : "(null)");
+  }
+  json_t *jdeps = NULL;
+  if (hash_deps(c, base, deps, ndeps, &jdeps) != 0) {
+    unlink(image);
+    return -1;
+  }
+  if (store_object(c, image, out) != 0) {
+    json_decref(jdeps);
+    unlink(image);
+    return -1;
+  }
+  out->remote = 0;
+  /* Kept for the upload: record_add consumes jdeps. */
+  if (c->remote) json_incref(jdeps);
+  if (record_add(c, key, out, jdeps) != 0) {
+    if (c->remote) json_decref(jdeps);
+    return -1;
+  }
+  if (c->remote) {
+    gkc__remote_store(c, c->remote, key, out, jdeps);
+    json_decref(jdeps);
+  }
+  return 0;
 }
 
 int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync) {
@@ -621,5 +651,35 @@ int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync) {
     return -1;
   }
   free(tmp);
+  return 0;
+}
+
+/* ---- for remote.c (cache_internal.h) ------------------------------------ */
+
+int gkc__dep_matches(gkc_cache *c, const char *base, const char *dep, const char *want) {
+  char buf[PATH_MAX];
+  const char *path = resolve(base, dep, buf, sizeof buf);
+  return path && is_hex64(want) && dep_matches(c, path, want, NULL);
+}
+
+int gkc__hash_deps(gkc_cache *c, const char *base, const char *const *deps, size_t n,
+                   json_t **out) {
+  return hash_deps(c, base, deps, n, out);
+}
+
+int gkc__store_object(gkc_cache *c, const char *image, gkc_result *out) {
+  return store_object(c, image, out);
+}
+
+int gkc__record_add(gkc_cache *c, const char *key, const gkc_result *r, json_t *jdeps) {
+  return record_add(c, key, r, jdeps);
+}
+
+int gkc_set_remote(gkc_cache *c, const char *url, int readonly, FILE *log) {
+  char err[sizeof c->err];
+  gkc__remote *r = gkc__remote_open(url, readonly, log, err, sizeof err);
+  if (!r) return fail(c, "%s", err);
+  gkc__remote_close(c->remote);
+  c->remote = r;
   return 0;
 }

@@ -41,6 +41,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct gkc_cache gkc_cache;
 
@@ -49,6 +50,7 @@ typedef struct gkc_cache gkc_cache;
 typedef struct gkc_result {
   char sha256[65];
   uint64_t size;
+  int remote; /* gkc_lookup: 1 when the hit came from the remote cache */
 } gkc_result;
 
 /* Keys and hashes are 64 lowercase hex digits. */
@@ -123,6 +125,20 @@ int gkc_store(gkc_cache *c, const char *key, const char *base,
  * disk before the rename. Returns 0 or -1; on failure dest is unchanged.
  */
 int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync);
+
+/*
+ * A shared remote cache behind the local one (remote.h has the protocol):
+ * an HTTP server with bazel-remote's layout, GET/PUT BASE/cas/<sha256> for
+ * bytes and BASE/ac/<key> for what a key produced (an REAPI ActionResult).
+ * After it is set, a local miss in gkc_lookup asks the remote; a hit is
+ * checked (every blob against its hash, every dependency against this
+ * machine's files) and copied into the local cache. gkc_store uploads what
+ * it stores, unless `readonly`. The remote never makes a call fail: a slow
+ * or dead server is reported once on `log` (NULL: stderr) and left alone
+ * for the life of the handle. Returns 0, or -1 for a URL that is not
+ * http:// or https:// (nothing is sent before the first lookup).
+ */
+int gkc_set_remote(gkc_cache *c, const char *url, int readonly, FILE *log);
 
 /* Path of an object in the store (it may not exist). Returns 0, or -1 when
  * buf is too small. */

@@ -8,6 +8,26 @@ set -eu
 pkgs="build-essential cmake ninja-build pkg-config binutils python3
       liblua5.4-dev libzstd-dev libsqlite3-dev libsodium-dev libjansson-dev
       libcmocka-dev zstd sqlite3"
+# Headless Chromium renders the page of 'gk matrix --html' in tests/ops.
+pkgs="$pkgs chromium"
+# The release pipeline (tests/pipeline): libcurl for the remote cache,
+# nginx (WebDAV PUT) to test it against, podman + runc to build in
+# containers, git for the source revision, python3-yaml to lint the workflow.
+pkgs="$pkgs libcurl4-openssl-dev nginx-light podman runc git python3-yaml curl"
+# ROCm 5.2 from Debian: hipcc (clang 15) and the device libraries build the
+# rocm images; libhsa-runtime-dev gives <hsa/hsa.h>, against which
+# tests/rocm checks libgk's HSA declarations, and the runtime libgk dlopen()s
+# (it answers "no ROCm device" on machines without an AMD GPU).
+pkgs="$pkgs hipcc rocm-device-libs libhsa-runtime-dev"
+# Vulkan: the headers (libgk dlopen()s libvulkan; its types come from
+# <vulkan/vulkan.h>), Mesa's lavapipe (Vulkan on the CPU: tests/vulkan
+# executes every kernel on it), glslang and spirv-val (the vulkan images).
+pkgs="$pkgs mesa-vulkan-drivers libvulkan-dev glslang-tools spirv-tools"
+# WGSL: tests/wgsl validates the images with Dawn (npm package `webgpu`).
+# Only where the commands are missing: a machine may have Node.js from
+# elsewhere, whose npm Debian's npm package would conflict with.
+command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
+command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 
 missing=""
 for p in $pkgs; do

@@ -10,5 +10,8 @@ int cmd_ls(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_matrix(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_extract(int argc, char **argv);
+int cmd_embed(int argc, char **argv);
 
 #endif

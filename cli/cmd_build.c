@@ -15,8 +15,9 @@ static const char *const CMD = "build";
 
 static void usage(FILE *f) {
   fputs(
-    "usage: gk build --recipes DIR --out DIR [--backend NAME]... [--cache DIR]\n"
-    "                [-j N] [--json]\n"
+    "usage: gk build --recipes DIR --out DIR [--backend NAME]...\n"
+    "                [--targets BACKEND=T1,T2]... [--cache DIR] [-j N] [--strict]\n"
+    "                [--json] [--shard I/N] [--remote-cache URL] [--container]\n"
     "\n"
     "Compiles every kernel of the *.lua recipes directly in DIR, for every\n"
     "backend whose toolchain is present, into the output folder: images at\n"
@@ -30,11 +31,36 @@ static void usage(FILE *f) {
     "  --out DIR        output folder, created if missing\n"
     "  --backend NAME   build only this backend (repeatable); fails if its\n"
     "                   toolchain is missing\n"
+    "  --targets BACKEND=T1,T2\n"
+    "                   build these targets of BACKEND instead of the lists in\n"
+    "                   the recipes (repeatable, one per backend), e.g.\n"
+    "                   --targets cuda=sm_80,sm_90\n"
     "  --cache DIR      compile cache (default: $GK_CACHE_DIR, else\n"
     "                   $HOME/.gsc/gllm/kernels)\n"
     "  -j, --jobs N     compile N jobs at once (default: the number of CPUs)\n"
+    "  --strict         fail when a toolchain cannot produce a target the recipes\n"
+    "                   ask for (default: skip that target, saying why)\n"
     "  --json           print a summary as JSON on stdout\n"
     "  -h, --help       show this help\n"
+    "\n"
+    "release pipeline (several runners, one archive):\n"
+    "  --shard I/N      build only slice I of N of the jobs; slices are fixed by a\n"
+    "                   hash of kernel, backend, target and variant, so every\n"
+    "                   runner agrees and 'gk pack --merge' of all N equals one\n"
+    "                   build of everything\n"
+    "  --remote-cache URL\n"
+    "                   also use a shared HTTP cache (bazel-remote layout: /ac/,\n"
+    "                   /cas/; default: $GK_REMOTE_CACHE). A slow or dead one is\n"
+    "                   skipped with one warning, never failing the build\n"
+    "  --remote-cache-readonly\n"
+    "                   download from the remote cache, never upload\n"
+    "  --container      run every compile in the container image its toolchain\n"
+    "                   module names (docker, else podman; $GK_CONTAINER_ENGINE):\n"
+    "                   sources read-only, no network, only the output writable\n"
+    "  --container-image MODULE=IMAGE\n"
+    "                   use IMAGE for toolchain module MODULE (repeatable)\n"
+    "  --container-mount PATH\n"
+    "                   also mount host PATH read-only, at the same place\n"
     "\n"
     "Progress and errors go to stderr. Exit status: 0 built, 1 failed, 2 usage.\n",
     f);
@@ -52,8 +78,14 @@ static int parse_jobs(const char *v, int *jobs) {
 int cmd_build(int argc, char **argv) {
   gkr_options o = {0};
   const char **backends = calloc((size_t)argc, sizeof *backends);
+  const char **targets = calloc((size_t)argc, sizeof *targets);
+  const char **images = calloc((size_t)argc, sizeof *images);
+  const char **mounts = calloc((size_t)argc, sizeof *mounts);
   int json = 0, bad = 0, status = EXIT_USAGE;
-  if (!backends) {
+  if (!backends || !targets || !images || !mounts) {
+    free(targets);
+    free(images);
+    free(mounts);
     cli_error(CMD, "out of memory");
     return EXIT_FAIL;
   }
@@ -65,6 +97,20 @@ int cmd_build(int argc, char **argv) {
       goto out;
     } else if (strcmp(a, "--json") == 0) {
       json = 1;
+    } else if (strcmp(a, "--strict") == 0) {
+      o.strict = 1;
+    } else if (strcmp(a, "--container") == 0) {
+      o.container = 1;
+    } else if (strcmp(a, "--remote-cache-readonly") == 0) {
+      o.remote_readonly = 1;
+    } else if (cli_opt(argc, argv, &i, "--shard", NULL, &v, &bad, CMD)) {
+      o.shard = v;
+    } else if (cli_opt(argc, argv, &i, "--remote-cache", NULL, &v, &bad, CMD)) {
+      o.remote_cache = v;
+    } else if (cli_opt(argc, argv, &i, "--container-image", NULL, &v, &bad, CMD)) {
+      if (v) images[o.ncontainer_images++] = v;
+    } else if (cli_opt(argc, argv, &i, "--container-mount", NULL, &v, &bad, CMD)) {
+      if (v) mounts[o.ncontainer_mounts++] = v;
     } else if (cli_opt(argc, argv, &i, "--recipes", NULL, &v, &bad, CMD)) {
       o.recipes_dir = v;
     } else if (cli_opt(argc, argv, &i, "--out", NULL, &v, &bad, CMD)) {
@@ -73,6 +119,8 @@ int cmd_build(int argc, char **argv) {
       o.cache_dir = v;
     } else if (cli_opt(argc, argv, &i, "--backend", NULL, &v, &bad, CMD)) {
       if (v) backends[o.nbackends++] = v;
+    } else if (cli_opt(argc, argv, &i, "--targets", NULL, &v, &bad, CMD)) {
+      if (v) targets[o.ntargets++] = v;
     } else if (strncmp(a, "-j", 2) == 0 && a[2] != '\0') {
       v = a + 2;
       if (parse_jobs(v, &o.jobs) != 0) {
@@ -107,6 +155,9 @@ int cmd_build(int argc, char **argv) {
     goto out;
   }
   o.backends = backends;
+  o.targets = targets;
+  o.container_images = images;
+  o.container_mounts = mounts;
   o.log = stderr;
 
   char *summary = NULL;
@@ -115,5 +166,8 @@ int cmd_build(int argc, char **argv) {
   free(summary);
 out:
   free(backends);
+  free(targets);
+  free(images);
+  free(mounts);
   return status;
 }

@@ -4,16 +4,65 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "gkpack.h"
 #include "util.h"
 
 static const char ls_usage[] =
-  "usage: gk ls FILE [--json]\n"
+  "usage: gk ls FILE [--meta] [--json]\n"
   "\n"
   "Lists every image of an archive: kernel, backend, target, variant, format,\n"
   "size (raw and packed) and SHA-256. Reads the index only; needs no device.\n"
   "\n"
+  "  --meta   show the archive's metadata instead (docs/archive.md): source\n"
+  "           revision and dirty flag, toolchain versions, recipe hashes\n"
   "  --json   a JSON array of objects (kernel, backend, target, variant, format,\n"
-  "           size, packed_size, sha256, entry, launch, toolchain) on stdout\n";
+  "           size, packed_size, sha256, entry, launch, toolchain) on stdout;\n"
+  "           with --meta one object, key -> value (JSON values embedded)\n";
+
+/* gk ls --meta: the meta table. Values that hold JSON (recipes, toolchains)
+ * are embedded as JSON in --json output and listed one item a line in the
+ * table. */
+static int show_meta(const char *path, int json) {
+  gkp_meta *m = NULL;
+  size_t n = 0;
+  char err[1024];
+  if (gkp_read_meta(path, &m, &n, err, sizeof err) != 0) {
+    cli_error("ls", "%s", err);
+    return EXIT_FAIL;
+  }
+  json_t *obj = json_object();
+  for (size_t i = 0; i < n; i++) {
+    json_t *v = json_loads(m[i].value, 0, NULL);
+    if (v && !json_is_object(v) && !json_is_array(v)) json_decref(v), v = NULL;
+    if (json) {
+      json_object_set_new(obj, m[i].key, v ? v : json_string(m[i].value));
+      continue;
+    }
+    if (!v) {
+      printf("%-16s %s\n", m[i].key, m[i].value);
+      continue;
+    }
+    size_t k, count = json_is_object(v) ? json_object_size(v) : json_array_size(v);
+    const char *name;
+    json_t *x;
+    if (count == 0) printf("%-16s (none)\n", m[i].key);
+    if (json_is_object(v)) {
+      json_object_foreach(v, name, x)
+        printf("%-16s %s %s\n", m[i].key, name, json_string_value(x) ? json_string_value(x) : "?");
+    } else {
+      json_array_foreach(v, k, x)
+        printf("%-16s %s\n", m[i].key, json_string_value(x) ? json_string_value(x) : "?");
+    }
+    json_decref(v);
+  }
+  if (json) {
+    json_dumpf(obj, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+    putchar('\n');
+  }
+  json_decref(obj);
+  gkp_meta_free(m, n);
+  return EXIT_OK;
+}
 
 /* One row as a JSON object; entry/launch are embedded as JSON, not strings. */
 static json_t *row_json(const gk_image_info *im) {
@@ -35,8 +84,17 @@ int cmd_ls(int argc, char **argv) {
   int json = 0, rc = EXIT_FAIL;
   size_t n = 0;
 
-  int st = cli_archive_args(argc, argv, ls_usage, &path, &json);
+  /* --meta is ours; the rest is the common "gk CMD FILE [--json]". */
+  int meta = 0, nargs = 0;
+  char **args = calloc((size_t)argc + 1, sizeof *args);
+  if (!args) return EXIT_FAIL;
+  for (int i = 0; i < argc; i++)
+    if (i == 0 || strcmp(argv[i], "--meta") != 0) args[nargs++] = argv[i];
+    else meta = 1;
+  int st = cli_archive_args(nargs, args, ls_usage, &path, &json);
+  free(args);
   if (st >= 0) return st;
+  if (meta) return show_meta(path, json);
   gk_archive *ar = cli_open_archive("ls", path);
   if (!ar) return EXIT_FAIL;
   gk_archive_count(ar, &n);

@@ -10,7 +10,7 @@
 #include "util.h"
 
 static const char probe_usage[] =
-  "usage: gk probe [FILE] [--device SPEC] [--json]\n"
+  "usage: gk probe [FILE] [--device SPEC] [--no-jit] [--json]\n"
   "\n"
   "Shows the device libgk finds here (CUDA > ROCm > Metal > Vulkan > CPU) and,\n"
   "given an archive, the image each kernel and variant would get on it, or why\n"
@@ -19,8 +19,14 @@ static const char probe_usage[] =
   "  --device SPEC  describe a device instead of detecting one:\n"
   "                 cpu:x86-64-v2, cuda:sm_86, cuda:sm_90,driver=12.4,\n"
   "                 rocm:gfx90a:sramecc+:xnack-\n"
-  "  --json         {device, backends?, images: [{kernel, variant, target,\n"
-  "                 format} or {kernel, variant, error, message}]} on stdout\n";
+  "  --no-jit       never choose an image the driver must compile (CUDA PTX)\n"
+  "  --json         {device, backends?, images: [{kernel, variant, backend,\n"
+  "                 target, format} or {kernel, variant, error, message},\n"
+  "                 each with candidates: [{backend, target, format, fits,\n"
+  "                 chosen, why}]]} on stdout\n"
+  "\n"
+  "Under each kernel, every image of it is listed with the rule's verdict:\n"
+  "'*' the one chosen, '+' fits but ranks lower, '-' does not fit, and why.\n";
 
 typedef struct kv {
   const char *kernel, *variant;
@@ -51,6 +57,48 @@ static kv *distinct_kernels(gk_archive *ar, size_t *count) {
   return all;
 }
 
+/*
+ * Why each image of kernel/variant was or was not chosen for dev
+ * (gk_archive_explain), as JSON, printed under the kernel's line unless
+ * quiet. NULL when the loader cannot say (its message is on the archive).
+ */
+static json_t *candidates_json(gk_archive *ar, const gk_device *dev,
+                               const kv *k, unsigned flags, int quiet) {
+  size_t count = 0, cap = 16;
+  gk_candidate *c = NULL;
+  int st;
+  /* The count may exceed the array: grow it and ask again. */
+  for (;;) {
+    gk_candidate *more = realloc(c, cap * sizeof *c);
+    if (!more) {
+      free(c);
+      return NULL;
+    }
+    c = more;
+    st = gk_archive_explain(ar, dev, k->kernel, k->variant, flags, c, cap, &count);
+    if (st != GK_OK || count <= cap) break;
+    cap = count;
+  }
+  if (st != GK_OK) {
+    free(c);
+    return NULL;
+  }
+  json_t *arr = json_array();
+  for (size_t i = 0; i < count; i++) {
+    gk_image_info im;
+    gk_archive_image(ar, c[i].index, &im);
+    json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:b, s:b, s:s}", "backend",
+                                         im.backend, "target", im.target, "format",
+                                         im.format, "fits", c[i].fits, "chosen",
+                                         c[i].chosen, "why", c[i].why));
+    if (!quiet)
+      printf("      %c %s %s (%s): %s\n", c[i].chosen ? '*' : c[i].fits ? '+' : '-',
+             im.backend, im.target, im.format, c[i].why);
+  }
+  free(c);
+  return arr;
+}
+
 /* Every backend's detection result: what an operator checks first. */
 static json_t *backends_json(int print) {
   json_t *arr = json_array();
@@ -78,6 +126,7 @@ static json_t *backends_json(int print) {
 int cmd_probe(int argc, char **argv) {
   const char *path = NULL, *spec = NULL;
   int json = 0, bad = 0, rc = EXIT_OK;
+  unsigned flags = 0;
   gk_device dev;
   char desc[128], why[256] = "";
 
@@ -89,6 +138,8 @@ int cmd_probe(int argc, char **argv) {
     if (cli_opt(argc, argv, &i, "--device", NULL, &spec, &bad, "probe")) continue;
     if (strcmp(argv[i], "--json") == 0) {
       json = 1;
+    } else if (strcmp(argv[i], "--no-jit") == 0) {
+      flags |= GK_LOAD_NO_JIT;
     } else if (argv[i][0] == '-') {
       cli_error("probe", "unknown option '%s' (see 'gk probe --help')", argv[i]);
       return EXIT_USAGE;
@@ -132,28 +183,33 @@ int cmd_probe(int argc, char **argv) {
     if (!json) printf("images:\n");
     for (size_t i = 0; ks && i < n; i++) {
       size_t idx;
-      int st = gk_archive_select(ar, &dev, ks[i].kernel, ks[i].variant, &idx);
+      int st = gk_archive_select_ex(ar, &dev, ks[i].kernel, ks[i].variant, flags, &idx);
+      json_t *row;
       if (st == GK_OK) {
         gk_image_info im;
         gk_archive_image(ar, idx, &im);
-        json_array_append_new(rows, json_pack("{s:s, s:s, s:s, s:s, s:s}",
-                                              "kernel", im.kernel, "variant",
-                                              im.variant, "backend", im.backend,
-                                              "target", im.target, "format",
-                                              im.format));
+        row = json_pack("{s:s, s:s, s:s, s:s, s:s}", "kernel", im.kernel,
+                        "variant", im.variant, "backend", im.backend, "target",
+                        im.target, "format", im.format);
         if (!json)
           printf("  %-18s %-10s -> %s %s (%s)\n", im.kernel,
                  *im.variant ? im.variant : "-", im.backend, im.target, im.format);
       } else {
-        json_array_append_new(rows, json_pack("{s:s, s:s, s:s, s:s}", "kernel",
-                                              ks[i].kernel, "variant",
-                                              ks[i].variant, "error",
-                                              gk_strerror(st), "message",
-                                              gk_archive_errmsg(ar)));
+        row = json_pack("{s:s, s:s, s:s, s:s}", "kernel", ks[i].kernel,
+                        "variant", ks[i].variant, "error", gk_strerror(st),
+                        "message", gk_archive_errmsg(ar));
         if (!json)
           printf("  %-18s %-10s -> none: %s\n", ks[i].kernel,
                  *ks[i].variant ? ks[i].variant : "-", gk_archive_errmsg(ar));
       }
+      json_t *cand = candidates_json(ar, &dev, &ks[i], flags, json);
+      if (!cand) {
+        cli_error("probe", "cannot explain the choice for '%s' %s: %s", ks[i].kernel,
+                  ks[i].variant, gk_archive_errmsg(ar));
+        rc = EXIT_FAIL;
+      }
+      json_object_set_new(row, "candidates", cand ? cand : json_array());
+      json_array_append_new(rows, row);
     }
     json_object_set_new(root, "images", rows);
     free(ks);

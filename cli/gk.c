@@ -20,7 +20,10 @@ static const command commands[] = {
   {"ls",     cmd_ls,     "list the images of an archive"},
   {"matrix", cmd_matrix, "print an archive's support matrix (kernels x targets)"},
   {"verify", cmd_verify, "check every image of an archive (hash, ELF header)"},
-  {"probe",  cmd_probe,  "show the device and the image each kernel would get"},
+  {"probe",  cmd_probe,  "show the device and the image each kernel would get, and why"},
+  {"diff",   cmd_diff,   "compare two archives: targets, kernels, variants, images"},
+  {"extract", cmd_extract, "write an archive's images out as files"},
+  {"embed",  cmd_embed,  "turn an archive into a C or assembler file to link into a program"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -17,16 +17,16 @@
 static const char *const backend_names[] = {
     [GK_BACKEND_CUDA] = "cuda",   [GK_BACKEND_ROCM] = "rocm",
     [GK_BACKEND_METAL] = "metal", [GK_BACKEND_VULKAN] = "vulkan",
-    [GK_BACKEND_CPU] = "cpu",
+    [GK_BACKEND_CPU] = "cpu",       [GK_BACKEND_WGSL] = "wgsl",
 };
 
 GK_API const char *gk_backend_name(gk_backend b) {
-  return b > GK_BACKEND_NONE && b <= GK_BACKEND_CPU ? backend_names[b] : NULL;
+  return b > GK_BACKEND_NONE && b <= GK_BACKEND_WGSL ? backend_names[b] : NULL;
 }
 
 GK_API gk_backend gk_backend_from_name(const char *name) {
   if (name)
-    for (int b = GK_BACKEND_CUDA; b <= GK_BACKEND_CPU; b++)
+    for (int b = GK_BACKEND_CUDA; b <= GK_BACKEND_WGSL; b++)
       if (strcmp(name, backend_names[b]) == 0) return (gk_backend)b;
   return GK_BACKEND_NONE;
 }
@@ -49,16 +49,11 @@ GK_API int gk_device_detect_backend(gk_backend backend, gk_device *out,
   }
   switch (backend) {
   case GK_BACKEND_CPU: return gk__cpu_detect(out, why, why_size);
-  case GK_BACKEND_CUDA:
-  case GK_BACKEND_ROCM:
-  case GK_BACKEND_METAL:
-  case GK_BACKEND_VULKAN:
-    /* The GPU backends arrive in later work; until then say so plainly
-     * rather than "no device", which would send users hunting drivers. */
-    say(why, why_size,
-        "libgk was built without the %s backend (not implemented yet)",
-        backend_names[backend]);
-    return GK_ENODEVICE;
+  case GK_BACKEND_ROCM: return gk__rocm_detect(out, why, why_size);
+  case GK_BACKEND_VULKAN: return gk__vk_detect(out, 1, why, why_size);
+  case GK_BACKEND_WGSL: return gk__wgsl_detect(out, why, why_size);
+  case GK_BACKEND_METAL: return gk__metal_detect(out, why, why_size);
+  case GK_BACKEND_CUDA: return gk__cuda_detect(out, why, why_size);
   default:
     say(why, why_size, "unknown backend %d", (int)backend);
     return GK_EINVAL;
@@ -67,9 +62,15 @@ GK_API int gk_device_detect_backend(gk_backend backend, gk_device *out,
 
 GK_API int gk_device_detect(gk_device *out) {
   if (!out) return GK_EINVAL;
-  for (int b = GK_BACKEND_CUDA; b <= GK_BACKEND_CPU; b++)
-    if (gk_device_detect_backend((gk_backend)b, out, NULL, 0) == GK_OK)
+  for (int b = GK_BACKEND_CUDA; b <= GK_BACKEND_CPU; b++) {
+    /* A Vulkan device of type CPU (lavapipe) is slower than the native
+     * CPU backend: only an explicit request gets it (vulkan.c). */
+    if (b == GK_BACKEND_VULKAN) {
+      if (gk__vk_detect(out, 0, NULL, 0) == GK_OK) return GK_OK;
+    } else if (gk_device_detect_backend((gk_backend)b, out, NULL, 0) == GK_OK) {
       return GK_OK;
+    }
+  }
   return GK_ENODEVICE;
 }
 
@@ -166,7 +167,7 @@ GK_API int gk_device_parse(const char *spec, gk_device *out, char *why,
   if (b == GK_BACKEND_NONE) {
     say(why, why_size,
         "unknown backend '%s' in device spec '%s'; expected cuda, rocm, "
-        "metal, vulkan or cpu",
+        "metal, vulkan, cpu or wgsl",
         buf, spec);
     return GK_EINVAL;
   }
@@ -202,6 +203,7 @@ GK_API int gk_device_parse(const char *spec, gk_device *out, char *why,
     break;
   case GK_BACKEND_CUDA: ok = cuda_arch_ok(arch, why, why_size); break;
   case GK_BACKEND_ROCM: ok = rocm_arch_ok(arch, why, why_size); break;
+  case GK_BACKEND_WGSL: ok = gk__wgsl_arch_ok(arch, why, why_size); break;
   default: ok = free_arch_ok(arch, buf, why, why_size); break;
   }
   if (!ok) return GK_EINVAL;

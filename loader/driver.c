@@ -45,6 +45,11 @@ int gk__driver_open(gk_backend backend, const char *const *names,
   return GK_ENODEVICE;
 }
 
+int gk__driver_has_resolver(gk_backend backend) {
+  return backend > GK_BACKEND_NONE && backend < GK_BACKEND_CPU &&
+         resolvers[backend].fn != NULL;
+}
+
 void *gk__driver_sym(const gk__driver *d, const char *name) {
   if (d->fn) return d->fn(d->ctx, name);
   return d->dl ? dlsym(d->dl, name) : NULL;

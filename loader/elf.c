@@ -9,10 +9,10 @@
  * bounds-checked against the image size.
  *
  * Each (backend, format) has a rule: the ELF machine and type it must carry
- * and an optional check of the target against the header. CUDA cubins
- * (EM_CUDA, SM in e_flags) and AMD code objects (EM_AMDGPU, processor in
- * e_flags) get their target checks with their backends; for now their rule
- * checks the machine only.
+ * and an optional check of the target against the header: CUDA cubins
+ * (EM_CUDA, SM in e_flags, sections; cuda_arch.c) and AMD code objects
+ * (EM_AMDGPU, processor in e_flags; rocm_isa.c) are checked by their
+ * backends' files. PTX (text) is checked by cuda_arch.c too.
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +26,7 @@ enum {
   ELFCLASS64_ = 2,
   ELFDATA2LSB_ = 1,
   EV_CURRENT_ = 1,
+  ET_EXEC_ = 2,
   ET_DYN_ = 3,
   EM_X86_64_ = 62,
   EM_CUDA_ = 190,
@@ -45,9 +46,12 @@ static uint64_t rd64(const unsigned char *p) {
 
 /* The fields we look at, decoded. */
 typedef struct ehdr {
+  unsigned osabi, abiversion; /* e_ident[EI_OSABI], e_ident[EI_ABIVERSION] */
   unsigned type, machine, ehsize, phentsize, phnum, shentsize, shnum;
   uint32_t version, flags;
   uint64_t phoff, shoff;
+  const unsigned char *bytes; /* the image, for checks that read sections */
+  size_t size;
 } ehdr;
 
 typedef int (*target_check)(const ehdr *h, const gk_image_info *row, char *why,
@@ -62,6 +66,21 @@ static int cpu_target(const ehdr *h, const gk_image_info *row, char *why,
   return 0;
 }
 
+/* AMD code objects: processor, features and generic version against the
+ * row's target ID (rocm_isa.c). */
+static int rocm_target(const ehdr *h, const gk_image_info *row, char *why,
+                       size_t size) {
+  return gk__amd_elf_check(h->osabi, h->abiversion, h->flags, row->target, why,
+                           size);
+}
+
+/* CUDA cubins: SM (both e_flags layouts), 'a' (.nv.compat), exact target
+ * and toolkit (.note.nv.tkinfo), entry points (cuda_arch.c). */
+static int cuda_target(const ehdr *h, const gk_image_info *row, char *why,
+                       size_t size) {
+  return gk__cuda_cubin_check(h->bytes, h->size, row, why, size);
+}
+
 static const struct rule {
   const char *backend, *format;
   unsigned machine;
@@ -69,8 +88,8 @@ static const struct rule {
   target_check target;
 } rules[] = {
     {"cpu", "so", EM_X86_64_, ET_DYN_, cpu_target},
-    {"cuda", "cubin", EM_CUDA_, 0, NULL}, /* SM check: with the cuda backend */
-    {"rocm", "hsaco", EM_AMDGPU_, ET_DYN_, NULL}, /* gfx check: with rocm */
+    {"cuda", "cubin", EM_CUDA_, ET_EXEC_, cuda_target},
+    {"rocm", "hsaco", EM_AMDGPU_, ET_DYN_, rocm_target},
 };
 
 /* Formats that are not ELF: their integrity rests on the SHA-256 alone. */
@@ -107,6 +126,10 @@ static int parse_header(const unsigned char *b, size_t size, ehdr *h, char *why,
              b[4], b[5], b[6]);
     return 0;
   }
+  h->bytes = b;
+  h->size = size;
+  h->osabi = b[7];
+  h->abiversion = b[8];
   h->type = rd16(b + 16);
   h->machine = rd16(b + 18);
   h->version = rd32(b + 20);
@@ -146,6 +169,22 @@ int gk__elf_check(const void *bytes, size_t size, const gk_image_info *row,
     why_size = sizeof tmp;
   }
   why[0] = '\0';
+  /* SPIR-V has a header of its own (vulkan_spirv.c); a vulkan row holds
+   * nothing else. */
+  if (strcmp(row->format, "spirv") == 0 || strcmp(row->backend, "vulkan") == 0) {
+    if (strcmp(row->format, "spirv") != 0) {
+      snprintf(why, why_size, "format '%s' is not one libgk knows for backend 'vulkan'",
+               row->format);
+      return GK_EFORMAT;
+    }
+    return gk__spirv_check(bytes, size, row, why, why_size);
+  }
+  if (strcmp(row->format, "wgsl") == 0) return gk__wgsl_check(bytes, size, why, why_size);
+  if (strcmp(row->format, "metallib") == 0)
+    return gk__metallib_check(bytes, size, why, why_size);
+  /* PTX is text with directives of its own (cuda_arch.c). */
+  if (strcmp(row->backend, "cuda") == 0 && strcmp(row->format, "ptx") == 0)
+    return gk__cuda_ptx_check(bytes, size, row, why, why_size) ? GK_OK : GK_EFORMAT;
   for (size_t i = 0; i < sizeof not_elf / sizeof not_elf[0]; i++)
     if (strcmp(row->format, not_elf[i]) == 0) return GK_OK;
 
@@ -169,8 +208,8 @@ int gk__elf_check(const void *bytes, size_t size, const gk_image_info *row,
     return GK_EFORMAT;
   }
   if (r->type && h.type != r->type) {
-    snprintf(why, why_size,
-             "the image has ELF type %u, not a shared object (ET_DYN)", h.type);
+    snprintf(why, why_size, "the image has ELF type %u, not %s", h.type,
+             r->type == ET_DYN_ ? "a shared object (ET_DYN)" : "an executable (ET_EXEC)");
     return GK_EFORMAT;
   }
   if (r->target && !r->target(&h, row, why, why_size)) return GK_EFORMAT;

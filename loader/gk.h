@@ -21,10 +21,14 @@
  *   gk_device_* functions are thread-safe.
  * - Drivers (libcuda, libhsa-runtime64, libvulkan) are dlopen()ed, never
  *   linked: libgk needs no GPU toolkit at run time.
- * - This version implements the cpu backend (x86-64, Linux). The GPU
- *   backends parse and format as devices, but detection reports
- *   GK_ENODEVICE ("not implemented yet"), selection never chooses their
- *   images, and loading for them returns GK_ENODEVICE.
+ * - This version implements the cpu backend (x86-64, Linux), the cuda
+ *   backend (NVIDIA GPUs through the driver API, libcuda.so.1: cubins and
+ *   PTX) and the rocm backend (AMD GPUs through the HSA runtime,
+ *   libhsa-runtime64.so.1).
+ * - Vulkan (SPIR-V images, libvulkan.so.1) is implemented; its buffer and
+ *   dispatch helper is in gk_vulkan.h. WGSL images are text handed to a
+ *   WebGPU host (device "wgsl"). Metal loads metallibs on Apple systems
+ *   only; elsewhere it reports GK_ENODEVICE saying so.
  */
 #ifndef GK_H
 #define GK_H
@@ -96,10 +100,14 @@ typedef enum gk_backend {
   GK_BACKEND_ROCM = 2,
   GK_BACKEND_METAL = 3,
   GK_BACKEND_VULKAN = 4,
-  GK_BACKEND_CPU = 5
+  GK_BACKEND_CPU = 5,
+  /* WGSL text for a host that compiles it itself (WebGPU): not a device
+   * libgk drives, so gk_device_detect() never returns it; ask for it with
+   * gk_device_detect_backend(GK_BACKEND_WGSL) or the spec "wgsl". */
+  GK_BACKEND_WGSL = 6
 } gk_backend;
 
-/* "cuda", "rocm", "metal", "vulkan", "cpu"; NULL for anything else. */
+/* "cuda", "rocm", "metal", "vulkan", "cpu", "wgsl"; NULL for anything else. */
 GK_API const char *gk_backend_name(gk_backend b);
 /* Inverse of gk_backend_name; GK_BACKEND_NONE when unknown. */
 GK_API gk_backend gk_backend_from_name(const char *name);
@@ -225,8 +233,17 @@ GK_API int gk_archive_image(gk_archive *ar, size_t i, gk_image_info *out);
  * Decompresses row i into a new buffer (*bytes, *size; free it with
  * gk_free) after checking its SHA-256 and its ELF header against the row
  * (cpu: 64-bit little-endian x86-64 shared object, target an x86-64 level;
- * cuda cubin / rocm hsaco: the ELF machine; ptx, spirv, wgsl, metallib: the
- * hash alone). Sizes in the file are not believed: the blob must be exactly
+ * cuda cubin: an EM_CUDA executable whose SM (e_flags, CUDA 13's layout or
+ * the older one) is the row's, arch-specific ('a', the .nv.compat section)
+ * exactly when the row says so, compiled for exactly the row's target and
+ * by the row's toolkit (.note.nv.tkinfo, when present), with a kernel
+ * section for every entry the row lists; cuda ptx: text whose .target is
+ * the row's compute_XY and which declares every entry; rocm hsaco: an HSA
+ * code object (EM_AMDGPU,
+ * EI_OSABI 64, code object v3-v6) whose e_flags name the row's processor,
+ * its xnack/sramecc settings ("gfx90a:xnack-" = off, "gfx90a" = any) and,
+ * for generic targets, a generic version; spirv: its header; wgsl,
+ * metallib: the hash alone). Sizes in the file are not believed: the blob must be exactly
  * one zstd frame declaring raw_size, and images over 1 GiB are refused.
  * Errors: GK_EINVAL, GK_ERANGE, GK_ECORRUPT, GK_EHASH, GK_EFORMAT,
  * GK_ETOOBIG, GK_ENOMEM. *bytes is NULL on failure.
@@ -242,9 +259,26 @@ GK_API void gk_free(void *p);
  * one only) that fits `dev` best, without loading anything or querying the
  * file (the index is read at open). *index receives the row for
  * gk_archive_image/gk_archive_read.
- * Rules: cpu - the highest x86-64 level not above the device's level. Rows
- * of other backends are never chosen for a cpu device; GPU devices get no
- * image yet (GK_ENOIMAGE, saying so).
+ * Rules: cpu - the highest x86-64 level not above the device's level.
+ * rocm - the processor must be the device's ("gfx90a"), and each feature
+ * the image's target ID sets ("gfx90a:xnack-") must equal the device's
+ * setting, a feature left out running with either (comgr's rule); failing
+ * that, a generic target covering the processor (gfx11-generic for gfx1100
+ * ... gfx1153). An image pinned to the device's settings beats one for
+ * "any", and an exact processor beats a generic target. A rocm device that
+ * names a generic target, or a feature its processor lacks, is GK_EINVAL.
+ * cuda - NVIDIA's compatibility: an 'a' image (sm_90a) on exactly its
+ * capability first, then an 'f' family image (sm_100f: major 10, minor >=
+ * 0), then plain SASS of the device's major with the highest minor not
+ * above the device's, then PTX (the highest compute_XY not above the
+ * device) unless flags has GK_LOAD_NO_JIT. The driver version must be at
+ * least the toolkit's (read from the row's toolchain, "nvcc 13.0.88") for
+ * PTX, and of at least its major for SASS (CUDA's minor-version
+ * compatibility); a device with driver_version 0 (a spec without
+ * ",driver=") is not held to either. When nothing fits, the message says
+ * what the archive has ("cuda sm_75..sm_120 (9 cubins) + compute_75 PTX
+ * (CUDA 13.0)") and why the driver rules images out.
+ * Rows of other backends are never chosen.
  * GK_ENOKERNEL when the archive has no such kernel/variant (or variant is
  * NULL/"" and the kernel has several): the message lists the kernels or
  * variants it has. GK_ENOIMAGE when it has, but none fits the device: the
@@ -269,11 +303,25 @@ typedef struct gk_module gk_module;
  * loaded module holds one file descriptor (the memfd) until unloaded. A cpu
  * device that claims more than this CPU has (gk_device_parse("cpu:x86-64-v4")
  * on a v3 machine) is refused with GK_ENODEVICE rather than risking an
- * illegal instruction. Devices of the GPU backends: GK_ENODEVICE (not
- * implemented yet). The module does not reference the archive: it may
+ * illegal instruction. ROCm images (code objects) are loaded into an HSA
+ * executable for GPU agent dev->index (hsa_init, reader from memory, load,
+ * freeze); the image must also fit the GPU that is really there, so a
+ * device described by a spec that is not present is GK_ENODEVICE, as is a
+ * machine without an AMD GPU (the message names hsa_init's status). The
+ * module holds an hsa_init reference and its executable until unloaded.
+ * CUDA images are loaded into the primary context of CUDA device
+ * dev->index (cuDevicePrimaryCtxRetain, made current only during the load):
+ * cuLibraryLoadData (driver 12.0+) or cuModuleLoadDataEx, every entry point
+ * of the row resolved at once; again the image must fit the GPU and driver
+ * really there (GK_ENODEVICE otherwise, naming both), and a driver that
+ * refuses the image gives GK_EDRIVER in words ("PTX from CUDA 13.0 needs a
+ * driver >= 13.0; this driver is 12.4", the JIT's log for bad PTX). The
+ * module holds a primary-context reference until unloaded. The module does
+ * not reference the archive: it may
  * outlive it. *out is NULL on failure. Errors: GK_EINVAL, those of
  * gk_archive_select and gk_archive_read, GK_ENODEVICE, GK_EDRIVER (dlopen
- * failed; its text is in the message). Detail in gk_archive_errmsg(ar).
+ * failed, or the driver refused the image: the message names the call and
+ * its status). Detail in gk_archive_errmsg(ar).
  */
 GK_API int gk_module_load(gk_archive *ar, const gk_device *dev,
                           const char *kernel, const char *variant,
@@ -289,9 +337,46 @@ GK_API const gk_device *gk_module_device(const gk_module *m);
 
 /*
  * Address of an entry point. CPU: the function (cast it to the kernel's C
- * signature, e.g. gk_qmatmul_fn). NULL when absent or when m or name is NULL.
+ * signature, e.g. gk_qmatmul_fn). ROCm: the kernel object handle of kernel
+ * `name` (the "NAME.kd" descriptor), cast to a pointer: what an AQL dispatch
+ * packet's kernel_object field takes, as (uint64_t)(uintptr_t). CUDA: the
+ * CUfunction of entry `name` (one the row lists) in the device's primary
+ * context, for cuLaunchKernel with that context current (cudaSetDevice or
+ * cuCtxSetCurrent); block, grid and parameters are in the row's `launch`
+ * (docs/kernels.md, "Launching on GPUs"). Vulkan: a
+ * const gk_vk_entry * (gk_vulkan.h: the VkPipeline and its layouts). WGSL:
+ * the shader text (const char *, NUL-terminated, owned by the module) when
+ * it declares entry point `name`. Metal (Apple): the
+ * id<MTLComputePipelineState>, borrowed. NULL when absent or when m or
+ * name is NULL.
  */
 GK_API void *gk_module_symbol(const gk_module *m, const char *name);
+
+/*
+ * What a launch of one entry point needs besides its address. `object` is
+ * gk_module_symbol's value as an integer (ROCm: the kernel object handle for
+ * the AQL packet; CUDA: the CUfunction; CPU: the function's address). The
+ * sizes are in bytes and come from the code object's kernel descriptor
+ * (ROCm) or cuFuncGetAttribute/cuFuncGetParamInfo (CUDA: static shared
+ * memory, local memory per thread, and the parameter block, 0 when the
+ * driver is older than 12.4): the kernel argument
+ * segment (size and alignment of the buffer the dispatch points to), the
+ * static group segment (LDS, "shared memory") and the private segment
+ * (scratch) per work-item. CPU modules report the sizes as 0.
+ */
+typedef struct gk_kernel_info {
+  uint64_t object;
+  uint32_t kernarg_size;
+  uint32_t kernarg_align;
+  uint32_t group_segment_size;
+  uint32_t private_segment_size;
+} gk_kernel_info;
+
+/* Fills *out for entry point `name` of the module. GK_OK, GK_EINVAL (an
+ * argument is NULL), GK_ENOSYMBOL (no such entry point) or GK_EDRIVER (the
+ * driver would not answer). Thread-safe like gk_module_symbol. */
+GK_API int gk_module_kernel_info(const gk_module *m, const char *name,
+                                 gk_kernel_info *out);
 
 /* Unloads the module; its symbols become invalid. NULL is a no-op. (An
  * image that glibc keeps mapped after dlclose - linked -z nodelete, or
@@ -341,6 +426,9 @@ GK_API int gk_archive_explain(gk_archive *ar, const gk_device *dev,
  * stand in for a driver that cannot exist on the machine (no GPU) installs a
  * resolver instead: libgk then asks `fn(ctx, "cuInit")` etc. for every entry
  * point and never calls dlopen for that backend. NULL fn restores dlopen.
+ * CUDA asks first for "cuGetProcAddress_v2" (then "cuGetProcAddress") and,
+ * when given one, resolves every entry point through it, at the ABI version
+ * libgk was written for; otherwise by exported name ("cuCtxPushCurrent_v2").
  * Not thread-safe: install before any other call for that backend. A
  * resolver is a TEST DOUBLE for the driver; production code never sets one.
  */
@@ -353,6 +441,30 @@ GK_API int gk_driver_set_resolver(gk_backend backend, gk_resolver_fn fn,
  * block format of docs/weights.md (k a multiple of 32). */
 typedef void (*gk_qmatmul_fn)(const float *x, const void *w, float *y,
                               int64_t m, int64_t n, int64_t k);
+
+/* CPU ABIs of the rest of the kernel set; the exact semantics of each are
+ * in docs/kernels.md. Single-threaded, reentrant (no global state, no heap),
+ * and they write only their outputs.
+ * flash_attention, variant "causal=C,dtype=T,head_dim=D": q, o are
+ * [n_heads][sq][D], k, v [n_kv_heads][skv][D], all f16 (uint16_t bits) or
+ * f32 as the variant says. */
+typedef void (*gk_flash_attention_fn)(const void *q, const void *k,
+                                      const void *v, void *o, int64_t n_heads,
+                                      int64_t n_kv_heads, int64_t sq,
+                                      int64_t skv, float scale);
+/* rmsnorm (no variant): y may be x. */
+typedef void (*gk_rmsnorm_fn)(const float *x, const float *w, float *y,
+                              int64_t rows, int64_t dim, float eps);
+/* rope (no variant): in place on x [n_tokens][n_heads][head_dim]. */
+typedef void (*gk_rope_fn)(float *x, const int32_t *pos, int64_t n_tokens,
+                           int64_t n_heads, int64_t head_dim, float theta_base);
+/* argmax (no variant). */
+typedef void (*gk_argmax_fn)(const float *x, int32_t *out, int64_t rows,
+                             int64_t n);
+/* sample (no variant): u[r] uniform in [0, 1) from the caller, one per row. */
+typedef void (*gk_sample_fn)(const float *logits, const float *u, int32_t *out,
+                             int64_t rows, int64_t n, float temperature,
+                             int32_t top_k, float top_p);
 
 #ifdef __cplusplus
 }

@@ -140,6 +140,8 @@ int gk__driver_open(gk_backend backend, const char *const *names,
 /* An entry point by name; NULL when absent. */
 void *gk__driver_sym(const gk__driver *d, const char *name);
 void gk__driver_close(gk__driver *d);
+/* 1 when a test installed a resolver for backend (no dlopen then). */
+int gk__driver_has_resolver(gk_backend backend);
 
 /* ---- selection (select.c) ------------------------------------------- */
 
@@ -149,5 +151,153 @@ void gk__driver_close(gk__driver *d);
 typedef int (*gk__fits_fn)(const gk_device *dev, const gk_image_info *row,
                            unsigned flags, long *score, char *why,
                            size_t why_size);
+
+/* ---- GPU modules (module.c dispatches; one ops table per backend) ----- */
+
+/* How one GPU backend loads and answers for a module. load takes ownership
+ * of `bytes` (the verified image, freed on failure too), checks the device
+ * is really present, and on success sets *state, which symbol, kernel_info
+ * and unload receive. It reports failures with gk__fail on `ar`. */
+typedef struct gk__gpu_ops {
+  gk_backend backend;
+  int (*load)(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
+              void *bytes, size_t size, void **state);
+  void *(*symbol)(void *state, const char *name);
+  int (*kernel_info)(void *state, const char *name, gk_kernel_info *out);
+  void (*unload)(void *state);
+} gk__gpu_ops;
+
+/* ---- ROCm (rocm_isa.c: names and ELF; rocm.c: HSA) -------------------- */
+
+/* A target ID split: "gfx90a:sramecc+:xnack-" -> proc "gfx90a", sramecc
+ * '+', xnack '-'; a feature not written is 0 ("any" in an image, "not
+ * reported" for a device). */
+typedef struct gk__amd_target {
+  char proc[32];
+  char xnack, sramecc;
+} gk__amd_target;
+
+/* Parses a target ID, optionally prefixed "amdgcn-amd-amdhsa--" (an HSA ISA
+ * name). 1, or 0 with the reason in why. */
+int gk__amd_parse(const char *id, gk__amd_target *t, char *why,
+                  size_t why_size);
+/* The ROCm rule of select.c's table. */
+int gk__rocm_valid(const gk_device *dev, char *why, size_t why_size);
+int gk__rocm_fits(const gk_device *dev, const gk_image_info *row,
+                  unsigned flags, long *score, char *why, size_t why_size);
+/* Checks an AMD code object's header fields (EI_OSABI, EI_ABIVERSION,
+ * e_flags) against the row's target. 1, or 0 with why. */
+int gk__amd_elf_check(unsigned osabi, unsigned abiversion, uint32_t eflags,
+                      const char *target, char *why, size_t why_size);
+/* The first ROCm GPU: GK_OK, or GK_ENODEVICE with the reason. */
+int gk__rocm_detect(gk_device *out, char *why, size_t why_size);
+extern const gk__gpu_ops gk__rocm_ops;
+
+
+/* ---- Vulkan (vulkan_spirv.c: SPIR-V and versions; vulkan.c: driver) --- */
+
+#define GK__SPIRV_MAX_ENTRIES 8
+#define GK__SPIRV_MAX_BINDINGS 16
+
+/* What the loader reads from a SPIR-V module to build its pipelines. */
+typedef struct gk__spirv_entry {
+  char name[64];
+  uint32_t id;
+  uint32_t local_size[3];
+} gk__spirv_entry;
+typedef struct gk__spirv_info {
+  gk__spirv_entry entries[GK__SPIRV_MAX_ENTRIES]; /* GLCompute entry points */
+  int nentries;
+  uint32_t storage_mask, uniform_mask; /* bindings of set 0, by kind */
+  int nbindings;                       /* they are exactly 0..nbindings-1 */
+  uint32_t push_size;                  /* bytes of the push-constant block */
+} gk__spirv_info;
+
+/* "vulkan1.3" -> 1, 3. 1, or 0 when s is not such a name. */
+int gk__vk_version_parse(const char *s, int *major, int *minor);
+/* The Vulkan rule of select.c's table. */
+int gk__vk_valid(const gk_device *dev, char *why, size_t why_size);
+int gk__vk_fits(const gk_device *dev, const gk_image_info *row,
+                unsigned flags, long *score, char *why, size_t why_size);
+/* SPIR-V header: magic, version (not newer than row's target accepts, when
+ * row is not NULL), id bound, reserved word. GK_OK or GK_EFORMAT + why. */
+int gk__spirv_check(const void *bytes, size_t size, const gk_image_info *row,
+                    char *why, size_t why_size);
+/* Header check, then entry points, local sizes, bindings, push size.
+ * GK_OK, GK_EFORMAT or GK_ENOMEM, with why. */
+int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
+                      char *why, size_t why_size);
+/* The best Vulkan device (discrete > integrated > virtual > cpu); with
+ * any_type 0, devices of type CPU (lavapipe) are passed over, as
+ * gk_device_detect() must not prefer them to the native CPU backend. */
+int gk__vk_detect(gk_device *out, int any_type, char *why, size_t why_size);
+extern const gk__gpu_ops gk__vk_ops;
+/* The state `ops` keeps for module m; NULL when m is not one of its
+ * modules (module.c). */
+void *gk__module_gpu_state(const gk_module *m, const gk__gpu_ops *ops);
+
+/* ---- WGSL text (wgsl.c) ------------------------------------------------ */
+
+/* "webgpu" or "webgpu+feature...". 1, or 0 with why. */
+int gk__wgsl_arch_ok(const char *arch, char *why, size_t why_size);
+/* The WGSL rule of select.c's table. */
+int gk__wgsl_valid(const gk_device *dev, char *why, size_t why_size);
+int gk__wgsl_fits(const gk_device *dev, const gk_image_info *row,
+                  unsigned flags, long *score, char *why, size_t why_size);
+/* The host libgk hands text to: always "wgsl:webgpu". */
+int gk__wgsl_detect(gk_device *out, char *why, size_t why_size);
+/* UTF-8 without NUL. GK_OK or GK_EFORMAT with why. */
+int gk__wgsl_check(const void *bytes, size_t size, char *why, size_t why_size);
+extern const gk__gpu_ops gk__wgsl_ops;
+
+/* ---- Metal (metal_target.c: names, rule, header; metal.m: Apple only) -- */
+
+/* The Metal rule of select.c's table ("macos-metal3.0" targets). */
+int gk__metal_valid(const gk_device *dev, char *why, size_t why_size);
+int gk__metal_fits(const gk_device *dev, const gk_image_info *row,
+                   unsigned flags, long *score, char *why, size_t why_size);
+/* "MTLB" magic. GK_OK or GK_EFORMAT with why. */
+int gk__metallib_check(const void *bytes, size_t size, char *why, size_t why_size);
+/* The system default Metal device (Apple); elsewhere GK_ENODEVICE. */
+int gk__metal_detect(gk_device *out, char *why, size_t why_size);
+extern const gk__gpu_ops gk__metal_ops;
+
+/* ---- CUDA (cuda_arch.c: targets, rule, image checks; cuda.c: driver) --- */
+
+/* "sm_90a" -> cc 90, suffix 'a'; "compute_75" -> cc 75, ptx 1. */
+typedef struct gk__cuda_target {
+  int cc;      /* 10 * major + minor: 86, 100, 121 */
+  char suffix; /* 0, 'a' (arch-specific) or 'f' (family) */
+  int ptx;     /* 1 for compute_XY */
+} gk__cuda_target;
+/* Longest entry-point name a cuda row may list, plus one. */
+#define GK__CUDA_NAME_MAX 64
+
+/* 1 when t is sm_XY[a|f] or compute_XY[a|f] (2-3 digits), else 0. */
+int gk__cuda_parse_target(const char *t, gk__cuda_target *out);
+/* The CUDA release in a cuda row's toolchain ("nvcc 13.0.88" -> 13000, the
+ * driver API's encoding); 0 when it does not say. */
+int gk__cuda_toolkit_version(const char *toolchain);
+/* The CUDA rule of select.c's table, and what its no-image message says
+ * the archive has ("cuda sm_75..sm_120 (9 cubins) + compute_75 PTX (CUDA
+ * 13.0)") with, in `note`, why the driver rules images out. */
+int gk__cuda_valid(const gk_device *dev, char *why, size_t why_size);
+int gk__cuda_fits(const gk_device *dev, const gk_image_info *row,
+                  unsigned flags, long *score, char *why, size_t why_size);
+void gk__cuda_holdings(gk__sb *has, gk__sb *note, const gk__row *rows,
+                       size_t from, size_t to, const char *variant,
+                       const gk_device *dev, unsigned flags);
+/* An entry column ('["a","b"]') into names; the count, or -1 when it is not
+ * a JSON array of at most max identifiers. */
+int gk__cuda_entries(const char *json, char names[][GK__CUDA_NAME_MAX], int max);
+/* elf.c's cuda checks, for bytes whose ELF header elf.c has validated
+ * (cubin) or for PTX text. 1, or 0 with why. */
+int gk__cuda_cubin_check(const void *bytes, size_t size, const gk_image_info *row,
+                         char *why, size_t why_size);
+int gk__cuda_ptx_check(const void *bytes, size_t size, const gk_image_info *row,
+                       char *why, size_t why_size);
+/* The first CUDA GPU: GK_OK, or GK_ENODEVICE with the reason. */
+int gk__cuda_detect(gk_device *out, char *why, size_t why_size);
+extern const gk__gpu_ops gk__cuda_ops;
 
 #endif /* GK_INTERNAL_H */

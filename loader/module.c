@@ -8,6 +8,9 @@
  * under, so if fd N were closed and reused by the next image while the
  * first is still loaded, dlopen("/proc/self/fd/N") would hand back the old
  * library. Holding the fd keeps every name unique among loaded modules.
+ *
+ * GPU images go to their backend (gk__gpu_ops: rocm.c hands code objects to
+ * the HSA runtime); this file only dispatches to it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memfd_create */
@@ -30,7 +33,20 @@ struct gk_module {
   void *dl;
   int fd;
   char path[32]; /* "/proc/self/fd/N", the name glibc knows it by */
+  const gk__gpu_ops *gpu; /* GPU modules: their backend and its state */
+  void *gpu_state;
 };
+
+/* The GPU backends that load modules: one line each. */
+static const gk__gpu_ops *const gpu_backends[] = {&gk__rocm_ops, &gk__vk_ops,
+                                                  &gk__cuda_ops, &gk__wgsl_ops,
+                                                  &gk__metal_ops};
+
+static const gk__gpu_ops *gpu_ops(gk_backend b) {
+  for (size_t i = 0; i < sizeof gpu_backends / sizeof gpu_backends[0]; i++)
+    if (gpu_backends[i]->backend == b) return gpu_backends[i];
+  return NULL;
+}
 
 static int write_all(int fd, const unsigned char *p, size_t n) {
   while (n > 0) {
@@ -112,7 +128,8 @@ GK_API int gk_module_load_ex(gk_archive *ar, const gk_device *dev,
                       kernel);
     dev = &detected;
   }
-  if (dev->backend != GK_BACKEND_CPU) {
+  const gk__gpu_ops *gpu = gpu_ops(dev->backend);
+  if (dev->backend != GK_BACKEND_CPU && !gpu) {
     const char *b = gk_backend_name(dev->backend);
     return b ? gk__fail(
                    ar, GK_ENODEVICE,
@@ -125,7 +142,8 @@ GK_API int gk_module_load_ex(gk_archive *ar, const gk_device *dev,
                         (int)dev->backend);
   }
   size_t index;
-  int rc = check_cpu_device(ar, dev);
+  /* A GPU backend checks its device when it loads (it needs the driver). */
+  int rc = gpu ? GK_OK : check_cpu_device(ar, dev);
   if (rc != GK_OK) return rc;
   if ((rc = gk_archive_select_ex(ar, dev, kernel, variant, flags, &index)) != GK_OK)
     return rc;
@@ -145,14 +163,23 @@ GK_API int gk_module_load_ex(gk_archive *ar, const gk_device *dev,
   }
   m->dev = *dev;
   m->fd = -1;
-  rc = load_so(ar, m, bytes, size, what);
-  free(bytes);
+  if (gpu) {
+    m->gpu = gpu;
+    rc = gpu->load(ar, dev, row, bytes, size, &m->gpu_state); /* takes bytes */
+  } else {
+    rc = load_so(ar, m, bytes, size, what);
+    free(bytes);
+  }
   if (rc != GK_OK) {
     gk_module_unload(m);
     return rc;
   }
   *out = m;
   return GK_OK;
+}
+
+void *gk__module_gpu_state(const gk_module *m, const gk__gpu_ops *ops) {
+  return m && m->gpu == ops ? m->gpu_state : NULL;
 }
 
 GK_API const gk_image_info *gk_module_info(const gk_module *m) {
@@ -164,12 +191,27 @@ GK_API const gk_device *gk_module_device(const gk_module *m) {
 }
 
 GK_API void *gk_module_symbol(const gk_module *m, const char *name) {
-  if (!m || !name || !m->dl) return NULL;
-  return dlsym(m->dl, name);
+  if (!m || !name) return NULL;
+  if (m->gpu) return m->gpu_state ? m->gpu->symbol(m->gpu_state, name) : NULL;
+  return m->dl ? dlsym(m->dl, name) : NULL;
+}
+
+GK_API int gk_module_kernel_info(const gk_module *m, const char *name,
+                                 gk_kernel_info *out) {
+  if (!m || !name || !out) return GK_EINVAL;
+  if (m->gpu)
+    return m->gpu_state ? m->gpu->kernel_info(m->gpu_state, name, out)
+                        : GK_ENOSYMBOL;
+  void *f = m->dl ? dlsym(m->dl, name) : NULL;
+  if (!f) return GK_ENOSYMBOL;
+  memset(out, 0, sizeof *out);
+  out->object = (uint64_t)(uintptr_t)f;
+  return GK_OK;
 }
 
 GK_API void gk_module_unload(gk_module *m) {
   if (!m) return;
+  if (m->gpu && m->gpu_state) m->gpu->unload(m->gpu_state);
   /* dlclose before close: the fd must not be reused while its name still
    * identifies a loaded object. dlclose may also leave the object mapped
    * (it was linked -z nodelete, has STB_GNU_UNIQUE symbols, or the host

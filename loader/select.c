@@ -4,9 +4,13 @@
  * Works on the index held in memory (rows sorted by kernel, backend,
  * target, variant). Each backend has its compatibility rule:
  *   cpu   the highest x86-64 level not above the device's level.
- * CUDA (SASS minor >= image minor, 'a'/'f' targets, PTX by driver version)
- * and ROCm (exact processor, feature settings) come with their backends;
- * until then their rows are never chosen.
+ *   cuda  exact 'a' match, then 'f' family, then same-major SASS (highest
+ *         minor not above the device's), then PTX - with the driver version
+ *         checked against the toolkit (cuda_arch.c).
+ *   rocm  the device's processor with every +/- feature of the image equal
+ *         to the device's, pinned images first; then a generic target
+ *         covering the processor (rocm_isa.c).
+ * The others will have their rules in their backends' files.
  *
  * When nothing fits, the message lists what the archive does hold, which
  * is what a user needs to decide between another device, another archive
@@ -82,6 +86,24 @@ static const struct {
   gk__fits_fn fits;
 } rules[] = {
   {GK_BACKEND_CPU, cpu_valid, cpu_fits},
+  {GK_BACKEND_CUDA, gk__cuda_valid, gk__cuda_fits},   /* cuda_arch.c */
+  {GK_BACKEND_ROCM, gk__rocm_valid, gk__rocm_fits}, /* rocm_isa.c */
+  {GK_BACKEND_VULKAN, gk__vk_valid, gk__vk_fits},   /* vulkan_spirv.c */
+  {GK_BACKEND_WGSL, gk__wgsl_valid, gk__wgsl_fits},   /* wgsl.c */
+  {GK_BACKEND_METAL, gk__metal_valid, gk__metal_fits}, /* metal_target.c */
+};
+
+/* Backends that word "what the archive has" themselves when nothing fits
+ * (else: a list of backend and target), with in `note` why, in the
+ * backend's terms ("PTX from CUDA 13.0 needs a driver >= 13.0"). */
+typedef void (*holdings_fn)(gk__sb *has, gk__sb *note, const gk__row *rows,
+                            size_t from, size_t to, const char *variant,
+                            const gk_device *dev, unsigned flags);
+static const struct {
+  gk_backend backend;
+  holdings_fn fn;
+} holdings_rules[] = {
+  {GK_BACKEND_CUDA, gk__cuda_holdings},
 };
 
 static const gk__fits_fn *find_rule(gk_backend b, int (**valid)(const gk_device *, char *, size_t)) {
@@ -233,18 +255,27 @@ static int select_common(gk_archive *ar, const gk_device *dev,
     goto out;
   }
   if (best < 0) {
-    int first = 1;
-    for (size_t i = from; i < to; i++) {
-      if (strcmp(rows[i].info.variant, want) != 0) continue;
-      gk__sb_printf(&sb, "%s%s %s", first ? "" : ", ", rows[i].info.backend,
-                    rows[i].info.target);
-      first = 0;
+    holdings_fn holdings = NULL;
+    gk__sb extra = {0};
+    for (size_t r = 0; r < sizeof holdings_rules / sizeof holdings_rules[0]; r++)
+      if (holdings_rules[r].backend == dev->backend) holdings = holdings_rules[r].fn;
+    if (holdings) {
+      holdings(&sb, &extra, rows, from, to, want, dev, flags);
+    } else {
+      int first = 1;
+      for (size_t i = from; i < to; i++) {
+        if (strcmp(rows[i].info.variant, want) != 0) continue;
+        gk__sb_printf(&sb, "%s%s %s", first ? "" : ", ", rows[i].info.backend,
+                      rows[i].info.target);
+        first = 0;
+      }
     }
     status = gk__fail(ar, GK_ENOIMAGE,
                       "no image of '%s'%s%s fits %s%s; archive "
-                      "'%s' has %s",
+                      "'%s' has %s%s%s",
                       kernel, *want ? " " : "", want, devtext, note, ar->name,
-                      gk__sb_str(&sb));
+                      gk__sb_str(&sb), extra.len ? "; " : "", gk__sb_str(&extra));
+    gk__sb_free(&extra);
     goto out;
   }
   *index = (size_t)best;

@@ -17,6 +17,11 @@ typedef struct gkp_image {
   size_t size;
 } gkp_image;
 
+/* One row of the archive's `meta` table (docs/archive.md). Borrowed. */
+typedef struct gkp_meta {
+  const char *key, *value;
+} gkp_meta;
+
 /* Default zstd level for images. */
 #define GKP_DEFAULT_LEVEL 19
 
@@ -32,6 +37,16 @@ int gkp_write(const char *path, const gkp_image *images, size_t n, int level,
               char *err, size_t errsize);
 
 /*
+ * gkp_write with metadata: the `meta` rows `meta[0..nmeta)` besides the ones
+ * gk pack writes itself (format, generator, and toolchains: the distinct
+ * toolchain identities of the images as a JSON array), which they may not
+ * repeat. Rows go in key order: the same inputs give the same bytes.
+ */
+int gkp_write_meta(const char *path, const gkp_image *images, size_t n,
+                   const gkp_meta *meta, size_t nmeta, int level, char *err,
+                   size_t errsize);
+
+/*
  * Packs a `gk build` output folder: reads DIR/manifest.json (docs/manifest.md),
  * reads each image, checks its size and SHA-256 against the manifest, and
  * writes the archive with gkp_write. Returns 0, or -1 with a sentence in err
@@ -39,5 +54,31 @@ int gkp_write(const char *path, const gkp_image *images, size_t n, int level,
  */
 int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
                  size_t errsize);
+
+/*
+ * Merges the archives inputs[0..n) (partial archives from sharded or
+ * per-platform builds) into one archive at `path`, written as gkp_write
+ * does. Every image is decompressed and checked against its SHA-256 and
+ * size first. Rows with the same key (kernel, backend, target, variant)
+ * must be identical in every column; a pair that differs is a conflict,
+ * and the merge fails naming the key and both archives. Metadata: the
+ * recipes objects are joined (a name with two hashes is a conflict),
+ * source_dirty is "true" if any input says so, else "unknown" if any does,
+ * every other key must agree where present. The result equals the archive
+ * one build of all the images would give. Returns 0, or -1 with a sentence
+ * in err.
+ */
+int gkp_merge(const char *const *inputs, size_t n, const char *path, int level,
+              char *err, size_t errsize);
+
+/*
+ * Reads the `meta` table of the archive at `path`, sorted by key, into
+ * *out (an array of *n rows; free it with gkp_meta_free). Checks that the
+ * file is a gllm-kernels archive of a known format version first. Returns
+ * 0, or -1 with a sentence in err.
+ */
+int gkp_read_meta(const char *path, gkp_meta **out, size_t *n, char *err,
+                  size_t errsize);
+void gkp_meta_free(gkp_meta *meta, size_t n);
 
 #endif

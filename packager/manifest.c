@@ -61,6 +61,41 @@ static int hex_equal(const unsigned char *sha, const char *hex) {
   return hex && strcmp(buf, hex) == 0;
 }
 
+/* The manifest's "meta" object (written by gk build: source revision,
+ * dirty flag, recipe hashes) as archive meta rows: strings as they are,
+ * anything else as compact JSON with sorted keys, so that equal manifests
+ * give equal archives. */
+static int meta_rows(json_t *root, const char *mpath, gkp_meta **out, char ***texts,
+                     size_t *n, char *err, size_t errsize) {
+  json_t *m = json_object_get(root, "meta"), *v;
+  const char *k;
+  *n = 0;
+  if (!m) return 0;
+  if (!json_is_object(m)) {
+    gkp__seterr(err, errsize, "%s: 'meta' must be an object", mpath);
+    return -1;
+  }
+  size_t cap = json_object_size(m);
+  *out = calloc(cap ? cap : 1, sizeof **out);
+  *texts = calloc(cap ? cap : 1, sizeof **texts);
+  if (!*out || !*texts) {
+    gkp__seterr(err, errsize, "out of memory");
+    return -1;
+  }
+  json_object_foreach(m, k, v) {
+    char *t = json_is_string(v) ? strdup(json_string_value(v))
+                                : json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    if (!t) {
+      gkp__seterr(err, errsize, "out of memory");
+      return -1;
+    }
+    (*texts)[*n] = t;
+    (*out)[*n] = (gkp_meta){k, t};
+    (*n)++;
+  }
+  return 0;
+}
+
 int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
                  size_t errsize) {
   char mpath[4096];
@@ -68,7 +103,9 @@ int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
   json_t *root = NULL, *list;
   gkp_image *ims = NULL;
   char **texts = NULL; /* entry/launch JSON texts, two per image */
-  size_t n = 0;
+  gkp_meta *meta = NULL;
+  char **metatexts = NULL;
+  size_t n = 0, nmeta = 0;
   int rc = -1;
 
   if (sodium_init() < 0) {
@@ -156,9 +193,13 @@ int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
     im->entry_json = texts[2 * i];
     im->launch_json = texts[2 * i + 1];
   }
-  rc = gkp_write(path, ims, n, level, err, errsize);
+  if (meta_rows(root, mpath, &meta, &metatexts, &nmeta, err, errsize)) goto dir_out;
+  rc = gkp_write_meta(path, ims, n, meta, nmeta, level, err, errsize);
 
 dir_out:
+  for (size_t i = 0; i < nmeta; i++) free(metatexts[i]);
+  free(metatexts);
+  free(meta);
   for (size_t i = 0; ims && i < n; i++) free((void *)ims[i].data);
   for (size_t i = 0; texts && i < 2 * n; i++) free(texts[i]);
   free(ims);

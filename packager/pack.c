@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <libgen.h>
 #include <sodium.h>
 #include <sqlite3.h>
@@ -144,22 +145,38 @@ static int check_image(const gkp_image *im, char *err, size_t errsize) {
   return 0;
 }
 
+/* Inserts the meta rows in key order (rowids, hence bytes, follow the
+ * order of insertion). */
+static int put_meta(writer *w, const gkp_meta **meta, size_t n) {
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(w->db, "INSERT INTO meta VALUES (?, ?)", -1, &s, NULL))
+    return db_fail(w, "cannot prepare statements");
+  for (size_t i = 0; i < n; i++) {
+    sqlite3_reset(s);
+    sqlite3_bind_text(s, 1, meta[i]->key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, meta[i]->value, -1, SQLITE_STATIC);
+    if (sqlite3_step(s) != SQLITE_DONE) {
+      sqlite3_finalize(s);
+      return db_fail(w, "cannot write archive metadata");
+    }
+  }
+  sqlite3_finalize(s);
+  return 0;
+}
+
 static int write_db(writer *w, const char *tmp, const gkp_image **sorted,
-                    size_t n, int level) {
+                    size_t n, const gkp_meta **meta, size_t nmeta, int level) {
   char sql[256];
   if (sqlite3_open_v2(tmp, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                       NULL) != SQLITE_OK)
     return db_fail(w, "cannot create archive");
   if (sqlite3_exec(w->db, schema_sql, NULL, NULL, NULL) != SQLITE_OK)
     return db_fail(w, "cannot create schema");
-  snprintf(sql, sizeof sql,
-           "PRAGMA application_id = %d; PRAGMA user_version = %d;"
-           "INSERT INTO meta VALUES ('format', 'gllm-kernels-archive'),"
-           "('generator', 'gk %d.%d.%d');",
-           (int)GK_ARCHIVE_APPLICATION_ID, GK_ARCHIVE_FORMAT, GK_VERSION_MAJOR,
-           GK_VERSION_MINOR, GK_VERSION_PATCH);
+  snprintf(sql, sizeof sql, "PRAGMA application_id = %d; PRAGMA user_version = %d;",
+           (int)GK_ARCHIVE_APPLICATION_ID, GK_ARCHIVE_FORMAT);
   if (sqlite3_exec(w->db, sql, NULL, NULL, NULL) != SQLITE_OK)
     return db_fail(w, "cannot write archive header");
+  if (put_meta(w, meta, nmeta)) return -1;
   if (sqlite3_prepare_v2(w->db, "SELECT 1 FROM blob WHERE sha256 = ?", -1,
                          &w->find_blob, NULL) ||
       sqlite3_prepare_v2(w->db,
@@ -202,11 +219,45 @@ static int sync_path(const char *path, int dir) {
   return rc;
 }
 
+static int meta_cmp(const void *pa, const void *pb) {
+  return strcmp((*(const gkp_meta *const *)pa)->key, (*(const gkp_meta *const *)pb)->key);
+}
+
+static int str_cmp(const void *pa, const void *pb) {
+  return strcmp(*(const char *const *)pa, *(const char *const *)pb);
+}
+
+/* The meta value "toolchains": the distinct toolchain identities of the
+ * images, sorted, as a compact JSON array. Derived from the rows, so that a
+ * merge of partial archives gives what one build of everything would. */
+static char *toolchains_json(const gkp_image **sorted, size_t n) {
+  const char **ids = calloc(n ? n : 1, sizeof *ids);
+  if (!ids) return NULL;
+  for (size_t i = 0; i < n; i++) ids[i] = sorted[i]->toolchain ? sorted[i]->toolchain : "";
+  qsort(ids, n, sizeof *ids, str_cmp);
+  json_t *arr = json_array();
+  for (size_t i = 0; i < n; i++)
+    if (i == 0 || strcmp(ids[i], ids[i - 1]) != 0) json_array_append_new(arr, json_string(ids[i]));
+  free(ids);
+  char *text = json_dumps(arr, JSON_COMPACT);
+  json_decref(arr);
+  return text;
+}
+
 int gkp_write(const char *path, const gkp_image *images, size_t n, int level,
               char *err, size_t errsize) {
+  return gkp_write_meta(path, images, n, NULL, 0, level, err, errsize);
+}
+
+int gkp_write_meta(const char *path, const gkp_image *images, size_t n,
+                   const gkp_meta *meta, size_t nmeta, int level, char *err,
+                   size_t errsize) {
   writer w = {0};
   const gkp_image **sorted = NULL;
-  char *tmp = NULL, *dircopy = NULL;
+  const gkp_meta **msorted = NULL;
+  char *tmp = NULL, *dircopy = NULL, *toolchains = NULL;
+  char generator[64];
+  gkp_meta fixed[3];
   int rc = -1, fd;
 
   if (!path || (!images && n)) {
@@ -237,6 +288,38 @@ int gkp_write(const char *path, const gkp_image *images, size_t n, int level,
       goto pack_out;
     }
 
+  /* The keys gk pack owns, then the caller's, all in key order. */
+  snprintf(generator, sizeof generator, "gk %d.%d.%d", GK_VERSION_MAJOR,
+           GK_VERSION_MINOR, GK_VERSION_PATCH);
+  if (!(toolchains = toolchains_json(sorted, n))) {
+    gkp__seterr(err, errsize, "out of memory");
+    goto pack_out;
+  }
+  fixed[0] = (gkp_meta){"format", "gllm-kernels-archive"};
+  fixed[1] = (gkp_meta){"generator", generator};
+  fixed[2] = (gkp_meta){"toolchains", toolchains};
+  if (!(msorted = calloc(nmeta + 3, sizeof *msorted))) {
+    gkp__seterr(err, errsize, "out of memory");
+    goto pack_out;
+  }
+  for (size_t i = 0; i < 3; i++) msorted[i] = &fixed[i];
+  for (size_t i = 0; i < nmeta; i++) {
+    if (!meta[i].key || !*meta[i].key || !meta[i].value) {
+      gkp__seterr(err, errsize, "archive metadata with an empty key or no value");
+      goto pack_out;
+    }
+    msorted[3 + i] = &meta[i];
+  }
+  qsort(msorted, nmeta + 3, sizeof *msorted, meta_cmp);
+  for (size_t i = 1; i < nmeta + 3; i++)
+    if (strcmp(msorted[i - 1]->key, msorted[i]->key) == 0) {
+      gkp__seterr(err, errsize, "archive metadata key '%s' given twice%s", msorted[i]->key,
+                  strcmp(msorted[i]->key, "format") == 0 ||
+                  strcmp(msorted[i]->key, "generator") == 0 ||
+                  strcmp(msorted[i]->key, "toolchains") == 0 ? " (gk pack writes it itself)" : "");
+      goto pack_out;
+    }
+
   /* The temporary file lives beside the target so that rename() is atomic. */
   sprintf(tmp, "%s.tmpXXXXXX", path);
   fd = mkstemp(tmp);
@@ -247,7 +330,7 @@ int gkp_write(const char *path, const gkp_image *images, size_t n, int level,
   close(fd);
   w.err = err;
   w.errsize = errsize;
-  if (write_db(&w, tmp, sorted, n, level)) goto pack_unlink;
+  if (write_db(&w, tmp, sorted, n, msorted, nmeta + 3, level)) goto pack_unlink;
   writer_close(&w);
   /* mkstemp made the file 0600; an archive is meant to be shared. */
   chmod(tmp, 0644);
@@ -266,6 +349,8 @@ pack_unlink:
 pack_out:
   writer_close(&w);
   free(sorted);
+  free(msorted);
+  free(toolchains);
   free(tmp);
   free(dircopy);
   return rc;

@@ -7,4 +7,105 @@ kernel "qmatmul" {
     entry   = { "qmatmul" },
     targets = { "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4" },
   },
+  -- CUDA: cubins for every supported SM plus compute_75 PTX as the fallback
+  -- the driver JIT-compiles for GPUs newer than all of them. `launch` is
+  -- how to call cuLaunchKernel (docs/kernels.md, "Launching on GPUs").
+  cuda {
+    source  = "../kernelsrc/cuda/qmatmul.cu",
+    entry   = { "qmatmul" },
+    targets = { "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
+                "sm_100", "sm_120", "compute_75" },
+    launch  = {
+      block  = { 256, 1, 1 },
+      grid   = { "n / 8", "m / 4", 1 },
+      shared = 0,
+      params = { "x:ptr", "w:ptr", "y:ptr", "m:i64", "n:i64", "k:i64" },
+    },
+  },
+  -- ROCm: one code object per gfx target ID, from the CUDA kernel itself
+  -- (kernelsrc/hip/qmatmul.hip includes it), so it launches the same way.
+  -- hipcc 5.2 (Debian) builds gfx906 ... gfx1030; the newer targets are
+  -- skipped with the reason until a newer ROCm builds them.
+  rocm {
+    source  = "../kernelsrc/hip/qmatmul.hip",
+    entry   = { "qmatmul" },
+    targets = { "gfx906", "gfx908", "gfx90a", "gfx940", "gfx942", "gfx1010", "gfx1030",
+                "gfx1100", "gfx1101", "gfx1102", "gfx1201", "gfx10-3-generic", "gfx11-generic" },
+    launch  = {
+      block  = { 256, 1, 1 },
+      grid   = { "n / 8", "m / 4", 1 },
+      shared = 0,
+      params = { "x:ptr", "w:ptr", "y:ptr", "m:i64", "n:i64", "k:i64" },
+    },
+  },
+  -- Launch metadata of a vulkan image: descriptor bindings (set 0) in the
+  -- order of the C signature's pointers, push constants in the order of its
+  -- scalars (sizes as u32), the workgroup size and the workgroup counts
+  -- ("n/8": ceil(n / 8) groups, clamped to the device's limit; the kernel
+  -- loops over the rest). docs/kernels.md, "Vulkan".
+  vulkan {
+    source  = "../kernelsrc/vulkan/qmatmul.comp",
+    entry   = { "qmatmul" },
+    targets = { "vulkan1.1" },
+    launch  = {
+      local_size = { 8, 8, 1 },
+      groups = { "n/8", "m", 1 },
+      bindings = {
+        { set = 0, binding = 0, type = "storage_buffer", name = "x", access = "read", elem = "f32" },
+        { set = 0, binding = 1, type = "storage_buffer", name = "w", access = "read", elem = "u32" },
+        { set = 0, binding = 2, type = "storage_buffer", name = "y", access = "write", elem = "f32" },
+      },
+      push_constants = {
+        { name = "m", offset = 0, type = "u32" },
+        { name = "n", offset = 4, type = "u32" },
+        { name = "k", offset = 8, type = "u32" },
+      },
+    },
+  },
+  -- wgsl: the shader text for WebGPU hosts; storage buffers in the order of
+  -- the C signature's pointers, then the scalars in a uniform struct at the
+  -- next binding (WGSL has no push constants). docs/kernels.md, "WGSL".
+  wgsl {
+    source  = "../kernelsrc/wgsl/qmatmul.wgsl",
+    entry   = { "qmatmul" },
+    targets = { "webgpu" },
+    launch  = {
+      workgroup_size = { 8, 8, 1 },
+      groups = { "n/8", "m", 1 },
+      bindings = {
+        { group = 0, binding = 0, type = "storage", name = "x", access = "read", elem = "f32" },
+        { group = 0, binding = 1, type = "storage", name = "w", access = "read", elem = "u32" },
+        { group = 0, binding = 2, type = "storage", name = "y", access = "read_write", elem = "f32" },
+        { group = 0, binding = 3, type = "uniform", name = "params" },
+      },
+      params = {
+        { name = "m", offset = 0, type = "u32" },
+        { name = "n", offset = 4, type = "u32" },
+        { name = "k", offset = 8, type = "u32" },
+      },
+    },
+  },
+  -- metal: metallib per OS / Metal version (built on macOS only; skipped
+  -- elsewhere). Buffers in the order of the C signature's pointers, the
+  -- scalars as one struct at the next buffer index (setBytes).
+  metal {
+    source  = "../kernelsrc/metal/qmatmul.metal",
+    entry   = { "qmatmul" },
+    targets = { "macos-metal3.0" },
+    launch  = {
+      threads_per_threadgroup = { 8, 8, 1 },
+      groups = { "n/8", "m", 1 },
+      buffers = {
+        { index = 0, name = "x", access = "read", elem = "f32" },
+        { index = 1, name = "w", access = "read", elem = "u32" },
+        { index = 2, name = "y", access = "write", elem = "f32" },
+        { index = 3, name = "params", access = "bytes" },
+      },
+      params = {
+        { name = "m", offset = 0, type = "u32" },
+        { name = "n", offset = 4, type = "u32" },
+        { name = "k", offset = 8, type = "u32" },
+      },
+    },
+  },
 }

@@ -95,6 +95,46 @@ GK_QFN float gk_q_f16_to_f32(uint16_t h) {
 }
 
 /*
+ * binary32 -> IEEE binary16, rounded to nearest, ties to even, on the bits
+ * alone (same answer under any rounding mode or flush-to-zero): values from
+ * 65520 up overflow to inf, values in the binary16 subnormal range become
+ * subnormals (2^-25 and below become zero, 2^-25 itself being a tie to the
+ * even zero), infinities stay infinities and a NaN becomes a quiet NaN of
+ * the same sign keeping the top of its payload. Kernels with f16 outputs
+ * use it where the hardware has no conversion (below F16C).
+ */
+GK_QFN uint16_t gk_q_f32_to_f16(float f) {
+  const uint32_t x = gk_q_f32_to_bits(f);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) /* NaN: set the quiet bit */
+    return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+  if (ax >= 0x477ff000u) /* 65520 (the tie above 65504) and beyond: inf */
+    return (uint16_t)(sign | 0x7c00u);
+  if (ax < 0x38800000u) { /* below 2^-14: a binary16 subnormal or zero */
+    if (ax <= 0x33000000u) /* 2^-25 and below round to zero */
+      return (uint16_t)sign;
+    /* ax is a normal binary32 m * 2^(e-150); in units of 2^-24 that is
+     * m >> (126 - e), shift 14..24. A carry out gives 0x400, which is
+     * exactly the encoding of the smallest normal. */
+    const uint32_t e = ax >> 23;
+    const uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126u - e;
+    const uint32_t rem = m & ((1u << shift) - 1u);
+    const uint32_t half = 1u << (shift - 1u);
+    uint32_t h = m >> shift;
+    h += (rem > half || (rem == half && (h & 1u))) ? 1u : 0u;
+    return (uint16_t)(sign | h);
+  }
+  /* Normal: rebias the exponent (127 -> 15) and drop 13 mantissa bits; a
+   * carry out of the mantissa correctly bumps the exponent. */
+  const uint32_t rem = ax & 0x1fffu;
+  uint32_t h = (ax >> 13) - (112u << 10);
+  h += (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ? 1u : 0u;
+  return (uint16_t)(sign | h);
+}
+
+/*
  * Code j (0..31) of a block whose code bytes start at `codes`: bits
  * [j*bits, j*bits + bits) of the little-endian bit stream. Because bits
  * divides 8, a code never straddles a byte.

@@ -32,6 +32,12 @@ end
 local errors = require("engine/errors")
 local dsl = require("engine/dsl")
 local toolchains = require("engine/toolchains")
+local release = require("engine/release")
+local container = require("engine/container")
+
+-- Set by M.main for the build under way: the container context of
+-- --container (nil: compiles run natively) and the manifest's "meta".
+local ctr, build_meta
 
 local M = {}
 
@@ -89,6 +95,7 @@ local function load_recipes(dir, reg)
   local ctx = {
     backends = reg.backends,
     toolchains_for = function(b) return reg:for_backend(b) end,
+    check_target = toolchains.check_target,
   }
   local kernels, byname = {}, {}
   for _, path in ipairs(files) do
@@ -142,10 +149,35 @@ local function job_less(a, b)
   return a.variant < b.variant
 end
 
--- Expands kernels into jobs for the wanted backends. Returns jobs, the
--- skipped backends { backend = reason }, and the backends built.
-local function expand(kernels, reg, wanted)
-  local jobs, skipped, built = {}, {}, {}
+-- A target as it appears in file names: target IDs hold ':' ("gfx90a:xnack+"),
+-- which some file systems and tools refuse, so it becomes '-'
+-- (rocm/qmatmul/gfx90a-xnack+.bits4.hsaco). The manifest keeps the real ID.
+local function file_target(t)
+  return (t:gsub(":", "-"))
+end
+
+-- The targets of a section that the probed toolchain can produce; the others
+-- go into tskipped ("backend\0target" -> { backend, target, reason }), once
+-- however many kernels name them.
+local function buildable(reg, tc, info, backend, targets, tskipped)
+  local out = {}
+  for _, t in ipairs(targets) do
+    local ok, why = reg:can_build(tc, info, t)
+    if ok then
+      out[#out + 1] = t
+    else
+      tskipped[backend .. "\0" .. t] = { backend = backend, target = t, reason = why }
+    end
+  end
+  return out
+end
+
+-- Expands kernels into jobs for the wanted backends, with the targets of
+-- --targets (override: { backend = { targets } }) in place of the recipes'
+-- lists. Returns jobs, the skipped backends { backend = reason }, and the
+-- backends built.
+local function expand(kernels, reg, wanted, override)
+  local jobs, skipped, built, tskipped = {}, {}, {}, {}
   for _, k in ipairs(kernels) do
     local vs = variants(k.params)
     for _, s in ipairs(k.sections) do
@@ -158,15 +190,17 @@ local function expand(kernels, reg, wanted)
           -- Compilers run in the source's folder: an absolute path, as the
           -- engine's own working folder stays where the user is.
           local srcdir = assert(gk.realpath(dirname(s.source)))
-          for _, t in ipairs(s.targets) do
+          for _, t in ipairs(buildable(reg, tc, info, s.backend, override[s.backend] or s.targets, tskipped)) do
+            local format, ext = toolchains.format_of(tc, t)
             for _, v in ipairs(vs) do
               local j = {
                 kernel = k.name, backend = s.backend, target = t, variant = v.variant,
                 params = v.values, defines = v.defines, flags = s.flags, entry = s.entry,
                 launch = s.launch, source = s.source, srcdir = srcdir,
                 srcname = s.source:match("([^/]*)$"), tc = tc, info = info,
-                path = ("%s/%s/%s%s.%s"):format(s.backend, k.name, t,
-                  v.file == "" and "" or "." .. v.file, tc.ext),
+                format = format, ext = ext,
+                path = ("%s/%s/%s%s.%s"):format(s.backend, k.name, file_target(t),
+                  v.file == "" and "" or "." .. v.file, ext),
               }
               j.label = ("%s %s %s%s"):format(tc.name, t, k.name,
                 v.variant == "" and "" or " " .. v.variant)
@@ -181,7 +215,9 @@ local function expand(kernels, reg, wanted)
   -- A backend with some sections built is not "skipped" as a whole.
   for b in pairs(built) do skipped[b] = nil end
   table.sort(jobs, job_less)
-  return jobs, skipped, built
+  local tlist = {}
+  for _, id in ipairs(sorted_keys(tskipped)) do tlist[#tlist + 1] = tskipped[id] end
+  return jobs, skipped, built, tlist
 end
 
 ---------------------------------------------------------------------------
@@ -204,16 +240,19 @@ local function key_of(j, cache)
   local p = { src = j.srcname }
   for k, v in pairs(KEY_PATHS) do p[k] = v end
   local argv = toolchains.command(j.tc, job_view(j), p)
-  return gk.sha256(table.concat({
+  local lines = {
     "gk-build-key 1",
     "toolchain " .. j.info.identity,
     "backend " .. j.backend,
-    "format " .. j.tc.format,
+    "format " .. j.format,
     "target " .. j.target,
     "variant " .. j.variant,
     "source " .. src_sha,
     "argv " .. table.concat(argv, "\0"),
-  }, "\n"))
+  }
+  -- The image's digest, with --container only: native keys stay as they were.
+  if ctr then lines[#lines + 1] = ctr:key_line(j.tc) end
+  return gk.sha256(table.concat(lines, "\n"))
 end
 
 ---------------------------------------------------------------------------
@@ -272,14 +311,20 @@ local function cleanup(j)
     if j[k] then gk.remove(j[k]) end
     j[k] = nil
   end
+  if j.tmp_dir then ctr:remove_job_dir(j.tmp_dir) end
+  j.tmp_dir = nil
 end
 
 local function start(j, cache)
-  j.tmp_out, j.tmp_dep, j.tmp_log = cache:temp("." .. j.tc.ext), cache:temp(".d"), cache:temp(".log")
+  j.tmp_out, j.tmp_dep, j.tmp_log = cache:temp("." .. j.ext), cache:temp(".d"), cache:temp(".log")
+  -- In a container the compiler writes into a folder of its own, the only
+  -- one it may write to.
+  if ctr then j.tmp_dir, j.tmp_out, j.tmp_dep = ctr:job_dir(cache, j.ext) end
   j.argv = toolchains.command(j.tc, job_view(j), {
     tool = j.info.tool, src = j.srcname, srcdir = j.srcdir,
     out = j.tmp_out, depfile = j.tmp_dep,
   })
+  if ctr then j.argv = ctr:wrap(j, j.argv) end
   local pid, err = gk.spawn(j.argv, { cwd = j.srcdir, output = j.tmp_log })
   if not pid then
     cleanup(j)
@@ -300,6 +345,7 @@ local function finish(j, cache)
       if d ~= j.srcname then deps[#deps + 1] = d end
     end
   end
+  if ctr then deps = ctr:filter_deps(j, deps) end
   local sha, size = cache:store(j.key, j.srcdir, j.tmp_out, deps)
   j.tmp_out = nil -- consumed by store, whatever its outcome
   if not sha then return nil, size end
@@ -369,14 +415,14 @@ end
 local IMAGE_ORDER = { "kernel", "backend", "target", "variant", "format", "path", "entry",
                       "launch", "toolchain", "size", "sha256" }
 
-local function manifest_text(jobs, skipped)
+local function manifest_text(jobs, skipped, tskipped)
   local images = {}
   for i, j in ipairs(jobs) do
     local launch = {}
     for k, v in pairs(j.launch or {}) do launch[k] = v end
     images[i] = gk.json_object({
       kernel = j.kernel, backend = j.backend, target = j.target, variant = j.variant,
-      format = j.tc.format, path = j.path, entry = j.entry, launch = gk.json_object(launch),
+      format = j.format, path = j.path, entry = j.entry, launch = gk.json_object(launch),
       toolchain = j.info.identity, size = j.size, sha256 = j.sha,
     }, IMAGE_ORDER)
   end
@@ -384,9 +430,13 @@ local function manifest_text(jobs, skipped)
   for _, b in ipairs(sorted_keys(skipped)) do
     sk[#sk + 1] = gk.json_object({ backend = b, reason = skipped[b] }, { "backend", "reason" })
   end
+  for _, t in ipairs(tskipped) do
+    sk[#sk + 1] = gk.json_object(t, { "backend", "target", "reason" })
+  end
   local m = gk.json_object({
-    format = "gllm-kernels-manifest", version = 1, images = images, skipped = sk,
-  }, { "format", "version", "images", "skipped" })
+    format = "gllm-kernels-manifest", version = 1, meta = build_meta, images = images,
+    skipped = sk,
+  }, { "format", "version", "meta", "images", "skipped" })
   return assert(gk.json_encode(m, 2)) .. "\n"
 end
 
@@ -399,7 +449,7 @@ end
 -- Writes the images that changed (staged beside their final name, then all
 -- renamed), the manifest, and removes what the old manifest had and the new
 -- one has not. Returns the number of image files written.
-local function write_out(out, jobs, skipped, cache)
+local function write_out(out, jobs, skipped, tskipped, cache)
   local mpath = join(out, "manifest.json")
   local old_text = gk.read(mpath)
   local staged = {}
@@ -429,7 +479,7 @@ local function write_out(out, jobs, skipped, cache)
     end
   end
 
-  local text = manifest_text(jobs, skipped)
+  local text = manifest_text(jobs, skipped, tskipped)
   if text ~= old_text then
     local ok, err = gk.mkdir_p(out)
     if ok then ok, err = gk.write_atomic(mpath, text, true) end
@@ -487,6 +537,43 @@ function M.main(opts)
     errors.raise(("cannot use '%s' as --out: it is not a folder"):format(opts.out))
   end
 
+  -- --targets BACKEND=T1,T2: those targets instead of every recipe's list
+  -- for that backend (a maintainer's "only sm_80 and sm_90 today").
+  local override = {}
+  for _, spec in ipairs(opts.targets or {}) do
+    local b, list = spec:match("^([%w_]+)=(.*)$")
+    if not b or list == "" then
+      errors.raise(("--targets needs BACKEND=TARGET[,TARGET...], e.g. cuda=sm_80,sm_90; got '%s'")
+        :format(spec), 2)
+    end
+    local tcs = reg:for_backend(b)
+    if #tcs == 0 then
+      errors.raise(("--targets %s: no toolchain module builds backend '%s'"):format(spec, b), 2)
+    end
+    if override[b] then errors.raise(("--targets names backend '%s' twice"):format(b), 2) end
+    local seen, ts = {}, {}
+    for t in list:gmatch("[^,]+") do
+      local ok, why
+      for _, tc in ipairs(tcs) do
+        ok, why = toolchains.check_target(tc, t)
+        if ok then break end
+      end
+      if not ok then
+        local order = {}
+        for _, tc in ipairs(tcs) do
+          for _, k in ipairs(tc.targets) do order[#order + 1] = k end
+        end
+        errors.raise(("--targets: unknown target '%s' for %s%s; known: %s")
+          :format(t, b, why and " (" .. why .. ")" or "", table.concat(order, ", ")), 2)
+      end
+      if not seen[t] then seen[t] = true; ts[#ts + 1] = t end
+    end
+    if #ts == 0 then
+      errors.raise(("--targets needs BACKEND=TARGET[,TARGET...]; got '%s'"):format(spec), 2)
+    end
+    override[b] = ts
+  end
+
   trace("toolchain modules")
   local kernels = load_recipes(opts.recipes, reg)
   trace("recipes")
@@ -495,8 +582,33 @@ function M.main(opts)
   local cache, cerr = gk.cache_open(join(assert(gk.cwd()), opts.cache))
   if not cache then errors.raise(cerr .. "; pass --cache DIR or set GK_CACHE_DIR") end
   reg:use_cache(cache)
-  local jobs, skipped, built = expand(kernels, reg, wanted)
+  local remote = opts.remote_cache or gk.getenv("GK_REMOTE_CACHE")
+  if remote and remote ~= "" then
+    local ok, rerr = cache:set_remote(remote, opts.remote_readonly)
+    if not ok then errors.raise(rerr, 2) end
+  end
+  ctr, build_meta = nil, nil
+  if opts.container then
+    -- What the compiles read: the recipes and every source folder.
+    local roots = { assert(gk.realpath(opts.recipes)) }
+    for _, k in ipairs(kernels) do
+      for _, s in ipairs(k.sections) do
+        roots[#roots + 1] = gk.realpath(dirname(s.source)) or nil
+      end
+    end
+    ctr = container.setup(opts, reg, toolchains, cache, roots)
+  end
+  local jobs, skipped, built, tskipped = expand(kernels, reg, wanted, override)
   trace("jobs and probes")
+  -- --strict: every target the recipes ask for must be built.
+  if opts.strict and #tskipped > 0 then
+    local lines = {}
+    for _, t in ipairs(tskipped) do
+      lines[#lines + 1] = ("  %s %s: %s"):format(t.backend, t.target, t.reason)
+    end
+    errors.raise(("--strict: %d target%s cannot be built here:\n%s"):format(#tskipped,
+      #tskipped == 1 and "" or "s", table.concat(lines, "\n")))
+  end
 
   -- A backend asked for by name must be built: an empty result would
   -- otherwise pass silently into an archive.
@@ -509,12 +621,22 @@ function M.main(opts)
     end
   end
 
-  local todo = {}
+  -- The metadata covers every job, before --shard: each partial archive
+  -- then carries what a build of everything would.
+  build_meta = release.source_meta(opts.recipes, jobs)
+  local shard_i, shard_n
+  if opts.shard then
+    shard_i, shard_n = release.parse_shard(opts.shard)
+    jobs = release.shard(jobs, built, shard_i, shard_n)
+  end
+
+  local todo, remote_hits = {}, 0
   for _, j in ipairs(jobs) do
     j.key = key_of(j, cache)
-    local sha, size = cache:lookup(j.key, j.srcdir)
+    local sha, size, from_remote = cache:lookup(j.key, j.srcdir)
     if sha then
       j.sha, j.size = sha, size
+      if from_remote then remote_hits = remote_hits + 1 end
     else
       todo[#todo + 1] = j
     end
@@ -529,7 +651,7 @@ function M.main(opts)
   end
 
   trace("compiles")
-  local written = write_out(opts.out, jobs, skipped, cache)
+  local written = write_out(opts.out, jobs, skipped, tskipped, cache)
   trace("output folder")
 
   local summary_backends = {}
@@ -546,15 +668,25 @@ function M.main(opts)
     summary_skipped[#summary_skipped + 1] = gk.json_object({ backend = b, reason = skipped[b] },
       { "backend", "reason" })
   end
-  gk.eprint(("gk build: %d image%s, %d compiled, %d from cache\n"):format(#jobs,
-    #jobs == 1 and "" or "s", #todo, #jobs - #todo))
+  -- Last, where they are seen: the targets this toolchain could not make.
+  for _, t in ipairs(tskipped) do
+    gk.eprint(("gk build: %s %s: skipped, %s\n"):format(t.backend, t.target, t.reason))
+    summary_skipped[#summary_skipped + 1] = gk.json_object(t, { "backend", "target", "reason" })
+  end
+  gk.eprint(("gk build: %d image%s, %d compiled, %d from cache%s\n"):format(#jobs,
+    #jobs == 1 and "" or "s", #todo, #jobs - #todo,
+    remote_hits > 0 and (" (%d from the remote cache)"):format(remote_hits) or ""))
+  if shard_n then
+    gk.eprint(("gk build: shard %d/%d\n"):format(shard_i, shard_n))
+  end
 
   local summary = gk.json_object({
     ok = true, images = #jobs, compiled = #todo, cached = #jobs - #todo, written = written,
     out = opts.out, manifest = join(opts.out, "manifest.json"), backends = summary_backends,
-    skipped = summary_skipped, seconds = gk.clock() - t0,
+    skipped = summary_skipped, seconds = gk.clock() - t0, remote_hits = remote_hits,
+    shard = shard_n and ("%d/%d"):format(shard_i, shard_n) or nil,
   }, { "ok", "images", "compiled", "cached", "written", "out", "manifest", "backends",
-       "skipped", "seconds" })
+       "skipped", "seconds", "remote_hits", "shard" })
   return 0, assert(gk.json_encode(summary, 0, true))
 end
 

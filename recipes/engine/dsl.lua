@@ -207,8 +207,15 @@ local function section_fn(ctx, backend)
         end
       end
       for _, t in ipairs(spec.targets) do
-        if not known[t] then
-          fail(where, "unknown target '%s' for %s; known: %s", t, backend, table.concat(order, ", "))
+        -- Beyond the list, a module may accept a family of names (hipcc's
+        -- target IDs "gfx90a:xnack+"); its reason says what is wrong.
+        local ok, why = known[t], nil
+        for _, tc in ipairs(tcs) do
+          if not ok then ok, why = ctx.check_target(tc, t) end
+        end
+        if not ok then
+          fail(where, "unknown target '%s' for %s; %sknown: %s", t, backend,
+               why and why .. "; " or "", table.concat(order, ", "))
         end
       end
     end

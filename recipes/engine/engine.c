@@ -79,6 +79,29 @@ static int l_embedded(lua_State *L) {
   return 0;
 }
 
+static void push_list(lua_State *L, const char *name, const char *const *v, size_t n) {
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; v && i < n; i++) {
+    lua_pushstring(L, v[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, name);
+}
+
+/* --shard, --remote-cache, --container and its lists (nil when unset). */
+static void push_pipeline_options(lua_State *L, const gkr_options *o) {
+  lua_pushstring(L, o->shard);
+  lua_setfield(L, -2, "shard");
+  lua_pushstring(L, o->remote_cache);
+  lua_setfield(L, -2, "remote_cache");
+  lua_pushboolean(L, o->remote_readonly);
+  lua_setfield(L, -2, "remote_readonly");
+  lua_pushboolean(L, o->container);
+  lua_setfield(L, -2, "container");
+  push_list(L, "container_images", o->container_images, o->ncontainer_images);
+  push_list(L, "container_mounts", o->container_mounts, o->ncontainer_mounts);
+}
+
 /* The options as the Lua table engine/build.lua's main() takes. */
 static void push_options(lua_State *L, const gkr_options *o, const char *cache) {
   lua_createtable(L, 0, 6);
@@ -90,12 +113,21 @@ static void push_options(lua_State *L, const gkr_options *o, const char *cache) 
   lua_setfield(L, -2, "cache");
   lua_pushinteger(L, o->jobs);
   lua_setfield(L, -2, "jobs");
+  lua_pushboolean(L, o->strict);
+  lua_setfield(L, -2, "strict");
   lua_createtable(L, (int)o->nbackends, 0);
   for (size_t i = 0; o->backends && i < o->nbackends; i++) {
     lua_pushstring(L, o->backends[i]);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   lua_setfield(L, -2, "backends");
+  lua_createtable(L, (int)o->ntargets, 0);
+  for (size_t i = 0; o->targets && i < o->ntargets; i++) {
+    lua_pushstring(L, o->targets[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "targets");
+  push_pipeline_options(L, o);
 }
 
 static char *error_summary(const char *msg) {

@@ -25,8 +25,23 @@ typedef struct gkr_options {
                                   $HOME/.gsc/gllm/kernels) */
   const char *const *backends; /* only these backends; NULL or none: all */
   size_t nbackends;
+  const char *const *targets;  /* "cuda=sm_80,sm_90": these targets instead of
+                                  the recipes' lists for that backend */
+  size_t ntargets;
   int jobs;                    /* parallel compiles; <= 0: number of CPUs */
+  int strict;                  /* nonzero: a target a toolchain cannot produce
+                                  fails the build instead of being skipped */
   FILE *log;                   /* progress and diagnostics; NULL: stderr */
+  /* The maintainers' pipeline (docs/archive.md, recipes/README.md). */
+  const char *shard;           /* "I/N": build only slice I of N; NULL: all */
+  const char *remote_cache;    /* http(s) URL of a bazel-remote style cache;
+                                  NULL: $GK_REMOTE_CACHE, if set */
+  int remote_readonly;         /* nonzero: download from it, never upload */
+  int container;               /* nonzero: compile in the modules' images */
+  const char *const *container_images; /* "MODULE=IMAGE" overrides */
+  size_t ncontainer_images;
+  const char *const *container_mounts; /* host paths mounted read-only */
+  size_t ncontainer_mounts;
 } gkr_options;
 
 /* Exit statuses, the CLI's convention: 0 success, 1 failure, 2 usage. */

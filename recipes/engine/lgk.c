@@ -459,7 +459,7 @@ static int cache_gc(lua_State *L) {
   return 0;
 }
 
-/* cache:lookup(key, base) -> sha256, size | false */
+/* cache:lookup(key, base) -> sha256, size, from_remote | false */
 static int cache_lookup(lua_State *L) {
   gkc_cache *c = check_cache(L);
   gkc_result r;
@@ -471,7 +471,20 @@ static int cache_lookup(lua_State *L) {
   }
   lua_pushstring(L, r.sha256);
   lua_pushinteger(L, (lua_Integer)r.size);
-  return 2;
+  lua_pushboolean(L, r.remote);
+  return 3;
+}
+
+/* cache:set_remote(url, readonly) -> true | nil, message: a shared HTTP
+ * cache behind this one (gkcache.h); warnings go to the build's log. */
+static int cache_set_remote(lua_State *L) {
+  gkc_cache *c = check_cache(L);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &LOG_KEY);
+  FILE *log = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (gkc_set_remote(c, luaL_checkstring(L, 2), lua_toboolean(L, 3), log) != 0)
+    return cache_fail(L, c);
+  return push_ok(L);
 }
 
 /* cache:store(key, base, image, { deps }) -> sha256, size | nil, message */
@@ -541,6 +554,7 @@ int gkr__open_gk(lua_State *L, FILE *log) {
   static const luaL_Reg cache_methods[] = {
     {"lookup", cache_lookup}, {"store", cache_store}, {"fetch", cache_fetch},
     {"hash_file", cache_hash_file}, {"temp", cache_temp}, {"dir", cache_dir},
+    {"set_remote", cache_set_remote},
     {NULL, NULL}};
   luaL_newmetatable(L, CACHE_MT);
   luaL_newlib(L, cache_methods);

@@ -12,6 +12,23 @@
 --                          | nil, "cc not found on PATH"
 --              (gk.run_cached runs a version query once per compiler binary)
 --   command  = function(job, p) -> argv
+--   format_of = function(target) -> format, ext   (optional: for a module
+--              whose targets make different formats, e.g. nvcc's cubins for
+--              sm_XY and PTX for compute_XY; default: format, ext above)
+--   check_target = function(t) -> true | nil, "why"   (optional: accepts
+--              target names beyond the `targets` list, e.g. hipcc's target
+--              IDs "gfx90a:xnack+"; default: a target must be in `targets`)
+--   can_build = function(target, info) -> true | false, "why"   (optional:
+--              whether the toolchain probe found - `info` is what probe
+--              returned - can produce target. One it cannot is skipped with
+--              `why`, per target, and the rest of the section builds;
+--              `gk build --strict` makes that an error. Asked once per
+--              (module, target) and build)
+--   image    = "docker.io/nvidia/cuda@sha256:..."   (optional: the container
+--              image `gk build --container` runs probe and compiles in,
+--              pinned by digest; --container-image NAME=REF overrides it.
+--              There, gk.which/run/run_cached/stat look inside the image:
+--              engine/container.lua)
 --
 -- command gets the job (kernel, backend, target, variant, params, defines =
 -- { "BITS=4" }, flags, entry, source = file name) and the paths p (tool,
@@ -69,7 +86,10 @@ local function module_env()
   local env = {
     assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs,
     pcall = pcall, select = select, tonumber = tonumber, tostring = tostring, type = type,
-    setmetatable = setmetatable, getmetatable = getmetatable, gk = module_gk,
+    setmetatable = setmetatable, getmetatable = getmetatable,
+    -- Each module its own `gk`, so that gk build --container can point
+    -- one module's which/run/run_cached/stat into that module's image.
+    gk = setmetatable({}, { __index = module_gk }),
   }
   for _, lib in ipairs({ "math", "string", "table", "utf8" }) do
     local copy = {}
@@ -104,10 +124,23 @@ local function check(tc, origin)
   for _, f in ipairs({ "probe", "command" }) do
     if type(tc[f]) ~= "function" then bad("%s must be a function", f) end
   end
+  if tc.image ~= nil and (type(tc.image) ~= "string" or not tc.image:match("^[%w][%w_.:/@+-]*$")) then
+    bad("image must be a container image reference, e.g. image = \"docker.io/nvidia/cuda@sha256:...\"")
+  end
+  for _, f in ipairs({ "check_target", "can_build" }) do
+    if tc[f] ~= nil and type(tc[f]) ~= "function" then bad("%s must be a function or nil", f) end
+  end
+  if tc.format_of ~= nil and type(tc.format_of) ~= "function" then
+    bad("format_of must be a function(target) -> format, ext")
+  end
 end
 
+-- The `gk` table each loaded module sees (M.gk_of[tc]).
+M.gk_of = setmetatable({}, { __mode = "k" })
+
 local function load_module(name, text, chunkname)
-  local chunk, err = load(text, chunkname, "t", module_env())
+  local env = module_env()
+  local chunk, err = load(text, chunkname, "t", env)
   if not chunk then errors.raise(err) end
   local ok, tc = pcall(chunk)
   if not ok then errors.rethrow(tc) end
@@ -122,6 +155,7 @@ local function load_module(name, text, chunkname)
   tc.name = name
   tc.origin = origin
   check(tc, origin)
+  M.gk_of[tc] = env.gk
   return tc
 end
 
@@ -155,7 +189,7 @@ function M.load(recipes_dir)
     end
   end
 
-  local reg = { byname = byname, list = {}, backends = {}, probes = {} }
+  local reg = { byname = byname, list = {}, backends = {}, probes = {}, capable = {} }
   local seen = {}
   for _, b in ipairs(M.BUILTIN_BACKENDS) do seen[b] = true end
   for _, tc in pairs(byname) do
@@ -209,6 +243,65 @@ function M.select(reg, backend, name)
     why[#why + 1] = reason
   end
   return nil, table.concat(why, "; ")
+end
+
+-- The format and file extension of tc's images for target: format_of's
+-- answer when the module has one, else its fixed format and ext.
+function M.format_of(tc, target)
+  if not tc.format_of then return tc.format, tc.ext end
+  local ok, format, ext = pcall(tc.format_of, target)
+  if not ok then
+    errors.raise(("toolchain module '%s' (%s): format_of failed: %s"):format(tc.name, tc.origin,
+      tostring(errors.is(format) and format.message or format)))
+  end
+  for _, v in ipairs({ format, ext }) do
+    if type(v) ~= "string" or not v:match("^[%w_]+$") then
+      errors.raise(("toolchain module '%s' (%s): format_of('%s') must return two names (format, ext)")
+        :format(tc.name, tc.origin, target))
+    end
+  end
+  return format, ext
+end
+
+-- Whether a recipe may name target t for module tc: listed in tc.targets,
+-- or accepted by tc.check_target. Returns true, or nil and the module's
+-- reason (nil when it has none).
+function M.check_target(tc, t)
+  for _, k in ipairs(tc.targets) do
+    if k == t then return true end
+  end
+  if not tc.check_target then return nil end
+  local ok, res, why = pcall(tc.check_target, t)
+  if not ok then
+    errors.raise(("toolchain module '%s' (%s): check_target failed: %s"):format(tc.name, tc.origin,
+      tostring(errors.is(res) and res.message or res)))
+  end
+  if res == true then return true end
+  return nil, type(why) == "string" and why or nil
+end
+
+-- Whether the probed toolchain can produce target t (tc.can_build; true
+-- when the module has no such hook), asked once per build. Returns true, or
+-- false and a reason.
+function M.can_build(reg, tc, info, t)
+  local id = tc.name .. "\0" .. t
+  local c = reg.capable[id]
+  if not c then
+    c = { ok = true }
+    if tc.can_build then
+      local ok, res, why = pcall(tc.can_build, t, info)
+      if not ok then
+        errors.raise(("toolchain module '%s' (%s): can_build failed: %s"):format(tc.name, tc.origin,
+          tostring(errors.is(res) and res.message or res)))
+      end
+      if res ~= true then
+        c = { ok = false, why = type(why) == "string" and why ~= "" and why or
+              ("%s cannot build %s"):format(tc.name, t) }
+      end
+    end
+    reg.capable[id] = c
+  end
+  return c.ok, c.why
 end
 
 -- Calls tc.command and checks that it gave a list of strings.

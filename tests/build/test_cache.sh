@@ -28,7 +28,9 @@ python3 - "$T/out" <<'PY' || fail "manifest content"
 import hashlib, json, os, sys
 out = sys.argv[1]
 m = json.load(open(os.path.join(out, "manifest.json")))
-assert list(m) == ["format", "version", "images", "skipped"], list(m)
+assert list(m) == ["format", "version", "meta", "images", "skipped"], list(m)
+assert m["meta"]["source_revision"] == "unknown" and m["meta"]["source_dirty"] == "unknown", m["meta"]
+assert sorted(m["meta"]["recipes"]) == ["k.lua", "o.lua", "toolchains/cc.lua"], m["meta"]
 assert m["format"] == "gllm-kernels-manifest" and m["version"] == 1, m
 assert m["skipped"] == [], m["skipped"]
 keys = [(i["kernel"], i["backend"], i["target"], i["variant"]) for i in m["images"]]

@@ -77,29 +77,30 @@ diff -r "$T/outc0" "$T/outc1" >/dev/null || fail "concurrent builds gave differe
 left=$(find "$T/outc0" "$T/outc1" "$T/cache-c/v1/tmp" -type f ! -name '*.so' ! -name manifest.json)
 [ -z "$left" ] || fail "concurrent builds left temporary files: $left"
 
-# --- --backend, and a backend without a toolchain module.
+# --- --backend, and a backend whose toolchain is not here. (Every built-in
+# backend has a toolchain module now; metal's needs xcrun, i.e. macOS.)
 cat >>"$P/recipes/k.lua" <<'LUA'
 kernel "g" {
-  cuda { source = "../src/k.c", targets = { "sm_90" } },
+  metal { source = "../src/k.c", targets = { "macos-metal3.0" } },
 }
 LUA
 run "$GK" build --recipes "$P/recipes" --out "$T/outb" --cache "$T/cache"
-expect_status 0 "build with a cuda section"
-expect_err_line "gk build: cuda: skipped, no toolchain module for cuda yet" "cuda skipped with a reason"
+expect_status 0 "build with a metal section"
+expect_err_line "gk build: metal: skipped, xcrun not found (Metal builds need macOS)" "metal skipped with a reason"
 expect_err_line "gk build: cpu: 5 images (cc $(cc -dumpfullversion) $(cc -dumpmachine))" "cpu built"
-python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); assert m["skipped"] == [{"backend": "cuda", "reason": "no toolchain module for cuda yet"}], m["skipped"]' \
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); assert m["skipped"] == [{"backend": "metal", "reason": "xcrun not found (Metal builds need macOS)"}], m["skipped"]' \
   "$T/outb/manifest.json" || fail "manifest lists the skipped backend"
 run "$GK" build --recipes "$P/recipes" --out "$T/outb" --cache "$T/cache" --backend cpu
 expect_status 0 "--backend cpu"
-grep -qF 'cuda' "$T/stderr" && fail "--backend cpu mentions cuda: $(cat "$T/stderr")"
+grep -qF 'metal' "$T/stderr" && fail "--backend cpu mentions metal: $(cat "$T/stderr")"
 python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); assert m["skipped"] == [] and len(m["images"]) == 5, m' \
   "$T/outb/manifest.json" || fail "--backend cpu manifest"
 cp -r "$T/outb" "$T/outb.1"
-run "$GK" build --recipes "$P/recipes" --out "$T/outb" --cache "$T/cache" --backend cuda
-expect_status 1 "--backend cuda without a toolchain"
-expect_err_line "gk build: cannot build backend 'cuda' asked for with --backend: no toolchain module for cuda yet" \
-  "--backend cuda says why"
-diff -r "$T/outb" "$T/outb.1" >/dev/null || fail "--backend cuda failure changed the output folder"
+run "$GK" build --recipes "$P/recipes" --out "$T/outb" --cache "$T/cache" --backend metal
+expect_status 1 "--backend metal without a toolchain"
+expect_err_line "gk build: cannot build backend 'metal' asked for with --backend: xcrun not found (Metal builds need macOS)" \
+  "--backend metal says why"
+diff -r "$T/outb" "$T/outb.1" >/dev/null || fail "--backend metal failure changed the output folder"
 run "$GK" build --recipes "$P/recipes" --out "$T/outb" --cache "$T/cache" --backend rocm --backend cpu
 expect_status 0 "--backend rocm (no recipe has it)"
 expect_err "no recipe in '$P/recipes' has a rocm section" "--backend rocm note"

@@ -301,13 +301,14 @@ static void gpu_devices_not_loadable_yet(void **state) {
   gk_archive *ar = open_archive();
   gk_device dev;
   gk_module *m = (gk_module *)1;
+  /* An archive without images for a GPU says so before any driver is
+   * asked (tests/cuda loads cuda images). */
   assert_int_equal(gk_device_parse("cuda:sm_86", &dev, NULL, 0), GK_OK);
   assert_int_equal(gk_module_load(ar, &dev, "qmatmul", "bits=4", &m),
-                   GK_ENODEVICE);
+                   GK_ENOIMAGE);
   assert_null(m);
-  assert_string_equal(gk_archive_errmsg(ar),
-                      "cannot load 'qmatmul': libgk was built without the cuda "
-                      "backend (not implemented yet)");
+  assert_non_null(strstr(gk_archive_errmsg(ar),
+                         "fits cuda:sm_86; archive"));
   dev.backend = (gk_backend)0;
   assert_int_equal(gk_module_load(ar, &dev, "qmatmul", "bits=4", &m),
                    GK_EINVAL);

@@ -126,13 +126,13 @@ static void selection_table(void **state) {
       {"mixed", "cpu:x86-64-v2", "qmatmul", "bits=4", GK_ENOIMAGE,
        "no image of 'qmatmul' bits=4 fits cpu:x86-64-v2; archive '%s' has "
        "cpu x86-64-v3, cuda sm_86, rocm gfx90a"},
-      {"mixed", "cuda:sm_86,driver=12.4", "qmatmul", "bits=4", GK_ENOIMAGE,
-       "no image of 'qmatmul' bits=4 fits cuda:sm_86,driver=12.4 (libgk does "
-       "not select images for this backend yet); archive '%s' has "
-       "cpu x86-64-v3, cuda sm_86, rocm gfx90a"},
-      {"mixed", "rocm:gfx90a:sramecc+:xnack-", "qmatmul", "bits=4", GK_ENOIMAGE,
-       "no image of 'qmatmul' bits=4 fits rocm:gfx90a:sramecc+:xnack- (libgk "
-       "does not select images for this backend yet); archive '%s' has "
+      /* cuda selects (tests/cuda); an sm_75 gets nothing here. */
+      {"mixed", "cuda:sm_75,driver=12.4", "qmatmul", "bits=4", GK_ENOIMAGE,
+       "no image of 'qmatmul' bits=4 fits cuda:sm_75,driver=12.4; archive '%s' "
+       "has cuda sm_86, cpu x86-64-v3, rocm gfx90a"},
+      /* rocm selects (tests/rocm); a gfx1030 gets nothing here. */
+      {"mixed", "rocm:gfx1030", "qmatmul", "bits=4", GK_ENOIMAGE,
+       "no image of 'qmatmul' bits=4 fits rocm:gfx1030; archive '%s' has "
        "cpu x86-64-v3, cuda sm_86, rocm gfx90a"},
       /* Variants: named, or implied when the kernel has one. */
       {"variants", "cpu:x86-64-v4", "qmatmul", "bits=8", GK_OK, "x86-64-v3"},

@@ -1,0 +1,326 @@
+/* cmd_extract.c - gk extract: the images of an archive as files, laid out as
+ * `gk build` lays them out (docs/manifest.md), so an operator can feed one to
+ * a vendor tool (cuobjdump, llvm-objdump) or repack a subset.
+ *
+ * The archive is untrusted input, and its strings become file names. Every
+ * name is checked against a narrow alphabet before anything is written, and
+ * folders are walked with openat(O_NOFOLLOW): nothing lands outside DIR,
+ * whatever the index says and whatever links DIR already holds. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "outfile.h"
+#include "util.h"
+
+static const char extract_usage[] =
+  "usage: gk extract FILE -o DIR [--kernel K] [--variant V] [--backend B]\n"
+  "                  [--target T] [--json]\n"
+  "\n"
+  "Writes the images of an archive (all, or those matching every filter given)\n"
+  "as DIR/BACKEND/KERNEL/TARGET[.VARIANT].FORMAT, the layout of 'gk build'\n"
+  "(variant bits=4,causal=1 -> bits4.causal1), plus DIR/manifest.json listing\n"
+  "them, so that 'gk pack DIR' packs them again. Each image is decompressed and\n"
+  "verified (SHA-256, ELF header) first, and each file is written atomically.\n"
+  "Names from the archive that are not plain (letters, digits and _ . : + = , -,\n"
+  "not starting with '.' or '-') are refused, and so are two images that would\n"
+  "get the same file: then nothing is written. Links inside DIR are never\n"
+  "followed.\n"
+  "\n"
+  "  -o, --out DIR   folder to write into (created if missing)\n"
+  "  --kernel K, --variant V, --backend B, --target T   exact-match filters\n"
+  "  --json          {archive, dir, images: [{kernel, backend, target, variant,\n"
+  "                  format, path, size, sha256}]} on stdout\n";
+
+/* A name that may become one path component: a narrow alphabet, nothing
+ * hidden, no option lookalike, bounded length. */
+static int plain_name(const char *s, const char *extra) {
+  size_t n = strlen(s);
+  if (n == 0 || n > 128 || s[0] == '.' || s[0] == '-' || strstr(s, ".."))
+    return 0;
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.' ||
+          strchr(extra, c)))
+      return 0;
+  }
+  return 1;
+}
+
+/* The file name of a row: TARGET[.VARIANT].FORMAT, the variant with '='
+ * dropped and ',' as '.' (docs/manifest.md). 0 when a part is not plain. */
+static int file_name(const gk_image_info *im, char *out, size_t size,
+                     const char **bad) {
+  char var[256];
+  size_t v = 0;
+  if (!plain_name(im->backend, "")) return *bad = "backend", 0;
+  if (!plain_name(im->kernel, "")) return *bad = "kernel", 0;
+  if (!plain_name(im->target, ":+")) return *bad = "target", 0;
+  if (!plain_name(im->format, "")) return *bad = "format", 0;
+  if (*im->variant && !plain_name(im->variant, "=,+")) return *bad = "variant", 0;
+  for (const char *s = im->variant; *s && v + 1 < sizeof var; s++)
+    if (*s != '=') var[v++] = *s == ',' ? '.' : *s;
+  var[v] = '\0';
+  if (*im->variant && !plain_name(var, "+")) return *bad = "variant", 0;
+  if (snprintf(out, size, "%s%s%s.%s", im->target, v ? "." : "", var, im->format) >=
+      (int)size)
+    return *bad = "target", 0;
+  return 1;
+}
+
+/* A name from the archive, fit to print: bytes outside printable ASCII
+ * as \xNN, cut short when long. */
+static void quote(const char *s, char *out, size_t size) {
+  size_t n = 0;
+  for (; *s && n + 5 < size; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c >= 0x20 && c < 0x7f && c != '\\')
+      out[n++] = (char)c;
+    else
+      n += (size_t)snprintf(out + n, size - n, "\\x%02x", c);
+  }
+  out[n] = '\0';
+}
+
+/* Opens (creating it first if needed) the folder `name` inside dirfd,
+ * refusing a link. -1 with errno on failure. */
+static int subdir(int dirfd, const char *name) {
+  if (mkdirat(dirfd, name, 0777) != 0 && errno != EEXIST) return -1;
+  return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* mkdir -p of the user's own DIR (trusted: it may go through links). */
+static int open_out_dir(const char *dir) {
+  char *p = strdup(dir);
+  if (!p) return -1;
+  for (char *s = p + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = '\0';
+    if (mkdir(p, 0777) != 0 && errno != EEXIST) break;
+    *s = '/';
+  }
+  free(p);
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) return -1;
+  return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+typedef struct pick {
+  size_t index;
+  gk_image_info im;
+  char rel[512]; /* BACKEND/KERNEL/FILE */
+  char file[300];
+} pick;
+
+static int pick_cmp(const void *pa, const void *pb) {
+  return strcmp(((const pick *)pa)->rel, ((const pick *)pb)->rel);
+}
+
+static int matches(const char *filter, const char *value) {
+  return !filter || strcmp(filter, value) == 0;
+}
+
+/* Writes one verified image under dirfd; 0, or -1 with err filled. */
+static int write_image(gk_archive *ar, int dirfd, const pick *p, char *err,
+                       size_t errsize) {
+  void *bytes = NULL;
+  size_t size = 0;
+  int bfd = -1, kfd = -1, rc = -1;
+  int st = gk_archive_read(ar, p->index, &bytes, &size);
+  if (st != GK_OK) {
+    snprintf(err, errsize, "image %s does not verify: %s", p->rel, gk_archive_errmsg(ar));
+    return -1;
+  }
+  if ((bfd = subdir(dirfd, p->im.backend)) < 0 || (kfd = subdir(bfd, p->im.kernel)) < 0) {
+    snprintf(err, errsize, "cannot create folder %s/%s: %s%s", p->im.backend,
+             p->im.kernel, strerror(errno),
+             errno == ELOOP || errno == ENOTDIR ? " (a link or a file is in the way; "
+                                                  "links are not followed)"
+                                                : "");
+    goto write_out;
+  }
+  if (cli_write_at(kfd, p->file, bytes, size) != 0) {
+    snprintf(err, errsize, "cannot write %s: %s", p->rel, strerror(errno));
+    goto write_out;
+  }
+  rc = 0;
+write_out:
+  if (kfd >= 0) close(kfd);
+  if (bfd >= 0) close(bfd);
+  gk_free(bytes);
+  return rc;
+}
+
+/* DIR/manifest.json for the written images (docs/manifest.md), so the
+ * folder is a valid 'gk pack' input. */
+static int write_manifest(int dirfd, const pick *p, size_t n) {
+  json_t *imgs = json_array();
+  for (size_t i = 0; i < n; i++) {
+    char hex[65];
+    cli_hex(p[i].im.sha256, hex);
+    json_t *entry = json_loads(p[i].im.entry, 0, NULL);
+    json_t *launch = json_loads(p[i].im.launch, 0, NULL);
+    json_array_append_new(
+        imgs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:I, s:s}",
+                        "kernel", p[i].im.kernel, "backend", p[i].im.backend,
+                        "target", p[i].im.target, "variant", p[i].im.variant,
+                        "format", p[i].im.format, "path", p[i].rel, "entry",
+                        json_is_array(entry) ? entry : json_array(), "launch",
+                        json_is_object(launch) ? launch : json_object(),
+                        "toolchain", p[i].im.toolchain, "size",
+                        (json_int_t)p[i].im.raw_size, "sha256", hex));
+    if (entry && !json_is_array(entry)) json_decref(entry);
+    if (launch && !json_is_object(launch)) json_decref(launch);
+  }
+  json_t *root = json_pack("{s:s, s:i, s:o, s:[]}", "format", "gllm-kernels-manifest",
+                           "version", 1, "images", imgs, "skipped");
+  char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  json_decref(root);
+  if (!text) return -1;
+  size_t len = strlen(text);
+  text[len] = '\n'; /* json_dumps leaves room: replace the NUL, write len+1 */
+  int rc = cli_write_at(dirfd, "manifest.json", text, len + 1);
+  free(text);
+  return rc;
+}
+
+int cmd_extract(int argc, char **argv) {
+  const char *path = NULL, *dir = NULL, *fk = NULL, *fv = NULL, *fb = NULL, *ft = NULL;
+  int json = 0, bad = 0, rc = EXIT_FAIL, dirfd = -1;
+  size_t n = 0, np = 0;
+  pick *picks = NULL;
+  gk_archive *ar = NULL;
+  for (int i = 1; i < argc && !bad; i++) {
+    if (cli_is_help(argv[i])) {
+      fputs(extract_usage, stdout);
+      return EXIT_OK;
+    }
+    if (cli_opt(argc, argv, &i, "--out", "-o", &dir, &bad, "extract") ||
+        cli_opt(argc, argv, &i, "--kernel", NULL, &fk, &bad, "extract") ||
+        cli_opt(argc, argv, &i, "--variant", NULL, &fv, &bad, "extract") ||
+        cli_opt(argc, argv, &i, "--backend", NULL, &fb, &bad, "extract") ||
+        cli_opt(argc, argv, &i, "--target", NULL, &ft, &bad, "extract"))
+      continue;
+    if (strcmp(argv[i], "--json") == 0) {
+      json = 1;
+    } else if (argv[i][0] == '-') {
+      cli_error("extract", "unknown option '%s' (see 'gk extract --help')", argv[i]);
+      return EXIT_USAGE;
+    } else if (path) {
+      cli_error("extract", "one archive at a time ('%s' and '%s')", path, argv[i]);
+      return EXIT_USAGE;
+    } else {
+      path = argv[i];
+    }
+  }
+  if (bad) return EXIT_USAGE;
+  if (!path || !dir || !*dir) {
+    cli_error("extract", "needs an archive and -o DIR (see 'gk extract --help')");
+    return EXIT_USAGE;
+  }
+  if (!(ar = cli_open_archive("extract", path))) return EXIT_FAIL;
+  gk_archive_count(ar, &n);
+  if (!(picks = calloc(n ? n : 1, sizeof *picks))) {
+    cli_error("extract", "out of memory");
+    goto extract_out;
+  }
+  /* Every name is checked before the first byte is written: a bad row
+   * stops the whole extraction, not half of it. */
+  for (size_t i = 0; i < n; i++) {
+    pick *p = &picks[np];
+    const char *what = NULL;
+    if (gk_archive_image(ar, i, &p->im) != GK_OK) {
+      cli_error("extract", "cannot read the index of '%s': %s", path, gk_archive_errmsg(ar));
+      goto extract_out;
+    }
+    if (!matches(fk, p->im.kernel) || !matches(fv, p->im.variant) ||
+        !matches(fb, p->im.backend) || !matches(ft, p->im.target))
+      continue;
+    p->index = i;
+    if (!file_name(&p->im, p->file, sizeof p->file, &what)) {
+      char shown[200];
+      const char *v = !strcmp(what, "backend")  ? p->im.backend
+                      : !strcmp(what, "kernel") ? p->im.kernel
+                      : !strcmp(what, "target") ? p->im.target
+                      : !strcmp(what, "format") ? p->im.format
+                                                : p->im.variant;
+      quote(v, shown, sizeof shown);
+      cli_error("extract",
+                "archive '%s', row %zu: the %s '%s' is not a safe file name "
+                "(letters, digits, _ . - and for targets/variants : + = , only; "
+                "no leading '.' or '-', no '..'); nothing written",
+                path, i, what, shown);
+      goto extract_out;
+    }
+    snprintf(p->rel, sizeof p->rel, "%s/%s/%s", p->im.backend, p->im.kernel, p->file);
+    np++;
+  }
+  if (np == 0) {
+    cli_error("extract", "no image of archive '%s' matches%s%s%s%s%s%s%s%s (see 'gk ls %s')",
+              path, fk ? " --kernel " : "", fk ? fk : "", fv ? " --variant " : "",
+              fv ? fv : "", fb ? " --backend " : "", fb ? fb : "",
+              ft ? " --target " : "", ft ? ft : "", path);
+    goto extract_out;
+  }
+  /* Distinct rows must not share a file ("bits=4" and "bits4" both give
+   * bits4): one would silently replace the other. */
+  qsort(picks, np, sizeof *picks, pick_cmp);
+  for (size_t i = 1; i < np; i++)
+    if (!strcmp(picks[i].rel, picks[i - 1].rel)) {
+      cli_error("extract",
+                "archive '%s': variants '%s' and '%s' of %s would both be written "
+                "as %s; nothing written",
+                path, picks[i - 1].im.variant, picks[i].im.variant, picks[i].im.kernel,
+                picks[i].rel);
+      goto extract_out;
+    }
+  if ((dirfd = open_out_dir(dir)) < 0) {
+    cli_error("extract", "cannot create or open folder '%s': %s", dir, strerror(errno));
+    goto extract_out;
+  }
+  json_t *list = json_array();
+  for (size_t i = 0; i < np; i++) {
+    char err[1024], hex[65];
+    if (write_image(ar, dirfd, &picks[i], err, sizeof err) != 0) {
+      cli_error("extract", "'%s' -> '%s': %s", path, dir, err);
+      json_decref(list);
+      goto extract_out;
+    }
+    cli_hex(picks[i].im.sha256, hex);
+    json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:s}",
+                                          "kernel", picks[i].im.kernel, "backend",
+                                          picks[i].im.backend, "target", picks[i].im.target,
+                                          "variant", picks[i].im.variant, "format",
+                                          picks[i].im.format, "path", picks[i].rel, "size",
+                                          (json_int_t)picks[i].im.raw_size, "sha256", hex));
+    if (!json)
+      printf("%s (%llu bytes, sha256 %.16s)\n", picks[i].rel,
+             (unsigned long long)picks[i].im.raw_size, hex);
+  }
+  if (write_manifest(dirfd, picks, np) != 0) {
+    cli_error("extract", "cannot write '%s/manifest.json': %s", dir, strerror(errno));
+    json_decref(list);
+    goto extract_out;
+  }
+  if (json) {
+    json_t *root = json_pack("{s:s, s:s, s:o}", "archive", path, "dir", dir, "images", list);
+    json_dumpf(root, stdout, JSON_INDENT(2));
+    putchar('\n');
+    json_decref(root);
+  } else {
+    json_decref(list);
+    fprintf(stderr, "gk extract: wrote %zu images and manifest.json to '%s'\n", np, dir);
+  }
+  rc = EXIT_OK;
+extract_out:
+  if (dirfd >= 0) close(dirfd);
+  free(picks);
+  gk_archive_close(ar);
+  return rc;
+}

@@ -1,0 +1,259 @@
+/*
+ * flash_attention.c - attention with an online softmax over key tiles
+ * (docs/kernels.md): for query row i of head h, with hk = h / (n_heads /
+ * n_kv_heads),
+ *   s_j = scale * dot(q[h][i], k[hk][j]),  allowed(j) = !causal || j <= i + skv - sq
+ *   o[h][i] = sum over allowed j of softmax(s)_j * v[hk][j]
+ * q, o: [n_heads][sq][D]; k, v: [n_kv_heads][skv][D]; all of DTYPE.
+ *
+ * One source, built once per (CAUSAL, DTYPE, HEAD_DIM, x86-64 level) by the
+ * cpu recipe with -DCAUSAL=0|1 -DDTYPE=f16|f32 -DHEAD_DIM=64|128 (the
+ * recipe engine passes string values as bare tokens: -DDTYPE=f16).
+ *
+ * The algorithm. The query rows that share a key/value head are contiguous
+ * in q (heads hk*G .. hk*G+G-1, G = n_heads / n_kv_heads), so they are
+ * taken as one list of G*sq rows and cut into blocks of BQ rows. A block
+ * walks the keys in tiles of BK; each row keeps a running maximum m, a
+ * running sum l of exp(s - m) and an accumulator acc = sum exp(s - m) v,
+ * all f32. For a tile, with t = the tile's largest allowed score:
+ *   m' = max(m, t),  c = exp(m - m'),  p_j = exp(s_j - m')
+ *   l' = l c + sum p_j,  acc' = acc c + sum p_j v_j
+ * and at the end o = acc / l, rounded to DTYPE once (zeros when the row
+ * allowed no key). No more than BK scores of a row exist at any time: the
+ * sq x skv matrix is never formed. Tiles past every row's last allowed key
+ * (causal) are not visited at all.
+ *
+ * Where the time goes. For f16 a tile of k and v is converted to f32 once
+ * per block (F16C on x86-64-v3 and v4, gk_quant.h below) and used by all
+ * BQ rows, so with grouped-query attention a decode step converts each key
+ * once for all G heads. Scores take KB keys at a time (KB independent FMA
+ * chains sharing each load of q); the accumulator of a row is held in
+ * registers in chunks of at most 8 vectors while a tile's values are added.
+ *
+ * No heap, no global state: all scratch is on the stack of the call (about
+ * 50 KB for f16 at HEAD_DIM 128, 17 KB for f32), so concurrent calls are
+ * safe; a thread running it needs that much stack.
+ */
+#include "gk_cpu.h"
+
+#if !defined(CAUSAL) || (CAUSAL != 0 && CAUSAL != 1)
+#error "flash_attention.c: compile with -DCAUSAL=0 or 1"
+#endif
+#if !defined(HEAD_DIM) || (HEAD_DIM != 64 && HEAD_DIM != 128)
+#error "flash_attention.c: compile with -DHEAD_DIM=64 or 128"
+#endif
+
+/* DTYPE is a bare token (f16 or f32): paste it onto a prefix to test it. */
+#define FA_DTYPE_f16 1
+#define FA_DTYPE_f32 2
+#define FA_CAT2(a, b) a##b
+#define FA_CAT(a, b) FA_CAT2(a, b)
+#if !defined(DTYPE)
+#error "flash_attention.c: compile with -DDTYPE=f16 or f32"
+#elif FA_CAT(FA_DTYPE_, DTYPE) == 1
+#define IS_F16 1
+typedef uint16_t elem;
+#elif FA_CAT(FA_DTYPE_, DTYPE) == 2
+#define IS_F16 0
+typedef float elem;
+#else
+#error "flash_attention.c: DTYPE must be f16 or f32"
+#endif
+
+#define D HEAD_DIM
+#define NVD (D / GK_VL) /* vectors per row */
+#define BK 32           /* keys per tile: a multiple of every GK_VL */
+#define BQ 16           /* query rows sharing one converted tile */
+#define KB 8            /* keys per score step */
+/* Accumulator vectors held in registers at once: 8 leaves room for the
+ * broadcast weight and the loaded values in 16 registers (xmm, ymm). */
+#define ACC_CHUNK (NVD < 8 ? NVD : 8)
+
+/* n elements of DTYPE from `src`, as f32 times `mul` (n a multiple of
+ * GK_VL). */
+static inline void to_f32(float *restrict dst, const elem *restrict src, int n,
+                          float mul) {
+  const vf vm = vf_set1(mul);
+  for (int d = 0; d < n; d += GK_VL)
+#if IS_F16
+    vf_store(dst + d, vf_mul(vf_load_h(src + d), vm));
+#else
+    vf_store(dst + d, vf_mul(vf_load(src + d), vm));
+#endif
+}
+
+/* s[0..KB) = dot(q, key j) for the KB keys at kp (D floats apart). */
+static inline void dot_kb(const float *restrict q, const float *restrict kp,
+                          float *restrict s) {
+  vf a[KB];
+  for (int j = 0; j < KB; j++)
+    a[j] = vf_zero();
+  for (int v = 0; v < NVD; v++) {
+    const vf qv = vf_load(q + v * GK_VL);
+    for (int j = 0; j < KB; j++)
+      a[j] = vf_fma(qv, vf_load(kp + j * D + v * GK_VL), a[j]);
+  }
+  for (int j = 0; j < KB; j++)
+    s[j] = vf_hsum(a[j]);
+}
+
+static inline float dot1(const float *restrict q, const float *restrict kp) {
+  vf a = vf_zero(), b = vf_zero();
+  int v = 0;
+  for (; v + 2 <= NVD; v += 2) {
+    a = vf_fma(vf_load(q + v * GK_VL), vf_load(kp + v * GK_VL), a);
+    b = vf_fma(vf_load(q + (v + 1) * GK_VL), vf_load(kp + (v + 1) * GK_VL), b);
+  }
+  for (; v < NVD; v++)
+    a = vf_fma(vf_load(q + v * GK_VL), vf_load(kp + v * GK_VL), a);
+  return vf_hsum(vf_add(a, b));
+}
+
+/* The running state of one query row. */
+typedef struct row {
+  float m; /* largest score so far (-inf before any key) */
+  float l; /* sum of exp(s - m) so far */
+} row;
+
+/*
+ * One row against the first nv (1..BK) keys of a tile: kp and vp hold the
+ * tile's keys and values as f32 rows of D; q is pre-multiplied by scale.
+ */
+static void row_tile(const float *restrict q, const float *restrict kp,
+                     const float *restrict vp, int nv, row *st,
+                     float *restrict acc) {
+  _Alignas(64) float s[BK];
+  int j = 0;
+  for (; j + KB <= nv; j += KB)
+    dot_kb(q, kp + j * D, s + j);
+  for (; j < nv; j++)
+    s[j] = dot1(q, kp + j * D);
+  /* Keys past nv weigh exp(-inf) = 0, so the exp runs over whole vectors. */
+  for (; j < BK; j++)
+    s[j] = -__builtin_inff();
+
+  vf vmax = vf_load(s);
+  for (int u = GK_VL; u < BK; u += GK_VL)
+    vmax = vf_max(vf_load(s + u), vmax);
+  const float tmax = vf_hmax(vmax);
+  const float m = st->m > tmax ? st->m : tmax;
+  /* First tile: m was -inf, c = 0 and acc (zeros) stays zeros. */
+  const float c = gk_expf(st->m - m);
+  const vf vmm = vf_set1(m);
+  vf vsum = vf_zero();
+  for (int u = 0; u < BK; u += GK_VL) {
+    const vf p = vf_exp(vf_sub(vf_load(s + u), vmm));
+    vf_store(s + u, p);
+    vsum = vf_add(vsum, p);
+  }
+  st->l = st->l * c + vf_hsum(vsum);
+  st->m = m;
+
+  const vf vc = vf_set1(c);
+  for (int d0 = 0; d0 < NVD; d0 += ACC_CHUNK) {
+    vf a[ACC_CHUNK];
+    for (int u = 0; u < ACC_CHUNK; u++)
+      a[u] = vf_mul(vf_load(acc + (d0 + u) * GK_VL), vc);
+    for (int jj = 0; jj < nv; jj++) {
+      const vf p = vf_set1(s[jj]);
+      const float *vr = vp + jj * D + d0 * GK_VL;
+      for (int u = 0; u < ACC_CHUNK; u++)
+        a[u] = vf_fma(p, vf_load(vr + u * GK_VL), a[u]);
+    }
+    for (int u = 0; u < ACC_CHUNK; u++)
+      vf_store(acc + (d0 + u) * GK_VL, a[u]);
+  }
+}
+
+/*
+ * nr (1..BQ) consecutive query rows of one key/value head, the first being
+ * row r0 of the head group's G*sq rows (so its query index is r0 % sq).
+ */
+static void attend_block(const elem *q, const elem *kh, const elem *vh,
+                         elem *o, int64_t r0, int nr, int64_t sq,
+                         int64_t skv, float scale) {
+  _Alignas(64) float qf[BQ][D];
+  _Alignas(64) float acc[BQ][D];
+  row st[BQ];
+  int64_t nallow[BQ]; /* keys 0 .. nallow-1 are allowed */
+  int64_t kend = 0;
+  for (int r = 0; r < nr; r++) {
+    to_f32(qf[r], q + (int64_t)r * D, D, scale);
+    for (int d = 0; d < D; d++)
+      acc[r][d] = 0.0f;
+    st[r].m = -__builtin_inff();
+    st[r].l = 0.0f;
+#if CAUSAL
+    /* Bottom-right aligned: query i sees keys j <= i + skv - sq. */
+    const int64_t i = (r0 + r) % sq;
+    const int64_t lim = i + skv - sq + 1;
+    nallow[r] = lim < 0 ? 0 : lim > skv ? skv : lim;
+#else
+    (void)r0;
+    (void)sq;
+    nallow[r] = skv;
+#endif
+    kend = nallow[r] > kend ? nallow[r] : kend;
+  }
+
+#if IS_F16
+  _Alignas(64) float kt[BK * D];
+  _Alignas(64) float vt[BK * D];
+#endif
+  for (int64_t j0 = 0; j0 < kend; j0 += BK) {
+    const int nt = (int)(kend - j0 < BK ? kend - j0 : BK);
+#if IS_F16
+    to_f32(kt, kh + j0 * D, nt * D, 1.0f);
+    to_f32(vt, vh + j0 * D, nt * D, 1.0f);
+    const float *kp = kt, *vp = vt;
+#else
+    const float *kp = kh + j0 * D, *vp = vh + j0 * D;
+#endif
+    for (int r = 0; r < nr; r++) {
+      const int64_t left = nallow[r] - j0;
+      if (left <= 0)
+        continue;
+      row_tile(qf[r], kp, vp, left < nt ? (int)left : nt, &st[r], acc[r]);
+    }
+  }
+
+  for (int r = 0; r < nr; r++) {
+    /* l > 0 once any key was allowed (the largest weighs exp(0) = 1). */
+    const float inv = st[r].l > 0.0f ? 1.0f / st[r].l : 0.0f;
+    const vf vinv = vf_set1(inv);
+    elem *orow = o + (int64_t)r * D;
+    for (int d = 0; d < D; d += GK_VL) {
+      const vf y = vf_mul(vf_load(acc[r] + d), vinv);
+#if IS_F16
+      vf_store_h(orow + d, y);
+#else
+      vf_store(orow + d, y);
+#endif
+    }
+  }
+}
+
+/*
+ * The entry point (gk.h gk_flash_attention_fn). Nothing is done when a
+ * count is negative, n_heads or n_kv_heads is not positive, or n_heads is
+ * not a multiple of n_kv_heads; skv == 0 gives zeros.
+ */
+GK_KERNEL_EXPORT void flash_attention(const void *q, const void *k, const void *v,
+                                      void *o, int64_t n_heads, int64_t n_kv_heads,
+                                      int64_t sq, int64_t skv, float scale) {
+  if (n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads != 0 || sq <= 0 ||
+      skv < 0)
+    return;
+  const int64_t g = n_heads / n_kv_heads;
+  const int64_t rows = g * sq; /* query rows per key/value head */
+  for (int64_t hk = 0; hk < n_kv_heads; hk++) {
+    const elem *qg = (const elem *)q + hk * rows * D;
+    elem *og = (elem *)o + hk * rows * D;
+    const elem *kh = (const elem *)k + hk * skv * D;
+    const elem *vh = (const elem *)v + hk * skv * D;
+    for (int64_t r0 = 0; r0 < rows; r0 += BQ) {
+      const int nr = (int)(rows - r0 < BQ ? rows - r0 : BQ);
+      attend_block(qg + r0 * D, kh, vh, og + r0 * D, r0, nr, sq, skv, scale);
+    }
+  }
+}

@@ -1,0 +1,154 @@
+/*
+ * gk_gpu.cuh - the little the GPU kernel bodies need from their compiler,
+ * behind one set of names, so that the same bodies (kernelsrc/cuda/NAME.cuh)
+ * compile as CUDA (nvcc), as HIP (hipcc, AMD) and as plain C++ on the host
+ * under the test emulator (tests/cuda/emu, GK_GPU_EMULATE).
+ *
+ * Conventions every body follows, and why:
+ * - Cooperation below the block goes through a "group" of GK_GROUP = 32
+ *   consecutive threads, never through "the warp". A group fits in a warp of
+ *   32 (NVIDIA, AMD RDNA wave32) and in a wavefront of 64 (AMD gfx9/CDNA),
+ *   so a shuffle of width GK_GROUP means the same on every vendor, and no
+ *   result depends on GK_WARP_SIZE. Block sizes are multiples of GK_GROUP.
+ * - A group shuffle is executed by all 32 threads of the group together
+ *   (CUDA's full mask): bodies never return early from inside a group, they
+ *   clamp indices and mask the result instead.
+ * - No dynamic shared memory: every __shared__ array has a size known at
+ *   compile time (below the 48 KB every device gives without opting in), so
+ *   launching needs no cuFuncSetAttribute.
+ * - Arithmetic the CPU backend shares (binary16 codes, the quantized block
+ *   format) comes from kernelsrc/common/gk_quant.h.
+ * - Entry points are `extern "C" GK_KERNEL void name(...)` in the thin .cu
+ *   files, with the parameters of docs/kernels.md in the same order.
+ */
+#ifndef GK_GPU_CUH
+#define GK_GPU_CUH
+
+#include <stdint.h>
+
+/* Threads that cooperate through shuffles (see above). */
+#define GK_GROUP 32
+
+#if defined(GK_GPU_EMULATE)
+/* The emulator (tests/cuda/emu/gk_emu.h) defines threadIdx, __syncthreads,
+ * __shared__, GK_SHFL_XOR, ... for host C++. */
+#include "gk_emu.h"
+
+#elif defined(__HIPCC__)
+#include <hip/hip_runtime.h>
+#if defined(__AMDGCN_WAVEFRONT_SIZE)
+#define GK_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
+#else
+#define GK_WARP_SIZE 64
+#endif
+#define GK_KERNEL __global__
+#define GK_DEV __device__ static inline
+/* HIP's shuffles take no mask; width 32 stays inside a 64-wide wavefront. */
+#define GK_SHFL_XOR(v, lane_mask) __shfl_xor((v), (lane_mask), GK_GROUP)
+#define GK_SHFL(v, src_lane) __shfl((v), (src_lane), GK_GROUP)
+
+#elif defined(__CUDACC__)
+#define GK_WARP_SIZE 32
+#define GK_KERNEL __global__
+#define GK_DEV __device__ static inline
+#define GK_SHFL_XOR(v, lane_mask) \
+  __shfl_xor_sync(0xffffffffu, (v), (lane_mask), GK_GROUP)
+#define GK_SHFL(v, src_lane) __shfl_sync(0xffffffffu, (v), (src_lane), GK_GROUP)
+
+#else
+#error "gk_gpu.cuh: compile with nvcc, hipcc, or define GK_GPU_EMULATE"
+#endif
+
+#if GK_WARP_SIZE % GK_GROUP != 0
+#error "gk_gpu.cuh: a warp must hold whole groups"
+#endif
+
+/* After the vendor's header: HIP declares device-side memcpy there. */
+#include "../common/gk_quant.h"
+
+/* This thread's lane in its group, and its group in the block. */
+GK_DEV int gk_lane(void) { return (int)(threadIdx.x % GK_GROUP); }
+GK_DEV int gk_group(void) { return (int)(threadIdx.x / GK_GROUP); }
+
+/* Sum, max of a value over the 32 threads of a group; every thread gets
+ * the result. The butterfly gives all lanes the same bits (each lane adds
+ * the same pairs in the same order). */
+GK_DEV float gk_group_sum(float v) {
+  for (int m = GK_GROUP / 2; m > 0; m /= 2) v += GK_SHFL_XOR(v, m);
+  return v;
+}
+GK_DEV float gk_group_max(float v) {
+  for (int m = GK_GROUP / 2; m > 0; m /= 2) v = fmaxf(v, GK_SHFL_XOR(v, m));
+  return v;
+}
+
+/* Sum over a whole block of NGROUPS groups; every thread gets the result.
+ * `scratch` is __shared__ float[NGROUPS] of the caller. Ends with a barrier,
+ * so scratch may be reused right after. */
+template <int NGROUPS>
+GK_DEV float gk_block_sum(float v, float *scratch) {
+  v = gk_group_sum(v);
+  if (gk_lane() == 0) scratch[gk_group()] = v;
+  __syncthreads();
+  float t = 0.0f;
+  for (int g = 0; g < NGROUPS; g++) t += scratch[g]; /* same order everywhere */
+  __syncthreads();
+  return t;
+}
+
+template <int NGROUPS>
+GK_DEV float gk_block_max(float v, float *scratch) {
+  v = gk_group_max(v);
+  if (gk_lane() == 0) scratch[gk_group()] = v;
+  __syncthreads();
+  float t = scratch[0];
+  for (int g = 1; g < NGROUPS; g++) t = fmaxf(t, scratch[g]);
+  __syncthreads();
+  return t;
+}
+
+/*
+ * The (value, index) pair argmax keeps: the larger value wins, the lower
+ * index on equal values; index -1 stands for "nothing yet" (every value was
+ * NaN), which any real candidate beats.
+ */
+GK_DEV void gk_argmax_merge(float *v, int64_t *i, float ov, int64_t oi) {
+  if (oi < 0) return;
+  if (*i < 0 || ov > *v || (ov == *v && oi < *i)) {
+    *v = ov;
+    *i = oi;
+  }
+}
+
+/* Block-wide argmax of per-thread candidates; every thread gets the
+ * winner. `sv`, `si` are __shared__ arrays of NGROUPS of the caller. */
+template <int NGROUPS>
+GK_DEV void gk_block_argmax(float *v, int64_t *i, float *sv, int64_t *si) {
+  for (int m = GK_GROUP / 2; m > 0; m /= 2) {
+    float ov = GK_SHFL_XOR(*v, m);
+    /* Shuffle 64-bit indices as two halves: not every vendor shuffles
+     * 64-bit integers. */
+    int lo = GK_SHFL_XOR((int)(*i & 0xffffffff), m);
+    int hi = GK_SHFL_XOR((int)(*i >> 32), m);
+    int64_t oi = (int64_t)(((uint64_t)(uint32_t)hi << 32) | (uint32_t)lo);
+    gk_argmax_merge(v, i, ov, oi);
+  }
+  if (gk_lane() == 0) {
+    sv[gk_group()] = *v;
+    si[gk_group()] = *i;
+  }
+  __syncthreads();
+  float bv = sv[0];
+  int64_t bi = si[0];
+  for (int g = 1; g < NGROUPS; g++) gk_argmax_merge(&bv, &bi, sv[g], si[g]);
+  __syncthreads();
+  *v = bv;
+  *i = bi;
+}
+
+/* binary16 <-> f32, exact and rounding-mode free (gk_quant.h), so every
+ * vendor and the emulator produce the same bits. */
+GK_DEV float gk_h2f(uint16_t h) { return gk_q_f16_to_f32(h); }
+GK_DEV uint16_t gk_f2h(float f) { return gk_q_f32_to_f16(f); }
+
+#endif /* GK_GPU_CUH */

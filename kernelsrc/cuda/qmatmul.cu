@@ -1,0 +1,14 @@
+/*
+ * qmatmul.cu - the cuda/rocm entry point of qmatmul (docs/kernels.md), one
+ * image per BITS (-DBITS=1, 2, 4, 8). The body is qmatmul.cuh.
+ */
+#include "qmatmul.cuh"
+
+#if !defined(BITS) || (BITS != 1 && BITS != 2 && BITS != 4 && BITS != 8)
+#error "qmatmul.cu: compile with -DBITS=1, 2, 4 or 8"
+#endif
+
+extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS)
+qmatmul(const float *x, const void *w, float *y, int64_t m, int64_t n, int64_t k) {
+  gk_qmatmul<BITS>(x, w, y, m, n, k);
+}

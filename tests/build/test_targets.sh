@@ -1,0 +1,95 @@
+#!/bin/sh
+# test_targets.sh GK: the toolchain-module hooks for targets, with a module
+# of this test's own ("fake", which copies the source with cp) so that it
+# runs on any machine:
+#   check_target  target names beyond the module's list ("t1:x+"), checked
+#                 where the recipe names them and in --targets;
+#   can_build     a target the toolchain cannot produce is skipped with the
+#                 module's reason, per target, printed last and recorded in
+#                 the manifest; the rest builds; --strict refuses instead;
+#   file names    ':' of a target becomes '-' in the image's path only.
+. "$(dirname "$0")/lib.sh"
+
+P=$T/p
+mkdir -p "$P/recipes/toolchains" "$P/src"
+echo "payload" >"$P/src/k.txt"
+cat >"$P/recipes/toolchains/fake.lua" <<'LUA'
+return {
+  backend = "fake", format = "bin", ext = "bin",
+  targets = { "t1", "t2", "t3" },
+  check_target = function(t)
+    local base = t:match("^(t[12]):%a+[+-]$")
+    if base then return true end
+    return nil, ("'%s' is not tN or tN:feature+/-"):format(t)
+  end,
+  probe = function()
+    local tool = gk.which("cp")
+    if not tool then return nil, "cp not found" end
+    return { tool = tool, identity = "fake 1", missing = "t3" }
+  end,
+  -- info is what probe returned.
+  can_build = function(t, info)
+    if t:match("^" .. info.missing) then return false, "fake 1 cannot make " .. t .. "; use fake 2" end
+    return true
+  end,
+  command = function(job, p) return { p.tool, p.src, p.out } end,
+}
+LUA
+cat >"$P/recipes/k.lua" <<'LUA'
+kernel "k" {
+  fake { source = "../src/k.txt", targets = { "t1", "t1:x+", "t3" } },
+}
+LUA
+
+run "$GK" build --recipes "$P/recipes" --out "$T/out" --cache "$T/cache" --json
+expect_status 0 "build with a target the toolchain cannot make"
+expect_err_line "gk build: fake t3: skipped, fake 1 cannot make t3; use fake 2" "t3 skipped with the module's reason"
+tail -n 2 "$T/stderr" | head -n 1 | grep -qx "gk build: fake t3: skipped, fake 1 cannot make t3; use fake 2" ||
+  fail "the skip is not printed at the end: $(tail -n 3 "$T/stderr")"
+[ -f "$T/out/fake/k/t1.bin" ] || fail "no image t1.bin"
+[ -f "$T/out/fake/k/t1-x+.bin" ] || fail "no image t1-x+.bin (':' becomes '-' in file names)"
+python3 - "$T/out/manifest.json" "$T/stdout" <<'PY' || fail "manifest and summary record the skipped target"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert [(i["target"], i["path"]) for i in m["images"]] == [
+    ("t1", "fake/k/t1.bin"), ("t1:x+", "fake/k/t1-x+.bin")], m["images"]
+assert m["skipped"] == [{"backend": "fake", "target": "t3",
+                         "reason": "fake 1 cannot make t3; use fake 2"}], m["skipped"]
+s = json.load(open(sys.argv[2]))
+assert s["images"] == 2 and s["skipped"] == m["skipped"], s
+PY
+
+# --strict: the same build fails, naming the target, and writes nothing.
+cp "$T/out/manifest.json" "$T/manifest.before"
+run "$GK" build --recipes "$P/recipes" --out "$T/out" --cache "$T/cache" --strict
+expect_status 1 "--strict with a target the toolchain cannot make"
+expect_err_line "gk build: --strict: 1 target cannot be built here:" "--strict says how many"
+expect_err_line "  fake t3: fake 1 cannot make t3; use fake 2" "--strict lists the target and why"
+cmp -s "$T/out/manifest.json" "$T/manifest.before" || fail "--strict touched the output folder"
+run "$GK" build --recipes "$P/recipes" --out "$T/out2" --cache "$T/cache" --strict --targets fake=t1,t2:y-
+expect_status 0 "--strict when every target can be built"
+[ -f "$T/out2/fake/k/t2-y-.bin" ] || fail "--targets with a target ID: no t2-y-.bin"
+
+# check_target: its reason where the recipe names a bad target, and in --targets.
+cat >"$P/recipes/k.lua" <<'LUA'
+kernel "k" {
+  fake { source = "../src/k.txt", targets = { "t1", "t9:x+" } },
+}
+LUA
+run "$GK" build --recipes "$P/recipes" --out "$T/out3" --cache "$T/cache"
+expect_status 1 "a target neither listed nor accepted"
+expect_err "k.lua:2: unknown target 't9:x+' for fake; 't9:x+' is not tN or tN:feature+/-; known: t1, t2, t3" \
+  "the module's reason in the recipe error"
+run "$GK" build --recipes "$P/recipes" --out "$T/out3" --cache "$T/cache" --targets fake=t1:z
+expect_status 2 "--targets with a bad target ID"
+expect_err "'t1:z' is not tN or tN:feature+/-" "the module's reason for --targets"
+
+# A hook that is not a function is a module error.
+sed -i 's/^  can_build = function(t, info)$/  can_build = 42, old_can_build = function(t, info)/' \
+  "$P/recipes/toolchains/fake.lua"
+run "$GK" build --recipes "$P/recipes" --out "$T/out3" --cache "$T/cache"
+expect_status 1 "can_build not a function"
+expect_err "toolchain module 'fake'" "names the module"
+expect_err "can_build must be a function or nil" "says what is wrong"
+
+finish

@@ -1,0 +1,178 @@
+/*
+ * kref.h - plain scalar references of the kernel set of docs/kernels.md
+ * (flash_attention, rmsnorm, rope, argmax, sample), the test data they are
+ * run on, and comparison helpers. Every backend's numeric tests call these.
+ *
+ * Like qref.h, this is written from docs/kernels.md alone and shares no
+ * code with kernelsrc/: binary16 goes through qref_f16_decode/encode, sums
+ * are taken in double, transcendental functions come from libm in double,
+ * attention materializes the whole score row. Speed is not a goal; being
+ * obviously right is.
+ *
+ * Conventions:
+ * - Each ref_* takes exactly the parameters of the kernel in docs/kernels.md,
+ *   in the same order and of the same types (f16 tensors are uint16_t
+ *   arrays of binary16 bits, passed as void * like the kernel); a kernel
+ *   with a variant takes the variant's values first, in variant name order.
+ * - Outputs are computed in double and rounded once to the output type
+ *   (f16: round to nearest even, qref_f16_encode).
+ * - Functions that need scratch memory return 0, or -1 when out of memory
+ *   or when the arguments break a precondition of docs/kernels.md (they
+ *   then write nothing).
+ * - Everything is deterministic: the same seed gives the same data on every
+ *   machine (qref_rng, splitmix64).
+ *
+ * Not thread-safe only in the sense that nothing here uses global state:
+ * every function may be called from several threads on distinct data.
+ */
+#ifndef KREF_H
+#define KREF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qref.h"
+
+/* ---- element types ---- */
+
+typedef enum kref_dtype {
+  KREF_F32 = 0, /* IEEE binary32, float */
+  KREF_F16 = 1  /* IEEE binary16, uint16_t bits */
+} kref_dtype;
+
+/* Bytes per element: 4 or 2. */
+size_t kref_dtype_size(kref_dtype dtype);
+/* "f32" or "f16" (the variant values of docs/kernels.md). */
+const char *kref_dtype_name(kref_dtype dtype);
+/* Parses "f32"/"f16"; 0 on success, -1 for anything else. */
+int kref_dtype_parse(const char *name, kref_dtype *out);
+/* Element i of a dtype array, as a double (f16 decoded exactly). */
+double kref_get(kref_dtype dtype, const void *a, size_t i);
+/* Stores a double into element i, rounded once to dtype (nearest even). */
+void kref_set(kref_dtype dtype, void *a, size_t i, double value);
+
+/* ---- the references ---- */
+
+/*
+ * flash_attention, variant causal=CAUSAL, dtype=DTYPE, head_dim=HEAD_DIM:
+ * q, o are [n_heads][sq][head_dim], k, v are [n_kv_heads][skv][head_dim],
+ * all of dtype. For each query row the whole score row is formed in double,
+ * the softmax taken over the allowed keys (causal: j <= i + skv - sq), the
+ * weighted sum of v formed in double and rounded once into o. A row with no
+ * allowed key is zeros. Returns -1 (writing nothing) when out of memory
+ * (it needs skv doubles) or when n_heads, n_kv_heads <= 0, n_heads %
+ * n_kv_heads != 0, sq or skv < 0, or head_dim <= 0.
+ */
+int ref_flash_attention(int causal, kref_dtype dtype, int head_dim,
+                        const void *q, const void *k, const void *v, void *o,
+                        int64_t n_heads, int64_t n_kv_heads, int64_t sq,
+                        int64_t skv, float scale);
+
+/* rmsnorm: y[r][j] = x[r][j] / sqrt(mean_j' x[r][j']^2 + eps) * w[j], in
+ * double, rounded once to float. Same type as the kernel (gk_rmsnorm_fn). */
+void ref_rmsnorm(const float *x, const float *w, float *y, int64_t rows,
+                 int64_t dim, float eps);
+
+/* rope, in place: angle pos[t] * theta_base^(-2p/head_dim) and the rotation
+ * in double (libm pow, sin, cos), rounded once to float. head_dim must be
+ * even (an odd head_dim leaves the last element alone). Same type as the
+ * kernel.
+ * An implementation that forms the angle in f32 is off by about
+ * |angle| * 2^-24 radians: scale a tolerance with max |pos| accordingly. */
+void ref_rope(float *x, const int32_t *pos, int64_t n_tokens, int64_t n_heads,
+              int64_t head_dim, float theta_base);
+
+/* argmax: lowest index of the largest non-NaN x[r][j]; 0 for an all-NaN
+ * row (or n <= 0). Same type as the kernel. */
+void ref_argmax(const float *x, int32_t *out, int64_t rows, int64_t n);
+
+/*
+ * sample, the rule of docs/kernels.md step by step: p_j = exp((l_j - max)
+ * / temperature) in double, a full sort by (p desc, index asc), the top-k
+ * then top-p cut, the walk in index order. A NaN logit counts as -inf
+ * (p = 0); temperature NaN or <= 0, or a row whose largest non-NaN logit
+ * is not finite, gives the argmax. Returns -1 when out of memory (it needs
+ * n doubles and n indices).
+ */
+int ref_sample(const float *logits, const float *u, int32_t *out, int64_t rows,
+               int64_t n, float temperature, int32_t top_k, float top_p);
+
+/*
+ * How far one row's sample decision is from flipping: the smallest of
+ *   |u - c_i|      over the cumulative boundaries c_i = (sum of kept p up
+ *                  to and including kept token i, in index order) / (sum
+ *                  of kept p), i.e. the u at which the answer changes, and
+ *   |top_p - b_q|  over the top-p boundaries b_q = (sum of p over ranks
+ *                  < q) / (sum of p over the top-k set), q >= 1 within the
+ *                  top-k set (only when 0 < top_p < 1),
+ * and 1.0 when temperature <= 0 (no boundary). Tests keep it above 1e-4
+ * so that summation order cannot change an answer (kref_make_sample_rows).
+ * Returns -1.0 when out of memory.
+ */
+double ref_sample_margin(const float *logits_row, int64_t n, float temperature,
+                         int32_t top_k, float top_p, float u);
+
+/* ---- test data ---- */
+
+/* count values uniform in [lo, hi), rounded to dtype. */
+void kref_fill(qref_rng *r, kref_dtype dtype, void *a, size_t count, double lo,
+               double hi);
+/* count positions uniform in [lo, hi] (inclusive). */
+void kref_fill_pos(qref_rng *r, int32_t *pos, size_t count, int32_t lo,
+                   int32_t hi);
+/*
+ * count logits on a grid of 1/256 in [-spread, spread]: distinct values
+ * differ by at least 2^-8, so their p = exp(l/T) differ by far more than
+ * any f32 exp error (for T up to a few), while equal values tie exactly on
+ * every backend. About one value in 16 copies an earlier one (exact ties
+ * for the "ties by index" rule).
+ */
+void kref_fill_logits(qref_rng *r, float *logits, size_t count, double spread);
+/*
+ * rows x n logits (kref_fill_logits) and one u per row such that every
+ * row's ref_sample_margin is >= margin: u is redrawn while too close to a
+ * cumulative boundary, the row's logits redrawn while top_p is too close
+ * to a top-p boundary. Returns 0, or -1 when out of memory or when 1000
+ * attempts for a row fail (choose another top_p or spread).
+ */
+int kref_make_sample_rows(qref_rng *r, float *logits, float *u, int64_t rows,
+                          int64_t n, double spread, float temperature,
+                          int32_t top_k, float top_p, double margin);
+
+/* ---- comparison ---- */
+
+/* One unit in the last place of binary16 at |x| (2^-24 for subnormals and
+ * zero; the ulp of 65504 beyond). A correctly rounded f16 output is within
+ * half of this of the exact value. */
+double kref_f16_ulp(double x);
+
+/*
+ * Index of the first element of got (count elements of dtype) that is not
+ * within atol + rtol * |want[i]| of want[i] (also in dtype), or -1 when all
+ * are. A NaN matches only a NaN; an infinity only the same infinity.
+ */
+int64_t kref_first_bad(kref_dtype dtype, const void *got, const void *want,
+                       int64_t count, double atol, double rtol);
+/*
+ * kref_first_bad, and on a mismatch prints one line to stdout:
+ *   FAIL: WHAT: [i] = GOT, expected WANT (error E, tolerance T)
+ * Returns 0 when all match, 1 otherwise. *worst (may be NULL) receives the
+ * largest error / tolerance seen (<= 1 when passing).
+ */
+int kref_check(const char *what, kref_dtype dtype, const void *got,
+               const void *want, int64_t count, double atol, double rtol,
+               double *worst);
+/* Exact comparison of int32 outputs (argmax, sample); prints the first
+ * mismatch as above. Returns 0 or 1. */
+int kref_check_i32(const char *what, const int32_t *got, const int32_t *want,
+                   int64_t count);
+
+/* ---- memory ---- */
+
+/* size bytes ending right before an inaccessible page, so that a kernel
+ * reading or writing past the end of a tensor faults. NULL on failure.
+ * Free with kref_guarded_free(p, size) (NULL is a no-op). */
+void *kref_guarded_alloc(size_t size);
+void kref_guarded_free(void *p, size_t size);
+
+#endif /* KREF_H */

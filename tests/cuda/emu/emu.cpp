@@ -1,0 +1,235 @@
+/*
+ * emu.cpp - the scheduler behind gk_emu.h: each GPU thread of a block is a
+ * fiber (ucontext) with its own stack, run round-robin on one OS thread. A
+ * fiber runs until it reaches a barrier (__syncthreads: every thread of the
+ * block; a shuffle: every thread of its group of 32), then the next one
+ * runs. When every live fiber waits and no barrier can open, the kernel is
+ * wrong (a barrier inside divergent code, or a thread that returned before
+ * a barrier others wait at): the launch stops and says where.
+ *
+ * Deterministic: fibers always run in thread order, so a failure replays
+ * exactly.
+ */
+#define GK_GPU_EMULATE 1
+#include "gk_emu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <ucontext.h>
+
+#include <vector>
+
+/* AddressSanitizer follows the switches between stacks when told of them
+ * (sanitizer/common_interface_defs.h); without it, a no-op. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define ASAN_START(save, bottom, size) __sanitizer_start_switch_fiber(save, bottom, size)
+#define ASAN_FINISH(save, bottom, size) __sanitizer_finish_switch_fiber(save, bottom, size)
+#else
+#define ASAN_START(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#define ASAN_FINISH(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#endif
+
+gk_emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+namespace {
+
+enum wait_kind { RUNNING, AT_BLOCK_BARRIER, AT_GROUP_BARRIER, DONE };
+
+struct fiber {
+  ucontext_t ctx;
+  char *stack;
+  wait_kind wait;
+  unsigned gen; /* the barrier generation it waits to see pass */
+};
+
+/* 256 KB each: the bodies keep small arrays on the stack. */
+const size_t STACK = 256 * 1024;
+const int GROUP = 32;
+
+struct block_state {
+  std::vector<fiber> fibers;
+  int cur;
+  ucontext_t sched;
+  unsigned block_gen, block_arrived;
+  std::vector<unsigned> group_gen, group_arrived;
+  std::vector<uint64_t> slots; /* one shuffle value per thread */
+  gk_emu_body body;
+  void *ctx;
+  bool failed;
+  void *asan_fake;           /* the scheduler's fake stack while a fiber runs */
+  const void *sched_bottom;  /* the scheduler's stack, as ASan learns it */
+  size_t sched_size;
+};
+
+block_state *S;
+
+void resume_point(void) {
+  /* Back in a fiber: its coordinates are current again. */
+  threadIdx.x = (unsigned)S->cur;
+  threadIdx.y = threadIdx.z = 0;
+}
+
+void yield_to_scheduler(void) {
+  fiber &f = S->fibers[S->cur];
+  void *fake = NULL;
+  ASAN_START(&fake, S->sched_bottom, S->sched_size);
+  swapcontext(&f.ctx, &S->sched);
+  ASAN_FINISH(fake, &S->sched_bottom, &S->sched_size);
+  resume_point();
+}
+
+void fiber_main(void) {
+  ASAN_FINISH(NULL, &S->sched_bottom, &S->sched_size);
+  S->body(S->ctx);
+  S->fibers[S->cur].wait = DONE;
+  /* uc_link returns to the scheduler; this stack is done with. */
+  ASAN_START(NULL, S->sched_bottom, S->sched_size);
+}
+
+const char *kind_name(wait_kind w) {
+  switch (w) {
+  case AT_BLOCK_BARRIER: return "__syncthreads";
+  case AT_GROUP_BARRIER: return "a group shuffle";
+  case DONE: return "returned";
+  default: return "running";
+  }
+}
+
+}  // namespace
+
+void gk_emu_syncthreads(void) {
+  fiber &f = S->fibers[S->cur];
+  unsigned n = (unsigned)S->fibers.size();
+  if (++S->block_arrived == n) {
+    S->block_arrived = 0;
+    S->block_gen++;
+    return;
+  }
+  f.wait = AT_BLOCK_BARRIER;
+  f.gen = S->block_gen;
+  yield_to_scheduler();
+}
+
+static void group_barrier(void) {
+  int g = S->cur / GROUP;
+  fiber &f = S->fibers[S->cur];
+  if (++S->group_arrived[g] == (unsigned)GROUP) {
+    S->group_arrived[g] = 0;
+    S->group_gen[g]++;
+    return;
+  }
+  f.wait = AT_GROUP_BARRIER;
+  f.gen = S->group_gen[g];
+  yield_to_scheduler();
+}
+
+uint64_t gk_emu_exchange(uint64_t v, int src) {
+  int me = S->cur, base = me / GROUP * GROUP;
+  S->slots[me] = v;
+  group_barrier(); /* every lane has published */
+  uint64_t r = S->slots[base + (src & (GROUP - 1))];
+  group_barrier(); /* every lane has read before the next exchange writes */
+  return r;
+}
+
+static bool runnable(const fiber &f, int i) {
+  switch (f.wait) {
+  case RUNNING: return true;
+  case AT_BLOCK_BARRIER: return S->block_gen != f.gen;
+  case AT_GROUP_BARRIER: return S->group_gen[i / GROUP] != f.gen;
+  default: return false;
+  }
+}
+
+/* Runs fiber i until it waits or ends. Apart, because swapcontext returns
+ * twice: the caller's loop variables stay out of its frame. */
+__attribute__((noinline)) static void run_fiber(block_state &st, size_t i) {
+  fiber &f = st.fibers[i];
+  f.wait = RUNNING;
+  st.cur = (int)i;
+  threadIdx.x = (unsigned)i;
+  threadIdx.y = threadIdx.z = 0;
+  ASAN_START(&st.asan_fake, f.stack, STACK);
+  swapcontext(&st.sched, &f.ctx);
+  ASAN_FINISH(st.asan_fake, NULL, NULL);
+}
+
+/* A fresh context for fiber f on its stack (getcontext returns twice too). */
+__attribute__((noinline)) static void make_fiber(block_state &st, fiber &f) {
+  getcontext(&f.ctx);
+  f.ctx.uc_stack.ss_sp = f.stack;
+  f.ctx.uc_stack.ss_size = STACK;
+  f.ctx.uc_link = &st.sched;
+  f.wait = RUNNING;
+  makecontext(&f.ctx, fiber_main, 0);
+}
+
+static int run_block(block_state &st) {
+  size_t n = st.fibers.size();
+  for (size_t i = 0; i < n; i++) make_fiber(st, st.fibers[i]);
+  st.block_gen = st.block_arrived = 0;
+  for (size_t g = 0; g < st.group_gen.size(); g++) st.group_gen[g] = st.group_arrived[g] = 0;
+  for (;;) {
+    bool ran = false, live = false;
+    for (size_t i = 0; i < n; i++) {
+      fiber &f = st.fibers[i];
+      if (f.wait == DONE) continue;
+      live = true;
+      if (!runnable(f, (int)i)) continue;
+      run_fiber(st, i);
+      ran = true;
+    }
+    if (!live) return 0;
+    if (!ran) {
+      fprintf(stdout, "emulator: deadlock in block (%u, %u, %u):", blockIdx.x, blockIdx.y,
+              blockIdx.z);
+      for (size_t i = 0; i < n; i++)
+        if (i == 0 || st.fibers[i].wait != st.fibers[i - 1].wait)
+          fprintf(stdout, " thread %zu %s;", i, kind_name(st.fibers[i].wait));
+      fprintf(stdout, " a barrier not reached by every thread it waits for\n");
+      return -1;
+    }
+  }
+}
+
+int gk_emu_launch(gk_emu_dim3 grid, gk_emu_dim3 block, gk_emu_body body, void *ctx) {
+  if (block.x == 0 || block.x % GROUP != 0 || block.y != 1 || block.z != 1) {
+    fprintf(stdout, "emulator: block (%u, %u, %u) is not a multiple of %d threads in x\n",
+            block.x, block.y, block.z, GROUP);
+    return -1;
+  }
+  block_state st;
+  st.fibers.resize(block.x);
+  for (fiber &f : st.fibers) {
+    f.stack = (char *)malloc(STACK);
+    if (!f.stack) {
+      fprintf(stdout, "emulator: out of memory\n");
+      abort();
+    }
+  }
+  st.group_gen.resize(block.x / GROUP);
+  st.group_arrived.resize(block.x / GROUP);
+  st.slots.resize(block.x);
+  st.body = body;
+  st.ctx = ctx;
+  st.failed = false;
+  st.asan_fake = NULL;
+  st.sched_bottom = NULL;
+  st.sched_size = 0;
+  S = &st;
+  gridDim = grid;
+  blockDim = block;
+  int rc = 0;
+  for (unsigned z = 0; z < grid.z && rc == 0; z++)
+    for (unsigned y = 0; y < grid.y && rc == 0; y++)
+      for (unsigned x = 0; x < grid.x && rc == 0; x++) {
+        blockIdx.x = x;
+        blockIdx.y = y;
+        blockIdx.z = z;
+        rc = run_block(st);
+      }
+  for (fiber &f : st.fibers) free(f.stack);
+  S = nullptr;
+  return rc;
+}

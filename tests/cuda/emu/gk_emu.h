@@ -1,0 +1,93 @@
+/*
+ * gk_emu.h - just enough of a GPU, on the CPU, to run the kernel bodies of
+ * kernelsrc/cuda/NAME.cuh as they are: what gk_gpu.cuh takes from CUDA or HIP
+ * (threadIdx, __syncthreads, __shared__, group shuffles, shared-memory
+ * atomics, float4), defined for host C++ when GK_GPU_EMULATE is set.
+ *
+ * This is a test instrument, not a backend: no GPU exists on the machines
+ * that run the tests, so the bodies' logic (tiling, online softmax,
+ * reductions, radix select, barriers) is checked here against the scalar
+ * references, thread by thread, in one OS thread (emu.cpp: every GPU thread
+ * of a block is a fiber; barriers and shuffles switch fibers). It does not
+ * check timing, memory coalescing or the compiler's code for a GPU.
+ *
+ * Blocks run one after another, so a __shared__ variable is a function
+ * static, shared by the block's threads and reused by the next block (its
+ * contents are undefined at block start, as on a GPU). Barriers are strict:
+ * a __syncthreads not reached by every thread of the block, or a shuffle not
+ * reached by every thread of its group, stops the test with the place
+ * ("deadlock"), where hardware would hang or misbehave.
+ */
+#ifndef GK_EMU_H
+#define GK_EMU_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+struct gk_emu_dim3 {
+  unsigned x, y, z;
+};
+/* The running fiber's coordinates; the scheduler sets them at every switch. */
+extern gk_emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+#define __global__
+#define __device__
+#define __host__
+#define __shared__ static
+#define __launch_bounds__(n)
+#define GK_KERNEL
+#define GK_DEV static inline
+#ifndef GK_WARP_SIZE
+#define GK_WARP_SIZE 32
+#endif
+
+struct float4 {
+  float x, y, z, w;
+};
+
+void gk_emu_syncthreads(void);
+#define __syncthreads() gk_emu_syncthreads()
+
+/* Exchanges 64 bits among the group: every lane publishes v, then reads the
+ * value of lane `src` (absolute lane in the group). */
+uint64_t gk_emu_exchange(uint64_t v, int src);
+
+template <typename T>
+static inline T gk_emu_shfl(T v, int src) {
+  static_assert(sizeof(T) <= 8, "shuffle of a type wider than 64 bits");
+  uint64_t b = 0;
+  memcpy(&b, &v, sizeof v);
+  b = gk_emu_exchange(b, src);
+  T r;
+  memcpy(&r, &b, sizeof r);
+  return r;
+}
+#define GK_SHFL_XOR(v, lane_mask) \
+  gk_emu_shfl((v), (int)((threadIdx.x % GK_GROUP) ^ (unsigned)(lane_mask)))
+#define GK_SHFL(v, src_lane) gk_emu_shfl((v), (int)(src_lane))
+
+/* One OS thread runs every fiber, and a fiber is switched only at a
+ * barrier or shuffle: these read-modify-writes are atomic as they are. */
+static inline unsigned atomicAdd(unsigned *p, unsigned v) {
+  unsigned o = *p;
+  *p = o + v;
+  return o;
+}
+static inline float atomicAdd(float *p, float v) {
+  float o = *p;
+  *p = o + v;
+  return o;
+}
+static inline unsigned long long atomicMin(unsigned long long *p, unsigned long long v) {
+  unsigned long long o = *p;
+  if (v < o) *p = v;
+  return o;
+}
+
+/* Launches `body` on a grid of blocks, each of block.x threads (y, z must
+ * be 1). Returns 0, or -1 after printing "emulator: ..." on a deadlock. */
+typedef void (*gk_emu_body)(void *ctx);
+int gk_emu_launch(gk_emu_dim3 grid, gk_emu_dim3 block, gk_emu_body body, void *ctx);
+
+#endif /* GK_EMU_H */

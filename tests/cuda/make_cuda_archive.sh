@@ -1,0 +1,22 @@
+#!/bin/sh
+# make_cuda_archive.sh GK RECIPES CACHE OUT ARCHIVE: builds the cuda images of
+# the real recipes - every SM of their lists plus compute_75 PTX - with the
+# real nvcc (cached in CACHE, so only the first run compiles) and packs them:
+# the archive of the cuda tests (fixture cuda_archive). Prints how long the
+# build took. Exit 77 (SKIP) without nvcc.
+set -eu
+gk=$1 recipes=$2 cache=$3 out=$4 archive=$5
+nvcc=$(command -v nvcc || true)
+for d in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
+  [ -z "$nvcc" ] && [ -n "$d" ] && [ -x "$d/bin/nvcc" ] && nvcc=$d/bin/nvcc
+done
+if [ -z "$nvcc" ]; then
+  echo "SKIP: nvcc not found (PATH, \$CUDA_HOME, \$CUDA_PATH, /usr/local/cuda); install the CUDA toolkit"
+  rm -f "$archive"
+  exit 77
+fi
+start=$(date +%s)
+"$gk" build --recipes "$recipes" --backend cuda --cache "$cache" --out "$out"
+end=$(date +%s)
+"$gk" pack "$out" -o "$archive"
+echo "cuda images built in $((end - start)) s; archive $(wc -c <"$archive") bytes"

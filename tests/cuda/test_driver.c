@@ -1,0 +1,300 @@
+/*
+ * test_driver.c - libgk's CUDA driver path against a TEST DOUBLE of libcuda
+ * (driver_double.c, installed through gk_driver_set_resolver): how entry
+ * points are found, detection, and loading every real image of the fixture
+ * archive (nvcc's cubins and PTX) on doubles of several capabilities, with
+ * the double refusing bytes that would not run on the capability it
+ * reports. No GPU runs anything here; numbers on a real GPU are not checked.
+ *
+ * Usage: test_cuda_driver [ARCHIVE]; cases that need the archive of real
+ * images skip without it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "driver_double.h"
+#include "gk.h"
+
+static const char *archive_path;
+static cud D;
+
+#define assert_contains(s, sub)                                        \
+  do {                                                                 \
+    if (!strstr((s), (sub))) fail_msg("'%s'\n lacks '%s'", (s), (sub)); \
+  } while (0)
+
+static int setup_each(void **state) {
+  (void)state;
+  cud_defaults(&D);
+  cud_install(&D);
+  return 0;
+}
+static int teardown_each(void **state) {
+  (void)state;
+  cud_remove();
+  return 0;
+}
+
+static gk_archive *real_archive(void) {
+  gk_archive *ar = NULL;
+  if (!archive_path || access(archive_path, R_OK) != 0) {
+    printf("SKIP: no archive of real cuda images (%s); the fixture needs nvcc\n",
+           archive_path ? archive_path : "none given");
+    return NULL;
+  }
+  assert_int_equal(gk_archive_open(archive_path, &ar), GK_OK);
+  return ar;
+}
+
+/* ---- finding the entry points --------------------------------------------- */
+
+static void detect_through_get_proc_address(void **state) {
+  (void)state;
+  gk_device d;
+  char why[256] = "";
+  assert_int_equal(gk_device_detect_backend(GK_BACKEND_CUDA, &d, why, sizeof why), GK_OK);
+  assert_int_equal(d.backend, GK_BACKEND_CUDA);
+  assert_string_equal(d.arch, "sm_86");
+  assert_int_equal(d.driver_version, 13000);
+  assert_string_equal(d.name, "Test Double GPU (not a real device)");
+  assert_int_equal(d.index, 0);
+  /* Each entry point at the ABI version libgk declares (cuda_drv.h), which
+   * is what makes a driver hand out e.g. cuCtxPushCurrent_v2. */
+  assert_int_equal(cud_asked_version(&D, "cuInit"), 2000);
+  assert_int_equal(cud_asked_version(&D, "cuCtxPushCurrent"), 4000);
+  assert_int_equal(cud_asked_version(&D, "cuDevicePrimaryCtxRelease"), 11000);
+  assert_int_equal(cud_asked_version(&D, "cuLibraryLoadData"), 12000);
+  assert_int_equal(cud_asked_version(&D, "cuFuncGetParamInfo"), 12040);
+  /* CUDA is preferred over every other backend. */
+  assert_int_equal(gk_device_detect(&d), GK_OK);
+  assert_int_equal(d.backend, GK_BACKEND_CUDA);
+}
+
+static void detect_by_exported_names(void **state) {
+  (void)state;
+  gk_device d;
+  D.gpa2 = 0;
+  D.by_name = 1;
+  assert_int_equal(gk_device_detect_backend(GK_BACKEND_CUDA, &d, NULL, 0), GK_OK);
+  assert_string_equal(d.arch, "sm_86");
+  /* Without cuGetProcAddress, the versioned exports by name. */
+  int seen = 0;
+  for (int i = 0; i < D.nby_name; i++)
+    seen += !strcmp(D.by_name_asked[i], "cuCtxPushCurrent_v2") ||
+            !strcmp(D.by_name_asked[i], "cuDevicePrimaryCtxRelease_v2");
+  assert_int_equal(seen, 2);
+  assert_int_equal(D.nasked, 0);
+}
+
+static void detect_through_v1_get_proc_address(void **state) {
+  (void)state;
+  gk_device d;
+  D.gpa2 = 0;
+  D.gpa1 = 1;
+  assert_int_equal(gk_device_detect_backend(GK_BACKEND_CUDA, &d, NULL, 0), GK_OK);
+  assert_int_equal(cud_asked_version(&D, "cuDevicePrimaryCtxRelease"), 11000);
+}
+
+static void detect_failures(void **state) {
+  (void)state;
+  gk_device d;
+  char why[256];
+  D.hide = "cuModuleLoadDataEx";
+  assert_int_equal(gk_device_detect_backend(GK_BACKEND_CUDA, &d, why, sizeof why),
+                   GK_ENODEVICE);
+  assert_string_equal(why, "no usable CUDA driver: libcuda lacks cuModuleLoadDataEx (a "
+                           "driver older than CUDA 2.1?)");
+  /* An optional entry point missing changes nothing. */
+  D.hide = "cuLibraryLoadData";
+  assert_int_equal(gk_device_detect_backend(GK_BACKEND_CUDA, &d, why, sizeof why), GK_OK);
+  D.hide = NULL;
+  D.init_result = 100;
+  assert_int_equal(gk_device_detect_backend(GK_BACKEND_CUDA, &d, why, sizeof why),
+                   GK_ENODEVICE);
+  assert_string_equal(why, "no CUDA device: the driver sees no NVIDIA GPU (cuInit: "
+                           "CUDA_ERROR_NO_DEVICE (100))");
+  D.init_result = 999;
+  assert_int_equal(gk_device_detect_backend(GK_BACKEND_CUDA, &d, why, sizeof why),
+                   GK_ENODEVICE);
+  assert_string_equal(why, "no CUDA device: cuInit failed with CUDA_ERROR_UNKNOWN (999)");
+  D.init_result = 0;
+  D.count = 0;
+  assert_int_equal(gk_device_detect_backend(GK_BACKEND_CUDA, &d, why, sizeof why),
+                   GK_ENODEVICE);
+  assert_string_equal(why, "no CUDA device: the driver reports no GPU");
+  /* Nothing at all: neither cuGetProcAddress nor names. */
+  D.count = 1;
+  D.gpa2 = 0;
+  assert_int_equal(gk_device_detect_backend(GK_BACKEND_CUDA, &d, why, sizeof why),
+                   GK_ENODEVICE);
+  assert_contains(why, "libcuda lacks cuInit");
+}
+
+/* ---- loading the real images ---------------------------------------------- */
+
+/* The distinct (kernel, variant) pairs of the archive's cuda rows. */
+static size_t kernels_of(gk_archive *ar, const char *out[][2], size_t cap) {
+  size_t n = 0, count = 0;
+  assert_int_equal(gk_archive_count(ar, &count), GK_OK);
+  for (size_t i = 0; i < count; i++) {
+    gk_image_info im;
+    assert_int_equal(gk_archive_image(ar, i, &im), GK_OK);
+    if (strcmp(im.backend, "cuda")) continue;
+    int dup = 0;
+    for (size_t j = 0; j < n && !dup; j++)
+      dup = !strcmp(out[j][0], im.kernel) && !strcmp(out[j][1], im.variant);
+    if (!dup && n < cap) {
+      out[n][0] = im.kernel;
+      out[n][1] = im.variant;
+      n++;
+    }
+  }
+  return n;
+}
+
+static void load_every_kernel(void **state) {
+  (void)state;
+  gk_archive *ar = real_archive();
+  if (!ar) skip();
+  static const struct {
+    int major, minor;
+    int library; /* the 12.0 library API, else modules */
+    const char *want;
+  } devs[] = {
+      {7, 5, 1, "sm_75"},  {8, 6, 1, "sm_86"},  {8, 9, 0, "sm_89"},
+      {9, 0, 1, "sm_90a"}, {10, 3, 1, "sm_100"}, {12, 1, 0, "sm_120"},
+      {11, 0, 1, "compute_75"}, /* no SASS of major 11: the PTX */
+  };
+  const char *kv[64][2];
+  size_t nk = kernels_of(ar, kv, 64);
+  assert_int_equal(nk, 16);
+  for (size_t d = 0; d < sizeof devs / sizeof devs[0]; d++) {
+    cud_defaults(&D);
+    D.major = devs[d].major;
+    D.minor = devs[d].minor;
+    D.library = devs[d].library;
+    cud_install(&D);
+    for (size_t k = 0; k < nk; k++) {
+      gk_module *m = NULL;
+      int rc = gk_module_load(ar, NULL, kv[k][0], kv[k][1], &m);
+      if (rc != GK_OK)
+        fail_msg("%d.%d %s %s: %s: %s (double: %s)", devs[d].major, devs[d].minor,
+                 kv[k][0], kv[k][1], gk_strerror(rc), gk_archive_errmsg(ar), D.refused);
+      const gk_image_info *info = gk_module_info(m);
+      assert_string_equal(info->target, devs[d].want);
+      assert_int_equal(D.loaded_ptx, !strncmp(devs[d].want, "compute_", 8));
+      assert_int_equal(D.used_library, devs[d].library);
+      assert_int_equal(gk_module_device(m)->driver_version, 13000);
+      /* The entry point is the CUfunction; kernel_info agrees. */
+      void *f = gk_module_symbol(m, kv[k][0]);
+      assert_non_null(f);
+      assert_null(gk_module_symbol(m, "no_such_kernel"));
+      gk_kernel_info ki;
+      assert_int_equal(gk_module_kernel_info(m, kv[k][0], &ki), GK_OK);
+      assert_int_equal(ki.object, (uint64_t)(uintptr_t)f);
+      assert_int_equal(ki.group_segment_size, 123);
+      assert_int_equal(ki.kernarg_size, 16);
+      assert_int_equal(ki.kernarg_align, 8);
+      assert_int_equal(gk_module_kernel_info(m, "nope", &ki), GK_ENOSYMBOL);
+      gk_module_unload(m);
+    }
+    /* Every context made current was popped, every retain released, every
+     * image unloaded. */
+    assert_int_equal(D.pushes, D.pops);
+    assert_int_equal(D.retains, D.releases);
+    assert_int_equal(D.loads, (int)nk);
+    assert_int_equal(D.unloads, (int)nk);
+    cud_remove();
+  }
+  gk_archive_close(ar);
+}
+
+static void load_refusals(void **state) {
+  (void)state;
+  gk_archive *ar = real_archive();
+  if (!ar) skip();
+  gk_module *m = (gk_module *)1;
+  gk_device dev;
+
+  /* JIT forbidden on a device only the PTX fits. */
+  D.major = 11;
+  D.minor = 0;
+  assert_int_equal(gk_module_load_ex(ar, NULL, "rmsnorm", NULL, GK_LOAD_NO_JIT, &m),
+                   GK_ENOIMAGE);
+  assert_null(m);
+  assert_contains(gk_archive_errmsg(ar), "fits cuda:sm_110,driver=13.0; archive");
+  assert_contains(gk_archive_errmsg(ar), "PTX not considered (GK_LOAD_NO_JIT)");
+  assert_int_equal(D.loads, 0);
+
+  /* A device described by a spec that is not the one here. */
+  D.major = 8;
+  D.minor = 6;
+  assert_int_equal(gk_device_parse("cuda:sm_90", &dev, NULL, 0), GK_OK);
+  assert_int_equal(gk_module_load(ar, &dev, "rmsnorm", NULL, &m), GK_ENODEVICE);
+  assert_contains(gk_archive_errmsg(ar),
+                  "it was chosen for 'cuda:sm_90', but CUDA device 0 here is "
+                  "cuda:sm_86,driver=13.0 (sm_90a runs on 9.0 only, device is sm_86)");
+
+  /* A driver older than the toolkit: found when selecting for the device
+   * detected, and when loading for a spec that claimed a newer driver. */
+  D.driver_version = 12040;
+  assert_int_equal(gk_module_load(ar, NULL, "argmax", NULL, &m), GK_ENOIMAGE);
+  assert_contains(gk_archive_errmsg(ar),
+                  "cubins from CUDA 13.0 need a driver >= 13.0, this driver is 12.4");
+  assert_int_equal(gk_device_parse("cuda:sm_86,driver=13.0", &dev, NULL, 0), GK_OK);
+  assert_int_equal(gk_module_load(ar, &dev, "argmax", NULL, &m), GK_ENODEVICE);
+  assert_contains(gk_archive_errmsg(ar), "but CUDA device 0 here is cuda:sm_86,driver=12.4");
+  assert_int_equal(D.loads, 0);
+
+  /* The driver's own refusals, in words: an unsupported PTX version. */
+  D.driver_version = 13000;
+  D.major = 11;
+  D.minor = 0;
+  D.load_result = 222;
+  assert_int_equal(gk_module_load(ar, NULL, "rope", NULL, &m), GK_EDRIVER);
+  assert_contains(gk_archive_errmsg(ar),
+                  "cannot load image 'rope' cuda compute_75: PTX from CUDA 13.0 needs a "
+                  "driver >= 13.0; this driver is 13.0 (cuLibraryLoadData: "
+                  "CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222))");
+  /* PTX the JIT rejects: its log is quoted. */
+  D.load_result = 218;
+  D.jit_log = "ptxas fatal   : (test double) unknown directive";
+  assert_int_equal(gk_module_load(ar, NULL, "rope", NULL, &m), GK_EDRIVER);
+  assert_contains(gk_archive_errmsg(ar),
+                  "cuLibraryLoadData failed with CUDA_ERROR_INVALID_PTX (218); JIT log: "
+                  "ptxas fatal   : (test double) unknown directive");
+  /* A kernel the driver cannot find. */
+  D.load_result = 0;
+  D.get_kernel_result = 500;
+  assert_int_equal(gk_module_load(ar, NULL, "rope", NULL, &m), GK_ENOSYMBOL);
+  assert_contains(gk_archive_errmsg(ar),
+                  "kernel 'rope': cuLibraryGetKernel failed with CUDA_ERROR_NOT_FOUND (500)");
+  assert_int_equal(D.pushes, D.pops);
+  assert_int_equal(D.retains, D.releases);
+  assert_int_equal(D.loads, D.unloads + 2); /* the two refused loads made nothing */
+  gk_archive_close(ar);
+}
+
+int main(int argc, char **argv) {
+  archive_path = argc > 1 ? argv[1] : NULL;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(detect_through_get_proc_address, setup_each,
+                                      teardown_each),
+      cmocka_unit_test_setup_teardown(detect_by_exported_names, setup_each, teardown_each),
+      cmocka_unit_test_setup_teardown(detect_through_v1_get_proc_address, setup_each,
+                                      teardown_each),
+      cmocka_unit_test_setup_teardown(detect_failures, setup_each, teardown_each),
+      cmocka_unit_test_setup_teardown(load_every_kernel, setup_each, teardown_each),
+      cmocka_unit_test_setup_teardown(load_refusals, setup_each, teardown_each),
+  };
+  printf("cuda.driver_double: libcuda is a TEST DOUBLE here (driver_double.c)\n");
+  return cmocka_run_group_tests_name("cuda.driver_double", tests, NULL, NULL);
+}

@@ -1,0 +1,672 @@
+/*
+ * test_emu.cpp ARCHIVE - the GPU kernel bodies (kernelsrc/cuda/NAME.cuh, the
+ * very text nvcc compiles) run on an EMULATED GPU (tests/cuda/emu: threads
+ * as fibers, barriers and group shuffles) against the scalar references of
+ * tests/common, launched the way a program launches the real images: block
+ * and grid from the index's `launch` metadata of the archive's cuda rows,
+ * its `params` checked against docs/kernels.md.
+ *
+ * What this proves: the algorithms (tiling, online softmax, reductions,
+ * radix select, barrier placement) compute the kernel set's semantics for
+ * the launch the metadata describes. What it cannot: timing, memory
+ * coalescing, or what nvcc makes of the text for a real GPU (no GPU here;
+ * numbers on a real GPU are not checked).
+ *
+ * Exit 77 (SKIP) without the archive of real cuda images (it holds the
+ * launch metadata).
+ */
+#define GK_GPU_EMULATE 1
+#include "argmax.cuh"
+#include "flash_attention.cuh"
+#include "qmatmul.cuh"
+#include "rmsnorm.cuh"
+#include "rope.cuh"
+#include "sample.cuh"
+
+extern "C" {
+#include "kref.h"
+#include "qref.h"
+}
+#include <jansson.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gk.h"
+
+static int failures;
+
+/* "ok: ..." only when the section added no failure. */
+#define SECTION_OK(before, ...)                 \
+  do {                                          \
+    if (failures == (before)) printf(__VA_ARGS__); \
+  } while (0)
+#define CHECK(cond, ...)                \
+  do {                                  \
+    if (!(cond)) {                      \
+      printf("FAIL: " __VA_ARGS__);     \
+      printf("\n");                     \
+      failures++;                       \
+    }                                   \
+  } while (0)
+
+/* ---- launch metadata ------------------------------------------------------ */
+
+struct launch {
+  unsigned block[3];
+  std::string grid[3];
+  long long shared;
+  std::vector<std::string> params;
+};
+
+/*
+ * Count expressions of docs/kernels.md ("Launching on GPUs"): integers,
+ * parameter names, + - * and / (which rounds UP: "n / 8" is the number of
+ * groups of 8 that cover n), parentheses.
+ */
+struct evaluator {
+  const char *p;
+  const std::map<std::string, long long> *vars;
+  std::string err;
+
+  void ws() {
+    while (*p == ' ') p++;
+  }
+  long long factor() {
+    ws();
+    if (*p == '(') {
+      p++;
+      long long v = expr();
+      ws();
+      if (*p++ != ')') err = "missing ')'";
+      return v;
+    }
+    if (isdigit((unsigned char)*p)) return strtoll(p, (char **)&p, 10);
+    std::string name;
+    while (isalnum((unsigned char)*p) || *p == '_') name += *p++;
+    auto it = vars->find(name);
+    if (name.empty() || it == vars->end()) {
+      err = "unknown name '" + name + "'";
+      return 0;
+    }
+    return it->second;
+  }
+  long long term() {
+    long long v = factor();
+    for (;;) {
+      ws();
+      if (*p == '*') {
+        p++;
+        v *= factor();
+      } else if (*p == '/') {
+        p++;
+        long long d = factor();
+        if (d <= 0 || v < 0) {
+          err = "division by a non-positive number, or of a negative one";
+          return 0;
+        }
+        v = (v + d - 1) / d;
+      } else {
+        return v;
+      }
+    }
+  }
+  long long expr() {
+    long long v = term();
+    for (;;) {
+      ws();
+      if (*p == '+') {
+        p++;
+        v += term();
+      } else if (*p == '-') {
+        p++;
+        v -= term();
+      } else {
+        return v;
+      }
+    }
+  }
+};
+
+static long long eval(const std::string &e, const std::map<std::string, long long> &vars,
+                      std::string *err) {
+  evaluator ev{e.c_str(), &vars, ""};
+  long long v = ev.expr();
+  ev.ws();
+  if (ev.err.empty() && *ev.p) ev.err = std::string("unexpected '") + ev.p + "'";
+  if (!ev.err.empty()) *err = "'" + e + "': " + ev.err;
+  return v;
+}
+
+static gk_archive *archive;
+
+/* The launch of kernel/variant: every cuda row of it must say the same. */
+static bool read_launch(const char *kernel, const char *variant, launch *L) {
+  size_t n = 0;
+  std::string text;
+  gk_archive_count(archive, &n);
+  for (size_t i = 0; i < n; i++) {
+    gk_image_info im;
+    gk_archive_image(archive, i, &im);
+    if (strcmp(im.backend, "cuda") || strcmp(im.kernel, kernel) || strcmp(im.variant, variant))
+      continue;
+    if (text.empty()) text = im.launch;
+    CHECK(text == im.launch, "%s %s: launch of %s differs from the other targets' (%s vs %s)",
+          kernel, variant, im.target, im.launch, text.c_str());
+  }
+  if (text.empty()) {
+    printf("FAIL: the archive has no cuda %s %s\n", kernel, variant);
+    failures++;
+    return false;
+  }
+  json_error_t jerr;
+  json_t *o = json_loads(text.c_str(), 0, &jerr);
+  json_t *b = json_object_get(o, "block"), *g = json_object_get(o, "grid"),
+         *s = json_object_get(o, "shared"), *ps = json_object_get(o, "params");
+  bool ok = o && json_array_size(b) == 3 && json_array_size(g) == 3 && json_is_integer(s) &&
+            json_is_array(ps);
+  for (int d = 0; ok && d < 3; d++) {
+    json_t *bd = json_array_get(b, d), *gd = json_array_get(g, d);
+    ok = json_is_integer(bd) && (json_is_integer(gd) || json_is_string(gd));
+    if (!ok) break;
+    L->block[d] = (unsigned)json_integer_value(bd);
+    L->grid[d] = json_is_string(gd) ? json_string_value(gd)
+                                    : std::to_string(json_integer_value(gd));
+  }
+  if (ok) {
+    L->shared = json_integer_value(s);
+    L->params.clear();
+    for (size_t i = 0; i < json_array_size(ps); i++)
+      L->params.push_back(json_string_value(json_array_get(ps, i)));
+  }
+  json_decref(o);
+  CHECK(ok, "%s %s: launch '%s' lacks block[3], grid[3], shared or params", kernel, variant,
+        text.c_str());
+  return ok;
+}
+
+template <class F>
+static void trampoline(void *f) {
+  (*(F *)f)();
+}
+
+/* Launches body on the emulator with the grid the metadata computes from
+ * `vars`, after checking the metadata's parameter list against `params`
+ * (docs/kernels.md's signature). With `small`, each grid count is cut to at
+ * most 2 (x) and 1 (y, z), as a device limit would clamp it: the blocks
+ * must loop over the rest (docs/kernels.md, "Launching on GPUs"). */
+template <class F>
+static bool run(const char *what, const launch &L, const std::vector<std::string> &params,
+                const std::map<std::string, long long> &vars, F body, bool small = false) {
+  CHECK(L.params == params, "%s: launch params differ from docs/kernels.md", what);
+  CHECK(L.shared == 0, "%s: dynamic shared memory %lld (the bodies use none)", what,
+        L.shared);
+  CHECK(L.block[1] == 1 && L.block[2] == 1 && L.block[0] % GK_GROUP == 0 && L.block[0] <= 1024,
+        "%s: block %u x %u x %u", what, L.block[0], L.block[1], L.block[2]);
+  gk_emu_dim3 grid, block = {L.block[0], L.block[1], L.block[2]};
+  unsigned *g[3] = {&grid.x, &grid.y, &grid.z};
+  for (int d = 0; d < 3; d++) {
+    std::string err;
+    long long v = eval(L.grid[d], vars, &err);
+    if (!err.empty() || v < 1 || v > 0x7fffffff) {
+      printf("FAIL: %s: grid[%d] %s gives %lld %s\n", what, d, L.grid[d].c_str(), v,
+             err.c_str());
+      failures++;
+      return false;
+    }
+    *g[d] = (unsigned)v;
+    if (small && *g[d] > (d ? 1u : 2u)) *g[d] = d ? 1u : 2u;
+  }
+  if (gk_emu_launch(grid, block, trampoline<F>, &body) != 0) {
+    printf("FAIL: %s: the emulator stopped\n", what);
+    failures++;
+    return false;
+  }
+  return true;
+}
+
+/* ---- qmatmul ---------------------------------------------------------------- */
+
+static void check_qmatmul(void) {
+  const int before = failures;
+  static const std::vector<std::string> params = {"x:ptr", "w:ptr", "y:ptr",
+                                                  "m:i64", "n:i64", "k:i64"};
+  static const long long shapes[][3] = {{1, 19, 96}, {5, 10, 256}, {1, 3, 4128}, {7, 9, 80}};
+  for (int bits : {1, 2, 4, 8}) {
+    launch L;
+    char variant[16];
+    snprintf(variant, sizeof variant, "bits=%d", bits);
+    if (!read_launch("qmatmul", variant, &L)) continue;
+    for (auto &s : shapes) {
+      const long long m = s[0], n = s[1], k = s[2];
+      qref_rng r;
+      qref_seed(&r, 1000 * bits + m + n + k);
+      std::vector<unsigned char> w(qref_w_bytes(bits, n, k));
+      float *x = (float *)aligned_alloc(64, (size_t)(m * k) * sizeof(float) + 64);
+      std::vector<float> y(m * n + 8, NAN), y1(n + 8);
+      std::vector<double> want(m * n), mag(m * n);
+      qref_fill_x(&r, x, (size_t)(m * k));
+      qref_fill_w(&r, bits, n, k, w.data());
+      qref_matmul(bits, x, w.data(), m, n, k, want.data(), mag.data());
+      char what[96];
+      snprintf(what, sizeof what, "qmatmul bits=%d m=%lld n=%lld k=%lld", bits, m, n, k);
+      float *yp = y.data();
+      const void *wp = w.data();
+      auto body = [&]() {
+        switch (bits) {
+        case 1: gk_qmatmul<1>(x, wp, yp, m, n, k); break;
+        case 2: gk_qmatmul<2>(x, wp, yp, m, n, k); break;
+        case 4: gk_qmatmul<4>(x, wp, yp, m, n, k); break;
+        default: gk_qmatmul<8>(x, wp, yp, m, n, k); break;
+        }
+      };
+      if (!run(what, L, params, {{"m", m}, {"n", n}, {"k", k}}, body)) continue;
+      int bad = 0;
+      for (long long i = 0; i < m * n && !bad; i++)
+        if (!(fabs(y[i] - want[i]) <= 1e-5 * mag[i] + 1e-30)) {
+          printf("FAIL: %s: y[%lld] = %.9g, expected %.9g (tolerance %.3g)\n", what, i, y[i],
+                 want[i], 1e-5 * mag[i]);
+          bad = 1;
+        }
+      for (int i = 0; i < 8 && !bad; i++)
+        if (!std::isnan(y[m * n + i])) {
+          printf("FAIL: %s: wrote past y\n", what);
+          bad = 1;
+        }
+      /* A clamped grid gives the same bits. */
+      std::vector<float> full = y;
+      run(what, L, params, {{"m", m}, {"n", n}, {"k", k}}, body, true);
+      if (!bad && memcmp(full.data(), y.data(), (size_t)(m * n) * sizeof(float)) != 0) {
+        printf("FAIL: %s: a clamped grid gives other results\n", what);
+        bad = 1;
+      }
+      /* Batch invariance: each row alone gives the same bits. */
+      for (long long i = 0; i < m && !bad && m > 1; i++) {
+        float *xi = x + i * k, *y1p = y1.data();
+        auto one = [&]() {
+          switch (bits) {
+          case 1: gk_qmatmul<1>(xi, wp, y1p, 1, n, k); break;
+          case 2: gk_qmatmul<2>(xi, wp, y1p, 1, n, k); break;
+          case 4: gk_qmatmul<4>(xi, wp, y1p, 1, n, k); break;
+          default: gk_qmatmul<8>(xi, wp, y1p, 1, n, k); break;
+          }
+        };
+        run(what, L, params, {{"m", 1}, {"n", n}, {"k", k}}, one);
+        if (memcmp(y1.data(), &y[i * n], (size_t)n * sizeof(float)) != 0) {
+          printf("FAIL: %s: row %lld alone gives other bits than in the batch\n", what, i);
+          bad = 1;
+        }
+      }
+      failures += bad;
+      free(x);
+    }
+  }
+  SECTION_OK(before, "ok: qmatmul bits 1, 2, 4, 8 x %zu shapes, batch invariant\n",
+         sizeof shapes / sizeof shapes[0]);
+}
+
+/* ---- flash_attention ------------------------------------------------------- */
+
+static void check_attention(void) {
+  const int before = failures;
+  static const std::vector<std::string> params = {
+      "q:ptr",  "k:ptr",   "v:ptr",   "o:ptr",    "n_heads:i64",
+      "n_kv_heads:i64", "sq:i64", "skv:i64", "scale:f32"};
+  struct shape {
+    long long h, hk, sq, skv;
+    double scale_mul;
+  };
+  static const shape shapes[] = {
+      {2, 1, 1, 70, 1.0},  /* decode with a KV cache, GQA */
+      {4, 2, 20, 37, 1.0}, /* two key tiles, partial */
+      {2, 1, 33, 33, 8.0}, /* peaked, three query blocks */
+      {2, 2, 6, 3, 1.0},   /* sq > skv: causal rows see no key */
+      {2, 2, 3, 0, 1.0},   /* no keys: zeros */
+  };
+  for (int causal = 0; causal <= 1; causal++)
+    for (kref_dtype dt : {KREF_F16, KREF_F32})
+      for (int d : {64, 128}) {
+        char variant[64];
+        snprintf(variant, sizeof variant, "causal=%d,dtype=%s,head_dim=%d", causal,
+                 kref_dtype_name(dt), d);
+        launch L;
+        if (!read_launch("flash_attention", variant, &L)) continue;
+        for (const shape &s : shapes) {
+          const size_t es = kref_dtype_size(dt), qn = (size_t)(s.h * s.sq * d),
+                       kn = (size_t)(s.hk * s.skv * d);
+          std::vector<unsigned char> q(qn * es + 1), k(kn * es + 1), v(kn * es + 1),
+              want(qn * es + 1), o((qn + 64) * es, 0xff);
+          qref_rng r;
+          qref_seed(&r, 77 + s.sq + s.skv + d);
+          kref_fill(&r, dt, q.data(), qn, -1.0, 1.0);
+          kref_fill(&r, dt, k.data(), kn, -1.0, 1.0);
+          kref_fill(&r, dt, v.data(), kn, -1.0, 1.0);
+          const float scale = (float)(s.scale_mul / sqrt((double)d));
+          ref_flash_attention(causal, dt, d, q.data(), k.data(), v.data(), want.data(), s.h,
+                              s.hk, s.sq, s.skv, scale);
+          char what[160];
+          snprintf(what, sizeof what, "flash_attention %s h=%lld kvh=%lld sq=%lld skv=%lld",
+                   variant, s.h, s.hk, s.sq, s.skv);
+          const void *qp = q.data(), *kp = k.data(), *vp = v.data();
+          void *op = o.data();
+          auto body = [&]() {
+#define FA_CALL(C, T, D) \
+  gk_flash_attention<C, T, D>(qp, kp, vp, op, s.h, s.hk, s.sq, s.skv, scale)
+            if (dt == KREF_F16) {
+              if (d == 64) causal ? FA_CALL(1, uint16_t, 64) : FA_CALL(0, uint16_t, 64);
+              else causal ? FA_CALL(1, uint16_t, 128) : FA_CALL(0, uint16_t, 128);
+            } else {
+              if (d == 64) causal ? FA_CALL(1, float, 64) : FA_CALL(0, float, 64);
+              else causal ? FA_CALL(1, float, 128) : FA_CALL(0, float, 128);
+            }
+#undef FA_CALL
+          };
+          if (!run(what, L, params, {{"n_heads", s.h}, {"n_kv_heads", s.hk}, {"sq", s.sq},
+                                     {"skv", s.skv}}, body))
+            continue;
+          /* The CPU test's error model (tests/kernels/test_attention.c). */
+          double vmax = 0.0;
+          for (size_t i = 0; i < kn; i++) vmax = fmax(vmax, fabs(kref_get(dt, v.data(), i)));
+          const double model = 0x1p-24 * (sqrt((double)d) * (1.0 + s.scale_mul) + 8.0 +
+                                           sqrt((double)s.skv) + s.skv / 32.0);
+          double atol = 4.0 * model * vmax, rtol = 0.0;
+          if (dt == KREF_F16) {
+            atol += 0x1p-24;
+            rtol = 0x1p-10;
+          }
+          failures += kref_check(what, dt, o.data(), want.data(), (int64_t)qn, atol, rtol, NULL);
+          std::vector<unsigned char> full = o;
+          run(what, L, params, {{"n_heads", s.h}, {"n_kv_heads", s.hk}, {"sq", s.sq},
+                                {"skv", s.skv}}, body, true);
+          if (o != full) {
+            printf("FAIL: %s: a clamped grid gives other results\n", what);
+            failures++;
+          }
+          for (size_t i = qn * es; i < o.size(); i++)
+            if (o[i] != 0xff) {
+              printf("FAIL: %s: wrote past o\n", what);
+              failures++;
+              break;
+            }
+        }
+      }
+  SECTION_OK(before, "ok: flash_attention 8 variants x %zu shapes\n", sizeof shapes / sizeof shapes[0]);
+}
+
+/* ---- rmsnorm, rope, argmax ------------------------------------------------- */
+
+static void check_rmsnorm(void) {
+  const int before = failures;
+  static const std::vector<std::string> params = {"x:ptr", "w:ptr", "y:ptr",
+                                                  "rows:i64", "dim:i64", "eps:f32"};
+  launch L;
+  if (!read_launch("rmsnorm", "", &L)) return;
+  for (long long dim : {1LL, 33LL, 1000LL, 4097LL}) {
+    const long long rows = 3;
+    std::vector<float> x(rows * dim), w(dim), y(rows * dim + 8, NAN), want(rows * dim);
+    qref_rng r;
+    qref_seed(&r, 500 + dim);
+    kref_fill(&r, KREF_F32, x.data(), x.size(), -2.0, 2.0);
+    kref_fill(&r, KREF_F32, w.data(), w.size(), -1.5, 1.5);
+    ref_rmsnorm(x.data(), w.data(), want.data(), rows, dim, 1e-5f);
+    char what[64];
+    snprintf(what, sizeof what, "rmsnorm rows=%lld dim=%lld", rows, dim);
+    const float *xp = x.data(), *wp = w.data();
+    float *yp = y.data();
+    auto body = [&]() { gk_rmsnorm(xp, wp, yp, rows, dim, 1e-5f); };
+    if (!run(what, L, params, {{"rows", rows}, {"dim", dim}}, body)) continue;
+    /* Each thread sums dim/256 squares in order, then a tree of 256. */
+    const double rtol = 0x1p-24 * ((double)dim / 256.0 / 2.0 + 16.0);
+    failures += kref_check(what, KREF_F32, y.data(), want.data(), rows * dim, 1e-37, rtol, NULL);
+    std::vector<float> full = y;
+    run(what, L, params, {{"rows", rows}, {"dim", dim}}, body, true);
+    failures += kref_check(what, KREF_F32, y.data(), full.data(), rows * dim, 0.0, 0.0, NULL);
+    /* In place gives the same bits. */
+    std::vector<float> xy = x;
+    float *xyp = xy.data();
+    auto inplace = [&]() { gk_rmsnorm(xyp, wp, xyp, rows, dim, 1e-5f); };
+    run(what, L, params, {{"rows", rows}, {"dim", dim}}, inplace);
+    failures += kref_check(what, KREF_F32, xy.data(), y.data(), rows * dim, 0.0, 0.0, NULL);
+  }
+  SECTION_OK(before, "ok: rmsnorm 4 widths, in place too\n");
+}
+
+static void check_rope(void) {
+  const int before = failures;
+  static const std::vector<std::string> params = {"x:ptr",         "pos:ptr",
+                                                  "n_tokens:i64",  "n_heads:i64",
+                                                  "head_dim:i64",  "theta_base:f32"};
+  launch L;
+  if (!read_launch("rope", "", &L)) return;
+  struct c {
+    long long t, h, hd;
+    int lo, hi;
+    float theta;
+  } cases[] = {{5, 3, 64, 0, 100000, 10000.0f}, {3, 2, 128, 0, 2000000000, 500000.0f},
+               {300, 1, 2, 0, 50, 10000.0f}};
+  for (auto &rc : cases) {
+    const size_t n = (size_t)(rc.t * rc.h * rc.hd);
+    std::vector<float> x(n + 8, NAN), want(n);
+    std::vector<int32_t> pos(rc.t);
+    qref_rng r;
+    qref_seed(&r, 600 + rc.hd);
+    kref_fill(&r, KREF_F32, x.data(), n, -3.0, 3.0);
+    kref_fill_pos(&r, pos.data(), pos.size(), rc.lo, rc.hi);
+    pos[0] = rc.lo;
+    pos[rc.t - 1] = rc.hi;
+    memcpy(want.data(), x.data(), n * sizeof(float));
+    std::vector<float> x0(x.begin(), x.begin() + (long)n);
+    ref_rope(want.data(), pos.data(), rc.t, rc.h, rc.hd, rc.theta);
+    double xmax = 0, pmax = 0;
+    for (size_t i = 0; i < n; i++) xmax = fmax(xmax, fabs(x[i]));
+    for (int32_t p : pos) pmax = fmax(pmax, fabs((double)p));
+    char what[96];
+    snprintf(what, sizeof what, "rope tokens=%lld heads=%lld head_dim=%lld", rc.t, rc.h, rc.hd);
+    float *xp = x.data();
+    const int32_t *pp = pos.data();
+    auto body = [&]() { gk_rope(xp, pp, rc.t, rc.h, rc.hd, rc.theta); };
+    if (!run(what, L, params, {{"n_tokens", rc.t}, {"n_heads", rc.h}, {"head_dim", rc.hd}},
+             body))
+      continue;
+    failures += kref_check(what, KREF_F32, x.data(), want.data(), (int64_t)n,
+                           xmax * (8.0 * 0x1p-24 + pmax * 1e-15), 0x1p-24, NULL);
+    std::vector<float> full = x;
+    memcpy(x.data(), x0.data(), n * sizeof(float));
+    run(what, L, params, {{"n_tokens", rc.t}, {"n_heads", rc.h}, {"head_dim", rc.hd}}, body,
+        true);
+    failures += kref_check(what, KREF_F32, x.data(), full.data(), (int64_t)n, 0.0, 0.0, NULL);
+    for (int i = 0; i < 8; i++)
+      if (!std::isnan(x[n + i])) {
+        printf("FAIL: %s: wrote past x\n", what);
+        failures++;
+        break;
+      }
+  }
+  SECTION_OK(before, "ok: rope 3 shapes\n");
+}
+
+/* Row kinds: random, with NaNs, all NaN, all -inf, ties at the top. */
+static void argmax_row(qref_rng *r, float *x, long long n, int kind) {
+  kref_fill(r, KREF_F32, x, (size_t)n, -4.0, 4.0);
+  switch (kind) {
+  case 1:
+    for (long long j = 0; j < n; j += 3) x[j] = NAN;
+    break;
+  case 2:
+    for (long long j = 0; j < n; j++) x[j] = NAN;
+    break;
+  case 3:
+    for (long long j = 0; j < n; j++) x[j] = -INFINITY;
+    break;
+  case 4:
+    x[n / 2] = x[n - 1] = 9.0f;
+    if (n > 2) x[n / 3] = 9.0f;
+    break;
+  }
+}
+
+static void check_argmax(void) {
+  const int before = failures;
+  static const std::vector<std::string> params = {"x:ptr", "out:ptr", "rows:i64", "n:i64"};
+  launch L;
+  if (!read_launch("argmax", "", &L)) return;
+  for (long long n : {1LL, 7LL, 1000LL, 3000LL}) {
+    const long long rows = 5;
+    std::vector<float> x(rows * n);
+    std::vector<int32_t> out(rows, -7), want(rows);
+    qref_rng r;
+    qref_seed(&r, 700 + n);
+    for (long long row = 0; row < rows; row++) argmax_row(&r, &x[row * n], n, (int)row);
+    ref_argmax(x.data(), want.data(), rows, n);
+    char what[64];
+    snprintf(what, sizeof what, "argmax n=%lld", n);
+    const float *xp = x.data();
+    int32_t *op = out.data();
+    auto body = [&]() { gk_argmax(xp, op, rows, n); };
+    if (!run(what, L, params, {{"rows", rows}, {"n", n}}, body)) continue;
+    failures += kref_check_i32(what, out.data(), want.data(), rows);
+    std::fill(out.begin(), out.end(), -7);
+    run(what, L, params, {{"rows", rows}, {"n", n}}, body, true);
+    failures += kref_check_i32(what, out.data(), want.data(), rows);
+  }
+  SECTION_OK(before, "ok: argmax 4 widths x 5 kinds of row\n");
+}
+
+/* ---- sample ------------------------------------------------------------------ */
+
+static void check_sample(void) {
+  const int before = failures;
+  static const std::vector<std::string> params = {
+      "logits:ptr", "u:ptr", "out:ptr", "rows:i64", "n:i64",
+      "temperature:f32", "top_k:i32", "top_p:f32"};
+  launch L;
+  if (!read_launch("sample", "", &L)) return;
+  struct c {
+    long long rows, n;
+    float temperature;
+    int32_t top_k;
+    float top_p;
+    double spread;
+    int nans;
+  } cases[] = {
+      {6, 1000, 0.0f, 40, 0.9f, 4.0, 0},   /* temperature 0: argmax */
+      {4, 300, -1.0f, 0, 1.0f, 4.0, 1},    /* negative, NaNs: argmax */
+      {6, 1000, 1.0f, 1, 1.0f, 4.0, 0},    /* top_k = 1 */
+      {4, 300, 1.0f, 0, 0.0f, 4.0, 0},     /* top_p = 0: the top token */
+      {6, 500, 1.0f, 0, 0.05f, 1.0, 0},    /* small top_p over a flat row */
+      {8, 1000, 0.8f, 40, 0.9f, 4.0, 0},   /* top-k then top-p */
+      {6, 257, 1.0f, 0, 1.0f, 3.0, 0},     /* everything kept */
+      {4, 50, 1.5f, 100, 0.8f, 2.0, 0},    /* top_k > n */
+      {4, 64, 1.0f, 63, 0.99f, 1.0, 0},    /* top_k = n - 1 */
+      {6, 400, 0.9f, 0, 1.0f, 4.0, 1},     /* NaN logits weigh 0 */
+      {4, 1000, 0.05f, 100, 0.9f, 4.0, 0}, /* very low temperature */
+      {2, 32000, 0.1f, 0, 0.9f, 8.0, 0},   /* a vocabulary with top-p */
+      {2, 32000, 1.0f, 50, 1.0f, 8.0, 0},  /* a vocabulary, top-k */
+  };
+  int ci = 0;
+  for (auto &sc : cases) {
+    std::vector<float> logits(sc.rows * sc.n), u(sc.rows);
+    std::vector<int32_t> out(sc.rows, -7), want(sc.rows);
+    qref_rng r;
+    qref_seed(&r, 900 + ci++);
+    float top_p = sc.nans ? 1.0f : sc.top_p;
+    if (kref_make_sample_rows(&r, logits.data(), u.data(), sc.rows, sc.n, sc.spread,
+                              sc.temperature, sc.top_k, top_p, 1e-4) != 0) {
+      printf("FAIL: could not make sample data (n=%lld)\n", sc.n);
+      failures++;
+      continue;
+    }
+    if (sc.nans)
+      for (long long row = 0; row < sc.rows; row++) {
+        float *l = &logits[row * sc.n];
+        for (long long j = 0; j < sc.n; j++)
+          if (qref_next(&r) % 8 == 0) l[j] = NAN;
+        while (ref_sample_margin(l, sc.n, sc.temperature, sc.top_k, top_p, u[row]) < 1e-4)
+          u[row] = (float)qref_uniform(&r);
+      }
+    if (ref_sample(logits.data(), u.data(), want.data(), sc.rows, sc.n, sc.temperature,
+                   sc.top_k, top_p) != 0) {
+      printf("FAIL: ref_sample ran out of memory\n");
+      failures++;
+      continue;
+    }
+    char what[128];
+    snprintf(what, sizeof what, "sample n=%lld T=%g top_k=%d top_p=%g%s", sc.n,
+             sc.temperature, sc.top_k, top_p, sc.nans ? " NaNs" : "");
+    const float *lp = logits.data(), *up = u.data();
+    int32_t *op = out.data();
+    const c cc = sc;
+    auto body = [&]() {
+      gk_sample(lp, up, op, cc.rows, cc.n, cc.temperature, cc.top_k, top_p);
+    };
+    if (!run(what, L, params, {{"rows", sc.rows}, {"n", sc.n}}, body)) continue;
+    failures += kref_check_i32(what, out.data(), want.data(), sc.rows);
+    std::fill(out.begin(), out.end(), -7);
+    run(what, L, params, {{"rows", sc.rows}, {"n", sc.n}}, body, true);
+    failures += kref_check_i32(what, out.data(), want.data(), sc.rows);
+  }
+  SECTION_OK(before, "ok: sample %zu cases\n", sizeof cases / sizeof cases[0]);
+}
+
+/* The instrument itself: barriers that not every thread reaches are
+ * reported, not passed; a shuffle exchanges within a group. */
+static void divergent_barrier(void) {
+  if (threadIdx.x < 32) __syncthreads();
+}
+static void early_return(void) {
+  if (threadIdx.x == 5) return;
+  __syncthreads();
+}
+static int shuffled[64];
+static void shuffle(void) {
+  shuffled[threadIdx.x] = GK_SHFL_XOR((int)threadIdx.x, 1) + 1000 * GK_SHFL((int)threadIdx.x, 31);
+}
+static void check_emulator(void) {
+  const int before = failures;
+  gk_emu_dim3 g = {1, 1, 1}, b = {64, 1, 1};
+  printf("(two deadlocks on purpose:)\n");
+  CHECK(gk_emu_launch(g, b, [](void *) { divergent_barrier(); }, NULL) == -1,
+        "emulator: a __syncthreads reached by half the block passed");
+  CHECK(gk_emu_launch(g, b, [](void *) { early_return(); }, NULL) == -1,
+        "emulator: a __syncthreads after a thread returned passed");
+  CHECK(gk_emu_launch(g, b, [](void *) { shuffle(); }, NULL) == 0, "emulator: shuffles");
+  for (int t = 0; t < 64; t++)
+    CHECK(shuffled[t] == (t ^ 1) + 1000 * (t / 32 * 32 + 31), "emulator: shuffle of thread %d", t);
+  SECTION_OK(before, "ok: the emulator stops at divergent barriers and shuffles by group\n");
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc < 2 || access(argv[1], R_OK) != 0) {
+    printf("SKIP: no archive of real cuda images (%s): its launch metadata drives "
+           "the launches; the fixture needs nvcc\n",
+           argc > 1 ? argv[1] : "none given");
+    return 77;
+  }
+  if (gk_archive_open(argv[1], &archive) != GK_OK) {
+    printf("FAIL: %s\n", gk_last_error());
+    return 1;
+  }
+  printf("cuda.emu: the kernel bodies on an EMULATED GPU (tests/cuda/emu), not a real one\n");
+  check_emulator();
+  check_qmatmul();
+  check_rmsnorm();
+  check_rope();
+  check_argmax();
+  check_sample();
+  check_attention();
+  gk_archive_close(archive);
+  if (failures) {
+    printf("%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("all checks passed\n");
+  return 0;
+}

@@ -1,0 +1,238 @@
+/*
+ * test_attention.c ARCHIVE - the flash_attention images of a real archive,
+ * loaded by libgk through its public API, against the scalar reference of
+ * tests/common/kref.h (full score rows in double).
+ *
+ * Every variant (causal 0/1 x dtype f16/f32 x head_dim 64/128) on every
+ * x86-64 level this CPU runs (levels above it are SKIPped, saying so), on
+ * shapes that take each path of the kernel: decode (sq = 1), sq = skv, sq <
+ * skv, sq > skv (causal rows with no key are zeros), skv = 0, skv shorter
+ * than, equal to and not a multiple of the 32-key tile, grouped-query heads
+ * (8 over 2) with more query rows per key head than one 16-row block, long
+ * skv (2048), and peaked softmaxes (large scale) where the running maximum
+ * moves from tile to tile. Inputs end right before an inaccessible page and
+ * the output is followed by guard values, so reading or writing past a
+ * tensor fails. Finally the decode case the kernel is tuned for (32 heads,
+ * skv 4096, head_dim 128, f16) is timed on each level and checked too.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kref.h"
+#include "ktest.h"
+
+typedef struct shape {
+  int64_t n_heads, n_kv_heads, sq, skv;
+  double scale_mul; /* scale = scale_mul / sqrt(head_dim) */
+} shape;
+
+static const shape shapes[] = {
+    {4, 4, 1, 1, 1.0},     /* one key */
+    {4, 4, 1, 100, 1.0},   /* decode */
+    {2, 2, 37, 37, 1.0},   /* sq == skv: causal is the triangle */
+    {3, 3, 7, 300, 1.0},   /* sq < skv: bottom-right aligned */
+    {8, 2, 3, 129, 1.0},   /* GQA, skv = 4 tiles + 1 */
+    {8, 2, 9, 70, 4.0},    /* GQA: 36 rows per key head, 3 blocks */
+    {1, 1, 2, 31, 1.0},    /* shorter than a tile */
+    {1, 1, 4, 32, 1.0},    /* exactly a tile */
+    {2, 1, 5, 33, 8.0},    /* a tile + 1, very peaked */
+    {2, 2, 6, 3, 1.0},     /* sq > skv: causal rows 0..2 see no key */
+    {2, 2, 3, 0, 1.0},     /* no keys at all: zeros */
+    {4, 2, 1, 2048, 1.0},  /* long decode, GQA */
+    {2, 2, 16, 2048, 4.0}, /* long prefill chunk, peaked */
+};
+#define NSHAPES (sizeof shapes / sizeof shapes[0])
+
+/* Guard elements after o: the kernel must not write past it. */
+#define GUARD 64
+
+/*
+ * Tolerance. The f32 arithmetic of the kernel errs in three places: each
+ * score (a dot product of D terms, |error| ~ 2^-24 sqrt(D) |s|), each
+ * exp (2 ulp) and the running sums over skv keys with a rescale per tile
+ * (~ 2^-24 (sqrt(skv) + skv/32)). A score error e shifts the weights by a
+ * relative e, so all of it is relative to max|v| (o is a convex
+ * combination of rows of v). The bound below is 4x that model, with |s|
+ * the size the data reaches: q, k uniform in [-1, 1] make dot(q, k) of
+ * standard deviation sqrt(D/9), so 3 sigma is sqrt(D) and |s| <= scale *
+ * sqrt(D) = scale_mul.
+ * For f16 the output is rounded once (half an ulp) and so is the
+ * reference (another half): one f16 ulp relative, 2^-24 absolute for
+ * subnormals, on top.
+ */
+static void tolerance(kref_dtype dt, int d, const shape *s, double vmax,
+                      double *atol, double *rtol) {
+  const double smax = s->scale_mul;
+  const double model = 0x1p-24 * (sqrt((double)d) * (1.0 + smax) + 8.0 +
+                                  sqrt((double)s->skv) + s->skv / 32.0);
+  *atol = 4.0 * model * vmax;
+  *rtol = 0.0;
+  if (dt == KREF_F16) {
+    *atol += 0x1p-24;
+    *rtol = 0x1p-10;
+  }
+}
+
+typedef struct tensors {
+  size_t qo_n, kv_n, es;
+  void *q, *k, *v, *want;
+  unsigned char *o; /* (qo_n + GUARD) * es */
+} tensors;
+
+static void tensors_free(tensors *t) {
+  kref_guarded_free(t->q, t->qo_n * t->es);
+  kref_guarded_free(t->k, t->kv_n * t->es);
+  kref_guarded_free(t->v, t->kv_n * t->es);
+  free(t->want);
+  free(t->o);
+}
+
+static int tensors_make(tensors *t, kref_dtype dt, int causal, int d,
+                        const shape *s, uint64_t seed) {
+  qref_rng r;
+  memset(t, 0, sizeof *t);
+  t->es = kref_dtype_size(dt);
+  t->qo_n = (size_t)(s->n_heads * s->sq * d);
+  t->kv_n = (size_t)(s->n_kv_heads * s->skv * d);
+  t->q = kref_guarded_alloc(t->qo_n * t->es);
+  t->k = kref_guarded_alloc(t->kv_n * t->es);
+  t->v = kref_guarded_alloc(t->kv_n * t->es);
+  t->want = malloc((t->qo_n + 1) * t->es);
+  t->o = malloc((t->qo_n + GUARD) * t->es);
+  if (!t->q || !t->k || !t->v || !t->want || !t->o)
+    return -1;
+  qref_seed(&r, seed);
+  kref_fill(&r, dt, t->q, t->qo_n, -1.0, 1.0);
+  kref_fill(&r, dt, t->k, t->kv_n, -1.0, 1.0);
+  kref_fill(&r, dt, t->v, t->kv_n, -1.0, 1.0);
+  const float scale = (float)(s->scale_mul / sqrt((double)d));
+  return ref_flash_attention(causal, dt, d, t->q, t->k, t->v, t->want,
+                             s->n_heads, s->n_kv_heads, s->sq, s->skv, scale);
+}
+
+/* Runs fn on t and compares; 0 when right. */
+static int run_case(gk_flash_attention_fn fn, const char *what, kref_dtype dt,
+                    int d, const shape *s, const tensors *t, double *worst) {
+  const float scale = (float)(s->scale_mul / sqrt((double)d));
+  /* NaN in o (f32 and f16 alike: 0xff bytes) shows an element never
+   * written; the guard must stay as it was. */
+  memset(t->o, 0xff, t->qo_n * t->es);
+  for (size_t i = 0; i < GUARD * t->es; i++)
+    t->o[t->qo_n * t->es + i] = (unsigned char)(0x5a + i);
+  ktest_running("%s h=%lld kvh=%lld sq=%lld skv=%lld", what, (long long)s->n_heads,
+                (long long)s->n_kv_heads, (long long)s->sq, (long long)s->skv);
+  fn(t->q, t->k, t->v, t->o, s->n_heads, s->n_kv_heads, s->sq, s->skv, scale);
+
+  double vmax = 0.0;
+  for (size_t i = 0; i < t->kv_n; i++)
+    vmax = fmax(vmax, fabs(kref_get(dt, t->v, i)));
+  double atol, rtol;
+  tolerance(dt, d, s, vmax, &atol, &rtol);
+  char label[200];
+  snprintf(label, sizeof label, "%s h=%lld kvh=%lld sq=%lld skv=%lld", what,
+           (long long)s->n_heads, (long long)s->n_kv_heads, (long long)s->sq,
+           (long long)s->skv);
+  int bad = kref_check(label, dt, t->o, t->want, (int64_t)t->qo_n, atol, rtol, worst);
+  for (size_t i = 0; i < GUARD * t->es && !bad; i++)
+    if (t->o[t->qo_n * t->es + i] != (unsigned char)(0x5a + i)) {
+      printf("FAIL: %s: wrote past the end of o (byte %zu after it)\n", label, i);
+      bad = 1;
+    }
+  return bad;
+}
+
+static int check_variant(ktest *kt, int causal, kref_dtype dt, int d) {
+  char variant[64], what[128];
+  snprintf(variant, sizeof variant, "causal=%d,dtype=%s,head_dim=%d", causal,
+           kref_dtype_name(dt), d);
+  gk_module *mods[KTEST_NLEVELS] = {0};
+  gk_flash_attention_fn fns[KTEST_NLEVELS] = {0};
+  double worst[KTEST_NLEVELS] = {0};
+  int failures = 0;
+  for (int l = 0; l <= kt->host_level; l++)
+    fns[l] = (gk_flash_attention_fn)ktest_load(kt, l, "flash_attention", variant,
+                                               &mods[l]);
+  for (size_t c = 0; c < NSHAPES; c++) {
+    tensors t;
+    const uint64_t seed = 7000u + 100u * (unsigned)c + 10u * (unsigned)dt +
+                          (unsigned)d + 1000000u * (unsigned)causal;
+    if (tensors_make(&t, dt, causal, d, &shapes[c], seed) != 0) {
+      printf("FAIL: out of memory making test data\n");
+      tensors_free(&t);
+      return failures + 1;
+    }
+    for (int l = 0; l <= kt->host_level; l++) {
+      if (!fns[l])
+        continue;
+      snprintf(what, sizeof what, "flash_attention %s %s", variant, ktest_levels[l]);
+      failures += run_case(fns[l], what, dt, d, &shapes[c], &t, &worst[l]);
+    }
+    tensors_free(&t);
+  }
+  for (int l = 0; l <= kt->host_level; l++) {
+    if (fns[l])
+      printf("ok: flash_attention %s %-9s %zu shapes, worst error %.2f of tolerance\n",
+             variant, ktest_levels[l], NSHAPES, worst[l]);
+    gk_module_unload(mods[l]);
+  }
+  return failures;
+}
+
+/* The decode step the kernel is tuned for, timed (best of 5) and checked
+ * on every level; the times are printed for the record, not judged. */
+static int time_decode(ktest *kt, int causal) {
+  const int d = 128;
+  const shape s = {32, 32, 1, 4096, 1.0};
+  char variant[64], what[128];
+  snprintf(variant, sizeof variant, "causal=%d,dtype=f16,head_dim=%d", causal, d);
+  tensors t;
+  int failures = 0;
+  if (tensors_make(&t, KREF_F16, causal, d, &s, 99 + (uint64_t)causal) != 0) {
+    printf("FAIL: out of memory making test data\n");
+    tensors_free(&t);
+    return 1;
+  }
+  const float scale = (float)(1.0 / sqrt((double)d));
+  for (int l = 0; l <= kt->host_level; l++) {
+    gk_module *mod;
+    gk_flash_attention_fn fn =
+        (gk_flash_attention_fn)ktest_load(kt, l, "flash_attention", variant, &mod);
+    if (!fn)
+      continue;
+    snprintf(what, sizeof what, "flash_attention %s %s", variant, ktest_levels[l]);
+    double worst = 0.0;
+    failures += run_case(fn, what, KREF_F16, d, &s, &t, &worst);
+    double best = 1e30;
+    for (int rep = 0; rep < 5; rep++) {
+      const double t0 = ktest_now();
+      fn(t.q, t.k, t.v, t.o, s.n_heads, s.n_kv_heads, s.sq, s.skv, scale);
+      best = fmin(best, ktest_now() - t0);
+    }
+    printf("time: %s h=32 sq=1 skv=4096: %.2f ms CPU (%.1f GB/s of k and v)\n", what,
+           1e3 * best, 2.0 * (double)t.kv_n * 2.0 / best * 1e-9);
+    gk_module_unload(mod);
+  }
+  tensors_free(&t);
+  return failures;
+}
+
+int main(int argc, char **argv) {
+  ktest kt;
+  int rc = ktest_open(&kt, argc, argv);
+  if (rc != 0)
+    return rc;
+  int failures = 0;
+  for (int causal = 0; causal <= 1; causal++)
+    for (int dt = 0; dt < 2; dt++)
+      for (int d = 64; d <= 128; d *= 2)
+        failures += check_variant(&kt, causal, dt ? KREF_F32 : KREF_F16, d);
+  for (int causal = 0; causal <= 1; causal++)
+    failures += time_decode(&kt, causal);
+  failures += kt.failures;
+  ktest_close(&kt);
+  if (failures)
+    printf("test_attention: %d failure(s)\n", failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,121 @@
+#!/bin/sh
+# test_cli.sh GK ARCHIVE RECIPES CACHE OUT: gk on real hipcc code objects
+# (fixture rocm_archive: gfx906, gfx90a, gfx90a:xnack-, gfx1030).
+#   gk verify reads each code object's ELF header against its row, and
+#     catches a row whose target was changed;
+#   gk probe --device rocm:... picks by the ROCm rule;
+#   gk build reports the targets this hipcc cannot produce, per target, and
+#     --strict refuses them.
+set -u
+GK=$1 ARCHIVE=$2 RECIPES=$3 CACHE=$4 OUT=$5
+if [ ! -f "$ARCHIVE" ]; then
+  echo "SKIP: no archive of real rocm images ($ARCHIVE); the fixture needs hipcc"
+  exit 77
+fi
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+run() { "$@" >"$T/stdout" 2>"$T/stderr"; status=$?; }
+expect_status() {
+  [ "$status" -eq "$1" ] || { fail "$2: exit $status, expected $1"; cat "$T/stderr" >&2; }
+}
+expect_err() { grep -qF -- "$1" "$T/stderr" || { fail "$2: stderr lacks '$1'"; cat "$T/stderr" >&2; }; }
+expect_out() { grep -qF -- "$1" "$T/stdout" || { fail "$2: stdout lacks '$1'"; cat "$T/stdout" >&2; }; }
+py() { python3 -c "$@" || fail "python check failed: $(echo "$1" | head -c 100)"; }
+
+# --- verify: every code object fits its row.
+run "$GK" verify "$ARCHIVE"
+expect_status 0 "verify the real code objects"
+n=$(grep -c '^ok   rocm ' "$T/stdout")
+[ "$n" -ge 64 ] || fail "verify: $n ok rocm lines, expected >= 64 (16 variants x 4 targets)"
+
+# --- a target ID with a feature: ':' becomes '-' in file names only.
+[ -f "$OUT/rocm/qmatmul/gfx90a-xnack-.bits4.hsaco" ] || fail "no file gfx90a-xnack-.bits4.hsaco"
+py 'import json,sys
+m = json.load(open(sys.argv[1]))
+ims = [i for i in m["images"] if i["target"] == "gfx90a:xnack-" and i["kernel"] == "qmatmul"]
+assert [i["path"] for i in ims] == ["rocm/qmatmul/gfx90a-xnack-.bits%d.hsaco" % b for b in (1, 2, 4, 8)], ims
+assert all(i["format"] == "hsaco" and i["toolchain"].startswith("hipcc ") for i in ims), ims' "$OUT/manifest.json"
+
+# --- verify catches rows that lie about their target.
+cp "$ARCHIVE" "$T/bad.gkfat"
+python3 - "$T/bad.gkfat" <<'PY' || fail "cannot tamper with the archive"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("UPDATE image SET target = 'gfx908' WHERE kernel = 'rmsnorm' AND target = 'gfx906'")
+db.execute("UPDATE image SET target = 'gfx90a:xnack+' WHERE kernel = 'qmatmul' AND target = 'gfx90a:xnack-' AND variant = 'bits=4'")
+db.commit()
+PY
+run "$GK" verify "$T/bad.gkfat"
+expect_status 1 "verify a tampered archive"
+expect_out "FAIL rocm rmsnorm gfx908" "verify names the row"
+expect_out "the code object is for gfx906 (e_flags 0x52f), not gfx908" "verify says which processor"
+expect_out "the code object has xnack off (e_flags 0x63f), the row's target gfx90a:xnack+ means on" \
+  "verify checks the xnack field"
+
+# --- probe: the ROCm rule on real rows.
+run "$GK" probe "$ARCHIVE" --device rocm:gfx90a:sramecc+:xnack- --json
+expect_status 0 "probe MI210 xnack-"
+py 'import json,sys
+d = json.load(open(sys.argv[1]))
+assert d["device"] == "rocm:gfx90a:sramecc+:xnack-", d["device"]
+got = {(i["kernel"], i["variant"]): i.get("target") for i in d["images"]}
+assert len(got) == 16 and set(got.values()) == {"gfx90a:xnack-"}, got' "$T/stdout"
+run "$GK" probe "$ARCHIVE" --device rocm:gfx90a:sramecc+:xnack+ --json
+py 'import json,sys
+d = json.load(open(sys.argv[1]))
+assert {i.get("target") for i in d["images"]} == {"gfx90a"}, d["images"][:2]' "$T/stdout"
+run "$GK" probe "$ARCHIVE" --device rocm:gfx1030 --json
+py 'import json,sys
+d = json.load(open(sys.argv[1]))
+assert {(i.get("target"), i.get("format")) for i in d["images"]} == {("gfx1030", "hsaco")}, d["images"][:2]' "$T/stdout"
+run "$GK" probe "$ARCHIVE" --device rocm:gfx1100 --json
+expect_status 0 "probe a device nothing fits"
+py 'import json,sys
+d = json.load(open(sys.argv[1]))
+bad = [i for i in d["images"] if "target" in i]
+assert not bad, bad[:2]
+m = d["images"][0]["message"]
+assert "fits rocm:gfx1100; archive" in m and "rocm gfx1030, rocm gfx906, rocm gfx90a, rocm gfx90a:xnack-" in m, m' "$T/stdout"
+run "$GK" probe "$ARCHIVE" --device rocm:gfx90a:xnack
+expect_status 2 "probe a malformed rocm device"
+expect_err "each feature ends in + or -" "malformed device says why"
+
+# --- build: what this hipcc cannot produce is skipped, per target; cached
+# images are not compiled again.
+run "$GK" build --recipes "$RECIPES" --backend rocm --targets rocm=gfx906,gfx1100,gfx942 \
+  --cache "$CACHE" --out "$T/out" --json
+expect_status 0 "build with targets hipcc lacks"
+if grep -q '^gk build: rocm gfx1100: skipped' "$T/stderr"; then
+  expect_err "gk build: rocm gfx942: skipped, hipcc " "gfx942 skipped with a reason"
+  expect_err "cannot target it (clang " "says what is missing"
+  expect_err "; use the ROCm container or ROCm >= 5.3" "gfx1100: says what to use"
+  expect_err "; use the ROCm container or ROCm >= 5.7" "gfx942: says what to use"
+  py 'import json,sys
+s = json.load(open(sys.argv[1]))
+assert s["compiled"] == 0, s
+t = [k["target"] for k in s["skipped"] if "target" in k]
+assert t == ["gfx1100", "gfx942"], s["skipped"]
+m = json.load(open(sys.argv[2]))
+assert [k["target"] for k in m["skipped"] if "target" in k] == ["gfx1100", "gfx942"], m["skipped"]
+assert {i["target"] for i in m["images"]} == {"gfx906"}' "$T/stdout" "$T/out/manifest.json"
+  # The last lines are the skips, where they are seen.
+  tail -n 3 "$T/stderr" | head -n 2 | grep -q 'skipped' || fail "skips are not printed at the end"
+
+  cp "$T/out/manifest.json" "$T/manifest.before"
+  run "$GK" build --recipes "$RECIPES" --backend rocm --targets rocm=gfx906,gfx1100,gfx942 \
+    --cache "$CACHE" --out "$T/out" --strict
+  expect_status 1 "--strict with targets hipcc lacks"
+  expect_err "gk build: --strict: 2 targets cannot be built here:" "--strict says how many"
+  expect_err "  rocm gfx1100: hipcc " "--strict lists gfx1100"
+  cmp -s "$T/out/manifest.json" "$T/manifest.before" || fail "--strict changed the output folder"
+else
+  echo "note: this hipcc builds gfx1100; the skip checks do not apply"
+fi
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures check(s) failed" >&2
+  exit 1
+fi
+echo "all checks passed"
