@@ -26,7 +26,9 @@ mkdir -p "$out"
 "$root/ci/configure.sh" "$build" >/dev/null
 
 names="size load build cpu"
-report=$out/report.md.tmp
+report=$(mktemp "$out/report.md.XXXXXX")
+json=$(mktemp "$out/report.json.XXXXXX")
+trap 'rm -f "$report" "$json"' EXIT
 {
   echo "# gllm-kernels benchmarks"
   echo
@@ -44,7 +46,7 @@ for n in $names; do
 done
 mv "$report" "$out/report.md"
 # One JSON for programs: the parts' JSON files keyed by name.
-python3 - "$out" $names <<'PY' >"$out/report.json.tmp"
+python3 - "$out" $names <<'PY' >"$json"
 import json, os, sys
 out, names = sys.argv[1], sys.argv[2:]
 r = {}
@@ -54,5 +56,5 @@ for n in names:
         r[n] = json.load(open(p))
 print(json.dumps(r, indent=2, sort_keys=True))
 PY
-mv "$out/report.json.tmp" "$out/report.json"
+mv "$json" "$out/report.json"
 cat "$out/report.md"

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +37,13 @@ typedef struct fstamp {
  * after hashing could otherwise keep the same stamp ("racy git"). */
 #define SETTLED_NS 2000000000LL
 
+/* A hit moves its object's mtime to now, which is how gk cache gc knows
+ * what was used last (atime is not: relatime and noatime filesystems do not
+ * keep it). Only an mtime older than this is moved, so that builds seconds
+ * apart do not rewrite the inode of every object they hit; least recently
+ * used is then exact to this resolution. */
+#define TOUCH_NS (3600LL * 1000000000LL)
+
 /* One memoized file hash, with the file's stamp when it was read. The table
  * is open addressing over a power of two; builds see tens to hundreds of
  * distinct files. */
@@ -43,6 +51,7 @@ typedef struct memo {
   char *path;
   char hex[65];
   fstamp st;
+  int settled; /* st was SETTLED_NS old when taken: index.c may trust it */
 } memo;
 
 struct gkc_cache {
@@ -50,9 +59,12 @@ struct gkc_cache {
   char *root;  /* DIR/v1 */
   char err[512];
   unsigned long counter;
+  char host[9]; /* the host tag in temporary names (gkc__host_tag) */
+  int lockfd;   /* DIR/v1/lock, opened on first use; -1 before */
   memo *memo;
   size_t memo_cap, memo_len;
   gkc__remote *remote; /* NULL: local only */
+  gkc__index *index;   /* the direct-mode index (index.c); NULL: none */
 };
 
 static int fail(gkc_cache *c, const char *fmt, ...)
@@ -66,13 +78,23 @@ static int fail(gkc_cache *c, const char *fmt, ...) {
   return -1;
 }
 
-static int is_hex64(const char *s) {
+int gkc__fail(gkc_cache *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->err, sizeof c->err, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+int gkc__is_hex64(const char *s) {
   if (!s) return 0;
   size_t i = 0;
   for (; s[i]; i++)
     if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
   return i == GKC_HEX_LEN;
 }
+
+static int is_hex64(const char *s) { return gkc__is_hex64(s); }
 
 static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -89,6 +111,14 @@ static char *dupf(const char *fmt, ...) {
   va_end(ap);
   return s;
 }
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static int write_atomic(gkc_cache *c, const char *dest, const char *data, size_t len);
 
 /* mkdir -p; an existing folder is success. Modifies nothing on failure
  * beyond the folders it managed to create. */
@@ -131,6 +161,13 @@ int gkc_open(const char *dir, gkc_cache **out, char *err, size_t errsize) {
   }
   gkc_cache *c = calloc(1, sizeof *c);
   if (!c) goto oom;
+  c->lockfd = -1;
+  /* Temporaries carry a tag of the host that writes them, so that gk cache
+   * verify --fix can tell a dead writer on this host (its pid is gone) from
+   * a live one on another host sharing the cache over a network. */
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  snprintf(c->host, sizeof c->host, "%08lx", (unsigned long)(fnv1a(host) & 0xffffffffu));
   c->dir = dupf("%s", dir);
   c->root = dupf("%s/v1", dir);
   char *tmp = dupf("%s/v1/tmp", dir);
@@ -148,17 +185,15 @@ int gkc_open(const char *dir, gkc_cache **out, char *err, size_t errsize) {
     return -1;
   }
   free(tmp);
-  /* The tag is a courtesy for backup tools; failing to write it is harmless. */
+  /* The tag is a courtesy for backup tools; failing to write it is harmless.
+   * Written through a rename like everything else, so that a build killed
+   * here or two first builds at once never leave half a tag. */
+  static const char tag_text[] =
+      "Signature: 8a477f597d28d172789f06886806bc55\n"
+      "# This folder is a cache of gllm-kernels' gk build; "
+      "it can be deleted at any time.\n";
   char *tag = dupf("%s/CACHEDIR.TAG", dir);
-  if (tag && access(tag, F_OK) != 0) {
-    FILE *f = fopen(tag, "w");
-    if (f) {
-      fputs("Signature: 8a477f597d28d172789f06886806bc55\n"
-            "# This folder is a cache of gllm-kernels' gk build; "
-            "it can be deleted at any time.\n", f);
-      fclose(f);
-    }
-  }
+  if (tag && access(tag, F_OK) != 0) write_atomic(c, tag, tag_text, sizeof tag_text - 1);
   free(tag);
   *out = c;
   return 0;
@@ -172,6 +207,8 @@ void gkc_close(gkc_cache *c) {
   for (size_t i = 0; i < c->memo_cap; i++) free(c->memo ? c->memo[i].path : NULL);
   free(c->memo);
   gkc__remote_close(c->remote);
+  gkc__index_free(c->index);
+  if (c->lockfd >= 0) close(c->lockfd);
   free(c->dir);
   free(c->root);
   free(c);
@@ -181,14 +218,14 @@ const char *gkc_errmsg(const gkc_cache *c) { return c ? c->err : ""; }
 const char *gkc_dir(const gkc_cache *c) { return c->dir; }
 
 int gkc_temp_path(gkc_cache *c, const char *suffix, char *buf, size_t size) {
-  /* pid + counter is unique on this host; the random part keeps two hosts
-   * sharing a cache over a network file system apart. */
+  /* host tag + pid + counter is unique; the random part keeps apart two
+   * containers with one host name and pid namespaces of their own. */
   unsigned char r[6];
   char rx[13];
   randombytes_buf(r, sizeof r);
   sodium_bin2hex(rx, sizeof rx, r, sizeof r);
-  int n = snprintf(buf, size, "%s/tmp/%ld-%lu-%s%s", c->root, (long)getpid(),
-                   ++c->counter, rx, suffix ? suffix : "");
+  int n = snprintf(buf, size, "%s/tmp/%s-%ld-%lu-%s%s", c->root, c->host,
+                   (long)getpid(), ++c->counter, rx, suffix ? suffix : "");
   return n < 0 || (size_t)n >= size ? fail(c, "temporary path too long") : 0;
 }
 
@@ -223,12 +260,6 @@ static int hash_fd(int fd, unsigned char sha[32], uint64_t *size) {
   return 0;
 }
 
-static uint64_t fnv1a(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
 static memo *memo_slot(gkc_cache *c, const char *path) {
   if (c->memo_cap == 0) return NULL;
   size_t mask = c->memo_cap - 1;
@@ -243,8 +274,16 @@ static void to_stamp(const struct stat *st, fstamp *f) {
   f->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
 }
 
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* `taken`: when the stamp st was read (CLOCK_REALTIME, ns), before the
+ * content: a stamp already SETTLED_NS old then cannot hide a later edit. */
 static void memo_put(gkc_cache *c, const char *path, const char *hex,
-                     const fstamp *st) {
+                     const fstamp *st, int64_t taken) {
   if (c->memo_len * 2 >= c->memo_cap) {
     size_t cap = c->memo_cap ? c->memo_cap * 2 : 64;
     memo *old = c->memo;
@@ -258,12 +297,13 @@ static void memo_put(gkc_cache *c, const char *path, const char *hex,
     free(old);
   }
   memo *s = memo_slot(c, path);
-  char *p = dupf("%s", path);
-  if (!p) return;
-  s->path = p;
+  if (!s->path) {
+    if (!(s->path = dupf("%s", path))) return;
+    c->memo_len++;
+  }
   memcpy(s->hex, hex, 65);
   s->st = *st;
-  c->memo_len++;
+  s->settled = st->mtime_ns < taken - SETTLED_NS && st->ctime_ns < taken - SETTLED_NS;
 }
 
 /* Hashes path (memoized); its stamp, taken before reading, into *stamp. */
@@ -275,6 +315,7 @@ static int hash_file_stamp(gkc_cache *c, const char *path, char hex[65],
     *stamp = m->st;
     return 0;
   }
+  int64_t taken = now_ns();
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail(c, "cannot read '%s': %s", path, strerror(errno));
   struct stat st;
@@ -285,38 +326,50 @@ static int hash_file_stamp(gkc_cache *c, const char *path, char hex[65],
   if (rc != 0) return fail(c, "cannot read '%s': %s", path, strerror(e));
   sodium_bin2hex(hex, 65, sha, 32);
   to_stamp(&st, stamp);
-  memo_put(c, path, hex, stamp);
+  memo_put(c, path, hex, stamp, taken);
   return 0;
 }
 
 int gkc_hash_file(gkc_cache *c, const char *path, char hex[65]) {
   fstamp st;
-  return hash_file_stamp(c, path, hex, &st);
+  /* The index's stamp for path, when it still holds, spares the read. */
+  if (c->index && gkc__index_hash(c, c->index, path, hex)) return 0;
+  if (hash_file_stamp(c, path, hex, &st) != 0) return -1;
+  if (c->index) gkc__index_use(c->index, path);
+  return 0;
 }
 
 /* Does the dependency at path still have the hash `want`? A stamp recorded
  * with it that the file still has answers without reading the file; the
  * answer is memoized either way, so each file costs one stat per build. */
-static int dep_matches(gkc_cache *c, const char *path, const char *want,
-                       json_t *jstamp) {
+static int dep_matches_stamp(gkc_cache *c, const char *path, const char *want,
+                             const fstamp *rec) {
   memo *m = memo_slot(c, path);
-  if (!(m && m->path) && json_is_array(jstamp) && json_array_size(jstamp) == 4) {
+  if (!(m && m->path) && rec) {
     struct stat st;
-    fstamp now, rec = {
-      json_integer_value(json_array_get(jstamp, 0)),
-      json_integer_value(json_array_get(jstamp, 1)),
-      json_integer_value(json_array_get(jstamp, 2)),
-      json_integer_value(json_array_get(jstamp, 3))};
+    fstamp now;
     if (stat(path, &st) != 0) return 0;
     to_stamp(&st, &now);
-    if (memcmp(&now, &rec, sizeof now) == 0) {
-      memo_put(c, path, want, &now);
+    if (memcmp(&now, rec, sizeof now) == 0) {
+      /* A recorded stamp was settled when recorded, so it still is. */
+      memo_put(c, path, want, &now, INT64_MAX);
       return 1;
     }
   }
   char hex[65];
   fstamp st;
   return hash_file_stamp(c, path, hex, &st) == 0 && strcmp(hex, want) == 0;
+}
+
+static int dep_matches(gkc_cache *c, const char *path, const char *want,
+                       json_t *jstamp) {
+  if (!(json_is_array(jstamp) && json_array_size(jstamp) == 4))
+    return dep_matches_stamp(c, path, want, NULL);
+  fstamp rec = {json_integer_value(json_array_get(jstamp, 0)),
+                json_integer_value(json_array_get(jstamp, 1)),
+                json_integer_value(json_array_get(jstamp, 2)),
+                json_integer_value(json_array_get(jstamp, 3))};
+  return dep_matches_stamp(c, path, want, &rec);
 }
 
 /* Resolves a dependency path against base into buf. */
@@ -329,6 +382,18 @@ static const char *resolve(const char *base, const char *dep, char *buf,
 
 /* A candidate is usable when all its dependencies still hash the same and
  * its object is present with the recorded size. */
+static int64_t ts_ns(struct timespec t) {
+  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Records a use of the object at path whose mtime is `mtime` (see
+ * TOUCH_NS). Best effort: a read-only cache is still a cache. */
+static void touch_used(const char *path, struct timespec mtime) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  if (ts_ns(mtime) < ts_ns(now) - TOUCH_NS) utimensat(AT_FDCWD, path, NULL, 0);
+}
+
 static int candidate_matches(gkc_cache *c, json_t *cand, const char *base,
                              gkc_result *out) {
   const char *obj = json_string_value(json_object_get(cand, "object"));
@@ -350,12 +415,13 @@ static int candidate_matches(gkc_cache *c, json_t *cand, const char *base,
   if (gkc_object_path(c, obj, opath, sizeof opath) != 0 || stat(opath, &st) != 0 ||
       (json_int_t)st.st_size != json_integer_value(jsize))
     return 0;
+  touch_used(opath, st.st_mtim);
   memcpy(out->sha256, obj, 65);
   out->size = (uint64_t)st.st_size;
   return 1;
 }
 
-static json_t *load_record(const char *path) {
+json_t *gkc__load_record(const char *path) {
   /* One read and json_loadb: json_load_file reads a character at a time. */
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return NULL;
@@ -384,13 +450,18 @@ int gkc_lookup(gkc_cache *c, const char *key, const char *base,
   if (!is_hex64(key)) return fail(c, "bad cache key '%s'", key ? key : "(null)");
   char path[PATH_MAX];
   if (record_path(c, key, path, sizeof path) != 0) return fail(c, "cache path too long");
-  json_t *rec = load_record(path);
+  out->remote = 0;
+  /* Direct mode's fast path: no record to read when the index knows key. */
+  if (c->index && gkc__index_lookup(c, c->index, key, base, out)) return 1;
+  json_t *rec = gkc__load_record(path);
   int hit = 0;
   size_t i;
   json_t *cand;
-  out->remote = 0;
   json_array_foreach(json_object_get(rec, "candidates"), i, cand) {
-    if ((hit = candidate_matches(c, cand, base, out))) break;
+    if ((hit = candidate_matches(c, cand, base, out))) {
+      if (c->index) gkc__index_note(c, c->index, key, base, out, json_object_get(cand, "deps"));
+      break;
+    }
   }
   json_decref(rec);
   if (!hit && c->remote) hit = gkc__remote_lookup(c, c->remote, key, base, out);
@@ -401,6 +472,10 @@ int gkc_lookup(gkc_cache *c, const char *key, const char *base,
  * and a rename: readers see the old file or the new one, never a part. */
 static int write_atomic(gkc_cache *c, const char *dest, const char *data,
                         size_t len) {
+  return gkc__write_atomic(c, dest, data, len);
+}
+
+int gkc__write_atomic(gkc_cache *c, const char *dest, const char *data, size_t len) {
   char tmp[PATH_MAX];
   if (gkc_temp_path(c, ".part", tmp, sizeof tmp) != 0) return -1;
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
@@ -450,8 +525,8 @@ static int copy_fd(int in, int out, unsigned char sha[32], uint64_t *size) {
   return 0;
 }
 
-/* Moves the compiled image into the object store, named by its hash. */
-static int store_object(gkc_cache *c, const char *image, gkc_result *out) {
+/* Names the image: its SHA-256 and size into *out. */
+static int hash_image(gkc_cache *c, const char *image, gkc_result *out) {
   int fd = open(image, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail(c, "cannot read '%s': %s", image, strerror(errno));
   unsigned char sha[32];
@@ -462,7 +537,14 @@ static int store_object(gkc_cache *c, const char *image, gkc_result *out) {
   if (rc != 0) return fail(c, "cannot read '%s': %s", image, strerror(e));
   sodium_bin2hex(out->sha256, 65, sha, 32);
   out->size = size;
+  return 0;
+}
 
+/* Moves the image named by hash_image into the object store. */
+static int place_object(gkc_cache *c, const char *image, gkc_result *out) {
+  unsigned char sha[32];
+  uint64_t size = out->size;
+  int rc, e;
   char dest[PATH_MAX];
   if (gkc_object_path(c, out->sha256, dest, sizeof dest) != 0)
     return fail(c, "cache path too long");
@@ -476,6 +558,7 @@ static int store_object(gkc_cache *c, const char *image, gkc_result *out) {
   struct stat st;
   if (stat(dest, &st) == 0 && (uint64_t)st.st_size == size) {
     unlink(image); /* the same bytes are already there */
+    touch_used(dest, st.st_mtim);
     return 0;
   }
   if (rename(image, dest) == 0) return 0;
@@ -543,7 +626,7 @@ static int record_add(gkc_cache *c, const char *key, const gkc_result *r, json_t
   json_t *cands = json_array();
   json_array_append_new(cands, json_pack("{s:s, s:I, s:O}", "object", r->sha256, "size",
                                          (json_int_t)r->size, "deps", jdeps));
-  json_t *old = load_record(rpath);
+  json_t *old = gkc__load_record(rpath);
   if (old) {
     size_t i;
     json_t *cand;
@@ -583,18 +666,18 @@ int gkc_store(gkc_cache *c, const char *key, const char *base,
     unlink(image);
     return -1;
   }
-  if (store_object(c, image, out) != 0) {
-    json_decref(jdeps);
+  out->remote = 0;
+  /* Kept for the upload: gkc__put consumes jdeps. */
+  if (c->remote) json_incref(jdeps);
+  json_t *ideps = c->index ? json_incref(jdeps) : NULL; /* for the index */
+  if (gkc__put(c, key, image, jdeps, out) != 0) {
+    if (c->remote) json_decref(jdeps);
+    json_decref(ideps);
     unlink(image);
     return -1;
   }
-  out->remote = 0;
-  /* Kept for the upload: record_add consumes jdeps. */
-  if (c->remote) json_incref(jdeps);
-  if (record_add(c, key, out, jdeps) != 0) {
-    if (c->remote) json_decref(jdeps);
-    return -1;
-  }
+  if (ideps) gkc__index_note(c, c->index, key, base, out, ideps);
+  json_decref(ideps);
   if (c->remote) {
     gkc__remote_store(c, c->remote, key, out, jdeps);
     json_decref(jdeps);
@@ -667,13 +750,50 @@ int gkc__hash_deps(gkc_cache *c, const char *base, const char *const *deps, size
   return hash_deps(c, base, deps, n, out);
 }
 
-int gkc__store_object(gkc_cache *c, const char *image, gkc_result *out) {
-  return store_object(c, image, out);
+int gkc__lock(gkc_cache *c) {
+  if (c->lockfd < 0) {
+    char *path = dupf("%s/lock", c->root);
+    int fd = path ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666) : -1;
+    if (fd < 0) {
+      fail(c, "cannot open the cache's lock '%s': %s", path ? path : c->root,
+           strerror(errno));
+      free(path);
+      return -1;
+    }
+    free(path);
+    c->lockfd = fd;
+  }
+  while (flock(c->lockfd, LOCK_EX) != 0)
+    if (errno != EINTR)
+      return fail(c, "cannot lock the cache '%s': %s", c->dir, strerror(errno));
+  return 0;
 }
 
-int gkc__record_add(gkc_cache *c, const char *key, const gkc_result *r, json_t *jdeps) {
-  return record_add(c, key, r, jdeps);
+void gkc__unlock(gkc_cache *c) {
+  if (c->lockfd >= 0) flock(c->lockfd, LOCK_UN);
 }
+
+int gkc__put(gkc_cache *c, const char *key, const char *image, json_t *jdeps,
+             gkc_result *out) {
+  /* Hashing, the slow part, happens before the lock. Under it, the object and
+   * the record that points at it appear together as far as gk cache gc is
+   * concerned (gc holds the lock while it removes), and two builds recording
+   * the same key no longer lose one another's candidate. A lock that cannot
+   * be had (a filesystem without flock) costs only those two guarantees. */
+  if (hash_image(c, image, out) != 0) {
+    json_decref(jdeps);
+    return -1;
+  }
+  int locked = gkc__lock(c) == 0;
+  int rc = place_object(c, image, out);
+  if (rc == 0) rc = record_add(c, key, out, jdeps);
+  else json_decref(jdeps);
+  if (locked) gkc__unlock(c);
+  return rc;
+}
+
+const char *gkc__root(const gkc_cache *c) { return c->root; }
+const char *gkc__host_tag(const gkc_cache *c) { return c->host; }
 
 int gkc_set_remote(gkc_cache *c, const char *url, int readonly, FILE *log) {
   char err[sizeof c->err];
@@ -682,4 +802,46 @@ int gkc_set_remote(gkc_cache *c, const char *url, int readonly, FILE *log) {
   gkc__remote_close(c->remote);
   c->remote = r;
   return 0;
+}
+
+/* ---- for index.c (the direct-mode index) ----------------------------------- */
+
+gkc__index **gkc__index_slot(gkc_cache *c) { return &c->index; }
+
+int gkc__check_file(gkc_cache *c, const char *path, const char *want,
+                    const int64_t *stamp) {
+  fstamp rec;
+  if (stamp) rec = (fstamp){stamp[0], stamp[1], stamp[2], stamp[3]};
+  return dep_matches_stamp(c, path, want, stamp ? &rec : NULL);
+}
+
+int gkc__memo_get(gkc_cache *c, const char *path, char hex[65], int64_t stamp[4]) {
+  memo *m = memo_slot(c, path);
+  if (!(m && m->path)) return 0;
+  memcpy(hex, m->hex, 65);
+  stamp[0] = m->st.size, stamp[1] = m->st.ino;
+  stamp[2] = m->st.mtime_ns, stamp[3] = m->st.ctime_ns;
+  return m->settled ? 1 : 2;
+}
+
+int gkc__memo_note(gkc_cache *c, const char *path, const char *hex) {
+  struct stat st;
+  int64_t taken = now_ns();
+  if (stat(path, &st) != 0) return fail(c, "cannot read '%s': %s", path, strerror(errno));
+  fstamp f;
+  to_stamp(&st, &f);
+  memo_put(c, path, hex, &f, taken);
+  return 0;
+}
+
+int gkc__object_ok(gkc_cache *c, const char *sha, int64_t size, gkc_result *out) {
+  char opath[PATH_MAX];
+  struct stat st;
+  if (!is_hex64(sha) || gkc_object_path(c, sha, opath, sizeof opath) != 0 ||
+      stat(opath, &st) != 0 || (int64_t)st.st_size != size)
+    return 0;
+  touch_used(opath, st.st_mtim);
+  memcpy(out->sha256, sha, 65);
+  out->size = (uint64_t)st.st_size;
+  return 1;
 }

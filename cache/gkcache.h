@@ -8,7 +8,11 @@
  *   DIR/CACHEDIR.TAG             marks the folder as a cache (backup tools skip it)
  *   DIR/v1/objects/XX/SHA256     image bytes, named by the SHA-256 of the bytes
  *   DIR/v1/keys/XX/KEY.json      what a job key produced, and from which files
- *   DIR/v1/tmp/                  temporaries, renamed into place
+ *   DIR/v1/runs/XX/KEY.json      kept output of version queries (gk.run_cached)
+ *   DIR/v1/index/XX/SHA.json     a build's index, for no-op builds (gkc_index_open)
+ *   DIR/v1/tmp/                  temporaries, renamed into place:
+ *                                HOST-PID-COUNTER-RANDOM[SUFFIX]
+ *   DIR/v1/lock                  the writers' lock (flock)
  *
  * How a job is looked up (ccache's "direct mode"). Before compiling, the
  * caller hashes everything it knows into a KEY: toolchain identity and
@@ -26,11 +30,20 @@
  * the project at different places then share entries, and each checks its
  * own headers.
  *
- * Concurrency: every file is written under DIR/v1/tmp and renamed into place,
- * so a reader never sees a partial file and several processes may share the
- * cache. Two processes recording the same key at once may lose one candidate
- * (the last rename wins); a later build recompiles it, never uses a wrong one.
- * Objects are checked against their name when fetched.
+ * Concurrency and crashes: every file is written under DIR/v1/tmp and
+ * renamed into place, so a reader never sees a partial file, and a process
+ * killed at any point leaves at worst temporaries in DIR/v1/tmp and an
+ * object no record points at (gk cache verify --fix and gc remove both).
+ * A store puts the object and then its record in place under DIR/v1/lock,
+ * so that two processes recording one key keep both candidates and gc
+ * (which holds the lock while it removes) never leaves a record pointing at
+ * a removed object. Lookups take no lock. Objects are checked against their
+ * name when fetched.
+ *
+ * Least recently used: a hit (and a store of bytes already present) sets the
+ * object's mtime to now when it is older than an hour; gkc_gc removes the
+ * oldest first. atime would do but is not kept on relatime or noatime
+ * mounts.
  *
  * Threads: a handle is not thread-safe; use one handle per thread.
  * Errors: functions returning int give -1 on failure and leave a sentence
@@ -144,5 +157,161 @@ int gkc_set_remote(gkc_cache *c, const char *url, int readonly, FILE *log);
  * buf is too small. */
 int gkc_object_path(const gkc_cache *c, const char *sha256, char *buf,
                     size_t size);
+
+/* ---- maintenance: gk cache stats, verify, gc (maint.c) -------------------
+ *
+ * Sizes are disk usage, as du counts it (st_blocks * 512): what a limit on
+ * the cache is meant to bound. "Entries" are objects, key records, kept
+ * runs and direct-mode indexes; temporaries are counted apart.
+ */
+
+typedef struct gkc_usage {
+  uint64_t objects, object_bytes;
+  uint64_t records, record_bytes;
+  uint64_t runs, run_bytes;       /* DIR/v1/runs: version queries */
+  uint64_t indexes, index_bytes;  /* DIR/v1/index: direct mode's indexes */
+  uint64_t temps, temp_bytes;     /* DIR/v1/tmp and leftover *.tmp.* files */
+  uint64_t total_bytes;           /* objects + records + runs + indexes: what gc trims */
+  int64_t oldest_use, newest_use; /* objects' mtimes, seconds since 1970; 0 if none */
+} gkc_usage;
+
+/*
+ * Walks the cache without reading objects (one stat per file) and fills
+ * *out. Safe while builds run (the numbers are then a snapshot). Returns 0,
+ * or -1 when the cache folder cannot be read.
+ */
+int gkc_stats(gkc_cache *c, gkc_usage *out);
+
+/* What gkc_verify reports, one call per finding. */
+typedef enum gkc_finding_kind {
+  /* Problems: the cache is inconsistent while one is left. */
+  GKC_DAMAGED_OBJECT, /* content does not hash to the object's name */
+  GKC_BAD_RECORD,     /* a key record that is not a record (unreadable, bad JSON) */
+  GKC_DANGLING,       /* a record's candidate whose object is missing, damaged
+                         or of another size */
+  GKC_STRAY,          /* a file where only entries belong (objects/, keys/,
+                         runs/, index/) that is not one: a wrong name or type */
+  /* Garbage: harmless, never used, removed by --fix and by gc. */
+  GKC_STALE_TEMP,     /* a temporary whose writer is gone (this host: its
+                         process is dead; another host: older than a day) */
+  GKC_UNREFERENCED    /* an object no record points at (a writer killed
+                         between the object and its record) */
+} gkc_finding_kind;
+
+typedef struct gkc_finding {
+  gkc_finding_kind kind;
+  int problem;        /* 1 for the problem kinds, 0 for garbage */
+  const char *path;   /* the file at fault; borrowed for the call */
+  const char *detail; /* a sentence saying what is wrong; borrowed */
+  uint64_t bytes;     /* its disk usage */
+  int fixed;          /* 1: removed (or, for GKC_DANGLING, the record was
+                         rewritten without the candidate) */
+} gkc_finding;
+
+typedef void (*gkc_finding_fn)(const gkc_finding *f, void *ctx);
+
+/* What gkc_verify counted. */
+typedef struct gkc_verify_summary {
+  uint64_t objects, records, runs, temps; /* entries checked */
+  uint64_t indexes;                       /* seen (their readers check them) */
+  uint64_t problems, garbage;             /* findings of each class */
+  uint64_t fixed, fixed_bytes;            /* removed or rewritten by GKC_FIX */
+} gkc_verify_summary;
+
+#define GKC_FIX 1u /* gkc_verify: repair what it finds (see below) */
+
+/*
+ * Checks every entry of the cache: each object hashes to its name, each key
+ * record parses and each of its candidates points at a present, sound
+ * object of the recorded size, each run parses, and no other file sits
+ * among the entries. Temporaries of dead writers and objects no record
+ * points at are reported as garbage. Every object is read, so this takes
+ * as long as reading the cache.
+ *
+ * Safe while builds run: what looks wrong is checked again under the lock
+ * before it is reported, so a store in progress is never mistaken for a
+ * problem. With GKC_FIX, damaged objects, bad records, strays and garbage
+ * are removed and records are rewritten without dangling candidates (a
+ * build then compiles what was removed); the lock is held only for that.
+ *
+ * fn (may be NULL) is called for each finding, after any fix. *summary
+ * (may be NULL) gets the counts. Returns 0 when the walk completed
+ * (whatever it found: see summary->problems), -1 when it could not (the
+ * cache folder unreadable, the lock unavailable for GKC_FIX).
+ */
+int gkc_verify(gkc_cache *c, unsigned flags, gkc_finding_fn fn, void *ctx,
+               gkc_verify_summary *summary);
+
+typedef struct gkc_gc_result {
+  uint64_t before_bytes, after_bytes; /* gkc_usage.total_bytes */
+  uint64_t removed_objects, removed_object_bytes;
+  uint64_t removed_records;           /* records left without a candidate */
+  uint64_t rewritten_records;         /* records that lost some candidates */
+  uint64_t removed_runs;              /* kept runs and indexes */
+  uint64_t removed_temps, removed_temp_bytes;
+} gkc_gc_result;
+
+/*
+ * Trims the cache to at most max_bytes of entries (gkc_usage.total_bytes):
+ * objects no record points at go first, then objects by last use (oldest
+ * first); records lose the candidates of removed objects, and go when none
+ * is left, so no record ever points at a removed object. Kept runs and
+ * direct-mode indexes (derived: each spares a build some work) go, oldest
+ * first, only when every object is gone. Temporaries of dead writers are
+ * removed too.
+ *
+ * Holds the cache's lock for the whole pass: builds go on looking up while
+ * it runs and wait only to store. A build that had a hit on an object gc
+ * removes finds it gone when it copies it out and compiles it again (gk
+ * build does). Returns 0 with *out filled (may be NULL), or -1.
+ */
+int gkc_gc(gkc_cache *c, uint64_t max_bytes, gkc_gc_result *out);
+
+/*
+ * Direct mode's index: what a no-op build needs, in one file. Looking every
+ * job up through its record reads every candidate's dependency list (for a
+ * CUDA or HIP compile, a few hundred headers each: megabytes of JSON for the
+ * whole matrix). The index of one build - named by `name`, the caller's
+ * choice (gk build: the output folder) - keeps, in DIR/v1/index/XX/SHA.json:
+ * each file the build hashed (sources, headers, the images it wrote) once,
+ * with its SHA-256 and, when it had settled (unchanged for 2 s when read),
+ * its stamp (size, inode, mtime and ctime in ns); each distinct dependency
+ * set once; and each key's object with its set. A later lookup of a key it
+ * knows checks the set's files by stat (each file once per build, each set
+ * once), the object by stat, and reads no record. Any difference - a file
+ * whose stamp changed, even with the same size and mtime (ctime and inode
+ * move on every write and rename), an object gone - falls back to the
+ * record, so the index decides nothing the record would not: it can be
+ * deleted at any time, and a damaged one is ignored.
+ *
+ * gkc_index_open loads it (a missing or damaged file gives an empty index)
+ * and makes gkc_lookup, gkc_store and gkc_hash_file use and feed it.
+ * gkc_index_save writes what this build used, atomically, and only when it
+ * differs from what was loaded (a no-op build writes nothing). Returns 0 or
+ * -1 (message in gkc_errmsg; the build itself is not wrong for it).
+ */
+int gkc_index_open(gkc_cache *c, const char *name);
+int gkc_index_save(gkc_cache *c);
+
+/*
+ * Notes the caller keeps in the index from one build to the next (gk build:
+ * a digest of what its manifest is made from). gkc_index_get gives the value
+ * `name` had when the index was loaded (NULL: none; owned by the handle,
+ * valid until gkc_close); gkc_index_set keeps a value for the next build
+ * (a note not set again is dropped). Without an index: NULL, and 0.
+ */
+const char *gkc_index_get(gkc_cache *c, const char *name);
+int gkc_index_set(gkc_cache *c, const char *name, const char *value);
+
+/*
+ * Does the file at path have SHA-256 sha256 (64 hex digits)? For a build's
+ * own outputs: with an index, a stamp recorded there that the file still has
+ * answers without reading it. Returns 1 yes, 0 no (or unreadable).
+ */
+int gkc_file_matches(gkc_cache *c, const char *path, const char *sha256);
+
+/* The build just wrote path with content sha256: remembered (and kept in
+ * the index) so that the next build need not read it. Returns 0 or -1. */
+int gkc_file_note(gkc_cache *c, const char *path, const char *sha256);
 
 #endif

@@ -480,14 +480,17 @@ int gkc__remote_lookup(gkc_cache *c, gkc__remote *r, const char *key, const char
   char tmp[4096];
   gkc_result res;
   if (write_temp(c, img, imgn, tmp, sizeof tmp) != 0) goto lookup_out;
-  if (gkc__hash_deps(c, base, paths, nd, &jdeps) != 0 || gkc__store_object(c, tmp, &res) != 0) {
+  if (gkc__hash_deps(c, base, paths, nd, &jdeps) != 0) {
     unlink(tmp);
     goto lookup_out;
   }
   /* A local record too, so the next build needs no network. */
   json_t *j = jdeps;
   jdeps = NULL;
-  if (gkc__record_add(c, key, &res, j) != 0) goto lookup_out;
+  if (gkc__put(c, key, tmp, j, &res) != 0) {
+    unlink(tmp);
+    goto lookup_out;
+  }
   *out = res;
   out->remote = 1;
   hit = 1;

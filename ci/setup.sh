@@ -8,8 +8,14 @@ set -eu
 pkgs="build-essential cmake ninja-build pkg-config binutils python3
       liblua5.4-dev libzstd-dev libsqlite3-dev libsodium-dev libjansson-dev
       libcmocka-dev zstd sqlite3"
+# bench/load.sh compares libsodium's SHA-256 with OpenSSL's (libcrypto).
+pkgs="$pkgs libssl-dev"
 # Headless Chromium renders the page of 'gk matrix --html' in tests/ops.
-pkgs="$pkgs chromium"
+# Only on Debian, where it is the real browser: Ubuntu's chromium package is
+# a stub that asks for the snap, which containers (the CI's jobs) cannot
+# run; there the test uses another Chromium it finds or says SKIP and why.
+os_id=$( (. /etc/os-release 2>/dev/null && echo "${ID:-}") || true)
+[ "$os_id" = debian ] && pkgs="$pkgs chromium"
 # The release pipeline (tests/pipeline): libcurl for the remote cache,
 # nginx (WebDAV PUT) to test it against, podman + runc to build in
 # containers, git for the source revision, python3-yaml to lint the workflow.
@@ -23,6 +29,9 @@ pkgs="$pkgs hipcc rocm-device-libs libhsa-runtime-dev"
 # <vulkan/vulkan.h>), Mesa's lavapipe (Vulkan on the CPU: tests/vulkan
 # executes every kernel on it), glslang and spirv-val (the vulkan images).
 pkgs="$pkgs mesa-vulkan-drivers libvulkan-dev glslang-tools spirv-tools"
+# Robustness (ci/sanitize.sh, ci/fuzz.sh): valgrind memcheck of the loader
+# tests; clang 14 with its runtime libraries for libFuzzer (-DGK_FUZZ=ON).
+pkgs="$pkgs valgrind clang-14 libclang-rt-14-dev"
 # WGSL: tests/wgsl validates the images with Dawn (npm package `webgpu`).
 # Only where the commands are missing: a machine may have Node.js from
 # elsewhere, whose npm Debian's npm package would conflict with.

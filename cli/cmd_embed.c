@@ -46,6 +46,7 @@ static void *read_all(const char *path, size_t *size) {
   unsigned char *buf = NULL;
   size_t cap = 0, n = 0;
   if (!f) return NULL;
+  errno = 0;
   for (;;) {
     if (n == cap) {
       unsigned char *more = realloc(buf, cap = cap ? 2 * cap : 1 << 16);
@@ -62,9 +63,10 @@ static void *read_all(const char *path, size_t *size) {
     if (got == 0) break;
   }
   if (ferror(f)) {
+    int e = errno; /* read's own reason (EISDIR for a folder), not EIO */
     free(buf);
     buf = NULL;
-    errno = EIO;
+    errno = e ? e : EIO;
   }
   fclose(f);
   *size = n;

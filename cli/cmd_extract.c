@@ -90,24 +90,36 @@ static void quote(const char *s, char *out, size_t size) {
 }
 
 /* Opens (creating it first if needed) the folder `name` inside dirfd,
- * refusing a link. -1 with errno on failure. */
-static int subdir(int dirfd, const char *name) {
-  if (mkdirat(dirfd, name, 0777) != 0 && errno != EEXIST) return -1;
+ * refusing a link; *made says whether it was created. -1 with errno on
+ * failure. */
+static int subdir(int dirfd, const char *name, unsigned char *made) {
+  if (mkdirat(dirfd, name, 0777) == 0)
+    *made = 1;
+  else if (errno != EEXIST)
+    return -1;
   return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-/* mkdir -p of the user's own DIR (trusted: it may go through links). */
-static int open_out_dir(const char *dir) {
+/* mkdir -p of the user's own DIR (trusted: it may go through links).
+ * *made: how many trailing components of DIR it created (0: DIR existed). */
+static int open_out_dir(const char *dir, int *made) {
   char *p = strdup(dir);
+  *made = 0;
   if (!p) return -1;
   for (char *s = p + 1; *s; s++) {
-    if (*s != '/') continue;
+    if (*s != '/' || s[-1] == '/') continue;
     *s = '\0';
-    if (mkdir(p, 0777) != 0 && errno != EEXIST) break;
+    if (mkdir(p, 0777) == 0)
+      (*made)++;
+    else if (errno != EEXIST)
+      break;
     *s = '/';
   }
   free(p);
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST) return -1;
+  if (mkdir(dir, 0777) == 0)
+    (*made)++;
+  else if (errno != EEXIST)
+    return -1;
   return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
@@ -116,7 +128,33 @@ typedef struct pick {
   gk_image_info im;
   char rel[512]; /* BACKEND/KERNEL/FILE */
   char file[300];
+  /* What this run created, to take back if a later image fails. */
+  unsigned char new_file, made_backend, made_kernel;
 } pick;
+
+/* A failed extraction leaves DIR as it was, as far as it can: the files it
+ * added and the folders it made go (a file it replaced keeps its new bytes,
+ * which are a verified image of the same name). */
+static void undo(int dirfd, const char *dir, pick *picks, size_t upto, int made_dirs) {
+  for (size_t i = upto + 1; i-- > 0;) {
+    pick *p = &picks[i];
+    char d[512];
+    if (p->new_file) unlinkat(dirfd, p->rel, 0);
+    snprintf(d, sizeof d, "%s/%s", p->im.backend, p->im.kernel);
+    if (p->made_kernel) unlinkat(dirfd, d, AT_REMOVEDIR);
+    if (p->made_backend) unlinkat(dirfd, p->im.backend, AT_REMOVEDIR);
+  }
+  char *p = strdup(dir);
+  size_t len = p ? strlen(p) : 0;
+  while (len > 1 && p[len - 1] == '/') p[--len] = '\0';
+  for (int i = 0; p && i < made_dirs; i++) {
+    if (rmdir(p) != 0) break;
+    char *slash = strrchr(p, '/');
+    if (!slash) break;
+    *slash = '\0';
+  }
+  free(p);
+}
 
 static int pick_cmp(const void *pa, const void *pb) {
   return strcmp(((const pick *)pa)->rel, ((const pick *)pb)->rel);
@@ -127,7 +165,7 @@ static int matches(const char *filter, const char *value) {
 }
 
 /* Writes one verified image under dirfd; 0, or -1 with err filled. */
-static int write_image(gk_archive *ar, int dirfd, const pick *p, char *err,
+static int write_image(gk_archive *ar, int dirfd, pick *p, char *err,
                        size_t errsize) {
   void *bytes = NULL;
   size_t size = 0;
@@ -137,7 +175,8 @@ static int write_image(gk_archive *ar, int dirfd, const pick *p, char *err,
     snprintf(err, errsize, "image %s does not verify: %s", p->rel, gk_archive_errmsg(ar));
     return -1;
   }
-  if ((bfd = subdir(dirfd, p->im.backend)) < 0 || (kfd = subdir(bfd, p->im.kernel)) < 0) {
+  if ((bfd = subdir(dirfd, p->im.backend, &p->made_backend)) < 0 ||
+      (kfd = subdir(bfd, p->im.kernel, &p->made_kernel)) < 0) {
     snprintf(err, errsize, "cannot create folder %s/%s: %s%s", p->im.backend,
              p->im.kernel, strerror(errno),
              errno == ELOOP || errno == ENOTDIR ? " (a link or a file is in the way; "
@@ -145,6 +184,8 @@ static int write_image(gk_archive *ar, int dirfd, const pick *p, char *err,
                                                 : "");
     goto write_out;
   }
+  struct stat old;
+  p->new_file = fstatat(kfd, p->file, &old, AT_SYMLINK_NOFOLLOW) != 0;
   if (cli_write_at(kfd, p->file, bytes, size) != 0) {
     snprintf(err, errsize, "cannot write %s: %s", p->rel, strerror(errno));
     goto write_out;
@@ -192,7 +233,7 @@ static int write_manifest(int dirfd, const pick *p, size_t n) {
 
 int cmd_extract(int argc, char **argv) {
   const char *path = NULL, *dir = NULL, *fk = NULL, *fv = NULL, *fb = NULL, *ft = NULL;
-  int json = 0, bad = 0, rc = EXIT_FAIL, dirfd = -1;
+  int json = 0, bad = 0, rc = EXIT_FAIL, dirfd = -1, made_dirs = 0;
   size_t n = 0, np = 0;
   pick *picks = NULL;
   gk_archive *ar = NULL;
@@ -280,7 +321,7 @@ int cmd_extract(int argc, char **argv) {
                 picks[i].rel);
       goto extract_out;
     }
-  if ((dirfd = open_out_dir(dir)) < 0) {
+  if ((dirfd = open_out_dir(dir, &made_dirs)) < 0) {
     cli_error("extract", "cannot create or open folder '%s': %s", dir, strerror(errno));
     goto extract_out;
   }
@@ -288,7 +329,8 @@ int cmd_extract(int argc, char **argv) {
   for (size_t i = 0; i < np; i++) {
     char err[1024], hex[65];
     if (write_image(ar, dirfd, &picks[i], err, sizeof err) != 0) {
-      cli_error("extract", "'%s' -> '%s': %s", path, dir, err);
+      undo(dirfd, dir, picks, i, made_dirs);
+      cli_error("extract", "'%s' -> '%s': %s; nothing written", path, dir, err);
       json_decref(list);
       goto extract_out;
     }
@@ -299,14 +341,21 @@ int cmd_extract(int argc, char **argv) {
                                           "variant", picks[i].im.variant, "format",
                                           picks[i].im.format, "path", picks[i].rel, "size",
                                           (json_int_t)picks[i].im.raw_size, "sha256", hex));
-    if (!json)
-      printf("%s (%llu bytes, sha256 %.16s)\n", picks[i].rel,
-             (unsigned long long)picks[i].im.raw_size, hex);
   }
   if (write_manifest(dirfd, picks, np) != 0) {
-    cli_error("extract", "cannot write '%s/manifest.json': %s", dir, strerror(errno));
+    int e = errno;
+    undo(dirfd, dir, picks, np - 1, made_dirs);
+    cli_error("extract", "cannot write '%s/manifest.json': %s; nothing written", dir,
+              strerror(e));
     json_decref(list);
     goto extract_out;
+  }
+  /* Listed once everything is written: a failure lists nothing. */
+  for (size_t i = 0; i < np && !json; i++) {
+    char hex[65];
+    cli_hex(picks[i].im.sha256, hex);
+    printf("%s (%llu bytes, sha256 %.16s)\n", picks[i].rel,
+           (unsigned long long)picks[i].im.raw_size, hex);
   }
   if (json) {
     json_t *root = json_pack("{s:s, s:s, s:o}", "archive", path, "dir", dir, "images", list);

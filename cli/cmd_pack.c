@@ -99,6 +99,20 @@ int cmd_pack(int argc, char **argv) {
             ninputs == 1 ? "" : "s", out);
   else
     fprintf(stderr, "gk pack: wrote '%s'\n", out);
+  /* A signature signs the contents it was made for; the merge has others,
+   * so the parts' signatures are not carried over. Say so rather than let a
+   * signed input look like a signed output. */
+  for (size_t i = 0; merge && i < ninputs; i++) {
+    gk_archive *ar = NULL;
+    size_t nsig = 0;
+    if (gk_archive_open(inputs[i], &ar) == GK_OK &&
+        gk_archive_signers(ar, NULL, 0, &nsig) == GK_OK && nsig)
+      fprintf(stderr,
+              "gk pack: '%s' was signed (%zu signature%s); the merged archive "
+              "is not: sign '%s' with 'gk sign %s --key NAME.key'\n",
+              inputs[i], nsig, nsig == 1 ? "" : "s", out, out);
+    gk_archive_close(ar);
+  }
   rc = EXIT_OK;
 pack_out:
   free(inputs);

@@ -2,28 +2,46 @@
  * its index row says. Needs no device: this is what a release check runs. */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
 #include "util.h"
 
 static const char verify_usage[] =
-  "usage: gk verify FILE [--json]\n"
+  "usage: gk verify FILE [--key NAME.pub] [--json]\n"
   "\n"
   "Checks every image of an archive: it decompresses to its recorded size, its\n"
   "SHA-256 matches the index, and its ELF header fits the row's backend and\n"
   "target. Exits 1 if any image fails.\n"
   "\n"
+  "  --key NAME.pub  also check that the archive carries a valid signature by\n"
+  "                  this public key ('gk sign'); exits 1 if it does not\n"
   "  --json   a JSON object {ok, images: [{kernel, backend, target, variant,\n"
-  "           ok, error?}]} on stdout\n";
+  "           ok, error?}], digest, signers: [public keys], signature?:\n"
+  "           {key_id, public_key, ok, error?}} on stdout\n";
 
 int cmd_verify(int argc, char **argv) {
   const char *path = NULL;
   int json = 0;
   size_t n = 0, bad = 0;
 
-  int st = cli_archive_args(argc, argv, verify_usage, &path, &json);
+  /* --key is verify's own option; the rest is the common "FILE [--json]". */
+  const char *keyfile = NULL;
+  char **args = calloc((size_t)argc + 1, sizeof *args);
+  int nargs = 0, badopt = 0;
+  if (!args) return EXIT_FAIL;
+  for (int i = 0; i < argc && !badopt; i++)
+    if (i == 0 || !cli_opt(argc, argv, &i, "--key", NULL, &keyfile, &badopt,
+                           "verify"))
+      args[nargs++] = argv[i];
+  int st = badopt ? EXIT_USAGE
+                  : cli_archive_args(nargs, args, verify_usage, &path, &json);
+  free(args);
   if (st >= 0) return st;
+  uint8_t pk[GK_PUBLIC_KEY_BYTES];
+  if (keyfile && cli_read_public_key("verify", keyfile, pk) != 0)
+    return EXIT_FAIL;
   gk_archive *ar = cli_open_archive("verify", path);
   if (!ar) return EXIT_FAIL;
   gk_archive_count(ar, &n);
@@ -50,15 +68,59 @@ int cmd_verify(int argc, char **argv) {
     }
     json_array_append_new(rows, o);
   }
+
+  /* The signature: checked against --key, else only reported. */
+  char hex[2 * GK_PUBLIC_KEY_BYTES + 1];
+  uint8_t digest[GK_DIGEST_BYTES];
+  size_t nsigners = 0;
+  uint8_t(*signers)[GK_PUBLIC_KEY_BYTES] = NULL;
+  json_t *sj = json_array(), *sig = NULL;
+  if (gk_archive_signers(ar, NULL, 0, &nsigners) == GK_OK && nsigners &&
+      (signers = calloc(nsigners, sizeof *signers)) &&
+      gk_archive_signers(ar, signers, nsigners, &nsigners) == GK_OK)
+    for (size_t i = 0; i < nsigners; i++) {
+      cli_hex(signers[i], hex);
+      json_array_append_new(sj, json_string(hex));
+    }
+  free(signers);
+  int sig_ok = 1;
+  if (keyfile) {
+    sig_ok = gk_archive_verify_signature(ar, pk) == GK_OK;
+    cli_hex(pk, hex);
+    sig = json_pack("{s:s%, s:s, s:b}", "key_id", hex, (size_t)16,
+                    "public_key", hex, "ok", sig_ok);
+    if (!sig_ok)
+      json_object_set_new(sig, "error", json_string(gk_archive_errmsg(ar)));
+    if (!json && sig_ok)
+      printf("ok   signature by key %.16s\n", hex);
+    else if (!json)
+      printf("FAIL signature: %s\n", gk_archive_errmsg(ar));
+  }
   if (json) {
-    json_t *root = json_pack("{s:b, s:o}", "ok", bad == 0, "images", rows);
+    json_t *root = json_pack("{s:b, s:o, s:o}", "ok", bad == 0 && sig_ok,
+                             "images", rows, "signers", sj);
+    if (gk_archive_digest(ar, digest) == GK_OK) {
+      cli_hex(digest, hex);
+      json_object_set_new(root, "digest", json_string(hex));
+    }
+    if (sig) json_object_set_new(root, "signature", sig);
     json_dumpf(root, stdout, JSON_INDENT(2));
     putchar('\n');
     json_decref(root);
   } else {
     json_decref(rows);
-    fprintf(stderr, "gk verify: %zu of %zu images ok\n", n - bad, n);
+    json_decref(sig);
+    fprintf(stderr, "gk verify: %zu of %zu images ok", n - bad, n);
+    if (keyfile)
+      fprintf(stderr, "; signature by key %.16s %s\n", hex,
+              sig_ok ? "valid" : "NOT valid");
+    else if (json_array_size(sj))
+      fprintf(stderr, "; signed by %zu key(s), not checked (pass --key "
+                      "NAME.pub)\n", json_array_size(sj));
+    else
+      fputc('\n', stderr);
+    json_decref(sj);
   }
   gk_archive_close(ar);
-  return bad ? EXIT_FAIL : EXIT_OK;
+  return bad || !sig_ok ? EXIT_FAIL : EXIT_OK;
 }

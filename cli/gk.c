@@ -1,6 +1,7 @@
 /*
  * gk.c - the gk command: a git-style dispatch table over cmd_*.c.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +17,7 @@ typedef struct command {
 
 static const command commands[] = {
   {"build",  cmd_build,  "compile the recipes' kernels into an output folder"},
+  {"cache",  cmd_cache,  "look after the build cache: stats, verify [--fix], gc --max-size"},
   {"pack",   cmd_pack,   "bundle a build output folder into one fat archive"},
   {"ls",     cmd_ls,     "list the images of an archive"},
   {"matrix", cmd_matrix, "print an archive's support matrix (kernels x targets)"},
@@ -24,6 +26,8 @@ static const command commands[] = {
   {"diff",   cmd_diff,   "compare two archives: targets, kernels, variants, images"},
   {"extract", cmd_extract, "write an archive's images out as files"},
   {"embed",  cmd_embed,  "turn an archive into a C or assembler file to link into a program"},
+  {"keygen", cmd_keygen, "make an Ed25519 key pair for signing archives"},
+  {"sign",   cmd_sign,   "sign an archive (its index and metadata) with a secret key"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -38,6 +42,17 @@ static const command *find(const char *name) {
   for (size_t i = 0; i < NCOMMANDS; i++)
     if (strcmp(commands[i].name, name) == 0) return &commands[i];
   return NULL;
+}
+
+/* A result that did not reach stdout (a full disk, a closed pipe's EIO) is
+ * a failure: a script reading it must not take a cut-short listing for the
+ * whole one. stdio reports write errors only here, at the last flush. */
+static int flush_stdout(const char *name, int rc) {
+  errno = 0;
+  if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+  fprintf(stderr, "gk %s: cannot write the result to stdout: %s\n", name,
+          errno ? strerror(errno) : "write error");
+  return rc == EXIT_OK ? EXIT_FAIL : rc;
 }
 
 int main(int argc, char **argv) {
@@ -73,5 +88,5 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gk: '%s' is not a gk command; see 'gk --help'\n", name);
     return EXIT_USAGE;
   }
-  return c->fn(argc - 1, argv + 1);
+  return flush_stdout(name, c->fn(argc - 1, argv + 1));
 }

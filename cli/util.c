@@ -69,8 +69,13 @@ gk_archive *cli_open_archive(const char *cmd, const char *path) {
   int rc = gk_archive_open(path, &ar);
   if (rc != GK_OK) {
     const char *why = gk_last_error();
-    cli_error(cmd, "cannot open archive '%s': %s", path,
-              why && *why ? why : gk_strerror(rc));
+    /* libgk's message already reads "cannot open archive 'PATH': ..." for
+     * most failures: say it once. */
+    if (why && *why && strstr(why, path))
+      cli_error(cmd, "%s", why);
+    else
+      cli_error(cmd, "cannot open archive '%s': %s", path,
+                why && *why ? why : gk_strerror(rc));
     return NULL;
   }
   return ar;

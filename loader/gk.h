@@ -53,7 +53,7 @@ extern "C" {
 #define GK_VERSION_PATCH 0
 
 /* Archive format version this library reads (PRAGMA user_version). */
-#define GK_ARCHIVE_FORMAT 1
+#define GK_ARCHIVE_FORMAT 2
 /* PRAGMA application_id of every archive: 'gkfa' as a big-endian int. */
 #define GK_ARCHIVE_APPLICATION_ID 0x676b6661
 
@@ -77,7 +77,8 @@ extern "C" {
   X(EHASH,      -12, "image SHA-256 does not match the index")                  \
   X(EFORMAT,    -13, "image does not match its index row (ELF header)")         \
   X(ETOOBIG,    -14, "image exceeds the size limit")                            \
-  X(ERANGE,     -15, "index out of range")
+  X(ERANGE,     -15, "index out of range")                                      \
+  X(ESIGNATURE, -16, "archive signature missing or not valid")
 
 typedef enum gk_status {
 #define GK__STATUS_ENUM(name, value, msg) GK_##name = value,
@@ -218,7 +219,8 @@ typedef struct gk_image_info {
   const char *launch;    /* JSON object of launch metadata */
   const char *toolchain; /* "cc 12.2.0 x86_64-linux-gnu" */
   uint64_t raw_size;     /* bytes of the image */
-  uint64_t packed_size;  /* bytes it takes in the archive (shared blobs counted once per row) */
+  uint64_t packed_size;  /* bytes its blob takes in the archive (shared blobs counted once per
+                          * row; a delta-coded image's own bytes, not its base's) */
   unsigned char sha256[32];
 } gk_image_info;
 
@@ -244,7 +246,9 @@ GK_API int gk_archive_image(gk_archive *ar, size_t i, gk_image_info *out);
  * its xnack/sramecc settings ("gfx90a:xnack-" = off, "gfx90a" = any) and,
  * for generic targets, a generic version; spirv: its header; wgsl,
  * metallib: the hash alone). Sizes in the file are not believed: the blob must be exactly
- * one zstd frame declaring raw_size, and images over 1 GiB are refused.
+ * one zstd frame declaring raw_size (for a delta-coded image, decompressed against its base
+ * image's bytes, itself one plain frame: docs/archive.md, "Blobs"), and images over 1 GiB are
+ * refused. SHA-256 is computed by OpenSSL's libcrypto when the system has it, else by libsodium.
  * Errors: GK_EINVAL, GK_ERANGE, GK_ECORRUPT, GK_EHASH, GK_EFORMAT,
  * GK_ETOOBIG, GK_ENOMEM. *bytes is NULL on failure.
  */
@@ -289,6 +293,62 @@ GK_API int gk_archive_select(gk_archive *ar, const gk_device *dev,
                              const char *kernel, const char *variant,
                              size_t *index);
 
+/*
+ * Signed archives (docs/archive.md, "Signatures"). An archive may carry
+ * Ed25519 signatures (`gk sign`) over its digest: a SHA-256 of its logical
+ * content - the metadata and every index row as gk_archive_image gives it,
+ * image bytes through their SHA-256 - not of how it is stored, so
+ * re-compressing an archive keeps its signatures valid, while any change to
+ * the index or metadata breaks them. A changed image is refused when read
+ * (GK_EHASH), its SHA-256 being signed. Keys are 32-byte Ed25519 public keys
+ * (a `gk keygen` NAME.pub holds one in hex). Messages name a key by its
+ * first 8 bytes in hex.
+ */
+#define GK_PUBLIC_KEY_BYTES 32
+#define GK_DIGEST_BYTES 32
+
+/* Open options for the *_ex opens. Zero-initialise it ({0}): all zeros is
+ * the plain open. */
+typedef struct gk_open_options {
+  /* ntrusted_keys public keys, 32 bytes each, back to back (borrowed for
+   * the call). When ntrusted_keys > 0 the open succeeds only if the archive
+   * carries a valid signature by at least one of them; otherwise it fails
+   * with GK_ESIGNATURE and gk_last_error() says why (not signed, signed by
+   * another key, or contents changed after signing). */
+  const uint8_t *trusted_keys;
+  size_t ntrusted_keys;
+} gk_open_options;
+
+/* gk_archive_open / gk_archive_open_memory with options (opts NULL = the
+ * plain call). Errors as theirs, plus GK_ESIGNATURE, and GK_EINVAL when
+ * ntrusted_keys > 0 with trusted_keys NULL. *out is NULL on failure. */
+GK_API int gk_archive_open_ex(const char *path, const gk_open_options *opts,
+                              gk_archive **out);
+GK_API int gk_archive_open_memory_ex(const void *bytes, size_t size,
+                                     const gk_open_options *opts,
+                                     gk_archive **out);
+
+/* The archive's digest, what a signature signs (32 bytes). Reads the meta
+ * table (not held in memory). GK_OK, GK_EINVAL, GK_ECORRUPT (meta missing,
+ * not text, or keys or index rows repeated or out of order), GK_ENOMEM. */
+GK_API int gk_archive_digest(gk_archive *ar, uint8_t digest[32]);
+
+/* The public keys the archive carries signatures of, valid or not, sorted:
+ * fills at most `cap` of keys (NULL when cap is 0) and sets *count to their
+ * number (call again with more room if it exceeds cap). 0 for an unsigned
+ * archive. Rows of the wrong shape are not counted. GK_ESIGNATURE when the
+ * signature table itself is malformed. */
+GK_API int gk_archive_signers(gk_archive *ar, uint8_t (*keys)[32], size_t cap,
+                              size_t *count);
+
+/* GK_OK when the archive carries a signature by `pubkey` that is valid for
+ * its digest. GK_ESIGNATURE otherwise, the message saying which: not signed,
+ * signed by other keys only (naming one), or the signature does not match
+ * (the index or metadata changed after signing). Errors of
+ * gk_archive_digest. Image bytes are not read: they are checked by
+ * gk_archive_read against the signed SHA-256. */
+GK_API int gk_archive_verify_signature(gk_archive *ar, const uint8_t pubkey[32]);
+
 /* ------------------------------------------------------------------------ */
 /* Modules                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -300,7 +360,9 @@ typedef struct gk_module gk_module;
  * image of `kernel`/`variant` for `dev` (NULL: gk_device_detect()).
  * CPU images are shared objects loaded from memory (memfd_create + dlopen
  * of /proc/self/fd/N, RTLD_NOW | RTLD_LOCAL); no file is written. Each
- * loaded module holds one file descriptor (the memfd) until unloaded. A cpu
+ * loaded module holds one file descriptor (the memfd) until unloaded. Where
+ * memfd_create does not exist (macOS) the image is written to a file
+ * created 0600 in $TMPDIR, dlopen()ed and unlinked at once. A cpu
  * device that claims more than this CPU has (gk_device_parse("cpu:x86-64-v4")
  * on a v3 machine) is refused with GK_ENODEVICE rather than risking an
  * illegal instruction. ROCm images (code objects) are loaded into an HSA
@@ -438,7 +500,10 @@ GK_API int gk_driver_set_resolver(gk_backend backend, gk_resolver_fn fn,
 
 /* CPU ABI of the quantized matmul (kernel "qmatmul", variant "bits=N"):
  * y[i*n + j] = sum_t x[i*k + t] * W[j][t] for i < m, j < n, with W in the
- * block format of docs/weights.md (k a multiple of 32). */
+ * block format of docs/weights.md (k a multiple of 32). The image splits a
+ * call over its own persistent threads (all CPUs of the process, or
+ * GK_NUM_THREADS; docs/kernels.md "CPU images"); y is the same whatever
+ * the thread count. Calls from several threads at once are safe. */
 typedef void (*gk_qmatmul_fn)(const float *x, const void *w, float *y,
                               int64_t m, int64_t n, int64_t k);
 

@@ -101,11 +101,15 @@ int gk__elf_check(const void *bytes, size_t size, const gk_image_info *row,
 typedef struct gk__row {
   gk_image_info info;
   char *strings; /* one block holding every string of `info` */
+  int packed_known; /* info.packed_size is looked up on first ask */
 } gk__row;
 
 struct gk_archive {
   struct sqlite3 *db;
   struct sqlite3_stmt *blob_stmt; /* finds a blob by sha256; reused */
+  struct sqlite3_stmt *base_stmt; /* finds a blob by id (a delta's base) */
+  struct ZSTD_DCtx_s *dctx;       /* reused by every read; NULL until one */
+  struct sqlite3_stmt *size_stmt; /* a blob's packed size; NULL until asked */
   char *name;                     /* path, or "<memory, N bytes>" */
   gk__row *rows;                  /* the index, read once at open */
   size_t nrows;
@@ -115,6 +119,10 @@ struct gk_archive {
 /* Sets the archive's message and returns `status`, so a failure reads
  * `return gk__fail(ar, GK_EIO, "cannot ... '%s'", ar->name)`. */
 int gk__fail(gk_archive *ar, int status, const char *fmt, ...) GK__PRINTF(3, 4);
+
+/* A SQLite failure on `ar` as our status and message: "archive '...'
+ * (is corrupt): cannot DOING: SQLite's message" (archive.c). */
+int gk__sql_fail(gk_archive *ar, int rc, const char *doing);
 
 /* Copies every string of `src` into one new block (*block, to free) that
  * `dst`'s pointers then reference. GK_OK or GK_ENOMEM. */

@@ -9,6 +9,13 @@
  * first is still loaded, dlopen("/proc/self/fd/N") would hand back the old
  * library. Holding the fd keeps every name unique among loaded modules.
  *
+ * Without memfd_create (macOS, whose dlopen needs a path; or a build with
+ * GK_PORTABLE_ONLY) the bytes go to a file created 0600 in $TMPDIR, which
+ * is unlinked as soon as dlopen has mapped it. Its name holds this
+ * process's id and a counter that never repeats, so no two loads in one
+ * process ever use the same name and the name-matching problem above
+ * cannot arise.
+ *
  * GPU images go to their backend (gk__gpu_ops: rocm.c hands code objects to
  * the HSA runtime); this file only dispatches to it.
  */
@@ -17,6 +24,7 @@
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +39,8 @@ struct gk_module {
   char *strings;
   gk_device dev;
   void *dl;
-  int fd;
-  char path[32]; /* "/proc/self/fd/N", the name glibc knows it by */
+  int fd;     /* the memfd; -1 for a temporary file (unlinked at load) */
+  char *path; /* the name the dynamic linker knows it by */
   const gk__gpu_ops *gpu; /* GPU modules: their backend and its state */
   void *gpu_state;
 };
@@ -78,13 +86,27 @@ static int check_cpu_device(gk_archive *ar, const gk_device *dev) {
   return GK_OK;
 }
 
-/* The image bytes as a loaded library: memfd, then dlopen by its /proc
- * name. On success the module owns fd and handle. */
-static int load_so(gk_archive *ar, gk_module *m, const void *bytes, size_t size,
-                   const char *what) {
+/* "kernel:target" for names: the strings come from the archive, an
+ * untrusted file, so anything but [A-Za-z0-9._-] becomes '_' (no '/' can
+ * lead a temporary file out of its folder). */
+static void image_tag(const gk_module *m, char sep, char *out, size_t size) {
+  snprintf(out, size, "%s%c%s", m->info.kernel, sep, m->info.target);
+  for (char *p = out; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+          (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-' ||
+          *p == sep))
+      *p = '_';
+}
+
+#if GK_HAVE_MEMFD_CREATE
+/* The image as an anonymous memfd, named by its /proc path; the module
+ * keeps the fd (see the top of this file). */
+static int write_image(gk_archive *ar, gk_module *m, const void *bytes,
+                       size_t size, const char *what) {
   char name[64], ebuf[128];
   /* The memfd's name shows in /proc/PID/maps next to the code. */
-  snprintf(name, sizeof name, "gk:%s:%s", m->info.kernel, m->info.target);
+  image_tag(m, ':', name + 3, sizeof name - 3);
+  memcpy(name, "gk:", 3);
   m->fd = memfd_create(name, MFD_CLOEXEC);
   if (m->fd < 0)
     return gk__fail(ar, GK_EDRIVER, "cannot load image %s: memfd_create: %s",
@@ -93,13 +115,70 @@ static int load_so(gk_archive *ar, gk_module *m, const void *bytes, size_t size,
     return gk__fail(ar, GK_EDRIVER,
                     "cannot load image %s: writing the memfd: %s", what,
                     gk__errno_text(errno, ebuf, sizeof ebuf));
-  snprintf(m->path, sizeof m->path, "/proc/self/fd/%d", m->fd);
+  char path[32];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", m->fd);
+  if (!(m->path = strdup(path)))
+    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+  return GK_OK;
+}
+#else
+/* The image as a file of its own in $TMPDIR (mkstemp: mode 0600, O_EXCL),
+ * closed and left for load_so to unlink once dlopen has mapped it. */
+static int write_image(gk_archive *ar, gk_module *m, const void *bytes,
+                       size_t size, const char *what) {
+  static atomic_ulong serial;
+  char tag[64], ebuf[128];
+  image_tag(m, '-', tag, sizeof tag);
+  const char *dir = getenv("TMPDIR");
+  if (!dir || !*dir) dir = "/tmp";
+  size_t dlen = strlen(dir);
+  while (dlen > 1 && dir[dlen - 1] == '/') dlen--;
+  size_t n = dlen + strlen(tag) + 80;
+  if (!(m->path = malloc(n)))
+    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+  snprintf(m->path, n, "%.*s/gk-%s-%ld-%lu-XXXXXX", (int)dlen, dir, tag,
+           (long)getpid(), (unsigned long)atomic_fetch_add(&serial, 1));
+  int fd = mkstemp(m->path);
+  if (fd < 0) {
+    int e = errno;
+    return gk__fail(ar, GK_EDRIVER,
+                    "cannot load image %s: cannot create a temporary file in "
+                    "'%.*s': %s (set TMPDIR to a writable folder)",
+                    what, (int)dlen, dir, gk__errno_text(e, ebuf, sizeof ebuf));
+  }
+  int rc = write_all(fd, bytes, size);
+  int e = errno;
+  if (close(fd) != 0 && rc == 0) rc = -1, e = errno;
+  if (rc != 0) {
+    unlink(m->path);
+    return gk__fail(ar, GK_EDRIVER, "cannot load image %s: writing '%s': %s",
+                    what, m->path, gk__errno_text(e, ebuf, sizeof ebuf));
+  }
+  return GK_OK;
+}
+#endif
+
+/* The image bytes as a loaded library: written where the dynamic linker
+ * can open it by name, then dlopen. On success the module owns the name
+ * (and the memfd) and the handle; a temporary file is already gone. */
+static int load_so(gk_archive *ar, gk_module *m, const void *bytes, size_t size,
+                   const char *what) {
+  int rc = write_image(ar, m, bytes, size, what);
+  if (rc != GK_OK) return rc;
   dlerror(); /* drop a stale message */
   m->dl = dlopen(m->path, RTLD_NOW | RTLD_LOCAL);
+  const char *e = m->dl ? NULL : dlerror();
+  char *msg = e ? strdup(e) : NULL; /* unlink may not touch it, but be sure */
+  if (m->fd < 0) unlink(m->path); /* mapped (or failed): the file can go */
   if (!m->dl) {
-    const char *e = dlerror();
-    return gk__fail(ar, GK_EDRIVER, "cannot load image %s: dlopen: %s", what,
-                    e ? e : "unknown error");
+    rc = gk__fail(ar, GK_EDRIVER, "cannot load image %s: dlopen: %s%s", what,
+                  msg ? msg : "unknown error",
+                  m->fd < 0 ? " (it was written to $TMPDIR, which must allow "
+                              "running code: set TMPDIR to another folder if "
+                              "it is mounted noexec)"
+                            : "");
+    free(msg);
+    return rc;
   }
   return GK_OK;
 }
@@ -221,13 +300,14 @@ GK_API void gk_module_unload(gk_module *m) {
   int keep_fd = 0;
   if (m->dl) {
     dlclose(m->dl);
-    void *still = dlopen(m->path, RTLD_NOW | RTLD_NOLOAD);
+    void *still = m->fd >= 0 ? dlopen(m->path, RTLD_NOW | RTLD_NOLOAD) : NULL;
     if (still) {
       dlclose(still);
       keep_fd = 1;
     }
   }
   if (m->fd >= 0 && !keep_fd) close(m->fd);
+  free(m->path);
   free(m->strings);
   free(m);
 }

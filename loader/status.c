@@ -6,7 +6,12 @@
  * for the opens that have no handle yet, in a thread-local buffer
  * (gk_last_error).
  */
-#ifndef _GNU_SOURCE
+#if defined(GK_HAVE_GNU_STRERROR_R) && !GK_HAVE_GNU_STRERROR_R
+/* The POSIX strerror_r (macOS; GK_PORTABLE_ONLY on Linux), which returns an
+ * int: glibc declares it only without _GNU_SOURCE. */
+#undef _GNU_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#elif !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* the GNU strerror_r, which returns its text */
 #endif
 #include <stdio.h>
@@ -35,9 +40,13 @@ void gk__strlcpy(char *dst, const char *src, size_t size) {
 }
 
 const char *gk__errno_text(int e, char *buf, size_t size) {
+#if defined(GK_HAVE_GNU_STRERROR_R) && !GK_HAVE_GNU_STRERROR_R
+  if (size && strerror_r(e, buf, size) != 0) snprintf(buf, size, "error %d", e);
+#else
   /* GNU strerror_r may return a static string instead of filling buf. */
   const char *s = strerror_r(e, buf, size);
   if (s != buf) gk__strlcpy(buf, s, size);
+#endif
   return buf;
 }
 

@@ -30,8 +30,11 @@ typedef struct gkp_meta {
  * the same folder, fsync, rename): on failure nothing is left at `path` and
  * no temporary file remains. Rows are sorted by (kernel, backend, target,
  * variant) whatever the order given, so the same images give the same
- * bytes. Two images with the same key are an error. Returns 0, or -1 with
- * a sentence in err.
+ * bytes. Two images with the same key are an error. Each distinct image is
+ * one zstd frame at `level`, plain or coded against a sibling "base" image
+ * chosen from the images alone (docs/archive.md, "Blobs"); choosing costs
+ * trial compressions of every pair in a family (backend, kernel, format).
+ * Returns 0, or -1 with a sentence in err.
  */
 int gkp_write(const char *path, const gkp_image *images, size_t n, int level,
               char *err, size_t errsize);

@@ -115,9 +115,12 @@ int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
   snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
   root = json_load_file(mpath, JSON_REJECT_DUPLICATES, &jerr);
   if (!root) {
-    if (jerr.line <= 0)
+    if (jerr.line <= 0) {
+      /* jansson says "unable to open PATH: REASON"; the path is ours. */
+      const char *why = strstr(jerr.text, ": ") ? strstr(jerr.text, ": ") + 2 : jerr.text;
       gkp__seterr(err, errsize, "cannot read '%s': %s (run 'gk build --out %s' first)",
-             mpath, jerr.text, dir);
+             mpath, why, dir);
+    }
     else
       gkp__seterr(err, errsize, "%s:%d: %s", mpath, jerr.line, jerr.text);
     return -1;

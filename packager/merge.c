@@ -11,6 +11,7 @@
  */
 #include "gkpack.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <sodium.h>
 #include <sqlite3.h>
@@ -27,6 +28,13 @@ static sqlite3 *open_archive(const char *path, char *err, size_t errsize) {
   sqlite3 *db = NULL;
   sqlite3_stmt *s = NULL;
   int app = 0, ver = -1;
+  /* SQLite says only "unable to open database file": ask the system why. */
+  FILE *probe = fopen(path, "rb");
+  if (!probe) {
+    gkp__seterr(err, errsize, "cannot open archive '%s': %s", path, strerror(errno));
+    return NULL;
+  }
+  fclose(probe);
   if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
     gkp__seterr(err, errsize, "cannot open archive '%s': %s", path,
                 db ? sqlite3_errmsg(db) : "out of memory");
@@ -51,8 +59,10 @@ static sqlite3 *open_archive(const char *path, char *err, size_t errsize) {
     ver = sqlite3_column_int(s, 0);
   sqlite3_finalize(s);
   if (ver != GK_ARCHIVE_FORMAT) {
-    gkp__seterr(err, errsize, "archive '%s' has format version %d; this gk knows %d",
-                path, ver, GK_ARCHIVE_FORMAT);
+    gkp__seterr(err, errsize, "archive '%s' has format version %d; this gk knows %d (%s)",
+                path, ver, GK_ARCHIVE_FORMAT,
+                ver > GK_ARCHIVE_FORMAT ? "update gk"
+                                        : "an older gk wrote it; rebuild and repack it");
     sqlite3_close(db);
     return NULL;
   }
@@ -152,18 +162,55 @@ static void rows_free(rows *r) {
   free(r->v);
 }
 
+/* Decompresses a frame that must declare exactly `raw` bytes into dst,
+ * against `prefix` when pn > 0 (a 'zstd-delta' blob). 0 or -1. */
+static int unframe(ZSTD_DCtx *dctx, void *dst, size_t raw, const void *z, size_t zn,
+                   const void *prefix, size_t pn) {
+  if (ZSTD_getFrameContentSize(z, zn) != (unsigned long long)raw) return -1;
+  ZSTD_DCtx_reset(dctx, ZSTD_reset_session_and_parameters);
+  if (pn && ZSTD_isError(ZSTD_DCtx_refPrefix(dctx, prefix, pn))) return -1;
+  size_t got = ZSTD_decompressDCtx(dctx, dst, raw, z, zn);
+  return ZSTD_isError(got) || got != raw ? -1 : 0;
+}
+
+/* The raw bytes of a delta's base blob (id), malloc'ed; NULL when it is
+ * missing, not a plain frame, or does not decompress. */
+static void *read_base(sqlite3_stmt *bs, ZSTD_DCtx *dctx, sqlite3_int64 id, size_t *n) {
+  void *out = NULL;
+  sqlite3_reset(bs);
+  sqlite3_bind_int64(bs, 1, id);
+  if (sqlite3_step(bs) == SQLITE_ROW) {
+    const char *codec = (const char *)sqlite3_column_text(bs, 0);
+    sqlite3_int64 raw = sqlite3_column_int64(bs, 2);
+    if (codec && strcmp(codec, "zstd") == 0 && sqlite3_column_type(bs, 3) == SQLITE_NULL &&
+        raw >= 0 && (out = malloc(raw ? (size_t)raw : 1)) &&
+        unframe(dctx, out, (size_t)raw, sqlite3_column_blob(bs, 1),
+                (size_t)sqlite3_column_bytes(bs, 1), NULL, 0)) {
+      free(out);
+      out = NULL;
+    }
+    *n = (size_t)raw;
+  }
+  sqlite3_reset(bs);
+  return out;
+}
+
 /* Reads every image of one archive, decompressed and checked. */
 static int read_rows(sqlite3 *db, const char *path, size_t from, rows *r, char *err,
                      size_t errsize) {
   static const char sql[] =
     "SELECT i.kernel, i.backend, i.target, i.variant, i.format, i.entry, i.launch,"
-    " i.toolchain, i.raw_size, i.sha256, b.codec, b.data, b.raw_size"
+    " i.toolchain, i.raw_size, i.sha256, b.codec, b.data, b.raw_size, b.base"
     " FROM image i LEFT JOIN blob b ON b.sha256 = i.sha256"
     " ORDER BY i.kernel, i.backend, i.target, i.variant";
-  sqlite3_stmt *s = NULL;
-  if (sqlite3_prepare_v2(db, sql, -1, &s, NULL)) {
+  sqlite3_stmt *s = NULL, *bs = NULL;
+  ZSTD_DCtx *dctx = ZSTD_createDCtx();
+  if (!dctx) goto oom;
+  if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) ||
+      sqlite3_prepare_v2(db, "SELECT codec, data, raw_size, base FROM blob WHERE id = ?",
+                         -1, &bs, NULL)) {
     gkp__seterr(err, errsize, "cannot read the index of '%s': %s", path, sqlite3_errmsg(db));
-    return -1;
+    goto fail;
   }
   int rc;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -188,9 +235,10 @@ static int read_rows(sqlite3 *db, const char *path, size_t from, rows *r, char *
     sqlite3_int64 raw = sqlite3_column_int64(s, 8);
     const void *sha = sqlite3_column_blob(s, 9);
     const char *codec = (const char *)sqlite3_column_text(s, 10);
-    const void *z = sqlite3_column_blob(s, 11);
-    size_t zn = (size_t)sqlite3_column_bytes(s, 11);
-    if (!sha || sqlite3_column_bytes(s, 9) != 32 || !codec || strcmp(codec, "zstd") != 0 ||
+    int delta = codec && strcmp(codec, "zstd-delta") == 0;
+    if (!sha || sqlite3_column_bytes(s, 9) != 32 || !codec ||
+        (!delta && strcmp(codec, "zstd") != 0) ||
+        delta != (sqlite3_column_type(s, 13) != SQLITE_NULL) ||
         raw < 0 || sqlite3_column_int64(s, 12) != raw) {
       gkp__seterr(err, errsize, "'%s': image %s %s %s %s has no valid blob (missing, "
                   "unknown codec or sizes that disagree); repack it with 'gk pack'",
@@ -198,16 +246,20 @@ static int read_rows(sqlite3 *db, const char *path, size_t from, rows *r, char *
       goto fail;
     }
     memcpy(w->sha, sha, 32);
-    unsigned long long declared = ZSTD_getFrameContentSize(z, zn);
-    void *data = malloc(raw ? (size_t)raw : 1);
+    void *data = malloc(raw ? (size_t)raw : 1), *base = NULL;
     if (!data) goto oom;
     im->data = data;
     im->size = (size_t)raw;
-    size_t got = declared == (unsigned long long)raw
-                   ? ZSTD_decompress(data, (size_t)raw, z, zn) : (size_t)-1;
+    size_t bn = 0;
+    if (delta) base = read_base(bs, dctx, sqlite3_column_int64(s, 13), &bn);
     unsigned char check[32];
-    if (ZSTD_isError(got) || got != (size_t)raw ||
-        (crypto_hash_sha256(check, data, got), memcmp(check, w->sha, 32) != 0)) {
+    int bad = (delta && !base) ||
+              unframe(dctx, data, (size_t)raw, sqlite3_column_blob(s, 11),
+                      (size_t)sqlite3_column_bytes(s, 11), base, bn) ||
+              (crypto_hash_sha256(check, data, (size_t)raw),
+               memcmp(check, w->sha, 32) != 0);
+    free(base);
+    if (bad) {
       gkp__seterr(err, errsize, "'%s': image %s %s %s %s is damaged (it does not "
                   "decompress to its size and SHA-256); rebuild that archive",
                   path, im->kernel, im->backend, im->target, im->variant);
@@ -219,11 +271,15 @@ static int read_rows(sqlite3 *db, const char *path, size_t from, rows *r, char *
     goto fail;
   }
   sqlite3_finalize(s);
+  sqlite3_finalize(bs);
+  ZSTD_freeDCtx(dctx);
   return 0;
 oom:
   gkp__seterr(err, errsize, "out of memory reading '%s'", path);
 fail:
   sqlite3_finalize(s);
+  sqlite3_finalize(bs);
+  ZSTD_freeDCtx(dctx);
   return -1;
 }
 

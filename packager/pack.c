@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "gk.h" /* for the format constants only */
 #include "pack_internal.h"
@@ -41,7 +42,7 @@ static int image_cmp(const void *pa, const void *pb) {
 }
 
 static const char schema_sql[] =
-  "PRAGMA page_size = 4096;"
+  "PRAGMA page_size = 1024;"
   "PRAGMA journal_mode = OFF;"
   "PRAGMA synchronous = OFF;"
   "CREATE TABLE meta ("
@@ -52,6 +53,7 @@ static const char schema_sql[] =
   "  sha256 BLOB NOT NULL UNIQUE CHECK (length(sha256) = 32),"
   "  raw_size INTEGER NOT NULL CHECK (raw_size >= 0),"
   "  codec TEXT NOT NULL,"
+  "  base INTEGER REFERENCES blob(id),"
   "  data BLOB NOT NULL);"
   "CREATE TABLE image ("
   "  kernel TEXT NOT NULL, backend TEXT NOT NULL, target TEXT NOT NULL,"
@@ -63,7 +65,7 @@ static const char schema_sql[] =
 
 typedef struct writer {
   sqlite3 *db;
-  sqlite3_stmt *find_blob, *add_blob, *add_image;
+  sqlite3_stmt *add_blob, *add_image;
   ZSTD_CCtx *cctx;
   void *zbuf;
   size_t zcap;
@@ -76,41 +78,177 @@ static int db_fail(writer *w, const char *what) {
   return -1;
 }
 
-/* Adds the image's bytes to `blob` unless an identical image is there. */
-static int put_blob(writer *w, const gkp_image *im, const unsigned char *sha,
-                    int level) {
-  int rc;
-  sqlite3_reset(w->find_blob);
-  sqlite3_bind_blob(w->find_blob, 1, sha, 32, SQLITE_STATIC);
-  rc = sqlite3_step(w->find_blob);
-  if (rc == SQLITE_ROW) return 0;
-  if (rc != SQLITE_DONE) return db_fail(w, "cannot query blobs");
+/* One distinct image (blob), in the order the sorted rows first use it. */
+typedef struct pblob {
+  const gkp_image *im; /* the first row using these bytes */
+  unsigned char sha[32];
+  long base; /* index of the blob it is coded against; -1 for a plain frame */
+} pblob;
 
-  size_t bound = ZSTD_compressBound(im->size);
+/* Sibling images share most of their bytes (sm_90 and sm_90a cubins differ
+ * in a few bytes, sm_80 and sm_86 in a few KB), which per-image compression
+ * cannot see. So an image may be stored as a zstd frame compressed against
+ * the raw bytes of a "base" image of its family (zstd's prefix API): one
+ * frame to read, one base to decompress first. A base is always a plain
+ * frame, so reading any image touches at most two blobs. */
+
+/* Images are only coded against images of the same backend, kernel and
+ * format (variants do share code: qmatmul bits=2 and bits=4 for one SM).
+ * Families past this size are cut into runs of it, in blob order, to bound
+ * the m^2 estimates. */
+#define FAMILY_MAX 128
+/* Level of the trial compressions that choose bases: a cheap level ranks
+ * candidates as the final level does, at a fraction of its time. */
+#define ESTIMATE_LEVEL 3
+
+/* Compresses src into w->zbuf, against `prefix` (raw bytes) when pn > 0.
+ * Returns the frame's size, or a zstd error code. */
+static size_t compress_into(writer *w, const void *src, size_t n,
+                            const void *prefix, size_t pn, int level) {
+  size_t bound = ZSTD_compressBound(n);
   if (bound > w->zcap) {
     void *p = realloc(w->zbuf, bound);
-    if (!p) {
-      gkp__seterr(w->err, w->errsize, "out of memory compressing %zu bytes", im->size);
-      return -1;
-    }
+    if (!p) return (size_t)-ZSTD_error_memory_allocation;
     w->zbuf = p;
     w->zcap = bound;
   }
   ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_and_parameters);
   ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
   ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
-  size_t zn = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, im->data, im->size);
-  if (ZSTD_isError(zn)) {
-    gkp__seterr(w->err, w->errsize, "cannot compress %s/%s/%s: %s", im->backend,
-           im->kernel, im->target, ZSTD_getErrorName(zn));
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 0);
+  /* A prefix is raw content (never parsed as a zstd dictionary), on both
+   * sides, whatever its first bytes. */
+  if (pn) ZSTD_CCtx_refPrefix(w->cctx, prefix, pn);
+  return ZSTD_compress2(w->cctx, w->zbuf, w->zcap, src, n);
+}
+
+static int family_cmp3(const gkp_image *a, const gkp_image *b) {
+  int c;
+  if ((c = strcmp(a->backend, b->backend))) return c;
+  if ((c = strcmp(a->kernel, b->kernel))) return c;
+  return strcmp(a->format, b->format);
+}
+
+/* qsort context is not in C11: the blob array for family_sort. */
+static const pblob *sort_blobs;
+static int family_sort(const void *pa, const void *pb) {
+  size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+  int c = family_cmp3(sort_blobs[a].im, sort_blobs[b].im);
+  return c ? c : (a > b) - (a < b);
+}
+
+/*
+ * Chooses the bases of one family run (blob indices fam[0..m)): trial
+ * sizes P (plain) and D (i against j) at ESTIMATE_LEVEL, then greedy
+ * facility location: start with every image plain, repeatedly make plain
+ * the image whose bytes as a base save the most over the whole run, until
+ * none saves anything; every other image is then coded against the base
+ * that codes it smallest, or stays plain when no base beats that. Ties go
+ * to the lower blob index: the choice depends on the images alone.
+ */
+static int choose_bases(writer *w, pblob *blobs, const size_t *fam, size_t m) {
+  size_t *P = calloc(m, sizeof *P), *D = calloc(m * m, sizeof *D);
+  size_t *cur = calloc(m, sizeof *cur);
+  char *isbase = calloc(m, 1);
+  int rc = -1;
+  if (!P || !D || !cur || !isbase) {
+    gkp__seterr(w->err, w->errsize, "out of memory choosing delta bases");
+    goto bases_out;
+  }
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < m; j++) {
+      const gkp_image *a = blobs[fam[i]].im, *b = blobs[fam[j]].im;
+      size_t z = compress_into(w, a->data, a->size, i == j ? NULL : b->data,
+                               i == j ? 0 : b->size, ESTIMATE_LEVEL);
+      if (ZSTD_isError(z)) {
+        gkp__seterr(w->err, w->errsize, "cannot compress %s/%s/%s: %s", a->backend,
+                    a->kernel, a->target, ZSTD_getErrorName(z));
+        goto bases_out;
+      }
+      if (i == j) P[i] = z;
+      else D[i * m + j] = z;
+    }
+  for (size_t i = 0; i < m; i++) cur[i] = P[i];
+  for (;;) {
+    size_t best = m, best_gain = 0;
+    for (size_t c = 0; c < m; c++) {
+      if (isbase[c]) continue;
+      /* c turning plain costs what its own delta saved. */
+      size_t gain = 0, loss = P[c] - cur[c];
+      for (size_t i = 0; i < m; i++)
+        if (!isbase[i] && i != c && D[i * m + c] < cur[i]) gain += cur[i] - D[i * m + c];
+      if (gain > loss && gain - loss > best_gain) {
+        best_gain = gain - loss;
+        best = c;
+      }
+    }
+    if (best == m) break;
+    isbase[best] = 1;
+    cur[best] = P[best];
+    for (size_t i = 0; i < m; i++)
+      if (!isbase[i] && D[i * m + best] < cur[i]) cur[i] = D[i * m + best];
+  }
+  for (size_t i = 0; i < m; i++) {
+    blobs[fam[i]].base = -1;
+    if (isbase[i] || cur[i] >= P[i]) continue;
+    size_t pick = m;
+    for (size_t j = 0; j < m; j++)
+      if (isbase[j] && (pick == m || D[i * m + j] < D[i * m + pick])) pick = j;
+    blobs[fam[i]].base = (long)fam[pick];
+  }
+  rc = 0;
+bases_out:
+  free(P), free(D), free(cur), free(isbase);
+  return rc;
+}
+
+/* Sets every blob's base, family by family. */
+static int plan_deltas(writer *w, pblob *blobs, size_t nb) {
+  size_t *order = calloc(nb ? nb : 1, sizeof *order);
+  if (!order) {
+    gkp__seterr(w->err, w->errsize, "out of memory choosing delta bases");
     return -1;
   }
-  sqlite3_reset(w->add_blob);
-  sqlite3_bind_blob(w->add_blob, 1, sha, 32, SQLITE_STATIC);
-  sqlite3_bind_int64(w->add_blob, 2, (sqlite3_int64)im->size);
-  sqlite3_bind_blob(w->add_blob, 3, w->zbuf, (int)zn, SQLITE_STATIC);
-  if (sqlite3_step(w->add_blob) != SQLITE_DONE)
-    return db_fail(w, "cannot insert blob");
+  for (size_t i = 0; i < nb; i++) order[i] = i, blobs[i].base = -1;
+  sort_blobs = blobs;
+  qsort(order, nb, sizeof *order, family_sort);
+  for (size_t i = 0; i < nb;) {
+    size_t j = i + 1;
+    while (j < nb && j - i < FAMILY_MAX &&
+           family_cmp3(blobs[order[i]].im, blobs[order[j]].im) == 0)
+      j++;
+    if (j - i > 1 && choose_bases(w, blobs, order + i, j - i)) {
+      free(order);
+      return -1;
+    }
+    i = j;
+  }
+  free(order);
+  return 0;
+}
+
+/* Writes blob b (id b + 1), coded as planned. */
+static int put_blob(writer *w, const pblob *blobs, size_t b, int level) {
+  const gkp_image *im = blobs[b].im;
+  long base = blobs[b].base;
+  const gkp_image *bi = base >= 0 ? blobs[base].im : NULL;
+  size_t zn = compress_into(w, im->data, im->size, bi ? bi->data : NULL,
+                            bi ? bi->size : 0, level);
+  if (ZSTD_isError(zn)) {
+    gkp__seterr(w->err, w->errsize, "cannot compress %s/%s/%s: %s", im->backend,
+                im->kernel, im->target, ZSTD_getErrorName(zn));
+    return -1;
+  }
+  sqlite3_stmt *s = w->add_blob;
+  sqlite3_reset(s);
+  sqlite3_bind_int64(s, 1, (sqlite3_int64)b + 1);
+  sqlite3_bind_blob(s, 2, blobs[b].sha, 32, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 3, (sqlite3_int64)im->size);
+  sqlite3_bind_text(s, 4, bi ? "zstd-delta" : "zstd", -1, SQLITE_STATIC);
+  if (bi) sqlite3_bind_int64(s, 5, (sqlite3_int64)base + 1);
+  else sqlite3_bind_null(s, 5);
+  sqlite3_bind_blob(s, 6, w->zbuf, (int)zn, SQLITE_STATIC);
+  if (sqlite3_step(s) != SQLITE_DONE) return db_fail(w, "cannot insert blob");
   return 0;
 }
 
@@ -164,43 +302,90 @@ static int put_meta(writer *w, const gkp_meta **meta, size_t n) {
   return 0;
 }
 
-static int write_db(writer *w, const char *tmp, const gkp_image **sorted,
-                    size_t n, const gkp_meta **meta, size_t nmeta, int level) {
-  char sql[256];
-  if (sqlite3_open_v2(tmp, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                      NULL) != SQLITE_OK)
-    return db_fail(w, "cannot create archive");
-  if (sqlite3_exec(w->db, schema_sql, NULL, NULL, NULL) != SQLITE_OK)
-    return db_fail(w, "cannot create schema");
-  snprintf(sql, sizeof sql, "PRAGMA application_id = %d; PRAGMA user_version = %d;",
-           (int)GK_ARCHIVE_APPLICATION_ID, GK_ARCHIVE_FORMAT);
-  if (sqlite3_exec(w->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-    return db_fail(w, "cannot write archive header");
-  if (put_meta(w, meta, nmeta)) return -1;
-  if (sqlite3_prepare_v2(w->db, "SELECT 1 FROM blob WHERE sha256 = ?", -1,
-                         &w->find_blob, NULL) ||
-      sqlite3_prepare_v2(w->db,
-                         "INSERT INTO blob (sha256, raw_size, codec, data) "
-                         "VALUES (?, ?, 'zstd', ?)", -1, &w->add_blob, NULL) ||
-      sqlite3_prepare_v2(w->db,
-                         "INSERT INTO image VALUES (?,?,?,?,?,?,?,?,?,?)", -1,
-                         &w->add_image, NULL))
-    return db_fail(w, "cannot prepare statements");
-  if (sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-    return db_fail(w, "cannot begin");
+/* The distinct images in the order the sorted rows first use them, and
+ * for each row the index of its blob. */
+static int list_blobs(writer *w, const gkp_image **sorted, size_t n, pblob **out,
+                      size_t *nb, size_t *row_blob) {
+  pblob *blobs = calloc(n ? n : 1, sizeof *blobs);
+  if (!blobs) {
+    gkp__seterr(w->err, w->errsize, "out of memory");
+    return -1;
+  }
+  *nb = 0;
   for (size_t i = 0; i < n; i++) {
     unsigned char sha[32];
     crypto_hash_sha256(sha, sorted[i]->data, sorted[i]->size);
-    if (put_blob(w, sorted[i], sha, level) || put_image(w, sorted[i], sha))
-      return -1;
+    size_t b = 0;
+    while (b < *nb && memcmp(blobs[b].sha, sha, 32) != 0) b++;
+    if (b == *nb) {
+      blobs[b].im = sorted[i];
+      memcpy(blobs[b].sha, sha, 32);
+      blobs[b].base = -1;
+      (*nb)++;
+    }
+    row_blob[i] = b;
   }
-  if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-    return db_fail(w, "cannot commit");
+  *out = blobs;
   return 0;
 }
 
+static int write_db(writer *w, const char *tmp, const gkp_image **sorted,
+                    size_t n, const gkp_meta **meta, size_t nmeta, int level) {
+  char sql[256];
+  pblob *blobs = NULL;
+  size_t nb = 0, *row_blob = calloc(n ? n : 1, sizeof *row_blob);
+  int rc = -1;
+  if (!row_blob) {
+    gkp__seterr(w->err, w->errsize, "out of memory");
+    return -1;
+  }
+  if (list_blobs(w, sorted, n, &blobs, &nb, row_blob) || plan_deltas(w, blobs, nb))
+    goto db_out;
+  if (sqlite3_open_v2(tmp, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                      NULL) != SQLITE_OK) {
+    db_fail(w, "cannot create archive");
+    goto db_out;
+  }
+  if (sqlite3_exec(w->db, schema_sql, NULL, NULL, NULL) != SQLITE_OK) {
+    db_fail(w, "cannot create schema");
+    goto db_out;
+  }
+  snprintf(sql, sizeof sql, "PRAGMA application_id = %d; PRAGMA user_version = %d;",
+           (int)GK_ARCHIVE_APPLICATION_ID, GK_ARCHIVE_FORMAT);
+  if (sqlite3_exec(w->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+    db_fail(w, "cannot write archive header");
+    goto db_out;
+  }
+  if (put_meta(w, meta, nmeta)) goto db_out;
+  if (sqlite3_prepare_v2(w->db,
+                         "INSERT INTO blob (id, sha256, raw_size, codec, base, data) "
+                         "VALUES (?, ?, ?, ?, ?, ?)", -1, &w->add_blob, NULL) ||
+      sqlite3_prepare_v2(w->db,
+                         "INSERT INTO image VALUES (?,?,?,?,?,?,?,?,?,?)", -1,
+                         &w->add_image, NULL)) {
+    db_fail(w, "cannot prepare statements");
+    goto db_out;
+  }
+  if (sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+    db_fail(w, "cannot begin");
+    goto db_out;
+  }
+  for (size_t b = 0; b < nb; b++)
+    if (put_blob(w, blobs, b, level)) goto db_out;
+  for (size_t i = 0; i < n; i++)
+    if (put_image(w, sorted[i], blobs[row_blob[i]].sha)) goto db_out;
+  if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+    db_fail(w, "cannot commit");
+    goto db_out;
+  }
+  rc = 0;
+db_out:
+  free(blobs);
+  free(row_blob);
+  return rc;
+}
+
 static void writer_close(writer *w) {
-  sqlite3_finalize(w->find_blob);
   sqlite3_finalize(w->add_blob);
   sqlite3_finalize(w->add_image);
   sqlite3_close(w->db);
@@ -324,13 +509,20 @@ int gkp_write_meta(const char *path, const gkp_image *images, size_t n,
   sprintf(tmp, "%s.tmpXXXXXX", path);
   fd = mkstemp(tmp);
   if (fd < 0) {
-    gkp__seterr(err, errsize, "cannot create '%s': %s", tmp, strerror(errno));
+    gkp__seterr(err, errsize, "cannot write '%s' (temporary file beside it): %s", path,
+                strerror(errno));
     goto pack_out;
   }
   close(fd);
   w.err = err;
   w.errsize = errsize;
-  if (write_db(&w, tmp, sorted, n, msorted, nmeta + 3, level)) goto pack_unlink;
+  if (write_db(&w, tmp, sorted, n, msorted, nmeta + 3, level)) {
+    /* SQLite's words ("database or disk is full") name no file: add it. */
+    char why[512];
+    snprintf(why, sizeof why, "%s", err);
+    gkp__seterr(err, errsize, "cannot write '%s': %s", path, why);
+    goto pack_unlink;
+  }
   writer_close(&w);
   /* mkstemp made the file 0600; an archive is meant to be shared. */
   chmod(tmp, 0644);

@@ -11,8 +11,6 @@ kernel "flash_attention" {
   cuda {
     source  = "../kernelsrc/cuda/flash_attention.cu",
     entry   = { "flash_attention" },
-    targets = { "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
-                "sm_100", "sm_120", "compute_75" },
     launch  = {
       block  = { 128, 1, 1 },
       grid   = { "sq / 16", "n_heads", 1 },
@@ -22,26 +20,17 @@ kernel "flash_attention" {
     },
   },
   -- ROCm: one code object per gfx target ID, from the CUDA kernel itself
-  -- (kernelsrc/hip/flash_attention.hip includes it), so it launches the same way.
+  -- (kernelsrc/hip/flash_attention.hip includes it), so it launches the same way: it
+  -- takes the cuda section's launch, and its targets are hipcc.lua's defaults.
   -- hipcc 5.2 (Debian) builds gfx906 ... gfx1030; the newer targets are
   -- skipped with the reason until a newer ROCm builds them.
   rocm {
     source  = "../kernelsrc/hip/flash_attention.hip",
     entry   = { "flash_attention" },
-    targets = { "gfx906", "gfx908", "gfx90a", "gfx940", "gfx942", "gfx1010", "gfx1030",
-                "gfx1100", "gfx1101", "gfx1102", "gfx1201", "gfx10-3-generic", "gfx11-generic" },
-    launch  = {
-      block  = { 128, 1, 1 },
-      grid   = { "sq / 16", "n_heads", 1 },
-      shared = 0,
-      params = { "q:ptr", "k:ptr", "v:ptr", "o:ptr", "n_heads:i64", "n_kv_heads:i64",
-                  "sq:i64", "skv:i64", "scale:f32" },
-    },
   },
   vulkan {
     source  = "../kernelsrc/vulkan/flash_attention.comp",
     entry   = { "flash_attention" },
-    targets = { "vulkan1.1" },
     launch  = { -- tensors of dtype in u32 words (f16: two per word, low half first)
       local_size = { 64, 1, 1 },
       groups = { "sq", "n_heads", 1 },
@@ -63,7 +52,6 @@ kernel "flash_attention" {
   wgsl {
     source  = "../kernelsrc/wgsl/flash_attention.wgsl",
     entry   = { "flash_attention" },
-    targets = { "webgpu" },
     launch  = {
       workgroup_size = { 64, 1, 1 },
       groups = { "sq", "n_heads", 1 },
@@ -86,7 +74,6 @@ kernel "flash_attention" {
   metal {
     source  = "../kernelsrc/metal/flash_attention.metal",
     entry   = { "flash_attention" },
-    targets = { "macos-metal3.0" },
     launch  = {
       threads_per_threadgroup = { 64, 1, 1 },
       groups = { "sq", "n_heads", 1 },

@@ -6,6 +6,8 @@ kernel "qmatmul" {
     source  = "../kernelsrc/cpu/qmatmul.c",
     entry   = { "qmatmul" },
     targets = { "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4" },
+    -- The image splits a call over its own persistent threads (gk_pool.h).
+    flags   = { "-pthread" },
   },
   -- CUDA: cubins for every supported SM plus compute_75 PTX as the fallback
   -- the driver JIT-compiles for GPUs newer than all of them. `launch` is
@@ -13,8 +15,6 @@ kernel "qmatmul" {
   cuda {
     source  = "../kernelsrc/cuda/qmatmul.cu",
     entry   = { "qmatmul" },
-    targets = { "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
-                "sm_100", "sm_120", "compute_75" },
     launch  = {
       block  = { 256, 1, 1 },
       grid   = { "n / 8", "m / 4", 1 },
@@ -23,20 +23,13 @@ kernel "qmatmul" {
     },
   },
   -- ROCm: one code object per gfx target ID, from the CUDA kernel itself
-  -- (kernelsrc/hip/qmatmul.hip includes it), so it launches the same way.
+  -- (kernelsrc/hip/qmatmul.hip includes it), so it launches the same way: it
+  -- takes the cuda section's launch, and its targets are hipcc.lua's defaults.
   -- hipcc 5.2 (Debian) builds gfx906 ... gfx1030; the newer targets are
   -- skipped with the reason until a newer ROCm builds them.
   rocm {
     source  = "../kernelsrc/hip/qmatmul.hip",
     entry   = { "qmatmul" },
-    targets = { "gfx906", "gfx908", "gfx90a", "gfx940", "gfx942", "gfx1010", "gfx1030",
-                "gfx1100", "gfx1101", "gfx1102", "gfx1201", "gfx10-3-generic", "gfx11-generic" },
-    launch  = {
-      block  = { 256, 1, 1 },
-      grid   = { "n / 8", "m / 4", 1 },
-      shared = 0,
-      params = { "x:ptr", "w:ptr", "y:ptr", "m:i64", "n:i64", "k:i64" },
-    },
   },
   -- Launch metadata of a vulkan image: descriptor bindings (set 0) in the
   -- order of the C signature's pointers, push constants in the order of its
@@ -46,7 +39,6 @@ kernel "qmatmul" {
   vulkan {
     source  = "../kernelsrc/vulkan/qmatmul.comp",
     entry   = { "qmatmul" },
-    targets = { "vulkan1.1" },
     launch  = {
       local_size = { 8, 8, 1 },
       groups = { "n/8", "m", 1 },
@@ -68,7 +60,6 @@ kernel "qmatmul" {
   wgsl {
     source  = "../kernelsrc/wgsl/qmatmul.wgsl",
     entry   = { "qmatmul" },
-    targets = { "webgpu" },
     launch  = {
       workgroup_size = { 8, 8, 1 },
       groups = { "n/8", "m", 1 },
@@ -91,7 +82,6 @@ kernel "qmatmul" {
   metal {
     source  = "../kernelsrc/metal/qmatmul.metal",
     entry   = { "qmatmul" },
-    targets = { "macos-metal3.0" },
     launch  = {
       threads_per_threadgroup = { 8, 8, 1 },
       groups = { "n/8", "m", 1 },

@@ -9,8 +9,6 @@ kernel "rope" {
   cuda {
     source  = "../kernelsrc/cuda/rope.cu",
     entry   = { "rope" },
-    targets = { "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
-                "sm_100", "sm_120", "compute_75" },
     launch  = {
       block  = { 256, 1, 1 },
       grid   = { "n_tokens * (head_dim / 2) / 256", 1, 1 },
@@ -20,26 +18,17 @@ kernel "rope" {
     },
   },
   -- ROCm: one code object per gfx target ID, from the CUDA kernel itself
-  -- (kernelsrc/hip/rope.hip includes it), so it launches the same way.
+  -- (kernelsrc/hip/rope.hip includes it), so it launches the same way: it
+  -- takes the cuda section's launch, and its targets are hipcc.lua's defaults.
   -- hipcc 5.2 (Debian) builds gfx906 ... gfx1030; the newer targets are
   -- skipped with the reason until a newer ROCm builds them.
   rocm {
     source  = "../kernelsrc/hip/rope.hip",
     entry   = { "rope" },
-    targets = { "gfx906", "gfx908", "gfx90a", "gfx940", "gfx942", "gfx1010", "gfx1030",
-                "gfx1100", "gfx1101", "gfx1102", "gfx1201", "gfx10-3-generic", "gfx11-generic" },
-    launch  = {
-      block  = { 256, 1, 1 },
-      grid   = { "n_tokens * (head_dim / 2) / 256", 1, 1 },
-      shared = 0,
-      params = { "x:ptr", "pos:ptr", "n_tokens:i64", "n_heads:i64", "head_dim:i64",
-                  "theta_base:f32" },
-    },
   },
   vulkan {
     source  = "../kernelsrc/vulkan/rope.comp",
     entry   = { "rope" },
-    targets = { "vulkan1.1" },
     launch  = {
       local_size = { 64, 1, 1 },
       groups = { "n_tokens", "n_heads", 1 },
@@ -58,7 +47,6 @@ kernel "rope" {
   wgsl {
     source  = "../kernelsrc/wgsl/rope.wgsl",
     entry   = { "rope" },
-    targets = { "webgpu" },
     launch  = {
       workgroup_size = { 64, 1, 1 },
       groups = { "n_tokens", "n_heads", 1 },
@@ -78,7 +66,6 @@ kernel "rope" {
   metal {
     source  = "../kernelsrc/metal/rope.metal",
     entry   = { "rope" },
-    targets = { "macos-metal3.0" },
     launch  = {
       threads_per_threadgroup = { 64, 1, 1 },
       groups = { "n_tokens", "n_heads", 1 },

@@ -9,8 +9,6 @@ kernel "sample" {
   cuda {
     source  = "../kernelsrc/cuda/sample.cu",
     entry   = { "sample" },
-    targets = { "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
-                "sm_100", "sm_120", "compute_75" },
     launch  = {
       block  = { 256, 1, 1 },
       grid   = { "rows", 1, 1 },
@@ -20,26 +18,17 @@ kernel "sample" {
     },
   },
   -- ROCm: one code object per gfx target ID, from the CUDA kernel itself
-  -- (kernelsrc/hip/sample.hip includes it), so it launches the same way.
+  -- (kernelsrc/hip/sample.hip includes it), so it launches the same way: it
+  -- takes the cuda section's launch, and its targets are hipcc.lua's defaults.
   -- hipcc 5.2 (Debian) builds gfx906 ... gfx1030; the newer targets are
   -- skipped with the reason until a newer ROCm builds them.
   rocm {
     source  = "../kernelsrc/hip/sample.hip",
     entry   = { "sample" },
-    targets = { "gfx906", "gfx908", "gfx90a", "gfx940", "gfx942", "gfx1010", "gfx1030",
-                "gfx1100", "gfx1101", "gfx1102", "gfx1201", "gfx10-3-generic", "gfx11-generic" },
-    launch  = {
-      block  = { 256, 1, 1 },
-      grid   = { "rows", 1, 1 },
-      shared = 0,
-      params = { "logits:ptr", "u:ptr", "out:ptr", "rows:i64", "n:i64", "temperature:f32",
-                  "top_k:i32", "top_p:f32" },
-    },
   },
   vulkan {
     source  = "../kernelsrc/vulkan/sample.comp",
     entry   = { "sample" },
-    targets = { "vulkan1.1" },
     launch  = {
       local_size = { 128, 1, 1 },
       groups = { "rows", 1, 1 },
@@ -60,7 +49,6 @@ kernel "sample" {
   wgsl {
     source  = "../kernelsrc/wgsl/sample.wgsl",
     entry   = { "sample" },
-    targets = { "webgpu" },
     launch  = {
       workgroup_size = { 128, 1, 1 },
       groups = { "rows", 1, 1 },
@@ -82,7 +70,6 @@ kernel "sample" {
   metal {
     source  = "../kernelsrc/metal/sample.metal",
     entry   = { "sample" },
-    targets = { "macos-metal3.0" },
     launch  = {
       threads_per_threadgroup = { 128, 1, 1 },
       groups = { "rows", 1, 1 },

@@ -390,7 +390,13 @@ local function compile(todo, cache, width)
     prog.done = prog.done + 1
     local output = gk.read(j.tmp_log) or ""
     if code ~= 0 then
-      fail_job(j, ("%s failed: %s"):format(j.tc.name, desc), output)
+      local what = ("%s failed: %s"):format(j.tc.name, desc)
+      -- Silence usually means its own log could not be written either.
+      if output == "" then
+        what = what .. (" and printed nothing; its output and log go to '%s': is that disk full?")
+          :format(dirname(j.tmp_log))
+      end
+      fail_job(j, what, output)
     else
       local ok, err = finish(j, cache)
       if ok then
@@ -446,29 +452,89 @@ local function safe_relpath(p)
     not ("/" .. p .. "/"):find("/%.%.?/")
 end
 
+-- When fetching a job's image failed: gk cache gc (or the discovery of a
+-- damaged object) may have removed it since the lookup. Then the job is
+-- compiled again, rather than the build failing, and goes to `again` (the
+-- build's list of compiled jobs). Returns what cache:fetch returns.
+local function refetch(j, tmp, cache, again)
+  local sha, size = cache:lookup(j.key, j.srcdir)
+  if sha then
+    j.sha, j.size = sha, size
+  elseif #compile({ j }, cache, 1) == 0 then
+    again[#again + 1] = j
+  else
+    return nil, ("its image left the cache during the build, and compiling it again failed")
+  end
+  return cache:fetch(j.sha, j.size, tmp, true)
+end
+
 -- Writes the images that changed (staged beside their final name, then all
 -- renamed), the manifest, and removes what the old manifest had and the new
 -- one has not. Returns the number of image files written.
-local function write_out(out, jobs, skipped, tskipped, cache)
+-- A value as text for a digest: tables with their keys sorted.
+local function flat(v)
+  if type(v) ~= "table" then return type(v):sub(1, 1) .. tostring(v) end
+  local ks = {}
+  for k in pairs(v) do ks[#ks + 1] = k end
+  table.sort(ks, function(a, b) return tostring(a) < tostring(b) end)
+  for i, k in ipairs(ks) do ks[i] = flat(k) .. ":" .. flat(v[k]) end
+  return "{" .. table.concat(ks, ",") .. "}"
+end
+
+-- The SHA-256 of everything the manifest's text is made from, this engine
+-- and this gk binary included. Making the text (a JSON object per image)
+-- costs more than the rest of a no-op build of the whole matrix, so the
+-- build index keeps this digest with the text's SHA-256 (write_out).
+local function manifest_digest(jobs, skipped, tskipped)
+  local exe = gk.stat("/proc/self/exe")
+  local parts = { "gk-manifest-digest 1", gk.sha256((gk.embedded("engine/build"))),
+                  exe and exe.stamp or tostring(gk.clock()), flat(build_meta) }
+  for _, j in ipairs(jobs) do
+    parts[#parts + 1] = table.concat({ j.kernel, j.backend, j.target, j.variant, j.format,
+      j.path, flat(j.entry), flat(j.launch or {}), j.info.identity, tostring(j.size), j.sha }, "\0")
+  end
+  parts[#parts + 1] = flat(skipped)
+  parts[#parts + 1] = flat(tskipped)
+  return gk.sha256(table.concat(parts, "\n"))
+end
+
+local function write_out(out, jobs, skipped, tskipped, cache, again)
   local mpath = join(out, "manifest.json")
-  local old_text = gk.read(mpath)
-  local staged = {}
+  local staged, made = {}, {}
+  -- A failed build leaves the folder as it was: the staged files go, and so
+  -- do the folders this build created (deepest first; remove fails on any
+  -- folder that holds something else).
   local function unstage()
     for _, s in ipairs(staged) do gk.remove(s.tmp) end
+    for i = #made, 1, -1 do gk.remove(made[i]) end
   end
   for _, j in ipairs(jobs) do
     local dest = join(out, j.path)
-    local st = gk.stat(dest)
-    if not (st and st.type == "file" and st.size == j.size and gk.sha256_file(dest) == j.sha) then
+    -- file_matches: the index's stamp of dest (size included), when it
+    -- still holds, spares reading every image of the matrix; a folder or
+    -- anything unreadable in the way does not match.
+    if not cache:file_matches(dest, j.sha) then
+      local missing, d = {}, dirname(dest)
+      while d ~= "." and d ~= "" and d ~= "/" and not gk.stat(d) do
+        table.insert(missing, 1, d)
+        d = dirname(d)
+      end
       local ok, err = gk.mkdir_p(dirname(dest))
+      for _, m in ipairs(missing) do if gk.stat(m) then made[#made + 1] = m end end
       -- Unique per process: two builds into one folder must not share it.
       local tmp = ("%s.gk-staged.%d"):format(dest, gk.pid())
-      if ok then ok, err = cache:fetch(j.sha, j.size, tmp, true) end
+      if ok then
+        ok, err = cache:fetch(j.sha, j.size, tmp, true)
+        if not ok then ok, err = refetch(j, tmp, cache, again) end
+        -- The cache names its object and the staging file; the user needs
+        -- only the reason (a full disk, a read-only folder).
+        if not ok then err = reason(err) end
+      end
       if not ok then
         unstage()
         errors.raise(("cannot write image '%s': %s; '%s' is left as it was"):format(dest, err, out))
       end
-      staged[#staged + 1] = { tmp = tmp, dest = dest }
+      staged[#staged + 1] = { tmp = tmp, dest = dest, sha = j.sha }
     end
   end
   for _, s in ipairs(staged) do
@@ -477,17 +543,34 @@ local function write_out(out, jobs, skipped, tskipped, cache)
       unstage()
       errors.raise(("cannot write image '%s': %s"):format(s.dest, reason(err)))
     end
+    cache:file_note(s.dest, s.sha)
   end
 
+  -- The last build into this folder left its manifest's digest and SHA-256
+  -- in the index: when both still hold, the manifest is up to date (and,
+  -- listing the same images, has nothing to remove).
+  local digest = manifest_digest(jobs, skipped, tskipped)
+  local known = cache:index_get("manifest")
+  local known_sha = known and known:match("^" .. digest .. " (%x+)$")
+  if known_sha and cache:file_matches(mpath, known_sha) then
+    cache:index_set("manifest", known)
+    return #staged
+  end
+
+  local old_text = gk.read(mpath)
   local text = manifest_text(jobs, skipped, tskipped)
   if text ~= old_text then
     local ok, err = gk.mkdir_p(out)
     if ok then ok, err = gk.write_atomic(mpath, text, true) end
     if not ok then errors.raise(("cannot write manifest '%s': %s"):format(mpath, reason(err))) end
   end
+  local text_sha = gk.sha256(text)
+  cache:file_note(mpath, text_sha)
+  cache:index_set("manifest", digest .. " " .. text_sha)
 
   -- Images of the previous build that this one no longer makes.
-  local old = old_text and gk.json_decode(old_text)
+  -- An unchanged manifest lists the same images: nothing to remove.
+  local old = old_text and text ~= old_text and gk.json_decode(old_text)
   if type(old) == "table" and type(old.images) == "table" then
     local keep = {}
     for _, j in ipairs(jobs) do keep[j.path] = true end
@@ -507,16 +590,19 @@ end
 ---------------------------------------------------------------------------
 
 -- GK_BUILD_TRACE=1 prints how long each phase took, for tuning.
-local trace_t0
+local trace_t0, trace_c0
 local function trace(what)
   if not trace_t0 then return end
-  gk.eprint(("gk build: trace: %-24s %7.2f ms\n"):format(what, (gk.clock() - trace_t0) * 1e3))
+  gk.eprint(("gk build: trace: %-24s %7.2f ms (cpu %7.2f ms)\n"):format(what,
+    (gk.clock() - trace_t0) * 1e3, (gk.clock("cpu") - trace_c0) * 1e3))
 end
 
 function M.main(opts)
   local t0 = gk.clock()
-  if (gk.getenv("GK_BUILD_TRACE") or "") ~= "" then trace_t0 = t0 end
+  if (gk.getenv("GK_BUILD_TRACE") or "") ~= "" then trace_t0, trace_c0 = t0, gk.clock("cpu") end
   local reg = toolchains.load(opts.recipes)
+  -- A usage error: said before anything (the cache, probes) is written.
+  if opts.shard then release.parse_shard(opts.shard) end
 
   local wanted
   if #opts.backends > 0 then
@@ -548,7 +634,8 @@ function M.main(opts)
     end
     local tcs = reg:for_backend(b)
     if #tcs == 0 then
-      errors.raise(("--targets %s: no toolchain module builds backend '%s'"):format(spec, b), 2)
+      errors.raise(("--targets %s: no toolchain module builds backend '%s'; known: %s")
+        :format(spec, b, table.concat(reg.backends, ", ")), 2)
     end
     if override[b] then errors.raise(("--targets names backend '%s' twice"):format(b), 2) end
     local seen, ts = {}, {}
@@ -582,6 +669,14 @@ function M.main(opts)
   local cache, cerr = gk.cache_open(join(assert(gk.cwd()), opts.cache))
   if not cache then errors.raise(cerr .. "; pass --cache DIR or set GK_CACHE_DIR") end
   reg:use_cache(cache)
+  -- Direct mode's index, one per output folder (cache/gkcache.h): a no-op
+  -- build then reads one file instead of every key's record, and stats the
+  -- images instead of hashing them. GK_BUILD_INDEX=0 goes without it (the
+  -- baseline of bench/build.sh); it decides nothing the records would not.
+  if gk.getenv("GK_BUILD_INDEX") ~= "0" then
+    cache:index_open("gk build " .. (gk.realpath(opts.out) or join(assert(gk.cwd()), opts.out)))
+  end
+  trace("cache and index opened")
   local remote = opts.remote_cache or gk.getenv("GK_REMOTE_CACHE")
   if remote and remote ~= "" then
     local ok, rerr = cache:set_remote(remote, opts.remote_readonly)
@@ -621,28 +716,33 @@ function M.main(opts)
     end
   end
 
-  -- The metadata covers every job, before --shard: each partial archive
-  -- then carries what a build of everything would.
-  build_meta = release.source_meta(opts.recipes, jobs)
   local shard_i, shard_n
-  if opts.shard then
-    shard_i, shard_n = release.parse_shard(opts.shard)
-    jobs = release.shard(jobs, built, shard_i, shard_n)
-  end
+  if opts.shard then shard_i, shard_n = release.parse_shard(opts.shard) end
+  -- git status (for the manifest's meta) runs while the jobs are keyed and
+  -- looked up; the metadata covers every job, before --shard: each partial
+  -- archive then carries what a build of everything would.
+  local git, all_jobs = release.git_start(opts.recipes, cache), jobs
+  if shard_n then jobs = release.shard(jobs, built, shard_i, shard_n) end
 
   local todo, remote_hits = {}, 0
-  for _, j in ipairs(jobs) do
-    j.key = key_of(j, cache)
-    local sha, size, from_remote = cache:lookup(j.key, j.srcdir)
-    if sha then
-      j.sha, j.size = sha, size
-      if from_remote then remote_hits = remote_hits + 1 end
-    else
-      todo[#todo + 1] = j
+  -- Under pcall so that git is waited for, and its output removed, on an
+  -- error too.
+  local lok, lerr = pcall(function()
+    for _, j in ipairs(jobs) do
+      j.key = key_of(j, cache)
+      local sha, size, from_remote = cache:lookup(j.key, j.srcdir)
+      if sha then
+        j.sha, j.size = sha, size
+        if from_remote then remote_hits = remote_hits + 1 end
+      else
+        todo[#todo + 1] = j
+      end
     end
-  end
-
+  end)
   trace("cache lookups")
+  build_meta = release.source_meta(opts.recipes, all_jobs, git)
+  if not lok then errors.rethrow(lerr) end
+  trace("source metadata")
   local width = opts.jobs > 0 and opts.jobs or gk.cpus()
   local failures = compile(todo, cache, width)
   if #failures > 0 then
@@ -651,8 +751,11 @@ function M.main(opts)
   end
 
   trace("compiles")
-  local written = write_out(opts.out, jobs, skipped, tskipped, cache)
+  local written = write_out(opts.out, jobs, skipped, tskipped, cache, todo)
   trace("output folder")
+  local iok, ierr = cache:index_save()
+  if not iok then gk.eprint(("gk build: warning: %s (the next build will be slower, not wrong)\n"):format(ierr)) end
+  trace("index saved")
 
   local summary_backends = {}
   for _, b in ipairs(sorted_keys(built)) do

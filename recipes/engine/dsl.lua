@@ -6,7 +6,9 @@
 --     cpu {                                     -- one call per backend section
 --       source  = "../kernelsrc/cpu/qmatmul.c", -- relative to the recipe file
 --       entry   = { "qmatmul" },                -- default: { kernel name }
---       targets = { "x86-64", "x86-64-v3" },    -- checked against the toolchain
+--       targets = { "x86-64", "x86-64-v3" },    -- checked against the toolchain;
+--                                               -- default: the toolchain
+--                                               -- module's default_targets
 --       flags   = { },                          -- extra compiler flags
 --       -- toolchain = "cc",                    -- pick one toolchain module
 --       -- launch = { block = 256 },            -- launch metadata for the manifest
@@ -15,6 +17,10 @@
 --
 -- Each section is checked when it is called, so its errors point at its own
 -- line; the kernel is checked when its table is complete.
+--
+-- A rocm section without `launch` launches as the kernel's cuda section
+-- does: the HIP entry files include the CUDA kernel bodies, so grid, block,
+-- shared memory and parameters are the same by construction (LAUNCH_FROM).
 
 local errors = require("engine/errors")
 
@@ -25,6 +31,8 @@ local IDENT = "^[%a_][%w_]*$"
 local VALUE = "^[%w_.+-]+$"
 
 local SECTION_FIELDS = { "entry", "flags", "launch", "source", "targets", "toolchain" }
+-- backend -> the backend whose section's launch it takes when it has none.
+local LAUNCH_FROM = { rocm = "cuda" }
 local SECTION_FIELD = {}
 for _, f in ipairs(SECTION_FIELDS) do SECTION_FIELD[f] = true end
 
@@ -192,11 +200,18 @@ local function section_fn(ctx, backend)
     end
     s.source = path
 
-    if spec.targets == nil then
-      fail(where, "%s needs targets = { ... }", backend)
+    local targets = spec.targets
+    if targets == nil then
+      -- The toolchain module's usual set (each recipe would repeat it).
+      local tc = tcs[1]
+      if not tc then
+        fail(where, "%s needs targets = { ... } (no toolchain module for %s gives a default list)",
+             backend, backend)
+      end
+      targets = tc.default_targets or tc.targets
     end
-    string_list(where, spec.targets, "targets", nil, "targets = { \"x86-64-v3\" }")
-    if #spec.targets == 0 then fail(where, "targets of %s is empty; list at least one", backend) end
+    string_list(where, targets, "targets", nil, "targets = { \"x86-64-v3\" }")
+    if #targets == 0 then fail(where, "targets of %s is empty; list at least one", backend) end
     -- A backend with no toolchain module yet cannot check its targets; it
     -- is skipped at build time with a reason.
     if #tcs > 0 then
@@ -206,7 +221,7 @@ local function section_fn(ctx, backend)
           if not known[t] then known[t] = true; order[#order + 1] = t end
         end
       end
-      for _, t in ipairs(spec.targets) do
+      for _, t in ipairs(targets) do
         -- Beyond the list, a module may accept a family of names (hipcc's
         -- target IDs "gfx90a:xnack+"); its reason says what is wrong.
         local ok, why = known[t], nil
@@ -219,7 +234,7 @@ local function section_fn(ctx, backend)
         end
       end
     end
-    s.targets = spec.targets
+    s.targets = targets
 
     if spec.entry ~= nil then
       s.entry = string_list(where, spec.entry, "entry", IDENT, "entry = { \"qmatmul\" }")
@@ -308,10 +323,13 @@ function dsl.run(text, ctx)
         fail(where2, "kernel '%s' has no backend section; add one, e.g. cpu { source = ..., targets = { ... } }",
              name)
       end
-      local claimed = {}
+      local claimed, by_backend = {}, {}
+      for i = 1, n do by_backend[spec[i].backend] = by_backend[spec[i].backend] or spec[i] end
       for i = 1, n do
         local s = spec[i]
         s.entry = s.entry or { name }
+        local from = LAUNCH_FROM[s.backend] and by_backend[LAUNCH_FROM[s.backend]]
+        if s.launch == nil and from then s.launch = from.launch end
         for _, t in ipairs(s.targets) do
           local id = s.backend .. "\0" .. t
           if claimed[id] then

@@ -379,7 +379,10 @@ static int l_isatty(lua_State *L) {
 /* gk.clock() -> seconds on a monotonic clock */
 static int l_clock(lua_State *L) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  /* gk.clock("cpu"): this process's CPU time, for GK_BUILD_TRACE on a
+   * machine too busy for wall times to mean much. */
+  const char *which = luaL_optstring(L, 1, "wall");
+  clock_gettime(strcmp(which, "cpu") == 0 ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
   lua_pushnumber(L, (lua_Number)ts.tv_sec + ts.tv_nsec * 1e-9);
   return 1;
 }
@@ -540,6 +543,49 @@ static int cache_temp(lua_State *L) {
   return 1;
 }
 
+/* cache:index_open(name) / cache:index_save() -> true | nil, message: direct
+ * mode's index for the build named `name` (gkcache.h). */
+static int cache_index_open(lua_State *L) {
+  gkc_cache *c = check_cache(L);
+  if (gkc_index_open(c, luaL_checkstring(L, 2)) != 0) return cache_fail(L, c);
+  return push_ok(L);
+}
+
+static int cache_index_save(lua_State *L) {
+  gkc_cache *c = check_cache(L);
+  if (gkc_index_save(c) != 0) return cache_fail(L, c);
+  return push_ok(L);
+}
+
+/* cache:index_get(name) -> string | nil; cache:index_set(name, value) ->
+ * true | nil, message: notes kept in the index for the next build. */
+static int cache_index_get(lua_State *L) {
+  lua_pushstring(L, gkc_index_get(check_cache(L), luaL_checkstring(L, 2)));
+  return 1;
+}
+
+static int cache_index_set(lua_State *L) {
+  gkc_cache *c = check_cache(L);
+  if (gkc_index_set(c, luaL_checkstring(L, 2), luaL_checkstring(L, 3)) != 0)
+    return cache_fail(L, c);
+  return push_ok(L);
+}
+
+/* cache:file_matches(path, sha256) -> boolean: an output still as written. */
+static int cache_file_matches(lua_State *L) {
+  gkc_cache *c = check_cache(L);
+  lua_pushboolean(L, gkc_file_matches(c, luaL_checkstring(L, 2), luaL_checkstring(L, 3)));
+  return 1;
+}
+
+/* cache:file_note(path, sha256) -> true | nil, message: the build wrote it. */
+static int cache_file_note(lua_State *L) {
+  gkc_cache *c = check_cache(L);
+  if (gkc_file_note(c, luaL_checkstring(L, 2), luaL_checkstring(L, 3)) != 0)
+    return cache_fail(L, c);
+  return push_ok(L);
+}
+
 static int cache_dir(lua_State *L) {
   lua_pushstring(L, gkc_dir(check_cache(L)));
   return 1;
@@ -555,6 +601,9 @@ int gkr__open_gk(lua_State *L, FILE *log) {
     {"lookup", cache_lookup}, {"store", cache_store}, {"fetch", cache_fetch},
     {"hash_file", cache_hash_file}, {"temp", cache_temp}, {"dir", cache_dir},
     {"set_remote", cache_set_remote},
+    {"index_open", cache_index_open}, {"index_save", cache_index_save},
+    {"index_get", cache_index_get}, {"index_set", cache_index_set},
+    {"file_matches", cache_file_matches}, {"file_note", cache_file_note},
     {NULL, NULL}};
   luaL_newmetatable(L, CACHE_MT);
   luaL_newlib(L, cache_methods);

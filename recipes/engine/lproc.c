@@ -30,6 +30,25 @@
 /* Registry key of the table pid -> true of children started by gk.spawn. */
 static const char CHILDREN = 'c';
 
+/* A pipe whose both ends are close-on-exec. pipe2 makes it so atomically;
+ * elsewhere (macOS) fcntl follows pipe, which is as good here: only the
+ * engine's thread forks and execs, so no child can be started between the
+ * two calls and inherit the descriptors. */
+static int cloexec_pipe(int fd[2]) {
+#if GK_HAVE_PIPE2
+  return pipe2(fd, O_CLOEXEC);
+#else
+  if (pipe(fd) != 0) return -1;
+  if (fcntl(fd[0], F_SETFD, FD_CLOEXEC) != 0 || fcntl(fd[1], F_SETFD, FD_CLOEXEC) != 0) {
+    int e = errno;
+    close(fd[0]), close(fd[1]);
+    errno = e;
+    return -1;
+  }
+  return 0;
+#endif
+}
+
 /* The child's half: only async-signal-safe calls between fork and exec. */
 static void child(char **argv, const char *cwd, int in, int out, int err,
                   int report) {
@@ -77,7 +96,7 @@ static pid_t start(char **argv, const char *cwd, int out, int err) {
   int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (in < 0) return -1;
   int rep[2];
-  if (pipe2(rep, O_CLOEXEC) != 0) {
+  if (cloexec_pipe(rep) != 0) {
     close(in);
     return -1;
   }
@@ -149,9 +168,27 @@ static int l_spawn(lua_State *L) {
   return 1;
 }
 
-/* gk.wait() -> pid, code, description: waits for any child started by
- * gk.spawn. nil, message when none is running. */
+/* gk.wait([pid]) -> pid, code, description: waits for child pid, or for any
+ * child started by gk.spawn. nil, message when none is running. */
 static int l_wait(lua_State *L) {
+  if (lua_isinteger(L, 1)) {
+    pid_t want = (pid_t)lua_tointeger(L, 1);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &CHILDREN);
+    if (lua_rawgeti(L, -1, want) == LUA_TNIL) {
+      lua_pushnil(L);
+      lua_pushfstring(L, "process %d is not running", (int)want);
+      return 2;
+    }
+    lua_pop(L, 1);
+    int st;
+    while (waitpid(want, &st, 0) < 0)
+      if (errno != EINTR) return gkr__fail_errno(L, "cannot wait for", "a process");
+    lua_pushnil(L);
+    lua_rawseti(L, -2, want);
+    lua_pushinteger(L, want);
+    push_status(L, st);
+    return 3;
+  }
   lua_rawgetp(L, LUA_REGISTRYINDEX, &CHILDREN);
   lua_pushnil(L);
   if (!lua_next(L, -2)) {
@@ -185,8 +222,8 @@ static int l_run(lua_State *L) {
   const char *cwd = opt_string(L, 2, "cwd");
   char **argv = get_argv(L, 1);
   int po[2], pe[2];
-  if (pipe2(po, O_CLOEXEC) != 0) return gkr__fail_errno(L, "cannot run", argv[0]);
-  if (pipe2(pe, O_CLOEXEC) != 0) {
+  if (cloexec_pipe(po) != 0) return gkr__fail_errno(L, "cannot run", argv[0]);
+  if (cloexec_pipe(pe) != 0) {
     close(po[0]), close(po[1]);
     return gkr__fail_errno(L, "cannot run", argv[0]);
   }

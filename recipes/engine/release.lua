@@ -73,11 +73,48 @@ local function git_state(dir)
   return rev, dirty
 end
 
+-- git status costs tens of milliseconds, as much as the rest of a no-op
+-- build of the whole matrix, so it runs while the build keys and looks up
+-- its jobs: git_start spawns it (its output into a temporary of the cache;
+-- stderr dropped, as gk.run's callers here ignore it) and source_meta reads
+-- it. Returns what source_meta takes.
+function M.git_start(dir, cache)
+  if not in_git_checkout(dir) then return {} end
+  local git = gk.which("git")
+  if not git then return {} end
+  local out = cache:temp(".git-status")
+  local pid = gk.spawn({ "sh", "-c", 'exec "$@" 2>/dev/null', "gk-git", git, "-C", dir,
+                         "--no-optional-locks", "status", "--porcelain=v2", "--branch",
+                         "--untracked-files=no" }, { output = out })
+  if not pid then
+    gk.remove(out)
+    return {}
+  end
+  return { pid = pid, out = out }
+end
+
+-- git_start's answer: revision, dirty flag ("unknown" for anything amiss).
+local function git_finish(g)
+  if not g.pid then return "unknown", "unknown" end
+  local _, code = gk.wait(g.pid)
+  local out = gk.read(g.out) or ""
+  gk.remove(g.out)
+  g.pid = nil
+  if code ~= 0 then return "unknown", "unknown" end
+  local rev = out:match("# branch%.oid (%x+)\n")
+  if not rev then return "unknown", "unknown" end
+  for line in out:gmatch("[^\n]+") do
+    if line:sub(1, 1) ~= "#" then return rev, "true" end
+  end
+  return rev, "false"
+end
+
 -- The "meta" object of the manifest: source revision, dirty flag, and the
 -- SHA-256 of every recipe file and of each toolchain module the jobs use.
 -- Nothing in it depends on where the checkout or the cache is, so two
--- clean checkouts of one revision give the same archive.
-function M.source_meta(recipes_dir, jobs)
+-- clean checkouts of one revision give the same archive. `git`: from
+-- M.git_start (nil: git runs now).
+function M.source_meta(recipes_dir, jobs, git)
   local recipes = {}
   for _, n in ipairs(gk.listdir(recipes_dir) or {}) do
     local path = recipes_dir .. "/" .. n
@@ -93,7 +130,8 @@ function M.source_meta(recipes_dir, jobs)
       if text then recipes[key] = gk.sha256(text) end
     end
   end
-  local rev, dirty = git_state(recipes_dir)
+  local rev, dirty
+  if git then rev, dirty = git_finish(git) else rev, dirty = git_state(recipes_dir) end
   return gk.json_object({
     source_revision = rev, source_dirty = dirty, recipes = gk.json_object(recipes),
   }, { "recipes", "source_dirty", "source_revision" })

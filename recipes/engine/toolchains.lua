@@ -8,6 +8,9 @@
 --   format   = "so"                   -- image format (docs/archive.md)
 --   ext      = "so"                   -- file extension in the output folder
 --   targets  = { "x86-64", ... }      -- what a recipe may ask for
+--   default_targets = { ... }         -- (optional) what a section that
+--              omits `targets` builds: the usual release set, which the
+--              recipes would otherwise each repeat; default: `targets`
 --   probe    = function() -> { tool = PATH, identity = "cc 12.2.0 x86_64-linux-gnu" }
 --                          | nil, "cc not found on PATH"
 --              (gk.run_cached runs a version query once per compiler binary)
@@ -119,6 +122,16 @@ local function check(tc, origin)
   for i, t in ipairs(tc.targets) do
     if type(t) ~= "string" or not t:match("^[%w_.:+-]+$") then
       bad("targets[%d] must be a target name; got %s", i, tostring(t))
+    end
+  end
+  if tc.default_targets ~= nil then
+    if type(tc.default_targets) ~= "table" or #tc.default_targets == 0 then
+      bad("default_targets must be a non-empty list of targets, or nil")
+    end
+    local known = {}
+    for _, t in ipairs(tc.targets) do known[t] = true end
+    for i, t in ipairs(tc.default_targets) do
+      if not known[t] then bad("default_targets[%d] '%s' is not in targets", i, tostring(t)) end
     end
   end
   for _, f in ipairs({ "probe", "command" }) do

@@ -20,6 +20,8 @@ local glslang = {
   format = "spirv",
   ext = "spv",
   targets = { "vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3" },
+  -- Vulkan 1.1: subgroup operations, and still every driver in use.
+  default_targets = { "vulkan1.1" },
 }
 
 -- Both tools must be there; both versions go into the identity (and so into

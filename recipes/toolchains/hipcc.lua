@@ -37,6 +37,14 @@ local hipcc = {
     "gfx9-generic", "gfx9-4-generic", "gfx10-1-generic", "gfx10-3-generic",
     "gfx11-generic", "gfx12-generic",
   },
+  -- What a recipe's rocm section builds unless it lists targets: the
+  -- Instinct and Radeon processors in use, and the generic targets as the
+  -- fallback for the rest of their families. (hipcc 5.2 skips the newer
+  -- ones, saying why; a ROCm container builds them.)
+  default_targets = {
+    "gfx906", "gfx908", "gfx90a", "gfx940", "gfx942", "gfx1010", "gfx1030",
+    "gfx1100", "gfx1101", "gfx1102", "gfx1201", "gfx10-3-generic", "gfx11-generic",
+  },
 }
 
 local KNOWN = {}

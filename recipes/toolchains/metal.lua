@@ -30,6 +30,8 @@ local metal = {
   format = "metallib",
   ext = "metallib",
   targets = { "macos-metal2.4", "macos-metal3.0", "macos-metal3.1", "macos-metal3.2" },
+  -- Metal 3.0: every Apple-silicon Mac on macOS 13 and later.
+  default_targets = { "macos-metal3.0" },
 }
 
 function metal.probe()

@@ -31,6 +31,13 @@ local nvcc = {
     "compute_75", "compute_80", "compute_86", "compute_87", "compute_88", "compute_89",
     "compute_90", "compute_100", "compute_103", "compute_110", "compute_120", "compute_121",
   },
+  -- What a recipe's cuda section builds unless it lists targets: SASS for
+  -- each major architecture in use (sm_90a for Hopper's wgmma/TMA paths)
+  -- plus compute_75 PTX, which a newer GPU JIT-compiles.
+  default_targets = {
+    "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120",
+    "compute_75",
+  },
 }
 
 -- compute_XY targets are PTX, the rest cubins.

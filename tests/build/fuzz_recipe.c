@@ -1,14 +1,16 @@
 /*
  * fuzz_recipe.c - fuzz target for the recipe engine: any bytes as a recipe
  * file. The engine must answer with a message and exit status 1, never
- * crash. The cc module is replaced (DIR/toolchains/cc.lua) by one whose
- * probe declines, so no compiler ever runs.
+ * crash. Every toolchain module is replaced (DIR/toolchains/NAME.lua) by
+ * one whose probe declines, so no compiler ever runs.
  *
- * With clang -fsanitize=fuzzer this is a libFuzzer target; otherwise main()
- * replays the files named on the command line (ctest runs the corpus in
- * tests/build/corpus/ that way).
+ * With -DGK_FUZZ=ON (clang) tests/fuzz builds it as the libFuzzer binary
+ * fuzz_recipe; otherwise tests/fuzz/replay.c gives it a main() that replays
+ * the corpus (tests/build/corpus, tests/fuzz/corpus/recipe) under ctest.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +38,10 @@ static void cleanup(void) {
 
 static void setup(void) {
   if (root[0]) return;
-  strcpy(root, "/tmp/gk-fuzz-recipe-XXXXXX");
+  /* tmpfs when there is one: each input writes the recipe and a cache,
+   * and a disk shared with other jobs makes every write wait. */
+  strcpy(root, access("/dev/shm", W_OK) == 0 ? "/dev/shm/gk-fuzz-recipe-XXXXXX"
+                                             : "/tmp/gk-fuzz-recipe-XXXXXX");
   if (!mkdtemp(root)) abort();
   atexit(cleanup);
   char p[256];
@@ -48,15 +53,32 @@ static void setup(void) {
   mkdir(p, 0777);
   snprintf(p, sizeof p, "%s/src/k.c", root);
   write_file(p, "int k;\n", 7);
-  static const char cc[] =
-    "return { backend = 'cpu', format = 'so', ext = 'so',\n"
-    "  targets = { 'x86-64', 'x86-64-v2', 'x86-64-v3', 'x86-64-v4' },\n"
-    "  probe = function() return nil, 'no compiler while fuzzing' end,\n"
-    "  command = function(job, p) return { p.tool } end }\n";
-  snprintf(p, sizeof p, "%s/recipes/toolchains/cc.lua", root);
-  write_file(p, cc, sizeof cc - 1);
+  /* Every toolchain module is replaced by one whose probe declines: no
+   * compiler runs, and no probe spawns one (the embedded modules' probes
+   * ran nvcc, hipcc, ... for each input: 7 inputs a second). cc keeps a
+   * target list, so a recipe's cpu targets are still checked; the others
+   * accept any target, so their sections reach the probe. */
+  static const struct { const char *name, *backend, *format, *targets; } tc[] = {
+      {"cc", "cpu", "so", "targets = { 'x86-64', 'x86-64-v2', 'x86-64-v3', 'x86-64-v4' }"},
+      {"nvcc", "cuda", "cubin", "targets = { 'any' }, check_target = function() return true end"},
+      {"hipcc", "rocm", "hsaco", "targets = { 'any' }, check_target = function() return true end"},
+      {"glslang", "vulkan", "spirv", "targets = { 'any' }, check_target = function() return true end"},
+      {"wgsl", "wgsl", "wgsl", "targets = { 'any' }, check_target = function() return true end"},
+      {"metal", "metal", "metallib", "targets = { 'any' }, check_target = function() return true end"},
+  };
+  for (size_t i = 0; i < sizeof tc / sizeof tc[0]; i++) {
+    char mod[512];
+    int n = snprintf(mod, sizeof mod,
+                     "return { backend = '%s', format = '%s', ext = '%s', %s,\n"
+                     "  probe = function() return nil, 'no compiler while fuzzing' end,\n"
+                     "  command = function(job, p) return { p.tool } end }\n",
+                     tc[i].backend, tc[i].format, tc[i].format, tc[i].targets);
+    snprintf(p, sizeof p, "%s/recipes/toolchains/%s.lua", root, tc[i].name);
+    write_file(p, mod, (size_t)n);
+  }
 }
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   setup();
   char recipes[256], recipe[256], out[256], cache[256];
@@ -77,21 +99,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   free(summary);
   return 0;
 }
-
-#ifndef GK_LIBFUZZER
-int main(int argc, char **argv) {
-  for (int i = 1; i < argc; i++) {
-    FILE *f = fopen(argv[i], "rb");
-    if (!f) {
-      perror(argv[i]);
-      return 1;
-    }
-    static uint8_t buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    LLVMFuzzerTestOneInput(buf, n);
-  }
-  printf("replayed %d input(s)\n", argc - 1);
-  return 0;
-}
-#endif

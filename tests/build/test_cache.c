@@ -3,7 +3,9 @@
  * hits, misses when a dependency changes, relative dependencies, damaged
  * objects, atomic fetch.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

@@ -7,7 +7,11 @@
  * can run, it loads the image for "cpu:LEVEL", checks that libgk chose
  * exactly that level, and compares y for shapes with m = 1 and m > 1, odd
  * n, several chunks of k, and the m = 1, 11008 x 4096 case the CPU kernel
- * is tuned for. Levels above this CPU are skipped, saying so. x and W end
+ * is tuned for, plus n below the thread count. The images split calls over
+ * their own threads (gk_pool.h); ctest also runs this test with
+ * GK_NUM_THREADS=3 GK_PARALLEL_MIN=0 (kernels.qmatmul_threads), which
+ * splits every call, small n included. Levels above this CPU are skipped,
+ * saying so. x and W end
  * right before an inaccessible page, so reading past them faults. Exits 1
  * on any failure, after printing the first bad element of each failing
  * case.
@@ -42,7 +46,8 @@ typedef struct shape {
 static const shape shapes[] = {
     {1, 1, 32},    {1, 37, 64},    {3, 17, 256},   {2, 5, 32},
     {7, 3, 96},    {5, 129, 1024}, {1, 300, 4128}, {4, 9, 8224},
-    {32, 64, 4096}, {1, 11008, 4096},
+    {32, 64, 4096}, {1, 11008, 4096}, {1, 2, 64},  {3, 2, 128},
+    {1, 4097, 1024},
 };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 

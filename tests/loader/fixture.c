@@ -19,6 +19,7 @@
 #include <zstd.h>
 
 #include "fixture.h"
+#include "gk.h"
 
 /* ---- files --------------------------------------------------------------- */
 
@@ -109,6 +110,7 @@ static const char schema[] =
     "  sha256   BLOB NOT NULL UNIQUE CHECK (length(sha256) = 32),\n"
     "  raw_size INTEGER NOT NULL CHECK (raw_size >= 0),\n"
     "  codec    TEXT NOT NULL,\n"
+    "  base     INTEGER REFERENCES blob(id),\n"
     "  data     BLOB NOT NULL\n"
     ");\n"
     "CREATE TABLE image (\n"
@@ -149,7 +151,9 @@ void fx_write(const char *path, const fx_image *images, size_t n) {
   exec(db, "PRAGMA page_size = 4096");
   exec(db, "PRAGMA journal_mode = OFF");
   exec(db, "PRAGMA application_id = 1735091809"); /* 0x676b6661 'gkfa' */
-  exec(db, "PRAGMA user_version = 1");
+  char version[64];
+  snprintf(version, sizeof version, "PRAGMA user_version = %d", GK_ARCHIVE_FORMAT);
+  exec(db, version);
   exec(db, "BEGIN");
   exec(db, schema);
   exec(db, "INSERT INTO meta VALUES ('format', 'gllm-kernels-archive'), "

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 #include <sqlite3.h>
+#include <zstd.h>
 
 #include "fixture.h"
 #include "gk.h"
@@ -179,12 +180,17 @@ static void open_foreign_sqlite(void **state) {
 
 static void open_wrong_version(void **state) {
   (void)state;
-  char *path = good_archive("v2.gkfat");
-  fx_exec(path, "PRAGMA user_version = 2", NULL, 0);
-  expect_open_fails(path, GK_EVERSION, "format version 2");
-  assert_contains(gk_last_error(), "reads version 1");
+  char *path = good_archive("v3.gkfat");
+  /* A newer format: this libgk cannot know what changed. */
+  fx_exec(path, "PRAGMA user_version = 3", NULL, 0);
+  expect_open_fails(path, GK_EVERSION, "format version 3");
+  assert_contains(gk_last_error(), "reads version 2");
   assert_contains(gk_last_error(), "update libgk");
   assert_contains(gk_last_error(), path);
+  /* Version 1 (no delta-coded blobs) is refused too, with what to do. */
+  fx_exec(path, "PRAGMA user_version = 1", NULL, 0);
+  expect_open_fails(path, GK_EVERSION, "format version 1");
+  assert_contains(gk_last_error(), "pack it again");
   fx_exec(path, "PRAGMA user_version = 0", NULL, 0);
   expect_open_fails(path, GK_EVERSION, "format version 0");
   free(path);
@@ -547,10 +553,102 @@ static void read_blob_damage(void **state) {
   (void)state;
   expect_read_fails("UPDATE blob SET codec = 'lz4' WHERE sha256 = " V3_BLOB,
                     NULL, 0, GK_ECORRUPT,
-                    "uses codec 'lz4'; libgk knows 'zstd'");
+                    "uses codec 'lz4'; libgk knows 'zstd' and 'zstd-delta'");
   expect_read_fails(
       "PRAGMA foreign_keys = OFF; DELETE FROM blob WHERE sha256 = " V3_BLOB,
       NULL, 0, GK_ECORRUPT, "has no blob");
+}
+
+/* `src` as a zstd frame coded against the raw bytes `prefix`, as gk pack
+ * writes a 'zstd-delta' blob. */
+static void *delta_frame(const void *src, size_t n, const void *prefix, size_t pn,
+                         size_t *zn) {
+  ZSTD_CCtx *c = ZSTD_createCCtx();
+  size_t cap = ZSTD_compressBound(n);
+  void *z = malloc(cap);
+  assert_non_null(c);
+  assert_non_null(z);
+  ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 19);
+  ZSTD_CCtx_refPrefix(c, prefix, pn);
+  *zn = ZSTD_compress2(c, z, cap, src, n);
+  assert_false(ZSTD_isError(*zn));
+  ZSTD_freeCCtx(c);
+  return z;
+}
+
+#define V4_BLOB "(SELECT sha256 FROM image WHERE target = 'x86-64-v4')"
+#define V3_ID "(SELECT id FROM blob WHERE sha256 = " V3_BLOB ")"
+
+/* A delta-coded image reads back through its base, from a file and from
+ * memory, and its base still reads on its own. */
+static void read_delta(void **state) {
+  (void)state;
+  char *path = good_archive("delta.gkfat");
+  size_t zn;
+  void *z = delta_frame(img_b, img_b_size, img_a, img_a_size, &zn);
+  size_t plain = ZSTD_compressBound(img_b_size);
+  void *pz = malloc(plain);
+  plain = ZSTD_compress(pz, plain, img_b, img_b_size, 19);
+  free(pz);
+  assert_true(zn < plain); /* the frame does lean on its prefix */
+  fx_exec(path, "UPDATE blob SET codec = 'zstd-delta', base = " V3_ID
+                ", data = ?1 WHERE sha256 = " V4_BLOB, z, zn);
+  free(z);
+  gk_archive *ar;
+  assert_int_equal(gk_archive_open(path, &ar), GK_OK);
+  gk_image_info info;
+  assert_int_equal(gk_archive_image(ar, 1, &info), GK_OK);
+  assert_int_equal(info.packed_size, zn);
+  for (size_t round = 0; round < 2; round++) /* the context is reused */
+    for (size_t i = 0; i < 3; i++) {
+      void *p;
+      size_t n;
+      assert_int_equal(gk_archive_read(ar, i, &p, &n), GK_OK);
+      assert_int_equal(n, i == 1 ? img_b_size : img_a_size);
+      assert_memory_equal(p, i == 1 ? img_b : img_a, n);
+      gk_free(p);
+    }
+  gk_archive_close(ar);
+  free(path);
+}
+
+/* A damaged delta structure is refused with what is wrong. */
+static void read_delta_damage(void **state) {
+  (void)state;
+  expect_read_fails("UPDATE blob SET codec = 'zstd-delta' WHERE sha256 = " V3_BLOB,
+                    NULL, 0, GK_ECORRUPT, "is a delta without a base");
+  expect_read_fails("UPDATE blob SET base = 2 WHERE sha256 = " V3_BLOB, NULL, 0,
+                    GK_ECORRUPT, "is a plain frame with a base");
+  expect_read_fails("UPDATE blob SET codec = 'zstd-delta', base = 99 WHERE sha256 = "
+                    V3_BLOB, NULL, 0, GK_ECORRUPT, "has no base blob");
+  expect_read_fails("UPDATE blob SET codec = 'zstd-delta', base = id WHERE sha256 = "
+                    V3_BLOB, NULL, 0, GK_ECORRUPT, "is itself a delta");
+  expect_read_fails("UPDATE blob SET codec = 'zstd-delta', base = 'x' WHERE sha256 = "
+                    V3_BLOB, NULL, 0, GK_ECORRUPT, "is a delta without a base");
+  /* Coded against other bytes than its base's: never handed out. */
+  size_t zn;
+  /* A copy: zstd ignores a prefix that is the input's own buffer. */
+  void *copy = malloc(img_a_size);
+  memcpy(copy, img_a, img_a_size);
+  void *z = delta_frame(img_a, img_a_size, copy, img_a_size, &zn);
+  free(copy);
+  assert_true(zn < img_a_size / 50); /* the frame does lean on its prefix */
+  char *path = good_archive("delta-wrong-base.gkfat");
+  fx_exec(path, "UPDATE blob SET codec = 'zstd-delta', base = "
+                "(SELECT id FROM blob WHERE sha256 = " V4_BLOB "), data = ?1 "
+                "WHERE sha256 = " V3_BLOB, z, zn);
+  free(z);
+  gk_archive *ar;
+  assert_int_equal(gk_archive_open(path, &ar), GK_OK);
+  void *p = (void *)1;
+  size_t n;
+  int rc = gk_archive_read(ar, 0, &p, &n);
+  if (rc != GK_EHASH && rc != GK_ECORRUPT)
+    fail_msg("a delta against the wrong base gave %s (%s)", gk_strerror(rc),
+             gk_archive_errmsg(ar));
+  assert_null(p);
+  gk_archive_close(ar);
+  free(path);
 }
 
 /* A cpu row whose bytes are not what a cpu row needs. The hash matches
@@ -789,6 +887,8 @@ int main(void) {
       cmocka_unit_test(read_size_lies),
       cmocka_unit_test(read_frame_shapes),
       cmocka_unit_test(read_blob_damage),
+      cmocka_unit_test(read_delta),
+      cmocka_unit_test(read_delta_damage),
       cmocka_unit_test(read_elf_checks),
       cmocka_unit_test(memory_equals_file),
       cmocka_unit_test(memory_bad),

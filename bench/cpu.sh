@@ -1,0 +1,131 @@
+#!/bin/sh
+# cpu.sh BUILD_DIR WORK_DIR - CPU qmatmul against this machine's read
+# bandwidth (issue 9, item 4), both measured in this run.
+#
+# Builds the cpu images with BUILD_DIR/gk (cached in BUILD_DIR/bench-cache)
+# and packs them, unless GK_BENCH_ARCHIVE names an archive to use; then runs
+# BUILD_DIR/bench/gk_bench_cpu (bench/cpu.c) twice: with the images' own
+# thread pools (every core) and, for the selected images only, with
+# GK_NUM_THREADS=1. Prints a markdown section and writes WORK_DIR/cpu.json.
+# GK_BENCH_CPU_ARGS passes options to gk_bench_cpu (--quick in tests).
+set -eu
+case ${1:-} in -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+[ $# -eq 2 ] || { echo "usage: bench/cpu.sh BUILD_DIR WORK_DIR (see --help)" >&2; exit 2; }
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$1 work=$2
+bench=$build/bench/gk_bench_cpu
+[ -x "$bench" ] || { echo "bench/cpu.sh: $bench missing: build the project first (ci/configure.sh $build)" >&2; exit 1; }
+mkdir -p "$work"
+archive=${GK_BENCH_ARCHIVE:-}
+if [ -z "$archive" ]; then
+  archive=$work/cpu.gkfat
+  "$build/gk" build --recipes "$root/recipes" --backend cpu --cache "$build/bench-cache" \
+    --out "$work/cpu-images" >&2
+  "$build/gk" pack "$work/cpu-images" -o "$archive" >&2
+fi
+# shellcheck disable=SC2086 # GK_BENCH_CPU_ARGS is a list of options
+"$bench" "$archive" --json "$work/cpu-pool.json" ${GK_BENCH_CPU_ARGS:-}
+# shellcheck disable=SC2086
+GK_NUM_THREADS=1 "$bench" "$archive" --only-selected --json "$work/cpu-one.json" ${GK_BENCH_CPU_ARGS:-}
+
+python3 - "$work/cpu-pool.json" "$work/cpu-one.json" "$work/cpu.json" <<'PY'
+import json, sys
+pool, one = (json.load(open(p)) for p in sys.argv[1:3])
+out_path = sys.argv[3]
+GOAL = 0.85           # issue 9: weight bytes/s over read bandwidth, bits 4 and 8
+ARITH = 1.25          # arithmetic cap below this x read bandwidth: arithmetic is the limit
+
+bw = pool["stream_read"]["gbps_median"]
+bw_best = pool["stream_read"]["gbps_best"]
+one_sel = {(r["bits"]): r for r in one["qmatmul_m1"]}
+one_hot = {(r["bits"]): r for r in one["qmatmul_m1_hot"]}
+threads = pool["threads"]
+hot = {(r["bits"], r["target"]): r for r in pool["qmatmul_m1_hot"]}
+
+rows, goals = [], {}
+for r in pool["qmatmul_m1"]:
+    ratio = r["paired_ratio"]
+    row = dict(bits=r["bits"], target=r["target"], selected=r["selected"],
+               median_us=r["median_us"], best_us=r["best_us"],
+               gbps_median=r["gbps_median"], ratio=ratio,
+               paired_stream_gbps=r["paired_stream_gbps"],
+               ratio_run_median=r["gbps_median"] / bw)
+    h = hot.get((r["bits"], r["target"]))
+    if h:
+        row["hot_gbps"] = h["gbps_median"]
+    # The arithmetic limit of the selected image: its rate per CPU-second on
+    # one thread with W in cache (robust to time slicing), times the threads.
+    oh = one_hot.get(r["bits"]) if r["selected"] else None
+    if oh and "gbps_per_cpu_second" in oh:
+        row["core_gbps"] = oh["gbps_per_cpu_second"]
+        row["arith_cap_gbps"] = oh["gbps_per_cpu_second"] * threads
+        row["limit"] = ("arithmetic" if row["arith_cap_gbps"] < ARITH * r["paired_stream_gbps"]
+                        else "memory")
+    if r["selected"] and r["bits"] in one_sel:
+        row["one_thread_us"] = one_sel[r["bits"]]["median_us"]
+        row["speedup"] = row["one_thread_us"] / r["median_us"]
+    rows.append(row)
+    if r["selected"] and r["bits"] in (4, 8):
+        goals["bits%d" % r["bits"]] = dict(ratio=ratio, goal=GOAL, met=ratio >= GOAL)
+
+batch = [dict(bits=r["bits"], target=r["target"], selected=r["selected"], m=r["m"],
+              median_us=r["median_us"], gflops_median=r["gflops_median"])
+         for r in pool["qmatmul_batch"]]
+result = dict(cpu=pool["cpu"], level=pool["level"], threads=pool["threads"],
+              n=pool["n"], k=pool["k"], runs=pool["runs"],
+              stream_read=pool["stream_read"], qmatmul_m1=rows, qmatmul_batch=batch,
+              goal=goals, met=all(g["met"] for g in goals.values()) and bool(goals))
+with open(out_path + ".tmp", "w") as f:
+    json.dump(result, f, indent=2, sort_keys=True)
+import os
+os.replace(out_path + ".tmp", out_path)
+
+s = pool["stream_read"]
+n, k = pool["n"], pool["k"]
+print("## CPU kernels against memory bandwidth (issue 9, item 4)")
+print()
+print(f"{pool['cpu']} ({pool['level']}), {pool['threads']} threads. Baseline: STREAM-style read "
+      f"(vectorized {s['isa']} sum over {s['buffer_mb']} MB on {pool['threads']} threads), "
+      f"median of {s['runs']} runs taken before and after the kernels: **{bw:.1f} GB/s** "
+      f"(best {bw_best:.1f}).")
+print()
+print(f"qmatmul m=1, n={n}, k={k}, loaded through libgk from the archive, each call on "
+      f"another copy of W (W comes from memory, not cache); median of {3 * pool['runs']} calls. "
+      f"`*` = the image libgk selects here. Each call is paired with a read of as many bytes "
+      f"right before it (read GB/s: their median); ratio = median over the pairs of the "
+      f"call's weight bytes/s over its read's (in brackets: median call over the run's "
+      f"read median). Hot = the same image on a ~1.5 MB W that stays in cache, all threads, "
+      f"wall clock. Core = the selected image on one thread with W in cache, bytes per "
+      f"CPU-second of that thread (not slowed by other processes taking the core); "
+      f"core x {threads} threads is the most the arithmetic (decoding the codes) allows: below "
+      f"{ARITH}x the read bandwidth the limit is arithmetic, else memory.")
+print()
+print("| bits | image | median us | weight GB/s | read GB/s | ratio | hot GB/s | core GB/s | limit | 1 thread us | speedup |")
+print("|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+for r in rows:
+    sel = "*" if r["selected"] else ""
+    one_us = f"{r['one_thread_us']:.0f}" if "one_thread_us" in r else ""
+    sp = f"{r['speedup']:.2f}x" if "speedup" in r else ""
+    print(f"| {r['bits']} | {r['target']}{sel} | {r['median_us']:.0f} | {r['gbps_median']:.1f} | "
+          f"{r['paired_stream_gbps']:.1f} | {r['ratio']:.2f} ({r['ratio_run_median']:.2f}) | "
+          f"{r.get('hot_gbps', 0):.1f} | "
+          + (f"{r['core_gbps']:.1f}" if "core_gbps" in r else "") + " | "
+          f"{r.get('limit', '')} | {one_us} | {sp} |")
+print()
+for name, g in sorted(goals.items()):
+    print(f"- Goal {name}: ratio >= {GOAL}: {g['ratio']:.2f}, **{'met' if g['met'] else 'not met'}**.")
+print("- Anchor (issue 9, measured elsewhere, not in this run): ggml q4_0 (repacked, 2 threads) "
+      "about 0.85, its q4_1 (5 bits per weight like bits=4) about 0.60.")
+print()
+print(f"qmatmul m={batch[0]['m'] if batch else 32}, same n and k (GFLOP/s = 2*m*n*k / time, median):")
+print()
+print("| bits | " + " | ".join(sorted({b['target'] for b in batch}, key=lambda t: (len(t), t))) + " |")
+targets = sorted({b['target'] for b in batch}, key=lambda t: (len(t), t))
+print("|---:|" + "---:|" * len(targets))
+for bits in sorted({b["bits"] for b in batch}):
+    cells = []
+    for t in targets:
+        m = [b for b in batch if b["bits"] == bits and b["target"] == t]
+        cells.append(f"{m[0]['gflops_median']:.1f}{'*' if m and m[0]['selected'] else ''}" if m else "")
+    print(f"| {bits} | " + " | ".join(cells) + " |")
+PY

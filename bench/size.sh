@@ -1,0 +1,136 @@
+#!/bin/sh
+# size.sh BUILD_DIR WORK_DIR - archive size against NVIDIA's own compressed
+# fatbin of exactly the same cubins and PTX (issue 9, item 1).
+#
+# Builds the cuda images of the recipes (every SM of their lists plus the
+# PTX) and every other backend present, with BUILD_DIR/gk (compile cache:
+# $GK_BENCH_CACHE, else the build's GK_TEST_CACHE, else BUILD_DIR/bench-cache),
+# packs the cuda images alone and everything together, and runs CUDA's
+# fatbinary with the options `nvcc -fatbin --compress-mode=size` passes it,
+# over the same cuda files: one fatbin of all of them, and one per kernel
+# and variant (what separate nvcc runs would ship). Sizes are exact; pack
+# time (CPU and wall) is the median of three runs. Prints a markdown
+# section and writes WORK_DIR/size.json. Without nvcc/fatbinary it says so
+# and records no ratio.
+set -eu
+case ${1:-} in -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+[ $# -eq 2 ] || { echo "usage: bench/size.sh BUILD_DIR WORK_DIR (see --help)" >&2; exit 2; }
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$1 work=$2
+gk=$build/gk
+[ -x "$gk" ] || { echo "bench/size.sh: $gk missing: build the project first (ci/configure.sh $build)" >&2; exit 1; }
+mkdir -p "$work"
+cache=${GK_BENCH_CACHE:-$(sed -n 's/^GK_TEST_CACHE:PATH=//p' "$build/CMakeCache.txt" 2>/dev/null)}
+cache=${cache:-$build/bench-cache}
+d=$work/size
+rm -rf "$d"
+mkdir -p "$d"
+
+fatbinary=""
+for c in "$(command -v nvcc 2>/dev/null || true)" "${CUDA_HOME:-}/bin/nvcc" /usr/local/cuda/bin/nvcc; do
+  if [ -n "$c" ] && [ -x "$(dirname "$c")/fatbinary" ]; then fatbinary=$(dirname "$c")/fatbinary; break; fi
+done
+
+skip() {
+  python3 -c 'import json, sys; json.dump({"skipped": sys.argv[2]}, open(sys.argv[1], "w"), indent=2)' \
+    "$work/size.json" "$1"
+  printf '## Archive size (issue 9, item 1)\n\nNot measured: %s.\n' "$1"
+  exit 0
+}
+[ -n "$fatbinary" ] || skip "no CUDA toolkit here (nvcc and fatbinary, on PATH, in \$CUDA_HOME or /usr/local/cuda)"
+"$gk" build --recipes "$root/recipes" --backend cuda --cache "$cache" --out "$d/cuda" >&2 ||
+  skip "gk build --backend cuda failed (see above)"
+"$gk" build --recipes "$root/recipes" --cache "$cache" --out "$d/all" >&2
+
+"$gk" pack "$d/all" -o "$d/all.gkfat" >&2
+
+python3 - "$d" "${fatbinary:-}" "$work/size.json" "$gk" <<'PY'
+import collections, json, os, resource, sqlite3, subprocess, sys, time
+d, fatbinary, out, gk = sys.argv[1:5]
+# gk pack of the cuda images, three times: wall time and CPU time (this
+# machine is shared, so CPU time says more about the packer).
+walls, cpus = [], []
+for _ in range(3):
+    r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+    subprocess.run([gk, "pack", os.path.join(d, "cuda"), "-o", os.path.join(d, "cuda.gkfat")],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    walls.append((time.monotonic() - t0) * 1000)
+    cpus.append((r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000)
+pack_ms, pack_cpu_ms = sorted(walls)[1], sorted(cpus)[1]
+GOAL = 0.5  # issue 9: archive at most 0.5x NVIDIA's --compress-mode=size fatbin
+
+man = json.load(open(os.path.join(d, "cuda", "manifest.json")))
+cuda = [im for im in man["images"] if im["backend"] == "cuda"]
+raw = sum(im["size"] for im in cuda)
+
+def image3(im):
+    kind = "ptx" if im["format"] == "ptx" else "elf"
+    sm = im["target"].split("_", 1)[1]
+    return "--image3=kind=%s,sm=%s,file=%s" % (kind, sm, os.path.join(d, "cuda", im["path"]))
+
+def fatbin(name, ims):
+    f = os.path.join(d, name + ".fatbin")
+    subprocess.run([fatbinary, "--create=" + f, "-64", "--compress-mode=size"] +
+                   [image3(im) for im in ims], check=True)
+    return os.path.getsize(f)
+
+def stats(path, where=""):
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT codec, count(*), sum(length(data)), sum(raw_size) FROM blob b "
+                      "WHERE sha256 IN (SELECT sha256 FROM image %s) GROUP BY codec" % where).fetchall()
+    db.close()
+    return {c: {"blobs": n, "packed": p, "raw": r} for c, n, p, r in rows}
+
+ours = os.path.getsize(os.path.join(d, "cuda.gkfat"))
+whole = os.path.getsize(os.path.join(d, "all.gkfat"))
+cuda_in_whole = stats(os.path.join(d, "all.gkfat"), "WHERE backend = 'cuda'")
+r = {"images": len(cuda), "raw_bytes": raw, "archive_bytes": ours,
+     "archive_blobs": stats(os.path.join(d, "cuda.gkfat")),
+     "pack_ms_median": round(pack_ms), "pack_cpu_ms_median": round(pack_cpu_ms),
+     "whole_archive_bytes": whole,
+     "whole_archive_images": len(json.load(open(os.path.join(d, "all", "manifest.json")))["images"]),
+     "cuda_blob_bytes_in_whole": sum(v["packed"] for v in cuda_in_whole.values()),
+     "goal_ratio": GOAL}
+if fatbinary:
+    groups = collections.OrderedDict()
+    for im in cuda:
+        groups.setdefault((im["kernel"], im["variant"]), []).append(im)
+    r["fatbin_one_bytes"] = fatbin("all", cuda)
+    r["fatbin_per_kernel_variant_bytes"] = sum(
+        fatbin("%s.%d" % (k, i), ims) for i, ((k, v), ims) in enumerate(groups.items()))
+    r["fatbin_per_kernel_variant_count"] = len(groups)
+    base = min(r["fatbin_one_bytes"], r["fatbin_per_kernel_variant_bytes"])
+    r["baseline_bytes"] = base
+    r["ratio"] = ours / base
+    r["met"] = r["ratio"] <= GOAL
+json.dump(r, open(out, "w"), indent=2, sort_keys=True)
+
+kb = lambda n: "%.1f KB" % (n / 1000)
+print("## Archive size (issue 9, item 1)\n")
+print("The cuda images of the recipes (%d: cubins for every SM of their lists plus PTX, %s raw), "
+      "packed by `gk pack` (format 2: zstd frames, siblings delta-coded against a base image), "
+      "against CUDA's `fatbinary --compress-mode=size` (what `nvcc -fatbin --compress-mode=size` "
+      "runs) over exactly the same files.\n" % (len(cuda), kb(raw)))
+print("| container | bytes | vs baseline |")
+print("|---|---|---|")
+if fatbinary:
+    print("| fatbin, all images in one (`--compress-mode=size`) | %d | %.3f |" %
+          (r["fatbin_one_bytes"], r["fatbin_one_bytes"] / base))
+    print("| fatbins, one per kernel+variant (%d), summed | %d | %.3f |" %
+          (len(groups), r["fatbin_per_kernel_variant_bytes"], r["fatbin_per_kernel_variant_bytes"] / base))
+    print("| **gk archive, cuda only** | **%d** | **%.3f** |" % (ours, r["ratio"]))
+else:
+    print("| gk archive, cuda only | %d | (no fatbinary here) |" % ours)
+for c, v in sorted(r["archive_blobs"].items()):
+    print("| - of which `%s` blobs (%d) | %d | |" % (c, v["blobs"], v["packed"]))
+print("| whole archive, every backend built here (%d images) | %d | |" %
+      (r["whole_archive_images"], whole))
+print("| - of which cuda blobs | %d | |" % r["cuda_blob_bytes_in_whole"])
+print()
+if fatbinary:
+    print("Goal: at most %.2fx the smaller fatbin; measured **%.3fx**: %s." %
+          (GOAL, r["ratio"], "met" if r["met"] else "not met"))
+print("\n`gk pack` of the cuda images (choosing bases included): %d ms CPU, %d ms wall "
+      "(medians of 3)." % (r["pack_cpu_ms_median"], r["pack_ms_median"]))
+PY

@@ -1,0 +1,560 @@
+/*
+ * cmd_sign.c - gk keygen and gk sign: Ed25519 keys (libsodium) and signed
+ * archives (docs/archive.md, "Signatures").
+ *
+ * libgk computes the digest and checks signatures; this file only makes
+ * keys and writes the `signature` table, the one change a signed archive
+ * has over the archive gk pack wrote. It works on a private copy: the
+ * archive is copied beside the output, every check runs on that copy, the
+ * row is added, the copy is checked again and renamed into place. So what
+ * is signed is what was checked, and a reader never sees half a file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <sodium.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "util.h"
+
+/* The first word of each key file: says what the file is, so a public key
+ * handed to gk sign (or a secret one to gk verify) gets a clear answer. */
+#define PUB_TAG "gk-ed25519-public"
+#define SEC_TAG "gk-ed25519-secret"
+
+static const char keygen_usage[] =
+  "usage: gk keygen --out NAME [--json]\n"
+  "\n"
+  "Makes an Ed25519 key pair for signing archives: NAME.key, the secret key\n"
+  "(mode 0600: keep it private), and NAME.pub, the public key to publish with\n"
+  "the archives ('gk verify --key NAME.pub', gk_archive_verify_signature).\n"
+  "Existing files are never overwritten.\n"
+  "\n"
+  "  --out NAME  path of the key files, without extension\n"
+  "  --json      {public, secret, key_id, public_key} on stdout\n";
+
+static const char sign_usage[] =
+  "usage: gk sign ARCHIVE --key NAME.key [-o OUT] [--json]\n"
+  "\n"
+  "Signs an archive with an Ed25519 secret key (from 'gk keygen'). The\n"
+  "signature covers the archive's index and metadata, and so every image\n"
+  "through its SHA-256, but not how images are compressed. Every image is\n"
+  "verified first (as 'gk verify' does); an archive that fails is not signed.\n"
+  "Signatures by other keys are kept while they still match; a stale one is\n"
+  "dropped and said so. The archive is rewritten atomically (or written to\n"
+  "OUT); signing is deterministic: the same archive and key give the same\n"
+  "bytes.\n"
+  "\n"
+  "  --key FILE         the secret key (NAME.key); must not be readable by\n"
+  "                     others\n"
+  "  -o, --output FILE  write the signed archive here instead of in place\n"
+  "  --json             {archive, key_id, public_key, digest, signers,\n"
+  "                     dropped} on stdout\n";
+
+/* ---- key files ---------------------------------------------------------- */
+
+static void hex_of(const uint8_t *b, size_t n, char *out, size_t outsize) {
+  sodium_bin2hex(out, outsize, b, n);
+}
+
+/* Reads a key file's one line: TAG, one space, 64 hex digits, a newline.
+ * 0 with the 32 bytes in out, or -1 having said why. */
+static int read_key_file(const char *cmd, const char *path, int secret,
+                         uint8_t out[32]) {
+  const char *tag = secret ? SEC_TAG : PUB_TAG;
+  const char *other = secret ? PUB_TAG : SEC_TAG;
+  char buf[256];
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    cli_error(cmd, "cannot open key file '%s': %s%s", path, strerror(errno),
+              errno == ENOENT ? " (make a key pair with 'gk keygen --out NAME')"
+                              : "");
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    cli_error(cmd, "key file '%s' is not a regular file", path);
+    close(fd);
+    return -1;
+  }
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n < 0) {
+    cli_error(cmd, "cannot read key file '%s': %s", path, strerror(errno));
+    return -1;
+  }
+  buf[n] = '\0';
+  size_t taglen = strlen(tag);
+  if (strncmp(buf, other, strlen(other)) == 0) {
+    cli_error(cmd,
+              secret ? "'%s' is a public key; gk sign needs the secret key "
+                       "(NAME.key from 'gk keygen')"
+                     : "'%s' is a secret key; gk verify needs the public key "
+                       "(NAME.pub from 'gk keygen'), and a secret key should "
+                       "never leave its owner",
+              path);
+    sodium_memzero(buf, sizeof buf);
+    return -1;
+  }
+  const char *end = NULL;
+  size_t got = 0;
+  int ok = strncmp(buf, tag, taglen) == 0 && buf[taglen] == ' ' &&
+           sodium_hex2bin(out, 32, buf + taglen + 1, 64, NULL, &got, &end) == 0 &&
+           got == 32 && end == buf + taglen + 65 &&
+           (strcmp(end, "\n") == 0 || *end == '\0');
+  sodium_memzero(buf, sizeof buf);
+  if (!ok) {
+    cli_error(cmd,
+              "'%s' is not a gk %s key file (expected one line '%s' and 64 "
+              "hex digits, as 'gk keygen --out NAME' writes)",
+              path, secret ? "secret" : "public", tag);
+    return -1;
+  }
+  /* ssh's rule: a secret key others can read is no longer secret, and
+   * signing with it would hide that. (Checked once the file is known to be
+   * a key: a public key or a stray file gets that answer instead.) */
+  if (secret && (st.st_mode & 077)) {
+    cli_error(cmd,
+              "secret key '%s' is readable by other users (mode %04o); "
+              "make it private with 'chmod 600 %s', and make a new key pair "
+              "if others may have copied it",
+              path, (unsigned)(st.st_mode & 07777), path);
+    sodium_memzero(out, 32);
+    return -1;
+  }
+  return 0;
+}
+
+int cli_read_public_key(const char *cmd, const char *path, uint8_t out[32]) {
+  return read_key_file(cmd, path, 0, out);
+}
+
+/* Creates `path` holding `text`, with `mode`, never replacing anything:
+ * written to a temporary file first and link()ed into place, which fails
+ * if the name exists, so the file appears whole or not at all. */
+static int write_new_file(const char *cmd, const char *path, const char *text,
+                          mode_t mode) {
+  size_t n = strlen(path);
+  char *tmp = malloc(n + sizeof ".tmp-XXXXXX");
+  if (!tmp) {
+    cli_error(cmd, "out of memory");
+    return -1;
+  }
+  memcpy(tmp, path, n);
+  memcpy(tmp + n, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
+  int fd = mkstemp(tmp), rc = -1;
+  if (fd < 0) {
+    cli_error(cmd, "cannot write '%s': %s", path, strerror(errno));
+    free(tmp);
+    return -1;
+  }
+  size_t len = strlen(text);
+  if (fchmod(fd, mode) != 0 || write(fd, text, len) != (ssize_t)len ||
+      fsync(fd) != 0) {
+    cli_error(cmd, "cannot write '%s': %s", tmp, strerror(errno));
+  } else if (link(tmp, path) != 0) {
+    cli_error(cmd, "cannot create '%s': %s%s", path, strerror(errno),
+              errno == EEXIST ? " (gk keygen never replaces a key; choose "
+                                "another NAME)"
+                              : "");
+  } else {
+    rc = 0;
+  }
+  close(fd);
+  unlink(tmp);
+  free(tmp);
+  return rc;
+}
+
+int cmd_keygen(int argc, char **argv) {
+  const char *name = NULL;
+  int json = 0, bad = 0;
+  for (int i = 1; i < argc && !bad; i++) {
+    if (cli_is_help(argv[i])) {
+      fputs(keygen_usage, stdout);
+      return EXIT_OK;
+    }
+    if (strcmp(argv[i], "--json") == 0) {
+      json = 1;
+    } else if (!cli_opt(argc, argv, &i, "--out", "-o", &name, &bad, "keygen")) {
+      cli_error("keygen", "unexpected argument '%s' (see 'gk keygen --help')",
+                argv[i]);
+      return EXIT_USAGE;
+    }
+  }
+  if (bad) return EXIT_USAGE;
+  if (!name || !*name) {
+    cli_error("keygen", "needs --out NAME (see 'gk keygen --help')");
+    return EXIT_USAGE;
+  }
+  size_t n = strlen(name);
+  char *pub = malloc(n + 5), *sec = malloc(n + 5);
+  int rc = EXIT_FAIL;
+  uint8_t pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
+  uint8_t seed[crypto_sign_SEEDBYTES];
+  char line[160], hex[65];
+  if (!pub || !sec) {
+    cli_error("keygen", "out of memory");
+    goto keygen_out;
+  }
+  snprintf(pub, n + 5, "%s.pub", name);
+  snprintf(sec, n + 5, "%s.key", name);
+  /* Checked up front so that neither file is made when one exists. */
+  struct stat st;
+  const char *const both[] = {sec, pub};
+  for (int i = 0; i < 2; i++)
+    if (lstat(both[i], &st) == 0) {
+      cli_error("keygen",
+                "'%s' exists; gk keygen never replaces a key (choose another "
+                "NAME, or delete the old pair if you mean to)",
+                both[i]);
+      goto keygen_out;
+    }
+  if (sodium_init() < 0) {
+    cli_error("keygen", "libsodium failed to initialise");
+    goto keygen_out;
+  }
+  /* The secret key file holds the 32-byte seed (RFC 8032's private key);
+   * libsodium's 64-byte form is derived from it when signing. */
+  randombytes_buf(seed, sizeof seed);
+  crypto_sign_seed_keypair(pk, sk, seed);
+  hex_of(seed, sizeof seed, hex, sizeof hex);
+  snprintf(line, sizeof line, "%s %s\n", SEC_TAG, hex);
+  sodium_memzero(hex, sizeof hex);
+  int wrote = write_new_file("keygen", sec, line, 0600);
+  sodium_memzero(line, sizeof line);
+  if (wrote != 0) goto keygen_out;
+  hex_of(pk, sizeof pk, hex, sizeof hex);
+  snprintf(line, sizeof line, "%s %s\n", PUB_TAG, hex);
+  mode_t mask = umask(0);
+  umask(mask);
+  if (write_new_file("keygen", pub, line, 0644 & ~mask) != 0) {
+    unlink(sec); /* a secret key without its public half is of no use */
+    goto keygen_out;
+  }
+  if (json) {
+    json_t *o = json_pack("{s:s, s:s, s:s%, s:s}", "public", pub, "secret", sec,
+                          "key_id", hex, (size_t)16, "public_key", hex);
+    json_dumpf(o, stdout, JSON_INDENT(2));
+    putchar('\n');
+    json_decref(o);
+  }
+  fprintf(stderr, "gk keygen: wrote '%s' (secret, keep it private) and '%s' "
+                  "(public, key %.16s)\n", sec, pub, hex);
+  rc = EXIT_OK;
+keygen_out:
+  sodium_memzero(seed, sizeof seed);
+  sodium_memzero(sk, sizeof sk);
+  free(pub);
+  free(sec);
+  return rc;
+}
+
+/* ---- signing ------------------------------------------------------------ */
+
+/* The mode a plain open(O_CREAT, 0666) would give, as gk pack's archives
+ * have. */
+static mode_t file_mode(void) {
+  mode_t mask = umask(0);
+  umask(mask);
+  return 0666 & ~mask;
+}
+
+/* Copies the file at `from` into the open file `to`. 0, or -1 with errno. */
+static int copy_into(const char *from, int to) {
+  int fd = open(from, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[1 << 16];
+  ssize_t n;
+  int rc = 0;
+  while ((n = read(fd, buf, sizeof buf)) != 0) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      rc = -1;
+      break;
+    }
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = write(to, buf + off, (size_t)(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        rc = -1;
+        break;
+      }
+      off += w;
+    }
+    if (rc) break;
+  }
+  int e = errno;
+  close(fd);
+  errno = e;
+  return rc;
+}
+
+/* Every image must read back whole and match its row: a signature vouches
+ * for the hashes in the index, so they had better be the images' hashes. */
+static int check_images(gk_archive *ar, const char *path) {
+  size_t n = 0;
+  gk_archive_count(ar, &n);
+  for (size_t i = 0; i < n; i++) {
+    void *bytes = NULL;
+    size_t size = 0;
+    int rc = gk_archive_read(ar, i, &bytes, &size);
+    gk_free(bytes);
+    if (rc != GK_OK) {
+      cli_error("sign", "will not sign '%s': %s (run 'gk verify %s', and "
+                        "rebuild the archive)",
+                path, gk_archive_errmsg(ar), path);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* The SQL that adds the signature. WITHOUT ROWID keeps the rows in key
+ * order on disk, whatever order keys signed in. Triggers are off on this
+ * connection: the file is untrusted until checked, and a trigger it
+ * carried could otherwise run on our INSERT. */
+static int write_signature(const char *tmp, const uint8_t pk[32],
+                           const uint8_t sig[64], uint8_t (*drop)[32],
+                           size_t ndrop, char *err, size_t errsize) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE, NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, NULL);
+    rc = sqlite3_exec(db,
+                      "PRAGMA journal_mode=OFF; BEGIN; "
+                      "CREATE TABLE IF NOT EXISTS signature ("
+                      "public_key BLOB PRIMARY KEY NOT NULL "
+                      "CHECK (length(public_key) = 32), "
+                      "sig BLOB NOT NULL CHECK (length(sig) = 64)"
+                      ") WITHOUT ROWID",
+                      NULL, NULL, NULL);
+  }
+  for (size_t i = 0; rc == SQLITE_OK && i <= ndrop; i++) {
+    /* The stale signatures first, then ours (i == ndrop). */
+    rc = sqlite3_prepare_v2(db,
+                            i < ndrop ? "DELETE FROM signature WHERE "
+                                        "public_key = ?1"
+                                      : "INSERT OR REPLACE INTO signature "
+                                        "(public_key, sig) VALUES (?1, ?2)",
+                            -1, &st, NULL);
+    if (rc != SQLITE_OK) break;
+    sqlite3_bind_blob(st, 1, i < ndrop ? drop[i] : pk, 32, SQLITE_STATIC);
+    if (i == ndrop) sqlite3_bind_blob(st, 2, sig, 64, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    sqlite3_finalize(st);
+    st = NULL;
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+  if (rc != SQLITE_OK)
+    snprintf(err, errsize, "%s", db ? sqlite3_errmsg(db) : "out of memory");
+  if (sqlite3_close(db) != SQLITE_OK && rc == SQLITE_OK) {
+    snprintf(err, errsize, "cannot close the database");
+    rc = SQLITE_ERROR;
+  }
+  return rc == SQLITE_OK ? 0 : -1;
+}
+
+/* fsync of the folder holding `path`, so the rename survives a crash. */
+static void sync_dir_of(const char *path) {
+  char *copy = strdup(path);
+  if (!copy) return;
+  int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+  free(copy);
+}
+
+int cmd_sign(int argc, char **argv) {
+  const char *path = NULL, *keyfile = NULL, *out = NULL;
+  int json = 0, bad = 0, rc = EXIT_FAIL, fd = -1;
+  for (int i = 1; i < argc && !bad; i++) {
+    if (cli_is_help(argv[i])) {
+      fputs(sign_usage, stdout);
+      return EXIT_OK;
+    }
+    if (strcmp(argv[i], "--json") == 0 ||
+        cli_opt(argc, argv, &i, "--key", NULL, &keyfile, &bad, "sign") ||
+        cli_opt(argc, argv, &i, "--output", "-o", &out, &bad, "sign")) {
+      if (strcmp(argv[i], "--json") == 0) json = 1;
+      continue;
+    }
+    if (argv[i][0] == '-') {
+      cli_error("sign", "unknown option '%s' (see 'gk sign --help')", argv[i]);
+      return EXIT_USAGE;
+    }
+    if (path) {
+      cli_error("sign", "one archive at a time ('%s' and '%s')", path, argv[i]);
+      return EXIT_USAGE;
+    }
+    path = argv[i];
+  }
+  if (bad) return EXIT_USAGE;
+  if (!path || !keyfile) {
+    cli_error("sign", "needs an archive and --key NAME.key (see 'gk sign --help')");
+    return EXIT_USAGE;
+  }
+  if (!out) out = path;
+
+  uint8_t seed[32], pk[32], sk[64], sig[64], digest[32];
+  uint8_t(*signers)[32] = NULL, (*drop)[32] = NULL;
+  size_t nsigners = 0, ndrop = 0;
+  int already = 0;
+  char *tmp = NULL, err[512], id[17], hex[65];
+  gk_archive *ar = NULL;
+  if (sodium_init() < 0) {
+    cli_error("sign", "libsodium failed to initialise");
+    return EXIT_FAIL;
+  }
+  if (read_key_file("sign", keyfile, 1, seed) != 0) return EXIT_FAIL;
+  crypto_sign_seed_keypair(pk, sk, seed);
+  sodium_memzero(seed, sizeof seed);
+  hex_of(pk, 8, id, sizeof id);
+
+  /* The checks whose messages a user reads run on the archive itself, so
+   * they name it; the copy made next must then have the same digest, or
+   * the archive changed while it was being copied. */
+  uint8_t digest0[32];
+  if (!(ar = cli_open_archive("sign", path)) || check_images(ar, path) != 0)
+    goto sign_out;
+  if (gk_archive_digest(ar, digest0) != GK_OK) {
+    cli_error("sign", "cannot sign '%s': %s", path, gk_archive_errmsg(ar));
+    goto sign_out;
+  }
+  gk_archive_close(ar);
+  ar = NULL;
+
+  /* The private copy everything below checks and changes. */
+  size_t n = strlen(out);
+  if (!(tmp = malloc(n + sizeof ".tmp-XXXXXX"))) {
+    cli_error("sign", "out of memory");
+    goto sign_out;
+  }
+  memcpy(tmp, out, n);
+  memcpy(tmp + n, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
+  if ((fd = mkstemp(tmp)) < 0) {
+    cli_error("sign", "cannot write '%s' (temporary file beside it): %s", out,
+              strerror(errno));
+    free(tmp);
+    tmp = NULL;
+    goto sign_out;
+  }
+  if (fchmod(fd, file_mode()) != 0 || copy_into(path, fd) != 0) {
+    cli_error("sign", "cannot copy '%s' to '%s': %s", path, tmp, strerror(errno));
+    goto sign_out;
+  }
+
+  if (gk_archive_open(tmp, &ar) != GK_OK ||
+      gk_archive_digest(ar, digest) != GK_OK ||
+      memcmp(digest, digest0, 32) != 0 ||
+      gk_archive_signers(ar, NULL, 0, &nsigners) != GK_OK) {
+    const char *why = ar ? gk_archive_errmsg(ar) : gk_last_error();
+    cli_error("sign", "'%s' changed while it was being signed%s%s%s; try again",
+              path, *why ? " (" : "", why, *why ? ")" : "");
+    goto sign_out;
+  }
+  signers = calloc(nsigners + 1, sizeof *signers);
+  drop = calloc(nsigners + 1, sizeof *drop);
+  if (!signers || !drop ||
+      gk_archive_signers(ar, signers, nsigners, &nsigners) != GK_OK) {
+    cli_error("sign", "cannot read the signatures of '%s'", path);
+    goto sign_out;
+  }
+  for (size_t i = 0; i < nsigners; i++) {
+    int valid = gk_archive_verify_signature(ar, signers[i]) == GK_OK;
+    if (memcmp(signers[i], pk, 32) == 0)
+      already = valid;
+    if (!valid) memcpy(drop[ndrop++], signers[i], 32);
+  }
+  gk_archive_close(ar);
+  ar = NULL;
+
+  if (already && ndrop == 0 && strcmp(out, path) == 0) {
+    fprintf(stderr, "gk sign: '%s' is already signed by key %s; nothing to do\n",
+            path, id);
+  } else {
+    crypto_sign_detached(sig, NULL, digest, sizeof digest, sk);
+    if (!already || ndrop)
+      if (write_signature(tmp, pk, sig, drop, ndrop, err, sizeof err) != 0) {
+        cli_error("sign", "cannot add the signature to '%s': %s (is its "
+                          "'signature' table malformed? 'gk pack' the build "
+                          "again and sign that)",
+                  path, err);
+        goto sign_out;
+      }
+    /* What is published must verify: checked on the bytes about to be
+     * renamed into place, by the same code every reader runs. */
+    if (fsync(fd) != 0 || gk_archive_open(tmp, &ar) != GK_OK ||
+        gk_archive_verify_signature(ar, pk) != GK_OK) {
+      cli_error("sign", "the signed copy of '%s' does not verify: %s", path,
+                ar ? gk_archive_errmsg(ar) : gk_last_error());
+      goto sign_out;
+    }
+    gk_archive_close(ar);
+    ar = NULL;
+    if (rename(tmp, out) != 0) {
+      cli_error("sign", "cannot rename '%s' to '%s': %s", tmp, out,
+                strerror(errno));
+      goto sign_out;
+    }
+    free(tmp);
+    tmp = NULL;
+    sync_dir_of(out);
+    for (size_t i = 0; i < ndrop; i++) {
+      char did[17];
+      hex_of(drop[i], 8, did, sizeof did);
+      fprintf(stderr,
+              "gk sign: dropped the signature by key %s: it no longer matches "
+              "the archive (its owner must sign it again)\n",
+              did);
+    }
+    fprintf(stderr, "gk sign: signed '%s' with key %s\n", out, id);
+  }
+  if (json) {
+    json_t *sg = json_array(), *dr = json_array();
+    for (size_t i = 0; i < nsigners; i++) {
+      int dropped = 0;
+      for (size_t j = 0; j < ndrop; j++)
+        dropped |= memcmp(drop[j], signers[i], 32) == 0;
+      hex_of(signers[i], 32, hex, sizeof hex);
+      json_array_append_new(dropped ? dr : sg, json_string(hex));
+    }
+    if (!already) {
+      hex_of(pk, 32, hex, sizeof hex);
+      json_array_append_new(sg, json_string(hex));
+    }
+    char dhex[65];
+    hex_of(digest, 32, dhex, sizeof dhex);
+    hex_of(pk, 32, hex, sizeof hex);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "archive", out,
+                          "key_id", id, "public_key", hex, "digest", dhex,
+                          "signers", sg, "dropped", dr);
+    json_dumpf(o, stdout, JSON_INDENT(2));
+    putchar('\n');
+    json_decref(o);
+  }
+  rc = EXIT_OK;
+sign_out:
+  sodium_memzero(sk, sizeof sk);
+  gk_archive_close(ar);
+  if (fd >= 0) close(fd);
+  if (tmp) unlink(tmp);
+  free(tmp);
+  free(signers);
+  free(drop);
+  return rc;
+}

@@ -1,0 +1,262 @@
+/*
+ * unpack.c - reading one image out of an open archive (gk_archive_read):
+ * its blob, decoded as docs/archive.md ("Blobs") says - one zstd frame, or
+ * a frame coded against the raw bytes of a plain base blob - then its
+ * SHA-256 and its header checked before anyone sees the bytes.
+ *
+ * Only the blobs of the image asked for are read; sizes from the file are
+ * believed only after they agree with each other (index row, blob row,
+ * zstd frame header) and with the cap GK__MAX_IMAGE.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+#include <sqlite3.h>
+#include <zstd.h>
+
+#include "gk_internal.h"
+
+static pthread_once_t sodium_once = PTHREAD_ONCE_INIT;
+static int sodium_ready;
+
+/* SHA-256 is most of the time a read takes: libsodium's is portable C
+ * (147 us for a 60 KB cubin on this machine's EPYC), OpenSSL's libcrypto
+ * uses the CPU's SHA extensions (38 us; bench/load.sh measures both). So
+ * libcrypto is used when the system has it, loaded rather than linked so
+ * that libgk needs nothing new to build or run; libsodium otherwise. Both
+ * compute the same function: which one ran changes no result. */
+typedef int (*evp_digest_fn)(const void *data, size_t n, unsigned char *md,
+                             unsigned int *len, const void *type, void *engine);
+static evp_digest_fn evp_digest;
+static const void *evp_sha256;
+
+static void sodium_start(void) {
+  sodium_ready = sodium_init() >= 0;
+  void *dl = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
+  if (!dl) return;
+  /* An explicitly fetched digest skips OpenSSL 3's per-call lookup. */
+  const void *(*fetch)(void *, const char *, const char *) =
+      (const void *(*)(void *, const char *, const char *))dlsym(dl, "EVP_MD_fetch");
+  evp_digest = (evp_digest_fn)dlsym(dl, "EVP_Digest");
+  evp_sha256 = fetch ? fetch(NULL, "SHA256", NULL) : NULL;
+  if (!evp_digest || !evp_sha256) {
+    evp_digest = NULL;
+    dlclose(dl);
+  }
+  /* Kept open for the life of the process, like the digest it fetched. */
+}
+
+static void sha256(unsigned char out[32], const void *p, size_t n) {
+  unsigned int len = 0;
+  if (evp_digest && evp_digest(p, n, out, &len, evp_sha256, NULL) == 1 && len == 32)
+    return;
+  crypto_hash_sha256(out, p, n);
+}
+
+/* A blob row: its bytes are borrowed from SQLite (valid until the
+ * statement that read them is reset). */
+typedef struct blob_row {
+  sqlite3_int64 id, raw, base; /* base: 0 for a plain frame */
+  int delta;
+  const unsigned char *data;
+  size_t n;
+} blob_row;
+
+/* Steps `st` (bound to one blob) and checks the row: a known codec, sizes
+ * in range, a delta naming a base. `expect_raw` < 0: any size. */
+static int blob_fetch(gk_archive *ar, sqlite3_stmt *st, const char *what,
+                      const char *whose, sqlite3_int64 expect_raw, blob_row *b) {
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_DONE)
+    return gk__fail(ar, GK_ECORRUPT, "archive '%s' is corrupt: image %s has no %s",
+                    ar->name, what, whose);
+  if (rc != SQLITE_ROW) return gk__sql_fail(ar, rc, "read the blob table");
+  b->id = sqlite3_column_int64(st, 0);
+  b->raw = sqlite3_column_int64(st, 1);
+  const char *codec = (const char *)sqlite3_column_text(st, 2);
+  int has_base = sqlite3_column_type(st, 3) != SQLITE_NULL;
+  b->base = sqlite3_column_int64(st, 3);
+  if (sqlite3_column_type(st, 1) != SQLITE_INTEGER || b->raw < 0 ||
+      (expect_raw >= 0 && b->raw != expect_raw))
+    return gk__fail(ar, GK_ECORRUPT,
+                    "archive '%s' is corrupt: image %s is %lld bytes in the index "
+                    "but its %s says %lld",
+                    ar->name, what, (long long)expect_raw, whose, (long long)b->raw);
+  if ((uint64_t)b->raw > GK__MAX_IMAGE)
+    return gk__fail(ar, GK_ETOOBIG,
+                    "archive '%s': the %s of image %s is %lld bytes, over libgk's "
+                    "limit of %llu", ar->name, whose, what, (long long)b->raw,
+                    (unsigned long long)GK__MAX_IMAGE);
+  b->delta = codec && strcmp(codec, "zstd-delta") == 0;
+  if (!codec || (!b->delta && strcmp(codec, "zstd") != 0))
+    return gk__fail(ar, GK_ECORRUPT,
+                    "archive '%s': image %s uses codec '%s'; libgk knows 'zstd' "
+                    "and 'zstd-delta'",
+                    ar->name, what, codec ? codec : "(null)");
+  if (b->delta != has_base || (has_base && sqlite3_column_type(st, 3) != SQLITE_INTEGER))
+    return gk__fail(ar, GK_ECORRUPT,
+                    "archive '%s' is corrupt: the %s of image %s is %s",
+                    ar->name, whose, what,
+                    b->delta ? "a delta without a base" : "a plain frame with a base");
+  b->data = sqlite3_column_blob(st, 4);
+  int n = sqlite3_column_bytes(st, 4);
+  if (sqlite3_errcode(ar->db) == SQLITE_NOMEM)
+    return gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading image %s",
+                    ar->name, what);
+  if (n <= 0 || !b->data)
+    return gk__fail(ar, GK_ECORRUPT, "archive '%s': image %s has 0 packed bytes",
+                    ar->name, what);
+  b->n = (size_t)n;
+  return GK_OK;
+}
+
+/* Decompresses one blob into dst (exactly b->raw bytes), against `prefix`
+ * for a delta. The frame must be exactly one zstd frame declaring exactly
+ * that size: then dst is the right size by construction. */
+static int unpack(gk_archive *ar, const blob_row *b, const char *what,
+                  void *dst, const void *prefix, size_t pn) {
+  unsigned long long declared = ZSTD_getFrameContentSize(b->data, b->n);
+  if (declared == ZSTD_CONTENTSIZE_ERROR || declared == ZSTD_CONTENTSIZE_UNKNOWN ||
+      declared != (unsigned long long)b->raw)
+    return gk__fail(ar, GK_ECORRUPT, "archive '%s' is corrupt: the data of image %s %s",
+                    ar->name, what,
+                    declared == ZSTD_CONTENTSIZE_ERROR ? "is not a zstd frame"
+                    : declared == ZSTD_CONTENTSIZE_UNKNOWN
+                        ? "is a zstd frame that does not declare its size"
+                        : "declares another size than the index");
+  size_t framed = ZSTD_findFrameCompressedSize(b->data, b->n);
+  if (ZSTD_isError(framed) || framed != b->n)
+    return gk__fail(ar, GK_ECORRUPT,
+                    "archive '%s' is corrupt: the data of image %s is not exactly "
+                    "one zstd frame", ar->name, what);
+  /* One context per archive, kept: creating one costs about as much as
+   * decompressing a small image. */
+  if (!ar->dctx && !(ar->dctx = ZSTD_createDCtx()))
+    return gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading image %s",
+                    ar->name, what);
+  ZSTD_DCtx_reset(ar->dctx, ZSTD_reset_session_and_parameters);
+  size_t got;
+  if (pn && ZSTD_isError(got = ZSTD_DCtx_refPrefix(ar->dctx, prefix, pn)))
+    ;
+  else
+    got = ZSTD_decompressDCtx(ar->dctx, dst, (size_t)b->raw, b->data, b->n);
+  if (ZSTD_isError(got) || got != (size_t)b->raw)
+    return gk__fail(ar, GK_ECORRUPT,
+                    "archive '%s' is corrupt: image %s does not decompress (%s)",
+                    ar->name, what, ZSTD_isError(got) ? ZSTD_getErrorName(got)
+                                                      : "short output");
+  return GK_OK;
+}
+
+/* Decompresses the row's image into raw (row->raw_size bytes). A delta
+ * first decompresses its base (always a plain frame: chain depth 1) into a
+ * buffer that lives for the call. */
+static int read_image(gk_archive *ar, const gk_image_info *row, const char *what,
+                      unsigned char *raw) {
+  sqlite3_stmt *st = ar->blob_stmt, *bst = ar->base_stmt;
+  unsigned char *base = NULL;
+  blob_row b, bb;
+  int status;
+  sqlite3_bind_blob(st, 1, row->sha256, 32, SQLITE_STATIC);
+  if ((status = blob_fetch(ar, st, what, "blob", (sqlite3_int64)row->raw_size, &b)))
+    goto read_out;
+  if (!b.delta) {
+    status = unpack(ar, &b, what, raw, NULL, 0);
+    goto read_out;
+  }
+  sqlite3_bind_int64(bst, 1, b.base);
+  if ((status = blob_fetch(ar, bst, what, "base blob", -1, &bb))) goto read_out;
+  if (bb.delta || bb.id == b.id) {
+    status = gk__fail(ar, GK_ECORRUPT,
+                      "archive '%s' is corrupt: the base of image %s is itself a delta",
+                      ar->name, what);
+    goto read_out;
+  }
+  if (!(base = malloc(bb.raw ? (size_t)bb.raw : 1))) {
+    status = gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading image %s",
+                      ar->name, what);
+    goto read_out;
+  }
+  if ((status = unpack(ar, &bb, what, base, NULL, 0))) goto read_out;
+  sqlite3_reset(bst);
+  status = unpack(ar, &b, what, raw, base, (size_t)bb.raw);
+read_out:
+  sqlite3_reset(st);
+  sqlite3_reset(bst);
+  free(base);
+  return status;
+}
+
+GK_API int gk_archive_read(gk_archive *ar, size_t i, void **bytes,
+                           size_t *size) {
+  if (bytes) *bytes = NULL;
+  if (!ar) return GK_EINVAL;
+  if (!bytes || !size)
+    return gk__fail(ar, GK_EINVAL, "gk_archive_read: %s is NULL",
+                    bytes ? "size" : "bytes");
+  if (i >= ar->nrows)
+    return gk__fail(ar, GK_ERANGE,
+                    "archive '%s' has %zu images; there is no image %zu",
+                    ar->name, ar->nrows, i);
+  free(ar->msg);
+  ar->msg = NULL;
+
+  const gk_image_info *row = &ar->rows[i].info;
+  char what[256], why[256];
+  unsigned char *raw = NULL, hash[32];
+  int status = GK_OK;
+  gk__row_describe(row, what, sizeof what);
+
+  if (row->raw_size > GK__MAX_IMAGE) {
+    status =
+        gk__fail(ar, GK_ETOOBIG,
+                 "archive '%s': image %s is %llu bytes, over libgk's limit of "
+                 "%llu",
+                 ar->name, what, (unsigned long long)row->raw_size,
+                 (unsigned long long)GK__MAX_IMAGE);
+    goto out;
+  }
+  size_t rawn = (size_t)row->raw_size;
+  /* The caller's buffer is the only allocation the size of the image for a
+   * plain frame; a delta adds its base's. */
+  if (!(raw = malloc(rawn ? rawn : 1))) {
+    status =
+        gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading image %s",
+                 ar->name, what);
+    goto out;
+  }
+  if ((status = read_image(ar, row, what, raw))) goto out;
+
+  pthread_once(&sodium_once, sodium_start);
+  if (!sodium_ready) {
+    status = gk__fail(
+        ar, GK_EIO, "libsodium failed to initialise (reading image %s)", what);
+    goto out;
+  }
+  sha256(hash, raw, rawn);
+  if (memcmp(hash, row->sha256, 32) != 0) {
+    status = gk__fail(ar, GK_EHASH,
+                      "archive '%s': image %s does not match its SHA-256",
+                      ar->name, what);
+    goto out;
+  }
+  if ((status = gk__elf_check(raw, rawn, row, why, sizeof why))) {
+    gk__fail(ar, status, "archive '%s': image %s does not fit its row: %s",
+             ar->name, what, why);
+    goto out;
+  }
+  *bytes = raw;
+  *size = rawn;
+  raw = NULL;
+out:
+  free(raw);
+  return status;
+}
+
+GK_API void gk_free(void *p) { free(p); }

@@ -1,0 +1,4 @@
+-- the same name again
+kernel "k" {
+  cpu { source = "@P@/src/k.c", targets = { "x86-64" } },
+}

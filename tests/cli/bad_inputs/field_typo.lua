@@ -1,0 +1,3 @@
+kernel "k" {
+  cpu { source = "@P@/src/k.c", target = { "x86-64" } },
+}

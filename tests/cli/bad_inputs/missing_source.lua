@@ -1,0 +1,6 @@
+kernel "k" {
+  cpu {
+    source = "../src/missing.c",
+    targets = { "x86-64" },
+  },
+}

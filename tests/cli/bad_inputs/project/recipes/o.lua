@@ -1,0 +1,3 @@
+kernel "o" {
+  cpu { source = "../src/o.c", entry = { "o" }, targets = { "x86-64" } },
+}

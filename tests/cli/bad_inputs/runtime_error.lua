@@ -1,0 +1,2 @@
+local x = nil
+kernel "k" { x.y }

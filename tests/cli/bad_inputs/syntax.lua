@@ -1,0 +1,6 @@
+kernel "k" {
+  cpu {
+    source = "@P@/src/k.c"
+    targets = { "x86-64" },
+  },
+}

@@ -1,0 +1,4 @@
+kernel "k" {
+  cpu { source = "@P@/src/k.c", targets = { "x86-64" } },
+  cpu { source = "@P@/src/k.c", targets = { "x86-64" } },
+}

@@ -1,0 +1,1 @@
+return { backend = "cpu", format = "so", ext = "so", targets = { "x86-64" }, command = function() end }

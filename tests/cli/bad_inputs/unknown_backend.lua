@@ -1,0 +1,3 @@
+kernel "k" {
+  tpu { source = "@P@/src/k.c", targets = { "v5e" } },
+}

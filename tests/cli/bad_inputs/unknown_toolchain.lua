@@ -1,0 +1,3 @@
+kernel "k" {
+  cpu { source = "@P@/src/k.c", targets = { "x86-64" }, toolchain = "icc" },
+}

@@ -1,0 +1,26 @@
+#!/bin/sh
+# check_bench_cpu.sh BUILD_DIR ARCHIVE WORK_DIR - bench/cpu.sh runs at tiny
+# sizes on the test archive and writes a complete cpu.json: a row for every
+# code width on the selected image, STREAM and GFLOP/s numbers. Speed is
+# not checked (benchmarks are not timed tests).
+set -eu
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$1 archive=$2 work=$3
+rm -rf "$work"
+GK_BENCH_ARCHIVE=$archive GK_BENCH_CPU_ARGS=--quick "$root/bench/cpu.sh" "$build" "$work" >"$work.md"
+grep -q '^## CPU kernels against memory bandwidth' "$work.md" || { echo "FAIL: no markdown section"; exit 1; }
+python3 - "$work/cpu.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["stream_read"]["gbps_median"] > 0, "no read bandwidth"
+sel = {r["bits"] for r in d["qmatmul_m1"] if r["selected"]}
+assert sel == {1, 2, 4, 8}, "selected rows for bits %s" % sorted(sel)
+for r in d["qmatmul_m1"]:
+    assert r["gbps_median"] > 0 and r["ratio"] > 0 and "hot_gbps" in r, r
+    if r["selected"]:
+        assert r["one_thread_us"] > 0, r
+assert all(b["gflops_median"] > 0 for b in d["qmatmul_batch"])
+assert set(d["goal"]) == {"bits4", "bits8"}
+print("ok: bench/cpu.sh: %d m=1 rows, %d batch rows, read %.1f GB/s (tiny sizes: not a measurement)"
+      % (len(d["qmatmul_m1"]), len(d["qmatmul_batch"]), d["stream_read"]["gbps_median"]))
+PY
