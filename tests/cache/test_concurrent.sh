@@ -48,7 +48,7 @@ assert not os.listdir(os.path.join(c, "v1/tmp")), os.listdir(os.path.join(c, "v1
 PY
 
 # ---- (b) builds killed at random points ---------------------------------------
-# One fresh cache and one output folder through every kill, as on a machine
+# One fresh cache through every kill, as on a machine
 # where builds keep crashing. Each build is its own process group (setsid):
 # odd rounds kill the whole group (compilers too), even rounds only gk, whose
 # compilers then run on as orphans; verify runs once the group is empty.
@@ -58,14 +58,18 @@ seed=${GK_TEST_SEED:-$$}
 RANDOM=$seed
 note "kill rounds: seed $seed (GK_TEST_SEED=$seed reproduces the delays)"
 killed=0
+# Each round builds another ISA level, so it has compiles to do (a level an
+# earlier round finished would be all cache hits, over before any kill).
+levels="x86-64 x86-64-v2 x86-64-v3 x86-64-v4 x86-64"
 for round in 1 2 3 4 5; do
+  level=$(echo $levels | cut -d' ' -f"$round")
   # Early rounds die in the probes and first compiles, later ones anywhere
   # up to a little past the length of a whole build.
   span=$((ref_ms * round / 5 + 200))
   delay=$((RANDOM * 32768 + RANDOM))
   delay=$((delay % span))
-  setsid "$GK" build --recipes "$P/recipes" --backend cpu --targets cpu=x86-64 \
-    --cache "$K" --out "$O" -j2 >"$T/k.json" 2>"$T/k.err" &
+  setsid "$GK" build --recipes "$P/recipes" --backend cpu --targets cpu="$level" \
+    --cache "$K" --out "$O-$round" -j2 >"$T/k.json" 2>"$T/k.err" &
   pid=$!
   sleep "$(awk -v ms="$delay" 'BEGIN { printf "%.3f", ms / 1000 }')"
   if [ $((round % 2)) -eq 1 ]; then kill -KILL -- "-$pid" 2>/dev/null; else kill -KILL "$pid" 2>/dev/null; fi
@@ -84,7 +88,7 @@ for round in 1 2 3 4 5; do
   "$GK" cache verify --cache "$K" --json >"$T/kv.json" 2>"$T/kv.err"
   vst=$?
   garbage=$(json "$T/kv.json" 'd["garbage"]')
-  note "round $round: SIGKILL after ${delay} ms: $what; verify exit $vst, $garbage garbage"
+  note "round $round ($level): SIGKILL after ${delay} ms: $what; verify exit $vst, $garbage garbage"
   [ "$vst" -eq 0 ] || fail "round $round: cache inconsistent after the kill: $(cat "$T/kv.json")"
   [ "$(json "$T/kv.json" 'd["problems"]')" = 0 ] || fail "round $round: problems: $(cat "$T/kv.json")"
 done
