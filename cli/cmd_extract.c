@@ -25,7 +25,8 @@ static const char extract_usage[] =
   "\n"
   "Writes the images of an archive (all, or those matching every filter given)\n"
   "as DIR/BACKEND/KERNEL/TARGET[.VARIANT].FORMAT, the layout of 'gk build'\n"
-  "(variant bits=4,causal=1 -> bits4.causal1), plus DIR/manifest.json listing\n"
+  "(variant bits=4,causal=1 -> bits4.causal1; target gfx90a:xnack- ->\n"
+  "gfx90a-xnack-), plus DIR/manifest.json listing\n"
   "them, so that 'gk pack DIR' packs them again. Each image is decompressed and\n"
   "verified (SHA-256, ELF header) first, and each file is written atomically.\n"
   "Names from the archive that are not plain (letters, digits and _ . : + = , -,\n"
@@ -69,9 +70,12 @@ static int file_name(const gk_image_info *im, char *out, size_t size,
     if (*s != '=') var[v++] = *s == ',' ? '.' : *s;
   var[v] = '\0';
   if (*im->variant && !plain_name(var, "+")) return *bad = "variant", 0;
-  if (snprintf(out, size, "%s%s%s.%s", im->target, v ? "." : "", var, im->format) >=
-      (int)size)
-    return *bad = "target", 0;
+  int n = snprintf(out, size, "%s%s%s.%s", im->target, v ? "." : "", var, im->format);
+  if (n < 0 || (size_t)n >= size) return *bad = "target", 0;
+  /* Target IDs hold ':' (gfx90a:xnack-), which some file systems refuse:
+   * like gk build, write '-' there; the manifest keeps the real ID. */
+  for (size_t i = 0, t = strlen(im->target); i < t; i++)
+    if (out[i] == ':') out[i] = '-';
   return 1;
 }
 

@@ -57,6 +57,7 @@ assert bad.fetchone()[0] == 0' "$OUT" "$T/x" "$ARCHIVE"
 
 # --- a target ID with a feature: ':' becomes '-' in file names only.
 [ -f "$OUT/rocm/qmatmul/gfx90a-xnack-.bits4.hsaco" ] || fail "no file gfx90a-xnack-.bits4.hsaco"
+[ -f "$T/x/rocm/qmatmul/gfx90a-xnack-.bits4.hsaco" ] || fail "gk extract did not name it as gk build does"
 py 'import json,sys
 m = json.load(open(sys.argv[1]))
 ims = [i for i in m["images"] if i["target"] == "gfx90a:xnack-" and i["kernel"] == "qmatmul"]
