@@ -131,6 +131,10 @@ int gk__info_copy(gk_image_info *dst, const gk_image_info *src, char **block);
 /* Describes a row in messages: "'qmatmul' bits=4 cpu x86-64-v3". */
 void gk__row_describe(const gk_image_info *row, char *buf, size_t size);
 
+/* 1 once libsodium is initialised (once per process; unpack.c), which
+ * image hashing and signature checks (sign.c) both need. */
+int gk__sodium_ready(void);
+
 /* ---- GPU drivers (driver.c) ---------------------------------------- */
 
 /* A backend's driver: a dlopen handle, or a test's resolver. */

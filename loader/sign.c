@@ -27,10 +27,6 @@
 /* The first bytes of the digest's input; docs/archive.md. */
 static const char digest_magic[] = "gllm-kernels archive digest v1\n";
 
-static pthread_once_t sodium_once = PTHREAD_ONCE_INIT;
-static int sodium_ready;
-static void sodium_start(void) { sodium_ready = sodium_init() >= 0; }
-
 /* "3f2a9c0d1b7e4a55": how messages name a key (its first 8 bytes in hex),
  * as `gk keygen` and `gk verify` print it. */
 static void key_id(const uint8_t key[32], char out[17]) {
@@ -219,8 +215,7 @@ static int hash_rows(gk_archive *ar, crypto_hash_sha256_state *h) {
 }
 
 static int sodium_ok(gk_archive *ar) {
-  pthread_once(&sodium_once, sodium_start);
-  if (sodium_ready) return GK_OK;
+  if (gk__sodium_ready()) return GK_OK;
   return gk__fail(ar, GK_EIO, "libsodium failed to initialise (archive '%s')",
                   ar->name);
 }

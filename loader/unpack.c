@@ -22,8 +22,16 @@
 
 #include "gk_internal.h"
 
-static pthread_once_t sodium_once = PTHREAD_ONCE_INIT;
+static pthread_once_t sodium_once = PTHREAD_ONCE_INIT, libcrypto_once = PTHREAD_ONCE_INIT;
 static int sodium_ready;
+
+static void sodium_start(void) { sodium_ready = sodium_init() >= 0; }
+
+/* libsodium, initialised once per process for every caller in libgk. */
+int gk__sodium_ready(void) {
+  pthread_once(&sodium_once, sodium_start);
+  return sodium_ready;
+}
 
 /* SHA-256 is most of the time a read takes: libsodium's is portable C
  * (147 us for a 60 KB cubin on this machine's EPYC), OpenSSL's libcrypto
@@ -36,8 +44,7 @@ typedef int (*evp_digest_fn)(const void *data, size_t n, unsigned char *md,
 static evp_digest_fn evp_digest;
 static const void *evp_sha256;
 
-static void sodium_start(void) {
-  sodium_ready = sodium_init() >= 0;
+static void libcrypto_start(void) {
   void *dl = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
   if (!dl) return;
   /* An explicitly fetched digest skips OpenSSL 3's per-call lookup. */
@@ -54,6 +61,7 @@ static void sodium_start(void) {
 
 static void sha256(unsigned char out[32], const void *p, size_t n) {
   unsigned int len = 0;
+  pthread_once(&libcrypto_once, libcrypto_start);
   if (evp_digest && evp_digest(p, n, out, &len, evp_sha256, NULL) == 1 && len == 32)
     return;
   crypto_hash_sha256(out, p, n);
@@ -233,8 +241,7 @@ GK_API int gk_archive_read(gk_archive *ar, size_t i, void **bytes,
   }
   if ((status = read_image(ar, row, what, raw))) goto out;
 
-  pthread_once(&sodium_once, sodium_start);
-  if (!sodium_ready) {
+  if (!gk__sodium_ready()) {
     status = gk__fail(
         ar, GK_EIO, "libsodium failed to initialise (reading image %s)", what);
     goto out;
