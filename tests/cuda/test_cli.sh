@@ -59,25 +59,8 @@ for i in m["images"]:
 #     kinds of blob, and every delta's base is a plain frame (depth 1).
 run "$GK" extract "$ARCHIVE" -o "$T/x" --backend cuda
 expect_status 0 "extract every cuda image"
-py 'import json, os, sqlite3, sys
-out, x, ar = sys.argv[1:4]
-m = json.load(open(os.path.join(out, "manifest.json")))
-key = lambda i: (i["kernel"], i["backend"], i["target"], i["variant"])
-got = {key(i): i["path"] for i in json.load(open(os.path.join(x, "manifest.json")))["images"]}
-n = 0
-for i in m["images"]:
-    if i["backend"] != "cuda":
-        continue
-    a = open(os.path.join(out, i["path"]), "rb").read()
-    assert a == open(os.path.join(x, got[key(i)]), "rb").read(), i["path"]
-    n += 1
-assert n >= 160, n
-db = sqlite3.connect(ar)
-codecs = dict(db.execute("SELECT codec, count(*) FROM blob GROUP BY codec").fetchall())
-assert codecs.get("zstd-delta", 0) > 0 and codecs.get("zstd", 0) > 0, codecs
-bad = db.execute("SELECT count(*) FROM blob d LEFT JOIN blob b ON b.id = d.base WHERE "
-                 "d.codec = \"zstd-delta\" AND (b.id IS NULL OR b.codec != \"zstd\" OR b.base IS NOT NULL)")
-assert bad.fetchone()[0] == 0' "$OUT" "$T/x" "$ARCHIVE"
+python3 "$(dirname "$0")/../common/check_extract.py" cuda 160 "$OUT" "$T/x" "$ARCHIVE" ||
+  fail "extracted cuda images differ from what gk build wrote (see above)"
 
 # --- no path of this machine: not the sources, the build folder, the cache.
 for p in "$SRCROOT" "$BUILDROOT" "$CACHE" /tmp/; do
