@@ -86,15 +86,15 @@ int gkc__fail(gkc_cache *c, const char *fmt, ...) {
   return -1;
 }
 
-int gkc__is_hex64(const char *s) {
-  if (!s) return 0;
-  size_t i = 0;
-  for (; s[i]; i++)
+int gkc__is_hex(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
     if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
-  return i == GKC_HEX_LEN;
+  return 1;
 }
 
-static int is_hex64(const char *s) { return gkc__is_hex64(s); }
+int gkc__is_hex64(const char *s) {
+  return s && strlen(s) == GKC_HEX_LEN && gkc__is_hex(s, GKC_HEX_LEN);
+}
 
 static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -118,11 +118,9 @@ static uint64_t fnv1a(const char *s) {
   return h;
 }
 
-static int write_atomic(gkc_cache *c, const char *dest, const char *data, size_t len);
-
 /* mkdir -p; an existing folder is success. Modifies nothing on failure
  * beyond the folders it managed to create. */
-static int mkdirs(const char *path) {
+int gkc__mkdirs(const char *path) {
   char buf[PATH_MAX];
   size_t n = strlen(path);
   if (n == 0 || n >= sizeof buf) return errno = ENAMETOOLONG, -1;
@@ -176,7 +174,7 @@ int gkc_open(const char *dir, gkc_cache **out, char *err, size_t errsize) {
     gkc_close(c);
     goto oom;
   }
-  if (mkdirs(tmp) != 0) {
+  if (gkc__mkdirs(tmp) != 0) {
     if (err)
       snprintf(err, errsize, "cannot create cache folder '%s': %s", tmp,
                strerror(errno));
@@ -193,7 +191,7 @@ int gkc_open(const char *dir, gkc_cache **out, char *err, size_t errsize) {
       "# This folder is a cache of gllm-kernels' gk build; "
       "it can be deleted at any time.\n";
   char *tag = dupf("%s/CACHEDIR.TAG", dir);
-  if (tag && access(tag, F_OK) != 0) write_atomic(c, tag, tag_text, sizeof tag_text - 1);
+  if (tag && access(tag, F_OK) != 0) gkc__write_atomic(c, tag, tag_text, sizeof tag_text - 1);
   free(tag);
   *out = c;
   return 0;
@@ -399,7 +397,7 @@ static int candidate_matches(gkc_cache *c, json_t *cand, const char *base,
   const char *obj = json_string_value(json_object_get(cand, "object"));
   json_t *jsize = json_object_get(cand, "size");
   json_t *deps = json_object_get(cand, "deps");
-  if (!is_hex64(obj) || !json_is_integer(jsize) || !json_is_array(deps)) return 0;
+  if (!gkc__is_hex64(obj) || !json_is_integer(jsize) || !json_is_array(deps)) return 0;
   size_t i;
   json_t *d;
   json_array_foreach(deps, i, d) {
@@ -407,7 +405,7 @@ static int candidate_matches(gkc_cache *c, json_t *cand, const char *base,
     const char *h = json_string_value(json_array_get(d, 1));
     char buf[PATH_MAX];
     const char *path = p ? resolve(base, p, buf, sizeof buf) : NULL;
-    if (!path || !is_hex64(h) || !dep_matches(c, path, h, json_array_get(d, 2)))
+    if (!path || !gkc__is_hex64(h) || !dep_matches(c, path, h, json_array_get(d, 2)))
       return 0;
   }
   char opath[PATH_MAX];
@@ -447,7 +445,7 @@ json_t *gkc__load_record(const char *path) {
 
 int gkc_lookup(gkc_cache *c, const char *key, const char *base,
                gkc_result *out) {
-  if (!is_hex64(key)) return fail(c, "bad cache key '%s'", key ? key : "(null)");
+  if (!gkc__is_hex64(key)) return fail(c, "bad cache key '%s'", key ? key : "(null)");
   char path[PATH_MAX];
   if (record_path(c, key, path, sizeof path) != 0) return fail(c, "cache path too long");
   out->remote = 0;
@@ -470,11 +468,6 @@ int gkc_lookup(gkc_cache *c, const char *key, const char *base,
 
 /* Writes `data` to `dest` through a temporary file in the cache's tmp folder
  * and a rename: readers see the old file or the new one, never a part. */
-static int write_atomic(gkc_cache *c, const char *dest, const char *data,
-                        size_t len) {
-  return gkc__write_atomic(c, dest, data, len);
-}
-
 int gkc__write_atomic(gkc_cache *c, const char *dest, const char *data, size_t len) {
   char tmp[PATH_MAX];
   if (gkc_temp_path(c, ".part", tmp, sizeof tmp) != 0) return -1;
@@ -549,7 +542,7 @@ static int place_object(gkc_cache *c, const char *image, gkc_result *out) {
   if (gkc_object_path(c, out->sha256, dest, sizeof dest) != 0)
     return fail(c, "cache path too long");
   char *dir = dupf("%.*s", (int)(strrchr(dest, '/') - dest), dest);
-  if (!dir || mkdirs(dir) != 0) {
+  if (!dir || gkc__mkdirs(dir) != 0) {
     e = errno;
     free(dir);
     return fail(c, "cannot create '%s' in the cache: %s", dest, strerror(e));
@@ -645,10 +638,10 @@ static int record_add(gkc_cache *c, const char *key, const gkc_result *r, json_t
   if (!text) return fail(c, "out of memory writing a cache record");
   char *dir = dupf("%.*s", (int)(strrchr(rpath, '/') - rpath), rpath);
   int rc = -1;
-  if (!dir || mkdirs(dir) != 0)
+  if (!dir || gkc__mkdirs(dir) != 0)
     fail(c, "cannot create '%s' in the cache: %s", rpath, strerror(errno));
   else
-    rc = write_atomic(c, rpath, text, strlen(text));
+    rc = gkc__write_atomic(c, rpath, text, strlen(text));
   free(dir);
   free(text);
   return rc;
@@ -657,7 +650,7 @@ static int record_add(gkc_cache *c, const char *key, const gkc_result *r, json_t
 int gkc_store(gkc_cache *c, const char *key, const char *base,
               const char *image, const char *const *deps, size_t ndeps,
               gkc_result *out) {
-  if (!is_hex64(key)) {
+  if (!gkc__is_hex64(key)) {
     unlink(image);
     return fail(c, "bad cache key '%s'", key ? key : "(null)");
   }
@@ -687,7 +680,7 @@ int gkc_store(gkc_cache *c, const char *key, const char *base,
 
 int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync) {
   char src[PATH_MAX];
-  if (!is_hex64(r->sha256) || gkc_object_path(c, r->sha256, src, sizeof src) != 0)
+  if (!gkc__is_hex64(r->sha256) || gkc_object_path(c, r->sha256, src, sizeof src) != 0)
     return fail(c, "bad object name '%s'", r->sha256);
   int in = open(src, O_RDONLY | O_CLOEXEC);
   if (in < 0)
@@ -742,7 +735,7 @@ int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync) {
 int gkc__dep_matches(gkc_cache *c, const char *base, const char *dep, const char *want) {
   char buf[PATH_MAX];
   const char *path = resolve(base, dep, buf, sizeof buf);
-  return path && is_hex64(want) && dep_matches(c, path, want, NULL);
+  return path && gkc__is_hex64(want) && dep_matches(c, path, want, NULL);
 }
 
 int gkc__hash_deps(gkc_cache *c, const char *base, const char *const *deps, size_t n,
@@ -837,7 +830,7 @@ int gkc__memo_note(gkc_cache *c, const char *path, const char *hex) {
 int gkc__object_ok(gkc_cache *c, const char *sha, int64_t size, gkc_result *out) {
   char opath[PATH_MAX];
   struct stat st;
-  if (!is_hex64(sha) || gkc_object_path(c, sha, opath, sizeof opath) != 0 ||
+  if (!gkc__is_hex64(sha) || gkc_object_path(c, sha, opath, sizeof opath) != 0 ||
       stat(opath, &st) != 0 || (int64_t)st.st_size != size)
     return 0;
   touch_used(opath, st.st_mtim);

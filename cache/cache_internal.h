@@ -43,6 +43,10 @@ int gkc__write_atomic(gkc_cache *c, const char *dest, const char *data, size_t l
 
 int gkc__fail(gkc_cache *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int gkc__is_hex64(const char *s);
+/* 1 when the n bytes at s are lowercase hex digits. */
+int gkc__is_hex(const char *s, size_t n);
+/* mkdir -p; an existing folder is success (cache.c). */
+int gkc__mkdirs(const char *path);
 const char *gkc__root(const gkc_cache *c); /* DIR/v1 */
 /* 8 hex digits naming this host; temporaries are named
  * tmp/HOST-PID-COUNTER-RANDOM[SUFFIX]. */

@@ -352,22 +352,16 @@ int gkc_index_set(gkc_cache *c, const char *name, const char *value) {
   return 0;
 }
 
+/* Creates the folder that will hold `path` (index/ and index/XX). */
 static int mkdir_parent(const char *path) {
   char buf[PATH_MAX];
   size_t n = strlen(path);
-  if (n >= sizeof buf) return -1;
+  if (n >= sizeof buf) return errno = ENAMETOOLONG, -1;
   memcpy(buf, path, n + 1);
-  /* DIR/v1 exists (gkc_open made v1/tmp); index/ and index/XX may not. */
-  for (int level = 0; level < 2; level++) {
-    char *slash = strrchr(buf, '/');
-    if (!slash) return -1;
-    *slash = '\0';
-  }
-  if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-  memcpy(buf, path, n + 1);
-  *strrchr(buf, '/') = '\0';
-  if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-  return 0;
+  char *slash = strrchr(buf, '/');
+  if (!slash) return errno = EINVAL, -1;
+  *slash = '\0';
+  return gkc__mkdirs(buf);
 }
 
 /* Does every file this build used have, in the loaded index, the hash and

@@ -58,12 +58,6 @@ static char *join(const char *a, const char *b) {
   return s;
 }
 
-static int is_hex(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
-  return 1;
-}
-
 /* Disk usage of a file or a folder tree (a container job's folder). */
 static uint64_t du(const char *path) {
   struct stat st;
@@ -135,7 +129,7 @@ static int temp_is_stale(gkc_cache *c, const char *name, int beside, int64_t age
     pid = read_num(&p);
     return pid > 0 && !pid_alive(pid) && age > PID_TEMP_NS;
   }
-  if (strlen(name) > 9 && name[8] == '-' && is_hex(name, 8)) {
+  if (strlen(name) > 9 && name[8] == '-' && gkc__is_hex(name, 8)) {
     if (strncmp(name, gkc__host_tag(c), 8) != 0) return 0;
     p = name + 9;
     pid = read_num(&p);
@@ -266,7 +260,7 @@ static int walk(gkc_cache *c, unsigned which, int temps, files *out, odds *other
         free(sub);
         continue;
       }
-      if (!S_ISDIR(st.st_mode) || strlen(e->d_name) != 2 || !is_hex(e->d_name, 2)) {
+      if (!S_ISDIR(st.st_mode) || strlen(e->d_name) != 2 || !gkc__is_hex(e->d_name, 2)) {
         if (other && odds_add(other, sub, du(sub), now - mtime_ns(&st), 0, 0) != 0) {
           free(sub);
           closedir(d);
@@ -288,8 +282,8 @@ static int walk(gkc_cache *c, unsigned which, int temps, files *out, odds *other
         }
         size_t len = strlen(n);
         int named = k == OBJECTS
-                        ? len == GKC_HEX_LEN && is_hex(n, len)
-                        : len == GKC_HEX_LEN + 5 && is_hex(n, GKC_HEX_LEN) &&
+                        ? len == GKC_HEX_LEN && gkc__is_hex(n, len)
+                        : len == GKC_HEX_LEN + 5 && gkc__is_hex(n, GKC_HEX_LEN) &&
                               strcmp(n + GKC_HEX_LEN, ".json") == 0;
         named = named && strncmp(n, e->d_name, 2) == 0 && S_ISREG(st.st_mode);
         int ok = 0;
