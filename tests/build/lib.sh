@@ -8,34 +8,7 @@ failures=0
 # Never touch the user's cache.
 export GK_CACHE_DIR="$T/default-cache"
 
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-
-# run CMD...: runs a command, keeping its exit status, stdout and stderr.
-run() {
-  "$@" >"$T/stdout" 2>"$T/stderr"
-  status=$?
-}
-
-# expect_status N DESCRIPTION
-expect_status() {
-  [ "$status" -eq "$1" ] || { fail "$2: exit $status, expected $1"; cat "$T/stderr" >&2; }
-}
-
-# expect_err TEXT DESCRIPTION: stderr contains TEXT (fixed string).
-expect_err() {
-  grep -qF -- "$1" "$T/stderr" || { fail "$2: stderr lacks '$1'"; cat "$T/stderr" >&2; }
-}
-
-# expect_err_line TEXT DESCRIPTION: one whole line of stderr is TEXT.
-expect_err_line() {
-  grep -qxF -- "$1" "$T/stderr" || { fail "$2: stderr has no line '$1'"; cat "$T/stderr" >&2; }
-}
-
-# expect_out TEXT DESCRIPTION: stdout contains TEXT (fixed string).
-expect_out() {
-  grep -qF -- "$1" "$T/stdout" || { fail "$2: stdout lacks '$1'"; cat "$T/stdout" >&2; }
-}
-
+. "$(dirname "$0")/../common/check.sh"
 # make_project DIR: two kernels. "k" (bits 1, 2; x86-64 and x86-64-v3)
 # includes src/inc/h.h; "o" (x86-64, no params) includes nothing of ours.
 make_project() {
@@ -64,12 +37,4 @@ kernel "o" {
   cpu { source = "../src/o.c", entry = { "o" }, targets = { "x86-64" } },
 }
 LUA
-}
-
-finish() {
-  if [ "$failures" -ne 0 ]; then
-    echo "$failures check(s) failed" >&2
-    exit 1
-  fi
-  echo "all checks passed"
 }

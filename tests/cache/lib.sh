@@ -9,8 +9,7 @@ trap 'rm -rf "$T"' EXIT
 failures=0
 export GK_CACHE_DIR="$T/default-cache" # never the user's cache
 
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-skip() { echo "SKIP: $*"; exit 77; }
+. "$(dirname "$0")/../common/check.sh"
 note() { echo "$*"; }
 
 command -v cc >/dev/null || skip "no C compiler 'cc' on PATH: the cpu recipes cannot be built"
@@ -63,12 +62,3 @@ same_archive() {
 }
 
 now_ms() { date +%s%3N; }
-
-finish() {
-  if [ "$failures" -ne 0 ]; then
-    echo "$failures check(s) failed" >&2
-    exit 1
-  fi
-  echo "all checks passed"
-  exit 0
-}

@@ -9,37 +9,11 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 failures=0
 
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-skip() { echo "SKIP: $*"; exit 77; }
-
-# run CMD...: runs a command, keeping its exit status, stdout and stderr.
-run() {
-  "$@" >"$T/stdout" 2>"$T/stderr"
-  status=$?
-}
-
-expect_status() {
-  [ "$status" -eq "$1" ] || { fail "$2: exit $status, expected $1"; cat "$T/stderr" >&2; }
-}
-expect_err() {
-  grep -qF -- "$1" "$T/stderr" || { fail "$2: stderr lacks '$1'"; cat "$T/stderr" >&2; }
-}
-expect_out() {
-  grep -qF -- "$1" "$T/stdout" || { fail "$2: stdout lacks '$1'"; cat "$T/stdout" >&2; }
-}
-
+. "$(dirname "$0")/../common/check.sh"
 # py DESCRIPTION ARGS... <<'PY': a Python check; its assertion fails the test.
 py() {
   what=$1; shift
   python3 - "$@" || fail "$what"
-}
-
-finish() {
-  if [ "$failures" -ne 0 ]; then
-    echo "$failures check(s) failed" >&2
-    exit 1
-  fi
-  echo "all checks passed"
 }
 
 # make_synthetic PATH: an archive with cpu, cuda and rocm rows. No GPU

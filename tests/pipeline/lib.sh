@@ -12,28 +12,7 @@ unset GK_REMOTE_CACHE
 # Loopback servers must not go through a proxy the environment sets.
 export NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost
 
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-
-# run CMD...: runs a command, keeping its exit status, stdout and stderr.
-run() {
-  "$@" >"$T/stdout" 2>"$T/stderr"
-  status=$?
-}
-
-expect_status() {
-  [ "$status" -eq "$1" ] || { fail "$2: exit $status, expected $1"; cat "$T/stderr" >&2; }
-}
-
-# expect_err TEXT DESCRIPTION: stderr contains TEXT (fixed string).
-expect_err() {
-  grep -qF -- "$1" "$T/stderr" || { fail "$2: stderr lacks '$1'"; cat "$T/stderr" >&2; }
-}
-
-# expect_err_line TEXT DESCRIPTION: one whole line of stderr is TEXT.
-expect_err_line() {
-  grep -qxF -- "$1" "$T/stderr" || { fail "$2: stderr has no line '$1'"; cat "$T/stderr" >&2; }
-}
-
+. "$(dirname "$0")/../common/check.sh"
 # A free TCP port on 127.0.0.1 (bound then released; good enough for tests).
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
@@ -67,12 +46,4 @@ LUA
 # meta FILE KEY: one value of an archive's metadata (gk ls --meta --json).
 meta() {
   "$GK" ls --meta --json "$1" | python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print(v if isinstance(v,str) else json.dumps(v,sort_keys=True))' "$2"
-}
-
-finish() {
-  if [ "$failures" -ne 0 ]; then
-    echo "$failures check(s) failed" >&2
-    exit 1
-  fi
-  echo "all checks passed"
 }
