@@ -82,11 +82,31 @@ def stats(path, where=""):
     db.close()
     return {c: {"blobs": n, "packed": p, "raw": r} for c, n, p, r in rows}
 
+def layout(path):
+    """Bytes per table and index (SQLite's dbstat, when compiled in), and
+    how many blobs sit at each depth of their delta chain."""
+    db = sqlite3.connect(path)
+    try:
+        tables = dict(db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"))
+    except sqlite3.Error:
+        tables = {}
+    parent = dict(db.execute("SELECT id, base FROM blob"))
+    db.close()
+    depths = collections.Counter()
+    for b in parent:
+        n = 0
+        while parent.get(b) is not None and n <= len(parent):
+            b, n = parent[b], n + 1
+        depths[n] += 1
+    return tables, {str(k): v for k, v in sorted(depths.items())}
+
 ours = os.path.getsize(os.path.join(d, "cuda.gkfat"))
 whole = os.path.getsize(os.path.join(d, "all.gkfat"))
 cuda_in_whole = stats(os.path.join(d, "all.gkfat"), "WHERE backend = 'cuda'")
 r = {"images": len(cuda), "raw_bytes": raw, "archive_bytes": ours,
      "archive_blobs": stats(os.path.join(d, "cuda.gkfat")),
+     "archive_tables": layout(os.path.join(d, "cuda.gkfat"))[0],
+     "chain_depths": layout(os.path.join(d, "cuda.gkfat"))[1],
      "pack_ms_median": round(pack_ms), "pack_cpu_ms_median": round(pack_cpu_ms),
      "whole_archive_bytes": whole,
      "whole_archive_images": len(json.load(open(os.path.join(d, "all", "manifest.json")))["images"]),
@@ -109,7 +129,8 @@ json.dump(r, open(out, "w"), indent=2, sort_keys=True)
 kb = lambda n: "%.1f KB" % (n / 1000)
 print("## Archive size (issue 9, item 1)\n")
 print("The cuda images of the recipes (%d: cubins for every SM of their lists plus PTX, %s raw), "
-      "packed by `gk pack` (format 2: zstd frames, siblings delta-coded against a base image), "
+      "packed by `gk pack` (format 3: zstd frames, siblings delta-coded against the raw bytes of "
+      "their chain of at most 2 ancestors), "
       "against CUDA's `fatbinary --compress-mode=size` (what `nvcc -fatbin --compress-mode=size` "
       "runs) over exactly the same files.\n" % (len(cuda), kb(raw)))
 print("| container | bytes | vs baseline |")
@@ -124,6 +145,12 @@ else:
     print("| gk archive, cuda only | %d | (no fatbinary here) |" % ours)
 for c, v in sorted(r["archive_blobs"].items()):
     print("| - of which `%s` blobs (%d) | %d | |" % (c, v["blobs"], v["packed"]))
+print("| - blobs by depth of their chain (0 = plain) | %s | |" %
+      ", ".join("%s: %d" % kv for kv in r["chain_depths"].items()))
+if r["archive_tables"]:
+    print("| - pages of the `blob` table / the rest (index, its keys, meta, schema) | %d / %d | |" %
+          (r["archive_tables"].get("blob", 0),
+           sum(v for k, v in r["archive_tables"].items() if k != "blob")))
 print("| whole archive, every backend built here (%d images) | %d | |" %
       (r["whole_archive_images"], whole))
 print("| - of which cuda blobs | %d | |" % r["cuda_blob_bytes_in_whole"])

@@ -54,7 +54,7 @@ typedef struct side {
 
 static int side_load(side *s, const char *path) {
   s->path = path;
-  s->ar = cli_open_archive("diff", path);
+  s->ar = cli_open_archive("diff", path, 0);
   if (!s->ar) return -1;
   gk_archive_count(s->ar, &s->n);
   s->rows = calloc(s->n ? s->n : 1, sizeof *s->rows);

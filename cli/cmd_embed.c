@@ -306,10 +306,12 @@ int cmd_embed(int argc, char **argv) {
   }
   /* Embedding something libgk cannot open would only fail later, inside
    * the user's program: check it here, from the very bytes embedded. */
+  size_t nrows;
   int st = gk_archive_open_memory(bytes, n, &ar);
-  if (st != GK_OK) {
+  if (st != GK_OK || (st = gk_archive_count(ar, &nrows)) != GK_OK) {
+    const char *why = ar ? gk_archive_errmsg(ar) : gk_last_error();
     cli_error("embed", "'%s' is not an archive libgk can open: %s", path,
-              *gk_last_error() ? gk_last_error() : gk_strerror(st));
+              *why ? why : gk_strerror(st));
     goto embed_out;
   }
   if (sodium_init() < 0) {

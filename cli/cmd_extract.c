@@ -269,7 +269,7 @@ int cmd_extract(int argc, char **argv) {
     cli_error("extract", "needs an archive and -o DIR (see 'gk extract --help')");
     return EXIT_USAGE;
   }
-  if (!(ar = cli_open_archive("extract", path))) return EXIT_FAIL;
+  if (!(ar = cli_open_archive("extract", path, 0))) return EXIT_FAIL;
   gk_archive_count(ar, &n);
   if (!(picks = calloc(n ? n : 1, sizeof *picks))) {
     cli_error("extract", "out of memory");

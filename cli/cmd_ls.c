@@ -95,7 +95,7 @@ int cmd_ls(int argc, char **argv) {
   free(args);
   if (st >= 0) return st;
   if (meta) return show_meta(path, json);
-  gk_archive *ar = cli_open_archive("ls", path);
+  gk_archive *ar = cli_open_archive("ls", path, 0);
   if (!ar) return EXIT_FAIL;
   gk_archive_count(ar, &n);
 

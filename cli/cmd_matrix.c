@@ -441,7 +441,7 @@ int cmd_matrix(int argc, char **argv) {
     cli_error("matrix", "--json and --html - both want stdout; write the page to a file");
     return EXIT_USAGE;
   }
-  gk_archive *ar = cli_open_archive("matrix", path);
+  gk_archive *ar = cli_open_archive("matrix", path, 0);
   if (!ar) return EXIT_FAIL;
   grid g;
   if (grid_build(ar, &g) != 0) {

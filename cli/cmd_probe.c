@@ -171,7 +171,7 @@ int cmd_probe(int argc, char **argv) {
     json_object_set_new(root, "backends", backends_json(!json));
   }
   if (path) {
-    gk_archive *ar = cli_open_archive("probe", path);
+    gk_archive *ar = cli_open_archive("probe", path, 0);
     size_t n = 0;
     kv *ks;
     if (!ar) {

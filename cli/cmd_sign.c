@@ -429,7 +429,7 @@ int cmd_sign(int argc, char **argv) {
    * they name it; the copy made next must then have the same digest, or
    * the archive changed while it was being copied. */
   uint8_t digest0[32];
-  if (!(ar = cli_open_archive("sign", path)) || check_images(ar, path) != 0)
+  if (!(ar = cli_open_archive("sign", path, GK_OPEN_CHECK_IMAGES)) || check_images(ar, path) != 0)
     goto sign_out;
   if (gk_archive_digest(ar, digest0) != GK_OK) {
     cli_error("sign", "cannot sign '%s': %s", path, gk_archive_errmsg(ar));

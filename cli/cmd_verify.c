@@ -42,7 +42,7 @@ int cmd_verify(int argc, char **argv) {
   uint8_t pk[GK_PUBLIC_KEY_BYTES];
   if (keyfile && cli_read_public_key("verify", keyfile, pk) != 0)
     return EXIT_FAIL;
-  gk_archive *ar = cli_open_archive("verify", path);
+  gk_archive *ar = cli_open_archive("verify", path, GK_OPEN_CHECK_IMAGES);
   if (!ar) return EXIT_FAIL;
   gk_archive_count(ar, &n);
 

@@ -35,8 +35,10 @@ int cli_is_help(const char *arg);
 int cli_archive_args(int argc, char **argv, const char *usage, const char **path,
                      int *json);
 
-/* Opens an archive or prints why not; NULL on failure. */
-gk_archive *cli_open_archive(const char *cmd, const char *path);
+/* Opens an archive (gk_open_options.flags = flags: GK_OPEN_CHECK_IMAGES
+ * where images must match what a signature names) and reads its index, or
+ * prints why not; NULL on failure. */
+gk_archive *cli_open_archive(const char *cmd, const char *path, unsigned flags);
 
 /* Lowercase hex of 32 bytes into out[65]. */
 void cli_hex(const unsigned char *sha, char out[65]);

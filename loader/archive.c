@@ -79,29 +79,13 @@ void gk__row_describe(const gk_image_info *row, char *buf, size_t size) {
 
 /* ---- opening ------------------------------------------------------------- */
 
-/* Reads one int from a pragma such as "PRAGMA application_id". */
-static int pragma_int(gk_archive *ar, const char *sql, const char *doing,
-                      int *out) {
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(ar->db, sql, -1, &st, NULL);
-  if (rc == SQLITE_OK) rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) {
-    *out = sqlite3_column_int(st, 0);
-    rc = GK_OK;
-  } else {
-    rc = sql_fail(ar, rc, doing);
-  }
-  sqlite3_finalize(st);
-  return rc;
-}
-
 /* The columns of docs/archive.md the loader reads. Extra columns are
  * tolerated; a format change that matters bumps user_version instead. */
 static const char *const image_cols[] = {
     "kernel", "backend",   "target",   "variant", "format", "entry",
     "launch", "toolchain", "raw_size", "sha256",  NULL};
-static const char *const blob_cols[] = {"id",    "sha256", "raw_size",
-                                        "codec", "base",   "data", NULL};
+static const char *const blob_cols[] = {"id",   "sha256", "raw_size",    "codec",
+                                        "base", "data",   "data_sha256", NULL};
 
 static int check_table(gk_archive *ar, const char *table,
                        const char *const *cols) {
@@ -157,24 +141,19 @@ static int check_table(gk_archive *ar, const char *table,
   return status;
 }
 
-/* What check_table checks, in one query and two compilations: both are
- * ordinary tables (not views: views are disabled anyway) and statements
- * naming every column the loader reads compile. 1 when all holds. */
+/* What check_table checks, without a statement: every column the loader
+ * reads exists in a table (sqlite3_table_column_metadata refuses views),
+ * answered from the schema SQLite parses anyway. 1 when all holds. */
 static int schema_quick_ok(gk_archive *ar) {
-  static const char *const sql[] = {
-      "SELECT count(*) = 2 FROM sqlite_master WHERE type = 'table' AND "
-      "lower(name) IN ('image', 'blob') AND sql LIKE 'CREATE TABLE%'",
-      "SELECT kernel, backend, target, variant, format, entry, launch, "
-      "toolchain, raw_size, sha256 FROM image LIMIT 0",
-      "SELECT id, sha256, raw_size, codec, base, data FROM blob LIMIT 0"};
-  int ok = 1;
-  for (int i = 0; i < 3 && ok; i++) {
-    sqlite3_stmt *st = NULL;
-    ok = sqlite3_prepare_v2(ar->db, sql[i], -1, &st, NULL) == SQLITE_OK &&
-         (i > 0 || (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1));
-    sqlite3_finalize(st);
-  }
-  return ok;
+  for (int i = 0; image_cols[i]; i++)
+    if (sqlite3_table_column_metadata(ar->db, "main", "image", image_cols[i], NULL,
+                                      NULL, NULL, NULL, NULL) != SQLITE_OK)
+      return 0;
+  for (int i = 0; blob_cols[i]; i++)
+    if (sqlite3_table_column_metadata(ar->db, "main", "blob", blob_cols[i], NULL,
+                                      NULL, NULL, NULL, NULL) != SQLITE_OK)
+      return 0;
+  return 1;
 }
 
 /* Text of column `col`, refused unless it is TEXT without NUL bytes:
@@ -186,9 +165,7 @@ static const char *row_text(sqlite3_stmt *st, int col) {
   return s;
 }
 
-static int cmp_row(const void *pa, const void *pb) {
-  const gk_image_info *a = &((const gk__row *)pa)->info;
-  const gk_image_info *b = &((const gk__row *)pb)->info;
+static int cmp_row(const gk_image_info *a, const gk_image_info *b) {
   int c = strcmp(a->kernel, b->kernel);
   if (!c) c = strcmp(a->backend, b->backend);
   if (!c) c = strcmp(a->target, b->target);
@@ -196,137 +173,287 @@ static int cmp_row(const void *pa, const void *pb) {
   return c;
 }
 
-/* Selection relies on the rows being sorted and each name being unique.
- * SQLite's ORDER BY and the primary key promise both only for an intact
- * file: a damaged one can return rows out of order (an index b-tree that
- * disagrees with its table) or two rows under one name (a flipped bit in
- * "causal=0"), which would hand out another variant's image under a valid
- * hash. So the order is made here and a repeated name is corruption. */
-static int index_order(gk_archive *ar) {
-  if (ar->nrows > 1) qsort(ar->rows, ar->nrows, sizeof *ar->rows, cmp_row);
-  for (size_t i = 1; i < ar->nrows; i++)
-    if (cmp_row(&ar->rows[i - 1], &ar->rows[i]) == 0) {
-      char what[256];
-      gk__row_describe(&ar->rows[i].info, what, sizeof what);
-      return gk__fail(ar, GK_ECORRUPT,
-                      "archive '%s' is corrupt: image %s appears twice in the index",
-                      ar->name, what);
-    }
-  return GK_OK;
-}
-
-static int load_index(gk_archive *ar) {
+/* One image row from `st` (columns as in ROW_COLS), checked and copied:
+ * text columns must be TEXT without NUL bytes (everything downstream
+ * compares them as C strings), raw_size a non-negative integer, sha256 32
+ * bytes. `n` names the row in messages. */
+#define ROW_COLS                                                              \
+  "kernel, backend, target, variant, format, entry, launch, toolchain, "     \
+  "raw_size, sha256"
+static int row_from(gk_archive *ar, sqlite3_stmt *st, int col0,
+                    sqlite3_int64 n, gk__row *r) {
   static const char *const names[] = {"kernel",  "backend",  "target",
                                       "variant", "format",   "entry",
                                       "launch",  "toolchain"};
+  gk_image_info info;
+  memset(&info, 0, sizeof info);
+  const char **const field[] = {&info.kernel,  &info.backend,  &info.target,
+                                &info.variant, &info.format,   &info.entry,
+                                &info.launch,  &info.toolchain};
+  for (int c = 0; c < 8; c++)
+    if (!(*field[c] = row_text(st, col0 + c)))
+      return gk__fail(ar, GK_ECORRUPT,
+                      "archive '%s' is corrupt: image row %lld has a bad '%s'",
+                      ar->name, (long long)n, names[c]);
+  sqlite3_int64 raw = sqlite3_column_int64(st, col0 + 8);
+  if (sqlite3_column_type(st, col0 + 8) != SQLITE_INTEGER || raw < 0)
+    return gk__fail(ar, GK_ECORRUPT,
+                    "archive '%s' is corrupt: image row %lld has a bad 'raw_size'",
+                    ar->name, (long long)n);
+  if (sqlite3_column_type(st, col0 + 9) != SQLITE_BLOB ||
+      sqlite3_column_bytes(st, col0 + 9) != 32)
+    return gk__fail(ar, GK_ECORRUPT,
+                    "archive '%s' is corrupt: image row %lld has a bad 'sha256'",
+                    ar->name, (long long)n);
+  info.raw_size = (uint64_t)raw;
+  memcpy(info.sha256, sqlite3_column_blob(st, col0 + 9), 32);
+  /* packed_size is storage, which selection and loading never need: it
+   * is looked up when gk_archive_image is asked, keeping opens short. */
+  r->packed_known = 0;
+  r->pos = (size_t)(n - 1);
+  if (gk__info_copy(&r->info, &info, &r->strings) != GK_OK)
+    return gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading the index",
+                    ar->name);
+  return GK_OK;
+}
+
+/* Grows *v (of *cap rows) to hold n + 1. */
+static int rows_room(gk_archive *ar, gk__row **v, size_t *cap, size_t n) {
+  if (n < *cap) return GK_OK;
+  size_t ncap = *cap ? *cap * 2 : 16;
+  gk__row *p = ncap <= SIZE_MAX / sizeof *p ? realloc(*v, ncap * sizeof *p) : NULL;
+  if (!p)
+    return gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading the index",
+                    ar->name);
+  *v = p;
+  *cap = ncap;
+  return GK_OK;
+}
+
+/* Selection relies on the rows being sorted and each name being unique,
+ * and a selection made from part of the index names its row by rowid: so
+ * the table must hold rows 1..n in index order, as gk pack writes them. A
+ * damaged file can break any of that (a flipped bit in "causal=0" makes two
+ * rows one name, which would hand out another variant's image under a
+ * valid hash); each is corruption. */
+static int index_order(gk_archive *ar, const gk__row *prev, const gk__row *r,
+                       sqlite3_int64 rowid, size_t n) {
+  char what[256];
+  if (rowid != (sqlite3_int64)n)
+    return gk__fail(ar, GK_ECORRUPT,
+                    "archive '%s' is corrupt: index row %zu has rowid %lld "
+                    "(gk pack numbers them 1, 2, ...)",
+                    ar->name, n, (long long)rowid);
+  int c = prev ? cmp_row(&prev->info, &r->info) : -1;
+  if (c >= 0) gk__row_describe(&r->info, what, sizeof what);
+  if (c == 0)
+    return gk__fail(ar, GK_ECORRUPT,
+                    "archive '%s' is corrupt: image %s appears twice in the index",
+                    ar->name, what);
+  if (c > 0)
+    return gk__fail(ar, GK_ECORRUPT,
+                    "archive '%s' is corrupt: image %s is out of order in the index",
+                    ar->name, what);
+  return GK_OK;
+}
+
+int gk__index_whole(gk_archive *ar) {
+  if (ar->whole) return GK_OK;
   sqlite3_stmt *st = NULL;
   size_t cap = 0;
   /* NOT INDEXED: every column from the table's own row. Through the
    * primary key's index, SQLite takes the names from the index and the rest
    * from the row its entry points to, so one damaged index entry pairs a
    * name with another row's hash: a verified image under the wrong name
-   * (tests/loader/test_corrupt.c found it). index_order() sorts instead. */
-  int rc = sqlite3_prepare_v2(
-      ar->db,
-      "SELECT kernel, backend, target, variant, format, entry, launch, "
-      "toolchain, raw_size, sha256 FROM image NOT INDEXED",
-      -1, &st, NULL);
+   * (tests/loader/test_corrupt.c found it). index_order() checks instead. */
+  int rc = sqlite3_prepare_v2(ar->db,
+                              "SELECT rowid, " ROW_COLS " FROM image NOT INDEXED",
+                              -1, &st, NULL);
   if (rc != SQLITE_OK) return sql_fail(ar, rc, "read the index");
   int status = GK_OK;
   while (status == GK_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
     size_t n = ar->nrows + 1;
-    gk_image_info info;
-    memset(&info, 0, sizeof info);
-    const char **const field[] = {&info.kernel,  &info.backend,  &info.target,
-                                  &info.variant, &info.format,   &info.entry,
-                                  &info.launch,  &info.toolchain};
-    for (int c = 0; c < 8 && status == GK_OK; c++)
-      if (!(*field[c] = row_text(st, c)))
-        status =
-            gk__fail(ar, GK_ECORRUPT,
-                     "archive '%s' is corrupt: image row %zu has a bad '%s'",
-                     ar->name, n, names[c]);
-    if (status != GK_OK) break;
-    sqlite3_int64 raw = sqlite3_column_int64(st, 8);
-    if (sqlite3_column_type(st, 8) != SQLITE_INTEGER || raw < 0) {
-      status = gk__fail(
-          ar, GK_ECORRUPT,
-          "archive '%s' is corrupt: image row %zu has a bad 'raw_size'",
-          ar->name, n);
-      break;
-    }
-    if (sqlite3_column_type(st, 9) != SQLITE_BLOB ||
-        sqlite3_column_bytes(st, 9) != 32) {
-      status =
-          gk__fail(ar, GK_ECORRUPT,
-                   "archive '%s' is corrupt: image row %zu has a bad 'sha256'",
-                   ar->name, n);
-      break;
-    }
-    info.raw_size = (uint64_t)raw;
-    memcpy(info.sha256, sqlite3_column_blob(st, 9), 32);
-    /* packed_size is storage, which selection and loading never need: it
-     * is looked up when gk_archive_image is asked, keeping opens short. */
-
-    if (ar->nrows == cap) {
-      size_t ncap = cap ? cap * 2 : 16;
-      gk__row *rows = ncap <= SIZE_MAX / sizeof *rows
-                          ? realloc(ar->rows, ncap * sizeof *rows)
-                          : NULL;
-      if (!rows) {
-        status =
-            gk__fail(ar, GK_ENOMEM,
-                     "archive '%s': out of memory reading the index", ar->name);
-        break;
-      }
-      ar->rows = rows;
-      cap = ncap;
-    }
+    if ((status = rows_room(ar, &ar->rows, &cap, ar->nrows))) break;
     gk__row *r = &ar->rows[ar->nrows];
-    r->packed_known = 0;
-    if (gk__info_copy(&r->info, &info, &r->strings) != GK_OK) {
-      status =
-          gk__fail(ar, GK_ENOMEM,
-                   "archive '%s': out of memory reading the index", ar->name);
-      break;
-    }
+    if ((status = row_from(ar, st, 1, (sqlite3_int64)n, r))) break;
     ar->nrows++;
+    status = index_order(ar, n > 1 ? r - 1 : NULL, r, sqlite3_column_int64(st, 0), n);
   }
-  if (status == GK_OK && rc != SQLITE_DONE)
-    status = sql_fail(ar, rc, "read the index");
+  if (status == GK_OK && rc != SQLITE_DONE) status = sql_fail(ar, rc, "read the index");
   sqlite3_finalize(st);
-  return status == GK_OK ? index_order(ar) : status;
+  if (status != GK_OK) { /* nothing half-read stays */
+    for (size_t i = 0; i < ar->nrows; i++) free(ar->rows[i].strings);
+    free(ar->rows);
+    ar->rows = NULL;
+    ar->nrows = 0;
+    ar->broken = 1;
+    return status;
+  }
+  ar->whole = 1;
+  return GK_OK;
 }
 
-/* Everything after the database is attached: settings, identity, version,
- * schema, index. */
-static int check_and_load(gk_archive *ar) {
-  int rc, v;
-  /* The schema is data from the file: no triggers, views or functions with
-   * side effects may run on its word, and the connection refuses writes to
-   * sqlite_schema even if asked. */
-  sqlite3_db_config(ar->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
-  sqlite3_db_config(ar->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
-  sqlite3_db_config(ar->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL);
-  sqlite3_db_config(ar->db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, NULL);
-  rc = sqlite3_exec(ar->db, "PRAGMA trusted_schema=OFF", NULL, NULL, NULL);
-  if (rc != SQLITE_OK) return sql_fail(ar, rc, "configure SQLite");
+/* Reads image row `rowid` from the table itself into a new entry of
+ * ar->some. GK_OK; GK_ECORRUPT when it is missing or bad; GK_ENOMEM, GK_EIO. */
+static int some_row(gk_archive *ar, sqlite3_int64 rowid, gk__row **out) {
+  sqlite3_stmt *st = ar->row_stmt;
+  int status;
+  sqlite3_bind_int64(st, 1, rowid);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    if (!(status = rows_room(ar, &ar->some, &ar->somecap, ar->nsome)) &&
+        !(status = row_from(ar, st, 0, rowid, &ar->some[ar->nsome])))
+      *out = &ar->some[ar->nsome++];
+  } else {
+    status = rc == SQLITE_DONE || sql_status(rc) == GK_ECORRUPT
+                 ? GK_ECORRUPT
+                 : sql_fail(ar, rc, "read the index");
+  }
+  sqlite3_reset(st);
+  return status;
+}
 
-  /* application_id lives in the file header: reading it parses no schema,
-   * so a foreign database is turned away before any of it is interpreted. */
-  if ((rc = pragma_int(ar, "PRAGMA application_id", "read the header", &v)))
-    return rc == GK_ENOTARCHIVE
-               ? gk__fail(ar, rc, "'%s' is not a gllm-kernels archive (%s)",
-                          ar->name, sqlite3_errmsg(ar->db))
-               : rc;
-  if ((uint32_t)v != GK_ARCHIVE_APPLICATION_ID)
+/* The (kernel, backend) of row `rowid` equals the pair asked for: 1 yes,
+ * 0 no or no such row, < 0 a status. */
+static int some_same(gk_archive *ar, sqlite3_int64 rowid, const char *kernel,
+                     const char *backend) {
+  sqlite3_stmt *st = ar->row_stmt;
+  sqlite3_bind_int64(st, 1, rowid);
+  int rc = sqlite3_step(st), same = 0;
+  if (rc == SQLITE_ROW) {
+    const char *k = row_text(st, 0), *b = row_text(st, 1);
+    same = !k || !b || (strcmp(k, kernel) == 0 && strcmp(b, backend) == 0);
+  } else if (rc != SQLITE_DONE && sql_status(rc) != GK_ECORRUPT) {
+    same = sql_fail(ar, rc, "read the index");
+  } else if (rc != SQLITE_DONE) {
+    same = 1; /* unreadable: let the whole index judge */
+  }
+  sqlite3_reset(st);
+  return same;
+}
+
+int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
+                   const char *variant, gk__row **first, size_t *n, int *suspect) {
+  *first = NULL;
+  *n = 0;
+  *suspect = 0;
+  /* The primary key's index says where (kernel, backend)'s rows are and
+   * which are the variant's; the table says what they are. gk pack writes
+   * rows in index order, so the pair's rows are one run of rowids: the
+   * index must list a contiguous run (an entry lost or pointing elsewhere
+   * shows), the rows just outside it must be another pair's, and every
+   * row used is read from the table itself (NOT INDEXED) and must carry
+   * the names the index filed it under. What cannot show this way - an
+   * index entry whose variant alone was damaged - makes the image missing
+   * from this selection, never another image under its name. */
+  int rc = SQLITE_OK;
+  if (!ar->some_stmt)
+    rc = sqlite3_prepare_v3(ar->db,
+                            "SELECT rowid, variant FROM image "
+                            "WHERE kernel = ?1 AND backend = ?2",
+                            -1, SQLITE_PREPARE_PERSISTENT, &ar->some_stmt, NULL);
+  if (rc == SQLITE_OK && !ar->row_stmt)
+    rc = sqlite3_prepare_v3(ar->db,
+                            "SELECT " ROW_COLS " FROM image NOT INDEXED "
+                            "WHERE rowid = ?1",
+                            -1, SQLITE_PREPARE_PERSISTENT, &ar->row_stmt, NULL);
+  if (rc != SQLITE_OK) return sql_fail(ar, rc, "read the index");
+
+  sqlite3_stmt *st = ar->some_stmt;
+  sqlite3_bind_text(st, 1, kernel, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, backend, -1, SQLITE_STATIC);
+  size_t start = ar->nsome;
+  sqlite3_int64 lo = 0, hi = 0, want[64];
+  size_t nwant = 0;
+  int status = GK_OK, bad = 0;
+  while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    sqlite3_int64 rowid = sqlite3_column_int64(st, 0);
+    const char *v = (const char *)sqlite3_column_text(st, 1);
+    if (!lo) lo = rowid;
+    else bad = rowid != hi + 1;
+    hi = rowid;
+    if (v && strcmp(v, variant) == 0) {
+      if (nwant == sizeof want / sizeof want[0]) bad = 1; /* the whole index copes */
+      else want[nwant++] = rowid;
+    }
+  }
+  if (!bad && rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    if (sql_status(rc) == GK_ECORRUPT) bad = 1;
+    else status = sql_fail(ar, rc, "read the index");
+  }
+  sqlite3_reset(st);
+  bad = bad || lo < 1;
+  /* Asked before: the rows are already here, checked, as one slice. */
+  for (size_t j = 0; !bad && status == GK_OK && nwant && j + nwant <= ar->nsome; j++) {
+    size_t k = 0;
+    while (k < nwant && ar->some[j + k].pos == (size_t)(want[k] - 1)) k++;
+    if (k == nwant) {
+      *first = ar->some + j;
+      *n = nwant;
+      return GK_OK;
+    }
+  }
+  for (size_t i = 0; !bad && status == GK_OK && i < nwant; i++) {
+    gk__row *r = NULL;
+    if ((status = some_row(ar, want[i], &r)) == GK_ECORRUPT) {
+      bad = 1;
+      break;
+    }
+    if (status) break;
+    const gk__row *prev = i ? r - 1 : NULL;
+    bad = strcmp(r->info.kernel, kernel) || strcmp(r->info.backend, backend) ||
+          strcmp(r->info.variant, variant) ||
+          (prev && cmp_row(&prev->info, &r->info) >= 0);
+  }
+  for (int side = 0; !bad && status == GK_OK && nwant && side < 2; side++) {
+    int same = side ? some_same(ar, hi + 1, kernel, backend)
+               : lo > 1 ? some_same(ar, lo - 1, kernel, backend) : 0;
+    if (same < 0) status = same;
+    else bad = same;
+  }
+  if (status != GK_OK || bad) {
+    while (ar->nsome > start) free(ar->some[--ar->nsome].strings);
+    if (status != GK_OK && status != GK_ECORRUPT) return status;
+    /* Not an answer: the whole index, read without the primary key, is
+     * the judge of what is wrong. */
+    free(ar->msg);
+    ar->msg = NULL;
+    *suspect = 1;
+    return GK_OK;
+  }
+  *first = ar->some + start;
+  *n = ar->nsome - start;
+  return GK_OK;
+}
+
+gk__row *gk__index_row(gk_archive *ar, size_t i, int *status) {
+  *status = GK_OK;
+  if (!ar->whole)
+    for (size_t k = 0; k < ar->nsome; k++)
+      if (ar->some[k].pos == i) return &ar->some[k];
+  if ((*status = gk__index_whole(ar))) return NULL;
+  if (i < ar->nrows) return &ar->rows[i];
+  *status = gk__fail(ar, GK_ERANGE, "archive '%s' has %zu images; there is no image %zu",
+                     ar->name, ar->nrows, i);
+  return NULL;
+}
+
+static uint32_t be32(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The first 100 bytes of a SQLite file are its header (sqlite.org/fileformat):
+ * application_id at offset 68 and user_version at 60, big-endian. Read from
+ * the bytes, before SQLite interprets anything: a foreign database is turned
+ * away without parsing its schema, and an open costs no statement for it. */
+static int check_header(gk_archive *ar, const unsigned char *head) {
+  uint32_t app = be32(head + 68);
+  int v = (int)be32(head + 60);
+  if (app != GK_ARCHIVE_APPLICATION_ID)
     return gk__fail(ar, GK_ENOTARCHIVE,
                     "'%s' is a SQLite database but not a gllm-kernels archive "
                     "(application_id 0x%08x, expected 0x%08x)",
-                    ar->name, (unsigned)v, (unsigned)GK_ARCHIVE_APPLICATION_ID);
-
-  if ((rc = pragma_int(ar, "PRAGMA user_version", "read the header", &v)))
-    return rc;
+                    ar->name, (unsigned)app, (unsigned)GK_ARCHIVE_APPLICATION_ID);
   if (v != GK_ARCHIVE_FORMAT)
     return gk__fail(
         ar, GK_EVERSION,
@@ -337,32 +464,34 @@ static int check_and_load(gk_archive *ar) {
         v > GK_ARCHIVE_FORMAT
             ? " (update libgk)"
             : " (an older gk pack wrote it: pack it again with this one)");
+  return GK_OK;
+}
 
-  /* check_table costs more than reading a small index: it runs only when
-   * the quick check fails, to say what is wrong. */
+/* Everything after the database is attached: settings and schema. The
+ * index is read when something needs it (gk__index_some, gk__index_whole). */
+static int check_and_load(gk_archive *ar) {
+  int rc;
+  /* The schema is data from the file: no triggers, views or functions with
+   * side effects may run on its word, and the connection refuses writes to
+   * sqlite_schema even if asked. */
+  sqlite3_db_config(ar->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+  sqlite3_db_config(ar->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+  sqlite3_db_config(ar->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL);
+  sqlite3_db_config(ar->db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, NULL);
+
+  /* check_table costs more than the quick check: it runs only when the
+   * quick check fails, to say what is wrong. */
   if (!schema_quick_ok(ar)) {
     if ((rc = check_table(ar, "image", image_cols))) return rc;
     if ((rc = check_table(ar, "blob", blob_cols))) return rc;
   }
-  if ((rc = load_index(ar))) return rc;
-  rc = sqlite3_prepare_v3(ar->db,
-                          "SELECT id, raw_size, codec, base, data "
-                          "FROM blob WHERE sha256 = ?1",
-                          -1, SQLITE_PREPARE_PERSISTENT, &ar->blob_stmt, NULL);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v3(ar->db,
-                            "SELECT id, raw_size, codec, base, data "
-                            "FROM blob WHERE id = ?1",
-                            -1, SQLITE_PREPARE_PERSISTENT, &ar->base_stmt, NULL);
-  if (rc != SQLITE_OK) return sql_fail(ar, rc, "read the blob table");
   return GK_OK;
 }
 
 /* Before SQLite sees a file, make sure it is one: SQLite treats an empty
  * file as an empty database, and its errors lose errno. */
-static int probe_file(const char *path) {
+static int probe_file(const char *path, unsigned char head[100]) {
   char ebuf[128];
-  unsigned char head[16];
   /* O_NONBLOCK: a FIFO must not hang the open; it is refused below. */
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
@@ -380,17 +509,20 @@ static int probe_file(const char *path) {
                                   path);
   }
   ssize_t n;
-  do n = read(fd, head, sizeof head);
+  do n = read(fd, head, 100);
   while (n < 0 && errno == EINTR);
   e = errno;
   close(fd);
   if (n < 0)
     return gk__set_last_error(GK_EIO, "cannot read archive '%s': %s", path,
                               gk__errno_text(e, ebuf, sizeof ebuf));
-  if (n < (ssize_t)sizeof head || memcmp(head, "SQLite format 3", 16) != 0)
+  if (n < 100 || memcmp(head, "SQLite format 3", 16) != 0)
     return gk__set_last_error(
         GK_ENOTARCHIVE, "'%s' is not a gllm-kernels archive (%s)", path,
-        n == 0 ? "the file is empty" : "not a SQLite database");
+        n == 0 ? "the file is empty"
+        : n >= 16 && memcmp(head, "SQLite format 3", 16) == 0
+            ? "a SQLite header cut short"
+            : "not a SQLite database");
   return GK_OK;
 }
 
@@ -449,7 +581,8 @@ GK_API int gk_archive_open(const char *path, gk_archive **out) {
                               !out    ? "out is NULL"
                               : !path ? "path is NULL"
                                       : "path is empty");
-  int rc = probe_file(path);
+  unsigned char head[100];
+  int rc = probe_file(path, head);
   if (rc != GK_OK) return rc;
   gk_archive *ar = new_archive(path);
   char *uri = path_uri(path);
@@ -458,6 +591,10 @@ GK_API int gk_archive_open(const char *path, gk_archive **out) {
     gk_archive_close(ar);
     return gk__set_last_error(GK_ENOMEM, "out of memory opening archive '%s'",
                               path);
+  }
+  if ((rc = check_header(ar, head)) != GK_OK) {
+    free(uri);
+    return finish_open(ar, rc, out);
   }
   /* NOMUTEX: an archive is used by one thread at a time (gk.h). */
   rc = sqlite3_open_v2(
@@ -482,10 +619,13 @@ GK_API int gk_archive_open_memory(const void *bytes, size_t size,
                               out ? "bytes" : "out");
   char name[64];
   snprintf(name, sizeof name, "<memory, %zu bytes>", size);
-  if (size < 16 || memcmp(bytes, "SQLite format 3", 16) != 0)
+  if (size < 100 || memcmp(bytes, "SQLite format 3", 16) != 0)
     return gk__set_last_error(GK_ENOTARCHIVE,
                               "'%s' is not a gllm-kernels archive (%s)", name,
-                              size == 0 ? "no bytes" : "not a SQLite database");
+                              size == 0 ? "no bytes"
+                              : size >= 16 && memcmp(bytes, "SQLite format 3", 16) == 0
+                                  ? "a SQLite header cut short"
+                                  : "not a SQLite database");
   if (size > (size_t)INT64_MAX)
     return gk__set_last_error(GK_EINVAL,
                               "'%s' is larger than SQLite can address", name);
@@ -493,7 +633,9 @@ GK_API int gk_archive_open_memory(const void *bytes, size_t size,
   if (!ar)
     return gk__set_last_error(GK_ENOMEM, "out of memory opening archive '%s'",
                               name);
-  int rc = sqlite3_open_v2(":memory:", &ar->db,
+  int rc = check_header(ar, bytes);
+  if (rc != GK_OK) return finish_open(ar, rc, out);
+  rc = sqlite3_open_v2(":memory:", &ar->db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
   if (rc != SQLITE_OK) {
     rc = ar->db ? sql_fail(ar, rc, "open it")
@@ -516,10 +658,14 @@ GK_API void gk_archive_close(gk_archive *ar) {
   sqlite3_finalize(ar->blob_stmt);
   sqlite3_finalize(ar->base_stmt);
   sqlite3_finalize(ar->size_stmt);
+  sqlite3_finalize(ar->some_stmt);
+  sqlite3_finalize(ar->row_stmt);
   ZSTD_freeDCtx(ar->dctx);
   sqlite3_close(ar->db);
   for (size_t i = 0; i < ar->nrows; i++) free(ar->rows[i].strings);
   free(ar->rows);
+  for (size_t i = 0; i < ar->nsome; i++) free(ar->some[i].strings);
+  free(ar->some);
   free(ar->name);
   free(ar->msg);
   free(ar);
@@ -532,25 +678,39 @@ GK_API const char *gk_archive_errmsg(const gk_archive *ar) {
 
 /* ---- the index ----------------------------------------------------------- */
 
+int gk__blob_stmts(gk_archive *ar) {
+  int rc = SQLITE_OK;
+  if (!ar->blob_stmt)
+    rc = sqlite3_prepare_v3(ar->db,
+                            "SELECT id, raw_size, codec, base, data, data_sha256, sha256 "
+                            "FROM blob WHERE sha256 = ?1",
+                            -1, SQLITE_PREPARE_PERSISTENT, &ar->blob_stmt, NULL);
+  if (rc == SQLITE_OK && !ar->base_stmt)
+    rc = sqlite3_prepare_v3(ar->db,
+                            "SELECT id, raw_size, codec, base, data, data_sha256, sha256 "
+                            "FROM blob WHERE id = ?1",
+                            -1, SQLITE_PREPARE_PERSISTENT, &ar->base_stmt, NULL);
+  return rc == SQLITE_OK ? GK_OK : sql_fail(ar, rc, "read the blob table");
+}
+
 GK_API int gk_archive_count(gk_archive *ar, size_t *count) {
   if (!ar) return GK_EINVAL;
   if (!count) return gk__fail(ar, GK_EINVAL, "gk_archive_count: count is NULL");
   free(ar->msg);
   ar->msg = NULL;
+  int rc = gk__index_whole(ar);
   *count = ar->nrows;
-  return GK_OK;
+  return rc;
 }
 
 GK_API int gk_archive_image(gk_archive *ar, size_t i, gk_image_info *out) {
   if (!ar) return GK_EINVAL;
   if (!out) return gk__fail(ar, GK_EINVAL, "gk_archive_image: out is NULL");
-  if (i >= ar->nrows)
-    return gk__fail(ar, GK_ERANGE,
-                    "archive '%s' has %zu images; there is no image %zu",
-                    ar->name, ar->nrows, i);
   free(ar->msg);
   ar->msg = NULL;
-  gk__row *r = &ar->rows[i];
+  int rc;
+  gk__row *r = gk__index_row(ar, i, &rc);
+  if (!r) return rc;
   if (!r->packed_known) {
     /* length() of a blob reads the record header, not the blob. A missing
      * blob reads as 0 here and is reported when the image is read: the

@@ -53,7 +53,11 @@ extern "C" {
 #define GK_VERSION_PATCH 0
 
 /* Archive format version this library reads (PRAGMA user_version). */
-#define GK_ARCHIVE_FORMAT 2
+#define GK_ARCHIVE_FORMAT 3
+/* Longest chain of delta-coded blobs an archive may hold (docs/archive.md,
+ * "Blobs"): reading one image decompresses at most this many frames before
+ * its own. A deeper chain, or a cycle, is a corrupt archive. */
+#define GK_ARCHIVE_DELTA_DEPTH 2
 /* PRAGMA application_id of every archive: 'gkfa' as a big-endian int. */
 #define GK_ARCHIVE_APPLICATION_ID 0x676b6661
 
@@ -173,6 +177,10 @@ typedef struct gk_archive gk_archive;
 
 /*
  * Opens an archive file read-only. The file must not change while open.
+ * The open checks the header and the schema; index rows are read when
+ * first needed (a selection reads only its kernel's rows for the device's
+ * backend and the variant; gk_archive_count reads them all), so damage in
+ * them shows there, as GK_ECORRUPT with the archive's message.
  * On failure *out is set to NULL and the status says why; the path and the
  * reason are in the message of gk_last_error() for this thread.
  * Errors: GK_EINVAL, GK_EIO (cannot open/read), GK_ENOTARCHIVE (not SQLite,
@@ -224,7 +232,9 @@ typedef struct gk_image_info {
   unsigned char sha256[32];
 } gk_image_info;
 
-/* Number of rows in the index. GK_EINVAL when an argument is NULL. */
+/* Number of rows in the index, reading all of it when it has not been yet:
+ * GK_ECORRUPT (a bad row, rows out of gk pack's order or repeated),
+ * GK_ENOMEM or GK_EIO then, *count 0. GK_EINVAL when an argument is NULL. */
 GK_API int gk_archive_count(gk_archive *ar, size_t *count);
 
 /* Row i (0 <= i < count), in the index's order (kernel, backend, target,
@@ -233,7 +243,11 @@ GK_API int gk_archive_image(gk_archive *ar, size_t i, gk_image_info *out);
 
 /*
  * Decompresses row i into a new buffer (*bytes, *size; free it with
- * gk_free) after checking its SHA-256 and its ELF header against the row
+ * gk_free). Before zstd reads a blob (the image's and each base it is coded
+ * against), the SHA-256 of its stored bytes must be the one its blob row
+ * records (docs/archive.md, "Reading"); when the archive was opened with
+ * trusted keys or GK_OPEN_CHECK_IMAGES, the SHA-256 of the decompressed
+ * image must also be the row's. Then its ELF header is checked against the row
  * (cpu: 64-bit little-endian x86-64 shared object, target an x86-64 level;
  * cuda cubin: an EM_CUDA executable whose SM (e_flags, CUDA 13's layout or
  * the older one) is the row's, arch-specific ('a', the .nv.compat section)
@@ -260,8 +274,10 @@ GK_API void gk_free(void *p);
 
 /*
  * Chooses the image of `kernel` (and `variant`, "" or NULL when the kernel has
- * one only) that fits `dev` best, without loading anything or querying the
- * file (the index is read at open). *index receives the row for
+ * one only) that fits `dev` best, without loading anything: it reads the
+ * index rows of (kernel, the device's backend, variant) when the whole
+ * index has not been read, else the whole index (for an unnamed variant,
+ * a listing or a failure's message). *index receives the row for
  * gk_archive_image/gk_archive_read.
  * Rules: cpu - the highest x86-64 level not above the device's level.
  * rocm - the processor must be the device's ("gfx90a"), and each feature
@@ -317,7 +333,15 @@ typedef struct gk_open_options {
    * another key, or contents changed after signing). */
   const uint8_t *trusted_keys;
   size_t ntrusted_keys;
+  /* GK_OPEN_* bits. */
+  unsigned flags;
 } gk_open_options;
+
+/* gk_archive_read also checks each image's own SHA-256 (the one the index
+ * row and a signature name) after decompressing it, on top of the stored
+ * bytes' SHA-256 it always checks first. Implied by trusted keys; `gk
+ * verify` sets it. Costs a hash of the raw image per read. */
+#define GK_OPEN_CHECK_IMAGES 1u
 
 /* gk_archive_open / gk_archive_open_memory with options (opts NULL = the
  * plain call). Errors as theirs, plus GK_ESIGNATURE, and GK_EINVAL when

@@ -102,19 +102,53 @@ typedef struct gk__row {
   gk_image_info info;
   char *strings; /* one block holding every string of `info` */
   int packed_known; /* info.packed_size is looked up on first ask */
+  size_t pos;       /* its place in the index (rowid - 1) */
 } gk__row;
 
+/* The index is read lazily (docs/archive.md, "Reading"): an open checks
+ * the header and the schema only. Selecting a variant reads just the rows
+ * of (kernel, backend, variant) into `some`; anything that needs the whole
+ * index (count, listing, explain, a failed selection's message, a
+ * signature) reads all of it into `rows` once, checked. */
 struct gk_archive {
   struct sqlite3 *db;
-  struct sqlite3_stmt *blob_stmt; /* finds a blob by sha256; reused */
+  struct sqlite3_stmt *blob_stmt; /* finds a blob by sha256; NULL until a read */
   struct sqlite3_stmt *base_stmt; /* finds a blob by id (a delta's base) */
+  struct sqlite3_stmt *some_stmt; /* rowids and variants of one (kernel, backend) */
+  struct sqlite3_stmt *row_stmt;  /* one image row by rowid */
   struct ZSTD_DCtx_s *dctx;       /* reused by every read; NULL until one */
   struct sqlite3_stmt *size_stmt; /* a blob's packed size; NULL until asked */
   char *name;                     /* path, or "<memory, N bytes>" */
-  gk__row *rows;                  /* the index, read once at open */
+  gk__row *rows;                  /* the whole index, once read */
   size_t nrows;
+  int whole;     /* rows/nrows hold the whole index */
+  int broken;    /* reading the whole index failed: no quick ways after */
+  int check_images; /* reads also hash the raw image (GK_OPEN_CHECK_IMAGES) */
+  gk__row *some; /* rows read by selections before the whole index was */
+  size_t nsome, somecap;
   char *msg; /* failure of the latest call; NULL = "" */
 };
+
+/* Prepares ar->blob_stmt and ar->base_stmt when they are not yet. */
+int gk__blob_stmts(gk_archive *ar);
+
+/* Reads the whole index into ar->rows (once; later calls return at once).
+ * GK_OK, or GK_ECORRUPT/GK_ENOMEM/GK_EIO with the archive's message set. */
+int gk__index_whole(gk_archive *ar);
+
+/* Row i of the index: from a selection's rows when it is one of them, else
+ * from the whole index (read first). NULL with the archive's message set
+ * (GK_ERANGE past the end, or the whole index's failure) in *status. */
+gk__row *gk__index_row(gk_archive *ar, size_t i, int *status);
+
+/* The rows of (kernel, backend, variant) in index order, read through the
+ * primary key and checked against the table's own values: *first points
+ * into ar->some (valid until the next call), *n of them (0 when there are
+ * none). When anything disagrees (a damaged primary key, a bad row) it
+ * answers GK_OK with no rows and *suspect set: the caller then reads the
+ * whole index, which says what is wrong. Errors: GK_ENOMEM, GK_EIO. */
+int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
+                   const char *variant, gk__row **first, size_t *n, int *suspect);
 
 /* Sets the archive's message and returns `status`, so a failure reads
  * `return gk__fail(ar, GK_EIO, "cannot ... '%s'", ar->name)`. */

@@ -231,7 +231,12 @@ GK_API int gk_module_load_ex(gk_archive *ar, const gk_device *dev,
   size_t size = 0;
   if ((rc = gk_archive_read(ar, index, &bytes, &size)) != GK_OK) return rc;
 
-  const gk_image_info *row = &ar->rows[index].info;
+  const gk__row *r = gk__index_row(ar, index, &rc);
+  if (!r) {
+    free(bytes);
+    return rc;
+  }
+  const gk_image_info *row = &r->info;
   char what[256];
   gk__row_describe(row, what, sizeof what);
   gk_module *m = calloc(1, sizeof *m);

@@ -189,6 +189,31 @@ static int select_common(gk_archive *ar, const gk_device *dev,
                     (int)dev->backend);
   gk_device_format(dev, devtext, sizeof devtext);
 
+  /* The quick way, for a named variant (or "") on a device with a rule:
+   * read only the rows of (kernel, backend, variant). Anything else - no
+   * such rows, none that fits, a listing (explain), a damaged index - goes
+   * the whole index's way, which also words the messages. */
+  int (*valid)(const gk_device *, char *, size_t) = NULL;
+  const char *note = "";
+  char why[256];
+  if (!ar->whole && !ar->broken && index && !cand && find_rule(dev->backend, &valid) &&
+      (!valid || valid(dev, why, sizeof why))) {
+    gk__row *some;
+    size_t nsome;
+    int suspect, rc = gk__index_some(ar, kernel, bname, variant ? variant : "",
+                                     &some, &nsome, &suspect);
+    if (rc != GK_OK) return rc;
+    long best = nsome ? choose(some, 0, nsome, variant ? variant : "", dev, flags,
+                               NULL, 0, NULL)
+                      : -1;
+    if (best >= 0) {
+      *index = some[best].pos;
+      return GK_OK;
+    }
+  }
+  int status = gk__index_whole(ar);
+  if (status != GK_OK) return status;
+
   /* Rows are sorted by kernel first: this kernel's rows are one run. */
   const gk__row *rows = ar->rows;
   size_t from = 0, to;
@@ -198,7 +223,6 @@ static int select_common(gk_archive *ar, const gk_device *dev,
     to++;
   size_t var_off = offsetof(gk_image_info, variant);
   gk__sb sb = {0};
-  int status;
 
   if (from == to) {
     list_distinct(&sb, rows, 0, ar->nrows, offsetof(gk_image_info, kernel));
@@ -240,9 +264,6 @@ static int select_common(gk_archive *ar, const gk_device *dev,
     goto out;
   }
 
-  int (*valid)(const gk_device *, char *, size_t) = NULL;
-  const char *note = "";
-  char why[256];
   if (!find_rule(dev->backend, &valid))
     note = " (libgk does not select images for this backend yet)";
   else if (valid && !valid(dev, why, sizeof why)) {

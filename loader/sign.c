@@ -413,7 +413,11 @@ static int check_options(const gk_open_options *opts, const char *fn) {
  * open's (the handle is closed, the message goes to gk_last_error). */
 static int finish_ex(int rc, gk_archive *ar, const gk_open_options *opts,
                      gk_archive **out) {
-  if (rc != GK_OK || !opts || opts->ntrusted_keys == 0) return rc;
+  if (rc != GK_OK || !opts) return rc;
+  /* A signature vouches for the images' own SHA-256, not for the stored
+   * bytes: reading under one checks what it signed. */
+  ar->check_images = (opts->flags & GK_OPEN_CHECK_IMAGES) || opts->ntrusted_keys;
+  if (opts->ntrusted_keys == 0) return rc;
   rc = require_signature(ar, opts);
   if (rc == GK_OK) return GK_OK;
   gk__set_last_error(rc, "%s", ar->msg ? ar->msg : gk_strerror(rc));

@@ -173,25 +173,45 @@ static int unframe(ZSTD_DCtx *dctx, void *dst, size_t raw, const void *z, size_t
   return ZSTD_isError(got) || got != raw ? -1 : 0;
 }
 
-/* The raw bytes of a delta's base blob (id), malloc'ed; NULL when it is
- * missing, not a plain frame, or does not decompress. */
-static void *read_base(sqlite3_stmt *bs, ZSTD_DCtx *dctx, sqlite3_int64 id, size_t *n) {
-  void *out = NULL;
+/* The prefix a delta whose base is blob `id` was coded against: the raw
+ * bytes of that blob's chain, root first, end to end (docs/archive.md),
+ * malloc'ed, its size in *n. NULL when a blob of the chain is missing, is
+ * damaged, or the chain is longer than `depth` (which a loop also is). */
+static unsigned char *read_chain(sqlite3_stmt *bs, ZSTD_DCtx *dctx, sqlite3_int64 id,
+                                 int depth, size_t *n) {
+  unsigned char *out = NULL, *pre = NULL;
+  void *frame = NULL;
+  size_t pn = 0, zn = 0;
+  sqlite3_int64 raw = -1, base = 0;
+  int delta = 0;
+  if (depth <= 0) return NULL;
   sqlite3_reset(bs);
   sqlite3_bind_int64(bs, 1, id);
   if (sqlite3_step(bs) == SQLITE_ROW) {
     const char *codec = (const char *)sqlite3_column_text(bs, 0);
-    sqlite3_int64 raw = sqlite3_column_int64(bs, 2);
-    if (codec && strcmp(codec, "zstd") == 0 && sqlite3_column_type(bs, 3) == SQLITE_NULL &&
-        raw >= 0 && (out = malloc(raw ? (size_t)raw : 1)) &&
-        unframe(dctx, out, (size_t)raw, sqlite3_column_blob(bs, 1),
-                (size_t)sqlite3_column_bytes(bs, 1), NULL, 0)) {
+    delta = codec && strcmp(codec, "zstd-delta") == 0;
+    zn = (size_t)sqlite3_column_bytes(bs, 1);
+    raw = sqlite3_column_int64(bs, 2);
+    base = sqlite3_column_int64(bs, 3);
+    /* The statement is reused up the chain: keep the frame. */
+    if (codec && (delta || strcmp(codec, "zstd") == 0) &&
+        delta == (sqlite3_column_type(bs, 3) != SQLITE_NULL) && (frame = malloc(zn ? zn : 1)))
+      memcpy(frame, sqlite3_column_blob(bs, 1), zn);
+  }
+  sqlite3_reset(bs);
+  if (!frame || raw < 0 || (delta && !(pre = read_chain(bs, dctx, base, depth - 1, &pn))))
+    goto chain_out;
+  if ((out = malloc(pn + (size_t)raw + 1))) {
+    if (pn) memcpy(out, pre, pn);
+    if (unframe(dctx, out + pn, (size_t)raw, frame, zn, out, pn)) {
       free(out);
       out = NULL;
     }
-    *n = (size_t)raw;
   }
-  sqlite3_reset(bs);
+  *n = pn + (size_t)raw;
+chain_out:
+  free(frame);
+  free(pre);
   return out;
 }
 
@@ -251,7 +271,8 @@ static int read_rows(sqlite3 *db, const char *path, size_t from, rows *r, char *
     im->data = data;
     im->size = (size_t)raw;
     size_t bn = 0;
-    if (delta) base = read_base(bs, dctx, sqlite3_column_int64(s, 13), &bn);
+    if (delta)
+      base = read_chain(bs, dctx, sqlite3_column_int64(s, 13), GK_ARCHIVE_DELTA_DEPTH, &bn);
     unsigned char check[32];
     int bad = (delta && !base) ||
               unframe(dctx, data, (size_t)raw, sqlite3_column_blob(s, 11),

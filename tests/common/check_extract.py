@@ -1,8 +1,9 @@
 """check_extract.py BACKEND MIN OUT EXTRACTED ARCHIVE - every BACKEND image
 gk build wrote into OUT (at least MIN of them) came back from the archive
 through libgk (`gk extract` into EXTRACTED) with exactly the same bytes; the
-archive holds both kinds of blob, and every delta's base is a plain frame
-(depth 1, docs/archive.md). Shared by the cuda and rocm CLI tests."""
+archive holds both kinds of blob, and every delta's chain of bases ends in a
+plain frame within GK_ARCHIVE_DELTA_DEPTH (2, docs/archive.md). Shared by the
+cuda and rocm CLI tests."""
 import json, os, sqlite3, sys
 
 backend, least, out, x, ar = sys.argv[1], int(sys.argv[2]), *sys.argv[3:6]
@@ -20,6 +21,14 @@ assert n >= least, n
 db = sqlite3.connect(ar)
 codecs = dict(db.execute("SELECT codec, count(*) FROM blob GROUP BY codec").fetchall())
 assert codecs.get("zstd-delta", 0) > 0 and codecs.get("zstd", 0) > 0, codecs
-bad = db.execute("SELECT count(*) FROM blob d LEFT JOIN blob b ON b.id = d.base WHERE "
-                 "d.codec = 'zstd-delta' AND (b.id IS NULL OR b.codec != 'zstd' OR b.base IS NOT NULL)")
-assert bad.fetchone()[0] == 0
+blobs = {i: (c, b) for i, c, b in db.execute("SELECT id, codec, base FROM blob")}
+depths = []
+for i, (c, b) in blobs.items():
+    d = 0
+    while c == "zstd-delta":
+        d += 1
+        assert d <= 2 and b in blobs, (i, d, b)
+        c, b = blobs[b]
+    assert c == "zstd" and b is None, (i, c, b)
+    depths.append(d)
+assert max(depths) <= 2, depths

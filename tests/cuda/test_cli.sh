@@ -106,12 +106,7 @@ diff -r "$T/o1" "$T/o2" >/dev/null || fail "two nvcc runs gave different images 
 # Rows that lie: each relabel must fail verify with its reason.
 relabel() { # SQL EXPECTED-TEXT DESCRIPTION
   cp "$T/t.gkfat" "$T/bad.gkfat"
-  python3 - "$T/bad.gkfat" "$1" <<'PY' || fail "cannot tamper with the archive"
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-db.executescript(sys.argv[2])
-db.commit()
-PY
+  python3 "$SRCROOT/tests/common/tamper.py" "$T/bad.gkfat" "$1" || fail "cannot tamper with the archive"
   run "$GK" verify "$T/bad.gkfat"
   expect_status 1 "$3"
   expect_out "$2" "$3"

@@ -111,7 +111,8 @@ static const char schema[] =
     "  raw_size INTEGER NOT NULL CHECK (raw_size >= 0),\n"
     "  codec    TEXT NOT NULL,\n"
     "  base     INTEGER REFERENCES blob(id),\n"
-    "  data     BLOB NOT NULL\n"
+    "  data     BLOB NOT NULL,\n"
+    "  data_sha256 BLOB NOT NULL CHECK (length(data_sha256) = 32)\n"
     ");\n"
     "CREATE TABLE image (\n"
     "  kernel    TEXT NOT NULL,\n"
@@ -163,8 +164,8 @@ void fx_write(const char *path, const fx_image *images, size_t n) {
   sql_ok(db,
          sqlite3_prepare_v2(
              db,
-             "INSERT OR IGNORE INTO blob (sha256, raw_size, codec, data) "
-             "VALUES (?1, ?2, 'zstd', ?3)",
+             "INSERT OR IGNORE INTO blob (sha256, raw_size, codec, data, data_sha256) "
+             "VALUES (?1, ?2, 'zstd', ?3, ?4)",
              -1, &blob, NULL),
          "prepare blob");
   sql_ok(
@@ -183,6 +184,9 @@ void fx_write(const char *path, const fx_image *images, size_t n) {
     sqlite3_bind_blob(blob, 1, sha, 32, SQLITE_TRANSIENT);
     sqlite3_bind_int64(blob, 2, (sqlite3_int64)im->size);
     sqlite3_bind_blob(blob, 3, z, (int)zn, SQLITE_TRANSIENT);
+    unsigned char zsha[32];
+    crypto_hash_sha256(zsha, z, zn);
+    sqlite3_bind_blob(blob, 4, zsha, 32, SQLITE_TRANSIENT);
     sql_ok(db, sqlite3_step(blob), "insert blob");
     sqlite3_reset(blob);
     free(z);
@@ -212,10 +216,27 @@ void fx_write(const char *path, const fx_image *images, size_t n) {
   free(sorted);
 }
 
+/* gk_sha256(X, ...): SHA-256 of its arguments' bytes end to end, NULLs
+ * skipped, for SQL that rewrites a blob's data and its data_sha256
+ * together (gk_sha256(base's sha256, data) for a delta: docs/archive.md). */
+static void sql_sha256(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  unsigned char h[32];
+  crypto_hash_sha256_state st;
+  crypto_hash_sha256_init(&st);
+  for (int i = 0; i < argc; i++)
+    if (sqlite3_value_type(argv[i]) != SQLITE_NULL)
+      crypto_hash_sha256_update(&st, sqlite3_value_blob(argv[i]),
+                                (unsigned long long)sqlite3_value_bytes(argv[i]));
+  crypto_hash_sha256_final(&st, h);
+  sqlite3_result_blob(ctx, h, 32, SQLITE_TRANSIENT);
+}
+
 void fx_exec(const char *path, const char *sql, const void *blob, size_t n) {
   sqlite3 *db;
   if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
     fail_msg("fixture: open %s", path);
+  sqlite3_create_function(db, "gk_sha256", -1, SQLITE_UTF8, NULL, sql_sha256, NULL,
+                          NULL);
   if (!blob) {
     exec(db, sql);
   } else {

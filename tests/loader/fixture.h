@@ -25,7 +25,8 @@ typedef struct fx_image {
 void fx_write(const char *path, const fx_image *images, size_t n);
 
 /* Runs SQL on an existing file (to damage an archive), with ?1 bound to
- * blob when blob is not NULL. */
+ * blob when blob is not NULL. The SQL may call gk_sha256(X) (SHA-256 of a
+ * blob) to keep a blob's data_sha256 in step with new data. */
 void fx_exec(const char *path, const char *sql, const void *blob, size_t n);
 
 /* A path inside this test process's temporary folder (removed at exit).

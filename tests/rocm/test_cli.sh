@@ -49,13 +49,10 @@ assert all(i["format"] == "hsaco" and i["toolchain"].startswith("hipcc ") for i 
 
 # --- verify catches rows that lie about their target.
 cp "$ARCHIVE" "$T/bad.gkfat"
-python3 - "$T/bad.gkfat" <<'PY' || fail "cannot tamper with the archive"
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-db.execute("UPDATE image SET target = 'gfx908' WHERE kernel = 'rmsnorm' AND target = 'gfx906'")
-db.execute("UPDATE image SET target = 'gfx90a:xnack+' WHERE kernel = 'qmatmul' AND target = 'gfx90a:xnack-' AND variant = 'bits=4'")
-db.commit()
-PY
+python3 "$(dirname "$0")/../common/tamper.py" "$T/bad.gkfat" "
+UPDATE image SET target = 'gfx908' WHERE kernel = 'rmsnorm' AND target = 'gfx906';
+UPDATE image SET target = 'gfx90a:xnack+' WHERE kernel = 'qmatmul' AND target = 'gfx90a:xnack-' AND variant = 'bits=4'" ||
+  fail "cannot tamper with the archive"
 run "$GK" verify "$T/bad.gkfat"
 expect_status 1 "verify a tampered archive"
 expect_out "FAIL rocm rmsnorm gfx908" "verify names the row"

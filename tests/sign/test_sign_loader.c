@@ -123,7 +123,7 @@ static void test_tampered_index(void **state) {
 
 static void test_open_require(void **state) {
   (void)state;
-  gk_open_options o = {key_k, 1};
+  gk_open_options o = {key_k, 1, 0};
   gk_archive *ar = (gk_archive *)&o; /* must be reset to NULL on failure */
 
   assert_int_equal(gk_archive_open_ex(unsigned_path, &o, &ar), GK_ESIGNATURE);
@@ -154,7 +154,7 @@ static void test_open_require(void **state) {
   gk_archive_close(ar);
 
   /* Another key only: refused, naming the signer it does have. */
-  gk_open_options other = {key_other, 1};
+  gk_open_options other = {key_other, 1, 0};
   assert_int_equal(gk_archive_open_ex(path_of("signed.gkfat"), &other, &ar),
                    GK_ESIGNATURE);
   expect_msg(gk_last_error(), "is not signed by key");
@@ -162,18 +162,18 @@ static void test_open_require(void **state) {
   uint8_t two[64];
   memcpy(two, key_other, 32);
   memcpy(two + 32, key_k, 32);
-  gk_open_options both = {two, 2};
+  gk_open_options both = {two, 2, 0};
   assert_int_equal(gk_archive_open_ex(path_of("signed.gkfat"), &both, &ar),
                    GK_OK);
   gk_archive_close(ar);
 
   /* No keys: the plain open, signed or not. */
-  gk_open_options none = {NULL, 0};
+  gk_open_options none = {NULL, 0, 0};
   assert_int_equal(gk_archive_open_ex(unsigned_path, &none, &ar), GK_OK);
   gk_archive_close(ar);
   assert_int_equal(gk_archive_open_ex(unsigned_path, NULL, &ar), GK_OK);
   gk_archive_close(ar);
-  gk_open_options broken = {NULL, 1};
+  gk_open_options broken = {NULL, 1, 0};
   assert_int_equal(gk_archive_open_ex(unsigned_path, &broken, &ar), GK_EINVAL);
   assert_null(ar);
   expect_msg(gk_last_error(), "trusted_keys is NULL");
@@ -195,7 +195,7 @@ static unsigned char *slurp(const char *path, size_t *size) {
 
 static void test_open_memory_require(void **state) {
   (void)state;
-  gk_open_options o = {key_k, 1};
+  gk_open_options o = {key_k, 1, 0};
   gk_archive *ar = NULL;
   size_t n;
   unsigned char *good = slurp(path_of("signed.gkfat"), &n);
@@ -216,7 +216,7 @@ static void test_open_memory_require(void **state) {
  * bytes leave the signature valid, and the load refuses them. */
 static void test_tampered_image(void **state) {
   (void)state;
-  gk_open_options o = {key_k, 1};
+  gk_open_options o = {key_k, 1, 0};
   gk_archive *ar = NULL;
   assert_int_equal(gk_archive_open_ex(path_of("blob.gkfat"), &o, &ar), GK_OK);
   gk_module *m = (gk_module *)&o;

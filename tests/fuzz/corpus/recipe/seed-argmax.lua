@@ -9,8 +9,6 @@ kernel "argmax" {
   cuda {
     source  = "../kernelsrc/cuda/argmax.cu",
     entry   = { "argmax" },
-    targets = { "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
-                "sm_100", "sm_120", "compute_75" },
     launch  = {
       block  = { 256, 1, 1 },
       grid   = { "rows", 1, 1 },
@@ -19,25 +17,17 @@ kernel "argmax" {
     },
   },
   -- ROCm: one code object per gfx target ID, from the CUDA kernel itself
-  -- (kernelsrc/hip/argmax.hip includes it), so it launches the same way.
+  -- (kernelsrc/hip/argmax.hip includes it), so it launches the same way: it
+  -- takes the cuda section's launch, and its targets are hipcc.lua's defaults.
   -- hipcc 5.2 (Debian) builds gfx906 ... gfx1030; the newer targets are
   -- skipped with the reason until a newer ROCm builds them.
   rocm {
     source  = "../kernelsrc/hip/argmax.hip",
     entry   = { "argmax" },
-    targets = { "gfx906", "gfx908", "gfx90a", "gfx940", "gfx942", "gfx1010", "gfx1030",
-                "gfx1100", "gfx1101", "gfx1102", "gfx1201", "gfx10-3-generic", "gfx11-generic" },
-    launch  = {
-      block  = { 256, 1, 1 },
-      grid   = { "rows", 1, 1 },
-      shared = 0,
-      params = { "x:ptr", "out:ptr", "rows:i64", "n:i64" },
-    },
   },
   vulkan {
     source  = "../kernelsrc/vulkan/argmax.comp",
     entry   = { "argmax" },
-    targets = { "vulkan1.1" },
     launch  = {
       local_size = { 64, 1, 1 },
       groups = { "rows", 1, 1 },
@@ -54,7 +44,6 @@ kernel "argmax" {
   wgsl {
     source  = "../kernelsrc/wgsl/argmax.wgsl",
     entry   = { "argmax" },
-    targets = { "webgpu" },
     launch  = {
       workgroup_size = { 64, 1, 1 },
       groups = { "rows", 1, 1 },
@@ -72,7 +61,6 @@ kernel "argmax" {
   metal {
     source  = "../kernelsrc/metal/argmax.metal",
     entry   = { "argmax" },
-    targets = { "macos-metal3.0" },
     launch  = {
       threads_per_threadgroup = { 64, 1, 1 },
       groups = { "rows", 1, 1 },

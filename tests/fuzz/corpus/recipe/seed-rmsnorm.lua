@@ -9,8 +9,6 @@ kernel "rmsnorm" {
   cuda {
     source  = "../kernelsrc/cuda/rmsnorm.cu",
     entry   = { "rmsnorm" },
-    targets = { "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
-                "sm_100", "sm_120", "compute_75" },
     launch  = {
       block  = { 256, 1, 1 },
       grid   = { "rows", 1, 1 },
@@ -19,25 +17,17 @@ kernel "rmsnorm" {
     },
   },
   -- ROCm: one code object per gfx target ID, from the CUDA kernel itself
-  -- (kernelsrc/hip/rmsnorm.hip includes it), so it launches the same way.
+  -- (kernelsrc/hip/rmsnorm.hip includes it), so it launches the same way: it
+  -- takes the cuda section's launch, and its targets are hipcc.lua's defaults.
   -- hipcc 5.2 (Debian) builds gfx906 ... gfx1030; the newer targets are
   -- skipped with the reason until a newer ROCm builds them.
   rocm {
     source  = "../kernelsrc/hip/rmsnorm.hip",
     entry   = { "rmsnorm" },
-    targets = { "gfx906", "gfx908", "gfx90a", "gfx940", "gfx942", "gfx1010", "gfx1030",
-                "gfx1100", "gfx1101", "gfx1102", "gfx1201", "gfx10-3-generic", "gfx11-generic" },
-    launch  = {
-      block  = { 256, 1, 1 },
-      grid   = { "rows", 1, 1 },
-      shared = 0,
-      params = { "x:ptr", "w:ptr", "y:ptr", "rows:i64", "dim:i64", "eps:f32" },
-    },
   },
   vulkan {
     source  = "../kernelsrc/vulkan/rmsnorm.comp",
     entry   = { "rmsnorm" },
-    targets = { "vulkan1.1" },
     launch  = {
       local_size = { 64, 1, 1 },
       groups = { "rows", 1, 1 },
@@ -56,7 +46,6 @@ kernel "rmsnorm" {
   wgsl {
     source  = "../kernelsrc/wgsl/rmsnorm.wgsl",
     entry   = { "rmsnorm" },
-    targets = { "webgpu" },
     launch  = {
       workgroup_size = { 64, 1, 1 },
       groups = { "rows", 1, 1 },
@@ -76,7 +65,6 @@ kernel "rmsnorm" {
   metal {
     source  = "../kernelsrc/metal/rmsnorm.metal",
     entry   = { "rmsnorm" },
-    targets = { "macos-metal3.0" },
     launch  = {
       threads_per_threadgroup = { 64, 1, 1 },
       groups = { "rows", 1, 1 },
