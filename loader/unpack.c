@@ -217,6 +217,17 @@ static int read_image(gk_archive *ar, const gk_image_info *row, const char *what
   sqlite3_bind_blob(st, 1, row->sha256, 32, SQLITE_STATIC);
   if ((status = blob_fetch(ar, st, what, "blob", (sqlite3_int64)row->raw_size, &b)))
     goto read_out;
+  /* The lookup goes through the unique index on sha256; the row it lands
+   * on must say it is that blob. A damaged index entry pointing at another
+   * blob would otherwise hand out that blob's bytes, whose stored hash is
+   * their own and fine. */
+  if (memcmp(b.sha, row->sha256, 32) != 0) {
+    status = gk__fail(ar, GK_ECORRUPT,
+                      "archive '%s' is corrupt: the blob index sends image %s to blob "
+                      "%lld, which is another image's",
+                      ar->name, what, (long long)b.id);
+    goto read_out;
+  }
   for (int more = b.delta; more;) {
     sqlite3_int64 next = k ? chain[k - 1].base : b.base;
     int loops = next == b.id;

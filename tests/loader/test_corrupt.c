@@ -72,7 +72,7 @@ static char scratch[64];
 static char current[160]; /* the case under test, for a crash report */
 
 static struct {
-  long cases, opened, refused_open, index_refused, reads_ok, reads_refused, renamed;
+  long cases, opened, refused_open, index_refused, reads_ok, reads_refused, renamed, missed;
   long loads_ok, loads_refused, by_status[32];
 } count;
 static int failures;
@@ -167,9 +167,21 @@ static void exercise(gk_archive *ar, int all, long rotate) {
     }
     count.loads_ok++;
     const gk_image_info *mi = gk_module_info(m);
-    if (pk->status != GK_OK || memcmp(mi->sha256, pk->sha, 32) != 0)
-      fail("kernel '%s' loaded an image the undamaged archive would not", pk->kernel);
-    else if (!gk_module_symbol(m, pk->kernel))
+    char key[512];
+    key_of(mi, key, sizeof key);
+    const ref *named = ref_by_key(key);
+    if (pk->status != GK_OK || memcmp(mi->sha256, pk->sha, 32) != 0) {
+      /* Another image than the undamaged choice is fine only when it is an
+       * image of this kernel and variant that fits, under its own name
+       * with its own bytes: a damaged primary key can hide the best one
+       * from a selection that reads only its rows (docs/archive.md). */
+      if (pk->status == GK_OK && named && memcmp(named->sha, mi->sha256, 32) == 0 &&
+          strcmp(mi->kernel, pk->kernel) == 0 && strcmp(mi->variant, pk->variant) == 0 &&
+          strcmp(mi->backend, "cpu") == 0)
+        count.missed++;
+      else
+        fail("kernel '%s' loaded an image the undamaged archive would not", pk->kernel);
+    } else if (!gk_module_symbol(m, pk->kernel))
       fail("kernel '%s' loaded without its entry point", pk->kernel);
     gk_module_unload(m);
   }
@@ -396,7 +408,9 @@ int main(int argc, char **argv) {
          "archive's image, %ld refused\n",
          count.reads_ok, count.reads_refused, count.loads_ok, count.loads_refused);
   printf("  rows renamed by the damage yet verified (only a signature catches "
-         "these): %ld\n  statuses:", count.renamed);
+         "these): %ld\n  loads of a less fitting image, its own bytes, the best one hidden "
+         "by a damaged primary key (selections from the whole index - after gk_archive_count, "
+         "or under a signature - do not use it): %ld\n  statuses:", count.renamed, count.missed);
   for (int s = 1; s < 32; s++)
     if (count.by_status[s]) printf(" %s %ld,", gk_strerror(-s), count.by_status[s]);
   printf("\n");
