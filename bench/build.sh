@@ -5,10 +5,12 @@
 # No-op: builds every recipe for every backend whose toolchain is here
 # (what ci/main.sh builds) into WORK_DIR/build-matrix with the tests' cache
 # (GK_TEST_CACHE of BUILD_DIR, so a tree whose tests ran compiles nothing;
-# GK_BENCH_BUILD_CACHE overrides), then times no-op rebuilds, alternating
-# with the baseline measured in the same run: the same build without the
-# build index (GK_BUILD_INDEX=0: every key's record read, every image
-# hashed). Goal: median under 50 ms.
+# GK_BENCH_BUILD_CACHE overrides), then times no-op rebuilds (the fast path:
+# the last build's record checked by stat), alternating with the same build
+# without the fast path (GK_BUILD_FAST=0: Lua keys every job through the
+# build index) and with the baseline: without the index either
+# (GK_BUILD_INDEX=0: every key's record read, every image hashed).
+# Goal: median under 50 ms.
 # Cold: a fresh cache, backends cpu and vulkan (GK_BENCH_BUILD_COLD=full:
 # the whole matrix, ~10 min of CPU; none: skip; or a list like cpu,rocm),
 # at the default -j (every core) and at -j 1; reports CPU time over wall
@@ -62,20 +64,28 @@ base = [gk, "build", "--recipes", recipes, "--out", matrix_out, "--cache", cache
 # Warm-up: whatever the cache lacks is compiled now (reported, not timed).
 wall, cpu, out, _ = timed(base)
 warm = json.loads(out)
-# Stamps are trusted once files have been unchanged for 2 s: let the images
+# Stamps are trusted once files have been unchanged for 2 s (whole seconds
+# for gk.stat's "settled": 3 s are surely past 2): let the images
 # just written settle, then one build records them in the index.
-time.sleep(2.5)
+time.sleep(3.1)
 for _ in range(2):
     timed(base)
 
-fast, slow = [], []
+fast, mid, slow = [], [], []
 for _ in range(runs):
     w, c, out, _ = timed(base)
     assert json.loads(out)["compiled"] == 0
     fast.append((w, c))
+    w, c, out, _ = timed(base, {"GK_BUILD_FAST": "0"})
+    assert json.loads(out)["compiled"] == 0
+    mid.append((w, c))
     w, c, out, _ = timed(base, {"GK_BUILD_INDEX": "0"})
     assert json.loads(out)["compiled"] == 0
     slow.append((w, c))
+# Whether the timed builds were answered by the fast path (it says so on
+# GK_BUILD_TRACE): a bench of the wrong path would mislead.
+_, _, _, err = timed(base, {"GK_BUILD_TRACE": "1"})
+fast_hit = "trace: fast path hit" in err
 floor = [timed([gk, "build", "--help"])[:2] for _ in range(runs)]
 
 
@@ -86,7 +96,8 @@ def med(xs, i):
 noop = dict(images=warm["images"], compiled_in_warmup=warm["compiled"],
             backends={b["backend"]: b["images"] for b in warm["backends"]},
             runs=runs, median_ms=med(fast, 0), median_cpu_ms=med(fast, 1),
-            min_ms=min(x[0] for x in fast) * 1e3,
+            min_ms=min(x[0] for x in fast) * 1e3, fast_path_hit=fast_hit,
+            index_median_ms=med(mid, 0), index_median_cpu_ms=med(mid, 1),
             baseline_median_ms=med(slow, 0), baseline_median_cpu_ms=med(slow, 1),
             gk_start_median_ms=med(floor, 0))
 noop["ratio"] = noop["median_ms"] / noop["baseline_median_ms"]
@@ -131,14 +142,18 @@ print("## Build speed (issue 9, item 3)")
 print()
 print(f"No-op rebuild of the whole matrix: {n['images']} images "
       f"({', '.join(f'{k} {v}' for k, v in sorted(n['backends'].items()))}), "
-      f"`gk build` with nothing to compile ({n['compiled_in_warmup']} compiled in the warm-up). "
-      f"Medians of {n['runs']} runs, alternating with the baseline: the same build without "
-      f"the build index (`GK_BUILD_INDEX=0`: every key's record read, every image hashed). "
-      f"Load average {n['loadavg']:.1f} on {ncpu} cores.")
+      f"`gk build` with nothing to compile ({n['compiled_in_warmup']} compiled in the warm-up), "
+      f"answered by the fast path (the last build's record checked by stat; "
+      f"{'it answered' if n['fast_path_hit'] else 'it did NOT answer'} a traced run). "
+      f"Medians of {n['runs']} runs, alternating with the same build without the fast path "
+      f"(`GK_BUILD_FAST=0`: every job keyed through the build index) and with the baseline "
+      f"without the index either (`GK_BUILD_INDEX=0`: every key's record read, every image "
+      f"hashed). CPU includes git status. Load average {n['loadavg']:.1f} on {ncpu} cores.")
 print()
 print("| build | median wall | median CPU |")
 print("|---|---|---|")
-print(f"| no-op, build index | {n['median_ms']:.1f} ms (best {n['min_ms']:.1f}) | {n['median_cpu_ms']:.1f} ms |")
+print(f"| no-op, fast path | {n['median_ms']:.1f} ms (best {n['min_ms']:.1f}) | {n['median_cpu_ms']:.1f} ms |")
+print(f"| no-op, build index (`GK_BUILD_FAST=0`) | {n['index_median_ms']:.1f} ms | {n['index_median_cpu_ms']:.1f} ms |")
 print(f"| no-op, baseline (records) | {n['baseline_median_ms']:.1f} ms | {n['baseline_median_cpu_ms']:.1f} ms |")
 print(f"| `gk build --help` (process start) | {n['gk_start_median_ms']:.1f} ms | |")
 print()

@@ -838,3 +838,21 @@ int gkc__object_ok(gkc_cache *c, const char *sha, int64_t size, gkc_result *out)
   out->size = (uint64_t)st.st_size;
   return 1;
 }
+
+/* ---- for gk build's fast path (gkcache.h) --------------------------------- */
+
+int gkc_files_each(gkc_cache *c, gkc_file_fn fn, void *ctx) {
+  for (size_t i = 0; i < c->memo_cap; i++) {
+    const memo *m = &c->memo[i];
+    if (!m->path) continue;
+    int64_t st[4] = {m->st.size, m->st.ino, m->st.mtime_ns, m->st.ctime_ns};
+    int rc = fn(ctx, m->path, m->hex, st, m->settled);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+int gkc_object_used(gkc_cache *c, const char *sha256, uint64_t size) {
+  gkc_result r;
+  return gkc__object_ok(c, sha256, (int64_t)size, &r);
+}

@@ -314,4 +314,25 @@ int gkc_file_matches(gkc_cache *c, const char *path, const char *sha256);
  * the index) so that the next build need not read it. Returns 0 or -1. */
 int gkc_file_note(gkc_cache *c, const char *path, const char *sha256);
 
+/*
+ * For gk build's fast path (recipes/engine/fast.c), which keeps what a no-op
+ * build looked at so that the next one can be checked by stat alone.
+ *
+ * gkc_files_each calls fn once for every file this handle hashed or checked
+ * (gkc_hash_file, the dependency checks of gkc_lookup, gkc_file_matches,
+ * gkc_file_note) with its SHA-256, the stamp it had then (size, inode,
+ * mtime_ns, ctime_ns) and whether that stamp had settled (the file unchanged
+ * for 2 s when the stamp was taken: only such a stamp may be trusted later).
+ * Order unspecified. fn returns non-zero to stop; gkc_files_each returns
+ * that value, or 0.
+ *
+ * gkc_object_used: is object sha256 in the store with `size` bytes? Records
+ * the use for gkc_gc's least-recently-used order, as a lookup's hit does.
+ * Returns 1 yes, 0 no.
+ */
+typedef int (*gkc_file_fn)(void *ctx, const char *path, const char *sha256,
+                           const int64_t stamp[4], int settled);
+int gkc_files_each(gkc_cache *c, gkc_file_fn fn, void *ctx);
+int gkc_object_used(gkc_cache *c, const char *sha256, uint64_t size);
+
 #endif

@@ -468,9 +468,6 @@ local function refetch(j, tmp, cache, again)
   return cache:fetch(j.sha, j.size, tmp, true)
 end
 
--- Writes the images that changed (staged beside their final name, then all
--- renamed), the manifest, and removes what the old manifest had and the new
--- one has not. Returns the number of image files written.
 -- A value as text for a digest: tables with their keys sorted.
 local function flat(v)
   if type(v) ~= "table" then return type(v):sub(1, 1) .. tostring(v) end
@@ -498,6 +495,10 @@ local function manifest_digest(jobs, skipped, tskipped)
   return gk.sha256(table.concat(parts, "\n"))
 end
 
+-- Writes the images that changed (staged beside their final name, then all
+-- renamed), the manifest, and removes what the old manifest had and the new
+-- one has not. Returns the number of image files written and whether the
+-- manifest was.
 local function write_out(out, jobs, skipped, tskipped, cache, again)
   local mpath = join(out, "manifest.json")
   local staged, made = {}, {}
@@ -554,7 +555,7 @@ local function write_out(out, jobs, skipped, tskipped, cache, again)
   local known_sha = known and known:match("^" .. digest .. " (%x+)$")
   if known_sha and cache:file_matches(mpath, known_sha) then
     cache:index_set("manifest", known)
-    return #staged
+    return #staged, false
   end
 
   local old_text = gk.read(mpath)
@@ -584,22 +585,23 @@ local function write_out(out, jobs, skipped, tskipped, cache, again)
       end
     end
   end
-  return #staged
+  return #staged, text ~= old_text
 end
 
 ---------------------------------------------------------------------------
 
--- GK_BUILD_TRACE=1 prints how long each phase took, for tuning.
+-- GK_BUILD_TRACE=1 (opts.trace) prints how long each phase took, for tuning.
 local trace_t0, trace_c0
 local function trace(what)
   if not trace_t0 then return end
   gk.eprint(("gk build: trace: %-24s %7.2f ms (cpu %7.2f ms)\n"):format(what,
-    (gk.clock() - trace_t0) * 1e3, (gk.clock("cpu") - trace_c0) * 1e3))
+    (gk.clock() - trace_t0) * 1e3, (gk.clock("cpu") - trace_c0) * 1e3), "trace")
 end
 
 function M.main(opts)
   local t0 = gk.clock()
-  if (gk.getenv("GK_BUILD_TRACE") or "") ~= "" then trace_t0, trace_c0 = t0, gk.clock("cpu") end
+  trace_t0 = nil
+  if opts.trace then trace_t0, trace_c0 = t0, gk.clock("cpu") end
   local reg = toolchains.load(opts.recipes)
   -- A usage error: said before anything (the cache, probes) is written.
   if opts.shard then release.parse_shard(opts.shard) end
@@ -673,7 +675,8 @@ function M.main(opts)
   -- build then reads one file instead of every key's record, and stats the
   -- images instead of hashing them. GK_BUILD_INDEX=0 goes without it (the
   -- baseline of bench/build.sh); it decides nothing the records would not.
-  if gk.getenv("GK_BUILD_INDEX") ~= "0" then
+  local indexed = gk.getenv("GK_BUILD_INDEX") ~= "0"
+  if indexed then
     cache:index_open("gk build " .. (gk.realpath(opts.out) or join(assert(gk.cwd()), opts.out)))
   end
   trace("cache and index opened")
@@ -751,7 +754,7 @@ function M.main(opts)
   end
 
   trace("compiles")
-  local written = write_out(opts.out, jobs, skipped, tskipped, cache, todo)
+  local written, manifest_written = write_out(opts.out, jobs, skipped, tskipped, cache, todo)
   trace("output folder")
   local iok, ierr = cache:index_save()
   if not iok then gk.eprint(("gk build: warning: %s (the next build will be slower, not wrong)\n"):format(ierr)) end
@@ -790,7 +793,18 @@ function M.main(opts)
     shard = shard_n and ("%d/%d"):format(shard_i, shard_n) or nil,
   }, { "ok", "images", "compiled", "cached", "written", "out", "manifest", "backends",
        "skipped", "seconds", "remote_hits", "shard" })
-  return 0, assert(gk.json_encode(summary, 0, true))
+  local text = assert(gk.json_encode(summary, 0, true))
+  -- A build that changed nothing keeps what it looked at, so that the next
+  -- one, if nothing it looked at has changed, is answered by stat alone
+  -- (engine/fast.c) and prints what this one printed.
+  if indexed and #todo == 0 and written == 0 and not manifest_written and remote_hits == 0
+      and not ctr then
+    local objects = {}
+    for i, j in ipairs(jobs) do objects[i] = { j.sha, j.size } end
+    local ok, why = gk.fast_save(cache, objects, text)
+    trace(ok and "fast path record kept" or "fast path record not kept: " .. why)
+  end
+  return 0, text
 end
 
 return M

@@ -128,6 +128,11 @@ static void push_options(lua_State *L, const gkr_options *o, const char *cache) 
   }
   lua_setfield(L, -2, "targets");
   push_pipeline_options(L, o);
+  /* Read here, not by the Lua side through gk.getenv: the fast path keeps
+   * the variables a build read, and timings must not make it miss. */
+  const char *trace = getenv("GK_BUILD_TRACE");
+  lua_pushboolean(L, trace && *trace);
+  lua_setfield(L, -2, "trace");
 }
 
 static char *error_summary(const char *msg) {
@@ -154,6 +159,7 @@ static char *error_summary(const char *msg) {
 static int run_build(lua_State *L) {
   luaL_checkstack(L, 8, NULL);
   open_libs(L);
+  gkr__trace_set(L, lua_touserdata(L, lua_upvalueindex(2)));
   gkr__open_gk(L, lua_touserdata(L, lua_upvalueindex(1)));
   lua_pushcfunction(L, l_embedded);
   lua_setfield(L, -2, "embedded");
@@ -186,14 +192,24 @@ int gkr_build(const gkr_options *opts, char **summary) {
     return GKR_FAILED;
   }
 
+  /* A no-op build whose last run's record still holds is done here, before
+   * any Lua runs (fast.c). */
+  gkr__trace *trace = gkr__trace_new(opts, cache);
+  if (gkr__fast_try(trace, log, summary)) {
+    gkr__trace_free(trace);
+    return GKR_OK;
+  }
+
   lua_State *L = luaL_newstate();
   if (!L) {
     fprintf(log, "gk build: out of memory\n");
+    gkr__trace_free(trace);
     return GKR_FAILED;
   }
   lua_pushcfunction(L, msgh);
   lua_pushlightuserdata(L, log);
-  lua_pushcclosure(L, run_build, 1);
+  lua_pushlightuserdata(L, trace);
+  lua_pushcclosure(L, run_build, 2);
   push_options(L, opts, cache);
   int status = GKR_FAILED;
   if (lua_pcall(L, 1, 2, 1) != LUA_OK) {
@@ -220,5 +236,6 @@ int gkr_build(const gkr_options *opts, char **summary) {
   }
   fflush(log);
   lua_close(L);
+  gkr__trace_free(trace);
   return status;
 }

@@ -30,7 +30,7 @@
 #include "gkcache.h"
 
 static const char LOG_KEY = 'l';
-#define CACHE_MT "gk.cache"
+#define CACHE_MT GKR__CACHE_MT
 
 int gkr__fail_errno(lua_State *L, const char *what, const char *subject) {
   int e = errno;
@@ -62,12 +62,14 @@ static int l_sha256(lua_State *L) {
   return 1;
 }
 
-/* Reads a whole file into a malloc'd buffer. */
-static char *slurp(const char *path, size_t *len) {
+/* Reads a whole file into a malloc'd buffer; *st gets its stamp from before
+ * the read, for the fast path's trace. */
+static char *slurp(const char *path, size_t *len, struct stat *st_out) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return NULL;
   struct stat st;
   if (fstat(fd, &st) != 0) goto fail;
+  *st_out = st;
   if (S_ISDIR(st.st_mode)) {
     errno = EISDIR;
     goto fail;
@@ -105,11 +107,22 @@ fail:;
   return NULL;
 }
 
+/* The trace's view of a read: its stamp, or why it failed (errno). A
+ * command's output the fast path re-runs is no observation. */
+static void trace_read(lua_State *L, const char *path, const char *buf, const struct stat *st) {
+  int e = errno;
+  gkr__trace *t = gkr__trace_get(L);
+  if (t && !gkr__trace_exempt(t, path)) gkr__trace_file(t, path, buf ? st : NULL, e);
+  errno = e; /* for the caller's message */
+}
+
 /* gk.sha256_file(path) -> hex | nil, message */
 static int l_sha256_file(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   size_t n;
-  char *buf = slurp(path, &n);
+  struct stat st;
+  char *buf = slurp(path, &n, &st);
+  trace_read(L, path, buf, &st);
   if (!buf) return gkr__fail_errno(L, "cannot read", path);
   unsigned char sha[32];
   crypto_hash_sha256(sha, (const unsigned char *)buf, n);
@@ -124,7 +137,9 @@ static int l_sha256_file(lua_State *L) {
 static int l_read(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   size_t n;
-  char *buf = slurp(path, &n);
+  struct stat st;
+  char *buf = slurp(path, &n, &st);
+  trace_read(L, path, buf, &st);
   if (!buf) return gkr__fail_errno(L, "cannot read", path);
   lua_pushlstring(L, buf, n);
   free(buf);
@@ -155,6 +170,7 @@ static int l_write_atomic(lua_State *L) {
   size_t len;
   const char *data = luaL_checklstring(L, 2, &len);
   int sync = lua_toboolean(L, 3);
+  gkr__trace_off(gkr__trace_get(L), "it wrote a file");
   char tmp[PATH_MAX];
   int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path, (long)getpid(), ++counter);
   if (n < 0 || (size_t)n >= sizeof tmp) {
@@ -189,6 +205,7 @@ fail:;
 /* gk.mkdir_p(path) -> true | nil, message */
 static int l_mkdir_p(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
+  gkr__trace_off(gkr__trace_get(L), "it created a folder");
   char buf[PATH_MAX];
   size_t n = strlen(path);
   if (n == 0 || n >= sizeof buf) {
@@ -220,6 +237,12 @@ static int cmp_str(const void *a, const void *b) {
 static int l_listdir(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   DIR *d = opendir(path);
+  struct stat dst;
+  /* The folder's stamp, taken before the listing: it moves when an entry
+   * is added, removed or renamed. */
+  int sok = d && fstat(dirfd(d), &dst) == 0, derr = errno;
+  gkr__trace_file(gkr__trace_get(L), path, sok ? &dst : NULL, derr);
+  errno = derr;
   if (!d) return gkr__fail_errno(L, "cannot read folder", path);
   size_t n = 0, cap = 32;
   char **names = malloc(cap * sizeof *names);
@@ -250,6 +273,7 @@ static int l_listdir(lua_State *L) {
 /* gk.rename(from, to) -> true | nil, message */
 static int l_rename(lua_State *L) {
   const char *from = luaL_checkstring(L, 1), *to = luaL_checkstring(L, 2);
+  gkr__trace_off(gkr__trace_get(L), "it renamed a file");
   if (rename(from, to) != 0) return gkr__fail_errno(L, "cannot rename", from);
   return push_ok(L);
 }
@@ -266,11 +290,16 @@ static int l_remove(lua_State *L) {
 /* gk.stat(path) -> { type = "file"|"dir"|"other", size, mtime, stamp, settled }
  * | nil, message. mtime in seconds with the nanoseconds as the fraction;
  * stamp "size:inode:mtime_ns:ctime_ns" changes whenever the file does;
- * settled is true when it has not changed for 2 s. Follows links. */
+ * settled is true when it has not changed for 2 s. Follows links.
+ * The fast path (fast.c) keeps of a folder only that it is one: decide
+ * nothing on a folder's stamp or mtime (gk.listdir keeps its stamp). */
 static int l_stat(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   struct stat st;
-  if (stat(path, &st) != 0) return gkr__fail_errno(L, "cannot read", path);
+  int rc = stat(path, &st), e = errno;
+  gkr__trace_stat(gkr__trace_get(L), path, rc == 0 ? &st : NULL, e);
+  errno = e;
+  if (rc != 0) return gkr__fail_errno(L, "cannot read", path);
   lua_createtable(L, 0, 3);
   lua_pushstring(L, S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "dir" : "other");
   lua_setfield(L, -2, "type");
@@ -296,7 +325,11 @@ static int l_stat(lua_State *L) {
 static int l_readable(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   struct stat st;
-  if (stat(path, &st) != 0) return gkr__fail_errno(L, "cannot read", path);
+  int rc = stat(path, &st), e = errno;
+  /* access() answers from the mode and owner, which move ctime. */
+  gkr__trace_stat(gkr__trace_get(L), path, rc == 0 ? &st : NULL, e);
+  errno = e;
+  if (rc != 0) return gkr__fail_errno(L, "cannot read", path);
   if (S_ISDIR(st.st_mode)) {
     errno = EISDIR;
     return gkr__fail_errno(L, "cannot read", path);
@@ -309,7 +342,11 @@ static int l_readable(lua_State *L) {
 static int l_realpath(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   char buf[PATH_MAX];
-  if (!realpath(path, buf)) return gkr__fail_errno(L, "cannot resolve", path);
+  const char *real = realpath(path, buf);
+  int e = errno;
+  gkr__trace_realpath(gkr__trace_get(L), path, real);
+  errno = e;
+  if (!real) return gkr__fail_errno(L, "cannot resolve", path);
   lua_pushstring(L, buf);
   return 1;
 }
@@ -319,8 +356,12 @@ static int l_realpath(lua_State *L) {
 static int l_which(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   struct stat st;
+  gkr__trace *t = gkr__trace_get(L);
+  gkr__trace_env(t, "PATH", getenv("PATH"));
   if (strchr(name, '/')) {
-    if (stat(name, &st) == 0 && S_ISREG(st.st_mode) && access(name, X_OK) == 0) {
+    int rc = stat(name, &st);
+    gkr__trace_stat(t, name, rc == 0 ? &st : NULL, errno);
+    if (rc == 0 && S_ISREG(st.st_mode) && access(name, X_OK) == 0) {
       lua_pushstring(L, name);
       return 1;
     }
@@ -334,8 +375,11 @@ static int l_which(lua_State *L) {
     char buf[PATH_MAX];
     int n = len ? snprintf(buf, sizeof buf, "%.*s/%s", (int)len, p, name)
                 : snprintf(buf, sizeof buf, "./%s", name); /* empty entry: cwd */
-    if (n > 0 && (size_t)n < sizeof buf && stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
-        access(buf, X_OK) == 0) {
+    int rc = n > 0 && (size_t)n < sizeof buf ? stat(buf, &st) : -1;
+    /* Each place tried is an observation: a compiler installed earlier on
+     * PATH changes what a build finds. */
+    if (n > 0 && (size_t)n < sizeof buf) gkr__trace_stat(t, buf, rc == 0 ? &st : NULL, errno);
+    if (rc == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0) {
       lua_pushstring(L, buf);
       return 1;
     }
@@ -355,7 +399,9 @@ static int l_cwd(lua_State *L) {
 /* ---- process and terminal ------------------------------------------------ */
 
 static int l_getenv(lua_State *L) {
-  lua_pushstring(L, getenv(luaL_checkstring(L, 1)));
+  const char *name = luaL_checkstring(L, 1), *v = getenv(name);
+  gkr__trace_env(gkr__trace_get(L), name, v);
+  lua_pushstring(L, v);
   return 1;
 }
 
@@ -394,10 +440,14 @@ static FILE *get_log(lua_State *L) {
   return f ? f : stderr;
 }
 
-/* gk.eprint(text): writes text as it is to the log (stderr) and flushes. */
+/* gk.eprint(text [, "trace"]): writes text as it is to the log (stderr) and
+ * flushes. The fast path prints it again for a build it answers, unless it
+ * is a "trace" line (GK_BUILD_TRACE's timings). */
 static int l_eprint(lua_State *L) {
   size_t n;
   const char *s = luaL_checklstring(L, 1, &n);
+  const char *kind = luaL_optstring(L, 2, "");
+  if (strcmp(kind, "trace") != 0) gkr__trace_log(gkr__trace_get(L), s, n);
   FILE *f = get_log(L);
   fwrite(s, 1, n, f);
   fflush(f);
@@ -472,6 +522,7 @@ static int cache_lookup(lua_State *L) {
     lua_pushboolean(L, 0);
     return 1;
   }
+  if (r.remote) gkr__trace_off(gkr__trace_get(L), "it downloaded from the remote cache");
   lua_pushstring(L, r.sha256);
   lua_pushinteger(L, (lua_Integer)r.size);
   lua_pushboolean(L, r.remote);
@@ -493,6 +544,7 @@ static int cache_set_remote(lua_State *L) {
 /* cache:store(key, base, image, { deps }) -> sha256, size | nil, message */
 static int cache_store(lua_State *L) {
   gkc_cache *c = check_cache(L);
+  gkr__trace_off(gkr__trace_get(L), "it compiled");
   const char *key = luaL_checkstring(L, 2), *base = luaL_optstring(L, 3, NULL);
   const char *image = luaL_checkstring(L, 4);
   luaL_checktype(L, 5, LUA_TTABLE);
@@ -514,6 +566,7 @@ static int cache_store(lua_State *L) {
 /* cache:fetch(sha256, size, dest [, sync]) -> true | nil, message */
 static int cache_fetch(lua_State *L) {
   gkc_cache *c = check_cache(L);
+  gkr__trace_off(gkr__trace_get(L), "it wrote an image");
   gkc_result r;
   const char *sha = luaL_checkstring(L, 2);
   luaL_argcheck(L, strlen(sha) == GKC_HEX_LEN, 2, "not a SHA-256");
@@ -626,5 +679,6 @@ int gkr__open_gk(lua_State *L, FILE *log) {
   luaL_newlib(L, fns);
   gkr__proc_register(L);
   gkr__json_register(L);
+  gkr__fast_register(L);
   return 1;
 }

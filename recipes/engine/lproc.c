@@ -91,8 +91,9 @@ static const char *opt_string(lua_State *L, int idx, const char *field) {
 }
 
 /* Forks and execs; returns the pid, or -1 with errno set (exec failures
- * included, the child then already reaped). */
-static pid_t start(char **argv, const char *cwd, int out, int err) {
+ * included, the child then already reaped). The fast path (fast.c) runs
+ * commands again through it. */
+pid_t gkr__start(char **argv, const char *cwd, int out, int err) {
   int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (in < 0) return -1;
   int rep[2];
@@ -126,6 +127,10 @@ static pid_t start(char **argv, const char *cwd, int out, int err) {
   return pid;
 }
 
+int gkr__exit_code(int st) {
+  return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 255;
+}
+
 /* Exit status as one integer: the exit code, or 128 + signal number, plus a
  * readable form for messages. */
 static void push_status(lua_State *L, int st) {
@@ -141,19 +146,37 @@ static void push_status(lua_State *L, int st) {
   }
 }
 
-/* gk.spawn(argv, {cwd = DIR, output = FILE}) -> pid | nil, message.
- * The command's stdout and stderr both go to FILE (truncated). */
+static int opt_bool(lua_State *L, int idx, const char *field) {
+  if (!lua_istable(L, idx)) return 0;
+  lua_getfield(L, idx, field);
+  int b = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return b;
+}
+
+/* gk.spawn(argv, {cwd = DIR, output = FILE, quiet = bool, rerun = bool})
+ * -> pid | nil, message. The command's stdout and stderr both go to FILE
+ * (truncated); with quiet, stderr goes to /dev/null. rerun: the command
+ * only informs the build (git status), and the fast path may run it again
+ * and compare its output rather than give up (fast.c). */
 static int l_spawn(lua_State *L) {
   lua_settop(L, 2); /* argv's array goes above the arguments */
   const char *cwd = opt_string(L, 2, "cwd");
   const char *output = opt_string(L, 2, "output");
+  int quiet = opt_bool(L, 2, "quiet"), rerun = opt_bool(L, 2, "rerun");
   char **argv = get_argv(L, 1);
   int fd = output ? open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)
                   : open("/dev/null", O_WRONLY | O_CLOEXEC);
   if (fd < 0) return gkr__fail_errno(L, "cannot create", output ? output : "/dev/null");
-  pid_t pid = start(argv, cwd, fd, fd);
+  int err = quiet ? open("/dev/null", O_WRONLY | O_CLOEXEC) : fd;
+  pid_t pid = err < 0 ? -1 : gkr__start(argv, cwd, fd, err);
   int e = errno;
   close(fd);
+  if (err >= 0 && err != fd) close(err);
+  gkr__trace *t = gkr__trace_get(L);
+  if (!rerun) gkr__trace_off(t, "it ran a compiler");
+  else if (pid >= 0) gkr__trace_spawned(t, pid, argv, cwd, quiet, output);
+  else gkr__trace_off(t, "a command it ran could not be started");
   if (pid < 0) {
     errno = e;
     return gkr__fail_errno(L, cwd && e == ENOENT && access(cwd, F_OK) != 0
@@ -185,6 +208,7 @@ static int l_wait(lua_State *L) {
       if (errno != EINTR) return gkr__fail_errno(L, "cannot wait for", "a process");
     lua_pushnil(L);
     lua_rawseti(L, -2, want);
+    gkr__trace_waited(gkr__trace_get(L), want, gkr__exit_code(st));
     lua_pushinteger(L, want);
     push_status(L, st);
     return 3;
@@ -209,6 +233,7 @@ static int l_wait(lua_State *L) {
     lua_pop(L, 1);
     lua_pushnil(L);
     lua_rawseti(L, -2, pid);
+    gkr__trace_waited(gkr__trace_get(L), pid, gkr__exit_code(st));
     lua_pushinteger(L, pid);
     push_status(L, st);
     return 3;
@@ -221,13 +246,15 @@ static int l_run(lua_State *L) {
   lua_settop(L, 2);
   const char *cwd = opt_string(L, 2, "cwd");
   char **argv = get_argv(L, 1);
+  /* Its output is not kept: a build that ran one cannot be checked later. */
+  gkr__trace_off(gkr__trace_get(L), "it ran a command (gk.run)");
   int po[2], pe[2];
   if (cloexec_pipe(po) != 0) return gkr__fail_errno(L, "cannot run", argv[0]);
   if (cloexec_pipe(pe) != 0) {
     close(po[0]), close(po[1]);
     return gkr__fail_errno(L, "cannot run", argv[0]);
   }
-  pid_t pid = start(argv, cwd, po[1], pe[1]);
+  pid_t pid = gkr__start(argv, cwd, po[1], pe[1]);
   int e = errno;
   close(po[1]);
   close(pe[1]);

@@ -83,9 +83,11 @@ function M.git_start(dir, cache)
   local git = gk.which("git")
   if not git then return {} end
   local out = cache:temp(".git-status")
-  local pid = gk.spawn({ "sh", "-c", 'exec "$@" 2>/dev/null', "gk-git", git, "-C", dir,
-                         "--no-optional-locks", "status", "--porcelain=v2", "--branch",
-                         "--untracked-files=no" }, { output = out })
+  -- rerun: only its output matters, so a later no-op build may run it
+  -- again and compare instead of building (engine/fast.c).
+  local pid = gk.spawn({ git, "-C", dir, "--no-optional-locks", "status", "--porcelain=v2",
+                         "--branch", "--untracked-files=no" },
+                       { output = out, quiet = true, rerun = true })
   if not pid then
     gk.remove(out)
     return {}
