@@ -18,6 +18,9 @@
  *   limit. A kernel whose hot rate is near its memory rate is limited by
  *   its arithmetic, not by memory.
  * - qmatmul m = 32 in GFLOP/s (2*m*n*k per call).
+ * - All of it for both layouts of W: the original (entry qmatmul), then,
+ *   after qmatmul_repack of every copy in place (its time is reported), the
+ *   packed one (entry qmatmul_packed; docs/weights.md "Packed layout").
  *
  * Times are medians of --runs runs (best also kept). Output: JSON (jansson)
  * on stdout or to --json FILE; progress on stderr. Threads for the kernel
@@ -50,7 +53,7 @@ static const int widths[] = {1, 2, 4, 8};
 typedef struct opts {
   const char *archive, *json;
   size_t buffer_mb; /* STREAM buffer, also the pool of W copies */
-  int runs, quick, only_selected;
+  int runs, quick, only_selected, hot_only;
   int64_t n, k, m_batch;
   size_t hot_kb;
 } opts;
@@ -210,7 +213,8 @@ static void fill_w(unsigned char *w, size_t bytes, int bits) {
 
 typedef struct image {
   gk_module *mod;
-  gk_qmatmul_fn fn;
+  gk_qmatmul_fn fn, packed;       /* qmatmul, qmatmul_packed */
+  gk_qmatmul_repack_fn repack;
   char target[64];
 } image;
 
@@ -234,9 +238,12 @@ static int load(gk_archive *ar, const char *level, int bits, image *img) {
     return -1;
   }
   img->fn = (gk_qmatmul_fn)gk_module_symbol(img->mod, "qmatmul");
+  img->packed = (gk_qmatmul_fn)gk_module_symbol(img->mod, "qmatmul_packed");
+  img->repack = (gk_qmatmul_repack_fn)gk_module_symbol(img->mod, "qmatmul_repack");
   snprintf(img->target, sizeof img->target, "%s", gk_module_info(img->mod)->target);
-  if (!img->fn) {
-    fprintf(stderr, "gk_bench_cpu: image qmatmul %s %s has no symbol 'qmatmul'\n",
+  if (!img->fn || !img->packed || !img->repack) {
+    fprintf(stderr, "gk_bench_cpu: image qmatmul %s %s lacks 'qmatmul', 'qmatmul_packed' "
+            "or 'qmatmul_repack' (an archive from before the packed layout? rebuild it)\n",
             variant, img->target);
     gk_module_unload(img->mod);
     return -1;
@@ -337,12 +344,14 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: gk_bench_cpu ARCHIVE [--json FILE] [--buffer-mb N] [--runs N]\n"
           "                    [--n N] [--k K] [--m-batch M]\n"
-          "                    [--only-selected] [--quick]\n"
+          "                    [--only-selected] [--hot-kb KB] [--hot-only] [--quick]\n"
           "Measures this machine's read bandwidth (STREAM-style sum on the threads\n"
           "the kernel uses: the CPUs of this process, or GK_NUM_THREADS) and qmatmul from ARCHIVE\n"
           "(m = 1 with W from memory and hot in cache, m = M) for bits 1, 2, 4, 8 on\n"
           "every x86-64 level this CPU runs. JSON on stdout or FILE.\n"
-          "Defaults: --buffer-mb 1024 --runs 9 --n 11008 --k 4096 --m-batch 32.\n"
+          "Defaults: --buffer-mb 1024 --runs 9 --n 11008 --k 4096 --m-batch 32,\n"
+          "--hot-kb 1536 (the W of the in-cache runs: 32 fits L1, 512 L2).\n"
+          "--hot-only: only the in-cache runs (arithmetic rates).\n"
           "--only-selected: only the image libgk selects for this CPU.\n"
           "--quick: tiny sizes, to check the benchmark runs (tests).\n");
 }
@@ -352,7 +361,7 @@ static int parse(int argc, char **argv, opts *o) {
       {"json", 1, 0, 'j'},    {"buffer-mb", 1, 0, 'b'}, {"runs", 1, 0, 'r'},
       {"n", 1, 0, 'n'},       {"k", 1, 0, 'k'},
       {"m-batch", 1, 0, 'm'}, {"quick", 0, 0, 'q'},     {"help", 0, 0, 'h'},
-      {"only-selected", 0, 0, 's'},
+      {"only-selected", 0, 0, 's'}, {"hot-kb", 1, 0, 'H'}, {"hot-only", 0, 0, 'O'},
       {0, 0, 0, 0}};
   *o = (opts){.buffer_mb = 1024, .runs = 9, .n = 11008, .k = 4096, .m_batch = 32,
               .hot_kb = 1536};
@@ -367,6 +376,8 @@ static int parse(int argc, char **argv, opts *o) {
     case 'm': o->m_batch = atoll(optarg); break;
     case 'q': o->quick = 1; break;
     case 's': o->only_selected = 1; break;
+    case 'H': o->hot_kb = strtoul(optarg, NULL, 10); break;
+    case 'O': o->hot_only = 1; break;
     case 'h': usage(stdout); exit(0);
     default: usage(stderr); return 2;
     }
@@ -390,7 +401,8 @@ static int parse(int argc, char **argv, opts *o) {
 /* All measurements for one code width; appends rows to the arrays. */
 static int bench_width(gk_archive *ar, const opts *o, int bits, int host_level,
                        unsigned char *arena, size_t arena_bytes, const float *x,
-                       float *y, stream *st, json_t *m1, json_t *hot, json_t *batch) {
+                       float *y, stream *st, json_t *m1, json_t *hot, json_t *batch,
+                       json_t *repacks) {
   const size_t wbytes = (size_t)o->n * (size_t)(o->k / 32) * (4 + 4 * (size_t)bits);
   size_t copies = arena_bytes / wbytes;
   if (copies < 2) {
@@ -407,50 +419,85 @@ static int bench_width(gk_archive *ar, const opts *o, int bits, int host_level,
   if (load(ar, NULL, bits, &sel) != 0)
     return -1;
   const char *selected = sel.target;
-  for (int l = 0; l <= host_level; l++) {
-    image img;
-    if (o->only_selected && strcmp(levels[l], selected) != 0)
-      continue;
-    if (load(ar, levels[l], bits, &img) != 0) {
-      gk_module_unload(sel.mod);
-      return -1;
+  /* Pass 0: the original layout. Then every copy of W is repacked in place
+   * (the layout depends only on BITS, so one repack serves every level)
+   * and pass 1 runs qmatmul_packed on the same weights. */
+  for (int packed = 0; packed < 2; packed++) {
+    if (packed) {
+      const double t0 = now();
+      if (sel.repack(arena, arena, (int64_t)o->n, o->k) != 0) {
+        fprintf(stderr, "gk_bench_cpu: qmatmul_repack bits=%d failed (out of memory?)\n", bits);
+        gk_module_unload(sel.mod);
+        return -1;
+      }
+      const double dt = now() - t0;
+      for (size_t c = 1; c < copies; c++)
+        sel.repack(arena + c * wbytes, arena + c * wbytes, (int64_t)o->n, o->k);
+      json_t *row = json_object();
+      json_object_set_new(row, "bits", json_integer(bits));
+      json_object_set_new(row, "target", json_string(selected));
+      json_object_set_new(row, "ms", jreal(dt * 1e3));
+      json_object_set_new(row, "weight_bytes", json_integer((json_int_t)wbytes));
+      json_array_append_new(repacks, row);
     }
-    fprintf(stderr, "bench cpu: qmatmul bits=%d %s\n", bits, img.target);
-    /* Three times the runs: single pairs scatter widely on a busy machine. */
-    const timing tp = time_paired(img.fn, x, arena, copies * wbytes, wbytes, y, o->n,
-                                  o->k, 3 * o->runs, st);
-    json_t *row = timing_json(tp, (double)wbytes, 2.0 * (double)o->n * (double)o->k);
-    json_object_set_new(row, "paired_stream_gbps", jreal(tp.stream_gbps));
-    json_object_set_new(row, "paired_ratio", jreal(tp.ratio));
-    json_t *meta[3] = {json_integer(bits), json_string(img.target),
-                       json_boolean(strcmp(img.target, selected) == 0)};
-    json_object_set_new(row, "bits", meta[0]);
-    json_object_set_new(row, "target", meta[1]);
-    json_object_set_new(row, "selected", meta[2]);
-    json_object_set_new(row, "weight_bytes", json_integer((json_int_t)wbytes));
-    json_array_append_new(m1, row);
+    const char *layout = packed ? "packed" : "original";
+    for (int l = 0; l <= host_level; l++) {
+      image img;
+      if (o->only_selected && strcmp(levels[l], selected) != 0)
+        continue;
+      if (load(ar, levels[l], bits, &img) != 0) {
+        gk_module_unload(sel.mod);
+        return -1;
+      }
+      const gk_qmatmul_fn fn = packed ? img.packed : img.fn;
+      const int is_sel = strcmp(img.target, selected) == 0;
+      fprintf(stderr, "bench cpu: qmatmul bits=%d %s %s\n", bits, img.target, layout);
+      json_t *row;
+      if (!o->hot_only) {
+        /* Three times the runs: single pairs scatter widely on a busy machine. */
+        const timing tp = time_paired(fn, x, arena, copies * wbytes, wbytes, y, o->n,
+                                      o->k, 3 * o->runs, st);
+        row = timing_json(tp, (double)wbytes, 2.0 * (double)o->n * (double)o->k);
+        json_object_set_new(row, "paired_stream_gbps", jreal(tp.stream_gbps));
+        json_object_set_new(row, "paired_ratio", jreal(tp.ratio));
+        json_object_set_new(row, "bits", json_integer(bits));
+        json_object_set_new(row, "target", json_string(img.target));
+        json_object_set_new(row, "selected", json_boolean(is_sel));
+        json_object_set_new(row, "layout", json_string(layout));
+        json_object_set_new(row, "weight_bytes", json_integer((json_int_t)wbytes));
+        json_array_append_new(m1, row);
+      }
 
-    /* Enough calls per run for about 5 ms: one call on a hot W is short. */
-    const int calls = (int)(5e-3 / (hot_bytes / 20e9)) + 1;
-    row = timing_json(time_calls(img.fn, x, arena, wbytes, 1, y, 1, hot_n, o->k,
-                                 o->runs, calls),
-                      hot_bytes, 0);
-    json_object_set_new(row, "bits", json_integer(bits));
-    json_object_set_new(row, "target", json_string(img.target));
-    json_object_set_new(row, "selected", json_boolean(strcmp(img.target, selected) == 0));
-    json_object_set_new(row, "n", json_integer(hot_n));
-    json_object_set_new(row, "weight_bytes", json_integer((json_int_t)hot_bytes));
-    json_array_append_new(hot, row);
+      /* Enough calls per run for about 5 ms: one call on a hot W is short.
+       * The hot W is the first hot_n rows of copy 0, in either layout (a
+       * packed row is packed on its own). */
+      const int calls = (int)(5e-3 / (hot_bytes / 20e9)) + 1;
+      row = timing_json(time_calls(fn, x, arena, wbytes, 1, y, 1, hot_n, o->k,
+                                   o->runs, calls),
+                        hot_bytes, 0);
+      json_object_set_new(row, "bits", json_integer(bits));
+      json_object_set_new(row, "target", json_string(img.target));
+      json_object_set_new(row, "selected", json_boolean(is_sel));
+      json_object_set_new(row, "layout", json_string(layout));
+      json_object_set_new(row, "n", json_integer(hot_n));
+      json_object_set_new(row, "weight_bytes", json_integer((json_int_t)hot_bytes));
+      json_array_append_new(hot, row);
 
-    row = timing_json(time_calls(img.fn, x, arena, wbytes, copies, y, o->m_batch, o->n,
-                                 o->k, o->runs < 5 ? o->runs : 5, 1),
-                      0, 2.0 * (double)o->m_batch * (double)o->n * (double)o->k);
-    json_object_set_new(row, "bits", json_integer(bits));
-    json_object_set_new(row, "target", json_string(img.target));
-    json_object_set_new(row, "selected", json_boolean(strcmp(img.target, selected) == 0));
-    json_object_set_new(row, "m", json_integer(o->m_batch));
-    json_array_append_new(batch, row);
-    gk_module_unload(img.mod);
+      if (o->hot_only) {
+        gk_module_unload(img.mod);
+        continue;
+      }
+      row = timing_json(time_calls(fn, x, arena, wbytes, copies, y, o->m_batch, o->n,
+                                   o->k, o->runs < 5 ? o->runs : 5, 1),
+                        0, 2.0 * (double)o->m_batch * (double)o->n * (double)o->k);
+      json_object_set_new(row, "bits", json_integer(bits));
+      json_object_set_new(row, "target", json_string(img.target));
+      json_object_set_new(row, "selected", json_boolean(is_sel));
+      json_object_set_new(row, "layout", json_string(layout));
+      json_object_set_new(row, "m", json_integer(o->m_batch));
+      json_array_append_new(batch, row);
+      gk_module_unload(img.mod);
+    }
   }
   gk_module_unload(sel.mod);
   return 0;
@@ -507,9 +554,10 @@ int main(int argc, char **argv) {
     sr[ns++] = stream_run(&st);
 
   json_t *m1 = json_array(), *hot = json_array(), *batch = json_array();
+  json_t *repacks = json_array();
   for (int b = 0; b < NWIDTHS && rc == 0; b++)
     if (bench_width(ar, &o, widths[b], host_level, arena, arena_bytes, x, y, &st, m1,
-                    hot, batch) != 0)
+                    hot, batch, repacks) != 0)
       rc = 1;
 
   for (int r = 0; r < o.runs; r++)
@@ -536,6 +584,7 @@ int main(int argc, char **argv) {
   json_object_set_new(root, "qmatmul_m1", m1);
   json_object_set_new(root, "qmatmul_m1_hot", hot);
   json_object_set_new(root, "qmatmul_batch", batch);
+  json_object_set_new(root, "repack", repacks);
   if (rc == 0) {
     if (o.json ? json_dump_file(root, o.json, JSON_INDENT(2) | JSON_SORT_KEYS) != 0
                : json_dumpf(root, stdout, JSON_INDENT(2) | JSON_SORT_KEYS) != 0) {

@@ -531,6 +531,18 @@ GK_API int gk_driver_set_resolver(gk_backend backend, gk_resolver_fn fn,
 typedef void (*gk_qmatmul_fn)(const float *x, const void *w, float *y,
                               int64_t m, int64_t n, int64_t k);
 
+/* The same image's faster path takes W in its packed layout (docs/weights.md,
+ * "Packed layout": the same bytes rearranged, scales apart from codes).
+ * Entry "qmatmul_repack" (gk_qmatmul_repack_fn) rewrites an n x k matrix W
+ * into it at `out` (out == w: in place; no other overlap), once per weight
+ * matrix; it returns 0, or -1 (nothing written) for a NULL pointer, a
+ * negative n or k, or no memory for its one-row buffer (in place). Entry
+ * "qmatmul_packed" (gk_qmatmul_fn) then computes exactly what "qmatmul"
+ * computes on the original W, bit for bit. The layout depends only on BITS:
+ * a matrix packed by any level's image is read by every level's. */
+typedef int (*gk_qmatmul_repack_fn)(const void *w, void *out, int64_t n,
+                                    int64_t k);
+
 /* CPU ABIs of the rest of the kernel set; the exact semantics of each are
  * in docs/kernels.md. Single-threaded, reentrant (no global state, no heap),
  * and they write only their outputs.

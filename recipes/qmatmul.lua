@@ -4,7 +4,9 @@ kernel "qmatmul" {
   params = { bits = { 1, 2, 4, 8 } },
   cpu {
     source  = "../kernelsrc/cpu/qmatmul.c",
-    entry   = { "qmatmul" },
+    -- qmatmul_repack rewrites W into the image's packed layout, which
+    -- qmatmul_packed reads (docs/weights.md, "Packed layout").
+    entry   = { "qmatmul", "qmatmul_packed", "qmatmul_repack" },
     targets = { "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4" },
     -- The image splits a call over its own persistent threads (gk_pool.h).
     flags   = { "-pthread" },

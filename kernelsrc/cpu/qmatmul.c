@@ -31,6 +31,13 @@
  * x is then put in that order once, for m > 1 the decoded weights are put
  * back in t order once per W row and only the accumulators are permuted.
  *
+ * Layouts. `qmatmul` reads W in the block format of docs/weights.md;
+ * `qmatmul_packed` reads the same bytes rearranged by `qmatmul_repack`
+ * (qpack.h: scales apart from codes, codes of several blocks interleaved),
+ * which saves a block's scale decode and its widening shuffle. Each level
+ * decodes a packed block into the lanes of its original path, so the two
+ * entries give identical y.
+ *
  * Threads. A call's output columns are split over the image's own
  * persistent pool (gk_pool.h): one core decodes about one block per ns
  * (measured on a Zen 5 class VM), ~20 GB/s of W for BITS = 4, so one core
@@ -80,6 +87,7 @@
 #define USETS 4 /* 2 FMAs per block: 4 sets give 8 independent chains */
 typedef __m512 vf;
 static inline vf vf_zero(void) { return _mm512_setzero_ps(); }
+static inline vf vf_set1(float a) { return _mm512_set1_ps(a); }
 static inline vf vf_load(const float *p) { return _mm512_loadu_ps(p); }
 static inline void vf_store(float *p, vf a) { _mm512_storeu_ps(p, a); }
 static inline vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
@@ -91,6 +99,7 @@ static inline vf vf_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 #define USETS 2
 typedef __m256 vf;
 static inline vf vf_zero(void) { return _mm256_setzero_ps(); }
+static inline vf vf_set1(float a) { return _mm256_set1_ps(a); }
 static inline vf vf_load(const float *p) { return _mm256_loadu_ps(p); }
 static inline void vf_store(float *p, vf a) { _mm256_storeu_ps(p, a); }
 static inline vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
@@ -181,7 +190,8 @@ static inline void block_scales(const unsigned char *blk, vf *d, vf *m) {
 }
 
 /*
- * block_weights: w = d*q + m for the block at `blk`. Lane order is t = 0..31
+ * block_decode: w = d*q + m for the 32 codes at `codes` (the code bytes of
+ * a block, docs/weights.md) with the block's scales d and m. Lane order is t = 0..31
  * (lane l of vector v is weight v*VL + l) except where X_PERMUTED says
  * otherwise. Every variant computes each weight as the same single FMA (or,
  * without FMA, the same multiply and add), so the unpacking method never
@@ -196,10 +206,7 @@ static inline void block_scales(const unsigned char *blk, vf *d, vf *m) {
 #define X_PERMUTED 1
 #endif
 
-static inline void block_weights(const unsigned char *blk, vf w[NV]) {
-  const unsigned char *codes = blk + GK_QCODES_OFFSET;
-  vf d, m;
-  block_scales(blk, &d, &m);
+static inline void block_decode(const unsigned char *codes, vf d, vf m, vf w[NV]) {
 #if BITS == 8
   for (int v = 0; v < NV; v++)
     w[v] = vf_fma(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(
@@ -240,10 +247,7 @@ static inline void block_weights(const unsigned char *blk, vf w[NV]) {
 #define X_PERMUTED 1
 #endif
 
-static inline void block_weights(const unsigned char *blk, vf w[NV]) {
-  const unsigned char *codes = blk + GK_QCODES_OFFSET;
-  vf d, m;
-  block_scales(blk, &d, &m);
+static inline void block_decode(const unsigned char *codes, vf d, vf m, vf w[NV]) {
 #if BITS == 8
   for (int v = 0; v < NV; v++)
     w[v] = vf_fma(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
@@ -276,8 +280,7 @@ static inline void block_weights(const unsigned char *blk, vf w[NV]) {
 
 #elif VL == 4
 
-static inline void block_weights(const unsigned char *blk, vf w[NV]) {
-  const unsigned char *codes = blk + GK_QCODES_OFFSET;
+static inline void block_decode(const unsigned char *codes, vf d, vf m, vf w[NV]) {
   /* SSE2 has no per-lane shifts: spread the codes to one per byte by
    * interleaving (c0: codes 0..15, c1: 16..31), then widen to 32 bits. */
   __m128i c0, c1;
@@ -316,8 +319,6 @@ static inline void block_weights(const unsigned char *blk, vf w[NV]) {
   c0 = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(c0, sel), sel), one);
   c1 = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(c1, sel), sel), one);
 #endif
-  vf d, m;
-  block_scales(blk, &d, &m);
   const __m128i z = _mm_setzero_si128();
   const __m128i c[2] = {c0, c1};
   for (int h = 0; h < 2; h++) {
@@ -331,18 +332,26 @@ static inline void block_weights(const unsigned char *blk, vf w[NV]) {
 
 #else
 
-static inline void block_weights(const unsigned char *blk, vf w[NV]) {
-  vf d, m;
-  block_scales(blk, &d, &m);
+static inline void block_decode(const unsigned char *codes, vf d, vf m, vf w[NV]) {
   for (int j = 0; j < GK_QBLOCK; j++)
-    w[j] = vf_fma(d, (float)gk_q_code(blk + GK_QCODES_OFFSET, BITS, j), m);
+    w[j] = vf_fma(d, (float)gk_q_code(codes, BITS, j), m);
 }
 
 #endif
 
+/* A block of the original layout: its scales, then its codes. */
+static inline void block_weights(const unsigned char *blk, vf w[NV]) {
+  vf d, m;
+  block_scales(blk, &d, &m);
+  block_decode(blk + GK_QCODES_OFFSET, d, m, w);
+}
+
 #ifndef X_PERMUTED
 #define X_PERMUTED 0
 #endif
+
+/* The packed layout: its repack and its decode (qmatmul_repack, _packed). */
+#include "qpack.h"
 
 /*
  * The 32 values of a block held as NV vectors, from t order (vector v holds
@@ -498,6 +507,25 @@ static inline int chunk_len(int64_t nblocks, int64_t c) {
   return (int)(nblocks - c < CHUNK_BLOCKS ? nblocks - c : CHUNK_BLOCKS);
 }
 
+/* The chunk of x starting at xc (len blocks) in lane order: xc itself, or
+ * its copy in xbuf when lanes are permuted. */
+static inline const float *x_lanes(const float *xc, int len, float *xbuf) {
+#if X_PERMUTED
+  for (int b = 0; b < len; b++) {
+    vf xv[NV];
+    for (int v = 0; v < NV; v++)
+      xv[v] = vf_load(xc + b * GK_QBLOCK + v * VL);
+    lanes_from_t(xv);
+    for (int v = 0; v < NV; v++)
+      vf_store(xbuf + b * GK_QBLOCK + v * VL, xv[v]);
+  }
+  return xbuf;
+#else
+  (void)len, (void)xbuf;
+  return xc;
+#endif
+}
+
 /*
  * m == 1, columns j0 <= j < j1. Chunk by chunk: the chunk of x is put in
  * lane order once, then every W row's chunk is decoded against it.
@@ -505,45 +533,133 @@ static inline int chunk_len(int64_t nblocks, int64_t c) {
 static void cols_single(const float *x, const unsigned char *w, float *y,
                         int64_t nblocks, int64_t j0, int64_t j1) {
   const int64_t row_bytes = nblocks * BLOCK_BYTES;
-#if X_PERMUTED
-  _Alignas(64) float xbuf[CHUNK_BLOCKS * GK_QBLOCK];
-#endif
+  _Alignas(64) float xbuf[X_PERMUTED ? CHUNK_BLOCKS * GK_QBLOCK : 1];
   for (int64_t j = j0; j < j1; j++)
     y[j] = 0.0f;
   for (int64_t c = 0; c < nblocks; c += CHUNK_BLOCKS) {
     const int len = chunk_len(nblocks, c);
-    const float *xl = x + c * GK_QBLOCK;
-#if X_PERMUTED
-    for (int b = 0; b < len; b++) {
-      vf xv[NV];
-      for (int v = 0; v < NV; v++)
-        xv[v] = vf_load(xl + b * GK_QBLOCK + v * VL);
-      lanes_from_t(xv);
-      for (int v = 0; v < NV; v++)
-        vf_store(xbuf + b * GK_QBLOCK + v * VL, xv[v]);
-    }
-    xl = xbuf;
-#endif
+    const float *xl = x_lanes(x + c * GK_QBLOCK, len, xbuf);
     for (int64_t j = j0; j < j1; j++)
       y[j] += chunk_fused(xl, w + j * row_bytes + c * BLOCK_BYTES, len);
   }
 }
 
 /*
+ * m == 1 on the packed layout (qpack.h): blocks c .. c+len-1 of a row whose
+ * codes start at `codes`, with their scales already floats in ds and ms
+ * (index b - c). The same products go into the same lanes and sets, in the
+ * same order, as chunk_fused on the original layout. c is a multiple of
+ * CHUNK_BLOCKS, hence of QP_G: the chunk starts on a group. Each group read
+ * prefetches the byte `ahead` bytes on (the same group of a later row).
+ */
+static inline float chunk_packed(const float *restrict xl,
+                                 const unsigned char *restrict codes,
+                                 const float *restrict ds, const float *restrict ms,
+                                 int64_t nb, int64_t c, int len, int64_t ahead) {
+  lanes acc;
+  lanes_zero(&acc);
+  const int64_t in_groups = nb / QP_G * QP_G - c;
+  const int grouped = (int)(in_groups < len ? in_groups : len);
+  int b = 0;
+  /* Whole rounds of QP_ROUND blocks, unrolled so that every set index and
+   * shift count is a constant (a set chosen at run time would keep the
+   * accumulators in memory). */
+  for (; b + QP_ROUND <= grouped; b += QP_ROUND) {
+#pragma GCC unroll 16
+    for (int gi = 0; gi < QP_ROUND / QP_G; gi++) {
+      const unsigned char *gp = codes + (c + b) / QP_G * QP_GROUP_BYTES + gi * QP_GROUP_BYTES;
+      __builtin_prefetch(gp + ahead, 0, 3); /* the same group PREFETCH_ROWS rows on */
+      const qp_words g = qp_load(gp);
+#pragma GCC unroll 16
+      for (int i = 0; i < QP_G; i++) {
+        const int bi = b + gi * QP_G + i;
+        vf w[NV], xv[NV];
+        qp_decode(g, i, vf_set1(ds[bi]), vf_set1(ms[bi]), w);
+        for (int v = 0; v < NV; v++)
+          xv[v] = vf_load(xl + bi * GK_QBLOCK + v * VL);
+        lanes_fma(&acc, (gi * QP_G + i) % USETS, xv, w);
+      }
+    }
+  }
+  /* The rest, block by block (the end of a row only). */
+  for (; b < len; b++) {
+    vf w[NV], xv[NV];
+    qp_block(codes, nb, c + b, vf_set1(ds[b]), vf_set1(ms[b]), w);
+    for (int v = 0; v < NV; v++)
+      xv[v] = vf_load(xl + b * GK_QBLOCK + v * VL);
+#pragma GCC unroll 16
+    for (int u = 0; u < USETS; u++)
+      if (u == b % USETS)
+        lanes_fma(&acc, u, xv, w);
+  }
+  return lanes_sum(&acc);
+}
+
+/* Where a packed row's parts start: nb d's, nb m's, then the codes. That
+ * order makes a row one ascending stream (scales, then the codes they
+ * scale); codes first, with the scales read ahead of them, ran at half the
+ * speed from memory (the prefetchers did not follow the backward jumps). */
+#define PACKED_D(row, nb) (row)
+#define PACKED_M(row, nb) ((row) + 2 * (nb))
+#define PACKED_CODES(row, nb) ((row) + 4 * (nb))
+
+/*
+ * Rows this far ahead are prefetched. A packed row's first use of memory is
+ * its scales, and its whole chunk depends on them; on a row the hardware
+ * prefetcher has not reached yet, every row stalled for a memory round
+ * trip (m == 1 ran at 0.65x the original layout's speed from memory, 1.3x
+ * from cache). Two rows ahead is ~0.3 us of work at memory speed.
+ */
+#define PREFETCH_ROWS 2
+
+static void cols_single_packed(const float *x, const unsigned char *w, float *y,
+                               int64_t nblocks, int64_t j0, int64_t j1) {
+  const int64_t row_bytes = nblocks * BLOCK_BYTES;
+  _Alignas(64) float xbuf[X_PERMUTED ? CHUNK_BLOCKS * GK_QBLOCK : 1];
+  _Alignas(64) float ds[CHUNK_BLOCKS], ms[CHUNK_BLOCKS];
+  for (int64_t j = j0; j < j1; j++)
+    y[j] = 0.0f;
+  for (int64_t c = 0; c < nblocks; c += CHUNK_BLOCKS) {
+    const int len = chunk_len(nblocks, c);
+    const float *xl = x_lanes(x + c * GK_QBLOCK, len, xbuf);
+    for (int64_t j = j0; j < j1; j++) {
+      const unsigned char *row = w + j * row_bytes;
+      /* Prefetches ride along the loops that read the row (one per line
+       * read, no loop of their own); the last rows prefetch themselves. */
+      const int64_t ahead = j + PREFETCH_ROWS < j1 ? PREFETCH_ROWS * row_bytes : 0;
+      qp_scales(PACKED_D(row, nblocks) + 2 * c, len, ds, ahead);
+      qp_scales(PACKED_M(row, nblocks) + 2 * c, len, ms, ahead);
+      y[j] += chunk_packed(xl, PACKED_CODES(row, nblocks), ds, ms, nblocks, c, len, ahead);
+    }
+  }
+}
+
+/*
  * m > 1, one W row (y points at its column): each chunk of the row is
  * decoded once into wbuf (in t order), then every row of x takes its dot
- * product with it.
+ * product with it. `packed` says which layout the row is in; the decoded
+ * chunk is the same either way.
  */
 static void col_batched(const float *x, const unsigned char *row, float *y,
-                        int64_t m, int64_t n, int64_t k, int64_t nblocks) {
+                        int64_t m, int64_t n, int64_t k, int64_t nblocks,
+                        int packed) {
   _Alignas(64) float wbuf[CHUNK_BLOCKS * GK_QBLOCK];
+  _Alignas(64) float ds[CHUNK_BLOCKS], ms[CHUNK_BLOCKS];
   for (int64_t i = 0; i < m; i++)
     y[i * n] = 0.0f;
   for (int64_t c = 0; c < nblocks; c += CHUNK_BLOCKS) {
     const int len = chunk_len(nblocks, c);
+    if (packed) {
+      qp_scales(PACKED_D(row, nblocks) + 2 * c, len, ds, 0);
+      qp_scales(PACKED_M(row, nblocks) + 2 * c, len, ms, 0);
+    }
     for (int b = 0; b < len; b++) {
       vf wv[NV];
-      block_weights(row + (c + b) * BLOCK_BYTES, wv);
+      if (packed)
+        qp_block(PACKED_CODES(row, nblocks), nblocks, c + b, vf_set1(ds[b]),
+                 vf_set1(ms[b]), wv);
+      else
+        block_weights(row + (c + b) * BLOCK_BYTES, wv);
       t_from_lanes(wv);
       for (int v = 0; v < NV; v++)
         vf_store(wbuf + b * GK_QBLOCK + v * VL, wv[v]);
@@ -560,14 +676,17 @@ static void col_batched(const float *x, const unsigned char *row, float *y,
  */
 static void qmatmul_cols(const float *x, const unsigned char *w, float *y,
                          int64_t m, int64_t n, int64_t k, int64_t j0,
-                         int64_t j1) {
+                         int64_t j1, int packed) {
   const int64_t nblocks = k / GK_QBLOCK;
   if (m == 1) {
-    cols_single(x, w, y, nblocks, j0, j1);
+    if (packed)
+      cols_single_packed(x, w, y, nblocks, j0, j1);
+    else
+      cols_single(x, w, y, nblocks, j0, j1);
     return;
   }
   for (int64_t j = j0; j < j1; j++)
-    col_batched(x, w + j * nblocks * BLOCK_BYTES, y + j, m, n, k, nblocks);
+    col_batched(x, w + j * nblocks * BLOCK_BYTES, y + j, m, n, k, nblocks, packed);
 }
 
 GK_POOL_DEFINE(qmatmul_pool)
@@ -577,11 +696,24 @@ typedef struct call {
   const unsigned char *w;
   float *y;
   int64_t m, n, k;
+  int packed;
 } call;
 
 static void call_cols(void *arg, int64_t j0, int64_t j1) {
   const call *c = arg;
-  qmatmul_cols(c->x, c->w, c->y, c->m, c->n, c->k, j0, j1);
+  qmatmul_cols(c->x, c->w, c->y, c->m, c->n, c->k, j0, j1, c->packed);
+}
+
+static void run(const float *x, const void *w, float *y, int64_t m, int64_t n,
+                int64_t k, int packed) {
+  if (m <= 0 || n <= 0 || k < 0)
+    return;
+  const call c = {x, (const unsigned char *)w, y, m, n, k, packed};
+  /* Pieces of at least ~64K multiply-adds: taking one costs an atomic
+   * operation and, for m == 1, reordering a chunk of x (~0.2 us). */
+  const int64_t per_col = m * (k < GK_QBLOCK ? GK_QBLOCK : k);
+  gk_pool_run(&qmatmul_pool, call_cols, (void *)&c, n, per_col * n,
+              (65536 + per_col - 1) / per_col);
 }
 
 /*
@@ -594,12 +726,47 @@ static void call_cols(void *arg, int64_t j0, int64_t j1) {
  */
 QMATMUL_EXPORT void qmatmul(const float *x, const void *w, float *y, int64_t m,
                             int64_t n, int64_t k) {
-  if (m <= 0 || n <= 0 || k < 0)
-    return;
-  const call c = {x, (const unsigned char *)w, y, m, n, k};
-  /* Pieces of at least ~64K multiply-adds: taking one costs an atomic
-   * operation and, for m == 1, reordering a chunk of x (~0.2 us). */
-  const int64_t per_col = m * (k < GK_QBLOCK ? GK_QBLOCK : k);
-  gk_pool_run(&qmatmul_pool, call_cols, (void *)&c, n, per_col * n,
-              (65536 + per_col - 1) / per_col);
+  run(x, w, y, m, n, k, 0);
+}
+
+/*
+ * The same product with W in the packed layout that qmatmul_repack makes
+ * (docs/weights.md, "Packed layout"; same signature, gk_qmatmul_fn). y is
+ * bit-identical to qmatmul's on the original W, on this image.
+ */
+QMATMUL_EXPORT void qmatmul_packed(const float *x, const void *w, float *y, int64_t m,
+                                   int64_t n, int64_t k) {
+  run(x, w, y, m, n, k, 1);
+}
+
+/*
+ * Rewrites W (n rows, k columns, the original layout of docs/weights.md)
+ * into the packed layout, the same number of bytes, at `out`: out == w
+ * repacks in place, any other overlap is not allowed. The layout depends
+ * only on BITS, not on the level, so any image of the same BITS reads it.
+ * Returns 0, or -1 (nothing written) when w or out is NULL, n or k is
+ * negative, or, in place, the one-row buffer cannot be allocated. Trailing
+ * k % 32 columns are ignored as qmatmul ignores them. Single-threaded,
+ * reentrant: call it once per weight matrix, at load time.
+ */
+QMATMUL_EXPORT int qmatmul_repack(const void *w, void *out, int64_t n, int64_t k) {
+  if (n < 0 || k < 0 || !w || !out)
+    return -1;
+  const int64_t nb = k / GK_QBLOCK, row_bytes = nb * BLOCK_BYTES;
+  if (n == 0 || nb == 0)
+    return 0;
+  unsigned char *tmp = NULL;
+  if (w == out && !(tmp = malloc((size_t)row_bytes)))
+    return -1;
+  for (int64_t j = 0; j < n; j++) {
+    const unsigned char *src = (const unsigned char *)w + j * row_bytes;
+    unsigned char *dst = (unsigned char *)out + j * row_bytes;
+    if (tmp) {
+      memcpy(tmp, src, (size_t)row_bytes);
+      src = tmp;
+    }
+    qp_pack_row(src, dst, nb);
+  }
+  free(tmp);
+  return 0;
 }

@@ -11,7 +11,13 @@
  * their own threads (gk_pool.h); ctest also runs this test with
  * GK_NUM_THREADS=3 GK_PARALLEL_MIN=0 (kernels.qmatmul_threads), which
  * splits every call, small n included. Levels above this CPU are skipped,
- * saying so. x and W end
+ * saying so.
+ *
+ * The packed layout (docs/weights.md, "Packed layout"): every image's
+ * qmatmul_repack must produce exactly the bytes of this test's own packer,
+ * written from the documentation alone, out of place and in place; and
+ * qmatmul_packed on them must give y bit-identical to qmatmul on the
+ * original W (hence also within the reference's tolerance). x and W end
  * right before an inaccessible page, so reading past them faults. Exits 1
  * on any failure, after printing the first bad element of each failing
  * case.
@@ -47,7 +53,7 @@ static const shape shapes[] = {
     {1, 1, 32},    {1, 37, 64},    {3, 17, 256},   {2, 5, 32},
     {7, 3, 96},    {5, 129, 1024}, {1, 300, 4128}, {4, 9, 8224},
     {32, 64, 4096}, {1, 11008, 4096}, {1, 2, 64},  {3, 2, 128},
-    {1, 4097, 1024},
+    {1, 4097, 1024}, {1, 5, 1440},   {2, 7, 1440},
 };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
@@ -110,12 +116,49 @@ static void on_fault(int sig) {
   _exit(1);
 }
 
+/*
+ * The packed layout, from docs/weights.md alone: per row, every d, then
+ * every m, then the codes: groups of G = 16/bits blocks as 16 words, word l holding in bits
+ * [s*bits, (s+1)*bits) the code of block G*g + s/2, weight 2l + s%2 (bits
+ * 4) or 16*(s%2) + l (bits 1, 2); then the codes of the nb % G blocks
+ * left, as in the original. Bits 8 keeps every block's code bytes in block
+ * order.
+ */
+static void pack_reference(int bits, const unsigned char *w, int64_t n, int64_t k,
+                           unsigned char *out) {
+  const int64_t nb = k / 32, bb = 4 + 4 * bits, g_blocks = 16 / bits;
+  const int64_t ng = bits == 8 ? 0 : nb / g_blocks; /* bits 8: block order */
+  for (int64_t j = 0; j < n; j++) {
+    const unsigned char *src = w + j * nb * bb;
+    unsigned char *ds = out + j * nb * bb, *ms = ds + 2 * nb, *dst = ds + 4 * nb;
+    for (int64_t g = 0; g < ng; g++)
+      for (int l = 0; l < 16; l++) {
+        uint32_t word = 0;
+        for (int s = 0; s < 32 / bits; s++) {
+          const int t = bits == 4 ? 2 * l + s % 2 : 16 * (s % 2) + l;
+          const unsigned char *blk = src + (g * g_blocks + s / 2) * bb;
+          word |= (uint32_t)qref_code(blk + 4, bits, t) << (s * bits);
+        }
+        for (int byte = 0; byte < 4; byte++)
+          dst[64 * g + 4 * l + byte] = (unsigned char)(word >> (8 * byte));
+      }
+    for (int64_t b = ng * g_blocks; b < nb; b++)
+      memcpy(dst + 64 * ng + (b - ng * g_blocks) * 4 * bits, src + b * bb + 4,
+             (size_t)(4 * bits));
+    for (int64_t b = 0; b < nb; b++) {
+      memcpy(ds + 2 * b, src + b * bb, 2);
+      memcpy(ms + 2 * b, src + b * bb + 2, 2);
+    }
+  }
+}
+
 /* One test case: random x and W for (bits, shape) and the reference y. */
 typedef struct testcase {
   shape s;
   size_t x_bytes, w_bytes;
   float *x;
   unsigned char *w;
+  unsigned char *wp, *wp_ref; /* packed by the image, by this test */
   double *ref, *mag;
   float *y; /* m*n + GUARD */
 } testcase;
@@ -123,6 +166,8 @@ typedef struct testcase {
 static void testcase_free(testcase *t) {
   guarded_free(t->x, t->x_bytes);
   guarded_free(t->w, t->w_bytes);
+  guarded_free(t->wp, t->w_bytes);
+  free(t->wp_ref);
   free(t->ref);
   free(t->mag);
   free(t->y);
@@ -138,30 +183,33 @@ static int testcase_make(testcase *t, int bits, size_t index) {
   t->w_bytes = qref_w_bytes(bits, s.n, s.k);
   t->x = guarded_alloc(t->x_bytes);
   t->w = guarded_alloc(t->w_bytes);
+  t->wp = guarded_alloc(t->w_bytes);
+  t->wp_ref = malloc(t->w_bytes + 1);
   t->ref = malloc(mn * sizeof *t->ref);
   t->mag = malloc(mn * sizeof *t->mag);
   t->y = malloc((mn + GUARD) * sizeof *t->y);
-  if (!t->x || !t->w || !t->ref || !t->mag || !t->y)
+  if (!t->x || !t->w || !t->wp || !t->wp_ref || !t->ref || !t->mag || !t->y)
     return -1;
   /* The seed depends only on (bits, shape): every run sees the same data. */
   qref_seed(&r, 1000u * (unsigned)bits + index);
   qref_fill_x(&r, t->x, (size_t)(s.m * s.k));
   qref_fill_w(&r, bits, s.n, s.k, t->w);
+  pack_reference(bits, t->w, s.n, s.k, t->wp_ref);
   return qref_matmul(bits, t->x, t->w, s.m, s.n, s.k, t->ref, t->mag);
 }
 
 /* Runs one kernel on one case; 0 when every element is within tolerance,
  * else prints the first bad one and returns 1. *worst receives the largest
  * error relative to the element's scale. */
-static int check_case(gk_qmatmul_fn fn, const char *what, const testcase *t,
-                      double *worst) {
+static int check_case(gk_qmatmul_fn fn, const unsigned char *w, const char *what,
+                      const testcase *t, double *worst) {
   const shape s = t->s;
   const size_t mn = (size_t)(s.m * s.n);
   for (size_t i = 0; i < mn + GUARD; i++)
     t->y[i] = i < mn ? NAN : GUARD_VALUE;
   snprintf(running, sizeof running, "%s m=%lld n=%lld k=%lld", what,
            (long long)s.m, (long long)s.n, (long long)s.k);
-  fn(t->x, t->w, t->y, s.m, s.n, s.k);
+  fn(t->x, w, t->y, s.m, s.n, s.k);
   for (size_t i = 0; i < mn; i++) {
     const double err = fabs((double)t->y[i] - t->ref[i]);
     const double tol = REL_TOL * t->mag[i] + 1e-30;
@@ -186,11 +234,11 @@ static int check_case(gk_qmatmul_fn fn, const char *what, const testcase *t,
 }
 
 /* Best of a few runs, for the record (not checked: machines differ). */
-static double best_ms(gk_qmatmul_fn fn, const testcase *t) {
+static double best_ms(gk_qmatmul_fn fn, const unsigned char *w, const testcase *t) {
   double best = 1e30;
   for (int r = 0; r < 5; r++) {
     const double t0 = now();
-    fn(t->x, t->w, t->y, t->s.m, t->s.n, t->s.k);
+    fn(t->x, w, t->y, t->s.m, t->s.n, t->s.k);
     const double dt = now() - t0;
     best = dt < best ? dt : best;
   }
@@ -202,16 +250,16 @@ static double best_ms(gk_qmatmul_fn fn, const testcase *t) {
  * is computed alone or in a batch (kernelsrc/cpu/qmatmul.c): inference
  * results must not depend on what else was batched with them.
  */
-static int check_batch_invariance(gk_qmatmul_fn fn, const char *what,
-                                  const testcase *t) {
+static int check_batch_invariance(gk_qmatmul_fn fn, const unsigned char *w,
+                                  const char *what, const testcase *t) {
   const shape s = t->s;
   float *one = malloc((size_t)s.n * sizeof *one);
   int bad = 0;
   if (!one)
     return 1;
-  fn(t->x, t->w, t->y, s.m, s.n, s.k);
+  fn(t->x, w, t->y, s.m, s.n, s.k);
   for (int64_t i = 0; i < s.m && !bad; i++) {
-    fn(t->x + i * s.k, t->w, one, 1, s.n, s.k);
+    fn(t->x + i * s.k, w, one, 1, s.n, s.k);
     for (int64_t j = 0; j < s.n; j++)
       if (memcmp(&one[j], &t->y[i * s.n + j], sizeof one[j]) != 0) {
         printf("FAIL: %s m=%lld n=%lld k=%lld: row %lld alone gives y[%lld] = "
@@ -225,6 +273,53 @@ static int check_batch_invariance(gk_qmatmul_fn fn, const char *what,
   }
   free(one);
   return bad;
+}
+
+/*
+ * The image's repack against this test's packer, out of place (into t->wp,
+ * first filled with junk) and in place (t->wp holding a copy of W); t->wp
+ * ends up packed.
+ */
+static int check_repack(gk_qmatmul_repack_fn repack, const char *what, const testcase *t) {
+  const shape s = t->s;
+  for (int in_place = 0; in_place < 2; in_place++) {
+    if (in_place)
+      memcpy(t->wp, t->w, t->w_bytes);
+    else
+      memset(t->wp, 0xa5, t->w_bytes);
+    snprintf(running, sizeof running, "%s repack%s n=%lld k=%lld", what,
+             in_place ? " in place" : "", (long long)s.n, (long long)s.k);
+    const int rc = repack(in_place ? t->wp : t->w, t->wp, s.n, s.k);
+    if (rc != 0) {
+      printf("FAIL: %s: qmatmul_repack%s n=%lld k=%lld returned %d\n", what,
+             in_place ? " (in place)" : "", (long long)s.n, (long long)s.k, rc);
+      return 1;
+    }
+    for (size_t i = 0; i < t->w_bytes; i++)
+      if (t->wp[i] != t->wp_ref[i]) {
+        printf("FAIL: %s: qmatmul_repack%s n=%lld k=%lld: byte %zu (row %zu) is 0x%02x, "
+               "docs/weights.md's packed layout says 0x%02x\n",
+               what, in_place ? " (in place)" : "", (long long)s.n, (long long)s.k, i,
+               i / (t->w_bytes / (size_t)s.n), t->wp[i], t->wp_ref[i]);
+        return 1;
+      }
+  }
+  return 0;
+}
+
+/* y of qmatmul_packed on the packed W must be qmatmul's on W, bit for bit
+ * (`orig`, m*n floats). */
+static int check_identical(const char *what, const testcase *t, const float *orig) {
+  const shape s = t->s;
+  for (size_t i = 0; i < (size_t)(s.m * s.n); i++)
+    if (memcmp(&orig[i], &t->y[i], sizeof orig[i]) != 0) {
+      printf("FAIL: %s m=%lld n=%lld k=%lld: y[%zu] = %.9g on the packed W, %.9g "
+             "from qmatmul on the original: must be identical\n",
+             what, (long long)s.m, (long long)s.n, (long long)s.k, i,
+             (double)t->y[i], (double)orig[i]);
+      return 1;
+    }
+  return 0;
 }
 
 /* Loads the image for `spec`, checks the row libgk chose; NULL on failure
@@ -283,8 +378,9 @@ static int check_default_device(gk_archive *ar, const gk_device *host) {
 static int check_width(gk_archive *ar, int bits, int host_level) {
   char variant[16], what[64];
   gk_module *mods[NLEVELS] = {0};
-  gk_qmatmul_fn fns[NLEVELS] = {0};
-  double worst[NLEVELS] = {0}, big_ms[NLEVELS] = {0};
+  gk_qmatmul_fn fns[NLEVELS] = {0}, pfns[NLEVELS] = {0};
+  gk_qmatmul_repack_fn reps[NLEVELS] = {0};
+  double worst[NLEVELS] = {0}, big_ms[NLEVELS] = {0}, big_packed_ms[NLEVELS] = {0};
   int failures = 0;
   snprintf(variant, sizeof variant, "bits=%d", bits);
 
@@ -304,10 +400,15 @@ static int check_width(gk_archive *ar, int bits, int host_level) {
       continue;
     }
     fns[l] = (gk_qmatmul_fn)gk_module_symbol(mods[l], "qmatmul");
-    if (!fns[l]) {
-      printf("FAIL: qmatmul %s %s: no symbol 'qmatmul' in the image\n", variant,
-             levels[l]);
+    pfns[l] = (gk_qmatmul_fn)gk_module_symbol(mods[l], "qmatmul_packed");
+    reps[l] = (gk_qmatmul_repack_fn)gk_module_symbol(mods[l], "qmatmul_repack");
+    if (!fns[l] || !pfns[l] || !reps[l]) {
+      printf("FAIL: qmatmul %s %s: the image lacks one of the symbols 'qmatmul' (%s), "
+             "'qmatmul_packed' (%s), 'qmatmul_repack' (%s)\n", variant, levels[l],
+             fns[l] ? "ok" : "missing", pfns[l] ? "ok" : "missing",
+             reps[l] ? "ok" : "missing");
       failures++;
+      fns[l] = NULL;
     }
   }
 
@@ -318,24 +419,47 @@ static int check_width(gk_archive *ar, int bits, int host_level) {
       testcase_free(&t);
       return failures + 1;
     }
+    const size_t mn = (size_t)(t.s.m * t.s.n);
+    float *orig = malloc(mn * sizeof *orig);
+    if (!orig) {
+      printf("FAIL: out of memory making test data\n");
+      testcase_free(&t);
+      return failures + 1;
+    }
     for (int l = 0; l <= host_level; l++) {
       if (!fns[l])
         continue;
       snprintf(what, sizeof what, "qmatmul %s %s", variant, levels[l]);
-      failures += check_case(fns[l], what, &t, &worst[l]);
+      failures += check_case(fns[l], t.w, what, &t, &worst[l]);
+      memcpy(orig, t.y, mn * sizeof *orig);
       if (t.s.n == 11008)
-        big_ms[l] = best_ms(fns[l], &t);
+        big_ms[l] = best_ms(fns[l], t.w, &t);
       if (t.s.m > 1)
-        failures += check_batch_invariance(fns[l], what, &t);
+        failures += check_batch_invariance(fns[l], t.w, what, &t);
+      /* The packed layout, through the same image. */
+      snprintf(what, sizeof what, "qmatmul_packed %s %s", variant, levels[l]);
+      if (check_repack(reps[l], what, &t) != 0) {
+        failures++;
+        continue;
+      }
+      const int bad = check_case(pfns[l], t.wp, what, &t, &worst[l]);
+      failures += bad;
+      if (!bad)
+        failures += check_identical(what, &t, orig);
+      if (t.s.n == 11008)
+        big_packed_ms[l] = best_ms(pfns[l], t.wp, &t);
+      if (t.s.m > 1)
+        failures += check_batch_invariance(pfns[l], t.wp, what, &t);
     }
+    free(orig);
     testcase_free(&t);
   }
 
   for (int l = 0; l <= host_level; l++) {
     if (fns[l])
-      printf("ok: qmatmul %s %-9s %zu shapes, worst error %.2g of scale; "
-             "1x11008x4096 in %.2f ms\n",
-             variant, levels[l], NSHAPES, worst[l], big_ms[l]);
+      printf("ok: qmatmul %s %-9s %zu shapes, original and packed layout (identical "
+             "y), worst error %.2g of scale; 1x11008x4096 in %.2f ms, packed %.2f ms\n",
+             variant, levels[l], NSHAPES, worst[l], big_ms[l], big_packed_ms[l]);
     gk_module_unload(mods[l]);
   }
   return failures;
