@@ -77,11 +77,17 @@ for r in pool["qmatmul_m1"]:
         row["speedup"] = row["one_thread_us"] / r["median_us"]
     rows.append(row)
     # The goal is judged on the selected image in the layout a caller would
-    # use: the better of the two (both ship in every image).
+    # use (the better of the two: both ship in every image), against the
+    # machine's read bandwidth as issue 9 words it: the run's STREAM-style
+    # read. The paired read (as many bytes, right before each call) is
+    # reported beside it; it reads slower than STREAM, so its ratio is the
+    # kinder one and does not decide.
     if r["selected"] and r["bits"] in (4, 8):
         key = "bits%d" % r["bits"]
-        if key not in goals or ratio > goals[key]["ratio"]:
-            goals[key] = dict(ratio=ratio, layout=lay, goal=GOAL, met=ratio >= GOAL)
+        stream_ratio = row["ratio_run_median"]
+        if key not in goals or stream_ratio > goals[key]["ratio"]:
+            goals[key] = dict(ratio=stream_ratio, paired_ratio=ratio, layout=lay, goal=GOAL,
+                              met=stream_ratio >= GOAL)
 
 # Per core: ns per 32-weight block with W in L1, in L2 (per CPU-second of the
 # one thread) and from memory (wall clock of the 1-thread call, W cycling).
@@ -146,8 +152,9 @@ for r in rows:
           f"{r.get('limit', '')} | {one_us} | {sp} |")
 print()
 for name, g in sorted(goals.items()):
-    print(f"- Goal {name}: ratio >= {GOAL}: {g['ratio']:.2f} ({g['layout']} layout), "
-          f"**{'met' if g['met'] else 'not met'}**.")
+    print(f"- Goal {name}: weight bytes/s at least {GOAL} of the run's STREAM-style read: "
+          f"{g['ratio']:.2f} ({g['layout']} layout; {g['paired_ratio']:.2f} against the paired "
+          f"read of as many bytes), **{'met' if g['met'] else 'not met'}**.")
 print("- Anchor (issue 9, measured elsewhere, not in this run): ggml q4_0 (repacked, 2 threads) "
       "about 0.85, its q4_1 (5 bits per weight like bits=4) about 0.60.")
 if repack:
