@@ -304,6 +304,8 @@ GK_API void gk_free(void *p);
  * variants it has. GK_ENOIMAGE when it has, but none fits the device: the
  * message lists what it holds. GK_EINVAL for NULL arguments or a device
  * that is not valid (unknown backend, cpu arch not an x86-64 level).
+ * GK_ECORRUPT, GK_ENOMEM, GK_EIO when the index rows it reads fail
+ * (gk_archive_count).
  */
 GK_API int gk_archive_select(gk_archive *ar, const gk_device *dev,
                              const char *kernel, const char *variant,
