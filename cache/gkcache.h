@@ -293,6 +293,12 @@ int gkc_gc(gkc_cache *c, uint64_t max_bytes, gkc_gc_result *out);
 int gkc_index_open(gkc_cache *c, const char *name);
 int gkc_index_save(gkc_cache *c);
 
+/* Writes `len` bytes to `path`, a file in the cache's folder (a build's
+ * index, gk build's fast-path record beside it), atomically: a temporary of
+ * the cache renamed into place, its folders made first. 0, or -1 with the
+ * message in gkc_errmsg. */
+int gkc_write_file(gkc_cache *c, const char *path, const char *data, size_t len);
+
 /*
  * Notes the caller keeps in the index from one build to the next (gk build:
  * a digest of what its manifest is made from). gkc_index_get gives the value

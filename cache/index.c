@@ -412,12 +412,14 @@ int gkc_index_save(gkc_cache *c) {
   if (!text) return gkc__fail(c, "out of memory writing the build index");
   size_t len = strlen(text);
   int rc = 0;
-  if (!(ix->old_text && ix->old_len == len && memcmp(ix->old_text, text, len) == 0)) {
-    if (mkdir_parent(ix->path) != 0)
-      rc = gkc__fail(c, "cannot create the folder of '%s': %s", ix->path, strerror(errno));
-    else
-      rc = gkc__write_atomic(c, ix->path, text, len);
-  }
+  if (!(ix->old_text && ix->old_len == len && memcmp(ix->old_text, text, len) == 0))
+    rc = gkc_write_file(c, ix->path, text, len);
   free(text);
   return rc;
+}
+
+int gkc_write_file(gkc_cache *c, const char *path, const char *data, size_t len) {
+  if (mkdir_parent(path) != 0)
+    return gkc__fail(c, "cannot create the folder of '%s': %s", path, strerror(errno));
+  return gkc__write_atomic(c, path, data, len);
 }

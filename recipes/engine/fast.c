@@ -419,7 +419,7 @@ static char *slurp(const char *path, size_t *len) {
   return b;
 }
 
-/* Writes the record through a temporary of the cache and a rename, unless
+/* Writes the record as the cache writes its files (gkc_write_file), unless
  * the file already says the same. */
 static const char *write_record(gkc_cache *c, const char *path, const char *text) {
   size_t len = strlen(text), olen;
@@ -427,25 +427,7 @@ static const char *write_record(gkc_cache *c, const char *path, const char *text
   int same = old && olen == len && memcmp(old, text, len) == 0;
   free(old);
   if (same) return NULL;
-  char dir[PATH_MAX], tmp[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  *slash = '\0';
-  char *up = strrchr(dir, '/');
-  *up = '\0';
-  mkdir(dir, 0777); /* index/ */
-  *up = '/';
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST) return "cannot create its folder";
-  if (gkc_temp_path(c, ".fast", tmp, sizeof tmp) != 0) return "path too long";
-  FILE *f = fopen(tmp, "wbx");
-  if (!f) return "cannot write a temporary";
-  int ok = fwrite(text, 1, len, f) == len;
-  ok = fclose(f) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    unlink(tmp);
-    return "cannot write it";
-  }
-  return NULL;
+  return gkc_write_file(c, path, text, len) == 0 ? NULL : gkc_errmsg(c);
 }
 
 /* gk.fast_save(cache, { {sha256, size}, ... }, summary) -> true | nil, why.
