@@ -697,6 +697,24 @@ static void put_frame(const char *path, const char *where, const void *z, size_t
 #define V4_BLOB "(SELECT sha256 FROM image WHERE target = 'x86-64-v4')"
 #define V3_ID "(SELECT id FROM blob WHERE sha256 = " V3_BLOB ")"
 
+/* Every image of good_archive()'s three reads back exactly, twice (the
+ * decompression context is reused); row 1, the v4 image, is the delta whose
+ * own frame is zn bytes. */
+static void expect_reads_back(gk_archive *ar, size_t zn) {
+  gk_image_info info;
+  assert_int_equal(gk_archive_image(ar, 1, &info), GK_OK);
+  assert_int_equal(info.packed_size, zn);
+  for (size_t round = 0; round < 2; round++)
+    for (size_t i = 0; i < 3; i++) {
+      void *p;
+      size_t n;
+      assert_int_equal(gk_archive_read(ar, i, &p, &n), GK_OK);
+      assert_int_equal(n, i == 1 ? img_b_size : img_a_size);
+      assert_memory_equal(p, i == 1 ? img_b : img_a, n);
+      gk_free(p);
+    }
+}
+
 /* A delta-coded image reads back through its base, from a file and from
  * memory, and its base still reads on its own. */
 static void read_delta(void **state) {
@@ -715,18 +733,7 @@ static void read_delta(void **state) {
   free(z);
   gk_archive *ar;
   assert_int_equal(gk_archive_open(path, &ar), GK_OK);
-  gk_image_info info;
-  assert_int_equal(gk_archive_image(ar, 1, &info), GK_OK);
-  assert_int_equal(info.packed_size, zn);
-  for (size_t round = 0; round < 2; round++) /* the context is reused */
-    for (size_t i = 0; i < 3; i++) {
-      void *p;
-      size_t n;
-      assert_int_equal(gk_archive_read(ar, i, &p, &n), GK_OK);
-      assert_int_equal(n, i == 1 ? img_b_size : img_a_size);
-      assert_memory_equal(p, i == 1 ? img_b : img_a, n);
-      gk_free(p);
-    }
+  expect_reads_back(ar, zn);
   gk_archive_close(ar);
   free(path);
 }
@@ -785,18 +792,7 @@ static void read_chain(void **state) {
     gk_archive *ar;
     assert_int_equal(mem ? gk_archive_open_memory(file, fn, &ar) : gk_archive_open(path, &ar),
                      GK_OK);
-    gk_image_info info;
-    assert_int_equal(gk_archive_image(ar, 1, &info), GK_OK);
-    assert_int_equal(info.packed_size, zn);
-    for (size_t round = 0; round < 2; round++)
-      for (size_t i = 0; i < 3; i++) {
-        void *p;
-        size_t n;
-        assert_int_equal(gk_archive_read(ar, i, &p, &n), GK_OK);
-        assert_int_equal(n, i == 1 ? img_b_size : img_a_size);
-        assert_memory_equal(p, i == 1 ? img_b : img_a, n);
-        gk_free(p);
-      }
+    expect_reads_back(ar, zn);
     gk_archive_close(ar);
   }
   free(file);
