@@ -67,9 +67,7 @@ static const char schema_sql[] =
 typedef struct writer {
   sqlite3 *db;
   sqlite3_stmt *add_blob, *add_image;
-  ZSTD_CCtx *cctx;
-  void *zbuf;
-  size_t zcap;
+  gkp_zbuf z;          /* the final frames */
   unsigned char *pbuf; /* a delta's prefix: its chain's raw bytes */
   size_t pcap;
   ZSTD_DCtx *dctx;     /* decodes each blob back (check_blob) */
@@ -82,199 +80,6 @@ typedef struct writer {
 static int db_fail(writer *w, const char *what) {
   gkp__seterr(w->err, w->errsize, "%s: %s", what, sqlite3_errmsg(w->db));
   return -1;
-}
-
-/* One distinct image (blob), in the order the sorted rows first use it. */
-typedef struct pblob {
-  const gkp_image *im; /* the first row using these bytes */
-  unsigned char sha[32];
-  long base; /* index of its parent blob (its chain: docs/archive.md); -1 for a plain frame */
-} pblob;
-
-/* Sibling images share most of their bytes (sm_90 and sm_90a cubins differ
- * in a few bytes, sm_80 and sm_86 in a few KB), which per-image compression
- * cannot see. So an image may be stored as a zstd frame compressed against
- * the raw bytes of the images above it in a small tree of its family
- * (zstd's prefix API): its chain, root first. Depth 1 (one plain base per
- * image) left most of the redundancy unused: the variants of a kernel for
- * one SM and the SMs of one variant are both close, and a tree lets an
- * image lean on both. Its depth is capped (GK_ARCHIVE_DELTA_DEPTH): reading
- * an image decompresses its ancestors first, one frame per level. */
-
-/* Images are only coded against images of the same backend, kernel and
- * format (variants do share code: qmatmul bits=2 and bits=4 for one SM;
- * across kernels the sizes changed by 0.2%). Families past this size are
- * cut into runs of it, in blob order, to bound the m^2 estimates. */
-#define FAMILY_MAX 128
-/* Level of the trial compressions that choose bases: a cheap level ranks
- * candidates as the final level does, at a fraction of its time (level 9
- * chose trees 0.1% smaller for twice the time). */
-#define ESTIMATE_LEVEL 3
-
-/* Compresses src into w->zbuf, against `prefix` (raw bytes) when pn > 0.
- * Returns the frame's size, or a zstd error code. */
-static size_t compress_into(writer *w, const void *src, size_t n,
-                            const void *prefix, size_t pn, int level) {
-  size_t bound = ZSTD_compressBound(n);
-  if (bound > w->zcap) {
-    void *p = realloc(w->zbuf, bound);
-    if (!p) return (size_t)-ZSTD_error_memory_allocation;
-    w->zbuf = p;
-    w->zcap = bound;
-  }
-  ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_and_parameters);
-  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
-  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
-  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 0);
-  /* A prefix is raw content (never parsed as a zstd dictionary), on both
-   * sides, whatever its first bytes. */
-  if (pn) ZSTD_CCtx_refPrefix(w->cctx, prefix, pn);
-  return ZSTD_compress2(w->cctx, w->zbuf, w->zcap, src, n);
-}
-
-static int family_cmp3(const gkp_image *a, const gkp_image *b) {
-  int c;
-  if ((c = strcmp(a->backend, b->backend))) return c;
-  if ((c = strcmp(a->kernel, b->kernel))) return c;
-  return strcmp(a->format, b->format);
-}
-
-/* qsort context is not in C11: the blob array for family_sort. */
-static const pblob *sort_blobs;
-static int family_sort(const void *pa, const void *pb) {
-  size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
-  int c = family_cmp3(sort_blobs[a].im, sort_blobs[b].im);
-  return c ? c : (a > b) - (a < b);
-}
-
-/*
- * Chooses the parents of one family run (blob indices fam[0..m)): trial
- * sizes P (plain) and D (i against j alone) at ESTIMATE_LEVEL, then a local
- * search over forests of depth at most GK_ARCHIVE_DELTA_DEPTH: starting
- * from the best depth-1 forest found greedily, repeatedly re-parent the one
- * image whose move saves the most (cost D[i][j] instead of its current
- * one), among moves that keep the forest acyclic and within the depth,
- * until none saves anything. Every move lowers the run's total, so it
- * ends. D ranks single parents; the final frame also sees the grandparent,
- * which only helps (choosing by the full chain's cost measured 0.3% smaller
- * for twice the trials). Ties go to the lower image, then the lower
- * parent: the choice depends on the images alone.
- */
-static int choose_bases(writer *w, pblob *blobs, const size_t *fam, size_t m) {
-  size_t *P = calloc(m, sizeof *P), *D = calloc(m * m, sizeof *D);
-  size_t *cur = calloc(m, sizeof *cur);
-  long *par = calloc(m, sizeof *par);
-  int *dep = calloc(m, sizeof *dep), *hgt = calloc(m, sizeof *hgt);
-  int rc = -1;
-  if (!P || !D || !cur || !par || !dep || !hgt) {
-    gkp__seterr(w->err, w->errsize, "out of memory choosing delta bases");
-    goto bases_out;
-  }
-  for (size_t i = 0; i < m; i++)
-    for (size_t j = 0; j < m; j++) {
-      const gkp_image *a = blobs[fam[i]].im, *b = blobs[fam[j]].im;
-      size_t z = compress_into(w, a->data, a->size, i == j ? NULL : b->data,
-                               i == j ? 0 : b->size, ESTIMATE_LEVEL);
-      if (ZSTD_isError(z)) {
-        gkp__seterr(w->err, w->errsize, "cannot compress %s/%s/%s: %s", a->backend,
-                    a->kernel, a->target, ZSTD_getErrorName(z));
-        goto bases_out;
-      }
-      if (i == j) P[i] = z;
-      else D[i * m + j] = z;
-    }
-  /* Depth 1 first: greedy facility location. Start with every image
-   * plain; repeatedly make a base (plain) the image that lowers the run's
-   * total the most, each other image costing the smaller of its current
-   * cost and D against the new base; then code each image against its best
-   * base. Its bases are a better start than "all plain" (the search alone
-   * ended 4.4% larger on the cuda matrix: greedy moves from scratch commit
-   * to too many roots). isbase is dep's storage. */
-  int *isbase = dep;
-  for (size_t i = 0; i < m; i++) cur[i] = P[i], par[i] = -1, isbase[i] = 0;
-  for (;;) {
-    size_t best = m, best_gain = 0;
-    for (size_t c = 0; c < m; c++) {
-      if (isbase[c]) continue;
-      /* c turning plain costs what its own delta saved. */
-      size_t gain = 0, loss = P[c] - cur[c];
-      for (size_t i = 0; i < m; i++)
-        if (!isbase[i] && i != c && D[i * m + c] < cur[i]) gain += cur[i] - D[i * m + c];
-      if (gain > loss && gain - loss > best_gain) {
-        best_gain = gain - loss;
-        best = c;
-      }
-    }
-    if (best == m) break;
-    isbase[best] = 1;
-    cur[best] = P[best];
-    for (size_t i = 0; i < m; i++)
-      if (!isbase[i] && D[i * m + best] < cur[i]) cur[i] = D[i * m + best];
-  }
-  for (size_t i = 0; i < m; i++) {
-    if (isbase[i] || cur[i] >= P[i]) continue;
-    for (size_t j = 0; j < m; j++)
-      if (isbase[j] && (par[i] < 0 || D[i * m + j] < D[i * m + par[i]])) par[i] = (long)j;
-    cur[i] = D[i * m + par[i]];
-  }
-  /* Then deeper: the search over re-parenting moves. */
-  for (;;) {
-    /* Depth of every image, and height of the tree below it. */
-    for (size_t i = 0; i < m; i++) dep[i] = hgt[i] = 0;
-    for (size_t i = 0; i < m; i++) {
-      int d = 1;
-      for (long x = par[i]; x >= 0; x = par[x], d++) {
-        dep[i]++;
-        if (hgt[x] < d) hgt[x] = d;
-      }
-    }
-    size_t bi = m, bj = m, best_gain = 0;
-    for (size_t i = 0; i < m; i++)
-      for (size_t j = 0; j < m; j++) {
-        if (j == i || par[i] == (long)j || D[i * m + j] >= cur[i] ||
-            cur[i] - D[i * m + j] <= best_gain ||
-            dep[j] + 1 + hgt[i] > GK_ARCHIVE_DELTA_DEPTH)
-          continue;
-        long x = (long)j; /* j below i would close a cycle */
-        while (x >= 0 && x != (long)i) x = par[x];
-        if (x == (long)i) continue;
-        best_gain = cur[i] - D[i * m + j];
-        bi = i, bj = j;
-      }
-    if (bi == m) break;
-    par[bi] = (long)bj;
-    cur[bi] = D[bi * m + bj];
-  }
-  for (size_t i = 0; i < m; i++) blobs[fam[i]].base = par[i] < 0 ? -1 : (long)fam[par[i]];
-  rc = 0;
-bases_out:
-  free(P), free(D), free(cur), free(par), free(dep), free(hgt);
-  return rc;
-}
-
-/* Sets every blob's base, family by family. */
-static int plan_deltas(writer *w, pblob *blobs, size_t nb) {
-  size_t *order = calloc(nb ? nb : 1, sizeof *order);
-  if (!order) {
-    gkp__seterr(w->err, w->errsize, "out of memory choosing delta bases");
-    return -1;
-  }
-  for (size_t i = 0; i < nb; i++) order[i] = i, blobs[i].base = -1;
-  sort_blobs = blobs;
-  qsort(order, nb, sizeof *order, family_sort);
-  for (size_t i = 0; i < nb;) {
-    size_t j = i + 1;
-    while (j < nb && j - i < FAMILY_MAX &&
-           family_cmp3(blobs[order[i]].im, blobs[order[j]].im) == 0)
-      j++;
-    if (j - i > 1 && choose_bases(w, blobs, order + i, j - i)) {
-      free(order);
-      return -1;
-    }
-    i = j;
-  }
-  free(order);
-  return 0;
 }
 
 /* The prefix blob b is coded against: the raw bytes of its ancestors,
@@ -311,7 +116,7 @@ static int chain_prefix(writer *w, const pblob *blobs, size_t b, size_t *pn) {
   return 0;
 }
 
-/* Decodes the frame just made (w->zbuf, zn bytes) the way libgk will and
+/* Decodes the frame just made (w->z.buf, zn bytes) the way libgk will and
  * compares it with the image. libgk checks the SHA-256 of a blob's stored
  * bytes, not of what they decode to (docs/archive.md, "Reading"): that
  * they decode to the image is promised here. */
@@ -325,7 +130,7 @@ static int check_blob(writer *w, const gkp_image *im, size_t zn, size_t pn) {
   }
   ZSTD_DCtx_reset(w->dctx, ZSTD_reset_session_and_parameters);
   if (pn) ZSTD_DCtx_refPrefix(w->dctx, w->pbuf, pn);
-  size_t got = ZSTD_decompressDCtx(w->dctx, w->rbuf, w->rcap, w->zbuf, zn);
+  size_t got = ZSTD_decompressDCtx(w->dctx, w->rbuf, w->rcap, w->z.buf, zn);
   if (ZSTD_isError(got) || got != im->size ||
       (im->size && memcmp(w->rbuf, im->data, im->size) != 0)) {
     gkp__seterr(w->err, w->errsize,
@@ -348,8 +153,8 @@ static int put_blob(writer *w, const pblob *blobs, size_t b, int level) {
   long base = blobs[b].base;
   size_t pn = 0;
   if (chain_prefix(w, blobs, b, &pn)) return -1;
-  size_t zn = compress_into(w, im->data, im->size, base >= 0 ? w->pbuf : NULL,
-                            pn, level);
+  size_t zn = gkp__zcompress(&w->z, im->data, im->size, base >= 0 ? w->pbuf : NULL,
+                             pn, level);
   if (ZSTD_isError(zn)) {
     gkp__seterr(w->err, w->errsize, "cannot compress %s/%s/%s: %s", im->backend,
                 im->kernel, im->target, ZSTD_getErrorName(zn));
@@ -361,7 +166,7 @@ static int put_blob(writer *w, const pblob *blobs, size_t b, int level) {
   crypto_hash_sha256_state h;
   crypto_hash_sha256_init(&h);
   if (base >= 0) crypto_hash_sha256_update(&h, blobs[base].sha, 32);
-  crypto_hash_sha256_update(&h, w->zbuf, zn);
+  crypto_hash_sha256_update(&h, w->z.buf, zn);
   crypto_hash_sha256_final(&h, data_sha);
   sqlite3_stmt *s = w->add_blob;
   sqlite3_reset(s);
@@ -371,7 +176,7 @@ static int put_blob(writer *w, const pblob *blobs, size_t b, int level) {
   sqlite3_bind_text(s, 4, base >= 0 ? "zstd-delta" : "zstd", -1, SQLITE_STATIC);
   if (base >= 0) sqlite3_bind_int64(s, 5, (sqlite3_int64)base + 1);
   else sqlite3_bind_null(s, 5);
-  sqlite3_bind_blob(s, 6, w->zbuf, (int)zn, SQLITE_STATIC);
+  sqlite3_bind_blob(s, 6, w->z.buf, (int)zn, SQLITE_STATIC);
   sqlite3_bind_blob(s, 7, data_sha, 32, SQLITE_STATIC);
   if (sqlite3_step(s) != SQLITE_DONE) return db_fail(w, "cannot insert blob");
   return 0;
@@ -464,7 +269,7 @@ static int write_db(writer *w, const char *tmp, const gkp_image **sorted,
     gkp__seterr(w->err, w->errsize, "out of memory");
     return -1;
   }
-  if (list_blobs(w, sorted, n, &blobs, &nb, row_blob) || plan_deltas(w, blobs, nb))
+  if (list_blobs(w, sorted, n, &blobs, &nb, row_blob) || gkp__plan_deltas(blobs, nb, w->err, w->errsize))
     goto db_out;
   if (sqlite3_open_v2(tmp, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                       NULL) != SQLITE_OK) {
@@ -514,10 +319,9 @@ static void writer_close(writer *w) {
   sqlite3_finalize(w->add_blob);
   sqlite3_finalize(w->add_image);
   sqlite3_close(w->db);
-  ZSTD_freeCCtx(w->cctx);
+  gkp__zbuf_free(&w->z);
   ZSTD_freeDCtx(w->dctx);
   free(w->rbuf);
-  free(w->zbuf);
   free(w->pbuf);
   memset(w, 0, sizeof *w);
 }
@@ -583,8 +387,8 @@ int gkp_write_meta(const char *path, const gkp_image *images, size_t n,
   }
   sorted = calloc(n ? n : 1, sizeof *sorted);
   tmp = malloc(strlen(path) + 16);
-  w.cctx = ZSTD_createCCtx();
-  if (!sorted || !tmp || !w.cctx) {
+  w.z.cctx = ZSTD_createCCtx();
+  if (!sorted || !tmp || !w.z.cctx) {
     gkp__seterr(err, errsize, "out of memory");
     goto pack_out;
   }
