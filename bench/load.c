@@ -164,8 +164,8 @@ static void storage_of(const char *path, const gk_image_info *row, storage *s) {
                          "SELECT b.codec, length(b.data), "
                          " (SELECT i.target || ' ' || i.variant FROM image i"
                          "  JOIN blob c ON c.sha256 = i.sha256"
-                         "  WHERE c.id = b.base ORDER BY i.kernel, i.backend, i.target,"
-                         "  i.variant LIMIT 1) FROM blob b WHERE b.sha256 = ?1",
+                         "  WHERE c.id = b.base ORDER BY i.kernel, i.backend, i.variant,"
+                         "  i.target LIMIT 1) FROM blob b WHERE b.sha256 = ?1",
                          -1, &st, NULL))
     die("cannot read the blob table of '%s': %s", path, sqlite3_errmsg(db));
   sqlite3_bind_blob(st, 1, row->sha256, 32, SQLITE_STATIC);

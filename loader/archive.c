@@ -81,11 +81,12 @@ void gk__row_describe(const gk_image_info *row, char *buf, size_t size) {
 
 /* The columns of docs/archive.md the loader reads. Extra columns are
  * tolerated; a format change that matters bumps user_version instead. */
-static const char *const image_cols[] = {
-    "kernel", "backend",   "target",   "variant", "format", "entry",
-    "launch", "toolchain", "raw_size", "sha256",  NULL};
-static const char *const blob_cols[] = {"id",   "sha256", "raw_size",    "codec",
-                                        "base", "data",   "data_sha256", NULL};
+static const char *const image_cols[] = {"kernel", "backend", "variant", "target",
+                                         "spec",   "blob",    "sha256",  NULL};
+static const char *const spec_cols[] = {"id", "format", "entry", "launch", "toolchain",
+                                        NULL};
+static const char *const blob_cols[] = {"id",   "sha256",      "raw_size", "codec",
+                                        "base", "data_sha256", "data",     NULL};
 
 static int check_table(gk_archive *ar, const char *table,
                        const char *const *cols) {
@@ -144,15 +145,17 @@ static int check_table(gk_archive *ar, const char *table,
 /* What check_table checks, without a statement: every column the loader
  * reads exists in a table (sqlite3_table_column_metadata refuses views),
  * answered from the schema SQLite parses anyway. 1 when all holds. */
+static const struct {
+  const char *name;
+  const char *const *cols;
+} tables[] = {{"image", image_cols}, {"spec", spec_cols}, {"blob", blob_cols}};
+
 static int schema_quick_ok(gk_archive *ar) {
-  for (int i = 0; image_cols[i]; i++)
-    if (sqlite3_table_column_metadata(ar->db, "main", "image", image_cols[i], NULL,
-                                      NULL, NULL, NULL, NULL) != SQLITE_OK)
-      return 0;
-  for (int i = 0; blob_cols[i]; i++)
-    if (sqlite3_table_column_metadata(ar->db, "main", "blob", blob_cols[i], NULL,
-                                      NULL, NULL, NULL, NULL) != SQLITE_OK)
-      return 0;
+  for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+    for (int i = 0; tables[t].cols[i]; i++)
+      if (sqlite3_table_column_metadata(ar->db, "main", tables[t].name, tables[t].cols[i],
+                                        NULL, NULL, NULL, NULL, NULL) != SQLITE_OK)
+        return 0;
   return 1;
 }
 
@@ -165,23 +168,32 @@ static const char *row_text(sqlite3_stmt *st, int col) {
   return s;
 }
 
-static int cmp_row(const gk_image_info *a, const gk_image_info *b) {
+int gk__row_cmp(const gk_image_info *a, const gk_image_info *b) {
   int c = strcmp(a->kernel, b->kernel);
   if (!c) c = strcmp(a->backend, b->backend);
-  if (!c) c = strcmp(a->target, b->target);
   if (!c) c = strcmp(a->variant, b->variant);
+  if (!c) c = strcmp(a->target, b->target);
   return c;
 }
 
-/* One image row from `st` (columns as in ROW_COLS), checked and copied:
- * text columns must be TEXT without NUL bytes (everything downstream
- * compares them as C strings), raw_size a non-negative integer, sha256 32
- * bytes. `n` names the row in messages. */
-#define ROW_COLS                                                              \
-  "kernel, backend, target, variant, format, entry, launch, toolchain, "     \
-  "raw_size, sha256"
-static int row_from(gk_archive *ar, sqlite3_stmt *st, int col0,
-                    sqlite3_int64 n, gk__row *r) {
+/* An image row with what it names: its spec's text and its blob's hash and
+ * size. LEFT JOIN keeps a row whose spec or blob is missing (an inner join
+ * would drop it from the index without a word); NOT INDEXED takes the names
+ * from the row itself, not from the primary key's index: one damaged index
+ * entry would otherwise pair a name with another row's hash (a verified
+ * image under the wrong name: tests/loader/test_corrupt.c found it). */
+#define ROW_SELECT                                                               \
+  "SELECT i.rowid, i.kernel, i.backend, i.target, i.variant, s.format, s.entry," \
+  " s.launch, s.toolchain, b.raw_size, i.sha256, i.blob, s.id IS NULL,"          \
+  " b.id IS NULL, b.sha256 IS i.sha256 FROM image AS i NOT INDEXED"              \
+  " LEFT JOIN spec AS s ON s.id = i.spec LEFT JOIN blob AS b ON b.id = i.blob"
+
+/* One image row from `st` (ROW_SELECT), checked and copied: text columns
+ * must be TEXT without NUL bytes (everything downstream compares them as C
+ * strings), raw_size a non-negative integer, sha256 32 bytes. `n` names
+ * the row in messages. */
+static int row_from(gk_archive *ar, sqlite3_stmt *st, sqlite3_int64 n, gk__row *r) {
+  const int col0 = 1;
   static const char *const names[] = {"kernel",  "backend",  "target",
                                       "variant", "format",   "entry",
                                       "launch",  "toolchain"};
@@ -190,7 +202,27 @@ static int row_from(gk_archive *ar, sqlite3_stmt *st, int col0,
   const char **const field[] = {&info.kernel,  &info.backend,  &info.target,
                                 &info.variant, &info.format,   &info.entry,
                                 &info.launch,  &info.toolchain};
-  for (int c = 0; c < 8; c++)
+  /* The row's own names first: the messages below can then name it. */
+  for (int c = 0; c < 4; c++)
+    if (!(*field[c] = row_text(st, col0 + c)))
+      return gk__fail(ar, GK_ECORRUPT,
+                      "archive '%s' is corrupt: image row %lld has a bad '%s'",
+                      ar->name, (long long)n, names[c]);
+  if (sqlite3_column_type(st, col0 + 10) != SQLITE_INTEGER)
+    return gk__fail(ar, GK_ECORRUPT,
+                    "archive '%s' is corrupt: image row %lld has a bad 'blob'",
+                    ar->name, (long long)n);
+  for (int c = 0; c < 2; c++)
+    if (sqlite3_column_int(st, col0 + 11 + c)) {
+      char what[256];
+      info.format = info.entry = info.launch = info.toolchain = "";
+      gk__row_describe(&info, what, sizeof what);
+      return gk__fail(ar, GK_ECORRUPT,
+                      "archive '%s' is corrupt: image %s (row %lld) names a %s row "
+                      "that is not there",
+                      ar->name, what, (long long)n, c ? "blob" : "spec");
+    }
+  for (int c = 4; c < 8; c++)
     if (!(*field[c] = row_text(st, col0 + c)))
       return gk__fail(ar, GK_ECORRUPT,
                       "archive '%s' is corrupt: image row %lld has a bad '%s'",
@@ -205,12 +237,24 @@ static int row_from(gk_archive *ar, sqlite3_stmt *st, int col0,
     return gk__fail(ar, GK_ECORRUPT,
                     "archive '%s' is corrupt: image row %lld has a bad 'sha256'",
                     ar->name, (long long)n);
+  /* The row's hash is its blob's: a blob number damaged into another's
+   * would otherwise hand out that image under this row's name. */
+  if (!sqlite3_column_int(st, col0 + 13)) {
+    char what[256];
+    gk__row_describe(&info, what, sizeof what);
+    return gk__fail(ar, GK_ECORRUPT,
+                    "archive '%s' is corrupt: image %s (row %lld) names blob %lld, "
+                    "which holds another image",
+                    ar->name, what, (long long)n,
+                    (long long)sqlite3_column_int64(st, col0 + 10));
+  }
   info.raw_size = (uint64_t)raw;
   memcpy(info.sha256, sqlite3_column_blob(st, col0 + 9), 32);
   /* packed_size is storage, which selection and loading never need: it
    * is looked up when gk_archive_image is asked, keeping opens short. */
   r->packed_known = 0;
   r->pos = (size_t)(n - 1);
+  r->blob = sqlite3_column_int64(st, col0 + 10);
   if (gk__info_copy(&r->info, &info, &r->strings) != GK_OK)
     return gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading the index",
                     ar->name);
@@ -244,7 +288,7 @@ static int index_order(gk_archive *ar, const gk__row *prev, const gk__row *r,
                     "archive '%s' is corrupt: index row %zu has rowid %lld "
                     "(gk pack numbers them 1, 2, ...)",
                     ar->name, n, (long long)rowid);
-  int c = prev ? cmp_row(&prev->info, &r->info) : -1;
+  int c = prev ? gk__row_cmp(&prev->info, &r->info) : -1;
   if (c >= 0) gk__row_describe(&r->info, what, sizeof what);
   if (c == 0)
     return gk__fail(ar, GK_ECORRUPT,
@@ -261,21 +305,16 @@ int gk__index_whole(gk_archive *ar) {
   if (ar->whole) return GK_OK;
   sqlite3_stmt *st = NULL;
   size_t cap = 0;
-  /* NOT INDEXED: every column from the table's own row. Through the
-   * primary key's index, SQLite takes the names from the index and the rest
-   * from the row its entry points to, so one damaged index entry pairs a
-   * name with another row's hash: a verified image under the wrong name
-   * (tests/loader/test_corrupt.c found it). index_order() checks instead. */
-  int rc = sqlite3_prepare_v2(ar->db,
-                              "SELECT rowid, " ROW_COLS " FROM image NOT INDEXED",
-                              -1, &st, NULL);
+  /* In rowid order, the image table as the outer loop (ROW_SELECT):
+   * index_order() checks the order instead of the primary key. */
+  int rc = sqlite3_prepare_v2(ar->db, ROW_SELECT, -1, &st, NULL);
   if (rc != SQLITE_OK) return sql_fail(ar, rc, "read the index");
   int status = GK_OK;
   while (status == GK_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
     size_t n = ar->nrows + 1;
     if ((status = rows_room(ar, &ar->rows, &cap, ar->nrows))) break;
     gk__row *r = &ar->rows[ar->nrows];
-    if ((status = row_from(ar, st, 1, (sqlite3_int64)n, r))) break;
+    if ((status = row_from(ar, st, (sqlite3_int64)n, r))) break;
     ar->nrows++;
     status = index_order(ar, n > 1 ? r - 1 : NULL, r, sqlite3_column_int64(st, 0), n);
   }
@@ -302,7 +341,7 @@ static int some_row(gk_archive *ar, sqlite3_int64 rowid, gk__row **out) {
   int rc = sqlite3_step(st);
   if (rc == SQLITE_ROW) {
     if (!(status = rows_room(ar, &ar->some, &ar->somecap, ar->nsome)) &&
-        !(status = row_from(ar, st, 0, rowid, &ar->some[ar->nsome])))
+        !(status = row_from(ar, st, rowid, &ar->some[ar->nsome])))
       *out = &ar->some[ar->nsome++];
   } else {
     status = rc == SQLITE_DONE || sql_status(rc) == GK_ECORRUPT
@@ -313,16 +352,17 @@ static int some_row(gk_archive *ar, sqlite3_int64 rowid, gk__row **out) {
   return status;
 }
 
-/* The (kernel, backend) of row `rowid` equals the pair asked for: 1 yes,
- * 0 no or no such row, < 0 a status. */
+/* Row `rowid` belongs to (kernel, backend, variant): 1 yes, 0 no or no such
+ * row, < 0 a status. */
 static int some_same(gk_archive *ar, sqlite3_int64 rowid, const char *kernel,
-                     const char *backend) {
+                     const char *backend, const char *variant) {
   sqlite3_stmt *st = ar->row_stmt;
   sqlite3_bind_int64(st, 1, rowid);
   int rc = sqlite3_step(st), same = 0;
   if (rc == SQLITE_ROW) {
-    const char *k = row_text(st, 0), *b = row_text(st, 1);
-    same = !k || !b || (strcmp(k, kernel) == 0 && strcmp(b, backend) == 0);
+    const char *k = row_text(st, 1), *b = row_text(st, 2), *v = row_text(st, 4);
+    same = !k || !b || !v ||
+           (strcmp(k, kernel) == 0 && strcmp(b, backend) == 0 && strcmp(v, variant) == 0);
   } else if (rc != SQLITE_DONE && sql_status(rc) != GK_ECORRUPT) {
     same = sql_fail(ar, rc, "read the index");
   } else if (rc != SQLITE_DONE) {
@@ -337,77 +377,70 @@ int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
   *first = NULL;
   *n = 0;
   *suspect = 0;
-  /* The primary key's index says where (kernel, backend)'s rows are and
-   * which are the variant's; the table says what they are. gk pack writes
-   * rows in index order, so the pair's rows are one run of rowids: the
-   * index must list a contiguous run (an entry lost or pointing elsewhere
-   * shows), the rows just outside it must be another pair's, and every
-   * row used is read from the table itself (NOT INDEXED) and must carry
-   * the names the index filed it under. What cannot show this way - an
-   * index entry whose variant alone was damaged - makes the image missing
-   * from this selection, never another image under its name. */
+  /* The primary key's index says where (kernel, backend, variant)'s rows
+   * are; the table says what they are. gk pack writes rows in index order,
+   * so they are one run of rowids: the index must list a contiguous run
+   * (an entry lost or pointing elsewhere shows), the rows just outside it
+   * must be another variant's, and every row used is read from the table
+   * itself (ROW_SELECT) and must carry the names the index filed it under.
+   * What cannot show this way - an index entry whose variant alone was
+   * damaged - makes the image missing from this selection, never another
+   * image under its name. */
   int rc = SQLITE_OK;
   if (!ar->some_stmt)
     rc = sqlite3_prepare_v3(ar->db,
-                            "SELECT rowid, variant FROM image "
-                            "WHERE kernel = ?1 AND backend = ?2",
+                            "SELECT rowid FROM image "
+                            "WHERE kernel = ?1 AND backend = ?2 AND variant = ?3",
                             -1, SQLITE_PREPARE_PERSISTENT, &ar->some_stmt, NULL);
   if (rc == SQLITE_OK && !ar->row_stmt)
-    rc = sqlite3_prepare_v3(ar->db,
-                            "SELECT " ROW_COLS " FROM image NOT INDEXED "
-                            "WHERE rowid = ?1",
-                            -1, SQLITE_PREPARE_PERSISTENT, &ar->row_stmt, NULL);
+    rc = sqlite3_prepare_v3(ar->db, ROW_SELECT " WHERE i.rowid = ?1", -1,
+                            SQLITE_PREPARE_PERSISTENT, &ar->row_stmt, NULL);
   if (rc != SQLITE_OK) return sql_fail(ar, rc, "read the index");
 
   sqlite3_stmt *st = ar->some_stmt;
   sqlite3_bind_text(st, 1, kernel, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, backend, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, variant, -1, SQLITE_STATIC);
   size_t start = ar->nsome;
-  sqlite3_int64 lo = 0, hi = 0, want[64];
-  size_t nwant = 0;
+  sqlite3_int64 lo = 0, hi = 0;
   int status = GK_OK, bad = 0;
   while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
     sqlite3_int64 rowid = sqlite3_column_int64(st, 0);
-    const char *v = (const char *)sqlite3_column_text(st, 1);
     if (!lo) lo = rowid;
     else bad = rowid != hi + 1;
     hi = rowid;
-    if (v && strcmp(v, variant) == 0) {
-      if (nwant == sizeof want / sizeof want[0]) bad = 1; /* the whole index copes */
-      else want[nwant++] = rowid;
-    }
   }
   if (!bad && rc != SQLITE_ROW && rc != SQLITE_DONE) {
     if (sql_status(rc) == GK_ECORRUPT) bad = 1;
     else status = sql_fail(ar, rc, "read the index");
   }
   sqlite3_reset(st);
+  if (status != GK_OK) return status;
+  if (!lo) return GK_OK; /* no such variant: the whole index says what there is */
   bad = bad || lo < 1;
   /* Asked before: the rows are already here, checked, as one slice. */
-  for (size_t j = 0; !bad && status == GK_OK && nwant && j + nwant <= ar->nsome; j++) {
-    size_t k = 0;
-    while (k < nwant && ar->some[j + k].pos == (size_t)(want[k] - 1)) k++;
-    if (k == nwant) {
+  for (size_t j = 0; !bad && j < ar->nsome; j++)
+    if (ar->some[j].pos == (size_t)(lo - 1) && j + (size_t)(hi - lo) < ar->nsome &&
+        ar->some[j + (size_t)(hi - lo)].pos == (size_t)(hi - 1)) {
       *first = ar->some + j;
-      *n = nwant;
+      *n = (size_t)(hi - lo + 1);
       return GK_OK;
     }
-  }
-  for (size_t i = 0; !bad && status == GK_OK && i < nwant; i++) {
+  for (sqlite3_int64 id = lo; !bad && status == GK_OK && id <= hi; id++) {
     gk__row *r = NULL;
-    if ((status = some_row(ar, want[i], &r)) == GK_ECORRUPT) {
+    if ((status = some_row(ar, id, &r)) == GK_ECORRUPT) {
       bad = 1;
       break;
     }
     if (status) break;
-    const gk__row *prev = i ? r - 1 : NULL;
+    const gk__row *prev = id > lo ? r - 1 : NULL;
     bad = strcmp(r->info.kernel, kernel) || strcmp(r->info.backend, backend) ||
           strcmp(r->info.variant, variant) ||
-          (prev && cmp_row(&prev->info, &r->info) >= 0);
+          (prev && gk__row_cmp(&prev->info, &r->info) >= 0);
   }
-  for (int side = 0; !bad && status == GK_OK && nwant && side < 2; side++) {
-    int same = side ? some_same(ar, hi + 1, kernel, backend)
-               : lo > 1 ? some_same(ar, lo - 1, kernel, backend) : 0;
+  for (int side = 0; !bad && status == GK_OK && side < 2; side++) {
+    int same = side ? some_same(ar, hi + 1, kernel, backend, variant)
+               : lo > 1 ? some_same(ar, lo - 1, kernel, backend, variant) : 0;
     if (same < 0) status = same;
     else bad = same;
   }
@@ -481,10 +514,9 @@ static int check_and_load(gk_archive *ar) {
 
   /* check_table costs more than the quick check: it runs only when the
    * quick check fails, to say what is wrong. */
-  if (!schema_quick_ok(ar)) {
-    if ((rc = check_table(ar, "image", image_cols))) return rc;
-    if ((rc = check_table(ar, "blob", blob_cols))) return rc;
-  }
+  if (!schema_quick_ok(ar))
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+      if ((rc = check_table(ar, tables[t].name, tables[t].cols))) return rc;
   return GK_OK;
 }
 
@@ -683,7 +715,7 @@ int gk__blob_stmts(gk_archive *ar) {
   if (!ar->blob_stmt)
     rc = sqlite3_prepare_v3(ar->db,
                             "SELECT id, raw_size, codec, base, data, data_sha256, sha256 "
-                            "FROM blob WHERE sha256 = ?1",
+                            "FROM blob WHERE id = ?1",
                             -1, SQLITE_PREPARE_PERSISTENT, &ar->blob_stmt, NULL);
   if (rc == SQLITE_OK && !ar->base_stmt)
     rc = sqlite3_prepare_v3(ar->db,
@@ -716,11 +748,11 @@ GK_API int gk_archive_image(gk_archive *ar, size_t i, gk_image_info *out) {
      * blob reads as 0 here and is reported when the image is read: the
      * index is still worth listing. */
     if (!ar->size_stmt &&
-        sqlite3_prepare_v3(ar->db, "SELECT length(data) FROM blob WHERE sha256 = ?1",
+        sqlite3_prepare_v3(ar->db, "SELECT length(data) FROM blob WHERE id = ?1",
                            -1, SQLITE_PREPARE_PERSISTENT, &ar->size_stmt,
                            NULL) != SQLITE_OK)
       return sql_fail(ar, sqlite3_errcode(ar->db), "read the blob table");
-    sqlite3_bind_blob(ar->size_stmt, 1, r->info.sha256, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(ar->size_stmt, 1, r->blob);
     sqlite3_int64 packed = sqlite3_step(ar->size_stmt) == SQLITE_ROW
                                ? sqlite3_column_int64(ar->size_stmt, 0) : 0;
     sqlite3_reset(ar->size_stmt);

@@ -53,7 +53,7 @@ extern "C" {
 #define GK_VERSION_PATCH 0
 
 /* Archive format version this library reads (PRAGMA user_version). */
-#define GK_ARCHIVE_FORMAT 3
+#define GK_ARCHIVE_FORMAT 4
 /* Longest chain of delta-coded blobs an archive may hold (docs/archive.md,
  * "Blobs"): reading one image decompresses at most this many frames before
  * its own. A deeper chain, or a cycle, is a corrupt archive. */
@@ -237,8 +237,8 @@ typedef struct gk_image_info {
  * GK_ENOMEM or GK_EIO then, *count 0. GK_EINVAL when an argument is NULL. */
 GK_API int gk_archive_count(gk_archive *ar, size_t *count);
 
-/* Row i (0 <= i < count), in the index's order (kernel, backend, target,
- * variant). GK_ERANGE past the end. */
+/* Row i (0 <= i < count), in the index's order (kernel, backend, variant,
+ * target). GK_ERANGE past the end. */
 GK_API int gk_archive_image(gk_archive *ar, size_t i, gk_image_info *out);
 
 /*
@@ -541,7 +541,11 @@ typedef void (*gk_qmatmul_fn)(const float *x, const void *w, float *y,
  * negative n or k, or no memory for its one-row buffer (in place). Entry
  * "qmatmul_packed" (gk_qmatmul_fn) then computes exactly what "qmatmul"
  * computes on the original W, bit for bit. The layout depends only on BITS:
- * a matrix packed by any level's image is read by every level's. */
+ * a matrix packed by any level's image is read by every level's. Entry
+ * "qmatmul_q8x" (gk_qmatmul_fn) also reads the packed W but rounds x to
+ * int8 per block of 32 first (integer products, as ggml's q8 activations):
+ * faster, not qmatmul's y; its exact arithmetic is in docs/weights.md
+ * ("int8 x"), the same bits on every level. */
 typedef int (*gk_qmatmul_repack_fn)(const void *w, void *out, int64_t n,
                                     int64_t k);
 

@@ -103,6 +103,7 @@ typedef struct gk__row {
   char *strings; /* one block holding every string of `info` */
   int packed_known; /* info.packed_size is looked up on first ask */
   size_t pos;       /* its place in the index (rowid - 1) */
+  int64_t blob;     /* its blob's id */
 } gk__row;
 
 /* The index is read lazily (docs/archive.md, "Reading"): an open checks
@@ -112,9 +113,9 @@ typedef struct gk__row {
  * signature) reads all of it into `rows` once, checked. */
 struct gk_archive {
   struct sqlite3 *db;
-  struct sqlite3_stmt *blob_stmt; /* finds a blob by sha256; NULL until a read */
+  struct sqlite3_stmt *blob_stmt; /* finds an image's blob by id; NULL until a read */
   struct sqlite3_stmt *base_stmt; /* finds a blob by id (a delta's base) */
-  struct sqlite3_stmt *some_stmt; /* rowids and variants of one (kernel, backend) */
+  struct sqlite3_stmt *some_stmt; /* rowids of one (kernel, backend, variant) */
   struct sqlite3_stmt *row_stmt;  /* one image row by rowid */
   struct ZSTD_DCtx_s *dctx;       /* reused by every read; NULL until one */
   struct sqlite3_stmt *size_stmt; /* a blob's packed size; NULL until asked */
@@ -128,6 +129,9 @@ struct gk_archive {
   size_t nsome, somecap;
   char *msg; /* failure of the latest call; NULL = "" */
 };
+
+/* Orders index rows: (kernel, backend, variant, target), bytewise. */
+int gk__row_cmp(const gk_image_info *a, const gk_image_info *b);
 
 /* Prepares ar->blob_stmt and ar->base_stmt when they are not yet. */
 int gk__blob_stmts(gk_archive *ar);

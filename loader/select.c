@@ -2,7 +2,7 @@
  * select.c - which image of a kernel fits a device best.
  *
  * Works on the index held in memory (rows sorted by kernel, backend,
- * target, variant). Each backend has its compatibility rule:
+ * variant, target). Each backend has its compatibility rule:
  *   cpu   the highest x86-64 level not above the device's level.
  *   cuda  exact 'a' match, then 'f' family, then same-major SASS (highest
  *         minor not above the device's), then PTX - with the driver version

@@ -25,7 +25,7 @@
 #include "gk_internal.h"
 
 /* The first bytes of the digest's input; docs/archive.md. */
-static const char digest_magic[] = "gllm-kernels archive digest v1\n";
+static const char digest_magic[] = "gllm-kernels archive digest v2\n";
 
 /* "3f2a9c0d1b7e4a55": how messages name a key (its first 8 bytes in hex),
  * as `gk keygen` and `gk verify` print it. */
@@ -172,15 +172,6 @@ static int hash_meta(gk_archive *ar, crypto_hash_sha256_state *h) {
   return status;
 }
 
-/* Orders rows by (kernel, backend, target, variant), bytewise. */
-static int key_cmp(const gk_image_info *a, const gk_image_info *b) {
-  int c = strcmp(a->kernel, b->kernel);
-  if (!c) c = strcmp(a->backend, b->backend);
-  if (!c) c = strcmp(a->target, b->target);
-  if (!c) c = strcmp(a->variant, b->variant);
-  return c;
-}
-
 /* The rows as gk_archive_image gives them - exactly what selection and
  * loading act on - so the signature covers the loader's view, whichever
  * way archive.c reads the index. packed_size is storage: not hashed. */
@@ -195,7 +186,7 @@ static int hash_rows(gk_archive *ar, crypto_hash_sha256_state *h) {
     /* The index order is part of what is signed; a file whose rows do not
      * come strictly sorted (a duplicate key, a schema collation changed)
      * cannot have been written by gk pack. */
-    if (i > 0 && key_cmp(&prev, &row) >= 0) {
+    if (i > 0 && gk__row_cmp(&prev, &row) >= 0) {
       char what[256];
       gk__row_describe(&row, what, sizeof what);
       return gk__fail(ar, GK_ECORRUPT,

@@ -140,8 +140,9 @@ static int blob_fetch(gk_archive *ar, sqlite3_stmt *st, const char *what,
 
 /* Decompresses one blob into dst (exactly b->raw bytes), against `prefix`
  * for a delta. Its stored bytes must hash to the blob row's data_sha256
- * first - for a delta, its base's sha256 then its bytes, so a base pointer
- * that moved shows too (docs/archive.md, "Reading"): zstd never parses
+ * first, taken over the blob's own sha256, then for a delta its base's,
+ * then the bytes: so a sha256 rewritten or a base pointer that moved shows
+ * too (docs/archive.md, "Reading"): zstd never parses
  * bytes the archive does not vouch for, and the hash runs over the
  * compressed size (a fraction of the image; a delta is small). The frame
  * must be exactly one zstd frame declaring exactly that size: then dst is
@@ -152,15 +153,17 @@ static int unpack(gk_archive *ar, const blob_row *b, const char *what,
   if (!gk__sodium_ready())
     return gk__fail(ar, GK_EIO, "libsodium failed to initialise (reading image %s)",
                     what);
-  if (b->delta && b->base_sha) {
-    crypto_hash_sha256_state h;
-    crypto_hash_sha256_init(&h);
-    crypto_hash_sha256_update(&h, b->base_sha, 32);
-    crypto_hash_sha256_update(&h, b->data, b->n);
-    crypto_hash_sha256_final(&h, hash);
-  } else {
-    sha256(hash, b->data, b->n);
-  }
+  /* One buffer, so that one call of the fastest SHA-256 covers it all. */
+  size_t head = b->base_sha ? 64 : 32;
+  unsigned char *hb = b->n <= SIZE_MAX - head ? malloc(head + b->n) : NULL;
+  if (!hb)
+    return gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading image %s",
+                    ar->name, what);
+  memcpy(hb, b->sha, 32);
+  if (b->base_sha) memcpy(hb + 32, b->base_sha, 32);
+  memcpy(hb + head, b->data, b->n);
+  sha256(hash, hb, head + b->n);
+  free(hb);
   if (memcmp(hash, b->data_sha, 32) != 0)
     return gk__fail(ar, GK_EHASH,
                     "archive '%s': image %s does not match its SHA-256 (the stored "
@@ -206,26 +209,25 @@ static int unpack(gk_archive *ar, const blob_row *b, const char *what,
  * decoded root first into one buffer, each frame against the bytes before
  * it (the prefix gk pack coded it against), and the image's own frame
  * last, against the whole buffer. */
-static int read_image(gk_archive *ar, const gk_image_info *row, const char *what,
+static int read_image(gk_archive *ar, const gk__row *r, const char *what,
                       unsigned char *raw) {
+  const gk_image_info *row = &r->info;
   sqlite3_stmt *st = ar->blob_stmt, *bst = ar->base_stmt;
   blob_row b, chain[GK_ARCHIVE_DELTA_DEPTH];
   void *frames[GK_ARCHIVE_DELTA_DEPTH] = {0};
   unsigned char *prefix = NULL;
   size_t pn = 0;
   int k = 0, status;
-  sqlite3_bind_blob(st, 1, row->sha256, 32, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 1, r->blob);
   if ((status = blob_fetch(ar, st, what, "blob", (sqlite3_int64)row->raw_size, &b)))
     goto read_out;
-  /* The lookup goes through the unique index on sha256; the row it lands
-   * on must say it is that blob. A damaged index entry pointing at another
-   * blob would otherwise hand out that blob's bytes, whose stored hash is
-   * their own and fine. */
+  /* The row's sha256 is this blob's (the index joins them): the same row,
+   * read again, unless the file changed under an open archive. */
   if (memcmp(b.sha, row->sha256, 32) != 0) {
     status = gk__fail(ar, GK_ECORRUPT,
-                      "archive '%s' is corrupt: the blob index sends image %s to blob "
-                      "%lld, which is another image's",
-                      ar->name, what, (long long)b.id);
+                      "archive '%s' changed while open: blob %lld of image %s is "
+                      "not what the index read",
+                      ar->name, (long long)b.id, what);
     goto read_out;
   }
   for (int more = b.delta; more;) {
@@ -317,7 +319,7 @@ GK_API int gk_archive_read(gk_archive *ar, size_t i, void **bytes,
                  ar->name, what);
     goto out;
   }
-  if ((status = read_image(ar, row, what, raw))) goto out;
+  if ((status = read_image(ar, r, what, raw))) goto out;
 
   /* The stored bytes were checked; decoding them is deterministic, and gk
    * pack checked that it gives this image. Its own hash is what a

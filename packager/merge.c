@@ -219,10 +219,10 @@ chain_out:
 static int read_rows(sqlite3 *db, const char *path, size_t from, rows *r, char *err,
                      size_t errsize) {
   static const char sql[] =
-    "SELECT i.kernel, i.backend, i.target, i.variant, i.format, i.entry, i.launch,"
-    " i.toolchain, i.raw_size, i.sha256, b.codec, b.data, b.raw_size, b.base"
-    " FROM image i LEFT JOIN blob b ON b.sha256 = i.sha256"
-    " ORDER BY i.kernel, i.backend, i.target, i.variant";
+    "SELECT i.kernel, i.backend, i.target, i.variant, s.format, s.entry, s.launch,"
+    " s.toolchain, b.raw_size, b.sha256, b.codec, b.data, b.raw_size, b.base"
+    " FROM image i LEFT JOIN spec s ON s.id = i.spec LEFT JOIN blob b ON b.id = i.blob"
+    " ORDER BY i.kernel, i.backend, i.variant, i.target";
   sqlite3_stmt *s = NULL, *bs = NULL;
   ZSTD_DCtx *dctx = ZSTD_createDCtx();
   if (!dctx) goto oom;
@@ -249,6 +249,12 @@ static int read_rows(sqlite3 *db, const char *path, size_t from, rows *r, char *
     im->variant = dup_col(s, 3), im->format = dup_col(s, 4), im->entry_json = dup_col(s, 5);
     im->launch_json = dup_col(s, 6), im->toolchain = dup_col(s, 7);
     r->n++; /* owned from here on, freed by rows_free */
+    if (sqlite3_column_type(s, 4) == SQLITE_NULL) {
+      gkp__seterr(err, errsize, "'%s': image %s %s %s %s names a spec row that is missing; "
+                  "rebuild that archive", path, im->kernel, im->backend,
+                  im->target, im->variant);
+      goto fail;
+    }
     if (!im->kernel || !im->backend || !im->target || !im->variant || !im->format ||
         !im->entry_json || !im->launch_json || !im->toolchain)
       goto oom;

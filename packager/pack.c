@@ -37,10 +37,16 @@ static int image_cmp(const void *pa, const void *pb) {
   int c;
   if ((c = nullcmp(a->kernel, b->kernel))) return c;
   if ((c = nullcmp(a->backend, b->backend))) return c;
-  if ((c = nullcmp(a->target, b->target))) return c;
-  return nullcmp(a->variant, b->variant);
+  if ((c = nullcmp(a->variant, b->variant))) return c;
+  return nullcmp(a->target, b->target);
 }
 
+/* The index keeps names, two numbers and a hash per image: what the images
+ * of one build step share (format, entry points, launch data, toolchain: a
+ * few hundred bytes) is one `spec` row, the image's size is its blob's, and
+ * its sha256 is in both rows, so that a damaged blob number cannot pair a
+ * name with another image. Rows are in (kernel, backend, variant, target)
+ * order, so one variant's images are one run (docs/archive.md, "Reading"). */
 static const char schema_sql[] =
   "PRAGMA page_size = 1024;"
   "PRAGMA journal_mode = OFF;"
@@ -50,23 +56,27 @@ static const char schema_sql[] =
   "  value TEXT NOT NULL);"
   "CREATE TABLE blob ("
   "  id INTEGER PRIMARY KEY,"
-  "  sha256 BLOB NOT NULL UNIQUE CHECK (length(sha256) = 32),"
+  "  sha256 BLOB NOT NULL CHECK (length(sha256) = 32),"
   "  raw_size INTEGER NOT NULL CHECK (raw_size >= 0),"
   "  codec TEXT NOT NULL,"
   "  base INTEGER REFERENCES blob(id),"
-  "  data BLOB NOT NULL,"
-  "  data_sha256 BLOB NOT NULL CHECK (length(data_sha256) = 32));"
+  "  data_sha256 BLOB NOT NULL CHECK (length(data_sha256) = 32),"
+  "  data BLOB NOT NULL);"
+  "CREATE TABLE spec ("
+  "  id INTEGER PRIMARY KEY,"
+  "  format TEXT NOT NULL, entry TEXT NOT NULL,"
+  "  launch TEXT NOT NULL, toolchain TEXT NOT NULL);"
   "CREATE TABLE image ("
-  "  kernel TEXT NOT NULL, backend TEXT NOT NULL, target TEXT NOT NULL,"
-  "  variant TEXT NOT NULL, format TEXT NOT NULL, entry TEXT NOT NULL,"
-  "  launch TEXT NOT NULL, toolchain TEXT NOT NULL,"
-  "  raw_size INTEGER NOT NULL,"
-  "  sha256 BLOB NOT NULL REFERENCES blob(sha256),"
-  "  PRIMARY KEY (kernel, backend, target, variant));";
+  "  kernel TEXT NOT NULL, backend TEXT NOT NULL, variant TEXT NOT NULL,"
+  "  target TEXT NOT NULL,"
+  "  spec INTEGER NOT NULL REFERENCES spec(id),"
+  "  blob INTEGER NOT NULL REFERENCES blob(id),"
+  "  sha256 BLOB NOT NULL CHECK (length(sha256) = 32),"
+  "  PRIMARY KEY (kernel, backend, variant, target));";
 
 typedef struct writer {
   sqlite3 *db;
-  sqlite3_stmt *add_blob, *add_image;
+  sqlite3_stmt *add_blob, *add_spec, *add_image;
   gkp_zbuf z;          /* the final frames */
   unsigned char *pbuf; /* a delta's prefix: its chain's raw bytes */
   size_t pcap;
@@ -161,10 +171,12 @@ static int put_blob(writer *w, const pblob *blobs, size_t b, int level) {
     return -1;
   }
   if (check_blob(w, im, zn, base >= 0 ? pn : 0)) return -1;
-  /* data_sha256 (docs/archive.md): a delta's covers its base's identity. */
+  /* data_sha256 (docs/archive.md) binds the stored bytes to the blob's
+   * identity and, for a delta, to its base's. */
   unsigned char data_sha[32];
   crypto_hash_sha256_state h;
   crypto_hash_sha256_init(&h);
+  crypto_hash_sha256_update(&h, blobs[b].sha, 32);
   if (base >= 0) crypto_hash_sha256_update(&h, blobs[base].sha, 32);
   crypto_hash_sha256_update(&h, w->z.buf, zn);
   crypto_hash_sha256_final(&h, data_sha);
@@ -176,25 +188,42 @@ static int put_blob(writer *w, const pblob *blobs, size_t b, int level) {
   sqlite3_bind_text(s, 4, base >= 0 ? "zstd-delta" : "zstd", -1, SQLITE_STATIC);
   if (base >= 0) sqlite3_bind_int64(s, 5, (sqlite3_int64)base + 1);
   else sqlite3_bind_null(s, 5);
-  sqlite3_bind_blob(s, 6, w->z.buf, (int)zn, SQLITE_STATIC);
-  sqlite3_bind_blob(s, 7, data_sha, 32, SQLITE_STATIC);
+  sqlite3_bind_blob(s, 6, data_sha, 32, SQLITE_STATIC);
+  sqlite3_bind_blob(s, 7, w->z.buf, (int)zn, SQLITE_STATIC);
   if (sqlite3_step(s) != SQLITE_DONE) return db_fail(w, "cannot insert blob");
   return 0;
 }
 
-static int put_image(writer *w, const gkp_image *im, const unsigned char *sha) {
+static int spec_same(const gkp_image *a, const gkp_image *b) {
+  return nullcmp(a->format, b->format) == 0 && nullcmp(a->entry_json, b->entry_json) == 0 &&
+         nullcmp(a->launch_json, b->launch_json) == 0 &&
+         nullcmp(a->toolchain, b->toolchain) == 0;
+}
+
+/* Writes spec row `id` from image im. */
+static int put_spec(writer *w, const gkp_image *im, size_t id) {
+  sqlite3_stmt *s = w->add_spec;
+  sqlite3_reset(s);
+  sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
+  sqlite3_bind_text(s, 2, im->format, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 3, im->entry_json ? im->entry_json : "[]", -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 4, im->launch_json ? im->launch_json : "{}", -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 5, im->toolchain ? im->toolchain : "", -1, SQLITE_STATIC);
+  if (sqlite3_step(s) != SQLITE_DONE) return db_fail(w, "cannot insert spec row");
+  return 0;
+}
+
+static int put_image(writer *w, const gkp_image *im, size_t spec, size_t blob,
+                     const unsigned char *sha) {
   sqlite3_stmt *s = w->add_image;
   sqlite3_reset(s);
   sqlite3_bind_text(s, 1, im->kernel, -1, SQLITE_STATIC);
   sqlite3_bind_text(s, 2, im->backend, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 3, im->target, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 4, im->variant ? im->variant : "", -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 5, im->format, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 6, im->entry_json ? im->entry_json : "[]", -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 7, im->launch_json ? im->launch_json : "{}", -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 8, im->toolchain ? im->toolchain : "", -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 9, (sqlite3_int64)im->size);
-  sqlite3_bind_blob(s, 10, sha, 32, SQLITE_STATIC);
+  sqlite3_bind_text(s, 3, im->variant ? im->variant : "", -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 4, im->target, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 5, (sqlite3_int64)spec);
+  sqlite3_bind_int64(s, 6, (sqlite3_int64)blob);
+  sqlite3_bind_blob(s, 7, sha, 32, SQLITE_STATIC);
   if (sqlite3_step(s) != SQLITE_DONE) return db_fail(w, "cannot insert index row");
   return 0;
 }
@@ -263,9 +292,11 @@ static int write_db(writer *w, const char *tmp, const gkp_image **sorted,
                     size_t n, const gkp_meta **meta, size_t nmeta, int level) {
   char sql[256];
   pblob *blobs = NULL;
-  size_t nb = 0, *row_blob = calloc(n ? n : 1, sizeof *row_blob);
+  size_t nb = 0, nspec = 0, *row_blob = calloc(n ? n : 1, sizeof *row_blob);
+  size_t *first_use = calloc(n ? n : 1, sizeof *first_use);
   int rc = -1;
-  if (!row_blob) {
+  if (!row_blob || !first_use) {
+    free(row_blob), free(first_use);
     gkp__seterr(w->err, w->errsize, "out of memory");
     return -1;
   }
@@ -288,11 +319,14 @@ static int write_db(writer *w, const char *tmp, const gkp_image **sorted,
   }
   if (put_meta(w, meta, nmeta)) goto db_out;
   if (sqlite3_prepare_v2(w->db,
-                         "INSERT INTO blob (id, sha256, raw_size, codec, base, data, "
-                         "data_sha256) VALUES (?, ?, ?, ?, ?, ?, ?)", -1, &w->add_blob, NULL) ||
+                         "INSERT INTO blob (id, sha256, raw_size, codec, base, "
+                         "data_sha256, data) VALUES (?, ?, ?, ?, ?, ?, ?)", -1, &w->add_blob,
+                         NULL) ||
+      sqlite3_prepare_v2(w->db, "INSERT INTO spec VALUES (?, ?, ?, ?, ?)", -1,
+                         &w->add_spec, NULL) ||
       sqlite3_prepare_v2(w->db,
-                         "INSERT INTO image VALUES (?,?,?,?,?,?,?,?,?,?)", -1,
-                         &w->add_image, NULL)) {
+                         "INSERT INTO image (rowid, kernel, backend, variant, target, spec, "
+                         "blob, sha256) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?)", -1, &w->add_image, NULL)) {
     db_fail(w, "cannot prepare statements");
     goto db_out;
   }
@@ -302,8 +336,18 @@ static int write_db(writer *w, const char *tmp, const gkp_image **sorted,
   }
   for (size_t b = 0; b < nb; b++)
     if (put_blob(w, blobs, b, level)) goto db_out;
-  for (size_t i = 0; i < n; i++)
-    if (put_image(w, sorted[i], blobs[row_blob[i]].sha)) goto db_out;
+  /* Specs are numbered 1, 2, ... in the order the sorted rows first use
+   * them; first_use[k] is the row that introduced spec k + 1. */
+  for (size_t i = 0; i < n; i++) {
+    size_t k = 0;
+    while (k < nspec && !spec_same(sorted[first_use[k]], sorted[i])) k++;
+    if (k == nspec) {
+      first_use[nspec++] = i;
+      if (put_spec(w, sorted[i], nspec)) goto db_out;
+    }
+    if (put_image(w, sorted[i], k + 1, row_blob[i] + 1, blobs[row_blob[i]].sha))
+      goto db_out;
+  }
   if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
     db_fail(w, "cannot commit");
     goto db_out;
@@ -311,12 +355,13 @@ static int write_db(writer *w, const char *tmp, const gkp_image **sorted,
   rc = 0;
 db_out:
   free(blobs);
-  free(row_blob);
+  free(row_blob), free(first_use);
   return rc;
 }
 
 static void writer_close(writer *w) {
   sqlite3_finalize(w->add_blob);
+  sqlite3_finalize(w->add_spec);
   sqlite3_finalize(w->add_image);
   sqlite3_close(w->db);
   gkp__zbuf_free(&w->z);

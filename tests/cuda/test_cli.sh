@@ -124,14 +124,14 @@ relabel "UPDATE image SET target = 'sm_86' WHERE target = 'sm_80'" \
   "an sm_80 cubin called sm_86"
 relabel "UPDATE image SET target = 'compute_80' WHERE target = 'compute_90'" \
   "the PTX targets sm_90 (.target), not compute_80" "compute_90 PTX called compute_80"
-relabel "UPDATE image SET toolchain = 'nvcc 12.4.131' WHERE target = 'sm_80'" \
+relabel "UPDATE spec SET toolchain = 'nvcc 12.4.131' WHERE id IN (SELECT spec FROM image WHERE target = 'sm_80')" \
   "the cubin was made by CUDA 13.0.88 (.note.nv.tkinfo), but the row says 'nvcc 12.4.131'" \
   "a cubin whose row names another toolkit"
-relabel "UPDATE image SET entry = '[\"nope\"]' WHERE target = 'sm_100'" \
+relabel "UPDATE spec SET entry = '[\"nope\"]' WHERE id IN (SELECT spec FROM image WHERE target = 'sm_100')" \
   "the cubin has no kernel 'nope' (no section .text.nope)" "a cubin without the row's entry"
-relabel "UPDATE image SET entry = '[\"nope\"]' WHERE target = 'compute_90'" \
+relabel "UPDATE spec SET entry = '[\"nope\"]' WHERE id IN (SELECT spec FROM image WHERE target = 'compute_90')" \
   "the PTX has no kernel 'nope' (no .entry nope)" "PTX without the row's entry"
-relabel "UPDATE image SET format = 'cubin' WHERE target = 'compute_90'" \
+relabel "UPDATE spec SET format = 'cubin' WHERE id IN (SELECT spec FROM image WHERE target = 'compute_90')" \
   "the image is not an ELF file" "PTX in a cubin row"
 
 # Editing a header nvcc's depfile lists recompiles the jobs that include it.

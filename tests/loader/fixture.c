@@ -107,25 +107,29 @@ static const char schema[] =
     ");\n"
     "CREATE TABLE blob (\n"
     "  id       INTEGER PRIMARY KEY,\n"
-    "  sha256   BLOB NOT NULL UNIQUE CHECK (length(sha256) = 32),\n"
+    "  sha256   BLOB NOT NULL CHECK (length(sha256) = 32),\n"
     "  raw_size INTEGER NOT NULL CHECK (raw_size >= 0),\n"
     "  codec    TEXT NOT NULL,\n"
     "  base     INTEGER REFERENCES blob(id),\n"
-    "  data     BLOB NOT NULL,\n"
-    "  data_sha256 BLOB NOT NULL CHECK (length(data_sha256) = 32)\n"
+    "  data_sha256 BLOB NOT NULL CHECK (length(data_sha256) = 32),\n"
+    "  data     BLOB NOT NULL\n"
+    ");\n"
+    "CREATE TABLE spec (\n"
+    "  id        INTEGER PRIMARY KEY,\n"
+    "  format    TEXT NOT NULL,\n"
+    "  entry     TEXT NOT NULL,\n"
+    "  launch    TEXT NOT NULL,\n"
+    "  toolchain TEXT NOT NULL\n"
     ");\n"
     "CREATE TABLE image (\n"
     "  kernel    TEXT NOT NULL,\n"
     "  backend   TEXT NOT NULL,\n"
-    "  target    TEXT NOT NULL,\n"
     "  variant   TEXT NOT NULL,\n"
-    "  format    TEXT NOT NULL,\n"
-    "  entry     TEXT NOT NULL,\n"
-    "  launch    TEXT NOT NULL,\n"
-    "  toolchain TEXT NOT NULL,\n"
-    "  raw_size  INTEGER NOT NULL,\n"
-    "  sha256    BLOB NOT NULL REFERENCES blob(sha256),\n"
-    "  PRIMARY KEY (kernel, backend, target, variant)\n"
+    "  target    TEXT NOT NULL,\n"
+    "  spec      INTEGER NOT NULL REFERENCES spec(id),\n"
+    "  blob      INTEGER NOT NULL REFERENCES blob(id),\n"
+    "  sha256    BLOB NOT NULL CHECK (length(sha256) = 32),\n"
+    "  PRIMARY KEY (kernel, backend, variant, target)\n"
     ");\n";
 
 static int key_cmp(const void *a, const void *b) {
@@ -133,8 +137,8 @@ static int key_cmp(const void *a, const void *b) {
   int c;
   if ((c = strcmp(x->kernel, y->kernel))) return c;
   if ((c = strcmp(x->backend, y->backend))) return c;
-  if ((c = strcmp(x->target, y->target))) return c;
-  return strcmp(x->variant, y->variant);
+  if ((c = strcmp(x->variant, y->variant))) return c;
+  return strcmp(x->target, y->target);
 }
 
 void fx_write(const char *path, const fx_image *images, size_t n) {
@@ -160,55 +164,79 @@ void fx_write(const char *path, const fx_image *images, size_t n) {
   exec(db, "INSERT INTO meta VALUES ('format', 'gllm-kernels-archive'), "
            "('generator', 'gk test-fixture')");
 
-  sqlite3_stmt *blob, *row;
+  /* One spec row per image (row i + 1), so a test can change one image's
+   * entry points or launch data alone; one blob per distinct image. */
+  sqlite3_stmt *blob, *spec, *row, *find;
   sql_ok(db,
          sqlite3_prepare_v2(
              db,
-             "INSERT OR IGNORE INTO blob (sha256, raw_size, codec, data, data_sha256) "
+             "INSERT INTO blob (sha256, raw_size, codec, data, data_sha256) "
              "VALUES (?1, ?2, 'zstd', ?3, ?4)",
              -1, &blob, NULL),
          "prepare blob");
+  sql_ok(db, sqlite3_prepare_v2(db, "SELECT id FROM blob WHERE sha256 = ?1", -1, &find, NULL),
+         "prepare find");
+  sql_ok(db, sqlite3_prepare_v2(db, "INSERT INTO spec VALUES (?1, ?2, ?3, ?4, ?5)", -1,
+                                &spec, NULL),
+         "prepare spec");
   sql_ok(
       db,
       sqlite3_prepare_v2(
           db,
-          "INSERT INTO image VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+          "INSERT INTO image (kernel, backend, variant, target, spec, blob, sha256) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
           -1, &row, NULL),
       "prepare image");
   for (size_t i = 0; i < n; i++) {
     const fx_image *im = &sorted[i];
     unsigned char sha[32];
     crypto_hash_sha256(sha, im->data, im->size);
-    size_t zn;
-    void *z = fx_zstd(im->data, im->size, &zn);
-    sqlite3_bind_blob(blob, 1, sha, 32, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(blob, 2, (sqlite3_int64)im->size);
-    sqlite3_bind_blob(blob, 3, z, (int)zn, SQLITE_TRANSIENT);
-    unsigned char zsha[32];
-    crypto_hash_sha256(zsha, z, zn);
-    sqlite3_bind_blob(blob, 4, zsha, 32, SQLITE_TRANSIENT);
-    sql_ok(db, sqlite3_step(blob), "insert blob");
-    sqlite3_reset(blob);
-    free(z);
+    sqlite3_int64 blob_id;
+    sqlite3_bind_blob(find, 1, sha, 32, SQLITE_TRANSIENT);
+    if (sqlite3_step(find) == SQLITE_ROW) {
+      blob_id = sqlite3_column_int64(find, 0);
+    } else {
+      size_t zn;
+      void *z = fx_zstd(im->data, im->size, &zn);
+      sqlite3_bind_blob(blob, 1, sha, 32, SQLITE_TRANSIENT);
+      sqlite3_bind_int64(blob, 2, (sqlite3_int64)im->size);
+      sqlite3_bind_blob(blob, 3, z, (int)zn, SQLITE_TRANSIENT);
+      unsigned char zsha[32]; /* docs/archive.md: over sha256, then the bytes */
+      crypto_hash_sha256_state hs;
+      crypto_hash_sha256_init(&hs);
+      crypto_hash_sha256_update(&hs, sha, 32);
+      crypto_hash_sha256_update(&hs, z, zn);
+      crypto_hash_sha256_final(&hs, zsha);
+      sqlite3_bind_blob(blob, 4, zsha, 32, SQLITE_TRANSIENT);
+      sql_ok(db, sqlite3_step(blob), "insert blob");
+      sqlite3_reset(blob);
+      free(z);
+      blob_id = sqlite3_last_insert_rowid(db);
+    }
+    sqlite3_reset(find);
 
     char entry[256];
     snprintf(entry, sizeof entry, "[\"%s\"]", im->kernel);
-    const char *text[] = {im->kernel,
-                          im->backend,
-                          im->target,
-                          im->variant,
-                          im->format ? im->format : "so",
-                          im->entry ? im->entry : entry,
+    const char *text[] = {im->format ? im->format : "so", im->entry ? im->entry : entry,
                           im->launch ? im->launch : "{}",
                           im->toolchain ? im->toolchain : "cc test"};
-    for (int c = 0; c < 8; c++)
-      sqlite3_bind_text(row, c + 1, text[c], -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(row, 9, (sqlite3_int64)im->size);
-    sqlite3_bind_blob(row, 10, sha, 32, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(spec, 1, (sqlite3_int64)i + 1);
+    for (int c = 0; c < 4; c++)
+      sqlite3_bind_text(spec, c + 2, text[c], -1, SQLITE_TRANSIENT);
+    sql_ok(db, sqlite3_step(spec), "insert spec");
+    sqlite3_reset(spec);
+    const char *key[] = {im->kernel, im->backend, im->variant, im->target};
+    for (int c = 0; c < 4; c++)
+      sqlite3_bind_text(row, c + 1, key[c], -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(row, 5, (sqlite3_int64)i + 1);
+    sqlite3_bind_int64(row, 6, blob_id);
+    sqlite3_bind_blob(row, 7, sha, 32, SQLITE_TRANSIENT);
     sql_ok(db, sqlite3_step(row), "insert image");
     sqlite3_reset(row);
   }
   sqlite3_finalize(blob);
+  sqlite3_finalize(find);
+  sqlite3_finalize(spec);
   sqlite3_finalize(row);
   exec(db, "COMMIT");
   if (sqlite3_close(db) != SQLITE_OK) fail_msg("fixture: close %s", tmp);
@@ -218,7 +246,7 @@ void fx_write(const char *path, const fx_image *images, size_t n) {
 
 /* gk_sha256(X, ...): SHA-256 of its arguments' bytes end to end, NULLs
  * skipped, for SQL that rewrites a blob's data and its data_sha256
- * together (gk_sha256(base's sha256, data) for a delta: docs/archive.md). */
+ * together (gk_sha256(sha256, base's sha256, data): docs/archive.md). */
 static void sql_sha256(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   unsigned char h[32];
   crypto_hash_sha256_state st;

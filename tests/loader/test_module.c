@@ -368,8 +368,8 @@ static void load_forwards_errors(void **state) {
   };
   fx_write(path, rows, 3);
   fx_exec(path,
-          "UPDATE blob SET data = ?1 WHERE sha256 = "
-          "(SELECT sha256 FROM image WHERE kernel = 'qmatmul')",
+          "UPDATE blob SET data = ?1 WHERE id = "
+          "(SELECT blob FROM image WHERE kernel = 'qmatmul')",
           z, zn);
   assert_int_equal(gk_archive_open(path, &ar), GK_OK);
   assert_int_equal(gk_module_load(ar, NULL, "qmatmul", "bits=4", &m), GK_EHASH);

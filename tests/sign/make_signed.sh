@@ -32,8 +32,8 @@ assert n == 1, "meta.gkfat: no 'generator' row to change"
 c.close()
 
 c = db("row.gkfat")
-n = c.execute("UPDATE image SET launch = '{\"tampered\":1}' "
-              "WHERE rowid = (SELECT min(rowid) FROM image)").rowcount
+n = c.execute("UPDATE spec SET launch = '{\"tampered\":1}' WHERE id = "
+              "(SELECT spec FROM image WHERE rowid = (SELECT min(rowid) FROM image))").rowcount
 assert n == 1, "row.gkfat: no row to change"
 c.close()
 

@@ -71,7 +71,7 @@ sqlite3 meta.gkfat "UPDATE meta SET value = 'x' || value WHERE key = 'generator'
 run "$GK" verify meta.gkfat --key k.pub; expect_status 1 "verify tampered meta"
 expect_out "does not match the archive's contents" "tampered meta message"
 cp a.gkfat row.gkfat
-sqlite3 row.gkfat "UPDATE image SET entry = '[\"evil\"]' WHERE rowid = (SELECT max(rowid) FROM image)"
+sqlite3 row.gkfat "UPDATE spec SET entry = '[\"evil\"]' WHERE id = (SELECT spec FROM image WHERE rowid = (SELECT max(rowid) FROM image))"
 run "$GK" verify row.gkfat --key k.pub; expect_status 1 "verify tampered row"
 expect_out "does not match the archive's contents" "tampered row message"
 cp a.gkfat sig.gkfat
