@@ -14,6 +14,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,12 +177,12 @@ int gk__row_cmp(const gk_image_info *a, const gk_image_info *b) {
   return c;
 }
 
-/* An image row with what it names: its spec's text and its blob's hash and
- * size. LEFT JOIN keeps a row whose spec or blob is missing (an inner join
- * would drop it from the index without a word); NOT INDEXED takes the names
- * from the row itself, not from the primary key's index: one damaged index
- * entry would otherwise pair a name with another row's hash (a verified
- * image under the wrong name: tests/loader/test_corrupt.c found it). */
+/* An image row with what it names: its spec's text and its blob's size.
+ * LEFT JOIN keeps a row whose spec or blob is missing (an inner join would
+ * drop it from the index without a word); NOT INDEXED keeps the image table
+ * the outer loop, read by rowid, whatever indexes a file brings (format 3
+ * took names from an index entry and hashes from the row: one damaged
+ * entry paired a name with another row's hash). */
 #define ROW_SELECT                                                               \
   "SELECT i.rowid, i.kernel, i.backend, i.target, i.variant, s.format, s.entry," \
   " s.launch, s.toolchain, b.raw_size, i.sha256, i.blob, s.id IS NULL,"          \
@@ -306,7 +307,7 @@ int gk__index_whole(gk_archive *ar) {
   sqlite3_stmt *st = NULL;
   size_t cap = 0;
   /* In rowid order, the image table as the outer loop (ROW_SELECT):
-   * index_order() checks the order instead of the primary key. */
+   * index_order() checks the order. */
   int rc = sqlite3_prepare_v2(ar->db, ROW_SELECT, -1, &st, NULL);
   if (rc != SQLITE_OK) return sql_fail(ar, rc, "read the index");
   int status = GK_OK;
@@ -352,24 +353,28 @@ static int some_row(gk_archive *ar, sqlite3_int64 rowid, gk__row **out) {
   return status;
 }
 
-/* Row `rowid` belongs to (kernel, backend, variant): 1 yes, 0 no or no such
- * row, < 0 a status. */
-static int some_same(gk_archive *ar, sqlite3_int64 rowid, const char *kernel,
-                     const char *backend, const char *variant) {
-  sqlite3_stmt *st = ar->row_stmt;
+/* Where row `rowid`'s (kernel, backend, variant) sorts against the one
+ * asked for: < 0, 0, > 0; GK__NO_ROW when there is no such row or its names
+ * are unreadable (the whole index then judges). Names only: a cheap probe. */
+#define GK__NO_ROW INT_MIN
+static int probe(gk_archive *ar, sqlite3_int64 rowid, const char *kernel,
+                 const char *backend, const char *variant, int *status) {
+  sqlite3_stmt *st = ar->some_stmt;
   sqlite3_bind_int64(st, 1, rowid);
-  int rc = sqlite3_step(st), same = 0;
+  int rc = sqlite3_step(st), c = GK__NO_ROW;
   if (rc == SQLITE_ROW) {
-    const char *k = row_text(st, 1), *b = row_text(st, 2), *v = row_text(st, 4);
-    same = !k || !b || !v ||
-           (strcmp(k, kernel) == 0 && strcmp(b, backend) == 0 && strcmp(v, variant) == 0);
+    const char *k = row_text(st, 0), *b = row_text(st, 1), *v = row_text(st, 2);
+    if (k && b && v) {
+      c = strcmp(k, kernel);
+      if (!c) c = strcmp(b, backend);
+      if (!c) c = strcmp(v, variant);
+      c = c < 0 ? -1 : c > 0;
+    }
   } else if (rc != SQLITE_DONE && sql_status(rc) != GK_ECORRUPT) {
-    same = sql_fail(ar, rc, "read the index");
-  } else if (rc != SQLITE_DONE) {
-    same = 1; /* unreadable: let the whole index judge */
+    *status = sql_fail(ar, rc, "read the index");
   }
   sqlite3_reset(st);
-  return same;
+  return c;
 }
 
 int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
@@ -377,84 +382,100 @@ int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
   *first = NULL;
   *n = 0;
   *suspect = 0;
-  /* The primary key's index says where (kernel, backend, variant)'s rows
-   * are; the table says what they are. gk pack writes rows in index order,
-   * so they are one run of rowids: the index must list a contiguous run
-   * (an entry lost or pointing elsewhere shows), the rows just outside it
-   * must be another variant's, and every row used is read from the table
-   * itself (ROW_SELECT) and must carry the names the index filed it under.
-   * What cannot show this way - an index entry whose variant alone was
-   * damaged - makes the image missing from this selection, never another
-   * image under its name. */
+  /* gk pack writes the rows with rowid 1..count in index order, so the
+   * rows of (kernel, backend, variant) are one run of rowids, found by a
+   * binary search on the rowid (the table's own b-tree: no second index to
+   * keep in step with it, and ~10 probes for 500 rows). What the search
+   * relies on is checked where it is used: every row of the run is read
+   * whole (ROW_SELECT) and must carry the names asked for, in strictly
+   * increasing target order; the row before the run must sort below it
+   * and the row after it above. Anything else - a row missing, unreadable
+   * or out of place - is not an answer: the whole index, which checks
+   * every row, says what is wrong. What cannot show this way - a row
+   * whose variant alone was damaged into another name - makes that image
+   * missing from this selection, never another image under its name. */
   int rc = SQLITE_OK;
   if (!ar->some_stmt)
     rc = sqlite3_prepare_v3(ar->db,
-                            "SELECT rowid FROM image "
-                            "WHERE kernel = ?1 AND backend = ?2 AND variant = ?3",
+                            "SELECT kernel, backend, variant FROM image WHERE rowid = ?1",
                             -1, SQLITE_PREPARE_PERSISTENT, &ar->some_stmt, NULL);
   if (rc == SQLITE_OK && !ar->row_stmt)
     rc = sqlite3_prepare_v3(ar->db, ROW_SELECT " WHERE i.rowid = ?1", -1,
                             SQLITE_PREPARE_PERSISTENT, &ar->row_stmt, NULL);
   if (rc != SQLITE_OK) return sql_fail(ar, rc, "read the index");
+  sqlite3_int64 count = 0;
+  sqlite3_stmt *st = NULL;
+  rc = sqlite3_prepare_v2(ar->db, "SELECT max(rowid) FROM image", -1, &st, NULL);
+  if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    count = sqlite3_column_int64(st, 0);
+    rc = SQLITE_OK;
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_OK && sql_status(rc) != GK_ECORRUPT) return sql_fail(ar, rc, "read the index");
 
-  sqlite3_stmt *st = ar->some_stmt;
-  sqlite3_bind_text(st, 1, kernel, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, backend, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 3, variant, -1, SQLITE_STATIC);
-  size_t start = ar->nsome;
-  sqlite3_int64 lo = 0, hi = 0;
-  int status = GK_OK, bad = 0;
-  while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-    sqlite3_int64 rowid = sqlite3_column_int64(st, 0);
-    if (!lo) lo = rowid;
-    else bad = rowid != hi + 1;
-    hi = rowid;
+  int status = GK_OK, bad = rc != SQLITE_OK;
+  /* The first rowid whose names sort at or above the ones asked for. */
+  sqlite3_int64 lo = 1, hi = count + 1;
+  while (!bad && status == GK_OK && lo < hi) {
+    sqlite3_int64 mid = lo + (hi - lo) / 2;
+    int c = probe(ar, mid, kernel, backend, variant, &status);
+    if (c == GK__NO_ROW) bad = 1;
+    else if (c < 0) lo = mid + 1;
+    else hi = mid;
   }
-  if (!bad && rc != SQLITE_ROW && rc != SQLITE_DONE) {
-    if (sql_status(rc) == GK_ECORRUPT) bad = 1;
-    else status = sql_fail(ar, rc, "read the index");
-  }
-  sqlite3_reset(st);
   if (status != GK_OK) return status;
-  if (!lo) return GK_OK; /* no such variant: the whole index says what there is */
-  bad = bad || lo < 1;
-  /* Asked before: the rows are already here, checked, as one slice. */
-  for (size_t j = 0; !bad && j < ar->nsome; j++)
-    if (ar->some[j].pos == (size_t)(lo - 1) && j + (size_t)(hi - lo) < ar->nsome &&
-        ar->some[j + (size_t)(hi - lo)].pos == (size_t)(hi - 1)) {
-      *first = ar->some + j;
-      *n = (size_t)(hi - lo + 1);
-      return GK_OK;
+  size_t start = ar->nsome;
+  sqlite3_int64 id = lo;
+  for (; !bad && status == GK_OK && id <= count; id++) {
+    /* Asked before: the rows are already here, checked, as one slice. */
+    if (id == lo)
+      for (size_t j = 0; j < start; j++)
+        if (ar->some[j].pos == (size_t)(lo - 1)) {
+          size_t k = j;
+          while (k < start && ar->some[k].pos == ar->some[j].pos + (k - j) &&
+                 strcmp(ar->some[k].info.variant, variant) == 0 &&
+                 strcmp(ar->some[k].info.kernel, kernel) == 0 &&
+                 strcmp(ar->some[k].info.backend, backend) == 0)
+            k++;
+          if (k > j) {
+            *first = ar->some + j;
+            *n = k - j;
+            return GK_OK;
+          }
+        }
+    /* Names first: the row past the run is another variant's, whose
+     * other columns this selection does not judge. */
+    int c = probe(ar, id, kernel, backend, variant, &status);
+    if (c) { /* past the run: it must sort above it */
+      bad = c < 0;
+      break;
     }
-  for (sqlite3_int64 id = lo; !bad && status == GK_OK && id <= hi; id++) {
     gk__row *r = NULL;
     if ((status = some_row(ar, id, &r)) == GK_ECORRUPT) {
       bad = 1;
       break;
     }
     if (status) break;
-    const gk__row *prev = id > lo ? r - 1 : NULL;
     bad = strcmp(r->info.kernel, kernel) || strcmp(r->info.backend, backend) ||
-          strcmp(r->info.variant, variant) ||
-          (prev && gk__row_cmp(&prev->info, &r->info) >= 0);
+          strcmp(r->info.variant, variant);
+    const gk__row *prev = id > lo ? r - 1 : NULL;
+    bad = bad || (prev && gk__row_cmp(&prev->info, &r->info) >= 0);
   }
-  for (int side = 0; !bad && status == GK_OK && side < 2; side++) {
-    int same = side ? some_same(ar, hi + 1, kernel, backend, variant)
-               : lo > 1 ? some_same(ar, lo - 1, kernel, backend, variant) : 0;
-    if (same < 0) status = same;
-    else bad = same;
-  }
+  /* The row before the run sorts below it (the search saw only some). */
+  if (!bad && status == GK_OK && lo > 1 &&
+      probe(ar, lo - 1, kernel, backend, variant, &status) >= 0)
+    bad = 1;
   if (status != GK_OK || bad) {
     while (ar->nsome > start) free(ar->some[--ar->nsome].strings);
     if (status != GK_OK && status != GK_ECORRUPT) return status;
-    /* Not an answer: the whole index, read without the primary key, is
-     * the judge of what is wrong. */
+    /* Not an answer: the whole index, read without shortcuts, is the
+     * judge of what is wrong. */
     free(ar->msg);
     ar->msg = NULL;
     *suspect = 1;
     return GK_OK;
   }
-  *first = ar->some + start;
+  *first = ar->nsome > start ? ar->some + start : NULL;
   *n = ar->nsome - start;
   return GK_OK;
 }

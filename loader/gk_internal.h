@@ -115,7 +115,7 @@ struct gk_archive {
   struct sqlite3 *db;
   struct sqlite3_stmt *blob_stmt; /* finds an image's blob by id; NULL until a read */
   struct sqlite3_stmt *base_stmt; /* finds a blob by id (a delta's base) */
-  struct sqlite3_stmt *some_stmt; /* rowids of one (kernel, backend, variant) */
+  struct sqlite3_stmt *some_stmt; /* the names of one row, by rowid */
   struct sqlite3_stmt *row_stmt;  /* one image row by rowid */
   struct ZSTD_DCtx_s *dctx;       /* reused by every read; NULL until one */
   struct sqlite3_stmt *size_stmt; /* a blob's packed size; NULL until asked */
@@ -145,10 +145,10 @@ int gk__index_whole(gk_archive *ar);
  * (GK_ERANGE past the end, or the whole index's failure) in *status. */
 gk__row *gk__index_row(gk_archive *ar, size_t i, int *status);
 
-/* The rows of (kernel, backend, variant) in index order, read through the
- * primary key and checked against the table's own values: *first points
- * into ar->some (valid until the next call), *n of them (0 when there are
- * none). When anything disagrees (a damaged primary key, a bad row) it
+/* The rows of (kernel, backend, variant) in index order, found by a binary
+ * search on the rowid and checked row by row: *first points into ar->some
+ * (valid until the next call), *n of them (0 when there are none). When
+ * anything disagrees (rows out of place, a bad row) it
  * answers GK_OK with no rows and *suspect set: the caller then reads the
  * whole index, which says what is wrong. Errors: GK_ENOMEM, GK_EIO. */
 int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,

@@ -4,7 +4,7 @@
  * The archive must be deterministic: the same images give the same bytes,
  * whatever order they come in and whoever runs the packer. SQLite writes the
  * same file for the same sequence of statements, so the work here is to fix
- * that sequence: rows sorted by primary key, blobs inserted in the order the
+ * that sequence: rows sorted by their key, blobs inserted in the order the
  * sorted rows first use them, no time stamps, fixed page size.
  */
 #include "gkpack.h"
@@ -71,8 +71,7 @@ static const char schema_sql[] =
   "  target TEXT NOT NULL,"
   "  spec INTEGER NOT NULL REFERENCES spec(id),"
   "  blob INTEGER NOT NULL REFERENCES blob(id),"
-  "  sha256 BLOB NOT NULL CHECK (length(sha256) = 32),"
-  "  PRIMARY KEY (kernel, backend, variant, target));";
+  "  sha256 BLOB NOT NULL CHECK (length(sha256) = 32));";
 
 typedef struct writer {
   sqlite3 *db;

@@ -128,8 +128,7 @@ static const char schema[] =
     "  target    TEXT NOT NULL,\n"
     "  spec      INTEGER NOT NULL REFERENCES spec(id),\n"
     "  blob      INTEGER NOT NULL REFERENCES blob(id),\n"
-    "  sha256    BLOB NOT NULL CHECK (length(sha256) = 32),\n"
-    "  PRIMARY KEY (kernel, backend, variant, target)\n"
+    "  sha256    BLOB NOT NULL CHECK (length(sha256) = 32)\n"
     ");\n";
 
 static int key_cmp(const void *a, const void *b) {

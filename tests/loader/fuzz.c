@@ -143,7 +143,7 @@ static void select_all(gk_archive *ar, size_t n) {
 }
 
 /* Before anything reads the whole index: selections that read only their
- * rows (through the primary key), for names the seed archives hold. A
+ * rows (a binary search on rowids), for names the seed archives hold. A
  * selection may fail, but what it hands out is a row of the kind asked for
  * whose bytes are its own. */
 static void select_lazily(gk_archive *ar) {

@@ -239,7 +239,7 @@ static void lazy_index(void **state) {
   gk_archive_close(ar);
   free(path);
 
-  /* Two rows swapped in the table (the primary key still finds them). */
+  /* Two rows swapped in the table. */
   path = good_archive("order.gkfat");
   fx_exec(path, "UPDATE image SET rowid = 10 WHERE rowid = 1; "
                 "UPDATE image SET rowid = 1 WHERE rowid = 2; "

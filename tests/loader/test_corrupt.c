@@ -150,7 +150,7 @@ static int open_bytes(const unsigned char *b, size_t n, int from_file,
 
 /* Every kernel/variant loaded (all of them when `all`, else one,
  * rotating) first, while libgk has read only the rows selection needs
- * (through the primary key), then the whole index and every row read;
+ * (a binary search on rowids), then the whole index and every row read;
  * each outcome checked. */
 static void exercise(gk_archive *ar, int all, long rotate) {
   int rc;
@@ -173,7 +173,7 @@ static void exercise(gk_archive *ar, int all, long rotate) {
     if (pk->status != GK_OK || memcmp(mi->sha256, pk->sha, 32) != 0) {
       /* Another image than the undamaged choice is fine only when it is an
        * image of this kernel and variant that fits, under its own name
-       * with its own bytes: a damaged primary key can hide the best one
+       * with its own bytes: a row whose variant was damaged can hide the best one
        * from a selection that reads only its rows (docs/archive.md). */
       if (pk->status == GK_OK && named && memcmp(named->sha, mi->sha256, 32) == 0 &&
           strcmp(mi->kernel, pk->kernel) == 0 && strcmp(mi->variant, pk->variant) == 0 &&
@@ -409,7 +409,7 @@ int main(int argc, char **argv) {
          count.reads_ok, count.reads_refused, count.loads_ok, count.loads_refused);
   printf("  rows renamed by the damage yet verified (only a signature catches "
          "these): %ld\n  loads of a less fitting image, its own bytes, the best one hidden "
-         "by a damaged primary key (selections from the whole index - after gk_archive_count, "
+         "by a damaged row name (selections from the whole index - after gk_archive_count, "
          "or under a signature - do not use it): %ld\n  statuses:", count.renamed, count.missed);
   for (int s = 1; s < 32; s++)
     if (count.by_status[s]) printf(" %s %ld,", gk_strerror(-s), count.by_status[s]);
