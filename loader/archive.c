@@ -333,37 +333,21 @@ int gk__index_whole(gk_archive *ar) {
   return GK_OK;
 }
 
-/* Reads image row `rowid` from the table itself into a new entry of
- * ar->some. GK_OK; GK_ECORRUPT when it is missing or bad; GK_ENOMEM, GK_EIO. */
-static int some_row(gk_archive *ar, sqlite3_int64 rowid, gk__row **out) {
-  sqlite3_stmt *st = ar->row_stmt;
-  int status;
-  sqlite3_bind_int64(st, 1, rowid);
-  int rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) {
-    if (!(status = rows_room(ar, &ar->some, &ar->somecap, ar->nsome)) &&
-        !(status = row_from(ar, st, rowid, &ar->some[ar->nsome])))
-      *out = &ar->some[ar->nsome++];
-  } else {
-    status = rc == SQLITE_DONE || sql_status(rc) == GK_ECORRUPT
-                 ? GK_ECORRUPT
-                 : sql_fail(ar, rc, "read the index");
-  }
-  sqlite3_reset(st);
-  return status;
-}
-
 /* Where row `rowid`'s (kernel, backend, variant) sorts against the one
  * asked for: < 0, 0, > 0; GK__NO_ROW when there is no such row or its names
- * are unreadable (the whole index then judges). Names only: a cheap probe. */
+ * are unreadable (the whole index then judges). Names only: a cheap probe.
+ * *count gets the largest rowid (the statement carries it along, which
+ * costs an open less than a statement of its own). */
 #define GK__NO_ROW INT_MIN
 static int probe(gk_archive *ar, sqlite3_int64 rowid, const char *kernel,
-                 const char *backend, const char *variant, int *status) {
+                 const char *backend, const char *variant, sqlite3_int64 *count,
+                 int *status) {
   sqlite3_stmt *st = ar->some_stmt;
   sqlite3_bind_int64(st, 1, rowid);
   int rc = sqlite3_step(st), c = GK__NO_ROW;
   if (rc == SQLITE_ROW) {
     const char *k = row_text(st, 0), *b = row_text(st, 1), *v = row_text(st, 2);
+    if (count) *count = sqlite3_column_int64(st, 3);
     if (k && b && v) {
       c = strcmp(k, kernel);
       if (!c) c = strcmp(b, backend);
@@ -386,85 +370,96 @@ int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
    * rows of (kernel, backend, variant) are one run of rowids, found by a
    * binary search on the rowid (the table's own b-tree: no second index to
    * keep in step with it, and ~10 probes for 500 rows). What the search
-   * relies on is checked where it is used: every row of the run is read
-   * whole (ROW_SELECT) and must carry the names asked for, in strictly
-   * increasing target order; the row before the run must sort below it
-   * and the row after it above. Anything else - a row missing, unreadable
-   * or out of place - is not an answer: the whole index, which checks
-   * every row, says what is wrong. What cannot show this way - a row
-   * whose variant alone was damaged into another name - makes that image
-   * missing from this selection, never another image under its name. */
+   * relies on is checked where it is used: the row before the run must
+   * sort below it; the run is read in one pass from its first row on, each
+   * row whole (ROW_SELECT), carrying the names asked for with strictly
+   * increasing targets, up to a row that sorts above it or the end.
+   * Anything else - a row missing, unreadable or out of place - is not an
+   * answer: the whole index, which checks every row, says what is wrong.
+   * What cannot show this way - a row whose variant alone was damaged into
+   * another name - makes that image missing from this selection, never
+   * another image under its name. */
   int rc = SQLITE_OK;
   if (!ar->some_stmt)
     rc = sqlite3_prepare_v3(ar->db,
-                            "SELECT kernel, backend, variant FROM image WHERE rowid = ?1",
+                            "SELECT kernel, backend, variant, (SELECT max(rowid) FROM image) "
+                            "FROM image WHERE rowid = ?1",
                             -1, SQLITE_PREPARE_PERSISTENT, &ar->some_stmt, NULL);
   if (rc == SQLITE_OK && !ar->row_stmt)
-    rc = sqlite3_prepare_v3(ar->db, ROW_SELECT " WHERE i.rowid = ?1", -1,
+    rc = sqlite3_prepare_v3(ar->db, ROW_SELECT " WHERE i.rowid >= ?1", -1,
                             SQLITE_PREPARE_PERSISTENT, &ar->row_stmt, NULL);
   if (rc != SQLITE_OK) return sql_fail(ar, rc, "read the index");
-  sqlite3_int64 count = 0;
-  sqlite3_stmt *st = NULL;
-  rc = sqlite3_prepare_v2(ar->db, "SELECT max(rowid) FROM image", -1, &st, NULL);
-  if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-    count = sqlite3_column_int64(st, 0);
-    rc = SQLITE_OK;
-  }
-  sqlite3_finalize(st);
-  if (rc != SQLITE_OK && sql_status(rc) != GK_ECORRUPT) return sql_fail(ar, rc, "read the index");
 
-  int status = GK_OK, bad = rc != SQLITE_OK;
+  int status = GK_OK, bad = 0;
+  sqlite3_int64 count = 0;
+  int c = probe(ar, 1, kernel, backend, variant, &count, &status);
+  if (status != GK_OK) return status;
   /* The first rowid whose names sort at or above the ones asked for. */
   sqlite3_int64 lo = 1, hi = count + 1;
-  while (!bad && status == GK_OK && lo < hi) {
+  if (c == GK__NO_ROW) bad = count > 0; /* an empty index has no row 1 */
+  else if (c >= 0) hi = 1;
+  else lo = 2;
+  while (!bad && lo < hi) {
     sqlite3_int64 mid = lo + (hi - lo) / 2;
-    int c = probe(ar, mid, kernel, backend, variant, &status);
+    c = probe(ar, mid, kernel, backend, variant, NULL, &status);
+    if (status != GK_OK) return status;
     if (c == GK__NO_ROW) bad = 1;
     else if (c < 0) lo = mid + 1;
     else hi = mid;
   }
+  /* Asked before: the rows are already here, checked, as one slice. */
+  for (size_t j = 0; !bad && j < ar->nsome; j++)
+    if (ar->some[j].pos == (size_t)(lo - 1) && strcmp(ar->some[j].info.variant, variant) == 0 &&
+        strcmp(ar->some[j].info.kernel, kernel) == 0 &&
+        strcmp(ar->some[j].info.backend, backend) == 0) {
+      size_t k = j + 1;
+      while (k < ar->nsome && ar->some[k].pos == ar->some[j].pos + (k - j)) k++;
+      *first = ar->some + j;
+      *n = k - j;
+      return GK_OK;
+    }
+  /* The row before the run sorts below it (the search saw only some). */
+  if (!bad && lo > 1 && probe(ar, lo - 1, kernel, backend, variant, NULL, &status) >= 0)
+    bad = 1;
   if (status != GK_OK) return status;
   size_t start = ar->nsome;
-  sqlite3_int64 id = lo;
-  for (; !bad && status == GK_OK && id <= count; id++) {
-    /* Asked before: the rows are already here, checked, as one slice. */
-    if (id == lo)
-      for (size_t j = 0; j < start; j++)
-        if (ar->some[j].pos == (size_t)(lo - 1)) {
-          size_t k = j;
-          while (k < start && ar->some[k].pos == ar->some[j].pos + (k - j) &&
-                 strcmp(ar->some[k].info.variant, variant) == 0 &&
-                 strcmp(ar->some[k].info.kernel, kernel) == 0 &&
-                 strcmp(ar->some[k].info.backend, backend) == 0)
-            k++;
-          if (k > j) {
-            *first = ar->some + j;
-            *n = k - j;
-            return GK_OK;
-          }
-        }
-    /* Names first: the row past the run is another variant's, whose
-     * other columns this selection does not judge. */
-    int c = probe(ar, id, kernel, backend, variant, &status);
-    if (c) { /* past the run: it must sort above it */
-      bad = c < 0;
+  sqlite3_stmt *st = ar->row_stmt;
+  sqlite3_bind_int64(st, 1, lo);
+  for (sqlite3_int64 id = lo; !bad && status == GK_OK; id++) {
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+      bad = id <= count; /* rows end before the largest rowid: one is missing */
       break;
     }
-    gk__row *r = NULL;
-    if ((status = some_row(ar, id, &r)) == GK_ECORRUPT) {
+    if (rc != SQLITE_ROW) {
+      if (sql_status(rc) == GK_ECORRUPT) bad = 1;
+      else status = sql_fail(ar, rc, "read the index");
+      break;
+    }
+    /* Names first: the row past the run is another variant's, whose other
+     * columns this selection does not judge. */
+    const char *k = row_text(st, 1), *b = row_text(st, 2), *v = row_text(st, 4);
+    if (sqlite3_column_int64(st, 0) != id || !k || !b || !v) {
       bad = 1;
       break;
     }
-    if (status) break;
-    bad = strcmp(r->info.kernel, kernel) || strcmp(r->info.backend, backend) ||
-          strcmp(r->info.variant, variant);
-    const gk__row *prev = id > lo ? r - 1 : NULL;
-    bad = bad || (prev && gk__row_cmp(&prev->info, &r->info) >= 0);
+    int cmp = strcmp(k, kernel);
+    if (!cmp) cmp = strcmp(b, backend);
+    if (!cmp) cmp = strcmp(v, variant);
+    if (cmp) { /* past the run: it must sort above it */
+      bad = cmp < 0;
+      break;
+    }
+    if ((status = rows_room(ar, &ar->some, &ar->somecap, ar->nsome))) break;
+    gk__row *r = &ar->some[ar->nsome];
+    if ((status = row_from(ar, st, id, r)) != GK_OK) {
+      if (status == GK_ECORRUPT) bad = 1, status = GK_OK;
+      break;
+    }
+    ar->nsome++;
+    bad = ar->nsome - start > 1 && gk__row_cmp(&r[-1].info, &r->info) >= 0;
   }
-  /* The row before the run sorts below it (the search saw only some). */
-  if (!bad && status == GK_OK && lo > 1 &&
-      probe(ar, lo - 1, kernel, backend, variant, &status) >= 0)
-    bad = 1;
+  sqlite3_reset(st);
   if (status != GK_OK || bad) {
     while (ar->nsome > start) free(ar->some[--ar->nsome].strings);
     if (status != GK_OK && status != GK_ECORRUPT) return status;

@@ -43,6 +43,12 @@ typedef int (*evp_digest_fn)(const void *data, size_t n, unsigned char *md,
                              unsigned int *len, const void *type, void *engine);
 static evp_digest_fn evp_digest;
 static const void *evp_sha256;
+/* The streaming calls, for a hash over parts without copying them. */
+static void *(*evp_ctx_new)(void);
+static void (*evp_ctx_free)(void *);
+static int (*evp_init)(void *, const void *, void *);
+static int (*evp_update)(void *, const void *, size_t);
+static int (*evp_final)(void *, unsigned char *, unsigned int *);
 
 static void libcrypto_start(void) {
   void *dl = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
@@ -51,8 +57,14 @@ static void libcrypto_start(void) {
   const void *(*fetch)(void *, const char *, const char *) =
       (const void *(*)(void *, const char *, const char *))dlsym(dl, "EVP_MD_fetch");
   evp_digest = (evp_digest_fn)dlsym(dl, "EVP_Digest");
+  evp_ctx_new = (void *(*)(void))dlsym(dl, "EVP_MD_CTX_new");
+  evp_ctx_free = (void (*)(void *))dlsym(dl, "EVP_MD_CTX_free");
+  evp_init = (int (*)(void *, const void *, void *))dlsym(dl, "EVP_DigestInit_ex");
+  evp_update = (int (*)(void *, const void *, size_t))dlsym(dl, "EVP_DigestUpdate");
+  evp_final = (int (*)(void *, unsigned char *, unsigned int *))dlsym(dl, "EVP_DigestFinal_ex");
   evp_sha256 = fetch ? fetch(NULL, "SHA256", NULL) : NULL;
-  if (!evp_digest || !evp_sha256) {
+  if (!evp_digest || !evp_sha256 || !evp_ctx_new || !evp_ctx_free || !evp_init ||
+      !evp_update || !evp_final) {
     evp_digest = NULL;
     dlclose(dl);
   }
@@ -65,6 +77,27 @@ static void sha256(unsigned char out[32], const void *p, size_t n) {
   if (evp_digest && evp_digest(p, n, out, &len, evp_sha256, NULL) == 1 && len == 32)
     return;
   crypto_hash_sha256(out, p, n);
+}
+
+/* SHA-256 of parts end to end (n of them; a NULL part is skipped). */
+static void sha256_parts(unsigned char out[32], const void *const *p, const size_t *len,
+                         int n) {
+  pthread_once(&libcrypto_once, libcrypto_start);
+  void *ctx = evp_digest ? evp_ctx_new() : NULL;
+  if (ctx) {
+    int ok = evp_init(ctx, evp_sha256, NULL) == 1;
+    for (int i = 0; ok && i < n; i++)
+      if (p[i]) ok = evp_update(ctx, p[i], len[i]) == 1;
+    unsigned int got = 0;
+    ok = ok && evp_final(ctx, out, &got) == 1 && got == 32;
+    evp_ctx_free(ctx);
+    if (ok) return;
+  }
+  crypto_hash_sha256_state h;
+  crypto_hash_sha256_init(&h);
+  for (int i = 0; i < n; i++)
+    if (p[i]) crypto_hash_sha256_update(&h, p[i], len[i]);
+  crypto_hash_sha256_final(&h, out);
 }
 
 /* A blob row: its bytes are borrowed from SQLite (valid until the
@@ -153,17 +186,9 @@ static int unpack(gk_archive *ar, const blob_row *b, const char *what,
   if (!gk__sodium_ready())
     return gk__fail(ar, GK_EIO, "libsodium failed to initialise (reading image %s)",
                     what);
-  /* One buffer, so that one call of the fastest SHA-256 covers it all. */
-  size_t head = b->base_sha ? 64 : 32;
-  unsigned char *hb = b->n <= SIZE_MAX - head ? malloc(head + b->n) : NULL;
-  if (!hb)
-    return gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading image %s",
-                    ar->name, what);
-  memcpy(hb, b->sha, 32);
-  if (b->base_sha) memcpy(hb + 32, b->base_sha, 32);
-  memcpy(hb + head, b->data, b->n);
-  sha256(hash, hb, head + b->n);
-  free(hb);
+  const void *parts[] = {b->sha, b->base_sha, b->data};
+  const size_t lens[] = {32, 32, b->n};
+  sha256_parts(hash, parts, lens, 3);
   if (memcmp(hash, b->data_sha, 32) != 0)
     return gk__fail(ar, GK_EHASH,
                     "archive '%s': image %s does not match its SHA-256 (the stored "
