@@ -114,9 +114,8 @@ typedef struct gk__row {
 struct gk_archive {
   struct sqlite3 *db;
   struct sqlite3_stmt *blob_stmt; /* finds an image's blob by id; NULL until a read */
-  struct sqlite3_stmt *base_stmt; /* finds a blob by id (a delta's base) */
   struct sqlite3_stmt *some_stmt; /* the names of one row, by rowid */
-  struct sqlite3_stmt *row_stmt;  /* one image row by rowid */
+  struct sqlite3_stmt *row_stmt;  /* image rows from a rowid on */
   struct ZSTD_DCtx_s *dctx;       /* reused by every read; NULL until one */
   struct sqlite3_stmt *size_stmt; /* a blob's packed size; NULL until asked */
   char *name;                     /* path, or "<memory, N bytes>" */
@@ -133,7 +132,7 @@ struct gk_archive {
 /* Orders index rows: (kernel, backend, variant, target), bytewise. */
 int gk__row_cmp(const gk_image_info *a, const gk_image_info *b);
 
-/* Prepares ar->blob_stmt and ar->base_stmt when they are not yet. */
+/* Prepares ar->blob_stmt when it is not yet. */
 int gk__blob_stmts(gk_archive *ar);
 
 /* Reads the whole index into ar->rows (once; later calls return at once).

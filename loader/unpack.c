@@ -115,7 +115,8 @@ typedef struct blob_row {
 /* Steps `st` (bound to one blob) and checks the row: a known codec, sizes
  * in range, a delta naming a base. `expect_raw` < 0: any size. */
 static int blob_fetch(gk_archive *ar, sqlite3_stmt *st, const char *what,
-                      const char *whose, sqlite3_int64 expect_raw, blob_row *b) {
+                      const char *whose, sqlite3_int64 expect_raw, int with_data,
+                      blob_row *b) {
   int rc = sqlite3_step(st);
   if (rc == SQLITE_DONE)
     return gk__fail(ar, GK_ECORRUPT, "archive '%s' is corrupt: image %s has no %s",
@@ -148,12 +149,13 @@ static int blob_fetch(gk_archive *ar, sqlite3_stmt *st, const char *what,
                     "archive '%s' is corrupt: the %s of image %s is %s",
                     ar->name, whose, what,
                     b->delta ? "a delta without a base" : "a plain frame with a base");
-  b->data = sqlite3_column_blob(st, 4);
-  int n = sqlite3_column_bytes(st, 4);
+  /* Without the data, SQLite reads the row's first page only. */
+  b->data = with_data ? sqlite3_column_blob(st, 4) : NULL;
+  int n = with_data ? sqlite3_column_bytes(st, 4) : 1;
   if (sqlite3_errcode(ar->db) == SQLITE_NOMEM)
     return gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading image %s",
                     ar->name, what);
-  if (n <= 0 || !b->data)
+  if (n <= 0 || (with_data && !b->data))
     return gk__fail(ar, GK_ECORRUPT, "archive '%s': image %s has 0 packed bytes",
                     ar->name, what);
   b->n = (size_t)n;
@@ -228,24 +230,25 @@ static int unpack(gk_archive *ar, const blob_row *b, const char *what,
 }
 
 /* Decompresses the row's image into raw (row->raw_size bytes). A delta's
- * chain is walked up first - at most GK_ARCHIVE_DELTA_DEPTH bases, ending
- * in a plain frame; a longer chain or a loop is corruption - copying each
- * base's frame, since one statement reads them all. The chain is then
- * decoded root first into one buffer, each frame against the bytes before
- * it (the prefix gk pack coded it against), and the image's own frame
- * last, against the whole buffer. */
+ * chain is walked up first by the rows' numbers alone - at most
+ * GK_ARCHIVE_DELTA_DEPTH bases, ending in a plain frame; a longer chain or
+ * a loop is corruption - then decoded root first into one buffer, each
+ * frame against the bytes before it (the prefix gk pack coded it against),
+ * and the image's own frame last, against the whole buffer. Each frame is
+ * read where SQLite holds it, one blob at a time through one statement:
+ * nothing is copied but the decoded bytes. */
 static int read_image(gk_archive *ar, const gk__row *r, const char *what,
                       unsigned char *raw) {
   const gk_image_info *row = &r->info;
-  sqlite3_stmt *st = ar->blob_stmt, *bst = ar->base_stmt;
+  sqlite3_stmt *st = ar->blob_stmt;
   blob_row b, chain[GK_ARCHIVE_DELTA_DEPTH];
-  void *frames[GK_ARCHIVE_DELTA_DEPTH] = {0};
   unsigned char *prefix = NULL;
   size_t pn = 0;
   int k = 0, status;
   sqlite3_bind_int64(st, 1, r->blob);
-  if ((status = blob_fetch(ar, st, what, "blob", (sqlite3_int64)row->raw_size, &b)))
-    goto read_out;
+  status = blob_fetch(ar, st, what, "blob", (sqlite3_int64)row->raw_size, 0, &b);
+  sqlite3_reset(st);
+  if (status) goto read_out;
   /* The row's sha256 is this blob's (the index joins them): the same row,
    * read again, unless the file changed under an open archive. */
   if (memcmp(b.sha, row->sha256, 32) != 0) {
@@ -273,37 +276,45 @@ static int read_image(gk_archive *ar, const gk__row *r, const char *what,
                         (long long)chain[k - 1].id);
       goto read_out;
     }
-    sqlite3_bind_int64(bst, 1, next);
-    if ((status = blob_fetch(ar, bst, what, "base blob", -1, &chain[k]))) goto read_out;
-    if (!(frames[k] = malloc(chain[k].n))) {
-      status = gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading image %s",
-                        ar->name, what);
-      goto read_out;
-    }
-    memcpy(frames[k], chain[k].data, chain[k].n);
-    chain[k].data = frames[k];
+    sqlite3_bind_int64(st, 1, next);
+    status = blob_fetch(ar, st, what, "base blob", -1, 0, &chain[k]);
+    sqlite3_reset(st);
+    if (status) goto read_out;
     pn += (size_t)chain[k].raw;
     more = chain[k++].delta;
-    sqlite3_reset(bst);
   }
-  /* Each delta's stored hash covers its base's identity. */
-  b.base_sha = k ? chain[0].sha : NULL;
-  for (int q = 0; q < k; q++) chain[q].base_sha = q + 1 < k ? chain[q + 1].sha : NULL;
+  if (pn > GK__MAX_IMAGE) {
+    status = gk__fail(ar, GK_ETOOBIG,
+                      "archive '%s': the bases of image %s are %zu bytes, over libgk's "
+                      "limit of %llu", ar->name, what, pn,
+                      (unsigned long long)GK__MAX_IMAGE);
+    goto read_out;
+  }
   if (k && !(prefix = malloc(pn ? pn : 1))) {
     status = gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading image %s",
                       ar->name, what);
     goto read_out;
   }
+  /* Root first; each delta's stored hash covers its base's identity. */
   size_t off = 0;
-  while (k--) {
-    if ((status = unpack(ar, &chain[k], what, prefix + off, prefix, off))) goto read_out;
-    off += (size_t)chain[k].raw;
+  for (int q = k - 1; q >= -1; q--) {
+    blob_row *x = q >= 0 ? &chain[q] : &b, again;
+    sqlite3_bind_int64(st, 1, x->id);
+    status = blob_fetch(ar, st, what, q >= 0 ? "base blob" : "blob", x->raw, 1, &again);
+    if (status == GK_OK && (again.delta != x->delta || again.base != x->base ||
+                            memcmp(again.sha, x->sha, 32) != 0))
+      status = gk__fail(ar, GK_ECORRUPT, "archive '%s' changed while open (blob %lld)",
+                        ar->name, (long long)x->id);
+    if (status == GK_OK) {
+      again.base_sha = q + 1 < k ? chain[q + 1].sha : NULL;
+      status = q >= 0 ? unpack(ar, &again, what, prefix + off, prefix, off)
+                      : unpack(ar, &again, what, raw, prefix, pn);
+    }
+    sqlite3_reset(st);
+    if (status) goto read_out;
+    if (q >= 0) off += (size_t)chain[q].raw;
   }
-  status = unpack(ar, &b, what, raw, prefix, pn);
 read_out:
-  sqlite3_reset(st);
-  sqlite3_reset(bst);
-  for (int q = 0; q < GK_ARCHIVE_DELTA_DEPTH; q++) free(frames[q]);
   free(prefix);
   return status;
 }
