@@ -82,8 +82,9 @@ void gk__row_describe(const gk_image_info *row, char *buf, size_t size) {
 
 /* The columns of docs/archive.md the loader reads. Extra columns are
  * tolerated; a format change that matters bumps user_version instead. */
-static const char *const image_cols[] = {"kernel", "backend", "variant", "target",
-                                         "spec",   "blob",    "sha256",  NULL};
+static const char *const image_cols[] = {"kernel", "backend",  "variant", "target",
+                                         "spec",   "blob",     "raw_size", "sha256",
+                                         NULL};
 static const char *const spec_cols[] = {"id", "format", "entry", "launch", "toolchain",
                                         NULL};
 static const char *const blob_cols[] = {"id",   "sha256",      "raw_size", "codec",
@@ -177,85 +178,107 @@ int gk__row_cmp(const gk_image_info *a, const gk_image_info *b) {
   return c;
 }
 
-/* An image row with what it names: its spec's text and its blob's size.
- * LEFT JOIN keeps a row whose spec or blob is missing (an inner join would
- * drop it from the index without a word); NOT INDEXED keeps the image table
- * the outer loop, read by rowid, whatever indexes a file brings (format 3
- * took names from an index entry and hashes from the row: one damaged
- * entry paired a name with another row's hash). */
-#define ROW_SELECT                                                               \
-  "SELECT i.rowid, i.kernel, i.backend, i.target, i.variant, s.format, s.entry," \
-  " s.launch, s.toolchain, b.raw_size, i.sha256, i.blob, s.id IS NULL,"          \
-  " b.id IS NULL, b.sha256 IS i.sha256 FROM image AS i NOT INDEXED"              \
-  " LEFT JOIN spec AS s ON s.id = i.spec LEFT JOIN blob AS b ON b.id = i.blob"
+/* The image table's own columns, as both ways of reading rows select them
+ * first (IMG_* are their places). */
+#define IMAGE_COLS                                                             \
+  "i.rowid, i.kernel, i.backend, i.target, i.variant, i.spec, i.blob,"       \
+  " i.raw_size, i.sha256"
+enum { IMG_ROWID, IMG_KERNEL, IMG_BACKEND, IMG_TARGET, IMG_VARIANT, IMG_SPEC, IMG_BLOB,
+       IMG_RAW, IMG_SHA, IMG_NCOLS };
 
-/* One image row from `st` (ROW_SELECT), checked and copied: text columns
- * must be TEXT without NUL bytes (everything downstream compares them as C
- * strings), raw_size a non-negative integer, sha256 32 bytes. `n` names
- * the row in messages. */
-static int row_from(gk_archive *ar, sqlite3_stmt *st, sqlite3_int64 n, gk__row *r) {
-  const int col0 = 1;
+/* The whole index: every row with its spec's text, and whether its spec and
+ * blob rows are there and the blob's size and hash are the row's. LEFT
+ * JOIN keeps a row whose spec or blob is missing (an inner join would drop
+ * it from the index without a word); NOT INDEXED keeps the image table the
+ * outer loop, read by rowid, whatever indexes a file brings (format 3 took
+ * names from an index entry and hashes from the row: one damaged entry
+ * paired a name with another row's hash). */
+#define WHOLE_SELECT                                                           \
+  "SELECT " IMAGE_COLS ", s.format, s.entry, s.launch, s.toolchain,"          \
+  " s.id IS NULL, b.id IS NULL,"                                               \
+  " b.sha256 IS i.sha256 AND b.raw_size IS i.raw_size"                         \
+  " FROM image AS i NOT INDEXED"                                               \
+  " LEFT JOIN spec AS s ON s.id = i.spec LEFT JOIN blob AS b ON b.id = i.blob"
+enum { WHOLE_SPEC = IMG_NCOLS, WHOLE_NOSPEC = IMG_NCOLS + 4, WHOLE_NOBLOB, WHOLE_SAME };
+
+/* A selection's rows: the image table alone, from a rowid on, with the
+ * largest rowid (one statement for the search and the run: preparing the
+ * joins costs a selection as much as twenty probes). The spec's text
+ * comes from SPEC_SELECT; the blob is checked against the row when read. */
+#define RUN_SELECT                                                             \
+  "SELECT " IMAGE_COLS ", (SELECT max(rowid) FROM image)"                      \
+  " FROM image AS i WHERE i.rowid >= ?1"
+#define SPEC_SELECT "SELECT format, entry, launch, toolchain FROM spec WHERE id = ?1"
+
+/* One image row, checked and copied: its names and numbers from `st`
+ * (IMG_*), its spec's text from `sp` at column sc (NULL: the spec row is
+ * missing). Text must be TEXT without NUL bytes (everything downstream
+ * compares it as C strings), raw_size a non-negative integer, sha256 32
+ * bytes. `n` names the row in messages. */
+static int row_from(gk_archive *ar, sqlite3_stmt *st, sqlite3_stmt *sp, int sc,
+                    sqlite3_int64 n, gk__row *r) {
   static const char *const names[] = {"kernel",  "backend",  "target",
                                       "variant", "format",   "entry",
                                       "launch",  "toolchain"};
   gk_image_info info;
+  char what[256];
   memset(&info, 0, sizeof info);
   const char **const field[] = {&info.kernel,  &info.backend,  &info.target,
                                 &info.variant, &info.format,   &info.entry,
                                 &info.launch,  &info.toolchain};
   /* The row's own names first: the messages below can then name it. */
   for (int c = 0; c < 4; c++)
-    if (!(*field[c] = row_text(st, col0 + c)))
+    if (!(*field[c] = row_text(st, IMG_KERNEL + c)))
       return gk__fail(ar, GK_ECORRUPT,
                       "archive '%s' is corrupt: image row %lld has a bad '%s'",
                       ar->name, (long long)n, names[c]);
-  if (sqlite3_column_type(st, col0 + 10) != SQLITE_INTEGER)
+  if (sqlite3_column_type(st, IMG_BLOB) != SQLITE_INTEGER)
     return gk__fail(ar, GK_ECORRUPT,
                     "archive '%s' is corrupt: image row %lld has a bad 'blob'",
                     ar->name, (long long)n);
-  for (int c = 0; c < 2; c++)
-    if (sqlite3_column_int(st, col0 + 11 + c)) {
-      char what[256];
-      info.format = info.entry = info.launch = info.toolchain = "";
-      gk__row_describe(&info, what, sizeof what);
-      return gk__fail(ar, GK_ECORRUPT,
-                      "archive '%s' is corrupt: image %s (row %lld) names a %s row "
-                      "that is not there",
-                      ar->name, what, (long long)n, c ? "blob" : "spec");
-    }
+  int nospec = !sp || (sp == st && sqlite3_column_int(st, WHOLE_NOSPEC));
+  int noblob = sp == st && sqlite3_column_int(st, WHOLE_NOBLOB);
+  if (nospec || noblob) {
+    info.format = info.entry = info.launch = info.toolchain = "";
+    gk__row_describe(&info, what, sizeof what);
+    return gk__fail(ar, GK_ECORRUPT,
+                    "archive '%s' is corrupt: image %s (row %lld) names a %s row "
+                    "that is not there",
+                    ar->name, what, (long long)n, nospec ? "spec" : "blob");
+  }
   for (int c = 4; c < 8; c++)
-    if (!(*field[c] = row_text(st, col0 + c)))
+    if (!(*field[c] = row_text(sp, sc + c - 4)))
       return gk__fail(ar, GK_ECORRUPT,
                       "archive '%s' is corrupt: image row %lld has a bad '%s'",
                       ar->name, (long long)n, names[c]);
-  sqlite3_int64 raw = sqlite3_column_int64(st, col0 + 8);
-  if (sqlite3_column_type(st, col0 + 8) != SQLITE_INTEGER || raw < 0)
+  sqlite3_int64 raw = sqlite3_column_int64(st, IMG_RAW);
+  if (sqlite3_column_type(st, IMG_RAW) != SQLITE_INTEGER || raw < 0)
     return gk__fail(ar, GK_ECORRUPT,
                     "archive '%s' is corrupt: image row %lld has a bad 'raw_size'",
                     ar->name, (long long)n);
-  if (sqlite3_column_type(st, col0 + 9) != SQLITE_BLOB ||
-      sqlite3_column_bytes(st, col0 + 9) != 32)
+  if (sqlite3_column_type(st, IMG_SHA) != SQLITE_BLOB ||
+      sqlite3_column_bytes(st, IMG_SHA) != 32)
     return gk__fail(ar, GK_ECORRUPT,
                     "archive '%s' is corrupt: image row %lld has a bad 'sha256'",
                     ar->name, (long long)n);
-  /* The row's hash is its blob's: a blob number damaged into another's
-   * would otherwise hand out that image under this row's name. */
-  if (!sqlite3_column_int(st, col0 + 13)) {
-    char what[256];
+  /* The row's hash and size are its blob's: a blob number damaged into
+   * another's would otherwise hand out that image under this row's name.
+   * (A selection's rows are checked so when read: gk_archive_read.) */
+  if (sp == st && !sqlite3_column_int(st, WHOLE_SAME)) {
     gk__row_describe(&info, what, sizeof what);
     return gk__fail(ar, GK_ECORRUPT,
                     "archive '%s' is corrupt: image %s (row %lld) names blob %lld, "
-                    "which holds another image",
+                    "whose size or sha256 is another image's",
                     ar->name, what, (long long)n,
-                    (long long)sqlite3_column_int64(st, col0 + 10));
+                    (long long)sqlite3_column_int64(st, IMG_BLOB));
   }
   info.raw_size = (uint64_t)raw;
-  memcpy(info.sha256, sqlite3_column_blob(st, col0 + 9), 32);
+  memcpy(info.sha256, sqlite3_column_blob(st, IMG_SHA), 32);
   /* packed_size is storage, which selection and loading never need: it
    * is looked up when gk_archive_image is asked, keeping opens short. */
   r->packed_known = 0;
   r->pos = (size_t)(n - 1);
-  r->blob = sqlite3_column_int64(st, col0 + 10);
+  r->blob = sqlite3_column_int64(st, IMG_BLOB);
   if (gk__info_copy(&r->info, &info, &r->strings) != GK_OK)
     return gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading the index",
                     ar->name);
@@ -306,16 +329,16 @@ int gk__index_whole(gk_archive *ar) {
   if (ar->whole) return GK_OK;
   sqlite3_stmt *st = NULL;
   size_t cap = 0;
-  /* In rowid order, the image table as the outer loop (ROW_SELECT):
+  /* In rowid order, the image table as the outer loop (WHOLE_SELECT):
    * index_order() checks the order. */
-  int rc = sqlite3_prepare_v2(ar->db, ROW_SELECT, -1, &st, NULL);
+  int rc = sqlite3_prepare_v2(ar->db, WHOLE_SELECT, -1, &st, NULL);
   if (rc != SQLITE_OK) return sql_fail(ar, rc, "read the index");
   int status = GK_OK;
   while (status == GK_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
     size_t n = ar->nrows + 1;
     if ((status = rows_room(ar, &ar->rows, &cap, ar->nrows))) break;
     gk__row *r = &ar->rows[ar->nrows];
-    if ((status = row_from(ar, st, (sqlite3_int64)n, r))) break;
+    if ((status = row_from(ar, st, st, WHOLE_SPEC, (sqlite3_int64)n, r))) break;
     ar->nrows++;
     status = index_order(ar, n > 1 ? r - 1 : NULL, r, sqlite3_column_int64(st, 0), n);
   }
@@ -335,21 +358,21 @@ int gk__index_whole(gk_archive *ar) {
 
 /* Where row `rowid`'s (kernel, backend, variant) sorts against the one
  * asked for: < 0, 0, > 0; GK__NO_ROW when there is no such row or its names
- * are unreadable (the whole index then judges). Names only: a cheap probe
- * (a statement without the joins: ROW_SELECT doubles a probe's cost, and
- * preparing it costs seven times this one's). *count gets the largest
- * rowid, carried along rather than prepared as a statement of its own. */
+ * are unreadable (the whole index then judges). Only the names are looked
+ * at: the row's other columns are not this probe's to judge. *count gets
+ * the largest rowid. */
 #define GK__NO_ROW INT_MIN
 static int probe(gk_archive *ar, sqlite3_int64 rowid, const char *kernel,
                  const char *backend, const char *variant, sqlite3_int64 *count,
                  int *status) {
-  sqlite3_stmt *st = ar->some_stmt;
+  sqlite3_stmt *st = ar->row_stmt;
   sqlite3_bind_int64(st, 1, rowid);
   int rc = sqlite3_step(st), c = GK__NO_ROW;
   if (rc == SQLITE_ROW) {
-    const char *k = row_text(st, 0), *b = row_text(st, 1), *v = row_text(st, 2);
-    if (count) *count = sqlite3_column_int64(st, 3);
-    if (k && b && v) {
+    const char *k = row_text(st, IMG_KERNEL), *b = row_text(st, IMG_BACKEND),
+               *v = row_text(st, IMG_VARIANT);
+    if (count) *count = sqlite3_column_int64(st, IMG_NCOLS);
+    if (k && b && v && sqlite3_column_int64(st, IMG_ROWID) == rowid) {
       c = strcmp(k, kernel);
       if (!c) c = strcmp(b, backend);
       if (!c) c = strcmp(v, variant);
@@ -360,6 +383,24 @@ static int probe(gk_archive *ar, sqlite3_int64 rowid, const char *kernel,
   }
   sqlite3_reset(st);
   return c;
+}
+
+/* Reads row `id` of a selection's run (the current row of ar->row_stmt)
+ * with its spec into a new entry of ar->some. */
+static int some_row(gk_archive *ar, sqlite3_int64 id) {
+  int status = rows_room(ar, &ar->some, &ar->somecap, ar->nsome);
+  if (status) return status;
+  sqlite3_stmt *sp = ar->spec_stmt;
+  sqlite3_bind_int64(sp, 1, sqlite3_column_int64(ar->row_stmt, IMG_SPEC));
+  int rc = sqlite3_step(sp);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE && sql_status(rc) != GK_ECORRUPT)
+    status = sql_fail(ar, rc, "read the index");
+  else
+    status = row_from(ar, ar->row_stmt, rc == SQLITE_ROW ? sp : NULL, 0, id,
+                      &ar->some[ar->nsome]);
+  sqlite3_reset(sp);
+  if (status == GK_OK) ar->nsome++;
+  return status;
 }
 
 int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
@@ -373,7 +414,7 @@ int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
    * keep in step with it, and ~10 probes for 500 rows). What the search
    * relies on is checked where it is used: the row before the run must
    * sort below it; the run is read in one pass from its first row on, each
-   * row whole (ROW_SELECT), carrying the names asked for with strictly
+   * row whole with its spec, carrying the names asked for with strictly
    * increasing targets, up to a row that sorts above it or the end.
    * Anything else - a row missing, unreadable or out of place - is not an
    * answer: the whole index, which checks every row, says what is wrong.
@@ -381,14 +422,12 @@ int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
    * another name - makes that image missing from this selection, never
    * another image under its name. */
   int rc = SQLITE_OK;
-  if (!ar->some_stmt)
-    rc = sqlite3_prepare_v3(ar->db,
-                            "SELECT kernel, backend, variant, (SELECT max(rowid) FROM image) "
-                            "FROM image WHERE rowid = ?1",
-                            -1, SQLITE_PREPARE_PERSISTENT, &ar->some_stmt, NULL);
-  if (rc == SQLITE_OK && !ar->row_stmt)
-    rc = sqlite3_prepare_v3(ar->db, ROW_SELECT " WHERE i.rowid >= ?1", -1,
-                            SQLITE_PREPARE_PERSISTENT, &ar->row_stmt, NULL);
+  if (!ar->row_stmt)
+    rc = sqlite3_prepare_v3(ar->db, RUN_SELECT, -1, SQLITE_PREPARE_PERSISTENT,
+                            &ar->row_stmt, NULL);
+  if (rc == SQLITE_OK && !ar->spec_stmt)
+    rc = sqlite3_prepare_v3(ar->db, SPEC_SELECT, -1, SQLITE_PREPARE_PERSISTENT,
+                            &ar->spec_stmt, NULL);
   if (rc != SQLITE_OK) return sql_fail(ar, rc, "read the index");
 
   int status = GK_OK, bad = 0;
@@ -439,8 +478,9 @@ int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
     }
     /* Names first: the row past the run is another variant's, whose other
      * columns this selection does not judge. */
-    const char *k = row_text(st, 1), *b = row_text(st, 2), *v = row_text(st, 4);
-    if (sqlite3_column_int64(st, 0) != id || !k || !b || !v) {
+    const char *k = row_text(st, IMG_KERNEL), *b = row_text(st, IMG_BACKEND),
+               *v = row_text(st, IMG_VARIANT);
+    if (sqlite3_column_int64(st, IMG_ROWID) != id || !k || !b || !v) {
       bad = 1;
       break;
     }
@@ -451,13 +491,11 @@ int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
       bad = cmp < 0;
       break;
     }
-    if ((status = rows_room(ar, &ar->some, &ar->somecap, ar->nsome))) break;
-    gk__row *r = &ar->some[ar->nsome];
-    if ((status = row_from(ar, st, id, r)) != GK_OK) {
+    if ((status = some_row(ar, id)) != GK_OK) {
       if (status == GK_ECORRUPT) bad = 1, status = GK_OK;
       break;
     }
-    ar->nsome++;
+    gk__row *r = &ar->some[ar->nsome - 1];
     bad = ar->nsome - start > 1 && gk__row_cmp(&r[-1].info, &r->info) >= 0;
   }
   sqlite3_reset(st);
@@ -706,7 +744,7 @@ GK_API void gk_archive_close(gk_archive *ar) {
   if (!ar) return;
   sqlite3_finalize(ar->blob_stmt);
   sqlite3_finalize(ar->size_stmt);
-  sqlite3_finalize(ar->some_stmt);
+  sqlite3_finalize(ar->spec_stmt);
   sqlite3_finalize(ar->row_stmt);
   ZSTD_freeDCtx(ar->dctx);
   sqlite3_close(ar->db);

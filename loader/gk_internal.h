@@ -114,8 +114,8 @@ typedef struct gk__row {
 struct gk_archive {
   struct sqlite3 *db;
   struct sqlite3_stmt *blob_stmt; /* finds an image's blob by id; NULL until a read */
-  struct sqlite3_stmt *some_stmt; /* the names of one row, by rowid */
-  struct sqlite3_stmt *row_stmt;  /* image rows from a rowid on */
+  struct sqlite3_stmt *row_stmt;  /* image rows from a rowid on (a selection's) */
+  struct sqlite3_stmt *spec_stmt; /* one spec row, by id */
   struct ZSTD_DCtx_s *dctx;       /* reused by every read; NULL until one */
   struct sqlite3_stmt *size_stmt; /* a blob's packed size; NULL until asked */
   char *name;                     /* path, or "<memory, N bytes>" */

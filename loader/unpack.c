@@ -249,13 +249,14 @@ static int read_image(gk_archive *ar, const gk__row *r, const char *what,
   status = blob_fetch(ar, st, what, "blob", (sqlite3_int64)row->raw_size, 0, &b);
   sqlite3_reset(st);
   if (status) goto read_out;
-  /* The row's sha256 is this blob's (the index joins them): the same row,
-   * read again, unless the file changed under an open archive. */
+  /* The row's sha256 is its blob's (its size was checked above): a blob
+   * number damaged into another's would hand out that image under this
+   * row's name. */
   if (memcmp(b.sha, row->sha256, 32) != 0) {
     status = gk__fail(ar, GK_ECORRUPT,
-                      "archive '%s' changed while open: blob %lld of image %s is "
-                      "not what the index read",
-                      ar->name, (long long)b.id, what);
+                      "archive '%s' is corrupt: image %s names blob %lld, whose size or "
+                      "sha256 is another image's",
+                      ar->name, what, (long long)b.id);
     goto read_out;
   }
   for (int more = b.delta; more;) {

@@ -220,7 +220,7 @@ static int read_rows(sqlite3 *db, const char *path, size_t from, rows *r, char *
                      size_t errsize) {
   static const char sql[] =
     "SELECT i.kernel, i.backend, i.target, i.variant, s.format, s.entry, s.launch,"
-    " s.toolchain, b.raw_size, b.sha256, b.codec, b.data, b.raw_size, b.base"
+    " s.toolchain, i.raw_size, i.sha256, b.codec, b.data, b.raw_size, b.base"
     " FROM image i LEFT JOIN spec s ON s.id = i.spec LEFT JOIN blob b ON b.id = i.blob"
     " ORDER BY i.kernel, i.backend, i.variant, i.target";
   sqlite3_stmt *s = NULL, *bs = NULL;

@@ -41,11 +41,12 @@ static int image_cmp(const void *pa, const void *pb) {
   return nullcmp(a->target, b->target);
 }
 
-/* The index keeps names, two numbers and a hash per image: what the images
- * of one build step share (format, entry points, launch data, toolchain: a
- * few hundred bytes) is one `spec` row, the image's size is its blob's, and
- * its sha256 is in both rows, so that a damaged blob number cannot pair a
- * name with another image. Rows are in (kernel, backend, variant, target)
+/* The index keeps names, three numbers and a hash per image: what the
+ * images of one build step share (format, entry points, launch data,
+ * toolchain: a few hundred bytes) is one `spec` row; the image's size and
+ * sha256 are in both its row and its blob's, so that a selection reads its
+ * rows alone and a damaged blob number cannot pair a name with another
+ * image. Rows are in (kernel, backend, variant, target)
  * order, so one variant's images are one run (docs/archive.md, "Reading"). */
 static const char schema_sql[] =
   "PRAGMA page_size = 1024;"
@@ -71,6 +72,7 @@ static const char schema_sql[] =
   "  target TEXT NOT NULL,"
   "  spec INTEGER NOT NULL REFERENCES spec(id),"
   "  blob INTEGER NOT NULL REFERENCES blob(id),"
+  "  raw_size INTEGER NOT NULL CHECK (raw_size >= 0),"
   "  sha256 BLOB NOT NULL CHECK (length(sha256) = 32));";
 
 typedef struct writer {
@@ -222,7 +224,8 @@ static int put_image(writer *w, const gkp_image *im, size_t spec, size_t blob,
   sqlite3_bind_text(s, 4, im->target, -1, SQLITE_STATIC);
   sqlite3_bind_int64(s, 5, (sqlite3_int64)spec);
   sqlite3_bind_int64(s, 6, (sqlite3_int64)blob);
-  sqlite3_bind_blob(s, 7, sha, 32, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 7, (sqlite3_int64)im->size);
+  sqlite3_bind_blob(s, 8, sha, 32, SQLITE_STATIC);
   if (sqlite3_step(s) != SQLITE_DONE) return db_fail(w, "cannot insert index row");
   return 0;
 }
@@ -325,7 +328,7 @@ static int write_db(writer *w, const char *tmp, const gkp_image **sorted,
                          &w->add_spec, NULL) ||
       sqlite3_prepare_v2(w->db,
                          "INSERT INTO image (rowid, kernel, backend, variant, target, spec, "
-                         "blob, sha256) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?)", -1, &w->add_image, NULL)) {
+                         "blob, raw_size, sha256) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &w->add_image, NULL)) {
     db_fail(w, "cannot prepare statements");
     goto db_out;
   }

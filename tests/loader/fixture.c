@@ -128,6 +128,7 @@ static const char schema[] =
     "  target    TEXT NOT NULL,\n"
     "  spec      INTEGER NOT NULL REFERENCES spec(id),\n"
     "  blob      INTEGER NOT NULL REFERENCES blob(id),\n"
+    "  raw_size  INTEGER NOT NULL CHECK (raw_size >= 0),\n"
     "  sha256    BLOB NOT NULL CHECK (length(sha256) = 32)\n"
     ");\n";
 
@@ -182,8 +183,8 @@ void fx_write(const char *path, const fx_image *images, size_t n) {
       db,
       sqlite3_prepare_v2(
           db,
-          "INSERT INTO image (kernel, backend, variant, target, spec, blob, sha256) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+          "INSERT INTO image (kernel, backend, variant, target, spec, blob, raw_size, "
+          "sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
           -1, &row, NULL),
       "prepare image");
   for (size_t i = 0; i < n; i++) {
@@ -229,7 +230,8 @@ void fx_write(const char *path, const fx_image *images, size_t n) {
       sqlite3_bind_text(row, c + 1, key[c], -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(row, 5, (sqlite3_int64)i + 1);
     sqlite3_bind_int64(row, 6, blob_id);
-    sqlite3_bind_blob(row, 7, sha, 32, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(row, 7, (sqlite3_int64)im->size);
+    sqlite3_bind_blob(row, 8, sha, 32, SQLITE_TRANSIENT);
     sql_ok(db, sqlite3_step(row), "insert image");
     sqlite3_reset(row);
   }
