@@ -8,12 +8,13 @@
 # packs the cuda images alone and everything together, and runs CUDA's
 # fatbinary with the options `nvcc -fatbin --compress-mode=size` passes it,
 # over the same cuda files: one fatbin of all of them, and one per kernel
-# and variant (what separate nvcc runs would ship). Sizes are exact; pack
+# and variant (what separate nvcc runs would ship). Sizes are exact, and so
+# is the read cost it reports: frames a read decodes (max, mean); pack
 # time (CPU and wall) is the median of three runs. Prints a markdown
 # section and writes WORK_DIR/size.json. Without nvcc/fatbinary it says so
 # and records no ratio.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 [ $# -eq 2 ] || { echo "usage: bench/size.sh BUILD_DIR WORK_DIR (see --help)" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$1 work=$2
@@ -43,10 +44,11 @@ skip() {
 "$gk" build --recipes "$root/recipes" --cache "$cache" --out "$d/all" >&2
 
 "$gk" pack "$d/all" -o "$d/all.gkfat" >&2
+depth_cap=$(sed -n 's/^#define GK_ARCHIVE_DELTA_DEPTH \([0-9]*\).*/\1/p' "$root/loader/gk.h")
 
-python3 - "$d" "${fatbinary:-}" "$work/size.json" "$gk" <<'PY'
+python3 - "$d" "${fatbinary:-}" "$work/size.json" "$gk" "${depth_cap:-?}" <<'PY'
 import collections, json, os, resource, sqlite3, subprocess, sys, time
-d, fatbinary, out, gk = sys.argv[1:5]
+d, fatbinary, out, gk, depth_cap = sys.argv[1:6]
 # gk pack of the cuda images, three times: wall time and CPU time (this
 # machine is shared, so CPU time says more about the packer).
 walls, cpus = [], []
@@ -103,10 +105,17 @@ def layout(path):
 ours = os.path.getsize(os.path.join(d, "cuda.gkfat"))
 whole = os.path.getsize(os.path.join(d, "all.gkfat"))
 cuda_in_whole = stats(os.path.join(d, "all.gkfat"), "WHERE backend = 'cuda'")
+# Read cost: reading an image decompresses its chain's frames and its own.
+chain_depths = layout(os.path.join(d, "cuda.gkfat"))[1]
+nblobs = sum(chain_depths.values())
 r = {"images": len(cuda), "raw_bytes": raw, "archive_bytes": ours,
+     "frames_per_read_max": max(int(k) for k in chain_depths) + 1 if nblobs else 0,
+     "frames_per_read_mean": round(sum((int(k) + 1) * v for k, v in chain_depths.items()) / nblobs, 2)
+                             if nblobs else 0,
+     "delta_depth_cap": depth_cap,
      "archive_blobs": stats(os.path.join(d, "cuda.gkfat")),
      "archive_tables": layout(os.path.join(d, "cuda.gkfat"))[0],
-     "chain_depths": layout(os.path.join(d, "cuda.gkfat"))[1],
+     "chain_depths": chain_depths,
      "pack_ms_median": round(pack_ms), "pack_cpu_ms_median": round(pack_cpu_ms),
      "whole_archive_bytes": whole,
      "whole_archive_images": len(json.load(open(os.path.join(d, "all", "manifest.json")))["images"]),
@@ -129,10 +138,10 @@ json.dump(r, open(out, "w"), indent=2, sort_keys=True)
 kb = lambda n: "%.1f KB" % (n / 1000)
 print("## Archive size (issue 9, item 1)\n")
 print("The cuda images of the recipes (%d: cubins for every SM of their lists plus PTX, %s raw), "
-      "packed by `gk pack` (format 3: zstd frames, siblings delta-coded against the raw bytes of "
-      "their chain of at most 2 ancestors), "
+      "packed by `gk pack` (zstd frames, siblings delta-coded against the raw bytes of "
+      "their chain of at most %s ancestors, `GK_ARCHIVE_DELTA_DEPTH`), "
       "against CUDA's `fatbinary --compress-mode=size` (what `nvcc -fatbin --compress-mode=size` "
-      "runs) over exactly the same files.\n" % (len(cuda), kb(raw)))
+      "runs) over exactly the same files.\n" % (len(cuda), kb(raw), depth_cap))
 print("| container | bytes | vs baseline |")
 print("|---|---|---|")
 if fatbinary:
@@ -147,6 +156,8 @@ for c, v in sorted(r["archive_blobs"].items()):
     print("| - of which `%s` blobs (%d) | %d | |" % (c, v["blobs"], v["packed"]))
 print("| - blobs by depth of their chain (0 = plain) | %s | |" %
       ", ".join("%s: %d" % kv for kv in r["chain_depths"].items()))
+print("| - frames decoded per read (its chain and itself), max / mean over blobs | %d / %.2f | |" %
+      (r["frames_per_read_max"], r["frames_per_read_mean"]))
 if r["archive_tables"]:
     print("| - pages of the `blob` table / the rest (index, its keys, meta, schema) | %d / %d | |" %
           (r["archive_tables"].get("blob", 0),

@@ -71,27 +71,153 @@ static int family_sort(const void *pa, const void *pb) {
   return c ? c : (a > b) - (a < b);
 }
 
+/* An image whose delta on a sibling is under 1/TWIN_RATIO of its plain
+ * frame is that sibling's *twin* (cuda: sm_86 and sm_89, sm_90 and sm_90a
+ * cubins differ in a few dozen bytes). On the cuda matrix (trial sizes at
+ * ESTIMATE_LEVEL) twins measure 1/500 to 1/37, the small ones paying for
+ * the frame's own bytes, and the closest other pair 1/22 (rope sm_86 and
+ * sm_87). */
+#define TWIN_RATIO 32
+
+/*
+ * Finds the twins of a run: twin[i] is the lowest-indexed image j < i that
+ * is not itself a twin, with D[i][j] and D[j][i] both under 1/TWIN_RATIO of
+ * P[i] and P[j]; -1 when there is none. In the search that sets twins
+ * aside, a twin is coded on its j and is never anyone's parent. Without
+ * that rule the search spent chain depth on twins: a twin that is some
+ * image's parent pushes that image a level down, and an image already at
+ * the depth cap left its twin no room below it, so the twin was coded
+ * against another sibling at 3-10 KB instead of 30-80 bytes. That cost
+ * 13.5 KB (1.8%) of the cuda blobs at depth 2.
+ */
+static void find_twins(size_t m, const size_t *P, const size_t *D, long *twin) {
+  for (size_t i = 0; i < m; i++) {
+    twin[i] = -1;
+    /* With chains of one blob a twin would have no room below a delta. */
+    for (size_t j = 0; j < i && twin[i] < 0 && GK_ARCHIVE_DELTA_DEPTH > 1; j++)
+      if (twin[j] < 0 && D[i * m + j] < P[i] / TWIN_RATIO && D[j * m + i] < P[j] / TWIN_RATIO)
+        twin[i] = (long)j;
+  }
+}
+
+/* Work space of one family run's search (m images). */
+typedef struct plan_run {
+  size_t m;
+  const size_t *P, *D; /* trial sizes: P[i] plain, D[i*m+j] i against j */
+  const long *twin;    /* find_twins, or all -1 */
+  size_t *cur;         /* each image's cost under par */
+  long *par;           /* its parent, -1 when plain */
+  int *dep, *hgt;      /* depth of each image, height of the tree below it */
+} plan_run;
+
+/*
+ * One search over the forests of a run, into r->par; returns the total of
+ * the trial sizes (the model cost). Depth 1 first: greedy facility location
+ * over the images that are not twins. Start with every image plain;
+ * repeatedly make a base (plain) the image that lowers the run's total the
+ * most, each other image costing the smaller of its current cost and D
+ * against the new base; then code each image against its best base. Its
+ * bases are a better start than "all plain" (the search alone ended 4.4%
+ * larger on the cuda matrix: greedy moves from scratch commit to too many
+ * roots). Then deeper: repeatedly re-parent the one image whose move saves
+ * the most (cost D[i][j] instead of its current one), among moves that keep
+ * the forest acyclic and within GK_ARCHIVE_DELTA_DEPTH, until none saves
+ * anything; every move lowers the total, so it ends. A twin stays on its
+ * partner, which counts it as a child and so keeps a level free for it.
+ * Ties go to the lower image, then the lower parent.
+ */
+static size_t search(plan_run *r) {
+  size_t m = r->m, total = 0;
+  const size_t *P = r->P, *D = r->D;
+  const long *twin = r->twin;
+  size_t *cur = r->cur;
+  long *par = r->par;
+  int *dep = r->dep, *hgt = r->hgt, *isbase = r->dep; /* isbase: dep's storage */
+  for (size_t i = 0; i < m; i++) cur[i] = P[i], par[i] = -1, isbase[i] = 0;
+  for (;;) {
+    size_t best = m, best_gain = 0;
+    for (size_t c = 0; c < m; c++) {
+      if (isbase[c] || twin[c] >= 0) continue;
+      /* c turning plain costs what its own delta saved. */
+      size_t gain = 0, loss = P[c] - cur[c];
+      for (size_t i = 0; i < m; i++)
+        if (!isbase[i] && twin[i] < 0 && i != c && D[i * m + c] < cur[i])
+          gain += cur[i] - D[i * m + c];
+      if (gain > loss && gain - loss > best_gain) {
+        best_gain = gain - loss;
+        best = c;
+      }
+    }
+    if (best == m) break;
+    isbase[best] = 1;
+    cur[best] = P[best];
+    for (size_t i = 0; i < m; i++)
+      if (!isbase[i] && twin[i] < 0 && D[i * m + best] < cur[i]) cur[i] = D[i * m + best];
+  }
+  for (size_t i = 0; i < m; i++) {
+    if (twin[i] >= 0) {
+      par[i] = twin[i];
+      cur[i] = D[i * m + par[i]];
+      continue;
+    }
+    if (isbase[i] || cur[i] >= P[i]) continue;
+    for (size_t j = 0; j < m; j++)
+      if (isbase[j] && (par[i] < 0 || D[i * m + j] < D[i * m + par[i]])) par[i] = (long)j;
+    cur[i] = D[i * m + par[i]];
+  }
+  for (;;) {
+    for (size_t i = 0; i < m; i++) dep[i] = hgt[i] = 0;
+    for (size_t i = 0; i < m; i++) {
+      int d = 1;
+      for (long x = par[i]; x >= 0; x = par[x], d++) {
+        dep[i]++;
+        if (hgt[x] < d) hgt[x] = d;
+      }
+    }
+    size_t bi = m, bj = m, best_gain = 0;
+    for (size_t i = 0; i < m; i++)
+      for (size_t j = 0; j < m; j++) {
+        if (j == i || twin[i] >= 0 || twin[j] >= 0 || par[i] == (long)j ||
+            D[i * m + j] >= cur[i] || cur[i] - D[i * m + j] <= best_gain ||
+            dep[j] + 1 + hgt[i] > GK_ARCHIVE_DELTA_DEPTH)
+          continue;
+        long x = (long)j; /* j below i would close a cycle */
+        while (x >= 0 && x != (long)i) x = par[x];
+        if (x == (long)i) continue;
+        best_gain = cur[i] - D[i * m + j];
+        bi = i, bj = j;
+      }
+    if (bi == m) break;
+    par[bi] = (long)bj;
+    cur[bi] = D[bi * m + bj];
+  }
+  for (size_t i = 0; i < m; i++) total += cur[i];
+  return total;
+}
+
 /*
  * Chooses the parents of one family run (blob indices fam[0..m)): trial
- * sizes P (plain) and D (i against j alone) at ESTIMATE_LEVEL, then a local
- * search over forests of depth at most GK_ARCHIVE_DELTA_DEPTH: starting
- * from the best depth-1 forest found greedily, repeatedly re-parent the one
- * image whose move saves the most (cost D[i][j] instead of its current
- * one), among moves that keep the forest acyclic and within the depth,
- * until none saves anything. Every move lowers the run's total, so it
- * ends. D ranks single parents; the final frame also sees the grandparent,
- * which only helps (choosing by the full chain's cost measured 0.3% smaller
- * for twice the trials). Ties go to the lower image, then the lower
- * parent: the choice depends on the images alone.
+ * sizes P (plain) and D (i against j alone) at ESTIMATE_LEVEL, then two
+ * searches (search()), with twins set aside on their partners and without,
+ * keeping the forest of the lower total (the one with twins on ties). The
+ * twin rule is what most runs want (the cuda blobs: flash_attention -9.9
+ * KB, qmatmul -4.6 KB), but in runs of 9 where twins are a fifth of the
+ * images it cost up to 1.3 KB; the model total picked the better of the
+ * two in 5 of the 6 cuda cubin runs, for one more search (~1 ms; the
+ * trials take the time). D ranks single parents; the final frame also sees
+ * the grandparent, which only helps (choosing by the full chain's cost
+ * measured 0.3% smaller for twice the trials). The choice depends on the
+ * images alone.
  */
 static int choose_bases(gkp_zbuf *zb, pblob *blobs, const size_t *fam, size_t m,
                         char *err, size_t errsize) {
   size_t *P = calloc(m, sizeof *P), *D = calloc(m * m, sizeof *D);
   size_t *cur = calloc(m, sizeof *cur);
-  long *par = calloc(m, sizeof *par);
+  long *par = calloc(m, sizeof *par), *twin = calloc(m, sizeof *twin);
+  long *none = calloc(m, sizeof *none), *best = calloc(m, sizeof *best);
   int *dep = calloc(m, sizeof *dep), *hgt = calloc(m, sizeof *hgt);
   int rc = -1;
-  if (!P || !D || !cur || !par || !dep || !hgt) {
+  if (!P || !D || !cur || !par || !twin || !none || !best || !dep || !hgt) {
     gkp__seterr(err, errsize, "out of memory choosing delta bases");
     goto bases_out;
   }
@@ -108,72 +234,19 @@ static int choose_bases(gkp_zbuf *zb, pblob *blobs, const size_t *fam, size_t m,
       if (i == j) P[i] = z;
       else D[i * m + j] = z;
     }
-  /* Depth 1 first: greedy facility location. Start with every image
-   * plain; repeatedly make a base (plain) the image that lowers the run's
-   * total the most, each other image costing the smaller of its current
-   * cost and D against the new base; then code each image against its best
-   * base. Its bases are a better start than "all plain" (the search alone
-   * ended 4.4% larger on the cuda matrix: greedy moves from scratch commit
-   * to too many roots). isbase is dep's storage. */
-  int *isbase = dep;
-  for (size_t i = 0; i < m; i++) cur[i] = P[i], par[i] = -1, isbase[i] = 0;
-  for (;;) {
-    size_t best = m, best_gain = 0;
-    for (size_t c = 0; c < m; c++) {
-      if (isbase[c]) continue;
-      /* c turning plain costs what its own delta saved. */
-      size_t gain = 0, loss = P[c] - cur[c];
-      for (size_t i = 0; i < m; i++)
-        if (!isbase[i] && i != c && D[i * m + c] < cur[i]) gain += cur[i] - D[i * m + c];
-      if (gain > loss && gain - loss > best_gain) {
-        best_gain = gain - loss;
-        best = c;
-      }
-    }
-    if (best == m) break;
-    isbase[best] = 1;
-    cur[best] = P[best];
-    for (size_t i = 0; i < m; i++)
-      if (!isbase[i] && D[i * m + best] < cur[i]) cur[i] = D[i * m + best];
-  }
-  for (size_t i = 0; i < m; i++) {
-    if (isbase[i] || cur[i] >= P[i]) continue;
-    for (size_t j = 0; j < m; j++)
-      if (isbase[j] && (par[i] < 0 || D[i * m + j] < D[i * m + par[i]])) par[i] = (long)j;
-    cur[i] = D[i * m + par[i]];
-  }
-  /* Then deeper: the search over re-parenting moves. */
-  for (;;) {
-    /* Depth of every image, and height of the tree below it. */
-    for (size_t i = 0; i < m; i++) dep[i] = hgt[i] = 0;
-    for (size_t i = 0; i < m; i++) {
-      int d = 1;
-      for (long x = par[i]; x >= 0; x = par[x], d++) {
-        dep[i]++;
-        if (hgt[x] < d) hgt[x] = d;
-      }
-    }
-    size_t bi = m, bj = m, best_gain = 0;
-    for (size_t i = 0; i < m; i++)
-      for (size_t j = 0; j < m; j++) {
-        if (j == i || par[i] == (long)j || D[i * m + j] >= cur[i] ||
-            cur[i] - D[i * m + j] <= best_gain ||
-            dep[j] + 1 + hgt[i] > GK_ARCHIVE_DELTA_DEPTH)
-          continue;
-        long x = (long)j; /* j below i would close a cycle */
-        while (x >= 0 && x != (long)i) x = par[x];
-        if (x == (long)i) continue;
-        best_gain = cur[i] - D[i * m + j];
-        bi = i, bj = j;
-      }
-    if (bi == m) break;
-    par[bi] = (long)bj;
-    cur[bi] = D[bi * m + bj];
-  }
-  for (size_t i = 0; i < m; i++) blobs[fam[i]].base = par[i] < 0 ? -1 : (long)fam[par[i]];
+  find_twins(m, P, D, twin);
+  for (size_t i = 0; i < m; i++) none[i] = -1;
+  plan_run r = {m, P, D, twin, cur, par, dep, hgt};
+  size_t with = search(&r);
+  memcpy(best, par, m * sizeof *par);
+  r.twin = none;
+  size_t without = search(&r);
+  if (without < with) memcpy(best, par, m * sizeof *par);
+  for (size_t i = 0; i < m; i++) blobs[fam[i]].base = best[i] < 0 ? -1 : (long)fam[best[i]];
   rc = 0;
 bases_out:
-  free(P), free(D), free(cur), free(par), free(dep), free(hgt);
+  free(P), free(D), free(cur), free(par), free(twin), free(none), free(best);
+  free(dep), free(hgt);
   return rc;
 }
 
