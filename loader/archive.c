@@ -452,8 +452,14 @@ int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
     if (ar->some[j].pos == (size_t)(lo - 1) && strcmp(ar->some[j].info.variant, variant) == 0 &&
         strcmp(ar->some[j].info.kernel, kernel) == 0 &&
         strcmp(ar->some[j].info.backend, backend) == 0) {
+      /* Slices lie end to end in ar->some: this one ends where the rows
+       * stop being consecutive or stop being this variant's. */
       size_t k = j + 1;
-      while (k < ar->nsome && ar->some[k].pos == ar->some[j].pos + (k - j)) k++;
+      while (k < ar->nsome && ar->some[k].pos == ar->some[j].pos + (k - j) &&
+             strcmp(ar->some[k].info.variant, variant) == 0 &&
+             strcmp(ar->some[k].info.kernel, kernel) == 0 &&
+             strcmp(ar->some[k].info.backend, backend) == 0)
+        k++;
       *first = ar->some + j;
       *n = k - j;
       return GK_OK;
