@@ -20,7 +20,10 @@
  * - qmatmul m = 32 in GFLOP/s (2*m*n*k per call).
  * - All of it for both layouts of W: the original (entry qmatmul), then,
  *   after qmatmul_repack of every copy in place (its time is reported), the
- *   packed one (entry qmatmul_packed; docs/weights.md "Packed layout").
+ *   packed one (entry qmatmul_packed; docs/weights.md "Packed layout"); and
+ *   for the selected image qmatmul_q8x (x rounded to int8, packed W).
+ * - m = 1 from memory is timed twice: paired (above) and steady state, calls
+ *   back to back on successive copies (a decode step's layers).
  *
  * Times are medians of --runs runs (best also kept). Output: JSON (jansson)
  * on stdout or to --json FILE; progress on stderr. Threads for the kernel
@@ -87,44 +90,43 @@ static double median(double *v, int count, double *best) {
 /* ---- STREAM-style read ---------------------------------------------------- */
 
 /* Eight independent accumulators: the adds never wait on each other, so the
- * loop runs at the speed memory delivers. */
+ * loop runs at the speed memory delivers. They are eight named variables,
+ * not an array: at -O2 (the RelWithDebInfo build bench/run.sh configures)
+ * GCC kept an array of them on the stack, a load and a store per 64 bytes,
+ * and the "STREAM" read 58 GB/s where the same loop in registers reads 76
+ * (interleaved runs, same process, this machine): a baseline that low made
+ * every ratio look 30% better than it is. */
+#define SUM8(T, ZERO, ADD, LOAD, STEP, VLEN)                                  \
+  T s0 = ZERO, s1 = ZERO, s2 = ZERO, s3 = ZERO, s4 = ZERO, s5 = ZERO,        \
+    s6 = ZERO, s7 = ZERO;                                                    \
+  for (size_t i = 0; i + STEP <= n; i += STEP) {                             \
+    s0 = ADD(s0, LOAD(p + i));                                               \
+    s1 = ADD(s1, LOAD(p + i + VLEN));                                        \
+    s2 = ADD(s2, LOAD(p + i + 2 * VLEN));                                    \
+    s3 = ADD(s3, LOAD(p + i + 3 * VLEN));                                    \
+    s4 = ADD(s4, LOAD(p + i + 4 * VLEN));                                    \
+    s5 = ADD(s5, LOAD(p + i + 5 * VLEN));                                    \
+    s6 = ADD(s6, LOAD(p + i + 6 * VLEN));                                    \
+    s7 = ADD(s7, LOAD(p + i + 7 * VLEN));                                    \
+  }                                                                          \
+  s0 = ADD(ADD(ADD(s0, s1), ADD(s2, s3)), ADD(ADD(s4, s5), ADD(s6, s7)))
+
 __attribute__((target("avx512f"))) static float sum_avx512(const float *p, size_t n) {
-  __m512 s[8];
-  for (int j = 0; j < 8; j++)
-    s[j] = _mm512_setzero_ps();
-  for (size_t i = 0; i + 128 <= n; i += 128)
-    for (int j = 0; j < 8; j++)
-      s[j] = _mm512_add_ps(s[j], _mm512_load_ps(p + i + 16 * j));
-  for (int j = 1; j < 8; j++)
-    s[0] = _mm512_add_ps(s[0], s[j]);
-  return _mm512_reduce_add_ps(s[0]);
+  SUM8(__m512, _mm512_setzero_ps(), _mm512_add_ps, _mm512_load_ps, 128, 16);
+  return _mm512_reduce_add_ps(s0);
 }
 
 __attribute__((target("avx2"))) static float sum_avx2(const float *p, size_t n) {
-  __m256 s[8];
-  for (int j = 0; j < 8; j++)
-    s[j] = _mm256_setzero_ps();
-  for (size_t i = 0; i + 64 <= n; i += 64)
-    for (int j = 0; j < 8; j++)
-      s[j] = _mm256_add_ps(s[j], _mm256_load_ps(p + i + 8 * j));
-  for (int j = 1; j < 8; j++)
-    s[0] = _mm256_add_ps(s[0], s[j]);
+  SUM8(__m256, _mm256_setzero_ps(), _mm256_add_ps, _mm256_load_ps, 64, 8);
   float t[8];
-  _mm256_storeu_ps(t, s[0]);
+  _mm256_storeu_ps(t, s0);
   return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
 }
 
 static float sum_sse2(const float *p, size_t n) {
-  __m128 s[8];
-  for (int j = 0; j < 8; j++)
-    s[j] = _mm_setzero_ps();
-  for (size_t i = 0; i + 32 <= n; i += 32)
-    for (int j = 0; j < 8; j++)
-      s[j] = _mm_add_ps(s[j], _mm_load_ps(p + i + 4 * j));
-  for (int j = 1; j < 8; j++)
-    s[0] = _mm_add_ps(s[0], s[j]);
+  SUM8(__m128, _mm_setzero_ps(), _mm_add_ps, _mm_load_ps, 32, 4);
   float t[4];
-  _mm_storeu_ps(t, s[0]);
+  _mm_storeu_ps(t, s0);
   return t[0] + t[1] + t[2] + t[3];
 }
 
@@ -213,7 +215,7 @@ static void fill_w(unsigned char *w, size_t bytes, int bits) {
 
 typedef struct image {
   gk_module *mod;
-  gk_qmatmul_fn fn, packed;       /* qmatmul, qmatmul_packed */
+  gk_qmatmul_fn fn, packed, q8x; /* qmatmul, qmatmul_packed, qmatmul_q8x */
   gk_qmatmul_repack_fn repack;
   char target[64];
 } image;
@@ -240,6 +242,7 @@ static int load(gk_archive *ar, const char *level, int bits, image *img) {
   img->fn = (gk_qmatmul_fn)gk_module_symbol(img->mod, "qmatmul");
   img->packed = (gk_qmatmul_fn)gk_module_symbol(img->mod, "qmatmul_packed");
   img->repack = (gk_qmatmul_repack_fn)gk_module_symbol(img->mod, "qmatmul_repack");
+  img->q8x = (gk_qmatmul_fn)gk_module_symbol(img->mod, "qmatmul_q8x"); /* optional */
   snprintf(img->target, sizeof img->target, "%s", gk_module_info(img->mod)->target);
   if (!img->fn || !img->packed || !img->repack) {
     fprintf(stderr, "gk_bench_cpu: image qmatmul %s %s lacks 'qmatmul', 'qmatmul_packed' "
@@ -259,6 +262,8 @@ typedef struct timing {
   /* CPU time of the whole process per call (median): with one thread, the
    * time the call computed, however often the machine took the core away. */
   double cpu_s;
+  /* Paired runs only: the median call of runs of calls back to back. */
+  double steady_s;
 } timing;
 
 /*
@@ -291,6 +296,20 @@ static timing time_paired(gk_qmatmul_fn fn, const float *x, const unsigned char 
   out.median_s = median(t, runs, &out.best_s);
   out.stream_gbps = median(bw, runs, NULL);
   out.ratio = median(ratio, runs, NULL);
+  /* Steady state: calls back to back, each on the next copy (as the layers
+   * of a decode step follow each other). A paired call starts right after
+   * the read, whose pool's worker still spins (GK_POOL_SPIN_NS) and takes a
+   * core from the call's own threads, 3 threads on 2 cores; the read is
+   * slowed the same way by the kernel's pool. Both are reported. */
+  for (int r = 0; r < runs; r++) {
+    const double t0 = now();
+    for (int i = 0; i < 4; i++) {
+      c = (c + 1) % copies;
+      fn(x, arena + c * wbytes, y, 1, n, k);
+    }
+    t[r] = (now() - t0) / 4;
+  }
+  out.steady_s = median(t, runs, NULL);
   return out;
 }
 
@@ -348,7 +367,8 @@ static void usage(FILE *f) {
           "Measures this machine's read bandwidth (STREAM-style sum on the threads\n"
           "the kernel uses: the CPUs of this process, or GK_NUM_THREADS) and qmatmul from ARCHIVE\n"
           "(m = 1 with W from memory and hot in cache, m = M) for bits 1, 2, 4, 8 on\n"
-          "every x86-64 level this CPU runs. JSON on stdout or FILE.\n"
+          "every x86-64 level this CPU runs (qmatmul_q8x: the selected image only);\n"
+          "m = 1 from memory both paired with a read and back to back. JSON on stdout or FILE.\n"
           "Defaults: --buffer-mb 1024 --runs 9 --n 11008 --k 4096 --m-batch 32,\n"
           "--hot-kb 1536 (the W of the in-cache runs: 32 fits L1, 512 L2).\n"
           "--hot-only: only the in-cache runs (arithmetic rates).\n"
@@ -422,8 +442,10 @@ static int bench_width(gk_archive *ar, const opts *o, int bits, int host_level,
   /* Pass 0: the original layout. Then every copy of W is repacked in place
    * (the layout depends only on BITS, so one repack serves every level)
    * and pass 1 runs qmatmul_packed on the same weights. */
-  for (int packed = 0; packed < 2; packed++) {
-    if (packed) {
+  /* Pass 2: qmatmul_q8x (x rounded to int8 per block) on the packed W, the
+   * selected image only (the other levels compute it in plain C). */
+  for (int packed = 0; packed < 3; packed++) {
+    if (packed == 1) {
       const double t0 = now();
       if (sel.repack(arena, arena, (int64_t)o->n, o->k) != 0) {
         fprintf(stderr, "gk_bench_cpu: qmatmul_repack bits=%d failed (out of memory?)\n", bits);
@@ -440,16 +462,20 @@ static int bench_width(gk_archive *ar, const opts *o, int bits, int host_level,
       json_object_set_new(row, "weight_bytes", json_integer((json_int_t)wbytes));
       json_array_append_new(repacks, row);
     }
-    const char *layout = packed ? "packed" : "original";
+    const char *layout = packed == 2 ? "q8x" : packed ? "packed" : "original";
     for (int l = 0; l <= host_level; l++) {
       image img;
-      if (o->only_selected && strcmp(levels[l], selected) != 0)
+      if ((o->only_selected || packed == 2) && strcmp(levels[l], selected) != 0)
         continue;
       if (load(ar, levels[l], bits, &img) != 0) {
         gk_module_unload(sel.mod);
         return -1;
       }
-      const gk_qmatmul_fn fn = packed ? img.packed : img.fn;
+      if (packed == 2 && !img.q8x) { /* an archive from before qmatmul_q8x */
+        gk_module_unload(img.mod);
+        continue;
+      }
+      const gk_qmatmul_fn fn = packed == 2 ? img.q8x : packed ? img.packed : img.fn;
       const int is_sel = strcmp(img.target, selected) == 0;
       fprintf(stderr, "bench cpu: qmatmul bits=%d %s %s\n", bits, img.target, layout);
       json_t *row;
@@ -460,6 +486,8 @@ static int bench_width(gk_archive *ar, const opts *o, int bits, int host_level,
         row = timing_json(tp, (double)wbytes, 2.0 * (double)o->n * (double)o->k);
         json_object_set_new(row, "paired_stream_gbps", jreal(tp.stream_gbps));
         json_object_set_new(row, "paired_ratio", jreal(tp.ratio));
+        json_object_set_new(row, "steady_us", jreal(tp.steady_s * 1e6));
+        json_object_set_new(row, "steady_gbps", jreal((double)wbytes / tp.steady_s / 1e9));
         json_object_set_new(row, "bits", json_integer(bits));
         json_object_set_new(row, "target", json_string(img.target));
         json_object_set_new(row, "selected", json_boolean(is_sel));

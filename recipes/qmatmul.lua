@@ -5,8 +5,9 @@ kernel "qmatmul" {
   cpu {
     source  = "../kernelsrc/cpu/qmatmul.c",
     -- qmatmul_repack rewrites W into the image's packed layout, which
-    -- qmatmul_packed reads (docs/weights.md, "Packed layout").
-    entry   = { "qmatmul", "qmatmul_packed", "qmatmul_repack" },
+    -- qmatmul_packed reads (docs/weights.md, "Packed layout"); qmatmul_q8x
+    -- reads it too, with x rounded to int8 per block (kernelsrc/cpu/q8x.h).
+    entry   = { "qmatmul", "qmatmul_packed", "qmatmul_q8x", "qmatmul_repack" },
     targets = { "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4" },
     -- The image splits a call over its own persistent threads (gk_pool.h).
     flags   = { "-pthread" },

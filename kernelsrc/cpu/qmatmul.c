@@ -689,6 +689,9 @@ static void qmatmul_cols(const float *x, const unsigned char *w, float *y,
     col_batched(x, w + j * nblocks * BLOCK_BYTES, y + j, m, n, k, nblocks, packed);
 }
 
+/* The int8-x entry on the packed layout (qmatmul_q8x). */
+#include "q8x.h"
+
 GK_POOL_DEFINE(qmatmul_pool)
 
 typedef struct call {
@@ -696,24 +699,33 @@ typedef struct call {
   const unsigned char *w;
   float *y;
   int64_t m, n, k;
-  int packed;
+  int packed; /* 0 original, 1 packed, 2 packed with int8 x (qmatmul_q8x) */
+  const q8x_chunk *qx; /* q8x: x quantized by the caller, or NULL */
 } call;
 
 static void call_cols(void *arg, int64_t j0, int64_t j1) {
   const call *c = arg;
-  qmatmul_cols(c->x, c->w, c->y, c->m, c->n, c->k, j0, j1, c->packed);
+  if (c->packed == 2)
+    q8x_cols(c->x, c->w, c->y, c->m, c->n, c->k, c->qx, j0, j1);
+  else
+    qmatmul_cols(c->x, c->w, c->y, c->m, c->n, c->k, j0, j1, c->packed);
 }
 
 static void run(const float *x, const void *w, float *y, int64_t m, int64_t n,
                 int64_t k, int packed) {
   if (m <= 0 || n <= 0 || k < 0)
     return;
-  const call c = {x, (const unsigned char *)w, y, m, n, k, packed};
+  call c = {x, (const unsigned char *)w, y, m, n, k, packed, NULL};
+  /* q8x: x is quantized once, here, rather than by every piece (a piece is
+   * as small as 16 columns; quantizing 4096 x takes ~1.5 us). */
+  q8x_chunk *qx = packed == 2 ? q8x_quant_all(x, m, k) : NULL;
+  c.qx = qx;
   /* Pieces of at least ~64K multiply-adds: taking one costs an atomic
    * operation and, for m == 1, reordering a chunk of x (~0.2 us). */
   const int64_t per_col = m * (k < GK_QBLOCK ? GK_QBLOCK : k);
   gk_pool_run(&qmatmul_pool, call_cols, (void *)&c, n, per_col * n,
               (65536 + per_col - 1) / per_col);
+  free(qx);
 }
 
 /*
@@ -737,6 +749,17 @@ QMATMUL_EXPORT void qmatmul(const float *x, const void *w, float *y, int64_t m,
 QMATMUL_EXPORT void qmatmul_packed(const float *x, const void *w, float *y, int64_t m,
                                    int64_t n, int64_t k) {
   run(x, w, y, m, n, k, 1);
+}
+
+/*
+ * The product with W in the packed layout and x rounded to int8 per block
+ * of 32 columns, once per call (q8x.h has the exact definition; same
+ * signature, gk_qmatmul_fn). Not qmatmul's y: x loses bits, W none. Every
+ * level gives the same y, bit for bit.
+ */
+QMATMUL_EXPORT void qmatmul_q8x(const float *x, const void *w, float *y, int64_t m,
+                                int64_t n, int64_t k) {
+  run(x, w, y, m, n, k, 2);
 }
 
 /*

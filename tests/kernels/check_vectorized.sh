@@ -12,7 +12,7 @@
 # .text of an image is examined: the kernel and the static helpers it calls
 # (the compiler may keep them out of line), plus a few tiny C runtime stubs
 # that use no vector registers. Each image must export exactly its entry
-# points: one function named after its kernel (qmatmul: also qmatmul_packed
+# points: one function named after its kernel (qmatmul: also qmatmul_packed, qmatmul_q8x
 # and qmatmul_repack, docs/weights.md "Packed layout").
 # Exit 0 when every image passes, 1 otherwise, 77 when objdump is missing.
 set -u
@@ -54,7 +54,7 @@ check() {
       packed=$(printf '%s\n' "$asm" | grep -Ec '[[:space:]]v?(add|sub|mul|max|min)ps[[:space:]]')
       exports=$(objdump -T "$so" | awk '$4 == ".text" { print $NF }' | sort | tr '\n' ' ')
       want="$kernel "
-      [ "$kernel" = qmatmul ] && want="qmatmul qmatmul_packed qmatmul_repack "
+      [ "$kernel" = qmatmul ] && want="qmatmul qmatmul_packed qmatmul_q8x qmatmul_repack "
       [ "$exports" = "$want" ] ||
         fail "$kernel/$name: exports [${exports% }], expected exactly [${want% }]"
       case $level in

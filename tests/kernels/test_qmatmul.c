@@ -17,7 +17,10 @@
  * qmatmul_repack must produce exactly the bytes of this test's own packer,
  * written from the documentation alone, out of place and in place; and
  * qmatmul_packed on them must give y bit-identical to qmatmul on the
- * original W (hence also within the reference's tolerance). x and W end
+ * original W (hence also within the reference's tolerance). qmatmul_q8x
+ * (x rounded to int8 per block, docs/weights.md "int8 x") on the packed W
+ * must give exactly the bits of this test's own q8x_reference, which is
+ * within the int8 rounding bound of the exact product. x and W end
  * right before an inaccessible page, so reading past them faults. Exits 1
  * on any failure, after printing the first bad element of each failing
  * case.
@@ -196,6 +199,129 @@ static int testcase_make(testcase *t, int bits, size_t index) {
   qref_fill_w(&r, bits, s.n, s.k, t->w);
   pack_reference(bits, t->w, s.n, s.k, t->wp_ref);
   return qref_matmul(bits, t->x, t->w, s.m, s.n, s.k, t->ref, t->mag);
+}
+
+/*
+ * qmatmul_q8x's exact arithmetic (docs/weights.md, "int8 x: qmatmul_q8x"),
+ * in plain C from the original layout: x rounded to int8 per block of 32,
+ * integer products, then per chunk of 128 blocks 16 float lanes (block b
+ * into lane b % 16, each operation rounded to float), a fixed tree, and the
+ * chunk sums added in order. Every image must give exactly these bits.
+ * bound[i*n + j] receives how far y may be from the exact product because
+ * x was rounded: sum over blocks of |w| * (largest |x| / 254), plus float
+ * rounding.
+ */
+static int q8x_round(float v) {
+  v = v > -127.0f ? v : -127.0f;
+  v = v < 127.0f ? v : 127.0f;
+  const float r = nearbyintf(v); /* default mode: to nearest, ties to even */
+  return (int)r;
+}
+
+static int q8x_reference(int bits, const float *x, const unsigned char *w, int64_t m,
+                         int64_t n, int64_t k, float *y, double *bound) {
+  const int64_t nb = k / 32, bb = 4 + 4 * bits;
+  int8_t *xq = malloc((size_t)(nb * 32) + 1);
+  float *dx = malloc((size_t)nb * sizeof *dx + 1), *sb = malloc((size_t)nb * sizeof *sb + 1);
+  if (!xq || !dx || !sb) {
+    free(xq), free(dx), free(sb);
+    return -1;
+  }
+  for (int64_t i = 0; i < m; i++) {
+    for (int64_t b = 0; b < nb; b++) {
+      const float *xb = x + i * k + 32 * b;
+      float a = 0.0f;
+      for (int t = 0; t < 32; t++)
+        a = fabsf(xb[t]) > a ? fabsf(xb[t]) : a;
+      const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+      dx[b] = a / 127.0f;
+      int32_t s = 0;
+      for (int t = 0; t < 32; t++) {
+        volatile float p = xb[t] * inv; /* one rounded multiply */
+        xq[32 * b + t] = (int8_t)q8x_round(p);
+        s += xq[32 * b + t];
+      }
+      sb[b] = dx[b] * (float)s;
+    }
+    for (int64_t j = 0; j < n; j++) {
+      const unsigned char *row = w + j * nb * bb;
+      float acc = 0.0f;
+      double err = 0.0;
+      for (int64_t c = 0; c < nb; c += 128) {
+        float lane[16] = {0};
+        for (int64_t b = c; b < nb && b < c + 128; b++) {
+          const unsigned char *blk = row + b * bb;
+          const float d = qref_f16_decode((uint16_t)(blk[0] | blk[1] << 8));
+          const float mm = qref_f16_decode((uint16_t)(blk[2] | blk[3] << 8));
+          int32_t is = 0;
+          double wabs = 0.0;
+          for (int t = 0; t < 32; t++) {
+            const int q = (int)qref_code(blk + 4, bits, t);
+            is += q * xq[32 * b + t];
+            wabs += fabs((double)d * q + mm);
+          }
+          /* volatile: each product and sum rounded to float, never fused */
+          volatile float dd = d * dx[b];
+          volatile float p1 = (float)is * dd;
+          volatile float l1 = lane[(b - c) % 16] + p1;
+          volatile float p2 = mm * sb[b];
+          lane[(b - c) % 16] = l1 + p2;
+          err += wabs * ((double)dx[b] * 127.0 / 254.0);
+        }
+        for (int h = 8; h >= 1; h /= 2)
+          for (int l = 0; l < h; l++)
+            lane[l] += lane[l + h];
+        acc += lane[0];
+      }
+      y[i * n + j] = acc;
+      bound[i * n + j] = err;
+    }
+  }
+  free(xq), free(dx), free(sb);
+  return 0;
+}
+
+/* qmatmul_q8x on the packed W: exactly q8x_reference's bits, within its
+ * rounding bound of the double reference, nothing written past y. */
+static int check_q8x(gk_qmatmul_fn fn, const unsigned char *wp, const char *what,
+                     const testcase *t, int bits) {
+  const shape s = t->s;
+  const size_t mn = (size_t)(s.m * s.n);
+  float *want = malloc(mn * sizeof *want + 1);
+  double *bound = malloc(mn * sizeof *bound + 1);
+  int bad = 0;
+  if (!want || !bound || q8x_reference(bits, t->x, t->w, s.m, s.n, s.k, want, bound) != 0) {
+    printf("FAIL: out of memory for the q8x reference\n");
+    free(want), free(bound);
+    return 1;
+  }
+  for (size_t i = 0; i < mn + GUARD; i++)
+    t->y[i] = i < mn ? NAN : GUARD_VALUE;
+  snprintf(running, sizeof running, "%s m=%lld n=%lld k=%lld", what, (long long)s.m,
+           (long long)s.n, (long long)s.k);
+  fn(t->x, wp, t->y, s.m, s.n, s.k);
+  for (size_t i = 0; i < mn && !bad; i++) {
+    const double err = fabs((double)want[i] - t->ref[i]);
+    if (memcmp(&want[i], &t->y[i], sizeof want[i]) != 0) {
+      printf("FAIL: %s m=%lld n=%lld k=%lld: y[%zu] = %.9g, the exact q8x arithmetic "
+             "gives %.9g: must be identical\n", what, (long long)s.m, (long long)s.n,
+             (long long)s.k, i, (double)t->y[i], (double)want[i]);
+      bad = 1;
+    } else if (!(err <= bound[i] * 1.0001 + 2 * REL_TOL * t->mag[i] + 1e-30)) {
+      printf("FAIL: %s m=%lld n=%lld k=%lld: y[%zu] = %.9g is %.3g from the exact "
+             "product %.9g, more than rounding x to int8 allows (%.3g)\n", what,
+             (long long)s.m, (long long)s.n, (long long)s.k, i, (double)want[i], err,
+             t->ref[i], bound[i]);
+      bad = 1;
+    }
+  }
+  for (size_t i = mn; i < mn + GUARD && !bad; i++)
+    if (t->y[i] != GUARD_VALUE) {
+      printf("FAIL: %s: wrote past the end of y (y[%zu])\n", what, i);
+      bad = 1;
+    }
+  free(want), free(bound);
+  return bad;
 }
 
 /* Runs one kernel on one case; 0 when every element is within tolerance,
@@ -378,9 +504,10 @@ static int check_default_device(gk_archive *ar, const gk_device *host) {
 static int check_width(gk_archive *ar, int bits, int host_level) {
   char variant[16], what[64];
   gk_module *mods[NLEVELS] = {0};
-  gk_qmatmul_fn fns[NLEVELS] = {0}, pfns[NLEVELS] = {0};
+  gk_qmatmul_fn fns[NLEVELS] = {0}, pfns[NLEVELS] = {0}, qfns[NLEVELS] = {0};
   gk_qmatmul_repack_fn reps[NLEVELS] = {0};
   double worst[NLEVELS] = {0}, big_ms[NLEVELS] = {0}, big_packed_ms[NLEVELS] = {0};
+  double big_q8x_ms[NLEVELS] = {0};
   int failures = 0;
   snprintf(variant, sizeof variant, "bits=%d", bits);
 
@@ -402,11 +529,12 @@ static int check_width(gk_archive *ar, int bits, int host_level) {
     fns[l] = (gk_qmatmul_fn)gk_module_symbol(mods[l], "qmatmul");
     pfns[l] = (gk_qmatmul_fn)gk_module_symbol(mods[l], "qmatmul_packed");
     reps[l] = (gk_qmatmul_repack_fn)gk_module_symbol(mods[l], "qmatmul_repack");
-    if (!fns[l] || !pfns[l] || !reps[l]) {
+    qfns[l] = (gk_qmatmul_fn)gk_module_symbol(mods[l], "qmatmul_q8x");
+    if (!fns[l] || !pfns[l] || !reps[l] || !qfns[l]) {
       printf("FAIL: qmatmul %s %s: the image lacks one of the symbols 'qmatmul' (%s), "
-             "'qmatmul_packed' (%s), 'qmatmul_repack' (%s)\n", variant, levels[l],
-             fns[l] ? "ok" : "missing", pfns[l] ? "ok" : "missing",
-             reps[l] ? "ok" : "missing");
+             "'qmatmul_packed' (%s), 'qmatmul_repack' (%s), 'qmatmul_q8x' (%s)\n",
+             variant, levels[l], fns[l] ? "ok" : "missing", pfns[l] ? "ok" : "missing",
+             reps[l] ? "ok" : "missing", qfns[l] ? "ok" : "missing");
       failures++;
       fns[l] = NULL;
     }
@@ -450,6 +578,13 @@ static int check_width(gk_archive *ar, int bits, int host_level) {
         big_packed_ms[l] = best_ms(pfns[l], t.wp, &t);
       if (t.s.m > 1)
         failures += check_batch_invariance(pfns[l], t.wp, what, &t);
+      /* int8 x on the packed W, through the same image. */
+      snprintf(what, sizeof what, "qmatmul_q8x %s %s", variant, levels[l]);
+      failures += check_q8x(qfns[l], t.wp, what, &t, bits);
+      if (t.s.n == 11008)
+        big_q8x_ms[l] = best_ms(qfns[l], t.wp, &t);
+      if (t.s.m > 1)
+        failures += check_batch_invariance(qfns[l], t.wp, what, &t);
     }
     free(orig);
     testcase_free(&t);
@@ -458,8 +593,9 @@ static int check_width(gk_archive *ar, int bits, int host_level) {
   for (int l = 0; l <= host_level; l++) {
     if (fns[l])
       printf("ok: qmatmul %s %-9s %zu shapes, original and packed layout (identical "
-             "y), worst error %.2g of scale; 1x11008x4096 in %.2f ms, packed %.2f ms\n",
-             variant, levels[l], NSHAPES, worst[l], big_ms[l], big_packed_ms[l]);
+             "y), qmatmul_q8x (exact), worst error %.2g of scale; 1x11008x4096 in %.2f ms, "
+             "packed %.2f ms, q8x %.2f ms\n",
+             variant, levels[l], NSHAPES, worst[l], big_ms[l], big_packed_ms[l], big_q8x_ms[l]);
     gk_module_unload(mods[l]);
   }
   return failures;
