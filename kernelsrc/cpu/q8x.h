@@ -38,7 +38,9 @@
  * byte shuffle makes dword i of each 128-bit lane block i's, two masks
  * split the nibbles, two vpdpbusd against x laid out to match (q8x_pos)
  * give per-lane partial sums, and 4 groups' partials fold into the 16
- * block sums of a step with 6 lane shuffles. AVX2 (x86-64-v3, BITS 4) does
+ * block sums of a step with 6 lane shuffles. BITS 8 with VNNI needs no
+ * layout: a block's code bytes are the unsigned operand of vpdpbusd as
+ * they lie (q8x_chunk8_vnni). AVX2 (x86-64-v3, BITS 4) does
  * the same on ymm with vpmaddubsw. Elsewhere (other levels, other BITS,
  * the tail of a row) the integer sums are computed block by block in plain
  * C: the same integers.
@@ -57,6 +59,12 @@
 #define Q8X_AVX2 1
 #else
 #define Q8X_AVX2 0
+#endif
+/* Q8X_FAST8: BITS 8 on AVX-512 with vpdpbusd (x in t order). */
+#if VL == 16 && BITS == 8
+#define Q8X_FAST8 1
+#else
+#define Q8X_FAST8 0
 #endif
 #define Q8X_LAYOUT (Q8X_FAST || Q8X_AVX2)
 
@@ -210,6 +218,24 @@ static inline void q8x_blocks_c(const q8x_chunk *q, const unsigned char *row, in
   }
 }
 
+#if Q8X_FAST || Q8X_FAST8
+
+/* vpdpbusd when the CPU has it, unless GK_QMATMUL_NO_VNNI is set to
+ * something other than 0 (tests run the other path that way). */
+static int q8x_has_vnni(void) {
+  static _Atomic int has = -1; /* -1: not asked yet */
+  int h = atomic_load_explicit(&has, memory_order_relaxed);
+  if (h < 0) {
+    const char *off = getenv("GK_QMATMUL_NO_VNNI");
+    __builtin_cpu_init();
+    h = __builtin_cpu_supports("avx512vnni") && !(off && *off && strcmp(off, "0") != 0);
+    atomic_store_explicit(&has, h, memory_order_relaxed);
+  }
+  return h;
+}
+
+#endif
+
 #if Q8X_FAST
 
 /* 4 groups' per-lane partial sums (dword i of 128-bit lane c of a[g] =
@@ -284,18 +310,69 @@ static inline __m512i q8x_fold(const __m512i a[4]) {
 Q8X_DEFINE_CHUNK(q8x_chunk_vnni, __attribute__((target("avx512vnni"))), Q8X_DP_VNNI)
 Q8X_DEFINE_CHUNK(q8x_chunk_bw, , Q8X_DP_BW)
 
-/* vpdpbusd when the CPU has it, unless GK_QMATMUL_NO_VNNI is set to
- * something other than 0 (tests run the other path that way). */
-static int q8x_has_vnni(void) {
-  static _Atomic int has = -1; /* -1: not asked yet */
-  int h = atomic_load_explicit(&has, memory_order_relaxed);
-  if (h < 0) {
-    const char *off = getenv("GK_QMATMUL_NO_VNNI");
-    __builtin_cpu_init();
-    h = __builtin_cpu_supports("avx512vnni") && !(off && *off && strcmp(off, "0") != 0);
-    atomic_store_explicit(&has, h, memory_order_relaxed);
+#endif
+
+#if Q8X_FAST8
+
+/* 8 vectors of partial sums (a[k]: block 2k in 128-bit lanes 0-1, block
+ * 2k+1 in lanes 2-3, four dwords each) -> the 16 block sums in block
+ * order: the halves of each block added (s[j] lane L = block 4j + L), the
+ * four dwords of each lane added across s[0..3] (dword 4L + j = block
+ * 4j + L), then one permute. Integer adds: any order gives the same sums. */
+static inline __m512i q8x_fold8(const __m512i a[8]) {
+  static const int32_t order[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+  __m512i s[4];
+  for (int j = 0; j < 4; j++)
+    s[j] = _mm512_add_epi32(_mm512_shuffle_i32x4(a[2 * j], a[2 * j + 1], 0x88),
+                            _mm512_shuffle_i32x4(a[2 * j], a[2 * j + 1], 0xdd));
+  const __m512i u01 = _mm512_add_epi32(_mm512_unpacklo_epi32(s[0], s[1]),
+                                       _mm512_unpackhi_epi32(s[0], s[1]));
+  const __m512i u23 = _mm512_add_epi32(_mm512_unpacklo_epi32(s[2], s[3]),
+                                       _mm512_unpackhi_epi32(s[2], s[3]));
+  const __m512i r = _mm512_add_epi32(_mm512_unpacklo_epi64(u01, u23),
+                                     _mm512_unpackhi_epi64(u01, u23));
+  return _mm512_permutexvar_epi32(_mm512_loadu_si512((const void *)order), r);
+}
+
+/*
+ * The BITS 8 chunk with vpdpbusd: a block's 32 code bytes are unsigned and
+ * its x int8, so one vpdpbusd multiplies two blocks as they lie (x in t
+ * order), exactly. Without VNNI the integers are computed in plain C:
+ * vpmaddubsw would saturate (255 * 127 * 2 > 32767). Every float operation
+ * is the definition's, as in the BITS 4 chunk.
+ */
+__attribute__((target("avx512vnni"))) static float
+q8x_chunk8_vnni(const q8x_chunk *q, const unsigned char *row, int64_t nb, int64_t c, int len,
+                int64_t ahead) {
+  const unsigned char *codes = row + 4 * nb + c * GK_QBLOCK;
+  _Alignas(64) float dd[CHUNK_BLOCKS], mf[CHUNK_BLOCKS];
+  const int steps = len / 16 * 16;
+  for (int b = 0; b < steps; b += 16) {
+    const unsigned char *dp = row + 2 * (c + b), *mp = dp + 2 * nb;
+    if (b % 32 == 0)
+      __builtin_prefetch(dp + ahead, 0, 3), __builtin_prefetch(mp + ahead, 0, 3);
+    _mm512_store_ps(dd + b, _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)dp)),
+                                          _mm512_load_ps(q->dx + b)));
+    _mm512_store_ps(mf + b, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)mp)));
   }
-  return h;
+  __m512 lane = _mm512_setzero_ps();
+  int b = 0;
+  for (; b < steps; b += 16) {
+    __m512i a[8];
+    for (int k = 0; k < 8; k++) {
+      const unsigned char *gp = codes + (b + 2 * k) * GK_QBLOCK;
+      __builtin_prefetch(gp + ahead, 0, 3);
+      a[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512((const void *)gp),
+                                 _mm512_load_si512((const void *)(q->xq + (b + 2 * k) * GK_QBLOCK)));
+    }
+    lane = _mm512_add_ps(lane, _mm512_mul_ps(_mm512_cvtepi32_ps(q8x_fold8(a)),
+                                             _mm512_load_ps(dd + b)));
+    lane = _mm512_add_ps(lane, _mm512_mul_ps(_mm512_load_ps(mf + b), _mm512_load_ps(q->sb + b)));
+  }
+  _Alignas(64) float l16[16];
+  _mm512_store_ps(l16, lane);
+  q8x_blocks_c(q, row, nb, c, b, len, l16);
+  return q8x_tree(l16);
 }
 
 #endif
@@ -377,6 +454,11 @@ static inline float q8x_chunk_dot(const q8x_chunk *q, const unsigned char *row, 
 #if Q8X_FAST
   return vnni ? q8x_chunk_vnni(q, row, nb, c, len, ahead)
               : q8x_chunk_bw(q, row, nb, c, len, ahead);
+#elif Q8X_FAST8
+  if (vnni) return q8x_chunk8_vnni(q, row, nb, c, len, ahead);
+  float lane[16] = {0};
+  q8x_blocks_c(q, row, nb, c, 0, len, lane);
+  return q8x_tree(lane);
 #elif Q8X_AVX2
   (void)vnni;
   return q8x_chunk_avx2(q, row, nb, c, len, ahead);
@@ -411,7 +493,7 @@ static void q8x_cols(const float *x, const unsigned char *w, float *y, int64_t m
                      int64_t n, int64_t k, const q8x_chunk *qx, int64_t j0, int64_t j1) {
   const int64_t nb = k / GK_QBLOCK, row_bytes = nb * BLOCK_BYTES;
   const int64_t nchunks = (nb + CHUNK_BLOCKS - 1) / CHUNK_BLOCKS;
-#if Q8X_FAST
+#if Q8X_FAST || Q8X_FAST8
   const int vnni = q8x_has_vnni();
 #else
   const int vnni = 0;
