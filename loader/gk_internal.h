@@ -160,6 +160,8 @@ int gk__fail(gk_archive *ar, int status, const char *fmt, ...) GK__PRINTF(3, 4);
 /* A SQLite failure on `ar` as our status and message: "archive '...'
  * (is corrupt): cannot DOING: SQLite's message" (archive.c). */
 int gk__sql_fail(gk_archive *ar, int rc, const char *doing);
+/* SQLite's primary result code as a GK_ status. */
+int gk__sql_status(int rc);
 
 /* Copies every string of `src` into one new block (*block, to free) that
  * `dst`'s pointers then reference. GK_OK or GK_ENOMEM. */
