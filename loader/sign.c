@@ -174,7 +174,7 @@ static int hash_meta(gk_archive *ar, crypto_hash_sha256_state *h) {
 
 /* The rows as gk_archive_image gives them - exactly what selection and
  * loading act on - so the signature covers the loader's view, whichever
- * way archive.c reads the index. packed_size is storage: not hashed. */
+ * way index.c reads the index. packed_size is storage: not hashed. */
 static int hash_rows(gk_archive *ar, crypto_hash_sha256_state *h) {
   size_t n = 0;
   int rc = gk_archive_count(ar, &n);
