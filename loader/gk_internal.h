@@ -96,7 +96,7 @@ void gk__cpu_set_level_cap(int level);
 int gk__elf_check(const void *bytes, size_t size, const gk_image_info *row,
                   char *why, size_t why_size);
 
-/* ---- archives (archive.c) ---------------------------------------------- */
+/* ---- archives (archive.c, index.c) ------------------------------------- */
 
 typedef struct gk__row {
   gk_image_info info;
