@@ -113,10 +113,10 @@ typedef struct blob_row {
 } blob_row;
 
 /* Steps `st` (bound to one blob) and checks the row: a known codec, sizes
- * in range, a delta naming a base. `expect_raw` < 0: any size. */
+ * in range, a delta naming a base. `expect_raw` < 0: any size. Its bytes
+ * are read by blob_data, only when they are to be decoded. */
 static int blob_fetch(gk_archive *ar, sqlite3_stmt *st, const char *what,
-                      const char *whose, sqlite3_int64 expect_raw, int with_data,
-                      blob_row *b) {
+                      const char *whose, sqlite3_int64 expect_raw, blob_row *b) {
   int rc = sqlite3_step(st);
   if (rc == SQLITE_DONE)
     return gk__fail(ar, GK_ECORRUPT, "archive '%s' is corrupt: image %s has no %s",
@@ -149,16 +149,8 @@ static int blob_fetch(gk_archive *ar, sqlite3_stmt *st, const char *what,
                     "archive '%s' is corrupt: the %s of image %s is %s",
                     ar->name, whose, what,
                     b->delta ? "a delta without a base" : "a plain frame with a base");
-  /* Without the data, SQLite reads the row's first page only. */
-  b->data = with_data ? sqlite3_column_blob(st, 4) : NULL;
-  int n = with_data ? sqlite3_column_bytes(st, 4) : 1;
-  if (sqlite3_errcode(ar->db) == SQLITE_NOMEM)
-    return gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading image %s",
-                    ar->name, what);
-  if (n <= 0 || (with_data && !b->data))
-    return gk__fail(ar, GK_ECORRUPT, "archive '%s': image %s has 0 packed bytes",
-                    ar->name, what);
-  b->n = (size_t)n;
+  b->data = NULL; /* blob_data: until then SQLite reads the row's first page only */
+  b->n = 0;
   if (sqlite3_column_type(st, 5) != SQLITE_BLOB || sqlite3_column_bytes(st, 5) != 32)
     return gk__fail(ar, GK_ECORRUPT,
                     "archive '%s' is corrupt: the %s of image %s has a bad 'data_sha256'",
@@ -170,6 +162,20 @@ static int blob_fetch(gk_archive *ar, sqlite3_stmt *st, const char *what,
                     ar->name, whose, what);
   memcpy(b->sha, sqlite3_column_blob(st, 6), 32);
   b->base_sha = NULL;
+  return GK_OK;
+}
+
+/* The stored bytes of the row blob_fetch just stepped to (st not reset). */
+static int blob_data(gk_archive *ar, sqlite3_stmt *st, const char *what, blob_row *b) {
+  b->data = sqlite3_column_blob(st, 4);
+  int n = sqlite3_column_bytes(st, 4);
+  if (sqlite3_errcode(ar->db) == SQLITE_NOMEM)
+    return gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading image %s",
+                    ar->name, what);
+  if (n <= 0 || !b->data)
+    return gk__fail(ar, GK_ECORRUPT, "archive '%s': image %s has 0 packed bytes",
+                    ar->name, what);
+  b->n = (size_t)n;
   return GK_OK;
 }
 
@@ -229,7 +235,8 @@ static int unpack(gk_archive *ar, const blob_row *b, const char *what,
   return GK_OK;
 }
 
-/* Decompresses the row's image into raw (row->raw_size bytes). A delta's
+/* Decompresses the row's image into raw (row->raw_size bytes). A plain
+ * frame is decoded from the one step that reads its blob row. A delta's
  * chain is walked up first by the rows' numbers alone - at most
  * GK_ARCHIVE_DELTA_DEPTH bases, ending in a plain frame; a longer chain or
  * a loop is corruption - then decoded root first into one buffer, each
@@ -246,19 +253,20 @@ static int read_image(gk_archive *ar, const gk__row *r, const char *what,
   size_t pn = 0;
   int k = 0, status;
   sqlite3_bind_int64(st, 1, r->blob);
-  status = blob_fetch(ar, st, what, "blob", (sqlite3_int64)row->raw_size, 0, &b);
-  sqlite3_reset(st);
-  if (status) goto read_out;
+  status = blob_fetch(ar, st, what, "blob", (sqlite3_int64)row->raw_size, &b);
   /* The row's sha256 is its blob's (its size was checked above): a blob
    * number damaged into another's would hand out that image under this
    * row's name. */
-  if (memcmp(b.sha, row->sha256, 32) != 0) {
+  if (status == GK_OK && memcmp(b.sha, row->sha256, 32) != 0)
     status = gk__fail(ar, GK_ECORRUPT,
                       "archive '%s' is corrupt: image %s names blob %lld, whose size or "
                       "sha256 is another image's",
                       ar->name, what, (long long)b.id);
-    goto read_out;
-  }
+  /* A plain frame is decoded from the row just read. */
+  if (status == GK_OK && !b.delta && (status = blob_data(ar, st, what, &b)) == GK_OK)
+    status = unpack(ar, &b, what, raw, NULL, 0);
+  sqlite3_reset(st);
+  if (status || !b.delta) goto read_out;
   for (int more = b.delta; more;) {
     sqlite3_int64 next = k ? chain[k - 1].base : b.base;
     int loops = next == b.id;
@@ -278,7 +286,7 @@ static int read_image(gk_archive *ar, const gk__row *r, const char *what,
       goto read_out;
     }
     sqlite3_bind_int64(st, 1, next);
-    status = blob_fetch(ar, st, what, "base blob", -1, 0, &chain[k]);
+    status = blob_fetch(ar, st, what, "base blob", -1, &chain[k]);
     sqlite3_reset(st);
     if (status) goto read_out;
     pn += (size_t)chain[k].raw;
@@ -301,11 +309,12 @@ static int read_image(gk_archive *ar, const gk__row *r, const char *what,
   for (int q = k - 1; q >= -1; q--) {
     blob_row *x = q >= 0 ? &chain[q] : &b, again;
     sqlite3_bind_int64(st, 1, x->id);
-    status = blob_fetch(ar, st, what, q >= 0 ? "base blob" : "blob", x->raw, 1, &again);
+    status = blob_fetch(ar, st, what, q >= 0 ? "base blob" : "blob", x->raw, &again);
     if (status == GK_OK && (again.delta != x->delta || again.base != x->base ||
                             memcmp(again.sha, x->sha, 32) != 0))
       status = gk__fail(ar, GK_ECORRUPT, "archive '%s' changed while open (blob %lld)",
                         ar->name, (long long)x->id);
+    if (status == GK_OK) status = blob_data(ar, st, what, &again);
     if (status == GK_OK) {
       again.base_sha = q + 1 < k ? chain[q + 1].sha : NULL;
       status = q >= 0 ? unpack(ar, &again, what, prefix + off, prefix, off)
