@@ -283,6 +283,13 @@ static int some_row(gk_archive *ar, sqlite3_int64 id) {
   return status;
 }
 
+/* Row r is one of (kernel, backend, variant). */
+static int of_variant(const gk__row *r, const char *kernel, const char *backend,
+                      const char *variant) {
+  return strcmp(r->info.variant, variant) == 0 && strcmp(r->info.kernel, kernel) == 0 &&
+         strcmp(r->info.backend, backend) == 0;
+}
+
 int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
                    const char *variant, gk__row **first, size_t *n, int *suspect) {
   *first = NULL;
@@ -310,6 +317,20 @@ int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
                             &ar->spec_stmt, NULL);
   if (rc != SQLITE_OK) return gk__sql_fail(ar, rc, "read the index");
 
+  /* Asked before: the rows are already here, checked, as one slice (a
+   * slice is kept whole or not at all, so its first row is the first with
+   * these names), and they lie end to end with other slices. */
+  for (size_t j = 0; j < ar->nsome; j++)
+    if (of_variant(&ar->some[j], kernel, backend, variant)) {
+      size_t k = j + 1;
+      while (k < ar->nsome && ar->some[k].pos == ar->some[j].pos + (k - j) &&
+             of_variant(&ar->some[k], kernel, backend, variant))
+        k++;
+      *first = ar->some + j;
+      *n = k - j;
+      return GK_OK;
+    }
+
   int status = GK_OK, bad = 0;
   sqlite3_int64 count = 0;
   int c = probe(ar, 1, kernel, backend, variant, &count, &status);
@@ -327,23 +348,6 @@ int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
     else if (c < 0) lo = mid + 1;
     else hi = mid;
   }
-  /* Asked before: the rows are already here, checked, as one slice. */
-  for (size_t j = 0; !bad && j < ar->nsome; j++)
-    if (ar->some[j].pos == (size_t)(lo - 1) && strcmp(ar->some[j].info.variant, variant) == 0 &&
-        strcmp(ar->some[j].info.kernel, kernel) == 0 &&
-        strcmp(ar->some[j].info.backend, backend) == 0) {
-      /* Slices lie end to end in ar->some: this one ends where the rows
-       * stop being consecutive or stop being this variant's. */
-      size_t k = j + 1;
-      while (k < ar->nsome && ar->some[k].pos == ar->some[j].pos + (k - j) &&
-             strcmp(ar->some[k].info.variant, variant) == 0 &&
-             strcmp(ar->some[k].info.kernel, kernel) == 0 &&
-             strcmp(ar->some[k].info.backend, backend) == 0)
-        k++;
-      *first = ar->some + j;
-      *n = k - j;
-      return GK_OK;
-    }
   /* The row before the run sorts below it (the search saw only some). */
   if (!bad && lo > 1 && probe(ar, lo - 1, kernel, backend, variant, NULL, &status) >= 0)
     bad = 1;
