@@ -421,16 +421,9 @@ static int candidate_matches(gkc_cache *c, json_t *cand, const char *base,
 
 json_t *gkc__load_record(const char *path) {
   /* One read and json_loadb: json_load_file reads a character at a time. */
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NULL;
-  struct stat st;
-  char *buf = NULL;
-  ssize_t n = -1;
-  if (fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (64 << 20) &&
-      (buf = malloc((size_t)st.st_size)))
-    n = read(fd, buf, (size_t)st.st_size);
-  close(fd);
-  json_t *rec = n == st.st_size ? json_loadb(buf, (size_t)n, 0, NULL) : NULL;
+  size_t n;
+  char *buf = gkc_read_file(path, (size_t)64 << 20, &n);
+  json_t *rec = buf ? json_loadb(buf, n, 0, NULL) : NULL;
   free(buf);
   if (!rec) return NULL;
   if (!json_is_object(rec) ||

@@ -299,6 +299,11 @@ int gkc_index_save(gkc_cache *c);
  * message in gkc_errmsg. */
 int gkc_write_file(gkc_cache *c, const char *path, const char *data, size_t len);
 
+/* The whole of file `path` in one read, with a NUL after it (to free), its
+ * length in *len; NULL when it cannot be read, is empty, or is `cap` bytes
+ * or more. */
+char *gkc_read_file(const char *path, size_t cap, size_t *len);
+
 /*
  * Notes the caller keeps in the index from one build to the next (gk build:
  * a digest of what its manifest is made from). gkc_index_get gives the value

@@ -74,20 +74,21 @@ void gkc__index_free(gkc__index *ix) {
   free(ix);
 }
 
-static char *slurp(const char *path, size_t *len) {
+char *gkc_read_file(const char *path, size_t cap, size_t *len) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return NULL;
   struct stat st;
   char *buf = NULL;
   ssize_t n = -1;
-  if (fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (256 << 20) &&
-      (buf = malloc((size_t)st.st_size)))
+  if (fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < cap &&
+      (buf = malloc((size_t)st.st_size + 1)))
     n = read(fd, buf, (size_t)st.st_size);
   close(fd);
   if (n != st.st_size) {
     free(buf);
     return NULL;
   }
+  buf[n] = '\0';
   *len = (size_t)n;
   return buf;
 }
@@ -157,7 +158,7 @@ int gkc_index_open(gkc_cache *c, const char *name) {
     return gkc__fail(c, "out of memory opening the build index");
   }
   ix->dirty = 1; /* until a loaded file is adopted */
-  ix->old_text = slurp(ix->path, &ix->old_len);
+  ix->old_text = gkc_read_file(ix->path, (size_t)256 << 20, &ix->old_len);
   if (ix->old_text) {
     json_t *doc = json_loadb(ix->old_text, ix->old_len, 0, NULL);
     if (doc) adopt(ix, doc);

@@ -400,30 +400,11 @@ static json_t *unique_lines(buf *b) {
   return s;
 }
 
-static char *slurp(const char *path, size_t *len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NULL;
-  struct stat st;
-  char *b = NULL;
-  ssize_t n = -1;
-  if (fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (64 << 20) &&
-      (b = malloc((size_t)st.st_size + 1)))
-    n = read(fd, b, (size_t)st.st_size);
-  close(fd);
-  if (n != st.st_size) {
-    free(b);
-    return NULL;
-  }
-  b[n] = '\0';
-  *len = (size_t)n;
-  return b;
-}
-
 /* Writes the record as the cache writes its files (gkc_write_file), unless
  * the file already says the same. */
 static const char *write_record(gkc_cache *c, const char *path, const char *text) {
   size_t len = strlen(text), olen;
-  char *old = slurp(path, &olen);
+  char *old = gkc_read_file(path, (size_t)64 << 20, &olen);
   int same = old && olen == len && memcmp(old, text, len) == 0;
   free(old);
   if (same) return NULL;
@@ -682,7 +663,7 @@ int gkr__fast_try(gkr__trace *t, FILE *log, char **summary) {
   if (!t) return 0;
   int64_t t0 = now_ns(CLOCK_MONOTONIC);
   size_t len, nchecks = 0;
-  char *text = slurp(t->record, &len);
+  char *text = gkc_read_file(t->record, (size_t)64 << 20, &len);
   json_t *doc = text ? json_loadb(text, len, 0, NULL) : NULL;
   free(text);
   double loaded = (double)(now_ns(CLOCK_MONOTONIC) - t0) * 1e-6, ms[2] = {0, 0};
