@@ -9,6 +9,17 @@ failures=0
 export GK_CACHE_DIR="$T/default-cache"
 
 . "$(dirname "$0")/../common/check.sh"
+# wrap_cc DIR: DIR/cc runs the system cc but says it is version 90.1.0, so
+# a test can change the compiler's identity by editing the file.
+wrap_cc() {
+  mkdir -p "$1"
+  cat >"$1/cc" <<SH
+#!/bin/sh
+case \$1 in -dumpfullversion) echo 90.1.0; exit 0;; esac
+exec $(command -v cc) "\$@"
+SH
+  chmod +x "$1/cc"
+}
 # make_project DIR: two kernels. "k" (bits 1, 2; x86-64 and x86-64-v3)
 # includes src/inc/h.h; "o" (x86-64, no params) includes nothing of ours.
 make_project() {

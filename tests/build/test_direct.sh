@@ -35,13 +35,7 @@ same_size_edit() {
 
 # The compiler is a wrapper that reports its own version: replacing it
 # with another of the same size and mtime must change the identity.
-mkdir -p "$T/bin"
-cat >"$T/bin/cc" <<SH
-#!/bin/sh
-case \$1 in -dumpfullversion) echo 90.1.0; exit 0;; esac
-exec $(command -v cc) "\$@"
-SH
-chmod +x "$T/bin/cc"
+wrap_cc "$T/bin"
 export PATH="$T/bin:$PATH"
 
 # Stamps are trusted only for files unchanged for 2 s when read: let every

@@ -50,13 +50,8 @@ same_size_edit() {
   touch -r "$T/ref" "$1"
 }
 
-mkdir -p "$T/bin" "$T/bin2"
-cat >"$T/bin/cc" <<SH
-#!/bin/sh
-case \$1 in -dumpfullversion) echo 90.1.0; exit 0;; esac
-exec $(command -v cc) "\$@"
-SH
-chmod +x "$T/bin/cc"
+mkdir -p "$T/bin2"
+wrap_cc "$T/bin"
 export PATH="$T/bin2:$T/bin:$PATH"
 touch -d '-1 minute' "$P"/src/*.c "$P"/src/inc/h.h "$P"/recipes/*.lua "$T/bin/cc"
 # gk.stat's "settled" counts whole seconds: 3 s are surely past 2.
