@@ -234,6 +234,39 @@ static int q8x_has_vnni(void) {
   return h;
 }
 
+/* The scales of the chunk's first `steps` blocks (a multiple of 16): dd =
+ * d * dx and mf = m, read before the codes, so a row stays one ascending
+ * stream (its three parts read step by step defeat the hardware
+ * prefetcher); a line of each prefetched `ahead` on, a later row's. */
+static inline void q8x_scales16(const q8x_chunk *q, const unsigned char *row, int64_t nb,
+                                int64_t c, int steps, int64_t ahead, float *dd, float *mf) {
+  for (int b = 0; b < steps; b += 16) {
+    const unsigned char *dp = row + 2 * (c + b), *mp = dp + 2 * nb;
+    if (b % 32 == 0)
+      __builtin_prefetch(dp + ahead, 0, 3), __builtin_prefetch(mp + ahead, 0, 3);
+    _mm512_store_ps(dd + b, _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)dp)),
+                                          _mm512_load_ps(q->dx + b)));
+    _mm512_store_ps(mf + b, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)mp)));
+  }
+}
+
+/* 16 blocks' integer sums (block order) into the lanes, as the definition
+ * adds them: lane + i * (d * dx), then lane + m * sb. */
+static inline __m512 q8x_add16(__m512 lane, __m512i isum, const float *dd, const float *mf,
+                               const float *sb) {
+  lane = _mm512_add_ps(lane, _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_load_ps(dd)));
+  return _mm512_add_ps(lane, _mm512_mul_ps(_mm512_load_ps(mf), _mm512_load_ps(sb)));
+}
+
+/* The chunk's blocks from b on in plain C, then the lanes' tree. */
+static inline float q8x_end16(__m512 lane, const q8x_chunk *q, const unsigned char *row,
+                              int64_t nb, int64_t c, int b, int len) {
+  _Alignas(64) float l16[16];
+  _mm512_store_ps(l16, lane);
+  q8x_blocks_c(q, row, nb, c, b, len, l16);
+  return q8x_tree(l16);
+}
+
 #endif
 
 #if Q8X_FAST
@@ -267,20 +300,9 @@ static inline __m512i q8x_fold(const __m512i a[4]) {
     const unsigned char *codes = row + 4 * nb + c / QP_G * QP_GROUP_BYTES;     \
     const int64_t in_groups = nb / QP_G * QP_G - c;                             \
     const int grouped = (int)(in_groups < len ? in_groups : len);              \
-    /* The row's scales first, then its codes: one ascending stream (the \
-     * three parts read step by step defeat the hardware prefetcher). */    \
     _Alignas(64) float dd[CHUNK_BLOCKS], mf[CHUNK_BLOCKS];                     \
     const int steps = grouped / 16 * 16;                                       \
-    for (int b = 0; b < steps; b += 16) {                                      \
-      const unsigned char *dp = row + 2 * (c + b), *mp = dp + 2 * nb;          \
-      if (b % 32 == 0) /* a line of each, `ahead` on: a later row's */        \
-        __builtin_prefetch(dp + ahead, 0, 3), __builtin_prefetch(mp + ahead, 0, 3); \
-      _mm512_store_ps(dd + b, _mm512_mul_ps(                                   \
-          _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)dp)),            \
-          _mm512_load_ps(q->dx + b)));                                         \
-      _mm512_store_ps(mf + b,                                                  \
-          _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)mp)));           \
-    }                                                                          \
+    q8x_scales16(q, row, nb, c, steps, ahead, dd, mf);                         \
     __m512 lane = _mm512_setzero_ps();                                         \
     int b = 0;                                                                  \
     for (; b < steps; b += 16) {                                               \
@@ -296,15 +318,9 @@ static inline __m512i q8x_fold(const __m512i a[4]) {
         a[g] = DP(s, _mm512_and_si512(_mm512_srli_epi16(w, 4), low),           \
                   _mm512_load_si512((const void *)(xg + 64)));                 \
       }                                                                        \
-      lane = _mm512_add_ps(lane, _mm512_mul_ps(_mm512_cvtepi32_ps(q8x_fold(a)), \
-                                               _mm512_load_ps(dd + b)));       \
-      lane = _mm512_add_ps(lane, _mm512_mul_ps(_mm512_load_ps(mf + b),         \
-                                               _mm512_load_ps(q->sb + b)));    \
+      lane = q8x_add16(lane, q8x_fold(a), dd + b, mf + b, q->sb + b);          \
     }                                                                          \
-    _Alignas(64) float l16[16];                                                \
-    _mm512_store_ps(l16, lane);                                                \
-    q8x_blocks_c(q, row, nb, c, b, len, l16);                                  \
-    return q8x_tree(l16);                                                      \
+    return q8x_end16(lane, q, row, nb, c, b, len);                             \
   }
 
 Q8X_DEFINE_CHUNK(q8x_chunk_vnni, __attribute__((target("avx512vnni"))), Q8X_DP_VNNI)
@@ -347,14 +363,7 @@ q8x_chunk8_vnni(const q8x_chunk *q, const unsigned char *row, int64_t nb, int64_
   const unsigned char *codes = row + 4 * nb + c * GK_QBLOCK;
   _Alignas(64) float dd[CHUNK_BLOCKS], mf[CHUNK_BLOCKS];
   const int steps = len / 16 * 16;
-  for (int b = 0; b < steps; b += 16) {
-    const unsigned char *dp = row + 2 * (c + b), *mp = dp + 2 * nb;
-    if (b % 32 == 0)
-      __builtin_prefetch(dp + ahead, 0, 3), __builtin_prefetch(mp + ahead, 0, 3);
-    _mm512_store_ps(dd + b, _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)dp)),
-                                          _mm512_load_ps(q->dx + b)));
-    _mm512_store_ps(mf + b, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)mp)));
-  }
+  q8x_scales16(q, row, nb, c, steps, ahead, dd, mf);
   __m512 lane = _mm512_setzero_ps();
   int b = 0;
   for (; b < steps; b += 16) {
@@ -365,14 +374,9 @@ q8x_chunk8_vnni(const q8x_chunk *q, const unsigned char *row, int64_t nb, int64_
       a[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512((const void *)gp),
                                  _mm512_load_si512((const void *)(q->xq + (b + 2 * k) * GK_QBLOCK)));
     }
-    lane = _mm512_add_ps(lane, _mm512_mul_ps(_mm512_cvtepi32_ps(q8x_fold8(a)),
-                                             _mm512_load_ps(dd + b)));
-    lane = _mm512_add_ps(lane, _mm512_mul_ps(_mm512_load_ps(mf + b), _mm512_load_ps(q->sb + b)));
+    lane = q8x_add16(lane, q8x_fold8(a), dd + b, mf + b, q->sb + b);
   }
-  _Alignas(64) float l16[16];
-  _mm512_store_ps(l16, lane);
-  q8x_blocks_c(q, row, nb, c, b, len, l16);
-  return q8x_tree(l16);
+  return q8x_end16(lane, q, row, nb, c, b, len);
 }
 
 #endif
