@@ -4,8 +4,9 @@
  * The archive must be deterministic: the same images give the same bytes,
  * whatever order they come in and whoever runs the packer. SQLite writes the
  * same file for the same sequence of statements, so the work here is to fix
- * that sequence: rows sorted by their key, blobs inserted in the order the
- * sorted rows first use them, no time stamps, fixed page size.
+ * that sequence: rows sorted by their key, blobs coded in the order the
+ * sorted rows first use them and inserted in an order fixed by their sizes
+ * (pages.c), no time stamps, fixed page size.
  */
 #include "gkpack.h"
 
@@ -48,12 +49,13 @@ static int image_cmp(const void *pa, const void *pb) {
  * rows alone and a damaged blob number cannot pair a name with another
  * image. Rows are in (kernel, backend, variant, target)
  * order, so one variant's images are one run (docs/archive.md, "Reading"). */
+#define PAGE_SIZE 1024 /* docs/archive.md; the "PRAGMA page_size" below */
 static const char schema_sql[] =
   "PRAGMA page_size = 1024;"
   "PRAGMA journal_mode = OFF;"
   "PRAGMA synchronous = OFF;"
   "CREATE TABLE meta ("
-  "  key TEXT PRIMARY KEY NOT NULL,"
+  "  key TEXT NOT NULL,"
   "  value TEXT NOT NULL);"
   "CREATE TABLE blob ("
   "  id INTEGER PRIMARY KEY,"
@@ -158,8 +160,15 @@ oom:
   return -1;
 }
 
-/* Writes blob b (id b + 1), coded as planned. */
-static int put_blob(writer *w, const pblob *blobs, size_t b, int level) {
+/* A blob's stored frame, made before any blob is written (their sizes
+ * choose the ids: pages.c). */
+typedef struct frame {
+  unsigned char *data, data_sha[32];
+  size_t n;
+} frame;
+
+/* Codes blob b as planned into f. */
+static int code_blob(writer *w, const pblob *blobs, size_t b, int level, frame *f) {
   const gkp_image *im = blobs[b].im;
   long base = blobs[b].base;
   size_t pn = 0;
@@ -172,27 +181,86 @@ static int put_blob(writer *w, const pblob *blobs, size_t b, int level) {
     return -1;
   }
   if (check_blob(w, im, zn, base >= 0 ? pn : 0)) return -1;
+  if (!(f->data = malloc(zn ? zn : 1))) {
+    gkp__seterr(w->err, w->errsize, "out of memory");
+    return -1;
+  }
+  memcpy(f->data, w->z.buf, zn);
+  f->n = zn;
   /* data_sha256 (docs/archive.md) binds the stored bytes to the blob's
    * identity and, for a delta, to its base's. */
-  unsigned char data_sha[32];
   crypto_hash_sha256_state h;
   crypto_hash_sha256_init(&h);
   crypto_hash_sha256_update(&h, blobs[b].sha, 32);
   if (base >= 0) crypto_hash_sha256_update(&h, blobs[base].sha, 32);
-  crypto_hash_sha256_update(&h, w->z.buf, zn);
-  crypto_hash_sha256_final(&h, data_sha);
+  crypto_hash_sha256_update(&h, f->data, zn);
+  crypto_hash_sha256_final(&h, f->data_sha);
+  return 0;
+}
+
+static const char *codec_of(const pblob *b) { return b->base >= 0 ? "zstd-delta" : "zstd"; }
+
+/* The bytes blob b's row takes in a leaf page (its columns as put_blob
+ * binds them; the largest id stands for its own). */
+static size_t blob_cell(const pblob *blobs, size_t nb, size_t b, const frame *f) {
+  gkp_column c[] = {
+    {GKP_NULL, 0, 0}, /* id: the rowid */
+    {GKP_BLOB, 0, 32},
+    {GKP_INT, (long long)blobs[b].im->size, 0},
+    {GKP_TEXT, 0, strlen(codec_of(&blobs[b]))},
+    {blobs[b].base >= 0 ? GKP_INT : GKP_NULL, (long long)nb, 0},
+    {GKP_BLOB, 0, 32},
+    {GKP_BLOB, 0, f->n},
+  };
+  return gkp__cell_size((long long)nb, c, sizeof c / sizeof *c, PAGE_SIZE);
+}
+
+/* Writes blob b as row `id`, its base being row base_id. */
+static int put_blob(writer *w, const pblob *blobs, size_t b, const frame *f, size_t id,
+                    size_t base_id) {
   sqlite3_stmt *s = w->add_blob;
   sqlite3_reset(s);
-  sqlite3_bind_int64(s, 1, (sqlite3_int64)b + 1);
+  sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
   sqlite3_bind_blob(s, 2, blobs[b].sha, 32, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 3, (sqlite3_int64)im->size);
-  sqlite3_bind_text(s, 4, base >= 0 ? "zstd-delta" : "zstd", -1, SQLITE_STATIC);
-  if (base >= 0) sqlite3_bind_int64(s, 5, (sqlite3_int64)base + 1);
+  sqlite3_bind_int64(s, 3, (sqlite3_int64)blobs[b].im->size);
+  sqlite3_bind_text(s, 4, codec_of(&blobs[b]), -1, SQLITE_STATIC);
+  if (blobs[b].base >= 0) sqlite3_bind_int64(s, 5, (sqlite3_int64)base_id);
   else sqlite3_bind_null(s, 5);
-  sqlite3_bind_blob(s, 6, data_sha, 32, SQLITE_STATIC);
-  sqlite3_bind_blob(s, 7, w->z.buf, (int)zn, SQLITE_STATIC);
+  sqlite3_bind_blob(s, 6, f->data_sha, 32, SQLITE_STATIC);
+  sqlite3_bind_blob(s, 7, f->data, (int)f->n, SQLITE_STATIC);
   if (sqlite3_step(s) != SQLITE_DONE) return db_fail(w, "cannot insert blob");
   return 0;
+}
+
+/* Codes every blob, then writes them in an order that fills the pages
+ * (pages.c); id_of[b] is blob b's row. */
+static int put_blobs(writer *w, const pblob *blobs, size_t nb, int level, size_t *id_of) {
+  frame *f = calloc(nb ? nb : 1, sizeof *f);
+  size_t *cell = calloc(nb ? nb : 1, sizeof *cell), *order = calloc(nb ? nb : 1, sizeof *order);
+  int rc = -1;
+  if (!f || !cell || !order) {
+    gkp__seterr(w->err, w->errsize, "out of memory");
+    goto blobs_out;
+  }
+  for (size_t b = 0; b < nb; b++) {
+    if (code_blob(w, blobs, b, level, &f[b])) goto blobs_out;
+    cell[b] = blob_cell(blobs, nb, b, &f[b]);
+  }
+  if (gkp__page_order(cell, nb, PAGE_SIZE, order)) {
+    gkp__seterr(w->err, w->errsize, "out of memory");
+    goto blobs_out;
+  }
+  for (size_t k = 0; k < nb; k++) id_of[order[k]] = k + 1;
+  for (size_t k = 0; k < nb; k++) {
+    size_t b = order[k];
+    if (put_blob(w, blobs, b, &f[b], k + 1, blobs[b].base >= 0 ? id_of[blobs[b].base] : 0))
+      goto blobs_out;
+  }
+  rc = 0;
+blobs_out:
+  for (size_t b = 0; f && b < nb; b++) free(f[b].data);
+  free(f), free(cell), free(order);
+  return rc;
 }
 
 static int spec_same(const gkp_image *a, const gkp_image *b) {
@@ -296,9 +364,10 @@ static int write_db(writer *w, const char *tmp, const gkp_image **sorted,
   pblob *blobs = NULL;
   size_t nb = 0, nspec = 0, *row_blob = calloc(n ? n : 1, sizeof *row_blob);
   size_t *first_use = calloc(n ? n : 1, sizeof *first_use);
+  size_t *id_of = calloc(n ? n : 1, sizeof *id_of); /* blob index -> row id */
   int rc = -1;
-  if (!row_blob || !first_use) {
-    free(row_blob), free(first_use);
+  if (!row_blob || !first_use || !id_of) {
+    free(row_blob), free(first_use), free(id_of);
     gkp__seterr(w->err, w->errsize, "out of memory");
     return -1;
   }
@@ -336,8 +405,7 @@ static int write_db(writer *w, const char *tmp, const gkp_image **sorted,
     db_fail(w, "cannot begin");
     goto db_out;
   }
-  for (size_t b = 0; b < nb; b++)
-    if (put_blob(w, blobs, b, level)) goto db_out;
+  if (put_blobs(w, blobs, nb, level, id_of)) goto db_out;
   /* Specs are numbered 1, 2, ... in the order the sorted rows first use
    * them; first_use[k] is the row that introduced spec k + 1. */
   for (size_t i = 0; i < n; i++) {
@@ -347,7 +415,7 @@ static int write_db(writer *w, const char *tmp, const gkp_image **sorted,
       first_use[nspec++] = i;
       if (put_spec(w, sorted[i], nspec)) goto db_out;
     }
-    if (put_image(w, sorted[i], k + 1, row_blob[i] + 1, blobs[row_blob[i]].sha))
+    if (put_image(w, sorted[i], k + 1, id_of[row_blob[i]], blobs[row_blob[i]].sha))
       goto db_out;
   }
   if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
@@ -357,7 +425,7 @@ static int write_db(writer *w, const char *tmp, const gkp_image **sorted,
   rc = 0;
 db_out:
   free(blobs);
-  free(row_blob), free(first_use);
+  free(row_blob), free(first_use), free(id_of);
   return rc;
 }
 

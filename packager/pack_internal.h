@@ -38,6 +38,26 @@ size_t gkp__zcompress(gkp_zbuf *z, const void *src, size_t n, const void *prefix
                       size_t pn, int level);
 void gkp__zbuf_free(gkp_zbuf *z);
 
+/* One column of a row, as SQLite stores it (pages.c). */
+typedef struct gkp_column {
+  enum { GKP_NULL, GKP_INT, GKP_BLOB, GKP_TEXT } kind;
+  long long i; /* GKP_INT */
+  size_t n;    /* GKP_BLOB, GKP_TEXT: bytes */
+} gkp_column;
+
+/* Bytes a table row takes in a leaf page of page_size bytes: its cell (the
+ * part of its record kept there, the rest going to overflow pages) and
+ * the cell's pointer. A column declared INTEGER PRIMARY KEY is the rowid,
+ * stored in the record as NULL. */
+size_t gkp__cell_size(long long rowid, const gkp_column *cols, size_t ncols,
+                      size_t page_size);
+
+/* An order of n rows whose leaf cells take cell[i] bytes that fills pages
+ * of page_size bytes when the rows are appended in that order: order[k]
+ * is the row to append k-th. Deterministic: ties go to the lower row.
+ * Returns -1 when out of memory. */
+int gkp__page_order(const size_t *cell, size_t n, size_t page_size, size_t *order);
+
 /* Sets every blob's base (plan.c). */
 int gkp__plan_deltas(pblob *blobs, size_t nb, char *err, size_t errsize);
 
