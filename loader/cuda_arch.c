@@ -60,15 +60,24 @@ int gk__cuda_parse_target(const char *t, gk__cuda_target *out) {
   return 1;
 }
 
+/* The decimal number of 1 or 2 digits at *p, moving *p past it; -1 when
+ * there is none or it is longer. */
+static int two_digits(const char **p) {
+  int v = 0, n = 0;
+  while (**p >= '0' && **p <= '9' && n < 3) v = v * 10 + (*(*p)++ - '0'), n++;
+  return n >= 1 && n <= 2 ? v : -1;
+}
+
 int gk__cuda_toolkit_version(const char *toolchain) {
-  unsigned major, minor;
-  char tail;
   if (!toolchain || strncmp(toolchain, "nvcc ", 5) != 0) return 0;
   /* "nvcc 13.0.88": the release is major.minor, the patch does not matter
-   * to compatibility. */
-  if (sscanf(toolchain + 5, "%u.%u%c", &major, &minor, &tail) < 2) return 0;
-  if (major < 1 || major > 99 || minor > 99) return 0;
-  return (int)(major * 1000 + minor * 10);
+   * to compatibility. (No sscanf: a selection runs this on every row.) */
+  const char *p = toolchain + 5;
+  const int major = two_digits(&p);
+  if (major < 1 || *p++ != '.') return 0;
+  const int minor = two_digits(&p);
+  if (minor < 0) return 0;
+  return major * 1000 + minor * 10;
 }
 
 /* 13040 -> "13.4" */
@@ -82,7 +91,7 @@ static const char *ver_text(int v, char *buf, size_t size) {
 int gk__cuda_valid(const gk_device *dev, char *why, size_t why_size) {
   gk__cuda_target d;
   if (gk__cuda_parse_target(dev->arch, &d) && !d.ptx && !d.suffix) return 1;
-  snprintf(why, why_size,
+  gk__say(why, why_size,
            "is not a compute capability like sm_86 (a device has no 'a' or "
            "'f' suffix and is no compute_XY)");
   return 0;
@@ -93,16 +102,16 @@ int gk__cuda_fits(const gk_device *dev, const gk_image_info *row,
   gk__cuda_target d, t;
   char a[16], b[16];
   if (!gk__cuda_parse_target(dev->arch, &d) || d.ptx || d.suffix) {
-    snprintf(why, why_size, "device arch '%s' is not a compute capability",
+    gk__say(why, why_size, "device arch '%s' is not a compute capability",
              dev->arch);
     return 0;
   }
   if (!gk__cuda_parse_target(row->target, &t)) {
-    snprintf(why, why_size, "unknown cuda target '%s'", row->target);
+    gk__say(why, why_size, "unknown cuda target '%s'", row->target);
     return 0;
   }
   if (strcmp(row->format, t.ptx ? "ptx" : "cubin") != 0) {
-    snprintf(why, why_size, "target %s cannot be a %s image", row->target,
+    gk__say(why, why_size, "target %s cannot be a %s image", row->target,
              row->format);
     return 0;
   }
@@ -113,7 +122,7 @@ int gk__cuda_fits(const gk_device *dev, const gk_image_info *row,
 
   if (t.ptx) {
     if (flags & GK_LOAD_NO_JIT) {
-      snprintf(why, why_size,
+      gk__say(why, why_size,
                "PTX needs the driver's JIT compiler, which GK_LOAD_NO_JIT "
                "forbids");
       return 0;
@@ -121,20 +130,20 @@ int gk__cuda_fits(const gk_device *dev, const gk_image_info *row,
     if ((t.suffix == 'a' && t.cc != d.cc) ||
         (t.suffix == 'f' && (tmaj != dmaj || tmin > dmin)) ||
         (!t.suffix && t.cc > d.cc)) {
-      snprintf(why, why_size, "%s PTX needs a device of %s %d.%d, device is %s",
+      gk__say(why, why_size, "%s PTX needs a device of %s %d.%d, device is %s",
                row->target,
                t.suffix == 'a' ? "exactly" : t.suffix == 'f' ? "family" : "at least",
                tmaj, tmin, dev->arch);
       return 0;
     }
     if (tk && drv && drv < tk) {
-      snprintf(why, why_size,
+      gk__say(why, why_size,
                "PTX from CUDA %s needs a driver >= %s; this driver is %s",
                ver_text(tk, a, sizeof a), a, ver_text(drv, b, sizeof b));
       return 0;
     }
     *score = t.cc; /* below every SASS score */
-    snprintf(why, why_size, "%s PTX, JIT-compiled for %s by the driver%s%s%s",
+    gk__say(why, why_size, "%s PTX, JIT-compiled for %s by the driver%s%s%s",
              row->target, dev->arch,
              tk && !drv ? " (driver version unknown; it must be >= " : "",
              tk && !drv ? ver_text(tk, a, sizeof a) : "", tk && !drv ? ")" : "");
@@ -143,24 +152,24 @@ int gk__cuda_fits(const gk_device *dev, const gk_image_info *row,
 
   if (t.suffix == 'a' ? t.cc != d.cc : tmaj != dmaj || tmin > dmin) {
     if (t.suffix == 'a')
-      snprintf(why, why_size, "%s runs on %d.%d only, device is %s",
+      gk__say(why, why_size, "%s runs on %d.%d only, device is %s",
                row->target, tmaj, tmin, dev->arch);
     else if (tmaj != dmaj)
-      snprintf(why, why_size, "%s is SASS for major %d, device is %s",
+      gk__say(why, why_size, "%s is SASS for major %d, device is %s",
                row->target, tmaj, dev->arch);
     else
-      snprintf(why, why_size, "%s needs minor >= %d, device is %s",
+      gk__say(why, why_size, "%s needs minor >= %d, device is %s",
                row->target, tmin, dev->arch);
     return 0;
   }
   if (tk && drv && drv / 1000 < tk / 1000) {
-    snprintf(why, why_size,
+    gk__say(why, why_size,
              "cubins from CUDA %s need a driver >= %d.0; this driver is %s",
              ver_text(tk, a, sizeof a), tk / 1000, ver_text(drv, b, sizeof b));
     return 0;
   }
   *score = t.suffix == 'a' ? 3000 : t.suffix == 'f' ? 2000 + tmin : 1000 + tmin;
-  snprintf(why, why_size, "%s runs on %s (%s)", row->target, dev->arch,
+  gk__say(why, why_size, "%s runs on %s (%s)", row->target, dev->arch,
            t.suffix == 'a'   ? "arch-specific, exact match"
            : t.suffix == 'f' ? "family"
            : tmin == dmin    ? "SASS, same capability"

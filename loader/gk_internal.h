@@ -198,10 +198,15 @@ int gk__driver_has_resolver(gk_backend backend);
 
 /* A backend's compatibility rule: 1 when `row` (of the device's backend)
  * runs on `dev`, with *score ranking the rows that do (higher is better);
- * 0 when not. Either way a short reason goes into why. */
+ * 0 when not. Either way a short reason goes into why, unless why_size is
+ * 0: a selection that lists no candidates words no reasons (gk__say). */
 typedef int (*gk__fits_fn)(const gk_device *dev, const gk_image_info *row,
                            unsigned flags, long *score, char *why,
                            size_t why_size);
+
+/* Formats a rule's reason into why; nothing at all when why is NULL or
+ * why_size 0 (the quick selection asks for none). */
+void gk__say(char *why, size_t why_size, const char *fmt, ...) GK__PRINTF(3, 4);
 
 /* ---- GPU modules (module.c dispatches; one ops table per backend) ----- */
 

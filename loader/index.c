@@ -96,7 +96,7 @@ enum { WHOLE_SPEC = IMG_NCOLS, WHOLE_NOSPEC = IMG_NCOLS + 4, WHOLE_NOBLOB, WHOLE
  * compares it as C strings), raw_size a non-negative integer, sha256 32
  * bytes. `n` names the row in messages. */
 static int row_from(gk_archive *ar, sqlite3_stmt *st, sqlite3_stmt *sp, int sc,
-                    sqlite3_int64 n, gk__row *r) {
+                    const gk_image_info *same_spec, sqlite3_int64 n, gk__row *r) {
   static const char *const names[] = {"kernel",  "backend",  "target",
                                       "variant", "format",   "entry",
                                       "launch",  "toolchain"};
@@ -116,7 +116,8 @@ static int row_from(gk_archive *ar, sqlite3_stmt *st, sqlite3_stmt *sp, int sc,
     return gk__fail(ar, GK_ECORRUPT,
                     "archive '%s' is corrupt: image row %lld has a bad 'blob'",
                     ar->name, (long long)n);
-  int nospec = !sp || (sp == st && sqlite3_column_int(st, WHOLE_NOSPEC));
+  int nospec = !sp && !same_spec;
+  nospec |= sp == st && sqlite3_column_int(st, WHOLE_NOSPEC);
   int noblob = sp == st && sqlite3_column_int(st, WHOLE_NOBLOB);
   if (nospec || noblob) {
     info.format = info.entry = info.launch = info.toolchain = "";
@@ -126,7 +127,11 @@ static int row_from(gk_archive *ar, sqlite3_stmt *st, sqlite3_stmt *sp, int sc,
                     "that is not there",
                     ar->name, what, (long long)n, nospec ? "spec" : "blob");
   }
-  for (int c = 4; c < 8; c++)
+  if (same_spec) {
+    info.format = same_spec->format, info.entry = same_spec->entry;
+    info.launch = same_spec->launch, info.toolchain = same_spec->toolchain;
+  }
+  for (int c = 4; c < 8 && !same_spec; c++)
     if (!(*field[c] = row_text(sp, sc + c - 4)))
       return gk__fail(ar, GK_ECORRUPT,
                       "archive '%s' is corrupt: image row %lld has a bad '%s'",
@@ -218,7 +223,7 @@ int gk__index_whole(gk_archive *ar) {
     size_t n = ar->nrows + 1;
     if ((status = rows_room(ar, &ar->rows, &cap, ar->nrows))) break;
     gk__row *r = &ar->rows[ar->nrows];
-    if ((status = row_from(ar, st, st, WHOLE_SPEC, (sqlite3_int64)n, r))) break;
+    if ((status = row_from(ar, st, st, WHOLE_SPEC, NULL, (sqlite3_int64)n, r))) break;
     ar->nrows++;
     status = index_order(ar, n > 1 ? r - 1 : NULL, r, sqlite3_column_int64(st, 0), n);
   }
@@ -266,19 +271,30 @@ static int probe(gk_archive *ar, sqlite3_int64 rowid, const char *kernel,
 }
 
 /* Reads row `id` of a selection's run (the current row of ar->row_stmt)
- * with its spec into a new entry of ar->some. */
-static int some_row(gk_archive *ar, sqlite3_int64 id) {
+ * with its spec into a new entry of ar->some. *prev_spec is the spec id of
+ * the run's row before it (the last entry; -1 for none): a row naming the
+ * same spec takes that row's text (a run's rows share one or two specs,
+ * and looking each up again cost a selection a third of its steps). */
+static int some_row(gk_archive *ar, sqlite3_int64 id, sqlite3_int64 *prev_spec) {
   int status = rows_room(ar, &ar->some, &ar->somecap, ar->nsome);
   if (status) return status;
-  sqlite3_stmt *sp = ar->spec_stmt;
-  sqlite3_bind_int64(sp, 1, sqlite3_column_int64(ar->row_stmt, IMG_SPEC));
-  int rc = sqlite3_step(sp);
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE && gk__sql_status(rc) != GK_ECORRUPT)
-    status = gk__sql_fail(ar, rc, "read the index");
-  else
-    status = row_from(ar, ar->row_stmt, rc == SQLITE_ROW ? sp : NULL, 0, id,
+  sqlite3_stmt *st = ar->row_stmt, *sp = ar->spec_stmt;
+  const sqlite3_int64 spec = sqlite3_column_int64(st, IMG_SPEC);
+  if (*prev_spec >= 0 && sqlite3_column_type(st, IMG_SPEC) == SQLITE_INTEGER &&
+      spec == *prev_spec) {
+    status = row_from(ar, st, NULL, 0, &ar->some[ar->nsome - 1].info, id,
                       &ar->some[ar->nsome]);
-  sqlite3_reset(sp);
+  } else {
+    sqlite3_bind_int64(sp, 1, spec);
+    int rc = sqlite3_step(sp);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE && gk__sql_status(rc) != GK_ECORRUPT)
+      status = gk__sql_fail(ar, rc, "read the index");
+    else
+      status = row_from(ar, st, rc == SQLITE_ROW ? sp : NULL, 0, NULL, id,
+                        &ar->some[ar->nsome]);
+    sqlite3_reset(sp);
+    *prev_spec = sqlite3_column_type(st, IMG_SPEC) == SQLITE_INTEGER ? spec : -1;
+  }
   if (status == GK_OK) ar->nsome++;
   return status;
 }
@@ -353,6 +369,7 @@ int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
     bad = 1;
   if (status != GK_OK) return status;
   size_t start = ar->nsome;
+  sqlite3_int64 prev_spec = -1;
   sqlite3_stmt *st = ar->row_stmt;
   sqlite3_bind_int64(st, 1, lo);
   for (sqlite3_int64 id = lo; !bad && status == GK_OK; id++) {
@@ -381,7 +398,7 @@ int gk__index_some(gk_archive *ar, const char *kernel, const char *backend,
       bad = cmp < 0;
       break;
     }
-    if ((status = some_row(ar, id)) != GK_OK) {
+    if ((status = some_row(ar, id, &prev_spec)) != GK_OK) {
       if (status == GK_ECORRUPT) bad = 1, status = GK_OK;
       break;
     }

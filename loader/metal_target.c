@@ -16,15 +16,6 @@
 
 #include "gk_internal.h"
 
-static void say(char *why, size_t size, const char *fmt, ...) GK__PRINTF(3, 4);
-static void say(char *why, size_t size, const char *fmt, ...) {
-  if (!why || !size) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, size, fmt, ap);
-  va_end(ap);
-}
-
 /* "macos-metal3.1" -> os "macos" (os_len 5), version 301. */
 static int parse(const char *s, size_t *os_len, int *version) {
   const char *m = s ? strstr(s, "-metal") : NULL;
@@ -42,7 +33,7 @@ int gk__metal_valid(const gk_device *dev, char *why, size_t why_size) {
   size_t n;
   int v;
   if (parse(dev->arch, &n, &v)) return 1;
-  say(why, why_size, "has arch '%s'; a metal device's arch is its OS and Metal version, "
+  gk__say(why, why_size, "has arch '%s'; a metal device's arch is its OS and Metal version, "
       "like macos-metal3.1", dev->arch);
   return 0;
 }
@@ -53,25 +44,25 @@ int gk__metal_fits(const gk_device *dev, const gk_image_info *row, unsigned flag
   int dv, rv;
   (void)flags;
   if (strcmp(row->format, "metallib") != 0 || !parse(row->target, &rn, &rv)) {
-    say(why, why_size, "not a metallib for a target like macos-metal3.0 ('%s', '%s')",
+    gk__say(why, why_size, "not a metallib for a target like macos-metal3.0 ('%s', '%s')",
         row->format, row->target);
     return 0;
   }
   if (!parse(dev->arch, &dn, &dv)) {
-    say(why, why_size, "device arch '%s' is not like macos-metal3.1", dev->arch);
+    gk__say(why, why_size, "device arch '%s' is not like macos-metal3.1", dev->arch);
     return 0;
   }
   if (rn != dn || strncmp(row->target, dev->arch, rn) != 0) {
-    say(why, why_size, "built for %.*s, device runs %.*s", (int)rn, row->target, (int)dn,
+    gk__say(why, why_size, "built for %.*s, device runs %.*s", (int)rn, row->target, (int)dn,
         dev->arch);
     return 0;
   }
   if (rv > dv) {
-    say(why, why_size, "needs %s, device has %s", row->target, dev->arch);
+    gk__say(why, why_size, "needs %s, device has %s", row->target, dev->arch);
     return 0;
   }
   *score = rv;
-  say(why, why_size, "%s runs on %s", row->target, dev->arch);
+  gk__say(why, why_size, "%s runs on %s", row->target, dev->arch);
   return 1;
 }
 
@@ -79,7 +70,7 @@ int gk__metal_fits(const gk_device *dev, const gk_image_info *row, unsigned flag
  * by Apple; the SHA-256 vouches for it, and the driver parses it. */
 int gk__metallib_check(const void *bytes, size_t size, char *why, size_t why_size) {
   if (size < 16 || memcmp(bytes, "MTLB", 4) != 0) {
-    say(why, why_size, "the image is not a metallib (no 'MTLB' header)");
+    gk__say(why, why_size, "the image is not a metallib (no 'MTLB' header)");
     return GK_EFORMAT;
   }
   return GK_OK;
@@ -92,7 +83,7 @@ int gk__metallib_check(const void *bytes, size_t size, char *why, size_t why_siz
 
 int gk__metal_detect(gk_device *out, char *why, size_t why_size) {
   (void)out;
-  say(why, why_size, "%s", NO_METAL);
+  gk__say(why, why_size, "%s", NO_METAL);
   return GK_ENODEVICE;
 }
 

@@ -98,7 +98,7 @@ int gk__amd_parse(const char *id, gk__amd_target *t, char *why,
     ok = (p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'z') ||
          (p[i] == '-' && i + 1 < n);
   if (!ok) {
-    snprintf(why, why_size,
+    gk__say(why, why_size,
              "'%s' is not an AMD target ID like gfx90a or "
              "gfx90a:sramecc+:xnack-",
              id);
@@ -113,7 +113,7 @@ int gk__amd_parse(const char *id, gk__amd_target *t, char *why,
     if (fl == 6 && strncmp(f, "xnack", 5) == 0) slot = &t->xnack;
     if (fl == 8 && strncmp(f, "sramecc", 7) == 0) slot = &t->sramecc;
     if (!slot || (f[fl - 1] != '+' && f[fl - 1] != '-') || *slot) {
-      snprintf(why, why_size,
+      gk__say(why, why_size,
                "'%s' has %s feature '%.*s'; a target ID sets xnack and "
                "sramecc, each once, with + or -",
                id, slot && *slot ? "a repeated" : "an unknown", (int)fl, f);
@@ -139,12 +139,12 @@ int gk__rocm_valid(const gk_device *dev, char *why, size_t why_size) {
   gk__amd_target d;
   char text[128];
   if (!gk__amd_parse(dev->arch, &d, text, sizeof text)) {
-    snprintf(why, why_size, "is not valid: %s", text);
+    gk__say(why, why_size, "is not valid: %s", text);
     return 0;
   }
   const proc *pr = find_proc(d.proc);
   if (pr && pr->is_generic) {
-    snprintf(why, why_size,
+    gk__say(why, why_size,
              "names the generic target %s; a device is a processor such as "
              "gfx1100",
              d.proc);
@@ -154,7 +154,7 @@ int gk__rocm_valid(const gk_device *dev, char *why, size_t why_size) {
    * images still match by exact name. */
   if (pr && ((d.xnack && !(pr->features & XNACK)) ||
              (d.sramecc && !(pr->features & SRAMECC)))) {
-    snprintf(why, why_size, "sets %s, which %s does not have",
+    gk__say(why, why_size, "sets %s, which %s does not have",
              d.xnack && !(pr->features & XNACK) ? "xnack" : "sramecc", d.proc);
     return 0;
   }
@@ -175,11 +175,11 @@ int gk__rocm_fits(const gk_device *dev, const gk_image_info *row,
   char text[128], a[32], b[32];
   (void)flags; /* code objects are never JIT-compiled */
   if (!gk__amd_parse(row->target, &im, text, sizeof text)) {
-    snprintf(why, why_size, "%s", text);
+    gk__say(why, why_size, "%s", text);
     return 0;
   }
   if (!gk__amd_parse(dev->arch, &d, text, sizeof text)) {
-    snprintf(why, why_size, "%s", text);
+    gk__say(why, why_size, "%s", text);
     return 0;
   }
   long base;
@@ -188,31 +188,31 @@ int gk__rocm_fits(const gk_device *dev, const gk_image_info *row,
     base = 300;
   } else if (ip && ip->is_generic) {
     if (!dp || !dp->generic || strcmp(dp->generic, ip->name) != 0) {
-      snprintf(why, why_size, "%s does not cover %s", im.proc, d.proc);
+      gk__say(why, why_size, "%s does not cover %s", im.proc, d.proc);
       return 0;
     }
     base = 100;
   } else {
-    snprintf(why, why_size, "built for %s, device is %s", im.proc, d.proc);
+    gk__say(why, why_size, "built for %s, device is %s", im.proc, d.proc);
     return 0;
   }
   if (im.xnack && im.xnack != d.xnack) {
-    snprintf(why, why_size, "needs %s, device has %s",
+    gk__say(why, why_size, "needs %s, device has %s",
              setting("xnack", im.xnack, a, sizeof a),
              setting("xnack", d.xnack, b, sizeof b));
     return 0;
   }
   if (im.sramecc && im.sramecc != d.sramecc) {
-    snprintf(why, why_size, "needs %s, device has %s",
+    gk__say(why, why_size, "needs %s, device has %s",
              setting("sramecc", im.sramecc, a, sizeof a),
              setting("sramecc", d.sramecc, b, sizeof b));
     return 0;
   }
   *score = base + 10 * ((im.xnack != 0) + (im.sramecc != 0));
   if (base == 100)
-    snprintf(why, why_size, "generic %s covers %s", row->target, dev->arch);
+    gk__say(why, why_size, "generic %s covers %s", row->target, dev->arch);
   else
-    snprintf(why, why_size, "%s runs on %s", row->target, dev->arch);
+    gk__say(why, why_size, "%s runs on %s", row->target, dev->arch);
   return 1;
 }
 
@@ -247,24 +247,24 @@ int gk__amd_elf_check(unsigned osabi, unsigned abiversion, uint32_t eflags,
   gk__amd_target t;
   char text[128];
   if (osabi != ELFOSABI_AMDGPU_HSA) {
-    snprintf(why, why_size,
+    gk__say(why, why_size,
              "the image is not an HSA code object (EI_OSABI %u, not %d)", osabi,
              ELFOSABI_AMDGPU_HSA);
     return 0;
   }
   if (abiversion < ABI_V3 || abiversion > ABI_V6) {
-    snprintf(why, why_size,
+    gk__say(why, why_size,
              "the image is AMD code object v%u; libgk reads v3 to v6",
              abiversion + 2);
     return 0;
   }
   if (!gk__amd_parse(target, &t, text, sizeof text)) {
-    snprintf(why, why_size, "rocm target: %s", text);
+    gk__say(why, why_size, "rocm target: %s", text);
     return 0;
   }
   const proc *want = find_proc(t.proc);
   if (!want) {
-    snprintf(why, why_size,
+    gk__say(why, why_size,
              "libgk does not know the ELF machine of processor '%s'; a newer "
              "libgk can check it",
              t.proc);
@@ -273,7 +273,7 @@ int gk__amd_elf_check(unsigned osabi, unsigned abiversion, uint32_t eflags,
   unsigned mach = eflags & 0xff;
   if (mach != want->mach) {
     const proc *got = find_mach(mach);
-    snprintf(why, why_size,
+    gk__say(why, why_size,
              "the code object is for %s (e_flags 0x%x), not %s",
              got ? got->name : "an unknown processor", (unsigned)eflags,
              t.proc);
@@ -281,14 +281,14 @@ int gk__amd_elf_check(unsigned osabi, unsigned abiversion, uint32_t eflags,
   }
   unsigned gen = abiversion == ABI_V6 ? eflags >> GENERIC_SHIFT : 0;
   if (want->is_generic && gen == 0) {
-    snprintf(why, why_size,
+    gk__say(why, why_size,
              "the code object has no generic version (code object v%u, "
              "e_flags 0x%x); %s needs code object v6",
              abiversion + 2, (unsigned)eflags, t.proc);
     return 0;
   }
   if (!want->is_generic && gen != 0) {
-    snprintf(why, why_size,
+    gk__say(why, why_size,
              "the code object is marked generic (version %u), but %s is a "
              "processor",
              gen, t.proc);
@@ -301,7 +301,7 @@ int gk__amd_elf_check(unsigned osabi, unsigned abiversion, uint32_t eflags,
     for (int i = 0; i < 2; i++) {
       int on = (eflags & f[i].bit) != 0;
       if ((f[i].v == '+' && !on) || (f[i].v == '-' && on)) {
-        snprintf(why, why_size, "the code object has %s %s, the row says %s",
+        gk__say(why, why_size, "the code object has %s %s, the row says %s",
                  f[i].name, on ? "on" : "off", target);
         return 0;
       }
@@ -313,7 +313,7 @@ int gk__amd_elf_check(unsigned osabi, unsigned abiversion, uint32_t eflags,
   unsigned wsr = want_field(t.sramecc, want->features & SRAMECC);
   if (xn != wxn || sr != wsr) {
     int x = xn != wxn;
-    snprintf(why, why_size,
+    gk__say(why, why_size,
              "the code object has %s %s (e_flags 0x%x), the row's target %s "
              "means %s",
              x ? "xnack" : "sramecc", field_name(x ? xn : sr),

@@ -17,6 +17,7 @@
  * or a rebuild.
  */
 #define _POSIX_C_SOURCE 200809L /* strnlen */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,14 @@ static void list_distinct(gk__sb *sb, const gk__row *rows, size_t from,
   free(v);
 }
 
+void gk__say(char *why, size_t why_size, const char *fmt, ...) {
+  if (!why || !why_size) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, why_size, fmt, ap);
+  va_end(ap);
+}
+
 /* The x86-64 rule: an image of level L runs on a CPU of level >= L; the
  * highest such level is the best. */
 static int cpu_fits(const gk_device *dev, const gk_image_info *row,
@@ -54,21 +63,21 @@ static int cpu_fits(const gk_device *dev, const gk_image_info *row,
   int need = gk__x86_level_from_name(row->target);
   (void)flags;
   if (!need) {
-    snprintf(why, why_size, "unknown x86-64 level '%s'", row->target);
+    gk__say(why, why_size, "unknown x86-64 level '%s'", row->target);
     return 0;
   }
   if (need > have) {
-    snprintf(why, why_size, "needs %s, device is %s", row->target, dev->arch);
+    gk__say(why, why_size, "needs %s, device is %s", row->target, dev->arch);
     return 0;
   }
   *score = need;
-  snprintf(why, why_size, "%s runs on %s", row->target, dev->arch);
+  gk__say(why, why_size, "%s runs on %s", row->target, dev->arch);
   return 1;
 }
 
 static int cpu_valid(const gk_device *dev, char *why, size_t why_size) {
   if (gk__x86_level_from_name(dev->arch)) return 1;
-  snprintf(why, why_size, "has an unknown x86-64 level; valid: %s",
+  gk__say(why, why_size, "has an unknown x86-64 level; valid: %s",
            gk__x86_level_list());
   return 0;
 }
@@ -130,16 +139,19 @@ static long choose(const gk__row *rows, size_t from, size_t to,
   size_t n = 0;
   for (size_t i = from; i < to; i++) {
     const gk_image_info *r = &rows[i].info;
+    /* Reasons only for a listing: formatting them cost a quick selection
+     * more than its rule. */
     char why[sizeof cand->why];
+    const size_t wn = cap ? sizeof why : 0;
     long score = 0;
     int ok = 0;
     if (strcmp(r->variant, want) != 0) continue;
     if (strcmp(r->backend, bname) != 0)
-      snprintf(why, sizeof why, "built for %s, device is %s", r->backend, bname);
+      gk__say(why, wn, "built for %s, device is %s", r->backend, bname);
     else if (!fits)
-      snprintf(why, sizeof why, "libgk does not load %s images yet", bname);
+      gk__say(why, wn, "libgk does not load %s images yet", bname);
     else
-      ok = (*fits)(dev, r, flags, &score, why, sizeof why);
+      ok = (*fits)(dev, r, flags, &score, why, wn);
     if (ok && (best < 0 || score > best_score)) {
       best = (long)i;
       best_score = score;

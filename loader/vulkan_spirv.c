@@ -56,15 +56,6 @@ static uint32_t rd32(const unsigned char *p) {
          (uint32_t)p[3] << 24;
 }
 
-static void say(char *why, size_t size, const char *fmt, ...) GK__PRINTF(3, 4);
-static void say(char *why, size_t size, const char *fmt, ...) {
-  if (!why || !size) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, size, fmt, ap);
-  va_end(ap);
-}
-
 /* ---- versions and the selection rule ---------------------------------- */
 
 int gk__vk_version_parse(const char *s, int *major, int *minor) {
@@ -91,7 +82,7 @@ static uint32_t spirv_max_for(int major, int minor) {
 int gk__vk_valid(const gk_device *dev, char *why, size_t why_size) {
   int ma, mi;
   if (gk__vk_version_parse(dev->arch, &ma, &mi)) return 1;
-  say(why, why_size,
+  gk__say(why, why_size,
       "has arch '%s'; a vulkan device's arch is the Vulkan version it "
       "supports, like vulkan1.3",
       dev->arch);
@@ -106,24 +97,24 @@ int gk__vk_fits(const gk_device *dev, const gk_image_info *row, unsigned flags,
   int hma, hmi, nma, nmi;
   (void)flags; /* SPIR-V is always compiled by the driver: no JIT choice */
   if (strcmp(row->format, "spirv") != 0) {
-    say(why, why_size, "format '%s' is not SPIR-V", row->format);
+    gk__say(why, why_size, "format '%s' is not SPIR-V", row->format);
     return 0;
   }
   if (!gk__vk_version_parse(row->target, &nma, &nmi)) {
-    say(why, why_size, "unknown vulkan target '%s' (expected like vulkan1.1)",
+    gk__say(why, why_size, "unknown vulkan target '%s' (expected like vulkan1.1)",
         row->target);
     return 0;
   }
   if (!gk__vk_version_parse(dev->arch, &hma, &hmi)) {
-    say(why, why_size, "device arch '%s' is not a Vulkan version", dev->arch);
+    gk__say(why, why_size, "device arch '%s' is not a Vulkan version", dev->arch);
     return 0;
   }
   if (nma > hma || (nma == hma && nmi > hmi)) {
-    say(why, why_size, "needs %s, device has %s", row->target, dev->arch);
+    gk__say(why, why_size, "needs %s, device has %s", row->target, dev->arch);
     return 0;
   }
   *score = nma * 100 + nmi;
-  say(why, why_size, "%s runs on %s", row->target, dev->arch);
+  gk__say(why, why_size, "%s runs on %s", row->target, dev->arch);
   return 1;
 }
 
@@ -134,7 +125,7 @@ int gk__spirv_check(const void *bytes, size_t size, const gk_image_info *row,
   const unsigned char *b = bytes;
   int ma, mi;
   if (size < 20 || size % 4 != 0) {
-    say(why, why_size,
+    gk__say(why, why_size,
         "the image is %zu bytes, not a SPIR-V module (a header of 5 words, "
         "then whole words)",
         size);
@@ -142,7 +133,7 @@ int gk__spirv_check(const void *bytes, size_t size, const gk_image_info *row,
   }
   uint32_t magic = rd32(b), version = rd32(b + 4), bound = rd32(b + 12);
   if (magic != SPV_MAGIC) {
-    say(why, why_size,
+    gk__say(why, why_size,
         magic == 0x03022307u
             ? "the SPIR-V module is big-endian; libgk reads little-endian "
               "modules only"
@@ -151,27 +142,27 @@ int gk__spirv_check(const void *bytes, size_t size, const gk_image_info *row,
     return GK_EFORMAT;
   }
   if ((version & 0xff0000ffu) != 0 || version < 0x00010000u) {
-    say(why, why_size, "the SPIR-V version word 0x%08x is malformed",
+    gk__say(why, why_size, "the SPIR-V version word 0x%08x is malformed",
         (unsigned)version);
     return GK_EFORMAT;
   }
   if (bound == 0 || bound > SPV_MAX_BOUND) {
-    say(why, why_size, "the SPIR-V id bound %u is out of range (1..%u)",
+    gk__say(why, why_size, "the SPIR-V id bound %u is out of range (1..%u)",
         (unsigned)bound, (unsigned)SPV_MAX_BOUND);
     return GK_EFORMAT;
   }
   if (rd32(b + 16) != 0) {
-    say(why, why_size, "the SPIR-V header's reserved word is not 0");
+    gk__say(why, why_size, "the SPIR-V header's reserved word is not 0");
     return GK_EFORMAT;
   }
   if (row) {
     if (!gk__vk_version_parse(row->target, &ma, &mi)) {
-      say(why, why_size, "vulkan target '%s' is not a Vulkan version like "
+      gk__say(why, why_size, "vulkan target '%s' is not a Vulkan version like "
           "vulkan1.1", row->target);
       return GK_EFORMAT;
     }
     if (version > spirv_max_for(ma, mi)) {
-      say(why, why_size,
+      gk__say(why, why_size,
           "the module is SPIR-V %u.%u, newer than %s accepts (%u.%u)",
           (unsigned)(version >> 16), (unsigned)(version >> 8 & 0xff),
           row->target, (unsigned)(spirv_max_for(ma, mi) >> 16),
@@ -220,7 +211,7 @@ int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
   uint32_t bound = rd32(b + 12);
   idinfo *ids = calloc(bound, sizeof *ids);
   if (!ids) {
-    say(why, why_size, "out of memory reading the SPIR-V module");
+    gk__say(why, why_size, "out of memory reading the SPIR-V module");
     return GK_ENOMEM;
   }
   /* Offsets of the OpMemberDecorate Offset instructions, read in a second
@@ -230,7 +221,7 @@ int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
     uint32_t word = rd32(b + 4 * w);
     uint32_t op = word & 0xffff, len = word >> 16;
     if (len == 0 || len > nwords - w) {
-      say(why, why_size, "SPIR-V instruction at word %zu runs past the end",
+      gk__say(why, why_size, "SPIR-V instruction at word %zu runs past the end",
           w);
       goto out;
     }
@@ -243,7 +234,7 @@ int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
        * that declares more than the core capabilities would be invalid
        * usage there, so it is refused by name instead. */
       if (len >= 2 && ARG(1) != CAP_MATRIX && ARG(1) != CAP_SHADER) {
-        say(why, why_size, "the SPIR-V module needs capability %u, beyond the "
+        gk__say(why, why_size, "the SPIR-V module needs capability %u, beyond the "
             "core Shader capability libgk's devices enable", (unsigned)ARG(1));
         goto out;
       }
@@ -251,7 +242,7 @@ int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
     case OP_ENTRY_POINT:
       if (len >= 4 && ARG(1) == EXEC_GLCOMPUTE) {
         if (out->nentries == GK__SPIRV_MAX_ENTRIES) {
-          say(why, why_size, "the SPIR-V module has more than %d entry points",
+          gk__say(why, why_size, "the SPIR-V module has more than %d entry points",
               GK__SPIRV_MAX_ENTRIES);
           goto out;
         }
@@ -261,7 +252,7 @@ int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
         const char *name = (const char *)(in + 12);
         while (n < maxc && name[n]) n++;
         if (n == maxc || n >= sizeof e->name) {
-          say(why, why_size, "a SPIR-V entry point name is unterminated or "
+          gk__say(why, why_size, "a SPIR-V entry point name is unterminated or "
               "longer than %zu bytes", sizeof e->name - 1);
           goto out;
         }
@@ -280,7 +271,7 @@ int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
             out->entries[i].local_size[2] = ARG(5);
           }
       } else if (len >= 3 && ARG(2) == MODE_LOCAL_SIZE_ID) {
-        say(why, why_size, "the SPIR-V module sets its local size from "
+        gk__say(why, why_size, "the SPIR-V module sets its local size from "
             "specialization constants (LocalSizeId), which libgk does not "
             "resolve");
         goto out;
@@ -338,14 +329,14 @@ int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
   }
 
   if (out->nentries == 0) {
-    say(why, why_size, "the SPIR-V module has no compute (GLCompute) entry "
+    gk__say(why, why_size, "the SPIR-V module has no compute (GLCompute) entry "
         "point");
     goto out;
   }
   for (int i = 0; i < out->nentries; i++) {
     const uint32_t *ls = out->entries[i].local_size;
     if (!ls[0] || !ls[1] || !ls[2]) {
-      say(why, why_size, "SPIR-V entry point '%s' declares no local size",
+      gk__say(why, why_size, "SPIR-V entry point '%s' declares no local size",
           out->entries[i].name);
       goto out;
     }
@@ -360,7 +351,7 @@ int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
     uint32_t pointee = ID_OK(ptr) && ids[ptr].op == OP_TYPE_POINTER ? ids[ptr].b : 0;
     if (sc == SC_PUSH_CONSTANT) {
       if (push_type) {
-        say(why, why_size, "the SPIR-V module has two push-constant blocks");
+        gk__say(why, why_size, "the SPIR-V module has two push-constant blocks");
         goto out;
       }
       push_type = pointee;
@@ -370,17 +361,17 @@ int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
       continue;
     if (!(v->flags & F_BINDING)) continue;
     if (sc == SC_UNIFORM_CONSTANT) {
-      say(why, why_size, "the SPIR-V module binds an image or sampler "
+      gk__say(why, why_size, "the SPIR-V module binds an image or sampler "
           "(binding %u), which libgk's helper does not bind", v->binding);
       goto out;
     }
     if (v->set != 0) {
-      say(why, why_size, "the SPIR-V module uses descriptor set %u; libgk "
+      gk__say(why, why_size, "the SPIR-V module uses descriptor set %u; libgk "
           "binds set 0 only", v->set);
       goto out;
     }
     if (v->binding >= GK__SPIRV_MAX_BINDINGS) {
-      say(why, why_size, "the SPIR-V module uses binding %u; libgk binds 0..%d",
+      gk__say(why, why_size, "the SPIR-V module uses binding %u; libgk binds 0..%d",
           v->binding, GK__SPIRV_MAX_BINDINGS - 1);
       goto out;
     }
@@ -388,7 +379,7 @@ int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
                   (ID_OK(pointee) && (ids[pointee].flags & F_BUFFER_BLOCK));
     uint32_t bit = 1u << v->binding;
     if ((out->storage_mask | out->uniform_mask) & bit) {
-      say(why, why_size, "two SPIR-V variables share binding %u", v->binding);
+      gk__say(why, why_size, "two SPIR-V variables share binding %u", v->binding);
       goto out;
     }
     if (storage)
@@ -399,14 +390,14 @@ int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
   uint32_t all = out->storage_mask | out->uniform_mask;
   while (all & (1u << out->nbindings)) out->nbindings++;
   if (all >> out->nbindings) {
-    say(why, why_size, "the SPIR-V module's bindings are not 0..n-1 (mask "
+    gk__say(why, why_size, "the SPIR-V module's bindings are not 0..n-1 (mask "
         "0x%x); libgk's helper binds buffer i to binding i", (unsigned)all);
     goto out;
   }
 
   if (push_type) {
     if (!ID_OK(push_type) || ids[push_type].op != OP_TYPE_STRUCT) {
-      say(why, why_size, "the SPIR-V push-constant block is not a struct");
+      gk__say(why, why_size, "the SPIR-V push-constant block is not a struct");
       goto out;
     }
     /* Members' types from the struct, their offsets from OpMemberDecorate. */
@@ -421,12 +412,12 @@ int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
         uint32_t ty = member < nmem ? rd32(st + 8 + 4 * (size_t)member) : 0;
         uint32_t sz = type_size(ids, bound, ty);
         if (!sz) {
-          say(why, why_size, "push-constant member %u is not a scalar or "
+          gk__say(why, why_size, "push-constant member %u is not a scalar or "
               "vector, which libgk does not size", (unsigned)member);
           goto out;
         }
         if (off > 4096 || off + sz > 4096) {
-          say(why, why_size, "push-constant member %u lies at offset %u",
+          gk__say(why, why_size, "push-constant member %u lies at offset %u",
               (unsigned)member, (unsigned)off);
           goto out;
         }

@@ -16,15 +16,6 @@
 
 #include "gk_internal.h"
 
-static void say(char *why, size_t size, const char *fmt, ...) GK__PRINTF(3, 4);
-static void say(char *why, size_t size, const char *fmt, ...) {
-  if (!why || !size) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, size, fmt, ap);
-  va_end(ap);
-}
-
 /* "webgpu" then "+feature" parts (lower-case letters, digits, '_', '-'). */
 int gk__wgsl_arch_ok(const char *a, char *why, size_t why_size) {
   if (strncmp(a, "webgpu", 6) == 0) {
@@ -36,7 +27,7 @@ int gk__wgsl_arch_ok(const char *a, char *why, size_t why_size) {
     }
     if (*p == '\0') return 1;
   }
-  say(why, why_size, "wgsl arch '%s' is not like webgpu or webgpu+f16", a);
+  gk__say(why, why_size, "wgsl arch '%s' is not like webgpu or webgpu+f16", a);
   return 0;
 }
 
@@ -64,18 +55,18 @@ int gk__wgsl_fits(const gk_device *dev, const gk_image_info *row, unsigned flags
                   long *score, char *why, size_t why_size) {
   (void)flags;
   if (strcmp(row->format, "wgsl") != 0 || !gk__wgsl_arch_ok(row->target, NULL, 0)) {
-    say(why, why_size, "not a WGSL image for a webgpu target ('%s', '%s')", row->format,
+    gk__say(why, why_size, "not a WGSL image for a webgpu target ('%s', '%s')", row->format,
         row->target);
     return 0;
   }
   if (!features_in(row->target + 6, dev->arch + 6)) {
-    say(why, why_size, "needs %s, host has %s", row->target, dev->arch);
+    gk__say(why, why_size, "needs %s, host has %s", row->target, dev->arch);
     return 0;
   }
   long n = 0;
   for (const char *p = row->target; (p = strchr(p, '+')); p++) n++;
   *score = n;
-  say(why, why_size, "%s runs on %s", row->target, dev->arch);
+  gk__say(why, why_size, "%s runs on %s", row->target, dev->arch);
   return 1;
 }
 
@@ -96,20 +87,20 @@ int gk__wgsl_check(const void *bytes, size_t size, char *why, size_t why_size) {
     size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
                : (c & 0xf8) == 0xf0 ? 4 : 0;
     if (c == 0) {
-      say(why, why_size, "the WGSL text has a NUL byte at offset %zu", i);
+      gk__say(why, why_size, "the WGSL text has a NUL byte at offset %zu", i);
       return GK_EFORMAT;
     }
     if (n == 0 || n > size - i || (n == 2 && c < 0xc2) || (n == 4 && c > 0xf4)) {
-      say(why, why_size, "the WGSL text is not UTF-8 at offset %zu", i);
+      gk__say(why, why_size, "the WGSL text is not UTF-8 at offset %zu", i);
       return GK_EFORMAT;
     }
     for (size_t k = 1; k < n; k++)
       if ((s[i + k] & 0xc0) != 0x80) {
-        say(why, why_size, "the WGSL text is not UTF-8 at offset %zu", i);
+        gk__say(why, why_size, "the WGSL text is not UTF-8 at offset %zu", i);
         return GK_EFORMAT;
       }
     if ((n == 3 && c == 0xe0 && s[i + 1] < 0xa0) || (n == 4 && c == 0xf0 && s[i + 1] < 0x90)) {
-      say(why, why_size, "the WGSL text has an overlong UTF-8 sequence at offset %zu", i);
+      gk__say(why, why_size, "the WGSL text has an overlong UTF-8 sequence at offset %zu", i);
       return GK_EFORMAT;
     }
     i += n;
