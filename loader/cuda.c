@@ -31,7 +31,6 @@
 #define _GNU_SOURCE /* dladdr */
 #endif
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,15 +49,6 @@ typedef struct cu {
   GK__CU_FUNCS(GK__CU_FIELD)
 #undef GK__CU_FIELD
 } cu;
-
-static void say(char *why, size_t size, const char *fmt, ...) GK__PRINTF(3, 4);
-static void say(char *why, size_t size, const char *fmt, ...) {
-  if (!why || size == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, size, fmt, ap);
-  va_end(ap);
-}
 
 /* Names of the results libgk's messages meet most, for drivers (and the
  * stub) whose cuGetErrorName does not answer. */
@@ -138,7 +128,7 @@ static int cu_open(cu *c, char *why, size_t size) {
   if (rc != GK_OK) {
     char tmp[256];
     snprintf(tmp, sizeof tmp, "%s", why ? why : "");
-    say(why, size, "no CUDA driver: %s", tmp);
+    gk__say(why, size, "no CUDA driver: %s", tmp);
     return rc;
   }
   if (c->drv.dl)
@@ -154,7 +144,7 @@ static int cu_open(cu *c, char *why, size_t size) {
 #define GK__CU_RESOLVE(name, dl, since, req, ret, params)                       \
   c->name = (ret(*) params)lookup(c, gpa2, gpa1, #name, dl, since);            \
   if (!c->name && req) {                                                       \
-    say(why, size, "no usable CUDA driver: libcuda lacks %s (a driver older "  \
+    gk__say(why, size, "no usable CUDA driver: libcuda lacks %s (a driver older "  \
                    "than CUDA %d.%d?)",                                        \
         dl, since / 1000, since % 1000 / 10);                                  \
     cu_close(c);                                                               \
@@ -166,15 +156,15 @@ static int cu_open(cu *c, char *why, size_t size) {
   gk__cu_result r = c->cuInit(0);
   if (r != GK__CUDA_SUCCESS) {
     if (r == GK__CUDA_ERROR_STUB_LIBRARY)
-      say(why, size,
+      gk__say(why, size,
           "no CUDA device: the libcuda found%s%s is the CUDA toolkit's stub, "
           "not a driver (cuInit: %s); install the NVIDIA driver",
           *where ? " at " : "", where, result_text(c, r, st, sizeof st));
     else if (r == GK__CUDA_ERROR_NO_DEVICE)
-      say(why, size, "no CUDA device: the driver sees no NVIDIA GPU (cuInit: %s)",
+      gk__say(why, size, "no CUDA device: the driver sees no NVIDIA GPU (cuInit: %s)",
           result_text(c, r, st, sizeof st));
     else
-      say(why, size, "no CUDA device: cuInit failed with %s",
+      gk__say(why, size, "no CUDA device: cuInit failed with %s",
           result_text(c, r, st, sizeof st));
     cu_close(c);
     return GK_ENODEVICE;
@@ -193,14 +183,14 @@ static int find_device(const cu *c, int index, gk__cu_device *dev, char *arch,
   int count = 0, major = 0, minor = 0;
   gk__cu_result r = c->cuDeviceGetCount(&count);
   if (r != GK__CUDA_SUCCESS) {
-    say(why, size, "cuDeviceGetCount failed with %s", result_text(c, r, st, sizeof st));
+    gk__say(why, size, "cuDeviceGetCount failed with %s", result_text(c, r, st, sizeof st));
     return GK_EDRIVER;
   }
   if (index < 0 || index >= count) {
     if (count == 0)
-      say(why, size, "no CUDA device: the driver reports no GPU");
+      gk__say(why, size, "no CUDA device: the driver reports no GPU");
     else
-      say(why, size, "no CUDA device %d: the driver reports %d", index, count);
+      gk__say(why, size, "no CUDA device %d: the driver reports %d", index, count);
     return GK_ENODEVICE;
   }
   if ((r = c->cuDeviceGet(dev, index)) != GK__CUDA_SUCCESS ||
@@ -208,12 +198,12 @@ static int find_device(const cu *c, int index, gk__cu_device *dev, char *arch,
                                    *dev)) != GK__CUDA_SUCCESS ||
       (r = c->cuDeviceGetAttribute(&minor, GK__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
                                    *dev)) != GK__CUDA_SUCCESS) {
-    say(why, size, "cannot read the compute capability of CUDA device %d: %s", index,
+    gk__say(why, size, "cannot read the compute capability of CUDA device %d: %s", index,
         result_text(c, r, st, sizeof st));
     return GK_EDRIVER;
   }
   if (major < 1 || major > 99 || minor < 0 || minor > 9) {
-    say(why, size, "CUDA device %d reports compute capability %d.%d", index, major, minor);
+    gk__say(why, size, "CUDA device %d reports compute capability %d.%d", index, major, minor);
     return GK_EDRIVER;
   }
   snprintf(arch, arch_size, "sm_%d%d", major, minor);

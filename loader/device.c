@@ -31,20 +31,11 @@ GK_API gk_backend gk_backend_from_name(const char *name) {
   return GK_BACKEND_NONE;
 }
 
-static void say(char *why, size_t size, const char *fmt, ...) GK__PRINTF(3, 4);
-static void say(char *why, size_t size, const char *fmt, ...) {
-  if (!why || size == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, size, fmt, ap);
-  va_end(ap);
-}
-
 GK_API int gk_device_detect_backend(gk_backend backend, gk_device *out,
                                     char *why, size_t why_size) {
   if (why && why_size) why[0] = '\0';
   if (!out) {
-    say(why, why_size, "gk_device_detect_backend: out is NULL");
+    gk__say(why, why_size, "gk_device_detect_backend: out is NULL");
     return GK_EINVAL;
   }
   switch (backend) {
@@ -55,7 +46,7 @@ GK_API int gk_device_detect_backend(gk_backend backend, gk_device *out,
   case GK_BACKEND_METAL: return gk__metal_detect(out, why, why_size);
   case GK_BACKEND_CUDA: return gk__cuda_detect(out, why, why_size);
   default:
-    say(why, why_size, "unknown backend %d", (int)backend);
+    gk__say(why, why_size, "unknown backend %d", (int)backend);
     return GK_EINVAL;
   }
 }
@@ -83,7 +74,7 @@ static int cuda_arch_ok(const char *a, char *why, size_t size) {
   if (strncmp(a, "sm_", 3) == 0)
     while (isdigit((unsigned char)a[3 + digits])) digits++;
   if (n >= 5 && 3 + digits == n && digits <= 3 && a[3] != '0') return 1;
-  say(why, size,
+  gk__say(why, size,
       "cuda arch '%s' is not a compute capability like sm_86 or sm_90 "
       "(a device has no 'a' or 'f' suffix)",
       a);
@@ -106,7 +97,7 @@ static int rocm_arch_ok(const char *a, char *why, size_t size) {
   }
   if (*p == '\0') return 1;
 bad:
-  say(why, size,
+  gk__say(why, size,
       "rocm arch '%s' is not like gfx90a or gfx90a:sramecc+:xnack- "
       "(each feature ends in + or -)",
       a);
@@ -120,7 +111,7 @@ static int free_arch_ok(const char *a, const char *backend, char *why,
   const char *p = a;
   while (isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '.') p++;
   if (*p == '\0' && p != a) return 1;
-  say(why, size, "%s arch '%s' may hold only letters, digits, '_', '-', '.'",
+  gk__say(why, size, "%s arch '%s' may hold only letters, digits, '_', '-', '.'",
       backend, a);
   return 0;
 }
@@ -146,14 +137,14 @@ GK_API int gk_device_parse(const char *spec, gk_device *out, char *why,
                            size_t why_size) {
   if (why && why_size) why[0] = '\0';
   if (!spec || !out) {
-    say(why, why_size, "gk_device_parse: %s is NULL", spec ? "out" : "spec");
+    gk__say(why, why_size, "gk_device_parse: %s is NULL", spec ? "out" : "spec");
     return GK_EINVAL;
   }
   /* Work on a copy: "backend" ':' "arch" { ',' "key=value" }. The arch of
    * rocm holds ':' itself, so only the first ':' separates the backend. */
   char buf[256];
   if (strlen(spec) >= sizeof buf) {
-    say(why, why_size, "device spec is too long (%zu characters)",
+    gk__say(why, why_size, "device spec is too long (%zu characters)",
         strlen(spec));
     return GK_EINVAL;
   }
@@ -165,7 +156,7 @@ GK_API int gk_device_parse(const char *spec, gk_device *out, char *why,
 
   gk_backend b = gk_backend_from_name(buf);
   if (b == GK_BACKEND_NONE) {
-    say(why, why_size,
+    gk__say(why, why_size,
         "unknown backend '%s' in device spec '%s'; expected cuda, rocm, "
         "metal, vulkan, cpu or wgsl",
         buf, spec);
@@ -176,7 +167,7 @@ GK_API int gk_device_parse(const char *spec, gk_device *out, char *why,
   memset(&d, 0, sizeof d);
   if (!arch) {
     if (opts) {
-      say(why, why_size, "device spec '%s' has options but no arch", spec);
+      gk__say(why, why_size, "device spec '%s' has options but no arch", spec);
       return GK_EINVAL;
     }
     /* A bare backend name is the device detected here. */
@@ -188,7 +179,7 @@ GK_API int gk_device_parse(const char *spec, gk_device *out, char *why,
 
   d.backend = b;
   if (*arch == '\0' || strlen(arch) >= sizeof d.arch) {
-    say(why, why_size, "device spec '%s' has %s arch", spec,
+    gk__say(why, why_size, "device spec '%s' has %s arch", spec,
         *arch ? "a too long" : "an empty");
     return GK_EINVAL;
   }
@@ -197,7 +188,7 @@ GK_API int gk_device_parse(const char *spec, gk_device *out, char *why,
   case GK_BACKEND_CPU:
     ok = gk__x86_level_from_name(arch) != 0;
     if (!ok)
-      say(why, why_size,
+      gk__say(why, why_size,
           "unknown cpu level '%s' in device spec '%s'; valid: %s", arch, spec,
           gk__x86_level_list());
     break;
@@ -213,18 +204,18 @@ GK_API int gk_device_parse(const char *spec, gk_device *out, char *why,
     char *next = strchr(opts, ',');
     if (next) *next++ = '\0';
     if (*opts == '\0') {
-      say(why, why_size, "empty option in device spec '%s'", spec);
+      gk__say(why, why_size, "empty option in device spec '%s'", spec);
       return GK_EINVAL;
     }
     if (strncmp(opts, "driver=", 7) == 0 && b == GK_BACKEND_CUDA) {
       if (!parse_cuda_driver(opts + 7, &d.driver_version)) {
-        say(why, why_size,
+        gk__say(why, why_size,
             "bad driver version '%s' in device spec '%s'; write it like 12.4",
             opts + 7, spec);
         return GK_EINVAL;
       }
     } else {
-      say(why, why_size, "unknown option '%s' in device spec '%s'%s", opts,
+      gk__say(why, why_size, "unknown option '%s' in device spec '%s'%s", opts,
           spec,
           strncmp(opts, "driver=", 7) == 0 ? " (driver= is for cuda only)"
                                            : "");

@@ -38,6 +38,11 @@ typedef struct gk__sb {
 } gk__sb;
 
 void gk__sb_printf(gk__sb *sb, const char *fmt, ...) GK__PRINTF(2, 3);
+
+/* Formats a short reason (why a device or a row is what it is) into why;
+ * nothing at all when why is NULL or why_size 0: a quick selection asks
+ * for none (status.c). */
+void gk__say(char *why, size_t why_size, const char *fmt, ...) GK__PRINTF(3, 4);
 /* The text so far; "" when empty or allocation failed early. */
 const char *gk__sb_str(const gk__sb *sb);
 void gk__sb_free(gk__sb *sb);
@@ -203,10 +208,6 @@ int gk__driver_has_resolver(gk_backend backend);
 typedef int (*gk__fits_fn)(const gk_device *dev, const gk_image_info *row,
                            unsigned flags, long *score, char *why,
                            size_t why_size);
-
-/* Formats a rule's reason into why; nothing at all when why is NULL or
- * why_size 0 (the quick selection asks for none). */
-void gk__say(char *why, size_t why_size, const char *fmt, ...) GK__PRINTF(3, 4);
 
 /* ---- GPU modules (module.c dispatches; one ops table per backend) ----- */
 

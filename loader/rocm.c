@@ -43,15 +43,6 @@ typedef struct hsa {
 #undef GK__HSA_FIELD
 } hsa;
 
-static void say(char *why, size_t size, const char *fmt, ...) GK__PRINTF(3, 4);
-static void say(char *why, size_t size, const char *fmt, ...) {
-  if (!why || size == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, size, fmt, ap);
-  va_end(ap);
-}
-
 /* "HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)": the name part of
  * hsa_status_string's sentence, which is enough to search for. */
 static const char *status_text(const hsa *h, gk__hsa_status s, char *buf,
@@ -89,7 +80,7 @@ static int hsa_open(hsa *h, char *why, size_t size) {
   }
 #define GK__HSA_RESOLVE(name, ret, params)                                    \
   if (!(h->name = (ret(*) params)gk__driver_sym(&h->drv, #name))) {           \
-    say(why, size, "%s lacks %s (ROCm older than 3.5?)", HSA_NAMES[0],        \
+    gk__say(why, size, "%s lacks %s (ROCm older than 3.5?)", HSA_NAMES[0],        \
         #name);                                                               \
     hsa_close(h);                                                             \
     return GK_ENODEVICE;                                                      \
@@ -102,7 +93,7 @@ static int hsa_open(hsa *h, char *why, size_t size) {
     /* Without the kernel driver's device node there is nothing to find;
      * say so, as that is what the user can act on. */
     int kfd = h->drv.dl && access("/dev/kfd", R_OK | W_OK) != 0;
-    say(why, size, "no ROCm device: hsa_init failed with %s%s",
+    gk__say(why, size, "no ROCm device: hsa_init failed with %s%s",
         status_text(h, s, st, sizeof st),
         kfd ? "; /dev/kfd is not accessible (no AMD GPU, amdgpu driver not "
               "loaded, or no permission)"
@@ -144,15 +135,15 @@ static int find_agent(const hsa *h, int index, gk__hsa_agent *out, char *arch,
   char st[160];
   gk__hsa_status s = h->hsa_iterate_agents(on_agent, &l);
   if (s != GK__HSA_STATUS_SUCCESS) {
-    say(why, size, "hsa_iterate_agents failed with %s",
+    gk__say(why, size, "hsa_iterate_agents failed with %s",
         status_text(h, s, st, sizeof st));
     return GK_EDRIVER;
   }
   if (index < 0 || index >= l.n) {
     if (l.n == 0)
-      say(why, size, "no ROCm device: HSA found no GPU agent");
+      gk__say(why, size, "no ROCm device: HSA found no GPU agent");
     else
-      say(why, size, "no ROCm device %d: HSA found %d GPU agent%s", index, l.n,
+      gk__say(why, size, "no ROCm device %d: HSA found %d GPU agent%s", index, l.n,
           l.n == 1 ? "" : "s");
     return GK_ENODEVICE;
   }
@@ -160,7 +151,7 @@ static int find_agent(const hsa *h, int index, gk__hsa_agent *out, char *arch,
   s = h->hsa_agent_iterate_isas(l.a[index], on_isa, &isa);
   if ((s != GK__HSA_STATUS_SUCCESS && s != GK__HSA_STATUS_INFO_BREAK) ||
       !isa.handle) {
-    say(why, size, "hsa_agent_iterate_isas found no ISA for GPU %d (%s)", index,
+    gk__say(why, size, "hsa_agent_iterate_isas found no ISA for GPU %d (%s)", index,
         status_text(h, s, st, sizeof st));
     return GK_EDRIVER;
   }
@@ -176,19 +167,19 @@ static int find_agent(const hsa *h, int index, gk__hsa_agent *out, char *arch,
   gk__amd_target t;
   char text[160];
   if (s != GK__HSA_STATUS_SUCCESS || len == 0 || len >= sizeof name) {
-    say(why, size, "cannot read the ISA name of GPU %d (length %u, %s)", index,
+    gk__say(why, size, "cannot read the ISA name of GPU %d (length %u, %s)", index,
         (unsigned)len, status_text(h, s, st, sizeof st));
     return GK_EDRIVER;
   }
   name[len < sizeof name ? len : sizeof name - 1] = '\0';
   if (!gk__amd_parse(name, &t, text, sizeof text)) {
-    say(why, size, "GPU %d reports ISA '%s': %s", index, name, text);
+    gk__say(why, size, "GPU %d reports ISA '%s': %s", index, name, text);
     return GK_EDRIVER;
   }
   /* Keep the target ID, without the "amdgcn-amd-amdhsa--" triple. */
   const char *id = strstr(name, t.proc);
   if (strlen(id) >= arch_size) {
-    say(why, size, "GPU %d reports a too long ISA name '%s'", index, name);
+    gk__say(why, size, "GPU %d reports a too long ISA name '%s'", index, name);
     return GK_EDRIVER;
   }
   memcpy(arch, id, strlen(id) + 1);

@@ -17,7 +17,6 @@
  * or a rebuild.
  */
 #define _POSIX_C_SOURCE 200809L /* strnlen */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,14 +44,6 @@ static void list_distinct(gk__sb *sb, const gk__row *rows, size_t from,
     if (i == 0 || strcmp(v[i], v[i - 1]) != 0)
       gk__sb_printf(sb, "%s%s", i ? ", " : "", *v[i] ? v[i] : "''");
   free(v);
-}
-
-void gk__say(char *why, size_t why_size, const char *fmt, ...) {
-  if (!why || !why_size) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, why_size, fmt, ap);
-  va_end(ap);
 }
 
 /* The x86-64 rule: an image of level L runs on a CPU of level >= L; the

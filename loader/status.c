@@ -14,6 +14,7 @@
 #elif !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* the GNU strerror_r, which returns its text */
 #endif
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,3 +133,11 @@ int gk__set_last_error(int status, const char *fmt, ...) {
 void gk__clear_last_error(void) { last_error[0] = '\0'; }
 
 GK_API const char *gk_last_error(void) { return last_error; }
+
+void gk__say(char *why, size_t why_size, const char *fmt, ...) {
+  if (!why || !why_size) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, why_size, fmt, ap);
+  va_end(ap);
+}

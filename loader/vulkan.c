@@ -42,15 +42,6 @@ const char *gk__vk_result_name(VkResult r) {
   }
 }
 
-static void say(char *why, size_t size, const char *fmt, ...) GK__PRINTF(3, 4);
-static void say(char *why, size_t size, const char *fmt, ...) {
-  if (!why || !size) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, size, fmt, ap);
-  va_end(ap);
-}
-
 static const char *const lib_names[] = {"libvulkan.so.1", "libvulkan.so", NULL};
 
 static void inst_close(vkinst *vi) {
@@ -69,7 +60,7 @@ static int inst_open(vkinst *vi, char *why, size_t why_size) {
   vi->f.vkGetInstanceProcAddr =
       (PFN_vkGetInstanceProcAddr)gk__driver_sym(&vi->drv, "vkGetInstanceProcAddr");
   if (!vi->f.vkGetInstanceProcAddr) {
-    say(why, why_size, "libvulkan has no vkGetInstanceProcAddr");
+    gk__say(why, why_size, "libvulkan has no vkGetInstanceProcAddr");
     gk__driver_close(&vi->drv);
     return GK_ENODEVICE;
   }
@@ -78,7 +69,7 @@ static int inst_open(vkinst *vi, char *why, size_t why_size) {
       (PFN_vkEnumerateInstanceVersion)gipa(NULL, "vkEnumerateInstanceVersion");
   vi->f.vkCreateInstance = (PFN_vkCreateInstance)gipa(NULL, "vkCreateInstance");
   if (!vi->f.vkCreateInstance) {
-    say(why, why_size, "libvulkan has no vkCreateInstance");
+    gk__say(why, why_size, "libvulkan has no vkCreateInstance");
     gk__driver_close(&vi->drv);
     return GK_ENODEVICE;
   }
@@ -97,7 +88,7 @@ static int inst_open(vkinst *vi, char *why, size_t why_size) {
   ci.pApplicationInfo = &app;
   VkResult r = vi->f.vkCreateInstance(&ci, NULL, &vi->inst);
   if (r != VK_SUCCESS) {
-    say(why, why_size, "vkCreateInstance failed: %s%s", gk__vk_result_name(r),
+    gk__say(why, why_size, "vkCreateInstance failed: %s%s", gk__vk_result_name(r),
         r == VK_ERROR_INCOMPATIBLE_DRIVER ? " (no Vulkan driver (ICD) is installed)" : "");
     vi->inst = NULL;
     gk__driver_close(&vi->drv);
@@ -109,7 +100,7 @@ static int inst_open(vkinst *vi, char *why, size_t why_size) {
   GK_VK_INSTANCE(GK_VK_LOAD)
 #undef GK_VK_LOAD
   if (missing) {
-    say(why, why_size, "libvulkan does not give %s", missing);
+    gk__say(why, why_size, "libvulkan does not give %s", missing);
     if (!vi->f.vkDestroyInstance) vi->inst = NULL; /* cannot destroy it */
     inst_close(vi);
     return GK_EDRIVER;
@@ -168,7 +159,7 @@ static int enumerate(const vkinst *vi, vkphys *out, uint32_t *n, char *why,
   uint32_t count = MAX_PHYS;
   VkResult r = vi->f.vkEnumeratePhysicalDevices(vi->inst, &count, pd);
   if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
-    say(why, why_size, "vkEnumeratePhysicalDevices failed: %s", gk__vk_result_name(r));
+    gk__say(why, why_size, "vkEnumeratePhysicalDevices failed: %s", gk__vk_result_name(r));
     return GK_EDRIVER;
   }
   uint32_t k = 0;
@@ -245,7 +236,7 @@ static int device_list(gk_device *dev, int *cpu_type, uint32_t *n, char *why,
   *n = cache.n;
   memcpy(dev, cache.dev, sizeof cache.dev);
   if (cpu_type) memcpy(cpu_type, cache.cpu_type, sizeof cache.cpu_type);
-  if (status != GK_OK) say(why, why_size, "%s", cache.why);
+  if (status != GK_OK) gk__say(why, why_size, "%s", cache.why);
   if (resolver) cache.valid = 0;
   pthread_mutex_unlock(&cache_mu);
   return status;
@@ -263,9 +254,9 @@ int gk__vk_detect(gk_device *out, int any_type, char *why, size_t why_size) {
       return GK_OK;
     }
   if (n == 0)
-    say(why, why_size, "Vulkan has no device with a compute queue here");
+    gk__say(why, why_size, "Vulkan has no device with a compute queue here");
   else
-    say(why, why_size,
+    gk__say(why, why_size,
         "the only Vulkan device%s here %s of type CPU (%s); ask for it by "
         "name (\"vulkan\") to use it",
         n > 1 ? "s" : "", n > 1 ? "are" : "is", dev[0].name);
@@ -278,7 +269,7 @@ GK_API int gk_vk_devices(gk_device *out, size_t cap, size_t *count, char *why,
   uint32_t n;
   if (why && why_size) why[0] = '\0';
   if (!count || (!out && cap)) {
-    say(why, why_size, "gk_vk_devices: %s is NULL", !count ? "count" : "out");
+    gk__say(why, why_size, "gk_vk_devices: %s is NULL", !count ? "count" : "out");
     return GK_EINVAL;
   }
   *count = 0;
@@ -348,7 +339,7 @@ static int vk_create_device(gk_vk *vk, char *why, size_t why_size) {
   GK_VK_DEVICE(GK_VK_LOAD)
 #undef GK_VK_LOAD
   if (missing) {
-    say(why, why_size, "the Vulkan driver of '%s' does not give %s",
+    gk__say(why, why_size, "the Vulkan driver of '%s' does not give %s",
         vk->desc.name, missing);
     if (!f->vkDestroyDevice) vk->dev = NULL;
     return GK_EDRIVER;
@@ -382,7 +373,7 @@ static int vk_create_device(gk_vk *vk, char *why, size_t why_size) {
   f->vkGetPhysicalDeviceMemoryProperties(vk->phys.pd, &vk->mem);
   return GK_OK;
 fail:
-  say(why, why_size, "cannot open Vulkan device '%s': %s failed: %s",
+  gk__say(why, why_size, "cannot open Vulkan device '%s': %s failed: %s",
       vk->desc.name, what, gk__vk_result_name(r));
   return r == VK_ERROR_OUT_OF_HOST_MEMORY ? GK_ENOMEM : GK_EDRIVER;
 }
@@ -391,19 +382,19 @@ GK_API int gk_vk_open(const gk_device *dev, gk_vk **out, char *why,
                       size_t why_size) {
   if (why && why_size) why[0] = '\0';
   if (!out) {
-    say(why, why_size, "gk_vk_open: out is NULL");
+    gk__say(why, why_size, "gk_vk_open: out is NULL");
     return GK_EINVAL;
   }
   *out = NULL;
   int want_ma = 1, want_mi = 0, index = 0;
   if (dev) {
     if (dev->backend != GK_BACKEND_VULKAN) {
-      say(why, why_size, "gk_vk_open: the device is a %s device, not vulkan",
+      gk__say(why, why_size, "gk_vk_open: the device is a %s device, not vulkan",
           gk_backend_name(dev->backend) ? gk_backend_name(dev->backend) : "invalid");
       return GK_EINVAL;
     }
     if (!gk__vk_version_parse(dev->arch, &want_ma, &want_mi)) {
-      say(why, why_size, "gk_vk_open: arch '%.64s' is not a Vulkan version like vulkan1.3",
+      gk__say(why, why_size, "gk_vk_open: arch '%.64s' is not a Vulkan version like vulkan1.3",
           dev->arch);
       return GK_EINVAL;
     }
@@ -411,7 +402,7 @@ GK_API int gk_vk_open(const gk_device *dev, gk_vk **out, char *why,
   }
   gk_vk *vk = calloc(1, sizeof *vk);
   if (!vk) {
-    say(why, why_size, "out of memory opening a Vulkan device");
+    gk__say(why, why_size, "out of memory opening a Vulkan device");
     return GK_ENOMEM;
   }
   pthread_mutex_init(&vk->mu, NULL);
@@ -422,7 +413,7 @@ GK_API int gk_vk_open(const gk_device *dev, gk_vk **out, char *why,
   uint32_t n = 0;
   if ((rc = enumerate(&vk->vi, p, &n, why, why_size)) != GK_OK) goto fail;
   if (index < 0 || (uint32_t)index >= n) {
-    say(why, why_size, "no Vulkan device %d here (%u with a compute queue)", index, n);
+    gk__say(why, why_size, "no Vulkan device %d here (%u with a compute queue)", index, n);
     rc = GK_ENODEVICE;
     goto fail;
   }
@@ -431,7 +422,7 @@ GK_API int gk_vk_open(const gk_device *dev, gk_vk **out, char *why,
   int ma, mi;
   gk__vk_version_parse(vk->desc.arch, &ma, &mi);
   if (ma < want_ma || (ma == want_ma && mi < want_mi)) {
-    say(why, why_size, "device 'vulkan:%.64s' asks for more than Vulkan device %d has (%s, %s)",
+    gk__say(why, why_size, "device 'vulkan:%.64s' asks for more than Vulkan device %d has (%s, %s)",
         dev->arch, index, vk->desc.arch, vk->desc.name);
     rc = GK_ENODEVICE;
     goto fail;
