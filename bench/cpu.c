@@ -32,6 +32,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <immintrin.h>
@@ -56,7 +57,7 @@ static const int widths[] = {1, 2, 4, 8};
 typedef struct opts {
   const char *archive, *json;
   size_t buffer_mb; /* STREAM buffer, also the pool of W copies */
-  int runs, quick, only_selected, hot_only;
+  int runs, quick, only_selected, hot_only, huge;
   int64_t n, k, m_batch;
   size_t hot_kb;
 } opts;
@@ -359,11 +360,26 @@ static json_t *timing_json(timing t, double bytes, double flops) {
   return o;
 }
 
+/* The process's anonymous memory in transparent huge pages, in KB (the
+ * kernel's own count, /proc/self/smaps_rollup); -1 when it cannot tell. */
+static long long anon_huge_kb(void) {
+  FILE *f = fopen("/proc/self/smaps_rollup", "r");
+  char line[256];
+  long long kb = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "AnonHugePages: %lld kB", &kb) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return kb;
+}
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: gk_bench_cpu ARCHIVE [--json FILE] [--buffer-mb N] [--runs N]\n"
           "                    [--n N] [--k K] [--m-batch M]\n"
-          "                    [--only-selected] [--hot-kb KB] [--hot-only] [--quick]\n"
+          "                    [--only-selected] [--hot-kb KB] [--hot-only] [--huge-pages]\n"
+          "                    [--quick]\n"
           "Measures this machine's read bandwidth (STREAM-style sum on the threads\n"
           "the kernel uses: the CPUs of this process, or GK_NUM_THREADS) and qmatmul from ARCHIVE\n"
           "(m = 1 with W from memory and hot in cache, m = M) for bits 1, 2, 4, 8 on\n"
@@ -373,6 +389,8 @@ static void usage(FILE *f) {
           "--hot-kb 1536 (the W of the in-cache runs: 32 fits L1, 512 L2).\n"
           "--hot-only: only the in-cache runs (arithmetic rates).\n"
           "--only-selected: only the image libgk selects for this CPU.\n"
+          "--huge-pages: ask for transparent huge pages (madvise) on the buffer\n"
+          "(W copies and the read alike); the report says whether the kernel gave them.\n"
           "--quick: tiny sizes, to check the benchmark runs (tests).\n");
 }
 
@@ -382,6 +400,7 @@ static int parse(int argc, char **argv, opts *o) {
       {"n", 1, 0, 'n'},       {"k", 1, 0, 'k'},
       {"m-batch", 1, 0, 'm'}, {"quick", 0, 0, 'q'},     {"help", 0, 0, 'h'},
       {"only-selected", 0, 0, 's'}, {"hot-kb", 1, 0, 'H'}, {"hot-only", 0, 0, 'O'},
+      {"huge-pages", 0, 0, 'P'},
       {0, 0, 0, 0}};
   *o = (opts){.buffer_mb = 1024, .runs = 9, .n = 11008, .k = 4096, .m_batch = 32,
               .hot_kb = 1536};
@@ -398,6 +417,7 @@ static int parse(int argc, char **argv, opts *o) {
     case 's': o->only_selected = 1; break;
     case 'H': o->hot_kb = strtoul(optarg, NULL, 10); break;
     case 'O': o->hot_only = 1; break;
+    case 'P': o->huge = 1; break;
     case 'h': usage(stdout); exit(0);
     default: usage(stderr); return 2;
     }
@@ -566,6 +586,10 @@ int main(int argc, char **argv) {
             o.buffer_mb);
     return 1;
   }
+  /* Before the first touch: the pages are chosen then. */
+  if (o.huge && madvise(arena, arena_bytes, MADV_HUGEPAGE) != 0)
+    fprintf(stderr, "gk_bench_cpu: madvise(MADV_HUGEPAGE) refused (%s): measuring with "
+            "small pages\n", strerror(errno));
   for (size_t i = 0; i < arena_bytes / 8; i++)
     ((uint64_t *)arena)[i] = rng();
   for (int64_t i = 0; i < o.m_batch * o.k; i++)
@@ -605,6 +629,8 @@ int main(int argc, char **argv) {
   json_t *s = json_object();
   json_object_set_new(s, "isa", json_string(st.isa));
   json_object_set_new(s, "buffer_mb", json_integer((json_int_t)o.buffer_mb));
+  json_object_set_new(s, "huge_pages_asked", json_boolean(o.huge));
+  json_object_set_new(s, "huge_pages_kb", json_integer(anon_huge_kb()));
   json_object_set_new(s, "runs", json_integer(ns));
   json_object_set_new(s, "gbps_median", jreal(smed));
   json_object_set_new(s, "gbps_best", jreal(sbest));
