@@ -21,15 +21,11 @@
 #include <cmocka.h>
 
 #include "driver_double.h"
+#include "fixture.h" /* assert_contains */
 #include "gk.h"
 
 static const char *archive_path;
 static cud D;
-
-#define assert_contains(s, sub)                                        \
-  do {                                                                 \
-    if (!strstr((s), (sub))) fail_msg("'%s'\n lacks '%s'", (s), (sub)); \
-  } while (0)
 
 static int setup_each(void **state) {
   (void)state;

@@ -277,3 +277,34 @@ void fx_exec(const char *path, const char *sql, const void *blob, size_t n) {
   }
   sqlite3_close(db);
 }
+
+void *fx_img_a, *fx_img_b;
+size_t fx_img_a_size, fx_img_b_size;
+
+int fx_load_images(void **state) {
+  (void)state;
+  fx_img_a = fx_image_bytes(GK_TEST_IMAGE_1, &fx_img_a_size);
+  fx_img_b = fx_image_bytes(GK_TEST_IMAGE_2, &fx_img_b_size);
+  return 0;
+}
+
+int fx_free_images(void **state) {
+  (void)state;
+  free(fx_img_a);
+  free(fx_img_b);
+  fx_img_a = fx_img_b = NULL;
+  return 0;
+}
+
+char *fx_good_archive(const char *name) {
+  char *path = fx_path(name);
+  fx_image im[] = {
+      {"qmatmul", "cpu", "x86-64-v4", "bits=4", .data = fx_img_b, .size = fx_img_b_size},
+      {"qmatmul", "cpu", "x86-64-v3", "bits=4", .data = fx_img_a, .size = fx_img_a_size},
+      {"softmax", "cpu", "x86-64", "", .data = fx_img_a, .size = fx_img_a_size,
+       .entry = "[\"softmax\",\"softmax_tail\"]", .launch = "{\"block\":256}",
+       .toolchain = "cc 12.2.0 x86_64-linux-gnu"},
+  };
+  fx_write(path, im, 3);
+  return path;
+}

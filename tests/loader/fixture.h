@@ -42,4 +42,24 @@ void *fx_zstd(const void *src, size_t size, size_t *n);
 /* The bytes of a test image built by CMake (GK_TEST_IMAGE_A etc.). */
 void *fx_image_bytes(const char *path, size_t *size);
 
+/* Test images 1 and 2 (real x86-64 shared objects), read by fx_load_images
+ * and freed by fx_free_images: a cmocka group's setup and teardown. */
+extern void *fx_img_a, *fx_img_b;
+extern size_t fx_img_a_size, fx_img_b_size;
+int fx_load_images(void **state);
+int fx_free_images(void **state);
+
+/* The standard test archive at fx_path(name): three rows, two sharing one
+ * blob (image A); qmatmul bits=4 for x86-64-v4 (image B) and x86-64-v3,
+ * and softmax with its own entry points, launch data and toolchain.
+ * Needs fx_load_images. The path is malloc'ed. */
+char *fx_good_archive(const char *name);
+
+/* Fails the test unless string s contains sub (cmocka.h comes first). */
+#define assert_contains(s, sub)                                                \
+  do {                                                                         \
+    const char *s_ = (s);                                                      \
+    if (!strstr(s_, (sub))) fail_msg("'%s' does not contain '%s'", s_, (sub)); \
+  } while (0)
+
 #endif

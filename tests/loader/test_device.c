@@ -10,14 +10,9 @@
 
 #include <cmocka.h>
 
+#include "fixture.h" /* assert_contains */
 #include "gk.h"
 #include "gk_internal.h"
-
-#define assert_contains(s, sub)                                                \
-  do {                                                                         \
-    const char *s_ = (s);                                                      \
-    if (!strstr(s_, (sub))) fail_msg("'%s' does not contain '%s'", s_, (sub)); \
-  } while (0)
 
 /* ---- gk_strerror -----------------------------------------------------------
  */

@@ -18,12 +18,6 @@
 #include "gk.h"
 #include "gk_internal.h"
 
-#define assert_contains(s, sub)                                                \
-  do {                                                                         \
-    const char *s_ = (s);                                                      \
-    if (!strstr(s_, (sub))) fail_msg("'%s' does not contain '%s'", s_, (sub)); \
-  } while (0)
-
 typedef int (*id_fn)(void);
 
 enum { IMG_A = 1, IMG_B, IMG_C, IMG_D, IMG_STICKY, IMG_UNRESOLVED, NIMG };

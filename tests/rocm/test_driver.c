@@ -36,10 +36,6 @@ static void say_double(const char *what) {
                 what);
 }
 
-static void assert_contains(const char *s, const char *part) {
-  if (!strstr(s, part)) fail_msg("'%s' does not contain '%s'", s, part);
-}
-
 /* The log shows every hsa_init matched by hsa_shut_down and nothing left. */
 static void assert_balanced(void) {
   const hd_log *l = hd_get_log();
