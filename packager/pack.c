@@ -235,7 +235,8 @@ static int put_blob(writer *w, const pblob *blobs, size_t b, const frame *f, siz
 }
 
 /* Codes every blob, then writes them in an order that fills the pages
- * (pages.c); id_of[b] is blob b's row. */
+ * (pages.c); id_of[b] is blob b's row. The frames are held until then: a
+ * fraction of the raw images, which the caller holds already. */
 static int put_blobs(writer *w, const pblob *blobs, size_t nb, int level, size_t *id_of) {
   frame *f = calloc(nb ? nb : 1, sizeof *f);
   size_t *cell = calloc(nb ? nb : 1, sizeof *cell), *order = calloc(nb ? nb : 1, sizeof *order);
