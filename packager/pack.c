@@ -51,9 +51,11 @@ static int image_cmp(const void *pa, const void *pb) {
  * order, so one variant's images are one run (docs/archive.md, "Reading").
  * No CHECK or REFERENCES: SQLite parses the schema on every open, and
  * libgk checks every value it reads anyway (docs/archive.md, "Schema"). */
-#define PAGE_SIZE 1024 /* docs/archive.md; the "PRAGMA page_size" below */
+#define PAGE_SIZE 1024 /* docs/archive.md */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 static const char schema_sql[] =
-  "PRAGMA page_size = 1024;"
+  "PRAGMA page_size = " STR(PAGE_SIZE) ";"
   "PRAGMA journal_mode = OFF;"
   "PRAGMA synchronous = OFF;"
   "CREATE TABLE meta ("
