@@ -25,34 +25,12 @@
 #define MAX_CANDIDATES 8
 #define RECORD_FORMAT "gk-cache-record"
 
-/* What identifies a file's version without reading it (git's index and
- * ccache's inode cache use the same). ctime changes on any write, even one
- * that restores mtime. */
-typedef struct fstamp {
-  int64_t size, ino, mtime_ns, ctime_ns;
-} fstamp;
-
-/* A stamp is trusted only for a file that had not changed for this long when
- * it was hashed: on a file system with coarse time stamps, an edit right
- * after hashing could otherwise keep the same stamp ("racy git"). */
-#define SETTLED_NS 2000000000LL
-
 /* A hit moves its object's mtime to now, which is how gk cache gc knows
  * what was used last (atime is not: relatime and noatime filesystems do not
  * keep it). Only an mtime older than this is moved, so that builds seconds
  * apart do not rewrite the inode of every object they hit; least recently
  * used is then exact to this resolution. */
 #define TOUCH_NS (3600LL * 1000000000LL)
-
-/* One memoized file hash, with the file's stamp when it was read. The table
- * is open addressing over a power of two; builds see tens to hundreds of
- * distinct files. */
-typedef struct memo {
-  char *path;
-  char hex[65];
-  fstamp st;
-  int settled; /* st was SETTLED_NS old when taken: index.c may trust it */
-} memo;
 
 struct gkc_cache {
   char *dir;
@@ -61,8 +39,7 @@ struct gkc_cache {
   unsigned long counter;
   char host[9]; /* the host tag in temporary names (gkc__host_tag) */
   int lockfd;   /* DIR/v1/lock, opened on first use; -1 before */
-  memo *memo;
-  size_t memo_cap, memo_len;
+  gkc__hashes hashes; /* this build's file hashes (filehash.c) */
   gkc__remote *remote; /* NULL: local only */
   gkc__index *index;   /* the direct-mode index (index.c); NULL: none */
 };
@@ -112,7 +89,7 @@ static char *dupf(const char *fmt, ...) {
   return s;
 }
 
-static uint64_t fnv1a(const char *s) {
+uint64_t gkc__fnv1a(const char *s) {
   uint64_t h = 1469598103934665603ull;
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
   return h;
@@ -165,7 +142,7 @@ int gkc_open(const char *dir, gkc_cache **out, char *err, size_t errsize) {
    * a live one on another host sharing the cache over a network. */
   char host[256] = "";
   gethostname(host, sizeof host - 1);
-  snprintf(c->host, sizeof c->host, "%08lx", (unsigned long)(fnv1a(host) & 0xffffffffu));
+  snprintf(c->host, sizeof c->host, "%08lx", (unsigned long)(gkc__fnv1a(host) & 0xffffffffu));
   c->dir = dupf("%s", dir);
   c->root = dupf("%s/v1", dir);
   char *tmp = dupf("%s/v1/tmp", dir);
@@ -202,8 +179,7 @@ oom:
 
 void gkc_close(gkc_cache *c) {
   if (!c) return;
-  for (size_t i = 0; i < c->memo_cap; i++) free(c->memo ? c->memo[i].path : NULL);
-  free(c->memo);
+  gkc__hashes_free(&c->hashes);
   gkc__remote_close(c->remote);
   gkc__index_free(c->index);
   if (c->lockfd >= 0) close(c->lockfd);
@@ -237,137 +213,6 @@ static int record_path(const gkc_cache *c, const char *key, char *buf,
                        size_t size) {
   int n = snprintf(buf, size, "%s/keys/%.2s/%s.json", c->root, key, key);
   return n < 0 || (size_t)n >= size ? -1 : 0;
-}
-
-/* SHA-256 of an open file descriptor's remaining content. */
-static int hash_fd(int fd, unsigned char sha[32], uint64_t *size) {
-  crypto_hash_sha256_state st;
-  crypto_hash_sha256_init(&st);
-  unsigned char buf[65536];
-  uint64_t total = 0;
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return -1;
-    if (n == 0) break;
-    crypto_hash_sha256_update(&st, buf, (size_t)n);
-    total += (uint64_t)n;
-  }
-  crypto_hash_sha256_final(&st, sha);
-  if (size) *size = total;
-  return 0;
-}
-
-static memo *memo_slot(gkc_cache *c, const char *path) {
-  if (c->memo_cap == 0) return NULL;
-  size_t mask = c->memo_cap - 1;
-  for (size_t i = fnv1a(path) & mask;; i = (i + 1) & mask)
-    if (!c->memo[i].path || strcmp(c->memo[i].path, path) == 0) return &c->memo[i];
-}
-
-static void to_stamp(const struct stat *st, fstamp *f) {
-  f->size = (int64_t)st->st_size;
-  f->ino = (int64_t)st->st_ino;
-  f->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
-  f->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
-}
-
-static int64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-/* `taken`: when the stamp st was read (CLOCK_REALTIME, ns), before the
- * content: a stamp already SETTLED_NS old then cannot hide a later edit. */
-static void memo_put(gkc_cache *c, const char *path, const char *hex,
-                     const fstamp *st, int64_t taken) {
-  if (c->memo_len * 2 >= c->memo_cap) {
-    size_t cap = c->memo_cap ? c->memo_cap * 2 : 64;
-    memo *old = c->memo;
-    size_t oldcap = c->memo_cap;
-    memo *m = calloc(cap, sizeof *m);
-    if (!m) return; /* memoizing is an optimization only */
-    c->memo = m;
-    c->memo_cap = cap;
-    for (size_t i = 0; i < oldcap; i++)
-      if (old[i].path) *memo_slot(c, old[i].path) = old[i];
-    free(old);
-  }
-  memo *s = memo_slot(c, path);
-  if (!s->path) {
-    if (!(s->path = dupf("%s", path))) return;
-    c->memo_len++;
-  }
-  memcpy(s->hex, hex, 65);
-  s->st = *st;
-  s->settled = st->mtime_ns < taken - SETTLED_NS && st->ctime_ns < taken - SETTLED_NS;
-}
-
-/* Hashes path (memoized); its stamp, taken before reading, into *stamp. */
-static int hash_file_stamp(gkc_cache *c, const char *path, char hex[65],
-                           fstamp *stamp) {
-  memo *m = memo_slot(c, path);
-  if (m && m->path) {
-    memcpy(hex, m->hex, 65);
-    *stamp = m->st;
-    return 0;
-  }
-  int64_t taken = now_ns();
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(c, "cannot read '%s': %s", path, strerror(errno));
-  struct stat st;
-  unsigned char sha[32];
-  int rc = fstat(fd, &st) == 0 ? hash_fd(fd, sha, NULL) : -1;
-  int e = errno;
-  close(fd);
-  if (rc != 0) return fail(c, "cannot read '%s': %s", path, strerror(e));
-  sodium_bin2hex(hex, 65, sha, 32);
-  to_stamp(&st, stamp);
-  memo_put(c, path, hex, stamp, taken);
-  return 0;
-}
-
-int gkc_hash_file(gkc_cache *c, const char *path, char hex[65]) {
-  fstamp st;
-  /* The index's stamp for path, when it still holds, spares the read. */
-  if (c->index && gkc__index_hash(c, c->index, path, hex)) return 0;
-  if (hash_file_stamp(c, path, hex, &st) != 0) return -1;
-  if (c->index) gkc__index_use(c->index, path);
-  return 0;
-}
-
-/* Does the dependency at path still have the hash `want`? A stamp recorded
- * with it that the file still has answers without reading the file; the
- * answer is memoized either way, so each file costs one stat per build. */
-static int dep_matches_stamp(gkc_cache *c, const char *path, const char *want,
-                             const fstamp *rec) {
-  memo *m = memo_slot(c, path);
-  if (!(m && m->path) && rec) {
-    struct stat st;
-    fstamp now;
-    if (stat(path, &st) != 0) return 0;
-    to_stamp(&st, &now);
-    if (memcmp(&now, rec, sizeof now) == 0) {
-      /* A recorded stamp was settled when recorded, so it still is. */
-      memo_put(c, path, want, &now, INT64_MAX);
-      return 1;
-    }
-  }
-  char hex[65];
-  fstamp st;
-  return hash_file_stamp(c, path, hex, &st) == 0 && strcmp(hex, want) == 0;
-}
-
-static int dep_matches(gkc_cache *c, const char *path, const char *want,
-                       json_t *jstamp) {
-  if (!(json_is_array(jstamp) && json_array_size(jstamp) == 4))
-    return dep_matches_stamp(c, path, want, NULL);
-  fstamp rec = {json_integer_value(json_array_get(jstamp, 0)),
-                json_integer_value(json_array_get(jstamp, 1)),
-                json_integer_value(json_array_get(jstamp, 2)),
-                json_integer_value(json_array_get(jstamp, 3))};
-  return dep_matches_stamp(c, path, want, &rec);
 }
 
 /* Resolves a dependency path against base into buf. */
@@ -405,7 +250,7 @@ static int candidate_matches(gkc_cache *c, json_t *cand, const char *base,
     const char *h = json_string_value(json_array_get(d, 1));
     char buf[PATH_MAX];
     const char *path = p ? resolve(base, p, buf, sizeof buf) : NULL;
-    if (!path || !gkc__is_hex64(h) || !dep_matches(c, path, h, json_array_get(d, 2)))
+    if (!path || !gkc__is_hex64(h) || !gkc__dep_matches_json(c, path, h, json_array_get(d, 2)))
       return 0;
   }
   char opath[PATH_MAX];
@@ -517,7 +362,7 @@ static int hash_image(gkc_cache *c, const char *image, gkc_result *out) {
   if (fd < 0) return fail(c, "cannot read '%s': %s", image, strerror(errno));
   unsigned char sha[32];
   uint64_t size;
-  int rc = hash_fd(fd, sha, &size);
+  int rc = gkc__hash_fd(fd, sha, &size);
   int e = errno;
   close(fd);
   if (rc != 0) return fail(c, "cannot read '%s': %s", image, strerror(e));
@@ -578,13 +423,13 @@ static int hash_deps(gkc_cache *c, const char *base, const char *const *deps,
   json_t *jdeps = json_array();
   for (size_t i = 0; i < ndeps; i++) {
     char buf[PATH_MAX], hex[65];
-    fstamp st;
+    gkc__fstamp st;
     const char *path = resolve(base, deps[i], buf, sizeof buf);
     if (!path) {
       json_decref(jdeps);
       return fail(c, "dependency path too long: '%s'", deps[i]);
     }
-    if (hash_file_stamp(c, path, hex, &st) != 0) {
+    if (gkc__hash_file_stamp(c, path, hex, &st) != 0) {
       json_decref(jdeps);
       return -1;
     }
@@ -728,7 +573,7 @@ int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync) {
 int gkc__dep_matches(gkc_cache *c, const char *base, const char *dep, const char *want) {
   char buf[PATH_MAX];
   const char *path = resolve(base, dep, buf, sizeof buf);
-  return path && gkc__is_hex64(want) && dep_matches(c, path, want, NULL);
+  return path && gkc__is_hex64(want) && gkc__dep_matches_json(c, path, want, NULL);
 }
 
 int gkc__hash_deps(gkc_cache *c, const char *base, const char *const *deps, size_t n,
@@ -794,32 +639,6 @@ int gkc_set_remote(gkc_cache *c, const char *url, int readonly, FILE *log) {
 
 gkc__index **gkc__index_slot(gkc_cache *c) { return &c->index; }
 
-int gkc__check_file(gkc_cache *c, const char *path, const char *want,
-                    const int64_t *stamp) {
-  fstamp rec;
-  if (stamp) rec = (fstamp){stamp[0], stamp[1], stamp[2], stamp[3]};
-  return dep_matches_stamp(c, path, want, stamp ? &rec : NULL);
-}
-
-int gkc__memo_get(gkc_cache *c, const char *path, char hex[65], int64_t stamp[4]) {
-  memo *m = memo_slot(c, path);
-  if (!(m && m->path)) return 0;
-  memcpy(hex, m->hex, 65);
-  stamp[0] = m->st.size, stamp[1] = m->st.ino;
-  stamp[2] = m->st.mtime_ns, stamp[3] = m->st.ctime_ns;
-  return m->settled ? 1 : 2;
-}
-
-int gkc__memo_note(gkc_cache *c, const char *path, const char *hex) {
-  struct stat st;
-  int64_t taken = now_ns();
-  if (stat(path, &st) != 0) return fail(c, "cannot read '%s': %s", path, strerror(errno));
-  fstamp f;
-  to_stamp(&st, &f);
-  memo_put(c, path, hex, &f, taken);
-  return 0;
-}
-
 int gkc__object_ok(gkc_cache *c, const char *sha, int64_t size, gkc_result *out) {
   char opath[PATH_MAX];
   struct stat st;
@@ -834,16 +653,9 @@ int gkc__object_ok(gkc_cache *c, const char *sha, int64_t size, gkc_result *out)
 
 /* ---- for gk build's fast path (gkcache.h) --------------------------------- */
 
-int gkc_files_each(gkc_cache *c, gkc_file_fn fn, void *ctx) {
-  for (size_t i = 0; i < c->memo_cap; i++) {
-    const memo *m = &c->memo[i];
-    if (!m->path) continue;
-    int64_t st[4] = {m->st.size, m->st.ino, m->st.mtime_ns, m->st.ctime_ns};
-    int rc = fn(ctx, m->path, m->hex, st, m->settled);
-    if (rc) return rc;
-  }
-  return 0;
-}
+/* ---- for filehash.c ---------------------------------------------------------- */
+
+gkc__hashes *gkc__hashes_of(gkc_cache *c) { return &c->hashes; }
 
 int gkc_object_used(gkc_cache *c, const char *sha256, uint64_t size) {
   gkc_result r;

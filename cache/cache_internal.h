@@ -1,12 +1,14 @@
 /*
- * cache_internal.h - what cache.c lends remote.c (the shared remote cache
- * needs the local cache's dependency checks and store). Not API.
+ * cache_internal.h - what the parts of the cache lend each other: cache.c
+ * (store and lookup) to remote.c, maint.c and index.c, and filehash.c (the
+ * hashes of the files a build reads) to cache.c and index.c. Not API.
  */
 #ifndef GKC_CACHE_INTERNAL_H
 #define GKC_CACHE_INTERNAL_H
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gkcache.h"
 
@@ -83,5 +85,40 @@ int gkc__memo_note(gkc_cache *c, const char *path, const char *hex);
 /* Is object sha present with size? 1 with *out filled (and its use recorded
  * for gc), else 0. */
 int gkc__object_ok(gkc_cache *c, const char *sha, int64_t size, gkc_result *out);
+
+/* ---- file hashes (filehash.c) ---- */
+
+/* What identifies a file's version without reading it (git's index and
+ * ccache's inode cache use the same). ctime changes on any write, even one
+ * that restores mtime. */
+typedef struct gkc__fstamp {
+  int64_t size, ino, mtime_ns, ctime_ns;
+} gkc__fstamp;
+
+/* A stamp is trusted only for a file that had not changed for this long when
+ * it was hashed: on a file system with coarse time stamps, an edit right
+ * after hashing could otherwise keep the same stamp ("racy git"). */
+#define SETTLED_NS 2000000000LL
+
+/* This build's file hashes, one per path (filehash.c; in the handle). */
+typedef struct gkc__hashes {
+  struct gkc__memo *slot;
+  size_t cap, len;
+} gkc__hashes;
+gkc__hashes *gkc__hashes_of(gkc_cache *c);
+void gkc__hashes_free(gkc__hashes *h);
+
+/* SHA-256 of an open file descriptor's remaining content; its size into
+ * *size unless NULL. 0 or -1 (errno). */
+int gkc__hash_fd(int fd, unsigned char sha[32], uint64_t *size);
+/* Hashes path (once per build); its stamp, taken before reading, into
+ * *stamp. 0, or -1 with a message on the handle. */
+int gkc__hash_file_stamp(gkc_cache *c, const char *path, char hex[65], gkc__fstamp *stamp);
+/* Does the file at path still hash to want? jstamp, a record's [size, ino,
+ * mtime_ns, ctime_ns] (NULL or anything else: none), answers without reading
+ * when the file still has it. */
+int gkc__dep_matches_json(gkc_cache *c, const char *path, const char *want, json_t *jstamp);
+/* FNV-1a of a string: the memo's slots, the host tag. */
+uint64_t gkc__fnv1a(const char *s);
 
 #endif
