@@ -131,6 +131,12 @@ print(f"{pool['cpu']} ({pool['level']}), {pool['threads']} threads. Baseline: ST
       f"(vectorized {s['isa']} sum over {s['buffer_mb']} MB on {pool['threads']} threads), "
       f"median of {s['runs']} runs taken before and after the kernels: **{bw:.1f} GB/s** "
       f"(best {bw_best:.1f}).")
+if "prefetched_ratio" in s:
+    print(f"The same read with one software prefetch per 64-byte line, {s['prefetch_ahead_bytes']} "
+          f"bytes ahead (the kernels' prefetches, no arithmetic), after each plain run: "
+          f"{s['prefetched_gbps_median']:.1f} GB/s, **{s['prefetched_ratio']:.2f}** of the plain "
+          f"read (median over the pairs): about the fastest a kernel that issues those "
+          f"prefetches can read.")
 print()
 print(f"qmatmul m=1, n={n}, k={k}, loaded through libgk from the archive, each call on "
       f"another copy of W (W comes from memory, not cache). "

@@ -2,8 +2,8 @@
 # check_bench_cpu.sh BUILD_DIR ARCHIVE WORK_DIR - bench/cpu.sh runs at tiny
 # sizes on the test archive and writes a complete cpu.json: a row for every
 # code width and every entry (original, packed, q8x) on the selected image, the
-# repack times, STREAM and GFLOP/s numbers. Speed is
-# not checked (benchmarks are not timed tests).
+# repack times, STREAM (plain and with the kernels' prefetches) and GFLOP/s
+# numbers. Speed is not checked (benchmarks are not timed tests).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$1 archive=$2 work=$3
@@ -14,6 +14,12 @@ python3 - "$work/cpu.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["stream_read"]["gbps_median"] > 0, "no read bandwidth"
+# The prefetching read is AVX-512 only: where the CPU has it, it is reported.
+avx512 = "avx512f" in open("/proc/cpuinfo").read().split()
+s = d["stream_read"]
+assert ("prefetched_ratio" in s) == avx512, s
+if avx512:
+    assert s["prefetched_gbps_median"] > 0 and s["prefetched_ratio"] > 0, s
 for lay in ("original", "packed", "q8x"):
     sel = {r["bits"] for r in d["qmatmul_m1"] if r["selected"] and r["layout"] == lay}
     assert sel == {1, 2, 4, 8}, "selected %s rows for bits %s" % (lay, sorted(sel))
