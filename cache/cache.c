@@ -331,38 +331,13 @@ int gkc__write_atomic(gkc_cache *c, const char *dest, const char *data, size_t l
   return 0;
 }
 
-/* Copies src to the open descriptor out, hashing what goes through. */
-static int copy_fd(int in, int out, unsigned char sha[32], uint64_t *size) {
-  crypto_hash_sha256_state st;
-  crypto_hash_sha256_init(&st);
-  unsigned char buf[65536];
-  uint64_t total = 0;
-  for (;;) {
-    ssize_t n = read(in, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return -1;
-    if (n == 0) break;
-    crypto_hash_sha256_update(&st, buf, (size_t)n);
-    for (ssize_t off = 0; off < n;) {
-      ssize_t w = write(out, buf + off, (size_t)(n - off));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) return -1;
-      off += w;
-    }
-    total += (uint64_t)n;
-  }
-  crypto_hash_sha256_final(&st, sha);
-  *size = total;
-  return 0;
-}
-
 /* Names the image: its SHA-256 and size into *out. */
 static int hash_image(gkc_cache *c, const char *image, gkc_result *out) {
   int fd = open(image, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail(c, "cannot read '%s': %s", image, strerror(errno));
   unsigned char sha[32];
   uint64_t size;
-  int rc = gkc__hash_fd(fd, sha, &size);
+  int rc = gkc__copy_fd(fd, -1, sha, &size);
   int e = errno;
   close(fd);
   if (rc != 0) return fail(c, "cannot read '%s': %s", image, strerror(e));
@@ -400,7 +375,7 @@ static int place_object(gkc_cache *c, const char *image, gkc_result *out) {
   int in = open(image, O_RDONLY | O_CLOEXEC);
   int outfd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   uint64_t copied = 0;
-  rc = in >= 0 && outfd >= 0 ? copy_fd(in, outfd, sha, &copied) : -1;
+  rc = in >= 0 && outfd >= 0 ? gkc__copy_fd(in, outfd, sha, &copied) : -1;
   e = errno;
   if (in >= 0) close(in);
   if (outfd >= 0 && close(outfd) != 0 && rc == 0) rc = -1, e = errno;
@@ -536,7 +511,7 @@ int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync) {
   }
   unsigned char sha[32];
   uint64_t size = 0;
-  int rc = copy_fd(in, out, sha, &size);
+  int rc = gkc__copy_fd(in, out, sha, &size);
   int e = errno;
   close(in);
   if (rc == 0 && sync && fsync(out) != 0) rc = -1, e = errno;

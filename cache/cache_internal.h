@@ -108,9 +108,10 @@ typedef struct gkc__hashes {
 gkc__hashes *gkc__hashes_of(gkc_cache *c);
 void gkc__hashes_free(gkc__hashes *h);
 
-/* SHA-256 of an open file descriptor's remaining content; its size into
- * *size unless NULL. 0 or -1 (errno). */
-int gkc__hash_fd(int fd, unsigned char sha[32], uint64_t *size);
+/* SHA-256 of the open descriptor in's remaining content, copied to the
+ * descriptor out on the way unless out < 0; the byte count into *size
+ * unless NULL. 0 or -1 (errno). */
+int gkc__copy_fd(int in, int out, unsigned char sha[32], uint64_t *size);
 /* Hashes path (once per build); its stamp, taken before reading, into
  * *stamp. 0, or -1 with a message on the handle. */
 int gkc__hash_file_stamp(gkc_cache *c, const char *path, char hex[65], gkc__fstamp *stamp);

@@ -28,18 +28,23 @@ struct gkc__memo {
   int settled; /* st was SETTLED_NS old when taken: index.c may trust it */
 };
 
-/* SHA-256 of an open file descriptor's remaining content. */
-int gkc__hash_fd(int fd, unsigned char sha[32], uint64_t *size) {
+int gkc__copy_fd(int in, int out, unsigned char sha[32], uint64_t *size) {
   crypto_hash_sha256_state st;
   crypto_hash_sha256_init(&st);
   unsigned char buf[65536];
   uint64_t total = 0;
   for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
+    ssize_t n = read(in, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return -1;
     if (n == 0) break;
     crypto_hash_sha256_update(&st, buf, (size_t)n);
+    for (ssize_t off = 0; out >= 0 && off < n;) {
+      ssize_t w = write(out, buf + off, (size_t)(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return -1;
+      off += w;
+    }
     total += (uint64_t)n;
   }
   crypto_hash_sha256_final(&st, sha);
@@ -108,7 +113,7 @@ int gkc__hash_file_stamp(gkc_cache *c, const char *path, char hex[65], gkc__fsta
   if (fd < 0) return gkc__fail(c, "cannot read '%s': %s", path, strerror(errno));
   struct stat st;
   unsigned char sha[32];
-  int rc = fstat(fd, &st) == 0 ? gkc__hash_fd(fd, sha, NULL) : -1;
+  int rc = fstat(fd, &st) == 0 ? gkc__copy_fd(fd, -1, sha, NULL) : -1;
   int e = errno;
   close(fd);
   if (rc != 0) return gkc__fail(c, "cannot read '%s': %s", path, strerror(e));
