@@ -12,7 +12,9 @@
 # is the read cost it reports: frames a read decodes (max, mean); pack
 # time (CPU and wall) is the median of three runs. Prints a markdown
 # section and writes WORK_DIR/size.json. Without nvcc/fatbinary it says so
-# and records no ratio.
+# and records no ratio. For reference (zstd command line, when present):
+# every image compressed alone, and streams with no random access, one per
+# kernel and one of everything.
 set -eu
 case ${1:-} in -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 [ $# -eq 2 ] || { echo "usage: bench/size.sh BUILD_DIR WORK_DIR (see --help)" >&2; exit 2; }
@@ -47,7 +49,7 @@ skip() {
 depth_cap=$(sed -n 's/^#define GK_ARCHIVE_DELTA_DEPTH \([0-9]*\).*/\1/p' "$root/loader/gk.h")
 
 python3 - "$d" "${fatbinary:-}" "$work/size.json" "$gk" "${depth_cap:-?}" <<'PY'
-import collections, json, os, resource, sqlite3, subprocess, sys, time
+import collections, json, os, resource, shutil, sqlite3, subprocess, sys, time
 d, fatbinary, out, gk, depth_cap = sys.argv[1:6]
 # gk pack of the cuda images, three times: wall time and CPU time (this
 # machine is shared, so CPU time says more about the packer).
@@ -133,6 +135,24 @@ if fatbinary:
     r["baseline_bytes"] = base
     r["ratio"] = ours / base
     r["met"] = r["ratio"] <= GOAL
+
+# References with no random access, from the zstd command line at the pack
+# level: what compressing an image with more of its siblings than a chain of
+# GK_ARCHIVE_DELTA_DEPTH holds would give. In one stream, reading the last
+# image decodes every image before it and keeps them as its window.
+zstd_cli = shutil.which("zstd")
+def zstd_stream(ims):
+    data = b"".join(open(os.path.join(d, "cuda", im["path"]), "rb").read() for im in ims)
+    return len(subprocess.run([zstd_cli, "-q", "-19", "--long=27", "-c"], input=data,
+                              stdout=subprocess.PIPE, check=True).stdout)
+if zstd_cli:
+    families = collections.OrderedDict()
+    for im in cuda:
+        families.setdefault(im["kernel"], []).append(im)
+    r["zstd_each_image_bytes"] = sum(zstd_stream([im]) for im in cuda)
+    r["zstd_stream_per_kernel_bytes"] = sum(zstd_stream(ims) for ims in families.values())
+    r["zstd_stream_per_kernel_count"] = len(families)
+    r["zstd_one_stream_bytes"] = zstd_stream(cuda)
 json.dump(r, open(out, "w"), indent=2, sort_keys=True)
 
 kb = lambda n: "%.1f KB" % (n / 1000)
@@ -165,6 +185,15 @@ if r["archive_tables"]:
 print("| whole archive, every backend built here (%d images) | %d | |" %
       (r["whole_archive_images"], whole))
 print("| - of which cuda blobs | %d | |" % r["cuda_blob_bytes_in_whole"])
+if zstd_cli:
+    vs = lambda n: "%.3f" % (n / base) if fatbinary else ""
+    print("| reference: each image alone, `zstd -19` | %d | %s |" %
+          (r["zstd_each_image_bytes"], vs(r["zstd_each_image_bytes"])))
+    print("| reference, no random access: one `zstd -19 --long` stream per kernel (%d), summed | %d | %s |" %
+          (r["zstd_stream_per_kernel_count"], r["zstd_stream_per_kernel_bytes"],
+           vs(r["zstd_stream_per_kernel_bytes"])))
+    print("| reference, no random access: all images in one stream | %d | %s |" %
+          (r["zstd_one_stream_bytes"], vs(r["zstd_one_stream_bytes"])))
 print()
 if fatbinary:
     print("Goal: at most %.2fx the smaller fatbin; measured **%.3fx**: %s." %
