@@ -21,6 +21,10 @@ for c in r["cases"]:
     for k in ("file_us", "memory_us", "bare_zstd_us", "read_us", "sha256_libsodium_us"):
         assert c[k] > 0, (k, c)
     assert c["peak_bytes_file"] >= c["raw_size"], c   # the image itself is counted
+    # So are the shared libraries' allocations (the counting malloc must be
+    # exported): SQLite's connection, and zstd's context during the read.
+    assert c["sqlite_held_bytes"] > 0 and c["zstd_dctx_bytes"] > 0, c
+    assert c["peak_bytes_memory"] >= c["raw_size"] + c["zstd_dctx_bytes"], c
 print("bench/load.sh ran: %d case(s): %s" % (len(r["cases"]),
       ", ".join("%s %s" % (c["target"], c["storage"]) for c in r["cases"])))
 PY
