@@ -293,7 +293,7 @@ GK_API int gk_archive_open(const char *path, gk_archive **out) {
   /* NOMUTEX: an archive is used by one thread at a time (gk.h). */
   rc = sqlite3_open_v2(
       uri, &ar->db,
-      SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
+      SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, gk__archive_vfs());
   free(uri);
   if (rc != SQLITE_OK)
     rc = ar->db ? sql_fail(ar, rc, "open it")

@@ -167,6 +167,9 @@ int gk__fail(gk_archive *ar, int status, const char *fmt, ...) GK__PRINTF(3, 4);
 int gk__sql_fail(gk_archive *ar, int rc, const char *doing);
 /* SQLite's primary result code as a GK_ status. */
 int gk__sql_status(int rc);
+/* The name of libgk's VFS for archive files (vfs.c), registered on first
+ * use; NULL if SQLite refused it (then the default VFS is used). */
+const char *gk__archive_vfs(void);
 
 /* Copies every string of `src` into one new block (*block, to free) that
  * `dst`'s pointers then reference. GK_OK or GK_ENOMEM. */

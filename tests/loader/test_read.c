@@ -53,6 +53,62 @@ static void read_good(void **state) {
   free(path);
 }
 
+/* From a file, libgk reads through its own SQLite VFS (loader/vfs.c), which
+ * reads ahead when SQLite walks a blob's overflow pages in order. Images of
+ * 0 to 70 KB of incompressible tail (blobs of one to ~80 pages, one of them
+ * at the end of the file, where a read-ahead comes back short) read the
+ * same from the file as from the file's bytes in memory, and as written. */
+static void read_file_as_memory(void **state) {
+  (void)state;
+  enum { N = 6 };
+  static const size_t tails[N] = {0, 1000, 9000, 17000, 33000, 70000};
+  static const char *const variants[N] = {"t=0", "t=1", "t=2", "t=3", "t=4", "t=5"};
+  unsigned char *data[N];
+  fx_image im[N];
+  uint64_t x = 88172645463325252u;
+  for (size_t i = 0; i < N; i++) {
+    data[i] = malloc(fx_img_a_size + tails[i]);
+    memcpy(data[i], fx_img_a, fx_img_a_size);
+    for (size_t k = 0; k < tails[i]; k++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      data[i][fx_img_a_size + k] = (unsigned char)x;
+    }
+    im[i] = (fx_image){"k", "cpu", "x86-64-v2", variants[i], .data = data[i],
+                       .size = fx_img_a_size + tails[i]};
+  }
+  char *path = fx_path("readahead.gkfat");
+  fx_write(path, im, N);
+  size_t fn;
+  void *bytes = fx_read_file(path, &fn);
+  gk_archive *af, *am;
+  assert_int_equal(gk_archive_open(path, &af), GK_OK);
+  assert_int_equal(gk_archive_open_memory(bytes, fn, &am), GK_OK);
+  size_t count;
+  assert_int_equal(gk_archive_count(af, &count), GK_OK);
+  assert_int_equal(count, N);
+  for (size_t r = 0; r < count; r++) {
+    gk_image_info info;
+    assert_int_equal(gk_archive_image(af, r, &info), GK_OK);
+    size_t i = (size_t)(info.variant[2] - '0');
+    assert_true(i < N && !strcmp(info.variant, variants[i]));
+    void *pf, *pm;
+    size_t nf, nm;
+    assert_int_equal(gk_archive_read(af, r, &pf, &nf), GK_OK);
+    assert_int_equal(gk_archive_read(am, r, &pm, &nm), GK_OK);
+    assert_int_equal(nf, fx_img_a_size + tails[i]);
+    assert_int_equal(nm, nf);
+    assert_memory_equal(pf, data[i], nf);
+    assert_memory_equal(pm, data[i], nm);
+    gk_free(pf);
+    gk_free(pm);
+  }
+  gk_archive_close(af);
+  gk_archive_close(am);
+  free(bytes);
+  free(path);
+  for (size_t i = 0; i < N; i++) free(data[i]);
+}
+
 /* Damages the v3 qmatmul row of a fresh archive with `sql` (?1 = blob) and
  * expects reading it to fail with `status` and `msg`. Other rows still read. */
 static void expect_read_fails(const char *sql, const void *blob, size_t n,
@@ -536,6 +592,7 @@ static void read_elf_checks(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(read_good),
+      cmocka_unit_test(read_file_as_memory),
       cmocka_unit_test(read_zstd_garbage),
       cmocka_unit_test(read_other_content),
       cmocka_unit_test(read_size_lies),
