@@ -6,7 +6,7 @@
  * - Read-ahead. SQLite reads a page at a time, and an image's blob is a
  *   chain of overflow pages that `gk pack` lays out one after another: a
  *   10 KB blob was eleven 1 KB preads. A read that starts where the last one
- *   ended fetches RA_BYTES at once and later reads inside them are copies.
+ *   ended fetches RA_BYTES at once, and later reads inside them are copies.
  *   Random reads (the index's b-tree pages) stay one page each: reading
  *   ahead of those would copy more than the syscalls it saves.
  * - No path canonicalization. The unix VFS resolves every component of the
@@ -31,16 +31,19 @@
 
 #include "gk_internal.h"
 
-/* 16 KB: the blobs of a typical cubin (5-20 KB stored) in one or two reads;
- * a larger window copies more than it saves (measured with bench/load.sh). */
-#define RA_BYTES 16384
+/* 8 KB: a typical cubin's blob (5-20 KB stored) in two or three reads. 16
+ * KB read no faster and held 8 KB more (bench/load.sh, 2026-11-23). */
+#define RA_BYTES 8192
 
+/* Small: SQLite allocates szOsFile three times per connection (the
+ * database and two journals it never opens here), so the buffer is
+ * allocated apart, at the first read-ahead. */
 typedef struct ra_file {
   sqlite3_file base;     /* pMethods = &ra_io */
   sqlite3_int64 next;    /* where the last read ended: a read from here is sequential */
   sqlite3_int64 buf_off; /* file offset of buf[0] */
   int buf_len;           /* bytes of buf that hold the file; 0: none */
-  unsigned char buf[RA_BYTES];
+  unsigned char *buf;    /* RA_BYTES (sqlite3_malloc), or NULL */
   /* the default VFS's file follows, szOsFile bytes (REAL below) */
 } ra_file;
 
@@ -53,7 +56,10 @@ static sqlite3_vfs *real_vfs; /* the default VFS when ours was made */
 /* ---- the file ---------------------------------------------------------------- */
 
 static int ra_close(sqlite3_file *f) {
+  ra_file *p = (ra_file *)f;
   sqlite3_file *r = REAL(f);
+  sqlite3_free(p->buf);
+  p->buf = NULL, p->buf_len = 0;
   return r->pMethods ? r->pMethods->xClose(r) : SQLITE_OK;
 }
 
@@ -66,7 +72,7 @@ static int ra_read(sqlite3_file *f, void *out, int amt, sqlite3_int64 off) {
     memcpy(out, p->buf + (off - p->buf_off), (size_t)amt);
     return SQLITE_OK;
   }
-  if (sequential && amt < RA_BYTES) {
+  if (sequential && amt < RA_BYTES && (p->buf || (p->buf = sqlite3_malloc(RA_BYTES)))) {
     int rc = r->pMethods->xRead(r, p->buf, RA_BYTES, off);
     if (rc == SQLITE_OK) {
       p->buf_off = off, p->buf_len = RA_BYTES;
