@@ -122,9 +122,9 @@ __attribute__((target("avx512f"))) static float sum_avx512(const float *p, size_
  * The same read with one software prefetch per 64-byte line, PF_AHEAD bytes
  * ahead: the prefetches the qmatmul kernels issue (prefetcht0, two BITS 4
  * rows ahead), with no arithmetic. The kernels need them (a BITS 4 q8x
- * build without them read W 30% slower, interleaved with the kernel as it
- * is, on this machine), so this read is about the fastest such a kernel
- * can go. What the prefetches cost a read is the machine's to say: it is
+ * build without them took 30% longer per call, interleaved with the kernel
+ * as it is, on this machine), so this read is about the fastest such a
+ * kernel can go. What the prefetches cost a read is the machine's to say: it is
  * measured beside the plain read, in the same run (AVX-512 only).
  */
 #define PF_AHEAD 5120
