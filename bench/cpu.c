@@ -128,19 +128,11 @@ __attribute__((target("avx512f"))) static float sum_avx512(const float *p, size_
  * measured beside the plain read, in the same run (AVX-512 only).
  */
 #define PF_AHEAD 5120
+_Static_assert(PF_AHEAD % 64 == 0, "whole lines");
+/* One line's load (SUM8's LOAD: 64 bytes), its prefetch PF_AHEAD on. */
+#define LOAD_PF(a) (__builtin_prefetch((const char *)(a) + PF_AHEAD, 0, 3), _mm512_load_ps(a))
 __attribute__((target("avx512f"))) static float sum_avx512_pf(const float *p, size_t n) {
-  _Static_assert(PF_AHEAD % 64 == 0, "whole lines");
-  __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0,
-         s7 = s0;
-  for (size_t i = 0; i + 128 <= n; i += 128) {
-    const char *q = (const char *)(p + i) + PF_AHEAD;
-#define PF_LINE(a, l) (__builtin_prefetch(q + 64 * (l), 0, 3), a = _mm512_add_ps(a, _mm512_load_ps(p + i + 16 * (l))))
-    PF_LINE(s0, 0), PF_LINE(s1, 1), PF_LINE(s2, 2), PF_LINE(s3, 3);
-    PF_LINE(s4, 4), PF_LINE(s5, 5), PF_LINE(s6, 6), PF_LINE(s7, 7);
-#undef PF_LINE
-  }
-  s0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)),
-                     _mm512_add_ps(_mm512_add_ps(s4, s5), _mm512_add_ps(s6, s7)));
+  SUM8(__m512, _mm512_setzero_ps(), _mm512_add_ps, LOAD_PF, 128, 16);
   return _mm512_reduce_add_ps(s0);
 }
 
