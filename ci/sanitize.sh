@@ -10,7 +10,9 @@
 # the fixtures' images are compiled once, by the plain stage: this stage
 # costs a build of our own code and a run of the suite, not another cold
 # build of every kernel. Known third-party noise is suppressed by name in
-# ci/sanitizers/ (each entry says which library and why).
+# ci/sanitizers/ (each entry says which library and why), and third-party
+# libraries that are dlopen()ed and closed are kept loaded so that it can be
+# named (ci/sanitizers/keep.txt).
 #   GK_SANITIZE_BUILD  the sanitizer tree (default build-sanitize/)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -80,11 +82,10 @@ command -v ninja >/dev/null 2>&1 && gen="-G Ninja"
 cmake -S "$root" -B "$san" $gen -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGK_SANITIZE=ON \
   -DGK_TEST_CACHE="$cache" >/dev/null
 cmake --build "$san" -j "$jobs"
-# halt_on_error/abort: a report fails the test that triggered it;
-# detect_leaks: leaks are findings (LSan runs at exit of every program,
-# gk included); the suppression files name the third-party code they cover.
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
-export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
-export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$supp/ubsan.supp"
+# The sanitizers' options, suppressions and the libraries kept loaded:
+# ci/sanitizers/env.sh says what each is for.
+GK_SANITIZERS=$supp
+. "$supp/env.sh"
+echo "== kept loaded (ci/sanitizers/keep.txt): $GK_SANITIZE_KEEP" >&2
 (cd "$san" && ctest --output-on-failure -j "$jobs" "$@") || status=1
 exit $status

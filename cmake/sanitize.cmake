@@ -31,3 +31,35 @@ endif()
 if(GK_FUZZ)
   set(GK_SANITIZE ON)
 endif()
+
+# In a sanitizer tree every executable (gk, the tests, the benchmarks, and
+# the programs tests/ops builds against the installed libgk) gets
+# ci/sanitizers/keep_loaded.c: it keeps the third-party libraries named in
+# GK_SANITIZE_KEEP loaded until exit, so that LeakSanitizer can name what
+# they leave behind (the file says why). Programs built outside this tree
+# link it with GK_SANITIZE_LINK (a flag for their compiler driver).
+if(GK_SANITIZE)
+  add_library(gk_sanitize_keep OBJECT ${PROJECT_SOURCE_DIR}/ci/sanitizers/keep_loaded.c)
+  set(GK_SANITIZE_LINK "-Wl,$<TARGET_OBJECTS:gk_sanitize_keep>")
+endif()
+
+# Links gk_sanitize_keep into every executable target; called once they all
+# exist (the end of the top-level CMakeLists.txt).
+function(gk_sanitize_keep_loaded)
+  if(NOT GK_SANITIZE)
+    return()
+  endif()
+  set(dirs ${PROJECT_SOURCE_DIR})
+  while(dirs)
+    list(POP_FRONT dirs d)
+    get_property(sub DIRECTORY ${d} PROPERTY SUBDIRECTORIES)
+    list(APPEND dirs ${sub})
+    get_property(targets DIRECTORY ${d} PROPERTY BUILDSYSTEM_TARGETS)
+    foreach(t ${targets})
+      get_target_property(type ${t} TYPE)
+      if(type STREQUAL "EXECUTABLE")
+        target_link_libraries(${t} PRIVATE gk_sanitize_keep ${CMAKE_DL_LIBS})
+      endif()
+    endforeach()
+  endwhile()
+endfunction()
