@@ -20,7 +20,7 @@ kernel "qmatmul" {
     entry   = { "qmatmul" },
     launch  = {
       block  = { 256, 1, 1 },
-      grid   = { "n / 8", "m / 4", 1 },
+      grid   = { "m / 4", "n / 32", 1 },
       shared = 0,
       params = { "x:ptr", "w:ptr", "y:ptr", "m:i64", "n:i64", "k:i64" },
     },

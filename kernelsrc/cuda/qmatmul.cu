@@ -8,7 +8,9 @@
 #error "qmatmul.cu: compile with -DBITS=1, 2, 4 or 8"
 #endif
 
-extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS)
+/* Two blocks per SM (16 warps): loads in flight enough for m == 1 to reach
+ * DRAM's bandwidth; the m > 1 tile fits the 128 registers that leaves. */
+extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS, QM_MIN_BLOCKS)
 qmatmul(const float *x, const void *w, float *y, int64_t m, int64_t n, int64_t k) {
   gk_qmatmul<BITS>(x, w, y, m, n, k);
 }

@@ -4,26 +4,39 @@
  * One template for every code width (Bits = 1, 2, 4, 8).
  *
  * Launch (the recipe's `launch`, docs/kernels.md "Launching on GPUs"):
- * blocks of QM_THREADS threads, grid (ceil(n / QM_COLS), ceil(m / QM_ROWS)),
- * or any smaller grid (the blocks loop over what it leaves).
- * A group of 32 threads computes one output column j (one row of W) for up
- * to QM_ROWS rows of x; lane l takes blocks l, l+32, ... of the row, so the
- * 32 lanes read 32 consecutive blocks of W at once.
+ * blocks of QM_THREADS threads, grid (ceil(m / QM_XROWS), ceil(n / QM_COLS)),
+ * or any smaller grid (the blocks loop over what it leaves). The rows of x
+ * are the grid's fast axis, so the blocks that read the same rows of W run
+ * side by side and W comes from DRAM about once per call, whatever m is.
  *
- * Two paths, one code: m == 1 (decode) instantiates the tile with one row
- * of x (memory bound: each weight is read and used once, nothing else is
- * kept); m > 1 with QM_ROWS rows, so each block of W is decoded once for
- * QM_ROWS rows of x. The grid formula is the same for both.
+ * The work of a group of 32 threads: QM_WROWS rows of W (output columns j)
+ * against MT rows of x, walking k in steps of 8 blocks (256 columns). In a
+ * step, lane l takes "octet" s = l % 4 (columns 8s .. 8s+7) of block
+ * 8*step + l / 4: the group reads 8 whole consecutive blocks of each W row
+ * and 1 KB of consecutive x per row of x, so every load is coalesced and
+ * x, held in registers, is reused for QM_WROWS rows of W (the old kernel
+ * gave each lane whole blocks, and read 6x more x than W, strided: L1-bound
+ * at 0.13 of the copy bandwidth on an H200).
  *
- * Arithmetic: each weight is fmaf(d, q, m) (one rounding, as on CPUs with
- * FMA); a lane sums a block's 32 products in order with fmaf, adds the
- * block sums of its blocks in order, and the group adds its 32 lanes in a
- * fixed butterfly. So a row of x gives the same y in any batch position and
- * batch size, and on every run.
+ * Decoding a code costs no int-to-float conversion (a quarter-rate
+ * instruction): the code, still in place at bit p of a 16-bit half of its
+ * word, is masked into the mantissa of 2^23, so the float
+ * (2^23 + q * 2^p) - 2^23 is q * 2^p exactly, and the scale is applied as
+ * d * 2^-p (exact: a power of two). fmaf(d * 2^-p, q * 2^p, m) has the exact
+ * product d * q inside, so it rounds to the same float as fmaf(d, q, m):
+ * each weight is still the one-rounding fmaf(d, q, m) of docs/kernels.md.
+ *
+ * Sum order (fixed, so the same bits on every run and for any grid): lane l
+ * adds its products fmaf(x, w, acc) into one accumulator per (row of x, row
+ * of W), octet by octet in step order and column order inside an octet;
+ * then the 32 lanes are added in a fixed butterfly. The order depends on k
+ * only, not on m, MT or the grid: a row of x gives the same y bits in any
+ * batch (tests/cuda checks this).
  *
  * Requirements (device pointers from cuMemAlloc/hipMalloc satisfy them):
- * x 16-byte aligned (rows are read as float4), w 4-byte aligned (blocks as
- * 32-bit words). k % 32 columns at the end are ignored; k < 32 gives zeros.
+ * x 16-byte aligned with k % 4 == 0 (rows are read as float4), w 4-byte
+ * aligned (blocks as 32-bit words). k % 32 columns at the end are ignored;
+ * k < 32 gives zeros.
  */
 #ifndef GK_QMATMUL_CUH
 #define GK_QMATMUL_CUH
@@ -31,68 +44,135 @@
 #include "gk_gpu.cuh"
 
 #define QM_THREADS 256
-#define QM_COLS (QM_THREADS / GK_GROUP) /* output columns per block */
-#define QM_ROWS 4                       /* rows of x per block when m > 1 */
+#define QM_GROUPS (QM_THREADS / GK_GROUP)
+#define QM_WROWS 4                      /* rows of W per group */
+#define QM_COLS (QM_GROUPS * QM_WROWS)  /* output columns per block */
+#define QM_XROWS 4                      /* rows of x per block when m > 1 */
+#define QM_MIN_BLOCKS 2                 /* per SM: at most 128 registers a thread */
+#define QM_STEP 8                       /* blocks of a W row per group step */
 
-/* Output column j (row j of W) for rows i0 .. i0+MT-1 of x, by one group. */
-template <int Bits, int MT>
-GK_DEV void gk_qmatmul_tile(const float *x, const void *w, float *y, int64_t m,
-                            int64_t n, int64_t k, int64_t j, int64_t i0) {
-  const int lane = gk_lane();
-  const int64_t nb = k / GK_QBLOCK;
-  const int block_words = GK_QBLOCK_BYTES(Bits) / 4;
-  const uint32_t *row = (const uint32_t *)w + j * nb * block_words;
-
-  float acc[MT];
-  for (int r = 0; r < MT; r++) acc[r] = 0.0f;
-  for (int64_t b = lane; b < nb; b += GK_GROUP) {
-    const uint32_t *blk = row + b * block_words;
-    const uint32_t head = blk[0]; /* d in bytes 0-1, m in bytes 2-3 */
-    const float d = gk_h2f((uint16_t)(head & 0xffffu));
-    const float mo = gk_h2f((uint16_t)(head >> 16));
-    uint32_t words[Bits];
-    for (int u = 0; u < Bits; u++) words[u] = blk[1 + u];
-    float wv[GK_QBLOCK];
-    for (int t = 0; t < GK_QBLOCK; t++)
-      wv[t] = fmaf(d, (float)gk_q_code_w32(words, Bits, t), mo);
-    for (int r = 0; r < MT; r++) {
-      if (i0 + r >= m) break;
-      const float4 *xr = (const float4 *)(x + (i0 + r) * k + b * GK_QBLOCK);
-      float s = 0.0f;
-      for (int q = 0; q < GK_QBLOCK / 4; q++) {
-        const float4 xv = xr[q];
-        s = fmaf(xv.x, wv[4 * q + 0], s);
-        s = fmaf(xv.y, wv[4 * q + 1], s);
-        s = fmaf(xv.z, wv[4 * q + 2], s);
-        s = fmaf(xv.w, wv[4 * q + 3], s);
-      }
-      acc[r] += s;
+/*
+ * Where lane s's octet of a block lies: QM_HALVES 16-bit halves of code
+ * words, each holding QM_PER_HALF codes at bit positions 0, Bits, 2*Bits...
+ * (the lower 16 bits of the value the half is shifted to; higher bits are
+ * masked off). A code at position p <= 16 - Bits is below 2^16, far inside
+ * the 23-bit mantissa the decode needs.
+ */
+template <int Bits>
+struct gk_qm_octet {
+  enum {
+    HALVES = Bits <= 2 ? 1 : Bits / 2, /* 1, 1, 2, 4 */
+    PER_HALF = 8 / HALVES,             /* 8, 8, 4, 2 */
+  };
+  /* The octet's code bits as HALVES values, code 0 in the lowest bits. */
+  GK_DEV void load(const uint32_t *__restrict__ codes, int s, uint32_t *h) {
+    if (Bits == 1) {
+      h[0] = codes[0] >> (8 * s);
+    } else if (Bits == 2) {
+      h[0] = codes[s >> 1] >> (16 * (s & 1));
+    } else if (Bits == 4) {
+      const uint32_t c = codes[s];
+      h[0] = c;
+      h[1] = c >> 16;
+    } else {
+      const uint32_t c0 = codes[2 * s], c1 = codes[2 * s + 1];
+      h[0] = c0;
+      h[1] = c0 >> 16;
+      h[2] = c1;
+      h[3] = c1 >> 16;
     }
   }
-  for (int r = 0; r < MT; r++) {
-    const float v = gk_group_sum(acc[r]);
-    if (lane == 0 && i0 + r < m) y[(i0 + r) * n + j] = v;
-  }
+};
+
+/* q * 2^p for the code at bit p of half h, exactly (see the top). */
+template <int Bits>
+GK_DEV float gk_qm_code(uint32_t h, int p) {
+  return gk_q_f32_from_bits((h & (GK_QMASK(Bits) << p)) | 0x4b000000u) - 8388608.0f;
 }
 
-/* Block (bx, by) takes column groups bx, bx + gridDim.x, ... and row tiles
- * by, by + gridDim.y, ...: a grid smaller than ceil(n / QM_COLS) x
- * ceil(m / QM_ROWS) (one clamped to a device limit) is still correct. The
+/*
+ * One group: rows j0 .. j0 + QM_WROWS - 1 of W (those < n) against rows
+ * i0 .. i0 + MT - 1 of x (those < m).
+ */
+template <int Bits, int MT>
+GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict__ w,
+                            float *__restrict__ y, int64_t m, int64_t n, int64_t k,
+                            int64_t j0, int64_t i0) {
+  typedef gk_qm_octet<Bits> octet;
+  const int lane = gk_lane(), s = lane % 4;
+  const int64_t nb = k / GK_QBLOCK;
+  const int block_words = GK_QBLOCK_BYTES(Bits) / 4;
+  const uint32_t *w32 = (const uint32_t *)w;
+  int rows = QM_WROWS;
+  if (j0 + rows > n) rows = (int)(n - j0);
+  int xrows = MT;
+  if (i0 + xrows > m) xrows = (int)(m - i0);
+
+  float acc[QM_WROWS][MT];
+  for (int r = 0; r < QM_WROWS; r++)
+    for (int i = 0; i < MT; i++) acc[r][i] = 0.0f;
+
+  for (int64_t b = lane / 4; b < nb; b += QM_STEP) {
+    /* This lane's 8 columns of x, for each row of x. */
+    float xv[MT][8];
+    for (int i = 0; i < MT; i++) {
+      if (i >= xrows) break;
+      const float4 *xp = (const float4 *)(x + (i0 + i) * k + b * GK_QBLOCK + 8 * s);
+      const float4 a = xp[0], c = xp[1];
+      xv[i][0] = a.x, xv[i][1] = a.y, xv[i][2] = a.z, xv[i][3] = a.w;
+      xv[i][4] = c.x, xv[i][5] = c.y, xv[i][6] = c.z, xv[i][7] = c.w;
+    }
+    for (int r = 0; r < QM_WROWS; r++) {
+      if (r >= rows) break;
+      const uint32_t *blk = w32 + ((j0 + r) * nb + b) * block_words;
+      const uint32_t head = blk[0]; /* d in bytes 0-1, m in bytes 2-3 */
+      const float d = gk_h2f((uint16_t)(head & 0xffffu));
+      const float mo = gk_h2f((uint16_t)(head >> 16));
+      uint32_t h[octet::HALVES];
+      octet::load(blk + 1, s, h);
+      /* The octet's 8 weights, each fmaf(d, q, m) (see the top). */
+      float wv[8];
+      for (int hh = 0; hh < octet::HALVES; hh++)
+        for (int u = 0; u < octet::PER_HALF; u++) {
+          const int p = Bits * u;
+          const float dp = d * (1.0f / (float)(1u << p)); /* d * 2^-p, exact */
+          wv[hh * octet::PER_HALF + u] = fmaf(dp, gk_qm_code<Bits>(h[hh], p), mo);
+        }
+      for (int i = 0; i < MT; i++) {
+        if (i >= xrows) break;
+        float a = acc[r][i];
+        for (int t = 0; t < 8; t++) a = fmaf(xv[i][t], wv[t], a);
+        acc[r][i] = a;
+      }
+    }
+  }
+  /* Every lane reaches the butterflies: the bounds above are per group. */
+  for (int r = 0; r < QM_WROWS; r++)
+    for (int i = 0; i < MT; i++) {
+      const float v = gk_group_sum(acc[r][i]);
+      if (lane == 0 && r < rows && i < xrows) y[(i0 + i) * n + j0 + r] = v;
+    }
+}
+
+/* Block (bx, by) takes row tiles of x bx, bx + gridDim.x, ... and column
+ * tiles by, by + gridDim.y, ...: a grid smaller than ceil(m / QM_XROWS) x
+ * ceil(n / QM_COLS) (one clamped to a device limit) is still correct. The
  * bounds are the same for the 32 threads of a group, which leave a loop
  * together: no shuffle is left half-attended. */
 template <int Bits>
 GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m,
                        int64_t n, int64_t k) {
   if (m <= 0 || n <= 0 || k < 0) return;
-  const int mt = m == 1 ? 1 : QM_ROWS;
-  for (int64_t by = blockIdx.y; by * mt < m; by += gridDim.y)
-    for (int64_t bx = blockIdx.x; bx * QM_COLS < n; bx += gridDim.x) {
-      const int64_t j = bx * QM_COLS + gk_group();
-      if (j >= n) continue;
+  for (int64_t by = blockIdx.y; by * QM_COLS < n; by += gridDim.y)
+    for (int64_t bx = blockIdx.x; bx * QM_XROWS < m; bx += gridDim.x) {
+      const int64_t j0 = by * QM_COLS + (int64_t)gk_group() * QM_WROWS;
+      if (j0 >= n) continue;
+      /* m == 1 (decode) keeps one row of x: memory bound, every register
+       * spent on loads in flight. */
       if (m == 1)
-        gk_qmatmul_tile<Bits, 1>(x, w, y, m, n, k, j, 0);
+        gk_qmatmul_tile<Bits, 1>(x, w, y, m, n, k, j0, 0);
       else
-        gk_qmatmul_tile<Bits, QM_ROWS>(x, w, y, m, n, k, j, by * QM_ROWS);
+        gk_qmatmul_tile<Bits, QM_XROWS>(x, w, y, m, n, k, j0, bx * QM_XROWS);
     }
 }
 

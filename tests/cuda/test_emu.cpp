@@ -238,7 +238,10 @@ static void check_qmatmul(void) {
   const int before = failures;
   static const std::vector<std::string> params = {"x:ptr", "w:ptr", "y:ptr",
                                                   "m:i64", "n:i64", "k:i64"};
-  static const long long shapes[][3] = {{1, 19, 96}, {5, 10, 256}, {1, 3, 4128}, {7, 9, 80}};
+  /* m = 17 and n = 70: several tiles of x rows and of W rows, partly filled;
+   * k = 288: a step of 8 blocks and one more. */
+  static const long long shapes[][3] = {{1, 19, 96}, {5, 10, 256}, {1, 3, 4128}, {7, 9, 80},
+                                        {17, 70, 288}, {1, 70, 288}};
   for (int bits : {1, 2, 4, 8}) {
     launch L;
     char variant[16];
