@@ -15,9 +15,11 @@ kernel "qmatmul" {
   -- CUDA: cubins for every supported SM plus compute_75 PTX as the fallback
   -- the driver JIT-compiles for GPUs newer than all of them. `launch` is
   -- how to call cuLaunchKernel (docs/kernels.md, "Launching on GPUs").
+  -- qmatmul_q8x reads the original block format on GPUs (no repack), with
+  -- the CPU images' arithmetic to the bit, and launches like qmatmul.
   cuda {
     source  = "../kernelsrc/cuda/qmatmul.cu",
-    entry   = { "qmatmul" },
+    entry   = { "qmatmul", "qmatmul_q8x" },
     launch  = {
       block  = { 256, 1, 1 },
       grid   = { "m / 4", "n / 32", 1 },
@@ -32,7 +34,7 @@ kernel "qmatmul" {
   -- skipped with the reason until a newer ROCm builds them.
   rocm {
     source  = "../kernelsrc/hip/qmatmul.hip",
-    entry   = { "qmatmul" },
+    entry   = { "qmatmul", "qmatmul_q8x" },
   },
   -- Launch metadata of a vulkan image: descriptor bindings (set 0) in the
   -- order of the C signature's pointers, push constants in the order of its

@@ -164,4 +164,58 @@ GK_DEV float gk_h2f(uint16_t h) {
 }
 GK_DEV uint16_t gk_f2h(float f) { return gk_q_f32_to_f16(f); }
 
+/*
+ * The special instructions, one inline function each, with the emulator's
+ * (and HIP's, until an AMD path is written) plain twin, written from the
+ * PTX ISA's definition, so that tests/cuda checks the algorithm around
+ * them and a real GPU checks the instruction.
+ */
+
+/* dp4a.u32.s32: c + the sum of the 4 products of a's unsigned bytes with
+ * b's signed bytes (byte i with byte i), exact in 32-bit integers. */
+GK_DEV int gk_dp4a_us(uint32_t a, uint32_t b, int c) {
+#if defined(GK_GPU_NVIDIA)
+  int d;
+  asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+#else
+  for (int i = 0; i < 4; i++)
+    c += (int)((a >> (8 * i)) & 0xffu) * (int)(int8_t)(uint8_t)(b >> (8 * i));
+  return c;
+#endif
+}
+
+/* Float multiply and add, each rounded to nearest even and never fused
+ * into an fma by the compiler (nvcc contracts a * b + c by default, hipcc
+ * too): for arithmetic that the docs define operation by operation. */
+GK_DEV float gk_fmul(float a, float b) {
+#if defined(GK_GPU_NVIDIA)
+  return __fmul_rn(a, b);
+#elif defined(__HIPCC__)
+#pragma clang fp contract(off)
+  return a * b;
+#else
+  return a * b;
+#endif
+}
+GK_DEV float gk_fadd(float a, float b) {
+#if defined(GK_GPU_NVIDIA)
+  return __fadd_rn(a, b);
+#elif defined(__HIPCC__)
+#pragma clang fp contract(off)
+  return a + b;
+#else
+  return a + b;
+#endif
+}
+
+/* A float rounded to the nearest integer, ties to even (|v| < 2^31). */
+GK_DEV int gk_rint(float v) {
+#if defined(GK_GPU_NVIDIA)
+  return __float2int_rn(v);
+#else
+  return (int)rintf(v);
+#endif
+}
+
 #endif /* GK_GPU_CUH */

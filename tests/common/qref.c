@@ -163,3 +163,74 @@ int qref_matmul(int bits, const float *x, const unsigned char *w, int64_t m,
   free(row);
   return 0;
 }
+
+/* qref_q8x (qref.h): x rounded to nearest, ties to even, in [-127, 127]. */
+static int q8x_round(float v) {
+  v = v > -127.0f ? v : -127.0f;
+  v = v < 127.0f ? v : 127.0f;
+  const float r = nearbyintf(v); /* default mode: to nearest, ties to even */
+  return (int)r;
+}
+
+int qref_q8x(int bits, const float *x, const unsigned char *w, int64_t m,
+                         int64_t n, int64_t k, float *y, double *bound) {
+  const int64_t nb = k / 32, bb = 4 + 4 * bits;
+  int8_t *xq = malloc((size_t)(nb * 32) + 1);
+  float *dx = malloc((size_t)nb * sizeof *dx + 1), *sb = malloc((size_t)nb * sizeof *sb + 1);
+  if (!xq || !dx || !sb) {
+    free(xq), free(dx), free(sb);
+    return -1;
+  }
+  for (int64_t i = 0; i < m; i++) {
+    for (int64_t b = 0; b < nb; b++) {
+      const float *xb = x + i * k + 32 * b;
+      float a = 0.0f;
+      for (int t = 0; t < 32; t++)
+        a = fabsf(xb[t]) > a ? fabsf(xb[t]) : a;
+      const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+      dx[b] = a / 127.0f;
+      int32_t s = 0;
+      for (int t = 0; t < 32; t++) {
+        volatile float p = xb[t] * inv; /* one rounded multiply */
+        xq[32 * b + t] = (int8_t)q8x_round(p);
+        s += xq[32 * b + t];
+      }
+      sb[b] = dx[b] * (float)s;
+    }
+    for (int64_t j = 0; j < n; j++) {
+      const unsigned char *row = w + j * nb * bb;
+      float acc = 0.0f;
+      double err = 0.0;
+      for (int64_t c = 0; c < nb; c += 128) {
+        float lane[16] = {0};
+        for (int64_t b = c; b < nb && b < c + 128; b++) {
+          const unsigned char *blk = row + b * bb;
+          const float d = qref_f16_decode((uint16_t)(blk[0] | blk[1] << 8));
+          const float mm = qref_f16_decode((uint16_t)(blk[2] | blk[3] << 8));
+          int32_t is = 0;
+          double wabs = 0.0;
+          for (int t = 0; t < 32; t++) {
+            const int q = (int)qref_code(blk + 4, bits, t);
+            is += q * xq[32 * b + t];
+            wabs += fabs((double)d * q + mm);
+          }
+          /* volatile: each product and sum rounded to float, never fused */
+          volatile float dd = d * dx[b];
+          volatile float p1 = (float)is * dd;
+          volatile float l1 = lane[(b - c) % 16] + p1;
+          volatile float p2 = mm * sb[b];
+          lane[(b - c) % 16] = l1 + p2;
+          err += wabs * ((double)dx[b] * 127.0 / 254.0);
+        }
+        for (int h = 8; h >= 1; h /= 2)
+          for (int l = 0; l < h; l++)
+            lane[l] += lane[l + h];
+        acc += lane[0];
+      }
+      y[i * n + j] = acc;
+      bound[i * n + j] = err;
+    }
+  }
+  free(xq), free(dx), free(sb);
+  return 0;
+}

@@ -69,4 +69,18 @@ void qref_fill_w(qref_rng *r, int bits, int64_t n, int64_t k,
 int qref_matmul(int bits, const float *x, const unsigned char *w, int64_t m,
                 int64_t n, int64_t k, double *y, double *mag);
 
+/*
+ * qmatmul_q8x's exact arithmetic (docs/weights.md, "int8 x"), in plain C
+ * from the original layout: x rounded to int8 per block of 32, integer
+ * products, then per chunk of 128 blocks 16 float lanes (block b into lane
+ * b % 16, each operation rounded to float), a fixed tree, and the chunk
+ * sums added in order. Every image's qmatmul_q8x (CPU and GPU) must give
+ * exactly these bits in y. bound[i*n + j] receives how far y may be from
+ * the exact product because x was rounded: sum over blocks of |w| *
+ * (largest |x| / 254), plus float rounding. Returns 0, or -1 when out of
+ * memory. x must be finite.
+ */
+int qref_q8x(int bits, const float *x, const unsigned char *w, int64_t m, int64_t n,
+             int64_t k, float *y, double *bound);
+
 #endif /* QREF_H */

@@ -18,6 +18,7 @@
 #define GK_GPU_EMULATE 1
 #include "argmax.cuh"
 #include "flash_attention.cuh"
+#include "q8x.cuh"
 #include "qmatmul.cuh"
 #include "rmsnorm.cuh"
 #include "rope.cuh"
@@ -313,6 +314,70 @@ static void check_qmatmul(void) {
   }
   SECTION_OK(before, "ok: qmatmul bits 1, 2, 4, 8 x %zu shapes, batch invariant\n",
          sizeof shapes / sizeof shapes[0]);
+}
+
+/* ---- qmatmul_q8x ------------------------------------------------------------ */
+
+/* The GPU's qmatmul_q8x gives the bits of tests/common's qref_q8x, the CPU
+ * images' arithmetic, on the original layout, launched by qmatmul's row. */
+static void check_q8x(void) {
+  const int before = failures;
+  static const std::vector<std::string> params = {"x:ptr", "w:ptr", "y:ptr",
+                                                  "m:i64", "n:i64", "k:i64"};
+  /* k = 4160: a chunk of 128 blocks and 2 more; m = 6: a partial x tile. */
+  static const long long shapes[][3] = {{1, 37, 96}, {6, 35, 4160}, {1, 3, 32}, {9, 5, 0}};
+  for (int bits : {1, 2, 4, 8}) {
+    launch L;
+    char variant[16];
+    snprintf(variant, sizeof variant, "bits=%d", bits);
+    if (!read_launch("qmatmul", variant, &L)) continue;
+    for (auto &s : shapes) {
+      const long long m = s[0], n = s[1], k = s[2];
+      qref_rng r;
+      qref_seed(&r, 7000 * bits + m + n + k);
+      std::vector<unsigned char> w(qref_w_bytes(bits, n, k) + 1);
+      std::vector<float> x(m * k + 1), y(m * n + 8, NAN), want(m * n + 1);
+      std::vector<double> bound(m * n + 1);
+      qref_fill_x(&r, x.data(), (size_t)(m * k));
+      qref_fill_w(&r, bits, n, k, w.data());
+      if (qref_q8x(bits, x.data(), w.data(), m, n, k, want.data(), bound.data()) != 0) {
+        CHECK(false, "out of memory for the q8x reference");
+        return;
+      }
+      char what[96];
+      snprintf(what, sizeof what, "qmatmul_q8x bits=%d m=%lld n=%lld k=%lld", bits, m, n, k);
+      const float *xp = x.data();
+      float *yp = y.data();
+      const void *wp = w.data();
+      auto body = [&]() {
+        switch (bits) {
+        case 1: gk_qmatmul_q8x<1>(xp, wp, yp, m, n, k); break;
+        case 2: gk_qmatmul_q8x<2>(xp, wp, yp, m, n, k); break;
+        case 4: gk_qmatmul_q8x<4>(xp, wp, yp, m, n, k); break;
+        default: gk_qmatmul_q8x<8>(xp, wp, yp, m, n, k); break;
+        }
+      };
+      for (bool small : {false, true}) {
+        std::fill(y.begin(), y.end(), NAN);
+        if (!run(what, L, params, {{"m", m}, {"n", n}, {"k", k}}, body, small)) break;
+        int bad = 0;
+        for (long long i = 0; i < m * n && !bad; i++)
+          if (memcmp(&y[i], &want[i], sizeof(float)) != 0) {
+            printf("FAIL: %s%s: y[%lld] = %.9g, the q8x arithmetic gives %.9g\n", what,
+                   small ? " (clamped grid)" : "", i, y[i], want[i]);
+            bad = 1;
+          }
+        for (int i = 0; i < 8 && !bad; i++)
+          if (!std::isnan(y[m * n + i])) {
+            printf("FAIL: %s: wrote past y\n", what);
+            bad = 1;
+          }
+        failures += bad;
+      }
+    }
+  }
+  SECTION_OK(before, "ok: qmatmul_q8x bits 1, 2, 4, 8 x %zu shapes, the CPU's bits, any grid\n",
+             sizeof shapes / sizeof shapes[0]);
 }
 
 /* ---- flash_attention ------------------------------------------------------- */
@@ -660,6 +725,7 @@ int main(int argc, char **argv) {
   printf("cuda.emu: the kernel bodies on an EMULATED GPU (tests/cuda/emu), not a real one\n");
   check_emulator();
   check_qmatmul();
+  check_q8x();
   check_rmsnorm();
   check_rope();
   check_argmax();

@@ -19,7 +19,7 @@
  * qmatmul_packed on them must give y bit-identical to qmatmul on the
  * original W (hence also within the reference's tolerance). qmatmul_q8x
  * (x rounded to int8 per block, docs/weights.md "int8 x") on the packed W
- * must give exactly the bits of this test's own q8x_reference, which is
+ * must give exactly the bits of tests/common's qref_q8x, which is
  * within the int8 rounding bound of the exact product. x and W end
  * right before an inaccessible page, so reading past them faults. Exits 1
  * on any failure, after printing the first bad element of each failing
@@ -201,86 +201,6 @@ static int testcase_make(testcase *t, int bits, size_t index) {
   return qref_matmul(bits, t->x, t->w, s.m, s.n, s.k, t->ref, t->mag);
 }
 
-/*
- * qmatmul_q8x's exact arithmetic (docs/weights.md, "int8 x: qmatmul_q8x"),
- * in plain C from the original layout: x rounded to int8 per block of 32,
- * integer products, then per chunk of 128 blocks 16 float lanes (block b
- * into lane b % 16, each operation rounded to float), a fixed tree, and the
- * chunk sums added in order. Every image must give exactly these bits.
- * bound[i*n + j] receives how far y may be from the exact product because
- * x was rounded: sum over blocks of |w| * (largest |x| / 254), plus float
- * rounding.
- */
-static int q8x_round(float v) {
-  v = v > -127.0f ? v : -127.0f;
-  v = v < 127.0f ? v : 127.0f;
-  const float r = nearbyintf(v); /* default mode: to nearest, ties to even */
-  return (int)r;
-}
-
-static int q8x_reference(int bits, const float *x, const unsigned char *w, int64_t m,
-                         int64_t n, int64_t k, float *y, double *bound) {
-  const int64_t nb = k / 32, bb = 4 + 4 * bits;
-  int8_t *xq = malloc((size_t)(nb * 32) + 1);
-  float *dx = malloc((size_t)nb * sizeof *dx + 1), *sb = malloc((size_t)nb * sizeof *sb + 1);
-  if (!xq || !dx || !sb) {
-    free(xq), free(dx), free(sb);
-    return -1;
-  }
-  for (int64_t i = 0; i < m; i++) {
-    for (int64_t b = 0; b < nb; b++) {
-      const float *xb = x + i * k + 32 * b;
-      float a = 0.0f;
-      for (int t = 0; t < 32; t++)
-        a = fabsf(xb[t]) > a ? fabsf(xb[t]) : a;
-      const float inv = a > 0.0f ? 127.0f / a : 0.0f;
-      dx[b] = a / 127.0f;
-      int32_t s = 0;
-      for (int t = 0; t < 32; t++) {
-        volatile float p = xb[t] * inv; /* one rounded multiply */
-        xq[32 * b + t] = (int8_t)q8x_round(p);
-        s += xq[32 * b + t];
-      }
-      sb[b] = dx[b] * (float)s;
-    }
-    for (int64_t j = 0; j < n; j++) {
-      const unsigned char *row = w + j * nb * bb;
-      float acc = 0.0f;
-      double err = 0.0;
-      for (int64_t c = 0; c < nb; c += 128) {
-        float lane[16] = {0};
-        for (int64_t b = c; b < nb && b < c + 128; b++) {
-          const unsigned char *blk = row + b * bb;
-          const float d = qref_f16_decode((uint16_t)(blk[0] | blk[1] << 8));
-          const float mm = qref_f16_decode((uint16_t)(blk[2] | blk[3] << 8));
-          int32_t is = 0;
-          double wabs = 0.0;
-          for (int t = 0; t < 32; t++) {
-            const int q = (int)qref_code(blk + 4, bits, t);
-            is += q * xq[32 * b + t];
-            wabs += fabs((double)d * q + mm);
-          }
-          /* volatile: each product and sum rounded to float, never fused */
-          volatile float dd = d * dx[b];
-          volatile float p1 = (float)is * dd;
-          volatile float l1 = lane[(b - c) % 16] + p1;
-          volatile float p2 = mm * sb[b];
-          lane[(b - c) % 16] = l1 + p2;
-          err += wabs * ((double)dx[b] * 127.0 / 254.0);
-        }
-        for (int h = 8; h >= 1; h /= 2)
-          for (int l = 0; l < h; l++)
-            lane[l] += lane[l + h];
-        acc += lane[0];
-      }
-      y[i * n + j] = acc;
-      bound[i * n + j] = err;
-    }
-  }
-  free(xq), free(dx), free(sb);
-  return 0;
-}
-
 /* qmatmul_q8x on the packed W: exactly q8x_reference's bits, within its
  * rounding bound of the double reference, nothing written past y. */
 static int check_q8x(gk_qmatmul_fn fn, const unsigned char *wp, const char *what,
@@ -290,7 +210,7 @@ static int check_q8x(gk_qmatmul_fn fn, const unsigned char *wp, const char *what
   float *want = malloc(mn * sizeof *want + 1);
   double *bound = malloc(mn * sizeof *bound + 1);
   int bad = 0;
-  if (!want || !bound || q8x_reference(bits, t->x, t->w, s.m, s.n, s.k, want, bound) != 0) {
+  if (!want || !bound || qref_q8x(bits, t->x, t->w, s.m, s.n, s.k, want, bound) != 0) {
     printf("FAIL: out of memory for the q8x reference\n");
     free(want), free(bound);
     return 1;

@@ -1,0 +1,164 @@
+/*
+ * q8x.cuh - qmatmul_q8x on GPUs: y = x * W^T with x rounded to int8 per
+ * block of 32 columns and integer block products (docs/weights.md, "int8
+ * x"), from W in the ORIGINAL block format (GPUs need no repack). The
+ * arithmetic is the CPU images' to the bit, operation by operation, so
+ * every CUDA image, the CPU images and tests/common's qref_q8x give the
+ * same y:
+ *   per row of x and block b: a = max |x_t|, dx = a / 127,
+ *     inv = a > 0 ? 127 / a : 0, xq_t = rint(clamp(x_t * inv, -127, 127)),
+ *     sb = dx * (float)sum xq_t;
+ *   per row of W, chunk of 128 blocks: 16 float lanes, block b into lane
+ *     b % 16 in block order: lane = (lane + (float)i_b * (d * dx)) + m * sb,
+ *     with i_b = sum q_t * xq_t in integers and every operation rounded (no
+ *     fma); the lanes folded lane[l] += lane[l + h], h = 8, 4, 2, 1; the
+ *     chunk sums added to y in chunk order from 0.
+ *
+ * Launch: qmatmul's row (the same entry signature, block and grid): a block
+ * of QM_THREADS computes QM_COLS rows of W against QM_XROWS rows of x
+ * (one when m == 1). Chunk by chunk, the block first rounds its rows of x
+ * into shared memory (each group of 32 threads one block of x at a time:
+ * lane t column t, the max and the sum by butterflies), then each half
+ * group (16 lanes: the 16 float lanes of the definition) takes one row of
+ * W, lane l its blocks l, l + 16, ... of the chunk; the fold is 4 xor
+ * shuffles inside the half. x is rounded once per block of the grid, not
+ * once per call: that reads x (m * k floats) n / QM_COLS times from L2,
+ * against the n * k codes of W.
+ *
+ * Integer products: a code word holds 32 / Bits codes; (word >> Bits*j) &
+ * (mask in every byte) puts codes j, j + P, j + 2P, j + 3P (P = 8 / Bits)
+ * in the 4 bytes of one dp4a operand, and the rounded x is stored in
+ * shared memory in that order (gk_q8x_pos), so one dp4a (unsigned codes,
+ * signed x) takes 4 products with no unpacking beyond a shift and a mask.
+ */
+#ifndef GK_Q8X_CUH
+#define GK_Q8X_CUH
+
+#include "qmatmul.cuh"
+
+#define Q8X_CHUNK 128 /* blocks: docs/weights.md's chunk */
+#define Q8X_LANES 16  /* its float lanes: a half group */
+
+/* Where column t of a block goes among the block's 32 int8 x values, so
+ * that dp4a operand word u * P + j (code word u, shift j) meets them. */
+template <int Bits>
+GK_DEV int gk_q8x_pos(int t) {
+  const int per_word = 32 / Bits, P = 8 / Bits;
+  const int u = t / per_word, r = t % per_word;
+  return 4 * (u * P + r % P) + r / P;
+}
+
+/* Rounds rows i0 .. i0 + xrows - 1 of x, blocks c0 .. c0 + cb - 1, into
+ * xq (8 words a block, in gk_q8x_pos order), dx and sb. By the whole
+ * block; the caller puts barriers around it. */
+template <int Bits, int MT>
+GK_DEV void gk_q8x_round_x(const float *__restrict__ x, int64_t k, int64_t i0,
+                           int xrows, int64_t c0, int cb, uint32_t (*xq)[Q8X_CHUNK * 8],
+                           float (*dx)[Q8X_CHUNK], float (*sb)[Q8X_CHUNK]) {
+  const int lane = gk_lane();
+  for (int e = gk_group(); e < xrows * cb; e += QM_GROUPS) {
+    const int i = e / cb, b = e % cb;
+    const float v = x[(i0 + i) * k + (c0 + b) * GK_QBLOCK + lane];
+    const float a = gk_group_max(fabsf(v));
+    const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+    float p = gk_fmul(v, inv);
+    p = p > -127.0f ? p : -127.0f;
+    p = p < 127.0f ? p : 127.0f;
+    const int q = gk_rint(p);
+    ((signed char *)xq[i])[b * 32 + gk_q8x_pos<Bits>(lane)] = (signed char)q;
+    const float s = gk_group_sum((float)q); /* integers below 2^12: exact */
+    if (lane == 0) {
+      const float d = a / 127.0f;
+      dx[i][b] = d;
+      sb[i][b] = gk_fmul(d, s);
+    }
+  }
+}
+
+/* One block's tile: rows j0 .. j0 + QM_COLS - 1 of W (those < n) against
+ * rows i0 .. i0 + MT - 1 of x (those < m). */
+template <int Bits, int MT>
+GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
+                        float *__restrict__ y, int64_t m, int64_t n, int64_t k,
+                        int64_t jb, int64_t i0) {
+  __shared__ uint32_t xq[MT][Q8X_CHUNK * 8];
+  __shared__ float dx[MT][Q8X_CHUNK], sb[MT][Q8X_CHUNK];
+  const int P = 8 / Bits, lane = gk_lane(), hl = lane % Q8X_LANES;
+  const uint32_t rep = GK_QMASK(Bits) * 0x01010101u;
+  const int64_t nb = k / GK_QBLOCK;
+  const int block_words = GK_QBLOCK_BYTES(Bits) / 4;
+  const uint32_t *w32 = (const uint32_t *)w;
+  int xrows = MT;
+  if (i0 + xrows > m) xrows = (int)(m - i0);
+  /* Half h of group g takes rows j0 + h, j0 + h + 2, ... of its QM_WROWS. */
+  const int64_t j0 = jb + (int64_t)gk_group() * QM_WROWS + lane / Q8X_LANES;
+
+  float acc[QM_WROWS / 2][MT];
+  for (int r = 0; r < QM_WROWS / 2; r++)
+    for (int i = 0; i < MT; i++) acc[r][i] = 0.0f;
+
+  for (int64_t c0 = 0; c0 < nb; c0 += Q8X_CHUNK) {
+    const int cb = nb - c0 < Q8X_CHUNK ? (int)(nb - c0) : Q8X_CHUNK;
+    __syncthreads(); /* the previous chunk's x is read */
+    gk_q8x_round_x<Bits, MT>(x, k, i0, xrows, c0, cb, xq, dx, sb);
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < QM_WROWS / 2; r++) {
+      const int64_t j = j0 + 2 * r;
+      float part[MT];
+      for (int i = 0; i < MT; i++) part[i] = 0.0f;
+      for (int b = hl; b < cb && j < n; b += Q8X_LANES) {
+        const uint32_t *blk = w32 + (j * nb + c0 + b) * block_words;
+        const uint32_t head = blk[0];
+        const float d = gk_h2f((uint16_t)(head & 0xffffu));
+        const float mo = gk_h2f((uint16_t)(head >> 16));
+        int is[MT];
+        for (int i = 0; i < MT; i++) is[i] = 0;
+#pragma unroll
+        for (int u = 0; u < Bits; u++) {
+          const uint32_t word = blk[1 + u];
+#pragma unroll
+          for (int s = 0; s < P; s++) {
+            const uint32_t codes = (word >> (Bits * s)) & rep;
+#pragma unroll
+            for (int i = 0; i < MT; i++)
+              if (i < xrows) is[i] = gk_dp4a_us(codes, xq[i][b * 8 + u * P + s], is[i]);
+          }
+        }
+        for (int i = 0; i < MT; i++) {
+          if (i >= xrows) break;
+          const float l1 = gk_fadd(part[i], gk_fmul((float)is[i], gk_fmul(d, dx[i][b])));
+          part[i] = gk_fadd(l1, gk_fmul(mo, sb[i][b]));
+        }
+      }
+      /* The fold of the 16 lanes (every lane shuffles: j < n is per half,
+       * the shuffles per group), then the chunk sum into y's sum. */
+      for (int i = 0; i < MT; i++) {
+        float v = part[i];
+        for (int h = Q8X_LANES / 2; h > 0; h /= 2) v = gk_fadd(v, GK_SHFL_XOR(v, h));
+        acc[r][i] = gk_fadd(acc[r][i], v);
+      }
+    }
+  }
+  if (hl == 0)
+    for (int r = 0; r < QM_WROWS / 2; r++)
+      for (int i = 0; i < MT; i++)
+        if (j0 + 2 * r < n && i < xrows) y[(i0 + i) * n + j0 + 2 * r] = acc[r][i];
+}
+
+/* The grid walk of gk_qmatmul (qmatmul.cuh): the same tiles, so the same
+ * launch row. Every bound is per block: the barriers are reached by all. */
+template <int Bits>
+GK_DEV void gk_qmatmul_q8x(const float *x, const void *w, float *y, int64_t m,
+                           int64_t n, int64_t k) {
+  if (m <= 0 || n <= 0 || k < 0) return;
+  for (int64_t by = blockIdx.y; by * QM_COLS < n; by += gridDim.y)
+    for (int64_t bx = blockIdx.x; bx * QM_XROWS < m; bx += gridDim.x) {
+      if (m == 1)
+        gk_q8x_tile<Bits, 1>(x, w, y, m, n, k, by * QM_COLS, 0);
+      else
+        gk_q8x_tile<Bits, QM_XROWS>(x, w, y, m, n, k, by * QM_COLS, bx * QM_XROWS);
+    }
+}
+
+#endif /* GK_Q8X_CUH */
