@@ -25,7 +25,7 @@ out=$root/bench/out
 mkdir -p "$out"
 "$root/ci/configure.sh" "$build" >/dev/null
 
-names="size load build cpu"
+names="size load build cpu gpu"
 report=$(mktemp "$out/report.md.XXXXXX")
 json=$(mktemp "$out/report.json.XXXXXX")
 trap 'rm -f "$report" "$json"' EXIT

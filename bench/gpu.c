@@ -1,0 +1,406 @@
+/*
+ * gpu.c - gk_bench_gpu: the cuda kernels of an archive on this machine's
+ * NVIDIA GPU, loaded through libgk and timed with CUDA events, against the
+ * card's own device-to-device copy bandwidth measured in the same run
+ * (bench/gpu.sh runs it, then PyTorch on the same shapes, and writes the
+ * report).
+ *
+ * usage: gk_bench_gpu ARCHIVE --json FILE [--quick] [--runs N] [--filter TEXT]
+ *                     [--libcuda PATH]
+ *
+ * - copy: cuMemcpyDtoDAsync of 1 GiB; bytes read + written per second.
+ * - qmatmul, every BITS: m = 1 and 16 at n = 32768, k = 8192, m = 512 and
+ *   4096 at n = k = 8192; every entry of the row whose launch takes
+ *   qmatmul's signature (qmatmul, and qmatmul_q8x where the row lists it).
+ *   W rotates over enough copies that together they are at least 4x the
+ *   L2 cache, so every call reads W from memory, as a decode step's layers
+ *   do.
+ * - flash_attention f16, 32 query / 8 KV heads: head_dim 128 decode
+ *   (sq = 1, skv = 8192; causal=0, since with one query row the bottom-right
+ *   causal mask allows every key, and PyTorch's is_causal would not) and
+ *   prefill 4096 x 4096 causal and not, head_dim 64 prefill too. Inputs
+ *   rotate like W.
+ * Each case: two launches of warm-up (the second timed alone), then --runs
+ * runs (default 10), each a batch of launches back to back between two
+ * events (as many as take about 1 ms, at least one), so that the time of
+ * one launch's submission is not counted; per-launch median and best.
+ * --quick: small shapes, 3 runs (the tests). --filter: only the cases whose
+ * name contains TEXT (ncu). Without a usable GPU: {"skipped": "why"}, exit 0.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudrv.h"
+#include "gk.h"
+#include "launch.h"
+#include "qref.h"
+
+static cudrv cu;
+static gk_archive *ar;
+static gk_device dev;
+static cu_event ev0, ev1;
+static int runs = 10, quick;
+static const char *filter;
+
+static void die(const char *what, const char *detail) {
+  fprintf(stderr, "gk_bench_gpu: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+  exit(1);
+}
+
+static void ok(cu_result r, const char *what) {
+  if (r != CUDRV_SUCCESS) die(what, cudrv_err(&cu, r));
+}
+
+static cu_deviceptr dalloc(size_t size) {
+  cu_deviceptr p;
+  ok(cu.cuMemAlloc(&p, size ? size : 16), "cuMemAlloc");
+  return p;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* ---- timing ------------------------------------------------------------- */
+
+/* Issues launch number i (its inputs: copy i % copies) on the default stream. */
+typedef void (*issue_fn)(void *ctx, long i);
+
+typedef struct timing {
+  double us, best_us; /* per launch: median over the runs, and the best run */
+  int runs, batch;
+} timing;
+
+static double elapsed_us(void) {
+  float ms = 0;
+  ok(cu.cuEventSynchronize(ev1), "cuEventSynchronize");
+  ok(cu.cuEventElapsedTime(&ms, ev0, ev1), "cuEventElapsedTime");
+  return ms * 1e3;
+}
+
+static timing time_it(issue_fn issue, void *ctx) {
+  timing t = {0, 0, runs, 1};
+  long n = 0;
+  issue(ctx, n++);
+  ok(cu.cuCtxSynchronize(), "warm-up launch");
+  ok(cu.cuEventRecord(ev0, NULL), "cuEventRecord");
+  issue(ctx, n++);
+  ok(cu.cuEventRecord(ev1, NULL), "cuEventRecord");
+  const double one = elapsed_us();
+  t.batch = one >= 1000.0 ? 1 : one <= 16.0 ? 64 : (int)ceil(1000.0 / one);
+  double *v = malloc(sizeof *v * (size_t)runs);
+  for (int r = 0; r < runs; r++) {
+    ok(cu.cuEventRecord(ev0, NULL), "cuEventRecord");
+    for (int b = 0; b < t.batch; b++) issue(ctx, n++);
+    ok(cu.cuEventRecord(ev1, NULL), "cuEventRecord");
+    v[r] = elapsed_us() / t.batch;
+  }
+  qsort(v, (size_t)runs, sizeof *v, cmp_double);
+  t.best_us = v[0];
+  t.us = runs % 2 ? v[runs / 2] : 0.5 * (v[runs / 2 - 1] + v[runs / 2]);
+  free(v);
+  return t;
+}
+
+static int wanted(const char *name) { return !filter || strstr(name, filter); }
+
+/* Copies of `bytes` so that together they are at least 4x the L2 cache. */
+static int copies_for(size_t bytes) {
+  const double l2 = cu.l2_bytes > 0 ? cu.l2_bytes : 64 << 20;
+  int c = (int)ceil(4.0 * l2 / (double)(bytes ? bytes : 1));
+  return c < 1 ? 1 : c > 32 ? 32 : c;
+}
+
+/* ---- copy bandwidth ------------------------------------------------------- */
+
+typedef struct copy_ctx {
+  cu_deviceptr src, dst;
+  size_t bytes;
+} copy_ctx;
+static void copy_issue(void *ctx, long i) {
+  const copy_ctx *c = ctx;
+  (void)i;
+  ok(cu.cuMemcpyDtoDAsync(c->dst, c->src, c->bytes, NULL), "cuMemcpyDtoDAsync");
+}
+
+static json_t *bench_copy(void) {
+  copy_ctx c = {0, 0, quick ? (size_t)64 << 20 : (size_t)1 << 30};
+  c.src = dalloc(c.bytes), c.dst = dalloc(c.bytes);
+  ok(cu.cuMemsetD8(c.src, 1, c.bytes), "cuMemsetD8");
+  const timing t = time_it(copy_issue, &c);
+  ok(cu.cuMemFree(c.src), "cuMemFree"), ok(cu.cuMemFree(c.dst), "cuMemFree");
+  const double gbps = 2.0 * (double)c.bytes / (t.us * 1e3);
+  fprintf(stderr, "copy %zu MiB: %.1f us, %.0f GB/s (read + written)\n", c.bytes >> 20, t.us, gbps);
+  return json_pack("{s:I, s:f, s:f, s:i, s:f}", "bytes", (json_int_t)c.bytes, "us", t.us,
+                   "best_us", t.best_us, "runs", t.runs, "gbps", gbps);
+}
+
+/* ---- launching through libgk ----------------------------------------------- */
+
+/* Entry e of a loaded module: its CUfunction and launch. -1 when the launch
+ * JSON does not parse (printed). */
+static int entry_launch(gk_module *m, const char *entry, cu_function *fn, launch_info *L) {
+  char err[256];
+  *fn = (cu_function)gk_module_symbol(m, entry);
+  if (!*fn || launch_parse(gk_module_info(m)->launch, entry, L, err, sizeof err) != 0) {
+    fprintf(stderr, "gk_bench_gpu: %s entry %s: %s\n", gk_module_info(m)->kernel, entry,
+            *fn ? err : "gk_module_symbol gave NULL");
+    return -1;
+  }
+  ok(cudrv_allow_shared(&cu, *fn, L->shared), "cuFuncSetAttribute (dynamic shared memory)");
+  return 0;
+}
+
+/* A bound launch per input copy, ready to issue. */
+typedef struct launches {
+  cu_function fn;
+  const launch_info *L;
+  int copies;
+  launch_args *args;
+  unsigned grid[3];
+} launches;
+static void launch_issue(void *ctx, long i) {
+  launches *l = ctx;
+  launch_args *a = &l->args[i % l->copies];
+  ok(cu.cuLaunchKernel(l->fn, l->grid[0], l->grid[1], l->grid[2], l->L->block[0],
+                       l->L->block[1], l->L->block[2], l->L->shared, NULL, a->params, NULL),
+     "cuLaunchKernel");
+}
+
+/* ---- qmatmul ------------------------------------------------------------------ */
+
+/* W for n x k, `copies` times: random blocks (qref_fill_w) made on the host
+ * for a slice of rows and repeated, so that making 300 MB takes no time. */
+static cu_deviceptr make_w(int bits, int64_t n, int64_t k, int copies, size_t *wb) {
+  const int64_t slice = n < 256 ? n : 256;
+  const size_t sb = qref_w_bytes(bits, slice, k);
+  *wb = qref_w_bytes(bits, n, k);
+  unsigned char *host = malloc(sb);
+  qref_rng r;
+  qref_seed(&r, (uint64_t)(bits * 7919 + k));
+  qref_fill_w(&r, bits, slice, k, host);
+  cu_deviceptr w = dalloc(*wb * (size_t)copies);
+  for (size_t off = 0; off < *wb; off += sb)
+    ok(cu.cuMemcpyHtoD(w + off, host, off + sb <= *wb ? sb : *wb - off), "cuMemcpyHtoD");
+  for (int c = 1; c < copies; c++)
+    ok(cu.cuMemcpyDtoDAsync(w + *wb * (size_t)c, w, *wb, NULL), "cuMemcpyDtoDAsync");
+  free(host);
+  return w;
+}
+
+static void bench_qmatmul(json_t *out, double copy_gbps) {
+  static const int64_t full[][3] = {{1, 32768, 8192}, {16, 32768, 8192}, {512, 8192, 8192},
+                                    {4096, 8192, 8192}};
+  static const int64_t small[][3] = {{1, 4096, 1024}, {16, 4096, 1024}};
+  const int64_t(*shapes)[3] = quick ? small : full;
+  const int nshapes = quick ? 2 : 4;
+  for (int bits = 1; bits <= 8; bits *= 2) {
+    char variant[24];
+    gk_module *m;
+    snprintf(variant, sizeof variant, "bits=%d", bits);
+    if (gk_module_load(ar, &dev, "qmatmul", variant, &m) != GK_OK) {
+      fprintf(stderr, "gk_bench_gpu: %s\n", gk_archive_errmsg(ar));
+      continue;
+    }
+    const gk_image_info *info = gk_module_info(m);
+    json_t *entries = json_loads(info->entry, 0, NULL);
+    for (int s = 0; s < nshapes; s++) {
+      const int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+      char name[160];
+      snprintf(name, sizeof name, "qmatmul bits=%d m=%lld n=%lld k=%lld ", bits, (long long)M,
+               (long long)N, (long long)K);
+      if (!wanted(name)) continue;
+      size_t wb;
+      const int copies = copies_for(qref_w_bytes(bits, N, K));
+      cu_deviceptr w = make_w(bits, N, K, copies, &wb), x = dalloc((size_t)(M * K) * 4),
+                   y = dalloc((size_t)(M * N) * 4);
+      float *hx = malloc((size_t)(M * K) * sizeof *hx);
+      qref_rng r;
+      qref_seed(&r, (uint64_t)M);
+      qref_fill_x(&r, hx, (size_t)(M * K));
+      ok(cu.cuMemcpyHtoD(x, hx, (size_t)(M * K) * 4), "cuMemcpyHtoD");
+      free(hx);
+      for (size_t e = 0; e < json_array_size(entries); e++) {
+        const char *entry = json_string_value(json_array_get(entries, e));
+        launch_info L;
+        launches l = {0};
+        char err[256];
+        if (!entry || entry_launch(m, entry, &l.fn, &L) != 0) continue;
+        l.L = &L, l.copies = copies;
+        l.args = calloc((size_t)copies, sizeof *l.args);
+        int bound = 1;
+        for (int c = 0; c < copies && bound; c++) {
+          launch_args *a = &l.args[c];
+          launch_ptr(a, "x", x), launch_ptr(a, "w", w + wb * (size_t)c), launch_ptr(a, "y", y);
+          launch_int(a, "m", M), launch_int(a, "n", N), launch_int(a, "k", K);
+          bound = launch_bind(&L, a, l.grid, err, sizeof err) == 0;
+        }
+        if (!bound) { /* an entry with another signature: not qmatmul's to time */
+          fprintf(stderr, "gk_bench_gpu: qmatmul %s entry %s skipped: %s\n", variant, entry, err);
+          free(l.args);
+          continue;
+        }
+        const timing t = time_it(launch_issue, &l);
+        free(l.args);
+        const double gbps = (double)wb / (t.us * 1e3), tflops = 2.0 * M * N * K / (t.us * 1e6);
+        const double ratio = copy_gbps > 0 ? gbps / copy_gbps : 0;
+        fprintf(stderr, "%sentry=%s %s: %.1f us, %.0f GB/s of W (%.2f of copy), %.2f TFLOP/s\n",
+                name, entry, info->target, t.us, gbps, ratio, tflops);
+        json_array_append_new(
+            out, json_pack("{s:s, s:i, s:I, s:I, s:I, s:s, s:s, s:f, s:f, s:i, s:i, s:i, s:I, "
+                           "s:f, s:f, s:f}",
+                           "kernel", "qmatmul", "bits", bits, "m", (json_int_t)M, "n",
+                           (json_int_t)N, "k", (json_int_t)K, "entry", entry, "target",
+                           info->target, "us", t.us, "best_us", t.best_us, "runs", t.runs,
+                           "batch", t.batch, "copies", copies, "weight_bytes", (json_int_t)wb,
+                           "weight_gbps", gbps, "copy_ratio", ratio, "tflops",
+                           tflops));
+      }
+      ok(cu.cuMemFree(w), "cuMemFree"), ok(cu.cuMemFree(x), "cuMemFree");
+      ok(cu.cuMemFree(y), "cuMemFree");
+    }
+    json_decref(entries);
+    gk_module_unload(m);
+  }
+}
+
+/* ---- flash_attention ------------------------------------------------------------ */
+
+static void bench_attention(json_t *out, double copy_gbps) {
+  static const struct {
+    const char *kind;
+    int causal, d;
+    int64_t sq, skv;
+  } full[] = {{"decode", 0, 128, 1, 8192},      {"prefill", 0, 128, 4096, 4096},
+              {"prefill", 1, 128, 4096, 4096},  {"prefill", 0, 64, 4096, 4096},
+              {"prefill", 1, 64, 4096, 4096}},
+    small[] = {{"decode", 0, 128, 1, 512}, {"prefill", 1, 128, 256, 256}};
+  const int ncases = quick ? 2 : 5;
+  const int64_t H = 32, HK = 8;
+  for (int c = 0; c < ncases; c++) {
+    const int causal = quick ? small[c].causal : full[c].causal, D = quick ? small[c].d : full[c].d;
+    const int64_t SQ = quick ? small[c].sq : full[c].sq, SKV = quick ? small[c].skv : full[c].skv;
+    const char *kind = quick ? small[c].kind : full[c].kind;
+    char variant[64], name[160];
+    snprintf(variant, sizeof variant, "causal=%d,dtype=f16,head_dim=%d", causal, D);
+    snprintf(name, sizeof name, "flash_attention %s %s sq=%lld skv=%lld h=%lld/%lld ", kind,
+             variant, (long long)SQ, (long long)SKV, (long long)H, (long long)HK);
+    if (!wanted(name)) continue;
+    gk_module *m;
+    if (gk_module_load(ar, &dev, "flash_attention", variant, &m) != GK_OK) {
+      fprintf(stderr, "gk_bench_gpu: %s\n", gk_archive_errmsg(ar));
+      continue;
+    }
+    launch_info L;
+    launches l = {0};
+    if (entry_launch(m, "flash_attention", &l.fn, &L) != 0) {
+      gk_module_unload(m);
+      continue;
+    }
+    const size_t qb = (size_t)(H * SQ * D) * 2, kb = (size_t)(HK * SKV * D) * 2,
+                 set = qb + 2 * kb;
+    const int copies = copies_for(set);
+    /* One set of q, k, v in [-1, 1) as f16, then its copies. */
+    uint16_t *h = malloc(set);
+    qref_rng r;
+    qref_seed(&r, (uint64_t)(SQ + SKV + D));
+    for (size_t i = 0; i < set / 2; i++)
+      h[i] = qref_f16_encode((float)(2.0 * qref_uniform(&r) - 1.0));
+    cu_deviceptr in = dalloc(set * (size_t)copies), o = dalloc(qb);
+    ok(cu.cuMemcpyHtoD(in, h, set), "cuMemcpyHtoD");
+    free(h);
+    for (int k = 1; k < copies; k++)
+      ok(cu.cuMemcpyDtoDAsync(in + set * (size_t)k, in, set, NULL), "cuMemcpyDtoDAsync");
+    l.L = &L, l.copies = copies;
+    l.args = calloc((size_t)copies, sizeof *l.args);
+    char err[256];
+    int bound = 1;
+    for (int k = 0; k < copies && bound; k++) {
+      launch_args *a = &l.args[k];
+      const cu_deviceptr base = in + set * (size_t)k;
+      launch_ptr(a, "q", base), launch_ptr(a, "k", base + qb), launch_ptr(a, "v", base + qb + kb);
+      launch_ptr(a, "o", o);
+      launch_int(a, "n_heads", H), launch_int(a, "n_kv_heads", HK);
+      launch_int(a, "sq", SQ), launch_int(a, "skv", SKV);
+      launch_f32(a, "scale", (float)(1.0 / sqrt((double)D)));
+      bound = launch_bind(&L, a, l.grid, err, sizeof err) == 0;
+    }
+    if (bound) {
+      const timing t = time_it(launch_issue, &l);
+      /* 2 matmuls of sq x skv x D per head; causal: about half the pairs. */
+      const double flops = 4.0 * SQ * SKV * D * H * (causal ? 0.5 : 1.0);
+      const double tflops = flops / (t.us * 1e6), kv_gbps = 2.0 * kb / (t.us * 1e3);
+      fprintf(stderr, "%s%s: %.1f us, %.2f TFLOP/s, K+V %.0f GB/s\n", name,
+              gk_module_info(m)->target, t.us, tflops, kv_gbps);
+      json_array_append_new(
+          out, json_pack("{s:s, s:s, s:i, s:s, s:i, s:I, s:I, s:I, s:I, s:s, s:f, s:f, s:i, "
+                         "s:i, s:i, s:f, s:I, s:f, s:f}",
+                         "kernel", "flash_attention", "kind", kind, "causal", causal, "dtype",
+                         "f16", "head_dim", D, "heads", (json_int_t)H, "kv_heads",
+                         (json_int_t)HK, "sq", (json_int_t)SQ, "skv", (json_int_t)SKV,
+                         "target", gk_module_info(m)->target, "us", t.us, "best_us",
+                         t.best_us, "runs", t.runs, "batch", t.batch, "copies", copies,
+                         "tflops", tflops, "kv_bytes", (json_int_t)(2 * kb), "kv_gbps",
+                         kv_gbps, "copy_ratio", copy_gbps > 0 ? kv_gbps / copy_gbps : 0));
+    } else {
+      fprintf(stderr, "gk_bench_gpu: flash_attention %s: %s\n", variant, err);
+    }
+    free(l.args);
+    ok(cu.cuMemFree(in), "cuMemFree"), ok(cu.cuMemFree(o), "cuMemFree");
+    gk_module_unload(m);
+  }
+}
+
+int main(int argc, char **argv) {
+  const char *path = NULL, *json_path = NULL, *libcuda = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
+    else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc) filter = argv[++i];
+    else if (strcmp(argv[i], "--libcuda") == 0 && i + 1 < argc) libcuda = argv[++i];
+    else if (strcmp(argv[i], "--quick") == 0) quick = 1, runs = 3;
+    else if (argv[i][0] != '-' && !path) path = argv[i];
+    else path = NULL, i = argc;
+  }
+  if (!path || !json_path || runs < 1) {
+    fprintf(stderr, "usage: gk_bench_gpu ARCHIVE --json FILE [--quick] [--runs N] "
+                    "[--filter TEXT] [--libcuda PATH]\n");
+    return 2;
+  }
+  json_t *root;
+  char why[256];
+  if (cudrv_open(&cu, libcuda, 0, why, sizeof why) != 0) {
+    fprintf(stderr, "gk_bench_gpu: no usable NVIDIA GPU: %s\n", why);
+    root = json_pack("{s:s}", "skipped", why);
+  } else {
+    int rc = gk_device_detect_backend(GK_BACKEND_CUDA, &dev, why, sizeof why);
+    if (rc != GK_OK) die("the driver works but libgk finds no cuda device", why);
+    if (gk_archive_open(path, &ar) != GK_OK) die("cannot open the archive", gk_last_error());
+    ok(cu.cuEventCreate(&ev0, CUDRV_EVENT_DEFAULT), "cuEventCreate");
+    ok(cu.cuEventCreate(&ev1, CUDRV_EVENT_DEFAULT), "cuEventCreate");
+    char spec[96];
+    gk_device_format(&dev, spec, sizeof spec);
+    json_t *copy = wanted("copy") ? bench_copy() : json_pack("{s:f}", "gbps", 0.0);
+    const double copy_gbps = json_real_value(json_object_get(copy, "gbps"));
+    json_t *qm = json_array(), *fa = json_array();
+    bench_qmatmul(qm, copy_gbps); /* 0 when not measured (--filter): no ratios */
+    bench_attention(fa, copy_gbps);
+    root = json_pack("{s:{s:s, s:s, s:i, s:i, s:i, s:I, s:f, s:s}, s:s, s:b, s:i, s:o, s:o, s:o}",
+                     "device", "name", cu.name, "sm", dev.arch, "driver_version",
+                     cu.driver_version, "sms", cu.sms, "l2_bytes", cu.l2_bytes, "mem_bytes",
+                     (json_int_t)cu.mem_bytes, "spec_gbps", cu.spec_gbps, "libgk_device", spec,
+                     "archive", path, "quick", quick, "runs", runs, "copy", copy, "qmatmul",
+                     qm, "flash_attention", fa);
+    cu.cuEventDestroy(ev0), cu.cuEventDestroy(ev1);
+    gk_archive_close(ar);
+  }
+  cudrv_close(&cu);
+  if (!root || json_dump_file(root, json_path, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
+    die("cannot write", json_path);
+  json_decref(root);
+  return 0;
+}

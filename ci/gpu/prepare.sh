@@ -1,0 +1,80 @@
+#!/bin/sh
+# prepare.sh [BUILD_DIR] - runs HERE (no GPU needed): builds the project
+# (ci/configure.sh, reusing BUILD_DIR, default build/) and fills gpu-pack/
+# with what ci/gpu/run.sh needs on a GPU machine, so that a GPU check costs
+# one call that carries gpu-pack:
+#   gpu.gkfat              one archive: cpu images (the references), cuda
+#                          images for $GK_GPU_TARGETS (default sm_80, sm_90,
+#                          sm_90a and compute_75 PTX) and, when glslang and
+#                          spirv-val are here, vulkan images
+#   gk, tests/gpu/test_gpu, bench/gk_bench_gpu, tests/vulkan/test_vk_kernels
+#                          (BUILD_DIR's layout, so bench/gpu.sh takes gpu-pack
+#                          as its BUILD_DIR)
+#   lib/                   the shared libraries beyond glibc that `ldd` lists
+#                          for them (the GPU machine's glibc is newer; these
+#                          are not there)
+#   debs/                  the Vulkan loader's Debian packages (libvulkan1,
+#                          libglvnd0, libglx0, libegl1): the GPU machine has
+#                          NVIDIA's Vulkan driver but no loader
+# Images are compiled through the test cache (GK_TEST_CACHE of BUILD_DIR's
+# CMakeCache.txt), so what the test fixtures built is not compiled again.
+# Prints the pack's size and fails above 64 MiB, what a device call carries.
+set -eu
+case ${1:-} in -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build}
+pack=$root/gpu-pack
+limit=$((64 * 1024 * 1024))
+
+"$root/ci/configure.sh" "$build" >/dev/null
+for f in gk bench/gk_bench_gpu tests/gpu/test_gpu; do
+  [ -x "$build/$f" ] || { echo "ci/gpu/prepare.sh: $build/$f was not built" >&2; exit 1; }
+done
+command -v nvcc >/dev/null 2>&1 || [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ] ||
+  { echo "ci/gpu/prepare.sh: nvcc not found: the cuda images cannot be built here" >&2; exit 1; }
+
+rm -rf "$pack"
+mkdir -p "$pack/bench" "$pack/tests/gpu" "$pack/tests/vulkan" "$pack/lib" "$pack/debs"
+
+cache=$(sed -n 's/^GK_TEST_CACHE:PATH=//p' "$build/CMakeCache.txt")
+backends="--backend cpu --backend cuda"
+if command -v glslangValidator >/dev/null 2>&1 && command -v spirv-val >/dev/null 2>&1; then
+  backends="$backends --backend vulkan"
+else
+  echo "ci/gpu/prepare.sh: glslangValidator or spirv-val missing: no vulkan images" >&2
+fi
+# shellcheck disable=SC2086 # $backends is a list of options
+"$build/gk" build --recipes "$root/recipes" $backends \
+  --targets "cuda=${GK_GPU_TARGETS:-sm_80,sm_90,sm_90a,compute_75}" \
+  --cache "${cache:-$build/test-cache}" --out "$build/gpu-pack-images" >&2
+"$build/gk" pack "$build/gpu-pack-images" -o "$pack/gpu.gkfat" >&2
+
+bins="gk bench/gk_bench_gpu tests/gpu/test_gpu"
+[ -x "$build/tests/vulkan/test_vk_kernels" ] && bins="$bins tests/vulkan/test_vk_kernels"
+for b in $bins; do
+  cp "$build/$b" "$pack/$b"
+  # Libraries as ldd resolves them, under their soname; glibc's own stay.
+  ldd "$build/$b" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | while read -r lib; do
+    case $(basename "$lib") in
+      libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libresolv.so*|ld-linux*) ;;
+      *) cp -L "$lib" "$pack/lib/" ;;
+    esac
+  done
+done
+
+# The Vulkan loader for NVIDIA's driver there (ci/gpu/run.sh unpacks them).
+if (cd "$pack/debs" && apt-get download libvulkan1 libglvnd0 libglx0 libegl1) >/dev/null 2>&1; then
+  :
+else
+  echo "ci/gpu/prepare.sh: apt-get download of the Vulkan loader failed: the vulkan step will skip" >&2
+  rm -f "$pack/debs/"*.deb
+fi
+
+size=$(du -sb "$pack" | cut -f1)
+echo "gpu-pack: $(find "$pack" -type f | wc -l) files, $size bytes ($((size / 1048576)) MiB):" \
+     "$(find "$pack/lib" -type f -printf '%f ')"
+if [ "$size" -gt "$limit" ]; then
+  echo "ci/gpu/prepare.sh: gpu-pack is over 64 MiB, more than a device call carries" >&2
+  exit 1
+fi
+echo "next: carry gpu-pack and run ci/gpu/run.sh on the GPU machine (results under \$OUT)"

@@ -1,0 +1,98 @@
+#!/bin/sh
+# run.sh - runs ON THE GPU MACHINE, from the repository root, with gpu-pack/
+# (ci/gpu/prepare.sh) carried beside the tree. Builds nothing. Writes under
+# $OUT (default gpu-out/), one log per step and summary.txt:
+#   smi        nvidia-smi, nvidia-smi -q, the OS and PyTorch versions
+#   probe      gk probe: the device libgk finds and what each kernel gets
+#   test       tests/gpu's test_gpu: every cuda kernel x variant x entry
+#              point against the CPU images, every image the card runs
+#   bench      bench/gpu.sh: bench/report.md and bench/gpu.json (with PyTorch)
+#   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
+#   racecheck  the same under racecheck
+#   ncu        Nsight Compute on one launch of qmatmul bits=4 m=1 (ncu-qmatmul.txt)
+#   vulkan     tests/vulkan's test_vk_kernels on NVIDIA's Vulkan driver, with
+#              the loader unpacked from gpu-pack/debs
+# Each step has its own timeout and the run goes on past a failed one; all
+# of them share $GK_GPU_BUDGET seconds (default 330), so the call ends in
+# about 6 minutes. $GK_GPU_STEPS picks steps (default all, in that order).
+# Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
+# ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
+set -u
+case ${1:-} in -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+root=$(cd "$(dirname "$0")/../.." && pwd)
+pack=${GK_GPU_PACK:-$root/gpu-pack}
+out=${OUT:-$root/gpu-out}
+budget=${GK_GPU_BUDGET:-330}
+steps=${GK_GPU_STEPS:-smi probe test bench memcheck racecheck ncu vulkan}
+archive=$pack/gpu.gkfat
+test_gpu=$pack/tests/gpu/test_gpu
+libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ ! -x "$test_gpu" ] || [ ! -f "$archive" ]; then
+  echo "ci/gpu/run.sh: $pack is missing or incomplete: run ci/gpu/prepare.sh where the project builds, and carry gpu-pack" >&2
+  exit 1
+fi
+mkdir -p "$out/bench"
+cd "$root" || exit 1
+start=$(date +%s)
+status=0
+: >"$out/summary.txt"
+
+# step NAME LIMIT CMD...: CMD's output to $out/NAME.log, killed after LIMIT
+# seconds or what is left of the budget; its status and time go to
+# summary.txt, and the run goes on whatever it was.
+step() {
+  name=$1 limit=$2
+  shift 2
+  case " $steps " in *" $name "*) ;; *) return 0 ;; esac
+  left=$((budget - ($(date +%s) - start)))
+  [ "$limit" -gt "$left" ] && limit=$left
+  if [ "$limit" -lt 10 ]; then
+    echo "$name: not run, the time budget ($budget s) is spent" | tee -a "$out/summary.txt"
+    return 0
+  fi
+  t0=$(date +%s)
+  timeout -k 5 "$limit" "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  case $rc in
+    0) verdict=ok ;;
+    77) verdict=skipped ;;
+    124|137) verdict="TIMED OUT after $limit s"; status=1 ;;
+    *) verdict="FAILED (exit $rc)"; status=1 ;;
+  esac
+  echo "$name: $verdict, $(($(date +%s) - t0)) s" | tee -a "$out/summary.txt"
+  { grep -E '^(FAIL|SKIP)' "$out/$name.log" | head -5; tail -n 2 "$out/$name.log"; } |
+    uniq | sed 's/^/    /'
+}
+
+step smi 30 sh -c 'nvidia-smi || exit 1; nvidia-smi -q; uname -a; ldd --version | head -1
+  python3 -c "import torch; print(\"torch\", torch.__version__, torch.version.cuda)" ||
+    echo "PyTorch: not importable"'
+step probe 30 env "$libs" "$pack/gk" probe "$archive"
+step test 150 env "$libs" "$test_gpu" "$archive"
+# The sh -c texts below expand their own $1, $2... in the inner shell.
+# shellcheck disable=SC2016
+step bench 200 env GK_GPU_ARCHIVE="$archive" GK_GPU_LIB_PATH="$pack/lib" \
+  sh -c 'bench/gpu.sh "$1" "$2/bench" >"$2/bench/report.md"' sh "$pack" "$out"
+step memcheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" memcheck
+step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" racecheck
+# One launch (the warm-up) of the m = 1, BITS 4 case; ncu replays it per section.
+# shellcheck disable=SC2016
+step ncu 120 sh -c 'ncu --launch-count 1 --kernel-name qmatmul --section SpeedOfLight \
+    --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section Occupancy \
+    --section LaunchStats --section WarpStateStats -f -o "$1/ncu-qmatmul" \
+    env "$2" "$3/bench/gk_bench_gpu" "$4" --json "$1/ncu-bench.json" --runs 1 \
+    --filter "qmatmul bits=4 m=1 " &&
+  ncu --import "$1/ncu-qmatmul.ncu-rep" --page details >"$1/ncu-qmatmul.txt"' \
+  sh "$out" "$libs" "$pack" "$archive"
+vk=$out/vulkan-loader
+# shellcheck disable=SC2016
+step vulkan 90 sh -c '[ -x "$2/tests/vulkan/test_vk_kernels" ] ||
+    { echo "SKIP: gpu-pack has no test_vk_kernels"; exit 77; }
+  ls "$2"/debs/*.deb >/dev/null 2>&1 ||
+    { echo "SKIP: no Vulkan loader packages in $2/debs"; exit 77; }
+  for d in "$2"/debs/*.deb; do dpkg -x "$d" "$1" || exit 1; done
+  LD_LIBRARY_PATH="$2/lib:$1/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$2/tests/vulkan/test_vk_kernels" "$3"' sh "$vk" "$pack" "$archive"
+
+echo "total $(($(date +%s) - start)) s; logs in $out" | tee -a "$out/summary.txt"
+exit $status

@@ -1,0 +1,650 @@
+/*
+ * test_gpu.c ARCHIVE [CPU_ARCHIVE] [--small] [--probe] [--libcuda PATH] -
+ * every cuda kernel x variant x entry point of a real archive, run on a
+ * real NVIDIA GPU and compared with the CPU image of the same kernel and
+ * variant (from CPU_ARCHIVE, default ARCHIVE: one archive may hold both),
+ * on awkward shapes: n not a multiple of the tile, m = 1, 3, 17, k = 32 and
+ * 4096, attention rows not a multiple of the query tile, skv < sq causal,
+ * one KV head, grouped heads, no keys.
+ *
+ * Images: the one libgk selects and loads for the detected device
+ * (gk_module_load), and every other cuda row this card can run
+ * (gk_archive_explain says which; on an H100: sm_90 beside the chosen
+ * sm_90a, and the compute_75 PTX, which the driver JIT-compiles). gk.h has
+ * no call to load a chosen row, and selection never picks PTX where a
+ * cubin fits, so those rows are read through gk_archive_read (their
+ * SHA-256 and header checked) and loaded here with cuModuleLoadDataEx:
+ * libgk's own PTX path (cuLibraryLoadData of PTX) runs only on cards that
+ * no cubin fits. Every launch follows its row's `launch` JSON
+ * (tests/common/launch.c), and each case runs twice more: with the grid
+ * cut to 2 x 1 x 1 blocks (the kernels loop over the rest; the same bits
+ * are required) and, for qmatmul, the batch's last row alone (the same
+ * bits: docs/kernels.md). Outputs start as 0xff bytes (NaN, -1) and are
+ * followed by guard bytes a write past the end would change. The harness
+ * (images, device memory, launches) is gpu_run.c.
+ *
+ * Tolerances against the CPU image. Each side is within its error model of
+ * the exact result (tests/kernels, tests/cuda/test_emu.cpp), so they may
+ * differ by the sum of the two: qmatmul 1e-5 * sum_t |x_t w_t| (the bound
+ * of docs/weights.md, which the CPU kernel meets with 250x to spare; the
+ * GPU sums in another order), qmatmul_q8x the CPU's q8x bit for bit (the
+ * arithmetic is defined operation by operation: docs/weights.md);
+ * flash_attention twice the emulator's model plus, for f16, one f16 ulp
+ * (both round once from f32 values that may straddle a rounding boundary);
+ * rmsnorm 1e-5 relative + 1e-6 (tests/vulkan's); rope twice the emulator's
+ * model (the angle in double on both); argmax and sample exact (sample's
+ * data keeps every decision 1e-4 from flipping).
+ *
+ * --small: small shapes and the selected image only, for compute-sanitizer
+ * (memcheck, racecheck), which slows kernels 10-100x. --probe: only look
+ * for the GPU. --libcuda: the driver library (default libcuda.so.1).
+ * Exit 0, 1 after any failure, 77 (SKIP, saying why) without a usable
+ * NVIDIA GPU: no libcuda.so.1, cuInit failed, no device.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_run.h"
+#include "kref.h"
+#include "qref.h"
+
+/* ---- qmatmul ------------------------------------------------------------------ */
+
+static void qmatmul_args(launch_args *a, cu_deviceptr x, cu_deviceptr w, cu_deviceptr y,
+                         int64_t m, int64_t n, int64_t k) {
+  memset(a, 0, sizeof *a);
+  launch_ptr(a, "x", x), launch_ptr(a, "w", w), launch_ptr(a, "y", y);
+  launch_int(a, "m", m), launch_int(a, "n", n), launch_int(a, "k", k);
+}
+
+/* The CPU image's y for `entry`: qmatmul on W as it is; qmatmul_q8x (x
+ * rounded to int8 per block, docs/weights.md) on W repacked by the CPU
+ * image, the layout its q8x reads, while the GPU entry takes the original
+ * blocks. 0, or -1 when the CPU image has no such entry. */
+static int qmatmul_ref(const kv *t, const char *entry, const float *x, const unsigned char *w,
+                       size_t wb, float *y, int64_t m, int64_t n, int64_t k) {
+  if (strcmp(entry, "qmatmul") == 0) {
+    gk_qmatmul_fn f = (gk_qmatmul_fn)gk_module_symbol(t->cpu, "qmatmul");
+    if (!f) return -1;
+    f(x, w, y, m, n, k);
+    return 0;
+  }
+  if (strcmp(entry, "qmatmul_q8x") == 0) {
+    gk_qmatmul_repack_fn pack = (gk_qmatmul_repack_fn)gk_module_symbol(t->cpu, "qmatmul_repack");
+    gk_qmatmul_fn f = (gk_qmatmul_fn)gk_module_symbol(t->cpu, "qmatmul_q8x");
+    unsigned char *packed = malloc(wb);
+    int rc = -1;
+    if (pack && f && packed && pack(w, packed, n, k) == 0) {
+      f(x, packed, y, m, n, k);
+      rc = 0;
+    }
+    free(packed);
+    return rc;
+  }
+  return -1;
+}
+
+static void check_qmatmul(kv *t) {
+  static const int64_t full[][3] = {{1, 37, 32},     {3, 37, 32},   {17, 37, 32},
+                                    {1, 1000, 4096}, {3, 1000, 4096}, {17, 1000, 4096},
+                                    {5, 129, 1024},  {1, 3, 4128},  {4, 8, 64}};
+  static const int64_t tiny[][3] = {{1, 37, 32}, {3, 9, 64}, {17, 10, 256}};
+  const int64_t(*shapes)[3] = small_shapes ? tiny : full;
+  const size_t nshapes = small_shapes ? 3 : sizeof full / sizeof full[0];
+  int bits = 0;
+  if (sscanf(t->variant, "bits=%d", &bits) != 1) {
+    failf("qmatmul: variant '%s' is not bits=N", t->variant);
+    return;
+  }
+  for (size_t s = 0; s < nshapes; s++) {
+    const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+    const size_t wb = qref_w_bytes(bits, n, k), yb = (size_t)(m * n) * sizeof(float);
+    qref_rng r;
+    qref_seed(&r, (uint64_t)(bits * 1000003 + m * 7919 + n * 31 + k));
+    float *x = malloc((size_t)(m * k) * sizeof *x), *want = malloc(yb), *got = malloc(yb),
+          *again = malloc(yb);
+    unsigned char *w = malloc(wb);
+    double *exact = malloc((size_t)(m * n) * sizeof *exact),
+           *mag = malloc((size_t)(m * n) * sizeof *mag);
+    qref_fill_x(&r, x, (size_t)(m * k));
+    qref_fill_w(&r, bits, n, k, w);
+    qref_matmul(bits, x, w, m, n, k, exact, mag);
+    cu_deviceptr dx = dnew(x, (size_t)(m * k) * sizeof *x), dw = dnew(w, wb), dy = dnew(NULL, yb);
+    for (int e0 = 0; e0 < t->img[0].nentries; e0++) {
+      const char *entry = t->img[0].entry[e0];
+      char what[160];
+      snprintf(what, sizeof what, "qmatmul bits=%d %s m=%lld n=%lld k=%lld", bits, entry,
+               (long long)m, (long long)n, (long long)k);
+      if (qmatmul_ref(t, entry, x, w, wb, want, m, n, k) != 0) {
+        failf("%s: no test for this entry (the CPU image has none of that name to compare with)",
+              what);
+        continue;
+      }
+      for (int i = 0; i < t->nimages; i++) {
+        const image *im = &t->img[i];
+        const int e = entry_of(im, entry);
+        char where[240];
+        snprintf(where, sizeof where, "%s on %s", what, im->label);
+        if (e < 0) {
+          failf("%s: the row lacks this entry (the chosen row has it)", where);
+          continue;
+        }
+        launch_args a;
+        cases++;
+        dclear(dy, yb);
+        qmatmul_args(&a, dx, dw, dy, m, n, k);
+        if (run(im, e, &a, NULL, what) || dget(got, dy, yb, where)) continue;
+        /* qmatmul_q8x's arithmetic is defined operation by operation, and
+         * the GPU body follows it: the CPU image's bits exactly. */
+        const int q8x = strcmp(entry, "qmatmul_q8x") == 0;
+        for (int64_t j = 0; j < m * n; j++)
+          if (q8x ? memcmp(&got[j], &want[j], sizeof got[j]) != 0
+                  : !(fabs((double)got[j] - want[j]) <= 1e-5 * mag[j] + 1e-30)) {
+            failf("%s: y[%lld] = %.9g, CPU image %.9g, exact %.9g (%s)", where, (long long)j,
+                  got[j], want[j], exact[j], q8x ? "the same bits required" : "tolerance 1e-5 * sum |x w|");
+            break;
+          }
+        dclear(dy, yb);
+        qmatmul_args(&a, dx, dw, dy, m, n, k);
+        if (!run(im, e, &a, CAP, what) && !dget(again, dy, yb, where))
+          same_bits(got, again, yb, where, "a grid cut to 2 x 1 x 1 blocks");
+        if (m > 1) { /* the last row alone: its bits in the batch, and y's other rows untouched */
+          dclear(dy, yb);
+          qmatmul_args(&a, dx + (size_t)((m - 1) * k) * sizeof(float), dw, dy, 1, n, k);
+          if (!run(im, e, &a, NULL, what) && !dget(again, dy, yb, where) &&
+              !same_bits(got + (m - 1) * n, again, (size_t)n * sizeof(float), where,
+                         "the last row of x alone")) {
+            const unsigned char *rest = (const unsigned char *)(again + n);
+            for (size_t j = 0; j < (size_t)((m - 1) * n) * sizeof(float); j++)
+              if (rest[j] != 0xff) {
+                failf("%s: with m = 1 it wrote past row 0 of y", where);
+                break;
+              }
+          }
+        }
+      }
+    }
+    dfree(dx), dfree(dw), dfree(dy);
+    free(x), free(want), free(got), free(again), free(w), free(exact), free(mag);
+  }
+}
+
+/* ---- flash_attention ------------------------------------------------------------ */
+
+static void fa_args(launch_args *a, cu_deviceptr q, cu_deviceptr k, cu_deviceptr v,
+                    cu_deviceptr o, int64_t h, int64_t hk, int64_t sq, int64_t skv, float scale) {
+  memset(a, 0, sizeof *a);
+  launch_ptr(a, "q", q), launch_ptr(a, "k", k), launch_ptr(a, "v", v), launch_ptr(a, "o", o);
+  launch_int(a, "n_heads", h), launch_int(a, "n_kv_heads", hk);
+  launch_int(a, "sq", sq), launch_int(a, "skv", skv);
+  launch_f32(a, "scale", scale);
+}
+
+static void check_attention(kv *t) {
+  typedef struct {
+    int64_t h, hk, sq, skv;
+    double scale_mul;
+  } shape;
+  static const shape full[] = {
+      {4, 1, 1, 200, 1.0},   /* decode, one KV head */
+      {4, 2, 37, 37, 1.0},   /* rows not a multiple of the query tile */
+      {8, 2, 50, 20, 1.0},   /* skv < sq: causal rows with no key are zeros */
+      {4, 4, 100, 300, 1.0}, /* equal heads, several key tiles */
+      {32, 8, 70, 129, 1.0}, /* grouped heads 4:1 */
+      {2, 1, 33, 33, 8.0},   /* peaked softmax */
+      {2, 2, 3, 0, 1.0},     /* no keys: zeros */
+      {2, 1, 17, 1000, 1.0}, /* long keys */
+  };
+  static const shape tiny[] = {{4, 2, 17, 33, 1.0}, {2, 1, 5, 3, 1.0}};
+  const shape *shapes = small_shapes ? tiny : full;
+  const size_t nshapes = small_shapes ? 2 : sizeof full / sizeof full[0];
+  int causal, d;
+  char dts[8];
+  kref_dtype dt;
+  if (sscanf(t->variant, "causal=%d,dtype=%7[^,],head_dim=%d", &causal, dts, &d) != 3 ||
+      kref_dtype_parse(dts, &dt) != 0) {
+    failf("flash_attention: variant '%s' is not causal=C,dtype=T,head_dim=D", t->variant);
+    return;
+  }
+  gk_flash_attention_fn cpu = (gk_flash_attention_fn)gk_module_symbol(t->cpu, "flash_attention");
+  const int e0 = entry_of(&t->img[0], "flash_attention");
+  if (!cpu || e0 < 0 || t->img[0].nentries != 1) {
+    failf("flash_attention %s: entries differ from docs/kernels.md's one", t->variant);
+    return;
+  }
+  for (size_t s = 0; s < nshapes; s++) {
+    const shape *c = &shapes[s];
+    const size_t es = kref_dtype_size(dt), qn = (size_t)(c->h * c->sq * d),
+                 kn = (size_t)(c->hk * c->skv * d);
+    unsigned char *q = malloc(qn * es + 1), *k = malloc(kn * es + 1), *v = malloc(kn * es + 1),
+                  *want = malloc(qn * es + 1), *got = malloc(qn * es + 1),
+                  *again = malloc(qn * es + 1);
+    qref_rng r;
+    qref_seed(&r, (uint64_t)(77 + c->sq * 131 + c->skv + d + c->h));
+    kref_fill(&r, dt, q, qn, -1.0, 1.0);
+    kref_fill(&r, dt, k, kn, -1.0, 1.0);
+    kref_fill(&r, dt, v, kn, -1.0, 1.0);
+    const float scale = (float)(c->scale_mul / sqrt((double)d));
+    cpu(q, k, v, want, c->h, c->hk, c->sq, c->skv, scale);
+    /* tests/cuda/test_emu.cpp's error model of each side, twice. */
+    double vmax = 0.0;
+    for (size_t i = 0; i < kn; i++) vmax = fmax(vmax, fabs(kref_get(dt, v, i)));
+    const double model = 0x1p-24 * (sqrt((double)d) * (1.0 + c->scale_mul) + 8.0 +
+                                    sqrt((double)c->skv) + c->skv / 32.0);
+    double atol = 8.0 * model * vmax, rtol = 0.0;
+    if (dt == KREF_F16) atol += 0x1p-24, rtol = 0x1p-10;
+    cu_deviceptr dq = dnew(q, qn * es), dk = dnew(k, kn * es), dv = dnew(v, kn * es),
+                 dout = dnew(NULL, qn * es);
+    for (int i = 0; i < t->nimages; i++) {
+      const image *im = &t->img[i];
+      char what[200];
+      snprintf(what, sizeof what, "flash_attention %s h=%lld/%lld sq=%lld skv=%lld on %s",
+               t->variant, (long long)c->h, (long long)c->hk, (long long)c->sq,
+               (long long)c->skv, im->label);
+      const int e = entry_of(im, "flash_attention");
+      launch_args a;
+      cases++;
+      dclear(dout, qn * es);
+      fa_args(&a, dq, dk, dv, dout, c->h, c->hk, c->sq, c->skv, scale);
+      if (e < 0 || run(im, e, &a, NULL, what) || dget(got, dout, qn * es, what)) {
+        if (e < 0) failf("%s: no entry flash_attention", what);
+        continue;
+      }
+      failures += kref_check(what, dt, got, want, (int64_t)qn, atol, rtol, NULL);
+      dclear(dout, qn * es);
+      fa_args(&a, dq, dk, dv, dout, c->h, c->hk, c->sq, c->skv, scale);
+      if (!run(im, e, &a, CAP, what) && !dget(again, dout, qn * es, what))
+        same_bits(got, again, qn * es, what, "a grid cut to 2 x 1 x 1 blocks");
+    }
+    dfree(dq), dfree(dk), dfree(dv), dfree(dout);
+    free(q), free(k), free(v), free(want), free(got), free(again);
+  }
+}
+
+/* ---- rmsnorm, rope ----------------------------------------------------------------- */
+
+static void rmsnorm_args(launch_args *a, cu_deviceptr x, cu_deviceptr w, cu_deviceptr y,
+                         int64_t rows, int64_t dim, float eps) {
+  memset(a, 0, sizeof *a);
+  launch_ptr(a, "x", x), launch_ptr(a, "w", w), launch_ptr(a, "y", y);
+  launch_int(a, "rows", rows), launch_int(a, "dim", dim);
+  launch_f32(a, "eps", eps);
+}
+
+static void check_rmsnorm(kv *t) {
+  static const int64_t full[] = {1, 33, 1000, 4097}, tiny[] = {33, 1000};
+  gk_rmsnorm_fn cpu = (gk_rmsnorm_fn)gk_module_symbol(t->cpu, "rmsnorm");
+  if (!cpu) {
+    failf("rmsnorm: the CPU image has no entry rmsnorm");
+    return;
+  }
+  for (size_t s = 0; s < (small_shapes ? 2u : 4u); s++) {
+    const int64_t rows = 3, dim = small_shapes ? tiny[s] : full[s];
+    const size_t bytes = (size_t)(rows * dim) * sizeof(float);
+    float *x = malloc(bytes), *w = malloc((size_t)dim * sizeof *w), *want = malloc(bytes),
+          *got = malloc(bytes), *again = malloc(bytes);
+    qref_rng r;
+    qref_seed(&r, (uint64_t)(500 + dim));
+    kref_fill(&r, KREF_F32, x, (size_t)(rows * dim), -2.0, 2.0);
+    kref_fill(&r, KREF_F32, w, (size_t)dim, -1.5, 1.5);
+    cpu(x, w, want, rows, dim, 1e-5f);
+    cu_deviceptr dx = dnew(x, bytes), dw = dnew(w, (size_t)dim * sizeof *w), dy = dnew(NULL, bytes);
+    for (int i = 0; i < t->nimages; i++) {
+      const image *im = &t->img[i];
+      const int e = entry_of(im, "rmsnorm");
+      char what[128];
+      snprintf(what, sizeof what, "rmsnorm rows=%lld dim=%lld on %s", (long long)rows,
+               (long long)dim, im->label);
+      launch_args a;
+      cases++;
+      dclear(dy, bytes);
+      rmsnorm_args(&a, dx, dw, dy, rows, dim, 1e-5f);
+      if (e < 0 || run(im, e, &a, NULL, what) || dget(got, dy, bytes, what)) {
+        if (e < 0) failf("%s: no entry rmsnorm", what);
+        continue;
+      }
+      failures += kref_check(what, KREF_F32, got, want, rows * dim, 1e-6, 1e-5, NULL);
+      dclear(dy, bytes);
+      rmsnorm_args(&a, dx, dw, dy, rows, dim, 1e-5f);
+      if (!run(im, e, &a, CAP, what) && !dget(again, dy, bytes, what))
+        same_bits(got, again, bytes, what, "a grid cut to 2 x 1 x 1 blocks");
+      /* In place (y is x): the same bits. */
+      cu_deviceptr dxy = dnew(x, bytes);
+      rmsnorm_args(&a, dxy, dw, dxy, rows, dim, 1e-5f);
+      if (!run(im, e, &a, NULL, what) && !dget(again, dxy, bytes, what))
+        same_bits(got, again, bytes, what, "in place (y == x)");
+      dfree(dxy);
+    }
+    dfree(dx), dfree(dw), dfree(dy);
+    free(x), free(w), free(want), free(got), free(again);
+  }
+}
+
+static void rope_args(launch_args *a, cu_deviceptr x, cu_deviceptr pos, int64_t t, int64_t h,
+                      int64_t hd, float theta) {
+  memset(a, 0, sizeof *a);
+  launch_ptr(a, "x", x), launch_ptr(a, "pos", pos);
+  launch_int(a, "n_tokens", t), launch_int(a, "n_heads", h), launch_int(a, "head_dim", hd);
+  launch_f32(a, "theta_base", theta);
+}
+
+static void check_rope(kv *t) {
+  static const struct {
+    int64_t t, h, hd;
+    int32_t lo, hi;
+    float theta;
+  } cases_[] = {{5, 3, 64, 0, 100000, 10000.0f},
+                {3, 2, 128, 0, 2147483647, 500000.0f},
+                {300, 1, 2, 0, 50, 10000.0f},
+                {17, 3, 96, -1000, 1 << 24, 10000.0f}};
+  gk_rope_fn cpu = (gk_rope_fn)gk_module_symbol(t->cpu, "rope");
+  if (!cpu) {
+    failf("rope: the CPU image has no entry rope");
+    return;
+  }
+  for (size_t s = 0; s < (small_shapes ? 2u : 4u); s++) {
+    const int64_t T = cases_[s].t, H = cases_[s].h, D = cases_[s].hd;
+    const size_t n = (size_t)(T * H * D), bytes = n * sizeof(float);
+    float *x = malloc(bytes), *want = malloc(bytes), *got = malloc(bytes), *again = malloc(bytes);
+    int32_t *pos = malloc((size_t)T * sizeof *pos);
+    qref_rng r;
+    qref_seed(&r, (uint64_t)(600 + D + T));
+    kref_fill(&r, KREF_F32, x, n, -3.0, 3.0);
+    kref_fill_pos(&r, pos, (size_t)T, cases_[s].lo, cases_[s].hi);
+    pos[0] = cases_[s].lo, pos[T - 1] = cases_[s].hi;
+    memcpy(want, x, bytes);
+    cpu(want, pos, T, H, D, cases_[s].theta);
+    double xmax = 0, pmax = 0;
+    for (size_t i = 0; i < n; i++) xmax = fmax(xmax, fabs(x[i]));
+    for (int64_t i = 0; i < T; i++) pmax = fmax(pmax, fabs((double)pos[i]));
+    const double atol = 2.0 * xmax * (8.0 * 0x1p-24 + pmax * 1e-15);
+    cu_deviceptr dpos = dnew(pos, (size_t)T * sizeof *pos), dx = dnew(x, bytes);
+    for (int i = 0; i < t->nimages; i++) {
+      const image *im = &t->img[i];
+      const int e = entry_of(im, "rope");
+      char what[128];
+      snprintf(what, sizeof what, "rope tokens=%lld heads=%lld head_dim=%lld on %s",
+               (long long)T, (long long)H, (long long)D, im->label);
+      launch_args a;
+      cases++;
+      cu_ok(gpu.cuMemcpyHtoD(dx, x, bytes), "cuMemcpyHtoD");
+      rope_args(&a, dx, dpos, T, H, D, cases_[s].theta);
+      if (e < 0 || run(im, e, &a, NULL, what) || dget(got, dx, bytes, what)) {
+        if (e < 0) failf("%s: no entry rope", what);
+        continue;
+      }
+      failures += kref_check(what, KREF_F32, got, want, (int64_t)n, atol, 0x1p-23, NULL);
+      cu_ok(gpu.cuMemcpyHtoD(dx, x, bytes), "cuMemcpyHtoD");
+      rope_args(&a, dx, dpos, T, H, D, cases_[s].theta);
+      if (!run(im, e, &a, CAP, what) && !dget(again, dx, bytes, what))
+        same_bits(got, again, bytes, what, "a grid cut to 2 x 1 x 1 blocks");
+    }
+    dfree(dpos), dfree(dx);
+    free(x), free(want), free(got), free(again), free(pos);
+  }
+}
+
+/* ---- argmax, sample: exact --------------------------------------------------------- */
+
+/* Runs a kernel whose output is rows int32 (argmax, sample) on every
+ * image, against `want`, with the full and the cut grid. `set` fills the
+ * launch values for output `out`. */
+typedef void (*args_fn)(launch_args *a, const void *ctx, cu_deviceptr out);
+static void check_i32(kv *t, const char *entry, const char *what0, const int32_t *want,
+                      int64_t rows, args_fn set, const void *ctx) {
+  const size_t bytes = (size_t)rows * sizeof(int32_t);
+  int32_t *got = malloc(bytes);
+  cu_deviceptr dout = dnew(NULL, bytes);
+  for (int i = 0; i < t->nimages; i++) {
+    const image *im = &t->img[i];
+    const int e = entry_of(im, entry);
+    char what[240];
+    snprintf(what, sizeof what, "%s on %s", what0, im->label);
+    if (e < 0) {
+      failf("%s: no entry %s", what, entry);
+      continue;
+    }
+    for (int cut = 0; cut < 2; cut++) {
+      launch_args a;
+      cases++;
+      dclear(dout, bytes);
+      set(&a, ctx, dout);
+      if (cut) strcat(what, ", grid cut to 2 x 1 x 1 blocks");
+      if (!run(im, e, &a, cut ? CAP : NULL, what) && !dget(got, dout, bytes, what))
+        failures += kref_check_i32(what, got, want, rows);
+    }
+  }
+  dfree(dout);
+  free(got);
+}
+
+typedef struct argmax_ctx {
+  cu_deviceptr x;
+  int64_t rows, n;
+} argmax_ctx;
+static void argmax_set(launch_args *a, const void *ctx, cu_deviceptr out) {
+  const argmax_ctx *c = ctx;
+  memset(a, 0, sizeof *a);
+  launch_ptr(a, "x", c->x), launch_ptr(a, "out", out);
+  launch_int(a, "rows", c->rows), launch_int(a, "n", c->n);
+}
+
+/* Rows: random, with NaNs, all NaN, all -inf, ties at the top. */
+static void check_argmax(kv *t) {
+  static const int64_t full[] = {1, 7, 1000, 3000, 100000}, tiny[] = {7, 1000};
+  gk_argmax_fn cpu = (gk_argmax_fn)gk_module_symbol(t->cpu, "argmax");
+  if (!cpu) {
+    failf("argmax: the CPU image has no entry argmax");
+    return;
+  }
+  for (size_t s = 0; s < (small_shapes ? 2u : 5u); s++) {
+    const int64_t rows = 5, n = small_shapes ? tiny[s] : full[s];
+    float *x = malloc((size_t)(rows * n) * sizeof *x);
+    int32_t want[5];
+    qref_rng r;
+    qref_seed(&r, (uint64_t)(700 + n));
+    kref_fill(&r, KREF_F32, x, (size_t)(rows * n), -4.0, 4.0);
+    for (int64_t j = 0; j < n; j += 3) x[1 * n + j] = NAN;
+    for (int64_t j = 0; j < n; j++) x[2 * n + j] = NAN, x[3 * n + j] = -INFINITY;
+    x[4 * n + n / 2] = x[4 * n + n - 1] = x[4 * n + n / 3] = 9.0f;
+    cpu(x, want, rows, n);
+    argmax_ctx c = {dnew(x, (size_t)(rows * n) * sizeof *x), rows, n};
+    char what[64];
+    snprintf(what, sizeof what, "argmax rows=%lld n=%lld", (long long)rows, (long long)n);
+    check_i32(t, "argmax", what, want, rows, argmax_set, &c);
+    dfree(c.x);
+    free(x);
+  }
+}
+
+typedef struct sample_ctx {
+  cu_deviceptr logits, u;
+  int64_t rows, n;
+  float temperature, top_p;
+  int32_t top_k;
+} sample_ctx;
+static void sample_set(launch_args *a, const void *ctx, cu_deviceptr out) {
+  const sample_ctx *c = ctx;
+  memset(a, 0, sizeof *a);
+  launch_ptr(a, "logits", c->logits), launch_ptr(a, "u", c->u), launch_ptr(a, "out", out);
+  launch_int(a, "rows", c->rows), launch_int(a, "n", c->n);
+  launch_f32(a, "temperature", c->temperature), launch_int(a, "top_k", c->top_k);
+  launch_f32(a, "top_p", c->top_p);
+}
+
+static void check_sample(kv *t) {
+  static const struct {
+    int64_t rows, n;
+    float temperature;
+    int32_t top_k;
+    float top_p;
+    double spread;
+    int nans;
+  } cfg[] = {
+      {6, 1000, 0.0f, 40, 0.9f, 4.0, 0},   /* temperature 0: argmax */
+      {4, 300, -1.0f, 0, 1.0f, 4.0, 1},    /* negative, NaNs: argmax */
+      {6, 1000, 1.0f, 1, 1.0f, 4.0, 0},    /* top_k = 1 */
+      {4, 300, 1.0f, 0, 0.0f, 4.0, 0},     /* top_p = 0: the top token */
+      {6, 500, 1.0f, 0, 0.05f, 1.0, 0},    /* small top_p over a flat row */
+      {8, 1000, 0.8f, 40, 0.9f, 4.0, 0},   /* top-k then top-p */
+      {6, 257, 1.0f, 0, 1.0f, 3.0, 0},     /* everything kept */
+      {4, 50, 1.5f, 100, 0.8f, 2.0, 0},    /* top_k > n */
+      {6, 400, 0.9f, 0, 1.0f, 4.0, 1},     /* NaN logits weigh 0 */
+      {4, 1000, 0.05f, 100, 0.9f, 4.0, 0}, /* very low temperature */
+      {2, 32000, 0.1f, 0, 0.9f, 8.0, 0},   /* a vocabulary with top-p */
+      {2, 32000, 1.0f, 50, 1.0f, 8.0, 0},  /* a vocabulary, top-k */
+  };
+  gk_sample_fn cpu = (gk_sample_fn)gk_module_symbol(t->cpu, "sample");
+  if (!cpu) {
+    failf("sample: the CPU image has no entry sample");
+    return;
+  }
+  const size_t ncfg = small_shapes ? 3 : sizeof cfg / sizeof cfg[0];
+  for (size_t ci = 0; ci < ncfg; ci++) {
+    const int64_t rows = cfg[ci].rows, n = cfg[ci].n;
+    float *logits = malloc((size_t)(rows * n) * sizeof *logits), u[8];
+    int32_t want[8];
+    qref_rng r;
+    qref_seed(&r, 900 + ci);
+    if (kref_make_sample_rows(&r, logits, u, rows, n, cfg[ci].spread, cfg[ci].temperature,
+                              cfg[ci].top_k, cfg[ci].top_p, 1e-4) != 0) {
+      failf("sample: cannot make test data for case %zu", ci);
+      free(logits);
+      continue;
+    }
+    for (int64_t row = 0; cfg[ci].nans && row < rows; row++) {
+      float *l = &logits[row * n];
+      for (int64_t j = 0; j < n; j++)
+        if (qref_next(&r) % 8 == 0) l[j] = NAN;
+      while (ref_sample_margin(l, n, cfg[ci].temperature, cfg[ci].top_k, cfg[ci].top_p,
+                               u[row]) < 1e-4)
+        u[row] = (float)qref_uniform(&r);
+    }
+    cpu(logits, u, want, rows, n, cfg[ci].temperature, cfg[ci].top_k, cfg[ci].top_p);
+    sample_ctx c = {dnew(logits, (size_t)(rows * n) * sizeof *logits),
+                    dnew(u, (size_t)rows * sizeof *u), rows, n, cfg[ci].temperature,
+                    cfg[ci].top_p, cfg[ci].top_k};
+    char what[128];
+    snprintf(what, sizeof what, "sample n=%lld T=%g top_k=%d top_p=%g%s", (long long)n,
+             cfg[ci].temperature, cfg[ci].top_k, cfg[ci].top_p, cfg[ci].nans ? " NaNs" : "");
+    check_i32(t, "sample", what, want, rows, sample_set, &c);
+    dfree(c.logits), dfree(c.u);
+    free(logits);
+  }
+}
+
+/* ---- main ------------------------------------------------------------------------- */
+
+static const struct {
+  const char *kernel;
+  void (*check)(kv *t);
+} checks[] = {
+    {"qmatmul", check_qmatmul}, {"flash_attention", check_attention}, {"rmsnorm", check_rmsnorm},
+    {"rope", check_rope},       {"argmax", check_argmax},             {"sample", check_sample},
+};
+
+static void check_kv(const char *kernel, const char *variant) {
+  size_t c = 0;
+  while (c < sizeof checks / sizeof checks[0] && strcmp(checks[c].kernel, kernel) != 0) c++;
+  if (c == sizeof checks / sizeof checks[0]) {
+    failf("cuda kernel '%s' has no test here (tests/gpu/test_gpu.c)", kernel);
+    return;
+  }
+  kv t;
+  memset(&t, 0, sizeof t);
+  t.kernel = kernel, t.variant = variant;
+  const int before = failures, cases0 = cases;
+  if (kv_load(&t) > 0) checks[c].check(&t);
+  kv_unload(&t);
+  if (failures == before)
+    printf("ok: %s %s: %d cases\n", kernel, variant[0] ? variant : "(no variant)",
+           cases - cases0);
+}
+
+#define USAGE "usage: test_gpu ARCHIVE [CPU_ARCHIVE] [--small] [--probe] [--libcuda PATH]\n"
+
+int main(int argc, char **argv) {
+  const char *path = NULL, *cpu_path = NULL, *libcuda = NULL;
+  int probe = 0;
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--small") == 0) small_shapes = 1;
+    else if (strcmp(argv[i], "--probe") == 0) probe = 1;
+    else if (strcmp(argv[i], "--libcuda") == 0 && i + 1 < argc) libcuda = argv[++i];
+    else if (argv[i][0] != '-' && !path) path = argv[i];
+    else if (argv[i][0] != '-' && !cpu_path) cpu_path = argv[i];
+    else {
+      fprintf(stderr, USAGE);
+      return 2;
+    }
+  }
+  if (!path && !probe) {
+    fprintf(stderr, USAGE);
+    return 2;
+  }
+  /* The GPU first: without one nothing else matters, and the SKIP is fast. */
+  char why[256];
+  if (cudrv_open(&gpu, libcuda, 0, why, sizeof why) != 0) {
+    printf("SKIP: no usable NVIDIA GPU: %s\n", why);
+    cudrv_close(&gpu);
+    return 77;
+  }
+  printf("gpu: %s, sm_%d%d, %d SMs, %.1f GiB, driver %d.%d\n", gpu.name, gpu.cc_major,
+         gpu.cc_minor, gpu.sms, gpu.mem_bytes / 1073741824.0, gpu.driver_version / 1000,
+         gpu.driver_version % 1000 / 10);
+  if (probe) {
+    cudrv_close(&gpu);
+    return 0;
+  }
+  int rc = gk_device_detect_backend(GK_BACKEND_CUDA, &gpu_dev, why, sizeof why);
+  if (rc != GK_OK) {
+    printf("FAIL: the driver works but libgk finds no cuda device: %s: %s\n", gk_strerror(rc), why);
+    return 1;
+  }
+  if ((rc = gk_device_parse("cpu", &cpu_dev, why, sizeof why)) != GK_OK) {
+    printf("FAIL: no cpu device for the reference images: %s\n", why);
+    return 1;
+  }
+  char spec[96];
+  gk_device_format(&gpu_dev, spec, sizeof spec);
+  printf("libgk: %s (%s)%s\n", spec, gpu_dev.name,
+         small_shapes ? "; --small: small shapes, the selected image only" : "");
+  if (gk_archive_open(path, &gpu_archive) != GK_OK) {
+    printf("FAIL: %s\n", gk_last_error());
+    return 1;
+  }
+  if (!cpu_path || strcmp(cpu_path, path) == 0) {
+    cpu_archive = gpu_archive;
+  } else if (gk_archive_open(cpu_path, &cpu_archive) != GK_OK) {
+    printf("FAIL: %s\n", gk_last_error());
+    return 1;
+  }
+  size_t count = 0;
+  gk_image_info info, prev = {0};
+  if (gk_archive_count(gpu_archive, &count) != GK_OK) {
+    printf("FAIL: %s\n", gk_archive_errmsg(gpu_archive));
+    return 1;
+  }
+  int pairs = 0;
+  /* Rows come in (kernel, backend, variant, target) order: each kernel x
+   * variant's cuda rows are together. */
+  for (size_t i = 0; i < count; i++) {
+    if (gk_archive_image(gpu_archive, i, &info) != GK_OK || strcmp(info.backend, "cuda") != 0)
+      continue;
+    if (prev.kernel && strcmp(prev.kernel, info.kernel) == 0 &&
+        strcmp(prev.variant, info.variant) == 0)
+      continue;
+    prev = info;
+    pairs++;
+    check_kv(info.kernel, info.variant);
+  }
+  if (pairs == 0) failf("archive '%s' has no cuda image", path);
+  if (cpu_archive != gpu_archive) gk_archive_close(cpu_archive);
+  gk_archive_close(gpu_archive);
+  cudrv_close(&gpu);
+  printf("%d kernel x variant pairs, %d cases, %d launches, %d failures\n", pairs, cases,
+         launches, failures);
+  return failures ? 1 : 0;
+}
