@@ -13,7 +13,7 @@ kernel "flash_attention" {
     entry   = { "flash_attention" },
     launch  = {
       block  = { 128, 1, 1 },
-      grid   = { "sq / 16", "n_heads", 1 },
+      grid   = { "sq / 64", "n_heads", 1 },
       shared = 0,
       params = { "q:ptr", "k:ptr", "v:ptr", "o:ptr", "n_heads:i64", "n_kv_heads:i64",
                   "sq:i64", "skv:i64", "scale:f32" },

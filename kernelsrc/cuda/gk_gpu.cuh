@@ -209,6 +209,77 @@ GK_DEV float gk_fadd(float a, float b) {
 #endif
 }
 
+/* Two floats rounded to binary16 (nearest even), packed: lo in bits 0-15. */
+GK_DEV uint32_t gk_pack_h2(float lo, float hi) {
+#if defined(GK_GPU_NVIDIA)
+  uint16_t a, b;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(a) : "f"(lo));
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(b) : "f"(hi));
+  return (uint32_t)a | (uint32_t)b << 16;
+#else
+  return (uint32_t)gk_q_f32_to_f16(lo) | (uint32_t)gk_q_f32_to_f16(hi) << 16;
+#endif
+}
+
+/*
+ * mma.sync m16n8k16, f16 inputs, f32 accumulators: C += A B for the 32
+ * lanes of a group together, A 16 x 16 (row-major), B 16 x 8 (column-major),
+ * C 16 x 8. The fragments are the PTX ISA's ("Matrix Fragments for
+ * mma.m16n8k16 with floating point type"): lane 4g + t holds
+ *   a[0] = A[g][2t, 2t+1]   a[1] = A[g+8][2t, 2t+1]
+ *   a[2] = A[g][2t+8, +9]   a[3] = A[g+8][2t+8, +9]   (f16 pairs, low first)
+ *   b[0] = B[2t, 2t+1][g]   b[1] = B[2t+8, 2t+9][g]
+ *   c[0], c[1] = C[g][2t, 2t+1]   c[2], c[3] = C[g+8][2t, 2t+1].
+ * sm_80 and newer: one instruction; sm_75 (Turing): two m16n8k8 (the k
+ * halves, same fragments). The twin (the emulator, and HIP until an AMD
+ * matrix path is written) gathers the operands with 32 shuffles and sums
+ * the 16 products of each element in k order with fmaf: the products are
+ * exact in f32, the hardware's summation order inside one instruction is
+ * not specified, so the two may differ in the last bits of c.
+ */
+GK_DEV void gk_mma_16816(float c[4], const uint32_t a[4], const uint32_t b[2]) {
+#if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#elif defined(GK_GPU_NVIDIA)
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[2]), "r"(a[3]), "r"(b[1]));
+#else
+  const int lane = gk_lane(), g = lane / 4, t = lane % 4;
+  /* Pairs p = 0..7 (k = 2p, 2p+1) of rows g and g + 8 of A, from lanes
+   * 4g .. 4g+3, and of columns 2t and 2t + 1 of B, from lanes 4(2t + col)
+   * .. +3. */
+  uint32_t ar[2][8], bc[2][8];
+  for (int u = 0; u < 4; u++) {
+    const int src = 4 * g + u;
+    ar[0][u] = GK_SHFL(a[0], src), ar[0][4 + u] = GK_SHFL(a[2], src);
+    ar[1][u] = GK_SHFL(a[1], src), ar[1][4 + u] = GK_SHFL(a[3], src);
+  }
+  for (int col = 0; col < 2; col++)
+    for (int u = 0; u < 4; u++) {
+      const int src = 4 * (2 * t + col) + u;
+      bc[col][u] = GK_SHFL(b[0], src), bc[col][4 + u] = GK_SHFL(b[1], src);
+    }
+  for (int r = 0; r < 2; r++)
+    for (int col = 0; col < 2; col++) {
+      float acc = c[2 * r + col];
+      for (int p = 0; p < 8; p++)
+        for (int e = 0; e < 2; e++)
+          acc = fmaf(gk_h2f((uint16_t)(ar[r][p] >> (16 * e))),
+                     gk_h2f((uint16_t)(bc[col][p] >> (16 * e))), acc);
+      c[2 * r + col] = acc;
+    }
+#endif
+}
+
 /* A float rounded to the nearest integer, ties to even (|v| < 2^31). */
 GK_DEV int gk_rint(float v) {
 #if defined(GK_GPU_NVIDIA)

@@ -493,3 +493,16 @@ void kref_guarded_free(void *p, size_t size) {
   const size_t span = (size + page - 1) / page * page;
   munmap((unsigned char *)p + size - span, span + page);
 }
+
+void kref_attention_tolerance(kref_dtype dt, int d, double scale_mul, int64_t skv,
+                              double vmax, int p_f16, double *atol, double *rtol) {
+  const double model = 0x1p-24 * (sqrt((double)d) * (1.0 + scale_mul) + 8.0 +
+                                  sqrt((double)skv) + (double)skv / 32.0);
+  *atol = 4.0 * model * vmax;
+  *rtol = 0.0;
+  if (dt == KREF_F16) {
+    *atol += 0x1p-24;
+    *rtol = 0x1p-10;
+  }
+  if (p_f16) *atol += 0x1p-11 * (1.0 + (double)skv * 0x1p-14) * vmax;
+}

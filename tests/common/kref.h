@@ -167,6 +167,26 @@ int kref_check(const char *what, kref_dtype dtype, const void *got,
 int kref_check_i32(const char *what, const int32_t *got, const int32_t *want,
                    int64_t count);
 
+/*
+ * How far flash_attention's o may be from the exact result (the reference
+ * in double), as kref_check's atol and rtol. The f32 arithmetic errs in
+ * three places: each score (a dot product of d terms, |error| ~ 2^-24
+ * sqrt(d) |s|), each exp (2 ulp) and the running sums over skv keys with a
+ * rescale per tile (~ 2^-24 (sqrt(skv) + skv/32)). A score error e shifts
+ * the weights by a relative e, so all of it is relative to vmax = max|v|
+ * (o is a convex combination of rows of v). atol is 4x that model, with |s|
+ * the size the data reaches: q, k uniform in [-1, 1] make dot(q, k) of
+ * standard deviation sqrt(d/9), so 3 sigma is sqrt(d) and |s| <= scale *
+ * sqrt(d) = scale_mul. For f16 the output is rounded once (half an ulp) and
+ * so is the reference (another half): one f16 ulp relative, 2^-24 absolute
+ * for subnormals, on top. p_f16: the weights p are rounded to f16 before
+ * they multiply v (the GPUs' tensor-core path, as FlashAttention-2 does):
+ * each p off by 2^-11 relative, or 2^-25 absolute below f16's normals,
+ * and l >= 1, so o moves by at most 2^-11 (1 + skv 2^-14) vmax more.
+ */
+void kref_attention_tolerance(kref_dtype dt, int d, double scale_mul, int64_t skv,
+                              double vmax, int p_f16, double *atol, double *rtol);
+
 /* ---- memory ---- */
 
 /* size bytes ending right before an inaccessible page, so that a kernel

@@ -48,33 +48,6 @@ static const shape shapes[] = {
 /* Guard elements after o: the kernel must not write past it. */
 #define GUARD 64
 
-/*
- * Tolerance. The f32 arithmetic of the kernel errs in three places: each
- * score (a dot product of D terms, |error| ~ 2^-24 sqrt(D) |s|), each
- * exp (2 ulp) and the running sums over skv keys with a rescale per tile
- * (~ 2^-24 (sqrt(skv) + skv/32)). A score error e shifts the weights by a
- * relative e, so all of it is relative to max|v| (o is a convex
- * combination of rows of v). The bound below is 4x that model, with |s|
- * the size the data reaches: q, k uniform in [-1, 1] make dot(q, k) of
- * standard deviation sqrt(D/9), so 3 sigma is sqrt(D) and |s| <= scale *
- * sqrt(D) = scale_mul.
- * For f16 the output is rounded once (half an ulp) and so is the
- * reference (another half): one f16 ulp relative, 2^-24 absolute for
- * subnormals, on top.
- */
-static void tolerance(kref_dtype dt, int d, const shape *s, double vmax,
-                      double *atol, double *rtol) {
-  const double smax = s->scale_mul;
-  const double model = 0x1p-24 * (sqrt((double)d) * (1.0 + smax) + 8.0 +
-                                  sqrt((double)s->skv) + s->skv / 32.0);
-  *atol = 4.0 * model * vmax;
-  *rtol = 0.0;
-  if (dt == KREF_F16) {
-    *atol += 0x1p-24;
-    *rtol = 0x1p-10;
-  }
-}
-
 typedef struct tensors {
   size_t qo_n, kv_n, es;
   void *q, *k, *v, *want;
@@ -129,7 +102,7 @@ static int run_case(gk_flash_attention_fn fn, const char *what, kref_dtype dt,
   for (size_t i = 0; i < t->kv_n; i++)
     vmax = fmax(vmax, fabs(kref_get(dt, t->v, i)));
   double atol, rtol;
-  tolerance(dt, d, s, vmax, &atol, &rtol);
+  kref_attention_tolerance(dt, d, s->scale_mul, s->skv, vmax, 0, &atol, &rtol);
   char label[200];
   snprintf(label, sizeof label, "%s h=%lld kvh=%lld sq=%lld skv=%lld", what,
            (long long)s->n_heads, (long long)s->n_kv_heads, (long long)s->sq,

@@ -2,7 +2,7 @@
  * gk_emu.h - just enough of a GPU, on the CPU, to run the kernel bodies of
  * kernelsrc/cuda/NAME.cuh as they are: what gk_gpu.cuh takes from CUDA or HIP
  * (threadIdx, __syncthreads, __shared__, group shuffles, shared-memory
- * atomics, float4), defined for host C++ when GK_GPU_EMULATE is set.
+ * atomics, float4, uint4), defined for host C++ when GK_GPU_EMULATE is set.
  *
  * This is a test instrument, not a backend: no GPU exists on the machines
  * that run the tests, so the bodies' logic (tiling, online softmax,
@@ -44,6 +44,9 @@ extern gk_emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 struct float4 {
   float x, y, z, w;
+};
+struct uint4 {
+  unsigned x, y, z, w;
 };
 
 void gk_emu_syncthreads(void);
