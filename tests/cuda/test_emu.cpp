@@ -26,9 +26,9 @@
 
 extern "C" {
 #include "kref.h"
+#include "launch.h"
 #include "qref.h"
 }
-#include <jansson.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,91 +60,9 @@ static int failures;
 
 /* ---- launch metadata ------------------------------------------------------ */
 
-struct launch {
-  unsigned block[3];
-  std::string grid[3];
-  long long shared;
-  std::vector<std::string> params;
-};
-
-/*
- * Count expressions of docs/kernels.md ("Launching on GPUs"): integers,
- * parameter names, + - * and / (which rounds UP: "n / 8" is the number of
- * groups of 8 that cover n), parentheses.
- */
-struct evaluator {
-  const char *p;
-  const std::map<std::string, long long> *vars;
-  std::string err;
-
-  void ws() {
-    while (*p == ' ') p++;
-  }
-  long long factor() {
-    ws();
-    if (*p == '(') {
-      p++;
-      long long v = expr();
-      ws();
-      if (*p++ != ')') err = "missing ')'";
-      return v;
-    }
-    if (isdigit((unsigned char)*p)) return strtoll(p, (char **)&p, 10);
-    std::string name;
-    while (isalnum((unsigned char)*p) || *p == '_') name += *p++;
-    auto it = vars->find(name);
-    if (name.empty() || it == vars->end()) {
-      err = "unknown name '" + name + "'";
-      return 0;
-    }
-    return it->second;
-  }
-  long long term() {
-    long long v = factor();
-    for (;;) {
-      ws();
-      if (*p == '*') {
-        p++;
-        v *= factor();
-      } else if (*p == '/') {
-        p++;
-        long long d = factor();
-        if (d <= 0 || v < 0) {
-          err = "division by a non-positive number, or of a negative one";
-          return 0;
-        }
-        v = (v + d - 1) / d;
-      } else {
-        return v;
-      }
-    }
-  }
-  long long expr() {
-    long long v = term();
-    for (;;) {
-      ws();
-      if (*p == '+') {
-        p++;
-        v += term();
-      } else if (*p == '-') {
-        p++;
-        v -= term();
-      } else {
-        return v;
-      }
-    }
-  }
-};
-
-static long long eval(const std::string &e, const std::map<std::string, long long> &vars,
-                      std::string *err) {
-  evaluator ev{e.c_str(), &vars, ""};
-  long long v = ev.expr();
-  ev.ws();
-  if (ev.err.empty() && *ev.p) ev.err = std::string("unexpected '") + ev.p + "'";
-  if (!ev.err.empty()) *err = "'" + e + "': " + ev.err;
-  return v;
-}
+/* The count expressions of docs/kernels.md ("Launching on GPUs") are
+ * tests/common/launch.c's, which tests/gpu launches the real images with. */
+typedef launch_info launch;
 
 static gk_archive *archive;
 
@@ -167,29 +85,9 @@ static bool read_launch(const char *kernel, const char *variant, launch *L) {
     failures++;
     return false;
   }
-  json_error_t jerr;
-  json_t *o = json_loads(text.c_str(), 0, &jerr);
-  json_t *b = json_object_get(o, "block"), *g = json_object_get(o, "grid"),
-         *s = json_object_get(o, "shared"), *ps = json_object_get(o, "params");
-  bool ok = o && json_array_size(b) == 3 && json_array_size(g) == 3 && json_is_integer(s) &&
-            json_is_array(ps);
-  for (int d = 0; ok && d < 3; d++) {
-    json_t *bd = json_array_get(b, d), *gd = json_array_get(g, d);
-    ok = json_is_integer(bd) && (json_is_integer(gd) || json_is_string(gd));
-    if (!ok) break;
-    L->block[d] = (unsigned)json_integer_value(bd);
-    L->grid[d] = json_is_string(gd) ? json_string_value(gd)
-                                    : std::to_string(json_integer_value(gd));
-  }
-  if (ok) {
-    L->shared = json_integer_value(s);
-    L->params.clear();
-    for (size_t i = 0; i < json_array_size(ps); i++)
-      L->params.push_back(json_string_value(json_array_get(ps, i)));
-  }
-  json_decref(o);
-  CHECK(ok, "%s %s: launch '%s' lacks block[3], grid[3], shared or params", kernel, variant,
-        text.c_str());
+  char err[256];
+  const bool ok = launch_parse(text.c_str(), NULL, L, err, sizeof err) == 0;
+  CHECK(ok, "%s %s: launch '%s': %s", kernel, variant, text.c_str(), err);
   return ok;
 }
 
@@ -206,19 +104,24 @@ static void trampoline(void *f) {
 template <class F>
 static bool run(const char *what, const launch &L, const std::vector<std::string> &params,
                 const std::map<std::string, long long> &vars, F body, bool small = false) {
-  CHECK(L.params == params, "%s: launch params differ from docs/kernels.md", what);
-  CHECK(L.shared == 0, "%s: dynamic shared memory %lld (the bodies use none)", what,
-        L.shared);
+  static const char *const types[] = {"ptr", "i64", "i32", "f32"};
+  std::vector<std::string> got;
+  for (int i = 0; i < L.nparams; i++)
+    got.push_back(std::string(L.name[i]) + ":" + types[L.type[i]]);
+  CHECK(got == params, "%s: launch params differ from docs/kernels.md", what);
+  CHECK(L.shared == 0, "%s: dynamic shared memory %u (the bodies use none)", what, L.shared);
   CHECK(L.block[1] == 1 && L.block[2] == 1 && L.block[0] % GK_GROUP == 0 && L.block[0] <= 1024,
         "%s: block %u x %u x %u", what, L.block[0], L.block[1], L.block[2]);
+  launch_args a = {};
+  for (const auto &v : vars) launch_int(&a, v.first.c_str(), v.second);
   gk_emu_dim3 grid, block = {L.block[0], L.block[1], L.block[2]};
   unsigned *g[3] = {&grid.x, &grid.y, &grid.z};
   for (int d = 0; d < 3; d++) {
-    std::string err;
-    long long v = eval(L.grid[d], vars, &err);
-    if (!err.empty() || v < 1 || v > 0x7fffffff) {
-      printf("FAIL: %s: grid[%d] %s gives %lld %s\n", what, d, L.grid[d].c_str(), v,
-             err.c_str());
+    char err[256] = "";
+    int64_t v = 0;
+    /* Stricter than a host: a count below 1 is a fault of the metadata. */
+    if (launch_eval(L.grid[d], &a, &v, err, sizeof err) != 0 || v < 1 || v > 0x7fffffff) {
+      printf("FAIL: %s: grid[%d] %s gives %lld %s\n", what, d, L.grid[d], (long long)v, err);
       failures++;
       return false;
     }
