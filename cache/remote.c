@@ -351,6 +351,8 @@ static long request(gkc__remote *r, const char *kind, const char *hex, membuf *u
   if (rc != CURLE_OK) {
     snprintf(why, whysize, "%s", down && down->too_big ? "the answer is too large"
                                  : *errbuf ? errbuf : curl_easy_strerror(rc));
+    if (rc == CURLE_PEER_FAILED_VERIFICATION && strlen(why) + 80 < whysize)
+      strcat(why, " (a private CA is given with --remote-cache-ca; TLS is always verified)");
     scrub(r, why, whysize);
     return -1;
   }
