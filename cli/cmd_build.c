@@ -158,7 +158,7 @@ static int check_file(const char *opt, const char *path) {
 
 /* Fills o's credentials and keys from the options and the environment,
  * checking each. Returns EXIT_OK, or the status to exit with (said why). */
-static int remote_setup(gkr_options *o, remote_args *ra, int have_remote) {
+static int remote_setup(gkr_options *o, remote_args *ra) {
   char err[512];
   if (split_env("GK_REMOTE_CACHE_HEADERS", '\n', &ra->env_headers, ra->headers, &ra->nheaders) ||
       split_env("GK_REMOTE_CACHE_TRUST", ':', &ra->env_trust, ra->trust, &ra->ntrust)) {
@@ -177,7 +177,16 @@ static int remote_setup(gkr_options *o, remote_args *ra, int have_remote) {
   ra->sign_key = env_or(ra->sign_key, "GK_REMOTE_CACHE_SIGN_KEY");
   /* Without a remote these are of no use; not an error, since a CI job's
    * environment may set them for every build. */
-  if (!have_remote) return EXIT_OK;
+  if (!o->remote_cache || !*o->remote_cache) return EXIT_OK;
+  /* Said before the build makes its cache folder, the URL shown without
+   * its password. */
+  if (strncmp(o->remote_cache, "http://", 7) != 0 && strncmp(o->remote_cache, "https://", 8) != 0) {
+    char *shown = gkc_redact_url(o->remote_cache);
+    cli_error(CMD, "remote cache '%s' is not an http:// or https:// URL; give the base URL of "
+                   "a bazel-remote style cache (GET/PUT /ac/ and /cas/)", shown ? shown : "?");
+    free(shown);
+    return EXIT_USAGE;
+  }
   const struct { const char *opt, *path; } files[] = {
       {"--remote-cache-netrc", o->remote_netrc},
       {"--remote-cache-ca", o->remote_ca},
@@ -316,7 +325,7 @@ int cmd_build(int argc, char **argv) {
    * URL (which may hold a password) is never recorded as an environment
    * value by the no-op build's trace. */
   if (!o.remote_cache) o.remote_cache = env_or(NULL, "GK_REMOTE_CACHE");
-  if ((status = remote_setup(&o, &ra, o.remote_cache != NULL)) != EXIT_OK) goto out;
+  if ((status = remote_setup(&o, &ra)) != EXIT_OK) goto out;
   status = EXIT_USAGE;
   o.backends = backends;
   o.targets = targets;

@@ -78,6 +78,10 @@ def setup(steps, env, mounts, subst):
             os.makedirs(path)
         elif kind == "file":
             open(path, "w").close()
+        elif kind == "keygen":  # a key pair $T/ARG.key, $T/ARG.pub (gk keygen)
+            subprocess.run([env["GK"], "keygen", "--out", path], check=True, capture_output=True)
+        elif kind == "readable":  # a file others may read (mode 0644)
+            os.chmod(path, 0o644)
         elif kind == "text":
             open(path, "w").write("hello, not an archive\n")
         elif kind == "random":
