@@ -59,7 +59,8 @@ static void usage(FILE *f) {
     "                   /cas/; default: $GK_REMOTE_CACHE). A slow or dead one is\n"
     "                   skipped with one warning, never failing the build\n"
     "  --remote-cache-readonly\n"
-    "                   download from the remote cache, never upload\n"
+    "                   download from the remote cache, never upload (also\n"
+    "                   $GK_REMOTE_CACHE_READONLY=1)\n"
     "  --remote-cache-header 'NAME: VALUE'\n"
     "                   send this header with every request, e.g. 'Authorization:\n"
     "                   Bearer TOKEN' (repeatable; also one per line in\n"
@@ -325,6 +326,8 @@ int cmd_build(int argc, char **argv) {
    * URL (which may hold a password) is never recorded as an environment
    * value by the no-op build's trace. */
   if (!o.remote_cache) o.remote_cache = env_or(NULL, "GK_REMOTE_CACHE");
+  const char *ro = getenv("GK_REMOTE_CACHE_READONLY");
+  if (ro && *ro && strcmp(ro, "0") != 0) o.remote_readonly = 1;
   if ((status = remote_setup(&o, &ra)) != EXIT_OK) goto out;
   status = EXIT_USAGE;
   o.backends = backends;

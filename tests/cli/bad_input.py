@@ -146,7 +146,8 @@ def main():
         env.update(GK=os.path.abspath(gk), T=T, P=os.path.join(T, "p"), R=os.path.join(T, "r"),
                    ARCHIVE=os.path.abspath(archive), OUTDIR=os.path.abspath(outdir),
                    GK_CACHE_DIR=os.path.join(T, "default-cache"), LC_ALL="C")
-        env.pop("GK_REMOTE_CACHE", None)  # never a remote the environment names
+        for k in [k for k in env if k.startswith("GK_REMOTE_CACHE")]:
+            env.pop(k)  # never a remote (or its keys) the environment names
         shutil.copytree(os.path.join(DATA, "project"), env["P"])
         os.makedirs(env["R"])
         subst = {}
