@@ -602,8 +602,14 @@ const char *gkc__root(const gkc_cache *c) { return c->root; }
 const char *gkc__host_tag(const gkc_cache *c) { return c->host; }
 
 int gkc_set_remote(gkc_cache *c, const char *url, int readonly, FILE *log) {
+  gkc_remote_options o = {0};
+  o.readonly = readonly;
+  return gkc_set_remote_ex(c, url, &o, log);
+}
+
+int gkc_set_remote_ex(gkc_cache *c, const char *url, const gkc_remote_options *o, FILE *log) {
   char err[sizeof c->err];
-  gkc__remote *r = gkc__remote_open(url, readonly, log, err, sizeof err);
+  gkc__remote *r = gkc__remote_open(url, o, log, err, sizeof err);
   if (!r) return fail(c, "%s", err);
   gkc__remote_close(c->remote);
   c->remote = r;

@@ -153,6 +153,51 @@ int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync);
  */
 int gkc_set_remote(gkc_cache *c, const char *url, int readonly, FILE *log);
 
+/*
+ * The same, with credentials and trust. Everything is copied; the caller may
+ * free o and what it points at after the call (wipe the secrets too).
+ *
+ * Credentials go to the server and nowhere else: no message, warning or
+ * error shows a header's value, a password of the URL or of the netrc file,
+ * and none of them is part of any key. TLS is always verified for https
+ * (the server's certificate against ca_file or the system's CAs, and its
+ * name); there is no switch to turn that off.
+ *
+ * Signed action entries: with sign_seed, every action entry uploaded carries
+ * an Ed25519 signature (in the ActionResult's execution_metadata, an Any of
+ * its own type, which bazel-remote keeps as it is) over the job key and the
+ * outputs, so an entry cannot be moved to another key or changed. With
+ * ntrusted > 0, a lookup accepts only entries signed by one of the trusted
+ * public keys; any other entry (unsigned, another key, a signature that does
+ * not match) is a miss, warned about once per handle. With none, entries
+ * are accepted unsigned or signed, as gkc_set_remote does. Returns 0, or -1
+ * for a URL that is not http:// or https://, or a header that is not
+ * "Name: value" (message on the handle, without the value).
+ */
+typedef struct gkc_remote_options {
+  int readonly;                 /* download only, never upload */
+  const char *const *headers;   /* "Name: value" sent with every request */
+  size_t nheaders;
+  const char *netrc;            /* netrc file for the host's login; NULL:
+                                   libcurl's default, $HOME/.netrc, if any */
+  const char *ca_file;          /* PEM CAs to verify an https server with;
+                                   NULL: the system's */
+  const char *client_cert;      /* PEM client certificate (mutual TLS) */
+  const char *client_key;       /* its unencrypted PEM key; NULL: in cert */
+  const unsigned char *sign_seed;        /* 32-byte Ed25519 seed, or NULL */
+  const unsigned char (*trusted)[32];    /* trusted public keys */
+  size_t ntrusted;
+} gkc_remote_options;
+int gkc_set_remote_ex(gkc_cache *c, const char *url, const gkc_remote_options *o, FILE *log);
+
+/* Is h a header gkc_set_remote_ex accepts ("Name: value" on one line)? 0,
+ * or -1 with a sentence in err that quotes the name, never the value. */
+int gkc_check_header(const char *h, char *err, size_t errsize);
+
+/* url with any user:password part replaced by "***", for messages and keys
+ * (malloc'd; NULL when out of memory). */
+char *gkc_redact_url(const char *url);
+
 /* Path of an object in the store (it may not exist). Returns 0, or -1 when
  * buf is too small. */
 int gkc_object_path(const gkc_cache *c, const char *sha256, char *buf,

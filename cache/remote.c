@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "remote.h"
 
+#include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -41,11 +42,24 @@ struct gkc__remote {
   int get_on, put_on;
   char warned[8][16]; /* tags already warned about by gkc__remote_warn_bad */
   long timeout;
+  /* Credentials: sent, never shown. secrets[] are the strings no message
+   * may contain (header values, the URL's password): scrub() blanks them
+   * out of anything libcurl says before it is printed. */
+  struct curl_slist *headers; /* "Expect:" and the caller's headers */
+  char *netrc, *ca_file, *client_cert, *client_key;
+  char **secrets;
+  size_t nsecrets;
+  /* Signing and trust (remote.h, "Signed entries"). */
+  int sign;
+  unsigned char sk[crypto_sign_SECRETKEYBYTES];
+  unsigned char (*trusted)[32];
+  size_t ntrusted;
+  int trust_warned;
 };
 
 /* Messages never show credentials: a URL's user:password part becomes
  * three stars. */
-static char *redact(const char *url) {
+char *gkc_redact_url(const char *url) {
   const char *p = strstr(url, "://");
   const char *host = p ? p + 3 : url;
   const char *end = host + strcspn(host, "/");
@@ -60,11 +74,112 @@ static char *redact(const char *url) {
   return s;
 }
 
-gkc__remote *gkc__remote_open(const char *url, int readonly, FILE *log, char *err,
-                              size_t errsize) {
+int gkc_check_header(const char *h, char *err, size_t errsize) {
+  /* RFC 9110: a token, a colon, a value on one line. Only the name is ever
+   * quoted back: the value is a credential. */
+  size_t n = 0;
+  while (h[n] && (isalnum((unsigned char)h[n]) || strchr("!#$%&'*+-.^_`|~", h[n]))) n++;
+  const char *why = NULL;
+  if (n == 0 || h[n] != ':')
+    why = n == 0 ? "it does not start with a header name" : "the name is not followed by ':'";
+  else {
+    const char *v = h + n + 1;
+    while (*v == ' ' || *v == '\t') v++;
+    if (!*v) why = "it has no value";
+    for (const char *q = v; !why && *q; q++)
+      if ((unsigned char)*q < 0x20 && *q != '\t') why = "its value has a line break or a control character";
+      else if (*q == 0x7f) why = "its value has a control character";
+  }
+  if (!why) return 0;
+  snprintf(err, errsize, "remote cache header '%.*s...' is not 'Name: value' (%s); e.g. "
+           "'Authorization: Bearer TOKEN'", (int)(n < 64 ? n : 64), h, why);
+  return -1;
+}
+
+/* Replaces every secret in text (NUL-terminated, size bytes) by "***". */
+static void scrub(const gkc__remote *r, char *text, size_t size) {
+  for (size_t i = 0; i < r->nsecrets; i++) {
+    size_t sl = strlen(r->secrets[i]);
+    char *p;
+    while (sl && (p = strstr(text, r->secrets[i]))) {
+      size_t rest = strlen(p + sl);
+      if ((size_t)(p - text) + 3 + rest >= size) rest = size - (size_t)(p - text) - 4;
+      memmove(p + 3, p + sl, rest);
+      memcpy(p, "***", 3);
+      p[3 + rest] = '\0';
+    }
+  }
+}
+
+static int add_secret(gkc__remote *r, const char *s, size_t n) {
+  while (n && (*s == ' ' || *s == '\t')) s++, n--;
+  if (n == 0) return 0;
+  char **v = realloc(r->secrets, (r->nsecrets + 1) * sizeof *v);
+  if (!v) return -1;
+  r->secrets = v;
+  if (!(v[r->nsecrets] = strndup(s, n))) return -1;
+  r->nsecrets++;
+  return 0;
+}
+
+static char *dup_opt(const char *s, int *oom) {
+  if (!s) return NULL;
+  char *d = strdup(s);
+  if (!d) *oom = 1;
+  return d;
+}
+
+/* Copies o's credentials and keys into r. 0, or -1 with err set. */
+static int take_options(gkc__remote *r, const gkc_remote_options *o, char *err,
+                        size_t errsize) {
+  int oom = 0;
+  r->headers = curl_slist_append(NULL, "Expect:");
+  for (size_t i = 0; r->headers && i < o->nheaders; i++) {
+    if (gkc_check_header(o->headers[i], err, errsize) != 0) return -1;
+    struct curl_slist *l = curl_slist_append(r->headers, o->headers[i]);
+    if (!l || add_secret(r, strchr(o->headers[i], ':') + 1, strlen(strchr(o->headers[i], ':') + 1)))
+      oom = 1;
+    if (l) r->headers = l;
+  }
+  if (!r->headers) oom = 1;
+  /* The URL's own password (user:password@host), kept out of messages too. */
+  const char *host = strstr(r->base, "://") + 3;
+  const char *end = host + strcspn(host, "/"), *at = NULL, *colon = NULL;
+  for (const char *q = host; q < end; q++)
+    if (*q == '@') at = q;
+  for (const char *q = host; at && q < at; q++)
+    if (*q == ':' && !colon) colon = q;
+  if (colon && add_secret(r, colon + 1, (size_t)(at - colon - 1))) oom = 1;
+  r->netrc = dup_opt(o->netrc, &oom);
+  r->ca_file = dup_opt(o->ca_file, &oom);
+  r->client_cert = dup_opt(o->client_cert, &oom);
+  r->client_key = dup_opt(o->client_key, &oom);
+  if (o->sign_seed) {
+    unsigned char pk[crypto_sign_PUBLICKEYBYTES];
+    crypto_sign_seed_keypair(pk, r->sk, o->sign_seed);
+    r->sign = 1;
+  }
+  if (o->ntrusted) {
+    r->trusted = malloc(o->ntrusted * sizeof *r->trusted);
+    if (r->trusted) {
+      memcpy(r->trusted, o->trusted, o->ntrusted * sizeof *r->trusted);
+      r->ntrusted = o->ntrusted;
+    } else {
+      oom = 1;
+    }
+  }
+  if (oom) snprintf(err, errsize, "out of memory opening the remote cache");
+  return oom ? -1 : 0;
+}
+
+gkc__remote *gkc__remote_open(const char *url, const gkc_remote_options *o, FILE *log,
+                              char *err, size_t errsize) {
   if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+    char *shown = gkc_redact_url(url);
     snprintf(err, errsize, "remote cache '%s' is not an http:// or https:// URL; give the "
-             "base URL of a bazel-remote style cache (GET/PUT /ac/ and /cas/)", url);
+             "base URL of a bazel-remote style cache (GET/PUT /ac/ and /cas/)",
+             shown ? shown : "?");
+    free(shown);
     return NULL;
   }
   static int global_done;
@@ -75,20 +190,28 @@ gkc__remote *gkc__remote_open(const char *url, int readonly, FILE *log, char *er
     }
     global_done = 1;
   }
+  if (sodium_init() < 0) {
+    snprintf(err, errsize, "cannot initialize libsodium for the remote cache");
+    return NULL;
+  }
   gkc__remote *r = calloc(1, sizeof *r);
   size_t n = strlen(url);
   while (n > 0 && url[n - 1] == '/') n--;
   if (r) r->base = strndup(url, n);
-  if (r && r->base) r->shown = redact(r->base);
+  if (r && r->base) r->shown = gkc_redact_url(r->base);
   if (r && r->shown) r->curl = curl_easy_init();
   if (!r || !r->curl) {
     gkc__remote_close(r);
     snprintf(err, errsize, "out of memory opening the remote cache");
     return NULL;
   }
+  if (take_options(r, o, err, errsize) != 0) {
+    gkc__remote_close(r);
+    return NULL;
+  }
   r->log = log ? log : stderr;
   r->get_on = 1;
-  r->put_on = !readonly;
+  r->put_on = !o->readonly;
   const char *t = getenv("GK_REMOTE_CACHE_TIMEOUT");
   long tv = t && *t ? strtol(t, NULL, 10) : 0;
   r->timeout = tv > 0 && tv < 3600 ? tv : 0;
@@ -98,6 +221,18 @@ gkc__remote *gkc__remote_open(const char *url, int readonly, FILE *log, char *er
 void gkc__remote_close(gkc__remote *r) {
   if (!r) return;
   if (r->curl) curl_easy_cleanup(r->curl);
+  if (r->headers) curl_slist_free_all(r->headers);
+  for (size_t i = 0; i < r->nsecrets; i++) {
+    sodium_memzero(r->secrets[i], strlen(r->secrets[i]));
+    free(r->secrets[i]);
+  }
+  free(r->secrets);
+  sodium_memzero(r->sk, sizeof r->sk);
+  free(r->netrc);
+  free(r->ca_file);
+  free(r->client_cert);
+  free(r->client_key);
+  free(r->trusted);
   free(r->base);
   free(r->shown);
   free(r);
@@ -185,7 +320,6 @@ static long request(gkc__remote *r, const char *kind, const char *hex, membuf *u
   long stall = r->timeout ? r->timeout : STALL_TIMEOUT;
   long connect = r->timeout ? r->timeout : CONNECT_TIMEOUT;
   char errbuf[CURL_ERROR_SIZE] = "";
-  struct curl_slist *hdrs = curl_slist_append(NULL, "Expect:");
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, connect);
@@ -193,8 +327,18 @@ static long request(gkc__remote *r, const char *kind, const char *hex, membuf *u
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall);
   curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)TOTAL_TIMEOUT);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, r->headers);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "gk-build");
+  /* Credentials: a login from the netrc file when the URL has none; the
+   * caller's headers above. Redirects are not followed, so neither goes to
+   * another host. TLS is verified whatever the environment says. */
+  curl_easy_setopt(c, CURLOPT_NETRC, (long)CURL_NETRC_OPTIONAL);
+  if (r->netrc) curl_easy_setopt(c, CURLOPT_NETRC_FILE, r->netrc);
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+  if (r->ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_file);
+  if (r->client_cert) curl_easy_setopt(c, CURLOPT_SSLCERT, r->client_cert);
+  if (r->client_key) curl_easy_setopt(c, CURLOPT_SSLKEY, r->client_key);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, down);
   if (up) {
@@ -204,15 +348,25 @@ static long request(gkc__remote *r, const char *kind, const char *hex, membuf *u
     curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)up->len);
   }
   CURLcode rc = curl_easy_perform(c);
-  curl_slist_free_all(hdrs);
   if (rc != CURLE_OK) {
     snprintf(why, whysize, "%s", down && down->too_big ? "the answer is too large"
                                  : *errbuf ? errbuf : curl_easy_strerror(rc));
+    if (rc == CURLE_PEER_FAILED_VERIFICATION && strlen(why) + 80 < whysize)
+      strcat(why, " (a private CA is given with --remote-cache-ca; TLS is always verified)");
+    scrub(r, why, whysize);
     return -1;
   }
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   return status;
+}
+
+/* What a 401 or 403 means to the user. */
+static const char *refusal(long st) {
+  return st == 401 || st == 403
+           ? " (credentials missing or refused: see --remote-cache-header, "
+             "--remote-cache-netrc, --remote-cache-client-cert)"
+           : "";
 }
 
 int gkc__remote_get(gkc__remote *r, const char *kind, const char *hex,
@@ -231,7 +385,7 @@ int gkc__remote_get(gkc__remote *r, const char *kind, const char *hex,
   free(down.p);
   if (st == 404) return 0;
   if (st < 0) warn_off(r, 1, "GET /%s/ failed: %s", kind, why);
-  else warn_off(r, 1, "GET /%s/%.12s... answered HTTP %ld", kind, hex, st);
+  else warn_off(r, 1, "GET /%s/%.12s... answered HTTP %ld%s", kind, hex, st, refusal(st));
   return 0;
 }
 
@@ -246,7 +400,7 @@ int gkc__remote_put(gkc__remote *r, const char *kind, const char *hex,
   /* A dead server is dead for downloads too; a refusal (read-only cache,
    * no permission) only stops the uploads. */
   if (st < 0) warn_off(r, 1, "PUT /%s/ failed: %s", kind, why);
-  else warn_off(r, st >= 500, "PUT /%s/%.12s... answered HTTP %ld", kind, hex, st);
+  else warn_off(r, st >= 500, "PUT /%s/%.12s... answered HTTP %ld%s", kind, hex, st, refusal(st));
   return -1;
 }
 
@@ -389,6 +543,139 @@ int gkc__ac_decode(const unsigned char *buf, size_t len, gkc__output *outs, size
   return n;
 }
 
+/* ---- signed entries (remote.h) ------------------------------------------- */
+
+#define SIG_DOMAIN "gk-remote-ac-v1"
+
+/* The bytes a signature covers: domain, key and the encoded outputs. */
+static unsigned char *signed_bytes(const gkc__output *outs, size_t n, const char *key,
+                                   size_t *len) {
+  unsigned char *enc;
+  size_t el;
+  if (gkc__ac_encode(outs, n, &enc, &el) != 0) return NULL;
+  size_t dl = sizeof SIG_DOMAIN, kl = strlen(key) + 1; /* both with their NUL */
+  unsigned char *m = malloc(dl + kl + el);
+  if (m) {
+    memcpy(m, SIG_DOMAIN, dl);
+    memcpy(m + dl, key, kl);
+    memcpy(m + dl + kl, enc, el);
+    *len = dl + kl + el;
+  }
+  free(enc);
+  return m;
+}
+
+int gkc__ac_encode_signed(const gkc__output *outs, size_t n, const char *key,
+                          const unsigned char sk[64], unsigned char **buf, size_t *len) {
+  size_t ml, el;
+  unsigned char *m = signed_bytes(outs, n, key, &ml), *enc = NULL;
+  if (!m || gkc__ac_encode(outs, n, &enc, &el) != 0) {
+    free(m);
+    return -1;
+  }
+  unsigned char sig[crypto_sign_BYTES];
+  crypto_sign_detached(sig, NULL, m, ml, sk);
+  free(m);
+  /* value = {1: public key, 2: signature}; Any = {1: type_url, 2: value};
+   * ExecutedActionMetadata = {11: Any}; ActionResult field 9. Each part is
+   * under 128 bytes but the last two: lengths are varints all the same. */
+  unsigned char val[2 + 32 + 2 + 64], any[256], meta[300];
+  size_t vl = put_len(val, 1, 32);
+  memcpy(val + vl, sk + 32, 32); /* libsodium's secret key ends with the public one */
+  vl += 32;
+  vl += put_len(val + vl, 2, sizeof sig);
+  memcpy(val + vl, sig, sizeof sig);
+  vl += sizeof sig;
+  size_t tl = strlen(GKC__SIG_TYPE);
+  size_t al = put_len(any, 1, tl);
+  memcpy(any + al, GKC__SIG_TYPE, tl);
+  al += tl;
+  al += put_len(any + al, 2, vl);
+  memcpy(any + al, val, vl);
+  al += vl;
+  size_t ml2 = put_len(meta, 11, al);
+  memcpy(meta + ml2, any, al);
+  ml2 += al;
+  unsigned char *out = realloc(enc, el + 8 + ml2);
+  if (!out) {
+    free(enc);
+    return -1;
+  }
+  el += put_len(out + el, 9, ml2);
+  memcpy(out + el, meta, ml2);
+  *buf = out;
+  *len = el + ml2;
+  return 0;
+}
+
+/* Finds our Any in field 9: 1 with pk and sig, 0 when there is none, -1 for
+ * one that is malformed. */
+static int find_signature(const unsigned char *buf, size_t len, unsigned char pk[32],
+                          unsigned char sig[64]) {
+  reader r = {buf, buf + len};
+  int found = 0;
+  while (r.p < r.end) {
+    unsigned f, wt;
+    reader meta;
+    uint64_t v;
+    if (get_field(&r, &f, &wt, &meta, &v)) return -1;
+    if (f != 9 || wt != 2) continue;
+    while (meta.p < meta.end) {
+      reader any;
+      if (get_field(&meta, &f, &wt, &any, &v)) return -1;
+      if (f != 11 || wt != 2) continue;
+      reader type = {0}, val = {0}, x;
+      while (any.p < any.end) {
+        if (get_field(&any, &f, &wt, &x, &v)) return -1;
+        if (f == 1 && wt == 2) type = x;
+        if (f == 2 && wt == 2) val = x;
+      }
+      size_t tl = strlen(GKC__SIG_TYPE);
+      if (!type.p || (size_t)(type.end - type.p) != tl || memcmp(type.p, GKC__SIG_TYPE, tl))
+        continue;
+      int have = 0;
+      while (val.p && val.p < val.end) {
+        if (get_field(&val, &f, &wt, &x, &v)) return -1;
+        size_t xl = wt == 2 ? (size_t)(x.end - x.p) : 0;
+        if (f == 1 && xl == 32) memcpy(pk, x.p, 32), have |= 1;
+        if (f == 2 && xl == 64) memcpy(sig, x.p, 64), have |= 2;
+      }
+      if (have != 3 || found) return -1; /* incomplete, or two: refused */
+      found = 1;
+    }
+  }
+  return found;
+}
+
+int gkc__ac_check(const unsigned char *buf, size_t len, const char *key,
+                  const unsigned char (*trusted)[32], size_t ntrusted, char *why,
+                  size_t whysize) {
+  unsigned char pk[32], sig[64];
+  int f = find_signature(buf, len, pk, sig);
+  if (f <= 0) {
+    snprintf(why, whysize, f == 0 ? "it is not signed" : "its signature is malformed");
+    return -1;
+  }
+  size_t i = 0;
+  while (i < ntrusted && sodium_memcmp(trusted[i], pk, 32) != 0) i++;
+  if (i == ntrusted) {
+    char id[65];
+    sodium_bin2hex(id, sizeof id, pk, 32);
+    snprintf(why, whysize, "it is signed by key %.16s, which is not trusted", id);
+    return -1;
+  }
+  gkc__output o[8];
+  int n = gkc__ac_decode(buf, len, o, 8);
+  size_t ml = 0;
+  unsigned char *m = n >= 0 && n < 8 ? signed_bytes(o, (size_t)n, key, &ml) : NULL;
+  int ok = m && crypto_sign_verify_detached(sig, m, ml, pk) == 0;
+  free(m);
+  if (!ok)
+    snprintf(why, whysize, "its signature does not match (the entry was changed, or "
+             "copied from another job's key)");
+  return ok ? 0 : -1;
+}
+
 /* ---- the protocol -------------------------------------------------------- */
 
 #define DEPS_FORMAT "gk-remote-deps"
@@ -436,6 +723,20 @@ int gkc__remote_lookup(gkc_cache *c, gkc__remote *r, const char *key, const char
   const char **paths = NULL;
   int hit = 0;
   if (!gkc__remote_can_get(r) || !gkc__remote_get(r, "ac", key, &ac, &acn)) return 0;
+  char why[160];
+  if (r->ntrusted && gkc__ac_check(ac, acn, key, r->trusted, r->ntrusted, why, sizeof why)) {
+    /* One warning for the whole build: a cache full of unsigned entries
+     * (trust just turned on) would otherwise print one per job. */
+    if (!r->trust_warned) {
+      fprintf(r->log, "gk build: warning: remote cache '%s': refusing /ac/%.12s...: %s; "
+              "entries not signed by a trusted key are compiled here (not warned again)\n",
+              r->shown, key, why);
+      fflush(r->log);
+      r->trust_warned = 1;
+    }
+    free(ac);
+    return 0;
+  }
 
   gkc__output o[4];
   const gkc__output *image = NULL, *deps = NULL;
@@ -558,7 +859,8 @@ void gkc__remote_store(gkc_cache *c, gkc__remote *r, const char *key, const gkc_
     /* Blobs first: an action entry never points at a missing blob. */
     if (gkc__remote_put(r, "cas", res->sha256, img, ilen) == 0 &&
         gkc__remote_put(r, "cas", outs[1].hash, text, outs[1].size) == 0 &&
-        gkc__ac_encode(outs, 2, &ac, &acn) == 0)
+        (r->sign ? gkc__ac_encode_signed(outs, 2, key, r->sk, &ac, &acn)
+                 : gkc__ac_encode(outs, 2, &ac, &acn)) == 0)
       gkc__remote_put(r, "ac", key, ac, acn);
     free(ac);
   }

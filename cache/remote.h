@@ -22,10 +22,11 @@
 
 typedef struct gkc__remote gkc__remote;
 
-/* Opens a client for base URL `url` (http:// or https://). Returns NULL
- * with a sentence in err for a URL it cannot use; nothing is sent yet. */
-gkc__remote *gkc__remote_open(const char *url, int readonly, FILE *log, char *err,
-                              size_t errsize);
+/* Opens a client for base URL `url` (http:// or https://) with the
+ * credentials and keys of o (gkcache.h; copied). Returns NULL with a
+ * sentence in err for a URL or header it cannot use; nothing is sent yet. */
+gkc__remote *gkc__remote_open(const char *url, const gkc_remote_options *o, FILE *log,
+                              char *err, size_t errsize);
 void gkc__remote_close(gkc__remote *r);
 
 /* Whether downloads / uploads are still on. */
@@ -60,6 +61,28 @@ int gkc__ac_encode(const gkc__output *outs, size_t n, unsigned char **buf, size_
 /* Decodes the output_files of an ActionResult, up to max of them. Returns
  * how many, or -1 when the bytes are not a well-formed message. */
 int gkc__ac_decode(const unsigned char *buf, size_t len, gkc__output *outs, size_t max);
+
+/*
+ * Signed entries. The signature is an Ed25519 signature of
+ *   "gk-remote-ac-v1" NUL KEY NUL gkc__ac_encode(outputs)
+ * (KEY: the job key's 64 hex digits; outputs as decoded, in order), stored
+ * in the ActionResult as execution_metadata (field 9) .auxiliary_metadata
+ * (field 11), an Any {type_url = GKC__SIG_TYPE, value = {1: public key,
+ * 2: signature}}. Only what a reader uses is signed, and binding KEY means
+ * that the entry of one job copied under another job's key fails.
+ */
+#define GKC__SIG_TYPE "type.gllm-kernels.dev/gk.RemoteAcSignature.v1"
+
+/* Like gkc__ac_encode, signed for key by the key pair (sk: libsodium's
+ * 64-byte form). Returns 0 or -1 (out of memory). */
+int gkc__ac_encode_signed(const gkc__output *outs, size_t n, const char *key,
+                          const unsigned char sk[64], unsigned char **buf, size_t *len);
+
+/* Is the entry buf signed for key by one of trusted[0..ntrusted)? 0 when it
+ * is; -1 otherwise, with the reason in why ("it is not signed", ...). */
+int gkc__ac_check(const unsigned char *buf, size_t len, const char *key,
+                  const unsigned char (*trusted)[32], size_t ntrusted, char *why,
+                  size_t whysize);
 
 /*
  * The protocol, on top of the above. An action-cache entry for a job key is

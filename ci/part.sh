@@ -4,7 +4,9 @@
 # --shard I/N, --container, --container-image, --remote-cache, ...) into
 # out/parts/NAME/ and packs the partial archive out/parts/NAME.gkfat that
 # ci/merge.sh joins with the other runners' parts. $GK: use that gk binary
-# instead of setting up and building one; $GK_OUT: another out/ folder.
+# instead of setting up and building one; $GK_OUT: another out/ folder;
+# $GK_SETUP: what ci/setup.sh installs (default: all); $GK_REQUIRE_TARGETS=1:
+# fail when a target was skipped that $GK_ALLOW_SKIPPED does not list.
 #   ci/part.sh cuda-1 --backend cuda --container --container-image "nvcc=$CUDA_IMAGE" --shard 1/2
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,5 +28,10 @@ fi
 parts="${GK_OUT:-$root/out}/parts"
 mkdir -p "$parts"
 "$gk" build --recipes "$root/recipes" --out "$parts/$name" "$@"
+# A release part may skip nothing the recipes ask for but what the workflow
+# allows, with its reason (GK_ALLOW_SKIPPED; ci/check-skipped.sh).
+if [ "${GK_REQUIRE_TARGETS:-}" = 1 ]; then
+  "$root/ci/check-skipped.sh" "$parts/$name/manifest.json"
+fi
 "$gk" pack "$parts/$name" -o "$parts/$name.gkfat"
 "$gk" ls "$parts/$name.gkfat" >&2

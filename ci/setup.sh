@@ -1,8 +1,19 @@
 #!/bin/sh
-# setup.sh - installs what a Debian 12 machine lacks to build and test
-# gllm-kernels. Idempotent: installs only missing packages, and only refreshes
-# the package lists when something is missing.
+# setup.sh [PURPOSE...] - installs what a Debian 12 machine lacks to build and
+# test gllm-kernels. Idempotent: installs only missing packages, and only
+# refreshes the package lists when something is missing.
+# PURPOSE says what the machine is for, so that a CI job installs only what it
+# needs (default: all, what ./ci/main.sh and ./ci/test.sh need):
+#   build      build gk (compilers, CMake, the libraries it links)
+#   container  build gk and compile kernels in pinned images (+ podman when
+#              there is no docker)
+#   vulkan     build gk and compile the vulkan and wgsl kernels natively
+#   release    merge, verify and sign the parts (the same as build)
+#   test       everything the test suite uses (= all)
+# $GK_SETUP is the default for the arguments (ci/part.sh and ci/merge.sh run
+# this script with none).
 set -eu
+purposes=${*:-${GK_SETUP:-all}}
 
 # Build tools and the libraries the project links (through pkg-config).
 pkgs="build-essential cmake ninja-build pkg-config binutils python3
@@ -37,6 +48,31 @@ pkgs="$pkgs valgrind clang-14 libclang-rt-14-dev"
 # elsewhere, whose npm Debian's npm package would conflict with.
 command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
+
+# The packages each purpose keeps of the list above (all/test: every one).
+build="build-essential cmake ninja-build pkg-config binutils python3 git
+       liblua5.4-dev libzstd-dev libsqlite3-dev libsodium-dev libjansson-dev
+       libcmocka-dev libcurl4-openssl-dev"
+keep=""
+for purpose in $purposes; do
+  case $purpose in
+    all | test) keep=all ;;
+    build | release) keep="$keep $build" ;;
+    container)
+      keep="$keep $build"
+      command -v docker >/dev/null 2>&1 || keep="$keep podman runc" ;;
+    vulkan) keep="$keep $build glslang-tools spirv-tools" ;;
+    *) echo "setup: unknown purpose '$purpose'; use build, container, vulkan, release, test or all" >&2
+       exit 2 ;;
+  esac
+done
+if [ "$keep" != all ]; then
+  chosen=""
+  for p in $pkgs; do
+    case " $(echo $keep) " in *" $p "*) chosen="$chosen $p" ;; esac
+  done
+  pkgs=$chosen
+fi
 
 missing=""
 for p in $pkgs; do

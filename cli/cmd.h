@@ -22,5 +22,9 @@ int cmd_sign(int argc, char **argv);
 /* Reads a public key file (NAME.pub from gk keygen) into out; 0, or -1
  * after printing why as "gk CMD: ..." (cmd_sign.c). */
 int cli_read_public_key(const char *cmd, const char *path, uint8_t out[32]);
+/* Reads a secret key file (NAME.key: the 32-byte Ed25519 seed), refusing
+ * one that others can read; 0, or -1 after printing why. The caller wipes
+ * seed (sodium_memzero). */
+int cli_read_secret_key(const char *cmd, const char *path, uint8_t seed[32]);
 
 #endif

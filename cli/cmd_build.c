@@ -3,11 +3,17 @@
  * folder (docs/manifest.md). The work is the recipe engine's (gkrecipes.h);
  * this file reads the command line.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd.h"
+#include "gkcache.h"
 #include "gkrecipes.h"
 #include "util.h"
 
@@ -53,7 +59,30 @@ static void usage(FILE *f) {
     "                   /cas/; default: $GK_REMOTE_CACHE). A slow or dead one is\n"
     "                   skipped with one warning, never failing the build\n"
     "  --remote-cache-readonly\n"
-    "                   download from the remote cache, never upload\n"
+    "                   download from the remote cache, never upload (also\n"
+    "                   $GK_REMOTE_CACHE_READONLY=1)\n"
+    "  --remote-cache-header 'NAME: VALUE'\n"
+    "                   send this header with every request, e.g. 'Authorization:\n"
+    "                   Bearer TOKEN' (repeatable; also one per line in\n"
+    "                   $GK_REMOTE_CACHE_HEADERS, which other users cannot see in\n"
+    "                   ps). Never printed\n"
+    "  --remote-cache-netrc FILE\n"
+    "                   the login for the cache's host (default: $GK_REMOTE_CACHE_NETRC,\n"
+    "                   else ~/.netrc when it exists)\n"
+    "  --remote-cache-ca FILE\n"
+    "                   PEM certificates of the CAs that verify an https cache\n"
+    "                   (default: $GK_REMOTE_CACHE_CA, else the system's); TLS is\n"
+    "                   always verified\n"
+    "  --remote-cache-client-cert FILE, --remote-cache-client-key FILE\n"
+    "                   PEM client certificate and key for a cache that asks for\n"
+    "                   one (mutual TLS; $GK_REMOTE_CACHE_CLIENT_CERT, _KEY)\n"
+    "  --remote-cache-sign-key NAME.key\n"
+    "                   sign every action entry uploaded (gk keygen; default:\n"
+    "                   $GK_REMOTE_CACHE_SIGN_KEY)\n"
+    "  --remote-cache-trust NAME.pub\n"
+    "                   accept only entries signed by this key (repeatable; also\n"
+    "                   $GK_REMOTE_CACHE_TRUST, paths separated by ':'); others are\n"
+    "                   compiled here, with one warning\n"
     "  --container      run every compile in the container image its toolchain\n"
     "                   module names (docker, else podman; $GK_CONTAINER_ENGINE):\n"
     "                   sources read-only, no network, only the output writable\n"
@@ -75,17 +104,142 @@ static int parse_jobs(const char *v, int *jobs) {
   return 0;
 }
 
+/* What the remote cache options and their environment variables give. */
+typedef struct remote_args {
+  const char **headers; /* argv's and $GK_REMOTE_CACHE_HEADERS' lines */
+  size_t nheaders;
+  char *env_headers;    /* a copy of the variable, cut into lines */
+  const char *sign_key;
+  const char **trust;   /* argv's, then $GK_REMOTE_CACHE_TRUST's */
+  size_t ntrust;
+  char *env_trust;
+  unsigned char seed[32];
+  unsigned char (*trusted)[32];
+} remote_args;
+
+static const char *env_or(const char *v, const char *name) {
+  const char *e = v ? NULL : getenv(name);
+  return v ? v : e && *e ? e : NULL;
+}
+
+/* Splits a copy of $name at sep into list (which has room). */
+static int split_env(const char *name, char sep, char **copy, const char **list, size_t *n) {
+  const char *e = getenv(name);
+  if (!e || !*e) return 0;
+  if (!(*copy = strdup(e))) return -1;
+  for (char *p = *copy, *q; p; p = q) {
+    if ((q = strchr(p, sep))) *q++ = '\0';
+    if (sep == '\n' && *p && p[strlen(p) - 1] == '\r') p[strlen(p) - 1] = '\0';
+    if (*p) list[(*n)++] = p;
+  }
+  return 0;
+}
+
+static size_t count_of(const char *name, char sep) {
+  const char *e = getenv(name);
+  size_t n = 1;
+  for (; e && *e; e++) n += *e == sep;
+  return n;
+}
+
+/* A file the remote cache reads later (CA, certificate, netrc): said now
+ * if it cannot be read, not on the first request. */
+static int check_file(const char *opt, const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st;
+  if (fd < 0) {
+    cli_error(CMD, "cannot read %s file '%s': %s", opt, path, strerror(errno));
+    return -1;
+  }
+  int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  close(fd);
+  if (!ok) cli_error(CMD, "%s file '%s' is not a regular file", opt, path);
+  return ok ? 0 : -1;
+}
+
+/* Fills o's credentials and keys from the options and the environment,
+ * checking each. Returns EXIT_OK, or the status to exit with (said why). */
+static int remote_setup(gkr_options *o, remote_args *ra) {
+  char err[512];
+  if (split_env("GK_REMOTE_CACHE_HEADERS", '\n', &ra->env_headers, ra->headers, &ra->nheaders) ||
+      split_env("GK_REMOTE_CACHE_TRUST", ':', &ra->env_trust, ra->trust, &ra->ntrust)) {
+    cli_error(CMD, "out of memory");
+    return EXIT_FAIL;
+  }
+  for (size_t i = 0; i < ra->nheaders; i++)
+    if (gkc_check_header(ra->headers[i], err, sizeof err) != 0) {
+      cli_error(CMD, "%s", err);
+      return EXIT_USAGE;
+    }
+  o->remote_netrc = env_or(o->remote_netrc, "GK_REMOTE_CACHE_NETRC");
+  o->remote_ca = env_or(o->remote_ca, "GK_REMOTE_CACHE_CA");
+  o->remote_client_cert = env_or(o->remote_client_cert, "GK_REMOTE_CACHE_CLIENT_CERT");
+  o->remote_client_key = env_or(o->remote_client_key, "GK_REMOTE_CACHE_CLIENT_KEY");
+  ra->sign_key = env_or(ra->sign_key, "GK_REMOTE_CACHE_SIGN_KEY");
+  /* Without a remote these are of no use; not an error, since a CI job's
+   * environment may set them for every build. */
+  if (!o->remote_cache || !*o->remote_cache) return EXIT_OK;
+  /* Said before the build makes its cache folder, the URL shown without
+   * its password. */
+  if (strncmp(o->remote_cache, "http://", 7) != 0 && strncmp(o->remote_cache, "https://", 8) != 0) {
+    char *shown = gkc_redact_url(o->remote_cache);
+    cli_error(CMD, "remote cache '%s' is not an http:// or https:// URL; give the base URL of "
+                   "a bazel-remote style cache (GET/PUT /ac/ and /cas/)", shown ? shown : "?");
+    free(shown);
+    return EXIT_USAGE;
+  }
+  const struct { const char *opt, *path; } files[] = {
+      {"--remote-cache-netrc", o->remote_netrc},
+      {"--remote-cache-ca", o->remote_ca},
+      {"--remote-cache-client-cert", o->remote_client_cert},
+      {"--remote-cache-client-key", o->remote_client_key}};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+    if (files[i].path && check_file(files[i].opt, files[i].path) != 0) return EXIT_FAIL;
+  if (o->remote_client_key && !o->remote_client_cert) {
+    cli_error(CMD, "--remote-cache-client-key needs --remote-cache-client-cert, the "
+                   "certificate that goes with the key");
+    return EXIT_USAGE;
+  }
+  if (sodium_init() < 0) {
+    cli_error(CMD, "libsodium failed to initialise");
+    return EXIT_FAIL;
+  }
+  if (ra->sign_key) {
+    if (cli_read_secret_key(CMD, ra->sign_key, ra->seed) != 0) return EXIT_FAIL;
+    o->remote_sign_seed = ra->seed;
+  }
+  if (ra->ntrust) {
+    if (!(ra->trusted = calloc(ra->ntrust, sizeof *ra->trusted))) {
+      cli_error(CMD, "out of memory");
+      return EXIT_FAIL;
+    }
+    for (size_t i = 0; i < ra->ntrust; i++)
+      if (cli_read_public_key(CMD, ra->trust[i], ra->trusted[i]) != 0) return EXIT_FAIL;
+    o->remote_trusted = (const unsigned char(*)[32])ra->trusted;
+    o->nremote_trusted = ra->ntrust;
+  }
+  o->remote_headers = ra->headers;
+  o->nremote_headers = ra->nheaders;
+  return EXIT_OK;
+}
+
 int cmd_build(int argc, char **argv) {
   gkr_options o = {0};
   const char **backends = calloc((size_t)argc, sizeof *backends);
   const char **targets = calloc((size_t)argc, sizeof *targets);
   const char **images = calloc((size_t)argc, sizeof *images);
   const char **mounts = calloc((size_t)argc, sizeof *mounts);
+  remote_args ra = {0};
+  ra.headers = calloc((size_t)argc + count_of("GK_REMOTE_CACHE_HEADERS", '\n'), sizeof(char *));
+  ra.trust = calloc((size_t)argc + count_of("GK_REMOTE_CACHE_TRUST", ':'), sizeof(char *));
   int json = 0, bad = 0, status = EXIT_USAGE;
-  if (!backends || !targets || !images || !mounts) {
+  if (!backends || !targets || !images || !mounts || !ra.headers || !ra.trust) {
+    free(backends);
     free(targets);
     free(images);
     free(mounts);
+    free(ra.headers);
+    free(ra.trust);
     cli_error(CMD, "out of memory");
     return EXIT_FAIL;
   }
@@ -107,6 +261,20 @@ int cmd_build(int argc, char **argv) {
       o.shard = v;
     } else if (cli_opt(argc, argv, &i, "--remote-cache", NULL, &v, &bad, CMD)) {
       o.remote_cache = v;
+    } else if (cli_opt(argc, argv, &i, "--remote-cache-header", NULL, &v, &bad, CMD)) {
+      if (v) ra.headers[ra.nheaders++] = v;
+    } else if (cli_opt(argc, argv, &i, "--remote-cache-netrc", NULL, &v, &bad, CMD)) {
+      o.remote_netrc = v;
+    } else if (cli_opt(argc, argv, &i, "--remote-cache-ca", NULL, &v, &bad, CMD)) {
+      o.remote_ca = v;
+    } else if (cli_opt(argc, argv, &i, "--remote-cache-client-cert", NULL, &v, &bad, CMD)) {
+      o.remote_client_cert = v;
+    } else if (cli_opt(argc, argv, &i, "--remote-cache-client-key", NULL, &v, &bad, CMD)) {
+      o.remote_client_key = v;
+    } else if (cli_opt(argc, argv, &i, "--remote-cache-sign-key", NULL, &v, &bad, CMD)) {
+      ra.sign_key = v;
+    } else if (cli_opt(argc, argv, &i, "--remote-cache-trust", NULL, &v, &bad, CMD)) {
+      if (v) ra.trust[ra.ntrust++] = v;
     } else if (cli_opt(argc, argv, &i, "--container-image", NULL, &v, &bad, CMD)) {
       if (v) images[o.ncontainer_images++] = v;
     } else if (cli_opt(argc, argv, &i, "--container-mount", NULL, &v, &bad, CMD)) {
@@ -154,6 +322,14 @@ int cmd_build(int argc, char **argv) {
     cli_error(CMD, "option '--cache' needs a folder, got ''");
     goto out;
   }
+  /* $GK_REMOTE_CACHE is read here rather than by the engine, so that the
+   * URL (which may hold a password) is never recorded as an environment
+   * value by the no-op build's trace. */
+  if (!o.remote_cache) o.remote_cache = env_or(NULL, "GK_REMOTE_CACHE");
+  const char *ro = getenv("GK_REMOTE_CACHE_READONLY");
+  if (ro && *ro && strcmp(ro, "0") != 0) o.remote_readonly = 1;
+  if ((status = remote_setup(&o, &ra)) != EXIT_OK) goto out;
+  status = EXIT_USAGE;
   o.backends = backends;
   o.targets = targets;
   o.container_images = images;
@@ -165,6 +341,12 @@ int cmd_build(int argc, char **argv) {
   if (json && summary) printf("%s\n", summary);
   free(summary);
 out:
+  sodium_memzero(ra.seed, sizeof ra.seed);
+  free(ra.headers);
+  free(ra.trust);
+  free(ra.trusted);
+  free(ra.env_headers);
+  free(ra.env_trust);
   free(backends);
   free(targets);
   free(images);

@@ -94,12 +94,12 @@ static int read_key_file(const char *cmd, const char *path, int secret,
   size_t taglen = strlen(tag);
   if (strncmp(buf, other, strlen(other)) == 0) {
     cli_error(cmd,
-              secret ? "'%s' is a public key; gk sign needs the secret key "
+              secret ? "'%s' is a public key; gk %s needs the secret key "
                        "(NAME.key from 'gk keygen')"
-                     : "'%s' is a secret key; gk verify needs the public key "
+                     : "'%s' is a secret key; gk %s needs the public key "
                        "(NAME.pub from 'gk keygen'), and a secret key should "
                        "never leave its owner",
-              path);
+              path, cmd);
     sodium_memzero(buf, sizeof buf);
     return -1;
   }
@@ -134,6 +134,10 @@ static int read_key_file(const char *cmd, const char *path, int secret,
 
 int cli_read_public_key(const char *cmd, const char *path, uint8_t out[32]) {
   return read_key_file(cmd, path, 0, out);
+}
+
+int cli_read_secret_key(const char *cmd, const char *path, uint8_t seed[32]) {
+  return read_key_file(cmd, path, 1, seed);
 }
 
 /* Creates `path` holding `text`, with `mode`, never replacing anything:

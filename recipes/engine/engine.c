@@ -206,6 +206,8 @@ int gkr_build(const gkr_options *opts, char **summary) {
     gkr__trace_free(trace);
     return GKR_FAILED;
   }
+  lua_pushlightuserdata(L, (void *)opts);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &gkr__options_key);
   lua_pushcfunction(L, msgh);
   lua_pushlightuserdata(L, log);
   lua_pushlightuserdata(L, trace);

@@ -23,6 +23,11 @@ extern const gkr__embedded_file gkr__embedded[];
 /* The metatable of gk.cache_open's handles (a gkc_cache ** userdata). */
 #define GKR__CACHE_MT "gk.cache"
 
+/* The registry key of the build's gkr_options (a light userdata, set by
+ * gkr_build): cache:set_remote takes the remote's credentials and keys from
+ * there, so that they never pass through Lua. */
+extern const char gkr__options_key;
+
 /* Opens the `gk` table of primitives (lgk.c, lproc.c, ljson.c) and leaves it
  * on the stack. `log` is where gk.eprint writes. */
 int gkr__open_gk(lua_State *L, FILE *log);

@@ -163,9 +163,12 @@ static int make_key(gkr__trace *t, const gkr_options *o, const char *cwd) {
                       (long long)exe.st_ino,
                       (long long)exe.st_mtim.tv_sec * 1000000000LL + exe.st_mtim.tv_nsec,
                       (long long)exe.st_ctim.tv_sec * 1000000000LL + exe.st_ctim.tv_nsec);
-  /* Length-prefixed, so that no two option lists give one text. */
+  /* Length-prefixed, so that no two option lists give one text. The remote
+   * without its password: no credential is part of a key. */
+  char *remote = o->remote_cache ? gkc_redact_url(o->remote_cache) : NULL;
+  if (o->remote_cache && !remote) return -1;
   const char *one[] = {"cwd", cwd, "recipes", o->recipes_dir, "out", o->out_dir,
-                       "cache", t->cache_dir, "shard", o->shard, "remote", o->remote_cache};
+                       "cache", t->cache_dir, "shard", o->shard, "remote", remote};
   for (size_t i = 0; rc == 0 && i < sizeof one / sizeof *one; i += 2)
     rc = one[i + 1] ? buf_printf(&k, "%s %zu:%s\n", one[i], strlen(one[i + 1]), one[i + 1])
                     : buf_printf(&k, "%s -\n", one[i]);
@@ -176,6 +179,7 @@ static int make_key(gkr__trace *t, const gkr_options *o, const char *cwd) {
   if (rc == 0) rc = buf_printf(&k, "strict %d readonly %d\n", !!o->strict, !!o->remote_readonly);
   if (rc == 0) hex_sha256(t->key, k.p, k.len);
   free(k.p);
+  free(remote);
   return rc;
 }
 

@@ -37,6 +37,18 @@ typedef struct gkr_options {
   const char *remote_cache;    /* http(s) URL of a bazel-remote style cache;
                                   NULL: $GK_REMOTE_CACHE, if set */
   int remote_readonly;         /* nonzero: download from it, never upload */
+  /* Credentials and trust for the remote cache (gkcache.h,
+   * gkc_remote_options: never shown, never in a key). The CLI fills these
+   * from its options and environment; all are borrowed. */
+  const char *const *remote_headers;   /* "Name: value" */
+  size_t nremote_headers;
+  const char *remote_netrc;            /* netrc file; NULL: $HOME/.netrc */
+  const char *remote_ca;               /* PEM CA file; NULL: the system's */
+  const char *remote_client_cert;      /* PEM, mutual TLS */
+  const char *remote_client_key;
+  const unsigned char *remote_sign_seed;      /* 32 bytes: sign entries */
+  const unsigned char (*remote_trusted)[32];  /* accept only these signers */
+  size_t nremote_trusted;
   int container;               /* nonzero: compile in the modules' images */
   const char *const *container_images; /* "MODULE=IMAGE" overrides */
   size_t ncontainer_images;

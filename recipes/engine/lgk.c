@@ -28,8 +28,10 @@
 
 #include "engine.h"
 #include "gkcache.h"
+#include "gkrecipes.h"
 
 static const char LOG_KEY = 'l';
+const char gkr__options_key = 'o';
 #define CACHE_MT GKR__CACHE_MT
 
 int gkr__fail_errno(lua_State *L, const char *what, const char *subject) {
@@ -530,14 +532,29 @@ static int cache_lookup(lua_State *L) {
 }
 
 /* cache:set_remote(url, readonly) -> true | nil, message: a shared HTTP
- * cache behind this one (gkcache.h); warnings go to the build's log. */
+ * cache behind this one (gkcache.h); warnings go to the build's log. The
+ * credentials and keys come from the build's options in C (engine.h). */
 static int cache_set_remote(lua_State *L) {
   gkc_cache *c = check_cache(L);
   lua_rawgetp(L, LUA_REGISTRYINDEX, &LOG_KEY);
   FILE *log = lua_touserdata(L, -1);
-  lua_pop(L, 1);
-  if (gkc_set_remote(c, luaL_checkstring(L, 2), lua_toboolean(L, 3), log) != 0)
-    return cache_fail(L, c);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &gkr__options_key);
+  const gkr_options *bo = lua_touserdata(L, -1);
+  lua_pop(L, 2);
+  gkc_remote_options o = {0};
+  o.readonly = lua_toboolean(L, 3);
+  if (bo) {
+    o.headers = bo->remote_headers;
+    o.nheaders = bo->nremote_headers;
+    o.netrc = bo->remote_netrc;
+    o.ca_file = bo->remote_ca;
+    o.client_cert = bo->remote_client_cert;
+    o.client_key = bo->remote_client_key;
+    o.sign_seed = bo->remote_sign_seed;
+    o.trusted = bo->remote_trusted;
+    o.ntrusted = bo->nremote_trusted;
+  }
+  if (gkc_set_remote_ex(c, luaL_checkstring(L, 2), &o, log) != 0) return cache_fail(L, c);
   return push_ok(L);
 }
 

@@ -78,6 +78,10 @@ def setup(steps, env, mounts, subst):
             os.makedirs(path)
         elif kind == "file":
             open(path, "w").close()
+        elif kind == "keygen":  # a key pair $T/ARG.key, $T/ARG.pub (gk keygen)
+            subprocess.run([env["GK"], "keygen", "--out", path], check=True, capture_output=True)
+        elif kind == "readable":  # a file others may read (mode 0644)
+            os.chmod(path, 0o644)
         elif kind == "text":
             open(path, "w").write("hello, not an archive\n")
         elif kind == "random":
@@ -142,7 +146,8 @@ def main():
         env.update(GK=os.path.abspath(gk), T=T, P=os.path.join(T, "p"), R=os.path.join(T, "r"),
                    ARCHIVE=os.path.abspath(archive), OUTDIR=os.path.abspath(outdir),
                    GK_CACHE_DIR=os.path.join(T, "default-cache"), LC_ALL="C")
-        env.pop("GK_REMOTE_CACHE", None)  # never a remote the environment names
+        for k in [k for k in env if k.startswith("GK_REMOTE_CACHE")]:
+            env.pop(k)  # never a remote (or its keys) the environment names
         shutil.copytree(os.path.join(DATA, "project"), env["P"])
         os.makedirs(env["R"])
         subst = {}

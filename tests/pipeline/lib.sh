@@ -8,7 +8,11 @@ trap 'eval "$CLEANUP"; rm -rf "$T"' EXIT
 failures=0
 # Never touch the user's caches or a remote the environment names.
 export GK_CACHE_DIR="$T/default-cache"
-unset GK_REMOTE_CACHE
+unset GK_REMOTE_CACHE GK_REMOTE_CACHE_HEADERS GK_REMOTE_CACHE_NETRC GK_REMOTE_CACHE_CA \
+  GK_REMOTE_CACHE_CLIENT_CERT GK_REMOTE_CACHE_CLIENT_KEY GK_REMOTE_CACHE_SIGN_KEY \
+  GK_REMOTE_CACHE_TRUST GK_REMOTE_CACHE_READONLY
+# ... nor the release workflow's settings (kernels.yml), when run there.
+unset GK_REQUIRE_TARGETS GK_ALLOW_SKIPPED GK_SIGN_KEY GK_SIGN_PUBLIC_KEY GK_SETUP
 # Loopback servers must not go through a proxy the environment sets.
 export NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sodium.h>
 
 #include "remote.h"
 
@@ -101,11 +102,83 @@ static void truncations_and_damage_are_refused_safely(void **state) {
   free(buf);
 }
 
+/* Signed entries (remote.h): accepted for their key by a trusted signer
+ * only; anything else is refused with a reason, and damage never crashes. */
+static void signed_entries(void **state) {
+  (void)state;
+  assert_true(sodium_init() >= 0);
+  unsigned char pk[32], sk[64], pk2[32], sk2[64], seed[32];
+  memset(seed, 1, sizeof seed);
+  crypto_sign_seed_keypair(pk, sk, seed);
+  memset(seed, 2, sizeof seed);
+  crypto_sign_seed_keypair(pk2, sk2, seed);
+  char key[65], other[65], why[200];
+  memset(key, 'c', 64), key[64] = '\0';
+  memset(other, 'd', 64), other[64] = '\0';
+  gkc__output in[2], out[4];
+  two_outputs(in);
+  unsigned char *buf, *plain;
+  size_t len, plen;
+  assert_int_equal(gkc__ac_encode_signed(in, 2, key, sk, &buf, &len), 0);
+  /* Still an ActionResult with the same two outputs for any reader. */
+  assert_int_equal(gkc__ac_decode(buf, len, out, 4), 2);
+  assert_string_equal(out[0].hash, in[0].hash);
+  unsigned char keys[2][32];
+  memcpy(keys[0], pk2, 32);
+  memcpy(keys[1], pk, 32);
+  const unsigned char(*trusted)[32] = (const unsigned char(*)[32])keys;
+  assert_int_equal(gkc__ac_check(buf, len, key, trusted, 2, why, sizeof why), 0);
+  /* Another signer, another job key, an unsigned entry, another image. */
+  assert_int_equal(gkc__ac_check(buf, len, key, trusted, 1, why, sizeof why), -1);
+  assert_non_null(strstr(why, "not trusted"));
+  assert_int_equal(gkc__ac_check(buf, len, other, trusted, 2, why, sizeof why), -1);
+  assert_non_null(strstr(why, "does not match"));
+  assert_int_equal(gkc__ac_encode(in, 2, &plain, &plen), 0);
+  assert_int_equal(gkc__ac_check(plain, plen, key, trusted, 2, why, sizeof why), -1);
+  assert_string_equal(why, "it is not signed");
+  free(plain);
+  in[0].hash[0] = 'b';
+  assert_int_equal(gkc__ac_encode(in, 2, &plain, &plen), 0);
+  unsigned char *forged = malloc(plen + len);
+  memcpy(forged, plain, plen); /* the signed entry's signature after other outputs */
+  size_t sig_at = 0;
+  gkc__output tmp[2];
+  two_outputs(tmp);
+  unsigned char *orig;
+  size_t olen;
+  gkc__ac_encode(tmp, 2, &orig, &olen);
+  sig_at = olen;
+  memcpy(forged + plen, buf + sig_at, len - sig_at);
+  assert_int_equal(gkc__ac_check(forged, plen + len - sig_at, key, trusted, 2, why, sizeof why), -1);
+  free(orig);
+  free(forged);
+  free(plain);
+  /* Every truncation and random damage: refused or accepted, never a crash,
+   * and a damaged signature or outputs are never accepted. */
+  for (size_t n = 0; n < len; n++) {
+    unsigned char *cut = malloc(n ? n : 1);
+    memcpy(cut, buf, n);
+    assert_int_equal(gkc__ac_check(cut, n, key, trusted, 2, why, sizeof why), -1);
+    free(cut);
+  }
+  srand(11);
+  for (int round = 0; round < 20000; round++) {
+    unsigned char *m = malloc(len);
+    memcpy(m, buf, len);
+    size_t at = (size_t)rand() % len;
+    m[at] ^= (unsigned char)(1 + rand() % 255);
+    assert_int_equal(gkc__ac_check(m, len, key, trusted, 2, why, sizeof why), -1);
+    free(m);
+  }
+  free(buf);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(round_trip),
     cmocka_unit_test(unknown_fields_are_skipped),
     cmocka_unit_test(truncations_and_damage_are_refused_safely),
+    cmocka_unit_test(signed_entries),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,4 +30,39 @@ expect_status 1 "a dirty release"
 expect_err "built from a modified checkout; not a release" "dirty release explained"
 GK=$GK run "$T/repo/ci/part.sh" "bad/name" --backend cpu
 expect_status 2 "ci/part.sh with a bad name"
+
+# Signing in the release step: the archive is signed after it is verified,
+# the public key and its fingerprint are published and in SHA256SUMS.
+"$GK" keygen --out "$T/release" >/dev/null 2>&1
+sqlite3 "$T/out/parts/local-1.gkfat" "UPDATE meta SET value = 'false' WHERE key = 'source_dirty'"
+pub=$(cut -d' ' -f2 "$T/release.pub")
+GK=$GK GK_SIGN_KEY="$T/release.key" GK_SIGN_PUBLIC_KEY=$pub \
+  run "$T/repo/ci/merge.sh" "$T/rel3" "$T/out/parts/local-1.gkfat" "$T/out/parts/local-2.gkfat"
+expect_status 0 "a signed merge"
+cmp -s "$T/rel3/kernels.pub" "$T/release.pub" || fail "kernels.pub is not the release key's public half"
+"$GK" verify "$T/rel3/kernels.gkfat" --key "$T/release.pub" >/dev/null 2>&1 || fail "the merged archive's signature does not verify"
+grep -q "$pub" "$T/rel3/signing-key.txt" || fail "signing-key.txt lacks the public key"
+grep -q ' kernels.pub$' "$T/rel3/SHA256SUMS" || fail "SHA256SUMS lacks kernels.pub"
+(cd "$T/rel3" && sha256sum -c --quiet SHA256SUMS) || fail "SHA256SUMS of the signed release does not check"
+grep -rqF "$(cut -d' ' -f2 "$T/release.key")" "$T/rel3" "$T/stderr" "$T/stdout" && fail "the secret key was written out"
+# ... and refused with a key other than the published one.
+"$GK" keygen --out "$T/other" >/dev/null 2>&1
+GK=$GK GK_SIGN_KEY="$T/other.key" GK_SIGN_PUBLIC_KEY=$pub \
+  run "$T/repo/ci/merge.sh" "$T/rel4" "$T/out/parts/local-1.gkfat" "$T/out/parts/local-2.gkfat"
+expect_status 1 "a merge signed with another key"
+expect_err "not signing a release with another key" "the other key explained"
+
+# A release part fails on a skipped target unless the workflow allows it.
+GK=$GK GK_OUT="$T/out5" GK_REQUIRE_TARGETS=1 run "$T/repo/ci/part.sh" cpu --backend cpu --cache "$CACHE"
+expect_status 0 "a part that skipped nothing"
+printf '{"skipped": [{"backend": "rocm", "target": "gfx942", "reason": "hipcc 5.2 cannot target it"}]}' >"$T/m.json"
+run "$T/repo/ci/check-skipped.sh" "$T/m.json"
+expect_status 1 "a skipped target"
+expect_err "rocm:gfx942 was skipped: hipcc 5.2 cannot target it; a release needs it" "the skip named"
+GK_ALLOW_SKIPPED="cuda:sm_120 not yet
+rocm:gfx942 the pinned ROCm image predates it" run "$T/repo/ci/check-skipped.sh" "$T/m.json"
+expect_status 0 "an allowed skipped target"
+expect_err "allowed: the pinned ROCm image predates it" "the reason repeated"
+GK_ALLOW_SKIPPED="rocm:gfx942" run "$T/repo/ci/check-skipped.sh" "$T/m.json"
+expect_status 1 "an allowance without its reason"
 finish
