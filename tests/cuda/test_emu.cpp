@@ -301,6 +301,8 @@ static void check_attention(void) {
       {2, 2, 6, 3, 1.0},   /* sq > skv: causal rows see no key */
       {2, 2, 3, 0, 1.0},   /* no keys: zeros */
       {2, 1, 70, 130, 2.0}, /* two query blocks, three key tiles */
+      {8, 2, 4, 200, 1.0},  /* speculative decode: 4 heads x 4 rows fill a fragment */
+      {4, 1, 1, 300, 4.0},  /* decode, 4 heads on one KV head, peaked, 5 tiles */
   };
   for (int causal = 0; causal <= 1; causal++)
     for (kref_dtype dt : {KREF_F16, KREF_F32})
