@@ -9,7 +9,8 @@
 #   bench      bench/gpu.sh: bench/report.md and bench/gpu.json (with PyTorch)
 #   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
 #   racecheck  the same under racecheck
-#   ncu        Nsight Compute on one launch of qmatmul bits=4 m=1 (ncu-qmatmul.txt)
+#   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1, bits=4) and on
+#              flash_attention prefill and decode (ncu-*.txt)
 #   vulkan     tests/vulkan's test_vk_kernels on NVIDIA's Vulkan driver, with
 #              the loader unpacked from gpu-pack/debs
 # Each step has its own timeout and the run goes on past a failed one; all
@@ -75,15 +76,25 @@ step bench 200 env GK_GPU_ARCHIVE="$archive" GK_GPU_LIB_PATH="$pack/lib" \
   sh -c 'bench/gpu.sh "$1" "$2/bench" >"$2/bench/report.md"' sh "$pack" "$out"
 step memcheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" memcheck
 step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" racecheck
-# One launch (the warm-up) of the m = 1, BITS 4 case; ncu replays it per section.
+# Nsight Compute on the first launch of each kernel the issues are about:
+# qmatmul and qmatmul_q8x at m = 1, BITS 4 (the warm-up launches), and
+# flash_attention's causal prefill and its decode at head_dim 128; ncu
+# replays each launch once per section.
 # shellcheck disable=SC2016
-step ncu 120 sh -c 'ncu --launch-count 1 --kernel-name qmatmul --section SpeedOfLight \
-    --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section Occupancy \
-    --section LaunchStats --section WarpStateStats -f -o "$1/ncu-qmatmul" \
-    env "$2" "$3/bench/gk_bench_gpu" "$4" --json "$1/ncu-bench.json" --runs 1 \
-    --filter "qmatmul bits=4 m=1 " &&
-  ncu --import "$1/ncu-qmatmul.ncu-rep" --page details >"$1/ncu-qmatmul.txt"' \
-  sh "$out" "$libs" "$pack" "$archive"
+OUTD=$out LIBS=$libs PACK=$pack ARCH=$archive
+export OUTD LIBS PACK ARCH
+step ncu 150 sh -c 'prof() { # NAME KERNEL_REGEX COUNT FILTER
+    ncu --launch-count "$3" --kernel-name "regex:$2" --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section Occupancy \
+      --section LaunchStats --section WarpStateStats -f -o "$OUTD/ncu-$1" \
+      env "$LIBS" "$PACK/bench/gk_bench_gpu" "$ARCH" --json "$OUTD/ncu-$1.json" --runs 1 \
+      --filter "$4" &&
+    ncu --import "$OUTD/ncu-$1.ncu-rep" --page details >"$OUTD/ncu-$1.txt"
+  }
+  prof qmatmul "^qmatmul" 2 "qmatmul bits=4 m=1 " &&
+  prof fa-prefill "^flash_attention" 1 "flash_attention prefill causal=1,dtype=f16,head_dim=128 " &&
+  prof fa-decode "^flash_attention" 1 "flash_attention decode "' \
+  sh
 vk=$out/vulkan-loader
 # shellcheck disable=SC2016
 step vulkan 90 sh -c '[ -x "$2/tests/vulkan/test_vk_kernels" ] ||
