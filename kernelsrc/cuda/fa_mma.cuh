@@ -2,28 +2,31 @@
  * fa_mma.cuh - flash_attention's f16 path on tensor cores (FlashAttention-2's
  * schedule), included by flash_attention.cuh, which says the semantics.
  *
- * A block of FA_THREADS (4 groups of 32: warps) brings keys and values in
- * tiles of FA_MMA_KEYS = 64 into shared memory, K as it lies and V
- * transposed, both padded so that every fragment read hits 32 distinct
- * banks. A group multiplies 16 rows of queries, held as mma A fragments for
- * the whole call, by a slice of the tile: S = Q K^T on gk_mma_16816, the
- * online softmax on those fragments in f32 registers (a row is shared by the
- * 4 lanes of a quad: two xor shuffles), and P, rounded to f16, reused in
- * registers as the A operand of O += P V. The score matrix never leaves
+ * A block of FA_THREADS (4 groups of 32: warps) streams keys and values in
+ * tiles of FA_KEYS<D> (32 keys for D = 128, 64 for D = 64) through two
+ * shared-memory stages: cp.async fills the next tile while the groups work
+ * on this one. K and V lie in shared memory as in global memory, rows padded
+ * by 16 bytes so that the 8 rows an ldmatrix reads start on distinct banks.
+ * A group multiplies 16 rows of queries, held as mma A fragments for the
+ * whole call, by a slice of the tile: S = Q K^T on gk_mma_16816 (K's
+ * fragments by ldmatrix), the online softmax on those fragments in f32
+ * registers (a row is shared by the 4 lanes of a quad: two xor shuffles),
+ * and P, rounded to f16, reused in registers as the A operand of O += P V
+ * (V's fragments by ldmatrix.trans). The score matrix never leaves
  * registers. Lane 4g + t holds fragment rows g and g + 8 (r = 0, 1 below)
  * and, of each 8-wide tile of S or O, columns 2t and 2t + 1.
  *
  * Two schedules over the same tile step (gk_fa_mma_step):
  * - prefill (gk_fa_mma_prefill): the block owns 64 query rows of one head,
- *   each group 16 of them against all 64 keys of a tile;
+ *   each group 16 of them against every key of a tile;
  * - decode (gk_fa_mma_decode), when a KV head's queries fit one fragment
  *   (n_heads / n_kv_heads * sq <= 16: decode, speculative decode): the
  *   block owns a KV head and packs the queries of every head that shares it
  *   (GQA) into the 16 rows, so K and V are read once for all of them; each
- *   group takes 16 keys of every tile, and the 4 partial states (max, sum,
- *   output) are merged through shared memory at the end, FlashDecoding's
- *   merge inside one block.
- * Shared memory: 35 KB for D = 128, 18 KB for D = 64 (the decode merge
+ *   group takes a quarter of every tile's keys, and the 4 partial states
+ *   (max, sum, output) are merged through shared memory at the end,
+ *   FlashDecoding's merge inside one block.
+ * Shared memory: 34 KB for D = 128, 36 KB for D = 64 (the decode merge
  * reuses it).
  */
 #ifndef GK_FA_MMA_CUH
@@ -31,17 +34,17 @@
 
 #include "gk_gpu.cuh"
 
-#define FA_MMA_KEYS 64 /* keys per tile */
-
-/* A block's shared memory (one, declared by the caller for both
- * schedules): the tile, or (decode, at the end) the merge. */
+/* The block's shared memory (one, declared by the caller for both
+ * schedules): two stages of the tile, or (decode, at the end) the merge. */
 template <int D>
 struct gk_fa_smem {
-  enum { KP = D + 8, VP = FA_MMA_KEYS + 8 }; /* padded rows, in halves */
+  enum {
+    KEYS = D == 128 ? 32 : 64, /* keys a tile: two stages fit 48 KB */
+    RP = D + 8,                /* a padded row, in halves */
+  };
   union {
     struct {
-      uint16_t k[FA_MMA_KEYS * KP]; /* k[key * KP + d] */
-      uint16_t vt[D * VP];          /* vt[d * VP + key] */
+      uint16_t k[2][KEYS * RP], v[2][KEYS * RP]; /* [stage][key * RP + d] */
     } tile;
     struct {
       float m[FA_GROUPS][16], l[FA_GROUPS][16], o[FA_GROUPS][16][D];
@@ -49,32 +52,21 @@ struct gk_fa_smem {
   };
 };
 
-/* Keys [k0, k0 + FA_MMA_KEYS) of KV head hk into the tile (zeros past skv),
- * by the whole block, between barriers. */
+/* Starts copying keys [k0, k0 + KEYS) of KV head hk into `stage` (zeros
+ * past skv), by the whole block, as one cp.async group per thread. */
 template <int D>
-GK_DEV void gk_fa_mma_load(gk_fa_smem<D> &sm, const uint16_t *k, const uint16_t *v,
-                           int64_t hk, int64_t skv, int64_t k0) {
+GK_DEV void gk_fa_mma_load(gk_fa_smem<D> &sm, int stage, const uint16_t *k,
+                           const uint16_t *v, int64_t hk, int64_t skv, int64_t k0) {
   typedef gk_fa_smem<D> S;
-  const int tid = (int)threadIdx.x;
-  __syncthreads(); /* the previous tile is no longer read */
-  /* K as it lies, 8 halves (16 bytes) a load; V transposed, a lane a key. */
-  for (int e = tid; e < FA_MMA_KEYS * (D / 8); e += FA_THREADS) {
+  for (int e = (int)threadIdx.x; e < S::KEYS * (D / 8); e += FA_THREADS) {
     const int r = e / (D / 8), c = e % (D / 8) * 8;
     const int64_t key = k0 + r;
-    uint4 val = {0u, 0u, 0u, 0u};
-    if (key < skv) val = *(const uint4 *)(k + (hk * skv + key) * D + c);
-    *(uint4 *)&sm.tile.k[r * S::KP + c] = val;
+    const bool in = key < skv;
+    const int64_t at = in ? (hk * skv + key) * D + c : 0;
+    gk_cp_async16(&sm.tile.k[stage][r * S::RP + c], k + at, in);
+    gk_cp_async16(&sm.tile.v[stage][r * S::RP + c], v + at, in);
   }
-  for (int e = tid; e < FA_MMA_KEYS * (D / 8); e += FA_THREADS) {
-    const int r = e % FA_MMA_KEYS, c = e / FA_MMA_KEYS * 8;
-    const int64_t key = k0 + r;
-    uint4 val = {0u, 0u, 0u, 0u};
-    if (key < skv) val = *(const uint4 *)(v + (hk * skv + key) * D + c);
-    const uint32_t w4[4] = {val.x, val.y, val.z, val.w};
-    for (int i = 0; i < 8; i++)
-      sm.tile.vt[(c + i) * S::VP + r] = (uint16_t)(w4[i / 2] >> (16 * (i & 1)));
-  }
-  __syncthreads();
+  gk_cp_async_commit();
 }
 
 /* One group's running state: per fragment row the max and the sum (in
@@ -92,26 +84,31 @@ GK_DEV void gk_fa_state_init(gk_fa_state<D> &st) {
 }
 
 /*
- * The group's step over keys [k0 + 8 nt0, k0 + 8 (nt0 + NT)) of the tile:
- * S, the online softmax, O += P V. qpos[r]: the query position of fragment
- * row r (the causal mask: key j allowed when j <= qpos + skv - sq); sl: the
- * scale times log2(e), so that exp(s * scale - m) = exp2(s * sl - m').
+ * The group's step over keys [k0 + 8 nt0, k0 + 8 (nt0 + NT)) of `stage`:
+ * S, the online softmax, O += P V. NT is 1, or even. qpos[r]: the query
+ * position of fragment row r (the causal mask: key j allowed when
+ * j <= qpos + skv - sq); sl: the scale times log2(e), so that
+ * exp(s * scale - m) = exp2(s * sl - m').
  */
 template <int Causal, int D, int NT>
-GK_DEV void gk_fa_mma_step(const gk_fa_smem<D> &sm, const uint32_t (*qa)[4], int nt0,
-                           int64_t k0, int64_t skv, int64_t sq, const int64_t qpos[2],
-                           float sl, gk_fa_state<D> &st) {
+GK_DEV void gk_fa_mma_step(const gk_fa_smem<D> &sm, int stage, const uint32_t (*qa)[4],
+                           int nt0, int64_t k0, int64_t skv, int64_t sq,
+                           const int64_t qpos[2], float sl, gk_fa_state<D> &st) {
   typedef gk_fa_smem<D> S;
-  const int lane = gk_lane(), g = lane / 4, t = lane % 4;
-  /* S = Q K^T. B[k][n] = K[n][k]: K's rows are B's columns as they lie. */
+  static_assert(NT == 1 || NT % 2 == 0, "a step is 8 keys or a multiple of 16");
+  const int lane = gk_lane(), t = lane % 4;
+  /* S = Q K^T. B[k][n] = K[n][k]: rows of K are B's columns as they lie;
+   * one ldmatrix.x4 gives the B fragments of two 16-wide steps of d. */
   float s[NT][4];
   for (int nt = 0; nt < NT; nt++) {
     for (int e = 0; e < 4; e++) s[nt][e] = 0.0f;
-    const uint16_t *kr = &sm.tile.k[((nt0 + nt) * 8 + g) * S::KP + 2 * t];
-    for (int kk = 0; kk < D / 16; kk++) {
-      const uint32_t b[2] = {*(const uint32_t *)(kr + kk * 16),
-                             *(const uint32_t *)(kr + kk * 16 + 8)};
+    const uint16_t *kr =
+        &sm.tile.k[stage][((nt0 + nt) * 8 + lane % 8) * S::RP + 8 * (lane / 8)];
+    for (int kk = 0; kk < D / 16; kk += 2) {
+      uint32_t b[4];
+      gk_ldmatrix_x4(b, kr + kk * 16);
       gk_mma_16816(s[nt], qa[kk], b);
+      gk_mma_16816(s[nt], qa[kk + 1], b + 2);
     }
   }
 
@@ -148,16 +145,34 @@ GK_DEV void gk_fa_mma_step(const gk_fa_smem<D> &sm, const uint32_t (*qa)[4], int
   for (int d = 0; d < D / 8; d++)
     for (int e = 0; e < 4; e++) st.acc[d][e] *= alpha[e >> 1];
 
-  /* O += P V: two S tiles (16 keys) make one A fragment, in registers. */
-  for (int kk = 0; kk < NT / 2; kk++) {
-    const uint32_t pa[4] = {gk_pack_h2(s[2 * kk][0], s[2 * kk][1]),
-                            gk_pack_h2(s[2 * kk][2], s[2 * kk][3]),
-                            gk_pack_h2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                            gk_pack_h2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-    for (int d = 0; d < D / 8; d++) {
-      const uint16_t *vr = &sm.tile.vt[(d * 8 + g) * S::VP + nt0 * 8 + kk * 16 + 2 * t];
-      const uint32_t b[2] = {*(const uint32_t *)vr, *(const uint32_t *)(vr + 8)};
-      gk_mma_16816(st.acc[d], pa, b);
+  /* O += P V: S tiles of 8 keys are the A fragments of P in registers (two
+   * make one of k = 16); V's B fragments by ldmatrix.trans, which
+   * transposes V's 8 x 8 blocks of (keys, d) as they lie: lane L's row
+   * address is key 8 (i & 1) + L % 8 of matrix i = L / 8, d tile i >> 1. */
+  if (NT == 1) {
+    const uint32_t pa[2] = {gk_pack_h2(s[0][0], s[0][1]), gk_pack_h2(s[0][2], s[0][3])};
+    const uint16_t *vr =
+        &sm.tile.v[stage][(nt0 * 8 + lane % 8) * S::RP + 8 * (lane / 8)];
+    for (int d = 0; d < D / 8; d += 4) {
+      uint32_t b[4]; /* d tiles d .. d + 3, keys 0 .. 7 */
+      gk_ldmatrix_x4_trans(b, vr + d * 8);
+      for (int u = 0; u < 4; u++) gk_mma_1688(st.acc[d + u], pa, b[u]);
+    }
+  } else {
+    for (int kk = 0; kk < NT / 2; kk++) {
+      const uint32_t pa[4] = {gk_pack_h2(s[2 * kk][0], s[2 * kk][1]),
+                              gk_pack_h2(s[2 * kk][2], s[2 * kk][3]),
+                              gk_pack_h2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                              gk_pack_h2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      const int mi = lane / 8;
+      const uint16_t *vr = &sm.tile.v[stage][((nt0 + 2 * kk) * 8 + 8 * (mi & 1) + lane % 8) *
+                                                 S::RP + 8 * (mi >> 1)];
+      for (int d = 0; d < D / 8; d += 2) {
+        uint32_t b[4]; /* d tiles d, d + 1, keys 0 .. 7 and 8 .. 15 of each */
+        gk_ldmatrix_x4_trans(b, vr + d * 8);
+        gk_mma_16816(st.acc[d], pa, b);
+        gk_mma_16816(st.acc[d + 1], pa, b + 2);
+      }
     }
   }
 }
@@ -177,15 +192,41 @@ GK_DEV void gk_fa_mma_q(const uint16_t *q, const int64_t qrow[2], uint32_t (*qa)
 
 /* o row orow[r] (< 0: not stored) = the state's fragment row r / l. */
 template <int D>
-GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const float l[2],
-                            const float (*acc)[4]) {
+GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const gk_fa_state<D> &st) {
   const int t = gk_lane() % 4;
   for (int r = 0; r < 2; r++) {
     if (orow[r] < 0) continue;
-    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+    const float inv = st.l[r] > 0.0f ? 1.0f / st.l[r] : 0.0f;
     for (int d = 0; d < D / 8; d++)
       *(uint32_t *)(o + orow[r] * D + d * 8 + 2 * t) =
-          gk_pack_h2(acc[d][2 * r] * inv, acc[d][2 * r + 1] * inv);
+          gk_pack_h2(st.acc[d][2 * r] * inv, st.acc[d][2 * r + 1] * inv);
+  }
+}
+
+/*
+ * Keys [0, kend) of KV head hk through the two stages, by the whole block:
+ * each group runs gk_fa_mma_step<NT> on n-tiles nt0 .. nt0 + NT - 1 of every
+ * tile. The next tile's copy is in flight while this one is worked on.
+ */
+template <int Causal, int D, int NT>
+GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const uint16_t *k, const uint16_t *v,
+                           int64_t hk, int64_t skv, int64_t kend, int64_t sq,
+                           const uint32_t (*qa)[4], int nt0, const int64_t qpos[2],
+                           float scale, gk_fa_state<D> &st) {
+  typedef gk_fa_smem<D> S;
+  const float sl = scale * 1.4426950408889634f;
+  __syncthreads(); /* the previous use of the stages is over */
+  if (kend > 0) gk_fa_mma_load<D>(sm, 0, k, v, hk, skv, 0);
+  for (int64_t k0 = 0, j = 0; k0 < kend; k0 += S::KEYS, j++) {
+    if (k0 + S::KEYS < kend) {
+      gk_fa_mma_load<D>(sm, (int)((j + 1) & 1), k, v, hk, skv, k0 + S::KEYS);
+      gk_cp_async_wait<1>(); /* this tile's group has landed */
+    } else {
+      gk_cp_async_wait<0>();
+    }
+    __syncthreads();
+    gk_fa_mma_step<Causal, D, NT>(sm, (int)(j & 1), qa, nt0, k0, skv, sq, qpos, sl, st);
+    __syncthreads(); /* read before the copy after next overwrites it */
   }
 }
 
@@ -195,6 +236,7 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const uint16
                               const uint16_t *v, uint16_t *o, int64_t n_heads,
                               int64_t n_kv_heads, int64_t sq, int64_t skv, float scale,
                               int64_t h, int64_t row0) {
+  typedef gk_fa_smem<D> S;
   const int64_t hk = h / (n_heads / n_kv_heads);
   const int64_t rbase = row0 + 16 * gk_group() + gk_lane() / 4;
   const int64_t qpos[2] = {rbase, rbase + 8};
@@ -204,26 +246,25 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const uint16
   gk_fa_mma_q<D>(q, rows, qa);
   gk_fa_state<D> st;
   gk_fa_state_init<D>(st);
-  const int64_t kend = gk_fa_kend(Causal, sq, skv, row0, FA_BLOCK_ROWS);
-  for (int64_t k0 = 0; k0 < kend; k0 += FA_MMA_KEYS) {
-    gk_fa_mma_load<D>(sm, k, v, hk, skv, k0);
-    gk_fa_mma_step<Causal, D, FA_MMA_KEYS / 8>(sm, qa, 0, k0, skv, sq, qpos,
-                                               scale * 1.4426950408889634f, st);
-  }
-  gk_fa_mma_store<D>(o, rows, st.l, st.acc);
+  gk_fa_mma_keys<Causal, D, S::KEYS / 8>(sm, k, v, hk, skv,
+                                         gk_fa_kend(Causal, sq, skv, row0, FA_BLOCK_ROWS),
+                                         sq, qa, 0, qpos, scale, st);
+  gk_fa_mma_store<D>(o, rows, st);
 }
 
 /*
  * Decode: every query row of KV head hk's group of heads (group * sq <= 16
  * rows: fragment row r is head hk * group + r / sq, query r % sq). Group w
- * takes keys [16w, 16w + 16) of each tile; the block then merges the 4
- * partial states: m = max m_w, l = sum l_w 2^(m_w - m), o likewise.
+ * takes keys [w KEYS/4, (w + 1) KEYS/4) of each tile; the block then merges
+ * the 4 partial states: m = max m_w, l = sum l_w 2^(m_w - m), o likewise.
  */
 template <int Causal, int D>
 GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const uint16_t *k,
                              const uint16_t *v, uint16_t *o, int64_t n_heads,
                              int64_t n_kv_heads, int64_t sq, int64_t skv, float scale,
                              int64_t hk) {
+  typedef gk_fa_smem<D> S;
+  constexpr int NT = S::KEYS / 8 / FA_GROUPS; /* n-tiles a group takes: 1 or 2 */
   const int64_t group = n_heads / n_kv_heads, nrows = group * sq;
   const int w = gk_group(), lane = gk_lane(), g = lane / 4, t = lane % 4;
   int64_t qpos[2], rows[2];
@@ -236,16 +277,12 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const uint16_
   gk_fa_mma_q<D>(q, rows, qa);
   gk_fa_state<D> st;
   gk_fa_state_init<D>(st);
-  const int64_t kend = gk_fa_kend(Causal, sq, skv, 0, (int)sq);
-  for (int64_t k0 = 0; k0 < kend; k0 += FA_MMA_KEYS) {
-    gk_fa_mma_load<D>(sm, k, v, hk, skv, k0);
-    gk_fa_mma_step<Causal, D, 2>(sm, qa, 2 * w, k0, skv, sq, qpos,
-                                 scale * 1.4426950408889634f, st);
-  }
+  gk_fa_mma_keys<Causal, D, NT>(sm, k, v, hk, skv, gk_fa_kend(Causal, sq, skv, 0, (int)sq),
+                                sq, qa, NT * w, qpos, scale, st);
 
-  /* The merge: each group's state into shared memory, then every group
-   * combines rows 4w .. 4w + 3 of all four (the same order everywhere). */
-  __syncthreads(); /* the last tile is no longer read */
+  /* The merge: each group's state into shared memory (the stages are no
+   * longer read: gk_fa_mma_keys ends with a barrier), then group w combines
+   * rows 4w .. 4w + 3 of all four, in the same order everywhere. */
   for (int r = 0; r < 2; r++) {
     const int fr = g + 8 * r;
     if (t == 0) sm.merge.m[w][fr] = st.mx[r], sm.merge.l[w][fr] = st.l[r];

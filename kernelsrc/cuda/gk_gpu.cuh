@@ -280,6 +280,90 @@ GK_DEV void gk_mma_16816(float c[4], const uint32_t a[4], const uint32_t b[2]) {
 #endif
 }
 
+/* mma.sync m16n8k8, f16 inputs, f32 accumulators (sm_75 and newer): the
+ * first half of gk_mma_16816, with its fragments a[0], a[1] and b[0]. */
+GK_DEV void gk_mma_1688(float c[4], const uint32_t a[2], uint32_t b) {
+#if defined(GK_GPU_NVIDIA)
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(b));
+#else
+  const uint32_t a4[4] = {a[0], a[1], 0u, 0u}, b2[2] = {b, 0u};
+  gk_mma_16816(c, a4, b2); /* the zero half adds exact zeros */
+#endif
+}
+
+/*
+ * ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: four 8 x 8 matrices of
+ * 16-bit elements from shared memory, by the 32 lanes of a group together.
+ * Lane L gives the address of row L % 8 of matrix L / 8 (16 bytes, 16-byte
+ * aligned) and receives, of each matrix i, r[i] = elements (L / 4, 2(L % 4))
+ * and (L / 4, 2(L % 4) + 1): an mma fragment. With .trans it receives the
+ * transposed matrix's: (2(L % 4), L / 4) and (2(L % 4) + 1, L / 4). The twin
+ * gathers the 32 row addresses with shuffles and reads them.
+ */
+GK_DEV void gk_ldmatrix_x4(uint32_t r[4], const uint16_t *row) {
+#if defined(GK_GPU_NVIDIA)
+  const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+#else
+  const int lane = gk_lane();
+  for (int i = 0; i < 4; i++) {
+    const uint16_t *p = (const uint16_t *)GK_SHFL((uintptr_t)row, 8 * i + lane / 4);
+    r[i] = (uint32_t)p[2 * (lane % 4)] | (uint32_t)p[2 * (lane % 4) + 1] << 16;
+  }
+#endif
+}
+GK_DEV void gk_ldmatrix_x4_trans(uint32_t r[4], const uint16_t *row) {
+#if defined(GK_GPU_NVIDIA)
+  const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+#else
+  const int lane = gk_lane();
+  for (int i = 0; i < 4; i++) {
+    const uint16_t *p0 = (const uint16_t *)GK_SHFL((uintptr_t)row, 8 * i + 2 * (lane % 4));
+    const uint16_t *p1 = (const uint16_t *)GK_SHFL((uintptr_t)row, 8 * i + 2 * (lane % 4) + 1);
+    r[i] = (uint32_t)p0[lane / 4] | (uint32_t)p1[lane / 4] << 16;
+  }
+#endif
+}
+
+/*
+ * cp.async.cg.shared.global, 16 bytes (sm_80 and newer): a copy from global
+ * to shared memory that completes in the background; `full` false fills
+ * the 16 bytes with zeros instead (src is not read). A thread's copies are
+ * grouped by gk_cp_async_commit and waited for by gk_cp_async_wait<N> (at
+ * most N of its groups still in flight); a barrier then makes them visible
+ * to the block. Before sm_80, and in the twin, the copy happens at once.
+ */
+GK_DEV void gk_cp_async16(void *dst, const void *src, bool full) {
+#if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
+  const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+               :: "r"(a), "l"(src), "r"(full ? 16 : 0) : "memory");
+#else
+  uint4 v = {0u, 0u, 0u, 0u};
+  if (full) v = *(const uint4 *)src;
+  *(uint4 *)dst = v;
+#endif
+}
+GK_DEV void gk_cp_async_commit(void) {
+#if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int N>
+GK_DEV void gk_cp_async_wait(void) {
+#if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+#endif
+}
+
 /* A float rounded to the nearest integer, ties to even (|v| < 2^31). */
 GK_DEV int gk_rint(float v) {
 #if defined(GK_GPU_NVIDIA)
