@@ -1,10 +1,13 @@
 /* util.c - helpers shared by the gk commands. */
 #include "util.h"
 
+#include <jansson.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "gkpack.h"
 
 void cli_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
@@ -94,4 +97,40 @@ gk_archive *cli_open_archive(const char *cmd, const char *path, unsigned flags) 
 
 void cli_hex(const unsigned char *sha, char out[65]) {
   sodium_bin2hex(out, 65, sha, 32);
+}
+
+int cli_build_notes(const char *cmd, const char *path, void **skipped, void **drivers) {
+  gkp_meta *m = NULL;
+  size_t n = 0;
+  char err[1024];
+  json_t *sk = NULL, *dr = NULL;
+  if (gkp_read_meta(path, &m, &n, err, sizeof err) != 0) {
+    cli_error(cmd, "%s", err);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!strcmp(m[i].key, "skipped")) sk = json_loads(m[i].value, 0, NULL);
+    if (!strcmp(m[i].key, "min_driver")) dr = json_loads(m[i].value, 0, NULL);
+  }
+  gkp_meta_free(m, n);
+  /* libgk's signature and the packer keep these well formed; a hand-made
+   * archive may not: what is not of the documented shape is left out. */
+  if (!json_is_array(sk)) json_decref(sk), sk = json_array();
+  for (size_t i = json_array_size(sk); i-- > 0;) {
+    json_t *e = json_array_get(sk, i), *t = json_object_get(e, "target");
+    if (!json_is_string(json_object_get(e, "backend")) ||
+        !json_is_string(json_object_get(e, "reason")) || (t && !json_is_string(t)))
+      json_array_remove(sk, i);
+  }
+  if (!json_is_object(dr)) json_decref(dr), dr = json_object();
+  *skipped = sk;
+  *drivers = dr;
+  return 0;
+}
+
+void cli_skip_text(const void *entry, char *buf, size_t size) {
+  const json_t *e = entry;
+  const char *t = json_string_value(json_object_get(e, "target"));
+  snprintf(buf, size, "%s%s%s: skipped, %s", json_string_value(json_object_get(e, "backend")),
+           t ? " " : "", t ? t : "", json_string_value(json_object_get(e, "reason")));
 }

@@ -40,6 +40,20 @@ int cli_archive_args(int argc, char **argv, const char *usage, const char **path
  * prints why not; NULL on failure. */
 gk_archive *cli_open_archive(const char *cmd, const char *path, unsigned flags);
 
+/*
+ * What the build of an archive could not make (its meta "skipped", a JSON
+ * array of {backend, target?, reason}: docs/archive.md) and the oldest
+ * driver each backend's images need (meta "min_driver", {"cuda":"13.0"}).
+ * Sets *skipped and *drivers to new references (an empty array / object
+ * when the archive has none: one packed before they were recorded). 0, or
+ * -1 after printing why as "gk CMD: ...".
+ */
+int cli_build_notes(const char *cmd, const char *path, void **skipped, void **drivers);
+
+/* "rocm gfx942: skipped, REASON" or "metal: skipped, REASON" for one entry
+ * of "skipped" (a json_t *), into buf. */
+void cli_skip_text(const void *entry, char *buf, size_t size);
+
 /* Lowercase hex of 32 bytes into out[65]. */
 void cli_hex(const unsigned char *sha, char out[65]);
 

@@ -157,7 +157,11 @@ GK_API int gk_device_detect_backend(gk_backend backend, gk_device *out,
  * shape: cpu an x86-64 level, cuda "sm_" and 2-3 digits (a device has no
  * 'a'/'f' suffix), rocm "gfx..." with ":feature+"/":feature-" settings.
  * ",driver=X.Y" is for cuda only. A spec of only a backend name ("cpu")
- * means the device of that backend detected here.
+ * means the device of that backend detected here. Short forms name their
+ * backend: a bare arch ("sm_89", "gfx942:xnack-", "x86-64-v3") and a
+ * compute capability written "cuda:8.9" (cuda:sm_89). A spec that is
+ * close to one (cuda:89, sm89, compute_89, sm_90a) is refused with the
+ * exact spec in `why` ("did you mean cuda:sm_89?").
  * Returns GK_OK, GK_EINVAL (`why`, may be NULL, says what is wrong), or,
  * for a bare backend name, the status of gk_device_detect_backend
  * (GK_ENODEVICE when that backend has no device here).

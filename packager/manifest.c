@@ -197,6 +197,32 @@ int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
     im->launch_json = texts[2 * i + 1];
   }
   if (meta_rows(root, mpath, &meta, &metatexts, &nmeta, err, errsize)) goto dir_out;
+  /* What the build could not make, and why, travels with the archive
+   * (meta "skipped"): an operator reads it there, not in a CI log. */
+  json_t *sk = json_object_get(root, "skipped");
+  if (sk && !json_is_array(sk)) {
+    gkp__seterr(err, errsize, "%s: 'skipped' must be an array", mpath);
+    goto dir_out;
+  }
+  if (json_array_size(sk)) {
+    if (json_object_get(json_object_get(root, "meta"), "skipped")) {
+      gkp__seterr(err, errsize, "%s: 'skipped' is both in 'meta' and beside it; "
+                  "gk build writes it beside 'meta' only", mpath);
+      goto dir_out;
+    }
+    char *t = json_dumps(sk, JSON_COMPACT | JSON_SORT_KEYS);
+    gkp_meta *more = realloc(meta, (nmeta + 1) * sizeof *meta);
+    char **mt = realloc(metatexts, (nmeta + 1) * sizeof *metatexts);
+    if (more) meta = more;
+    if (mt) metatexts = mt;
+    if (!t || !more || !mt) {
+      free(t);
+      gkp__seterr(err, errsize, "out of memory");
+      goto dir_out;
+    }
+    metatexts[nmeta] = t;
+    meta[nmeta++] = (gkp_meta){"skipped", t};
+  }
   rc = gkp_write_meta(path, ims, n, meta, nmeta, level, err, errsize);
 
 dir_out:
