@@ -9,18 +9,31 @@
 
 #include "gkpack.h"
 
+/* The last message cli_error printed, for a --json result on stdout. */
+static char last_error[2048];
+
 void cli_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
-  fprintf(stderr, "gk %s: ", cmd);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
+  fprintf(stderr, "gk %s: %s\n", cmd, last_error);
 }
+
+const char *cli_last_error(void) { return last_error; }
 
 int cli_opt(int argc, char **argv, int *i, const char *name, const char *alias,
             const char **val, int *bad, const char *cmd) {
   const char *a = argv[*i];
+  /* Where a command writes: -o, --out and --output are one option in
+   * every command (documented as -o, --out). */
+  if (strcmp(name, "--out") == 0 || strcmp(name, "--output") == 0) {
+    const char *other = name[5] ? "--out" : "--output";
+    if (strcmp(a, "-o") == 0) alias = "-o";
+    else if (strncmp(a, other, strlen(other)) == 0 &&
+             (a[strlen(other)] == '=' || a[strlen(other)] == '\0'))
+      name = other;
+  }
   size_t n = strlen(name);
   if (strncmp(a, name, n) == 0 && a[n] == '=') {
     *val = a + n + 1;

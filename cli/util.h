@@ -13,10 +13,14 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 /* Prints "gk CMD: message\n" on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The message of the last cli_error ("" before any): what a --json result
+ * that failed says in its "error". */
+const char *cli_last_error(void);
 
 /*
  * Matches argv[*i] against a long option taking a value: "--name VALUE" or
  * "--name=VALUE" (short aliases such as "-o" too when `alias` is not NULL).
+ * "--out" and "--output" match -o, --out and --output alike.
  * On a match, *val is the value and *i advances past it; a missing value is
  * reported and makes *bad non-zero. Returns 1 on a match.
  */

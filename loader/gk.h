@@ -277,6 +277,21 @@ GK_API int gk_archive_read(gk_archive *ar, size_t i, void **bytes,
 GK_API void gk_free(void *p);
 
 /*
+ * Checks image bytes against what an index row says of them, as every read
+ * does (gk_archive_read): the format's header fits the backend and target,
+ * and every name in row->entry is in the image (a cubin's .text.NAME, a PTX
+ * .entry, a shared object's exported function, an AMD code object's
+ * NAME.kd kernel descriptor, a SPIR-V entry point). Only backend, target,
+ * format, entry and toolchain of the row are read. For build tools: gk
+ * build and gk pack check each image before it reaches an archive.
+ * GK_OK; GK_EFORMAT with `why` (may be NULL) saying what does not fit;
+ * GK_EINVAL when bytes or row (or one of those fields) is NULL.
+ * Thread-safe.
+ */
+GK_API int gk_image_check(const void *bytes, size_t size, const gk_image_info *row,
+                          char *why, size_t why_size);
+
+/*
  * Chooses the image of `kernel` (and `variant`, "" or NULL when the kernel has
  * one only) that fits `dev` best, without loading anything: it reads the
  * index rows of (kernel, the device's backend, variant) when the whole

@@ -96,8 +96,8 @@ static int meta_rows(json_t *root, const char *mpath, gkp_meta **out, char ***te
   return 0;
 }
 
-int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
-                 size_t errsize) {
+int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn check,
+                 char *err, size_t errsize) {
   char mpath[4096];
   json_error_t jerr;
   json_t *root = NULL, *list;
@@ -195,6 +195,12 @@ int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
     }
     im->entry_json = texts[2 * i];
     im->launch_json = texts[2 * i + 1];
+    char why[512];
+    if (check && check(im, why, sizeof why) != 0) {
+      gkp__seterr(err, errsize, "image '%s' (kernel '%s') does not fit its manifest entry: %s; "
+                  "fix the kernel's recipe and run 'gk build' again", ipath, im->kernel, why);
+      goto dir_out;
+    }
   }
   if (meta_rows(root, mpath, &meta, &metatexts, &nmeta, err, errsize)) goto dir_out;
   /* What the build could not make, and why, travels with the archive

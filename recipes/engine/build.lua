@@ -196,7 +196,7 @@ local function expand(kernels, reg, wanted, override)
               local j = {
                 kernel = k.name, backend = s.backend, target = t, variant = v.variant,
                 params = v.values, defines = v.defines, flags = s.flags, entry = s.entry,
-                launch = s.launch, source = s.source, srcdir = srcdir,
+                launch = s.launch, source = s.source, srcdir = srcdir, where = s.where,
                 srcname = s.source:match("([^/]*)$"), tc = tc, info = info,
                 format = format, ext = ext,
                 path = ("%s/%s/%s%s.%s"):format(s.backend, k.name, file_target(t),
@@ -538,6 +538,30 @@ local function write_out(out, jobs, skipped, tskipped, cache, again)
       staged[#staged + 1] = { tmp = tmp, dest = dest, sha = j.sha }
     end
   end
+  -- Every image is checked against its recipe (header, entry points) when
+  -- the manifest listing it is new or changes (entry lists are in it, not
+  -- in the cache key): a misspelt entry fails here, naming the recipe line,
+  -- not at run time in a program. A no-op build reads no image.
+  local digest = manifest_digest(jobs, skipped, tskipped)
+  local known = cache:index_get("manifest")
+  local known_sha = known and known:match("^" .. digest .. " (%x+)$")
+  local fresh = known_sha and cache:file_matches(mpath, known_sha)
+  if gk.check_image and not fresh then
+    local tmp_of = {}
+    for _, s in ipairs(staged) do tmp_of[s.dest] = s.tmp end
+    for _, j in ipairs(jobs) do
+      local dest = join(out, j.path)
+      local ok, why = gk.check_image(tmp_of[dest] or dest, j.backend, j.target, j.format,
+        assert(gk.json_encode(j.entry, 0)), assert(gk.json_encode(gk.json_object(j.launch or {}), 0)),
+        j.info.identity)
+      if not ok then
+        unstage()
+        errors.raise(("%s%s (%s): %s; fix the %s section of kernel '%s' or its source; '%s' is left as it was")
+          :format(j.where or "", j.path, j.label, why, j.backend, j.kernel, out))
+      end
+    end
+  end
+
   for _, s in ipairs(staged) do
     local ok, err = gk.rename(s.tmp, s.dest)
     if not ok then
@@ -550,10 +574,7 @@ local function write_out(out, jobs, skipped, tskipped, cache, again)
   -- The last build into this folder left its manifest's digest and SHA-256
   -- in the index: when both still hold, the manifest is up to date (and,
   -- listing the same images, has nothing to remove).
-  local digest = manifest_digest(jobs, skipped, tskipped)
-  local known = cache:index_get("manifest")
-  local known_sha = known and known:match("^" .. digest .. " (%x+)$")
-  if known_sha and cache:file_matches(mpath, known_sha) then
+  if fresh then
     cache:index_set("manifest", known)
     return #staged, false
   end
@@ -665,6 +686,21 @@ function M.main(opts)
 
   trace("toolchain modules")
   local kernels = load_recipes(opts.recipes, reg)
+  -- --kernel NAME: only those kernels (a kernel author's edit-build loop).
+  if opts.kernels and #opts.kernels > 0 then
+    local byname, names, only = {}, {}, {}
+    for _, k in ipairs(kernels) do byname[k.name] = k; names[#names + 1] = k.name end
+    for _, n in ipairs(opts.kernels) do
+      if not byname[n] then
+        errors.raise(("unknown kernel '%s' for --kernel; the recipes in '%s' define: %s")
+          :format(n, opts.recipes, table.concat(names, ", ")), 2)
+      end
+      only[n] = true
+    end
+    local kept = {}
+    for _, k in ipairs(kernels) do if only[k.name] then kept[#kept + 1] = k end end
+    kernels = kept
+  end
   trace("recipes")
   -- Opened only now, so that a bad command line or recipe creates nothing.
   -- Absolute: compilers run elsewhere and write into the cache's tmp.
