@@ -171,10 +171,10 @@ static void selection_table(void **state) {
        "causal=1"},
       /* Kernels: exact names only. */
       {"variants", "cpu:x86-64-v4", "nope", NULL, GK_ENOKERNEL,
-       "archive '%s' has no kernel 'nope'; it has attn, gelu, qmatmul, "
+       "archive '%s' has no kernel 'nope'; it has attn, fa, gelu, qmatmul, "
        "softmax"},
       {"variants", "cpu:x86-64-v4", "Qmatmul", "bits=4", GK_ENOKERNEL,
-       "archive '%s' has no kernel 'Qmatmul'; it has attn, gelu, qmatmul, "
+       "archive '%s' has no kernel 'Qmatmul'; it has attn, fa, gelu, qmatmul, "
        "softmax"},
       {"variants", "cpu:x86-64-v4", "", NULL, GK_ENOKERNEL,
        "archive '%s' has no kernel ''; it has attn, fa, gelu, qmatmul, softmax"},
