@@ -358,13 +358,20 @@ end
 local function compile(todo, cache, width)
   local prog = progress(#todo)
   local running, nrunning, nxt = {}, 0, 1
-  local failures = {}
+  local failures, seen = {}, {}
   local function fail_job(j, what, output)
     prog:newline()
     local text = ("FAILED: %s (%s)\ncd %s && %s\n"):format(j.path, j.label, shell_line({ j.srcdir }),
       shell_line(j.argv or {}))
     if what then text = text .. what .. "\n" end
-    if output and output ~= "" then text = text .. output .. (output:sub(-1) == "\n" and "" or "\n") end
+    -- One source fails alike for every ISA level or variant: its errors
+    -- are shown once, the other jobs point at them.
+    if output and output ~= "" and seen[output] then
+      text = text .. ("(the same errors as %s, above)\n"):format(seen[output])
+    elseif output and output ~= "" then
+      seen[output] = j.path
+      text = text .. output .. (output:sub(-1) == "\n" and "" or "\n")
+    end
     gk.eprint(text)
     failures[#failures + 1] = j
   end
@@ -412,7 +419,7 @@ local function compile(todo, cache, width)
     cleanup(j)
   end
   prog:newline()
-  return failures
+  return failures, #todo - nxt + 1
 end
 
 ---------------------------------------------------------------------------
@@ -783,10 +790,13 @@ function M.main(opts)
   if not lok then errors.rethrow(lerr) end
   trace("source metadata")
   local width = opts.jobs > 0 and opts.jobs or gk.cpus()
-  local failures = compile(todo, cache, width)
+  local failures, never = compile(todo, cache, width)
   if #failures > 0 then
-    errors.raise(("%d of %d compile job%s failed; '%s' is left as it was"):format(#failures, #todo,
-      #todo == 1 and "" or "s", opts.out))
+    -- The first failure stops new jobs: say how many never ran, so that
+    -- -j1 does not read as "the others passed".
+    errors.raise(("%d of %d compile job%s failed%s; '%s' is left as it was"):format(#failures, #todo,
+      #todo == 1 and "" or "s",
+      never > 0 and (", %d not started after the first failure"):format(never) or "", opts.out))
   end
 
   trace("compiles")
