@@ -73,4 +73,7 @@ for o in -o --out --output; do
   expect_status 0 "build $o"
   [ -f "$T/w/b/manifest.json" ] || fail "build $o wrote no manifest"
 done
+# The build tree holds no gk.pc naming install paths (for-install/ has the
+# one cmake --install copies).
+[ -e "$(dirname "$GK")/gk.pc" ] && fail "the build tree has a gk.pc that points at install paths"
 finish
