@@ -402,7 +402,7 @@ typedef struct gk_module gk_module;
 
 /*
  * Selects, decompresses, verifies (SHA-256, ELF header) and loads the best
- * image of `kernel`/`variant` for `dev` (NULL: gk_device_detect()).
+ * image of `kernel`/`variant` for `dev` (NULL: the device gk_device_detect() finds, CUDA where there is one; a load never falls back to another backend, so pass gk_device_parse("cpu", ...) to get a C function).
  * CPU images are shared objects loaded from memory (memfd_create + dlopen
  * of /proc/self/fd/N, RTLD_NOW | RTLD_LOCAL); no file is written. Each
  * loaded module holds one file descriptor (the memfd) until unloaded. Where
