@@ -18,7 +18,9 @@ static const char diff_usage[] =
   "variants (kernel, variant) added or removed, and images (kernel, backend,\n"
   "target, variant) added, removed or changed. An image is changed when its\n"
   "key is in both and its SHA-256, format, entry points, launch metadata or\n"
-  "toolchain differ; the fields that differ are named.\n"
+  "toolchain differ; the fields that differ are named. Then the targets the\n"
+  "builds skipped (the archives' metadata): newly skipped, no longer skipped,\n"
+  "and whether each moved between built and skipped.\n"
   "\n"
   "Exit status: 0 whether or not the archives differ (read the output, or\n"
   "'--json' .identical), 1 when an archive cannot be read, 2 on usage errors.\n"
@@ -26,7 +28,9 @@ static const char diff_usage[] =
   "  --json   {old, new, identical, targets: {added, removed}, kernels: {added,\n"
   "           removed}, variants: {added, removed}, images: {added, removed,\n"
   "           changed: [{kernel, backend, target, variant, fields, old, new}]},\n"
-  "           unchanged} on stdout\n";
+  "           skipped: {added: [{backend, target?, reason, was}], removed:\n"
+  "           [{backend, target?, reason, now}]}, unchanged} on stdout; was/now\n"
+  "           is 'built' or 'absent'\n";
 
 /* A key of 1 to 4 fields of a row, with the row it came from. */
 typedef struct key {
@@ -50,7 +54,54 @@ typedef struct side {
   gk_archive *ar;
   gk_image_info *rows;
   size_t n;
+  json_t *skipped, *drivers; /* cli_build_notes */
 } side;
+
+/* Whether a side has images of a skipped entry's backend (and target). */
+static int side_built(const side *s, const json_t *e) {
+  const char *b = json_string_value(json_object_get(e, "backend"));
+  const char *t = json_string_value(json_object_get(e, "target"));
+  for (size_t i = 0; i < s->n; i++)
+    if (!strcmp(s->rows[i].backend, b) && (!t || !strcmp(s->rows[i].target, t))) return 1;
+  return 0;
+}
+
+static int same_skip(const json_t *a, const json_t *b) {
+  return json_equal(json_object_get(a, "backend"), json_object_get(b, "backend")) &&
+         (json_object_get(a, "target") ? json_equal(json_object_get(a, "target"),
+                                                    json_object_get(b, "target"))
+                                       : !json_object_get(b, "target"));
+}
+
+/* The entries of `from`'s skipped list that `other` does not skip, each
+ * with `field` saying whether `other` built it. Text lines unless quiet. */
+static json_t *skip_delta(const side *from, const side *other, const char *field, int quiet) {
+  json_t *out = json_array();
+  for (size_t i = 0; i < json_array_size(from->skipped); i++) {
+    json_t *e = json_array_get(from->skipped, i);
+    int in_other = 0;
+    for (size_t j = 0; j < json_array_size(other->skipped) && !in_other; j++)
+      in_other = same_skip(e, json_array_get(other->skipped, j));
+    if (in_other) continue;
+    int built = side_built(other, e);
+    json_t *o = json_deep_copy(e);
+    json_object_set_new(o, field, json_string(built ? "built" : "absent"));
+    json_array_append_new(out, o);
+    if (quiet) continue;
+    const char *t = json_string_value(json_object_get(e, "target"));
+    const char *why = json_string_value(json_object_get(e, "reason"));
+    char name[512];
+    snprintf(name, sizeof name, "%s%s%s", json_string_value(json_object_get(e, "backend")),
+             t ? " " : "", t ? t : "");
+    if (!strcmp(field, "was"))
+      printf("%s: %s%s: %s\n", built ? "target moved from built to skipped" : "target skipped",
+             name, built ? " (built before)" : "", why);
+    else
+      printf("%s: %s%s\n", built ? "target moved from skipped to built" : "target no longer skipped",
+             name, built ? " (now built)" : "");
+  }
+  return out;
+}
 
 static int side_load(side *s, const char *path) {
   s->path = path;
@@ -180,7 +231,10 @@ int cmd_diff(int argc, char **argv) {
     cli_error("diff", "needs two archives, OLD and NEW (see 'gk diff --help')");
     return EXIT_USAGE;
   }
-  if (side_load(&s[0], paths[0]) || side_load(&s[1], paths[1])) goto diff_out;
+  if (side_load(&s[0], paths[0]) || side_load(&s[1], paths[1]) ||
+      cli_build_notes("diff", paths[0], (void **)&s[0].skipped, (void **)&s[0].drivers) ||
+      cli_build_notes("diff", paths[1], (void **)&s[1].skipped, (void **)&s[1].drivers))
+    goto diff_out;
 
   /* The levels, coarse to fine. Images are keyed like the index. */
   static const struct level {
@@ -286,6 +340,11 @@ int cmd_diff(int argc, char **argv) {
     free(ka);
     free(kb);
   }
+  json_t *sk_added = skip_delta(&s[1], &s[0], "was", json);
+  json_t *sk_removed = skip_delta(&s[0], &s[1], "now", json);
+  differences += json_array_size(sk_added) + json_array_size(sk_removed);
+  json_object_set_new(root, "skipped",
+                      json_pack("{s:o, s:o}", "added", sk_added, "removed", sk_removed));
   json_object_set_new(root, "unchanged", json_integer((json_int_t)unchanged));
   json_object_set_new(root, "identical", json_boolean(differences == 0));
   if (json) {
@@ -306,6 +365,8 @@ int cmd_diff(int argc, char **argv) {
 diff_out:
   for (int i = 0; i < 2; i++) {
     free(s[i].rows);
+    json_decref(s[i].skipped);
+    json_decref(s[i].drivers);
     gk_archive_close(s[i].ar);
   }
   return rc;

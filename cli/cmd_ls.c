@@ -15,9 +15,10 @@ static const char ls_usage[] =
   "\n"
   "  --meta   show the archive's metadata instead (docs/archive.md): source\n"
   "           revision and dirty flag, toolchain versions, recipe hashes\n"
-  "  --json   a JSON array of objects (kernel, backend, target, variant, format,\n"
-  "           size, packed_size, sha256, entry, launch, toolchain) on stdout;\n"
-  "           with --meta one object, key -> value (JSON values embedded)\n";
+  "  --json   {count, images: [{kernel, backend, target, variant, format, size,\n"
+  "           packed_size, sha256, entry, launch, toolchain}]} on stdout, in\n"
+  "           index order; with --meta one object, key -> value (JSON values\n"
+  "           embedded)\n";
 
 /* gk ls --meta: the meta table. Values that hold JSON (recipes, toolchains)
  * are embedded as JSON in --json output and listed one item a line in the
@@ -50,8 +51,12 @@ static int show_meta(const char *path, int json) {
       json_object_foreach(v, name, x)
         printf("%-16s %s %s\n", m[i].key, name, json_string_value(x) ? json_string_value(x) : "?");
     } else {
-      json_array_foreach(v, k, x)
-        printf("%-16s %s\n", m[i].key, json_string_value(x) ? json_string_value(x) : "?");
+      json_array_foreach(v, k, x) {
+        char line[1024];
+        if (json_is_object(x)) cli_skip_text(x, line, sizeof line); /* "skipped" */
+        printf("%-16s %s\n", m[i].key,
+               json_is_object(x) ? line : json_string_value(x) ? json_string_value(x) : "?");
+      }
     }
     json_decref(v);
   }
@@ -121,8 +126,11 @@ int cmd_ls(int argc, char **argv) {
            hex);
   }
   if (json) {
-    json_dumpf(arr, stdout, JSON_INDENT(2));
+    /* An object, like every other --json: room for more than the rows. */
+    json_t *root = json_pack("{s:I, s:O}", "count", (json_int_t)n, "images", arr);
+    json_dumpf(root, stdout, JSON_INDENT(2));
     putchar('\n');
+    json_decref(root);
   }
   rc = EXIT_OK;
 ls_out:

@@ -21,12 +21,16 @@ static const char matrix_usage[] =
   "  P  PTX only: the backend has nothing else for this kernel, so every\n"
   "     device JIT-compiles it and needs a driver as new as the toolkit\n"
   "  .  no image\n"
-  "Reads the index only; needs no device.\n"
+  "Below the grid: each target the build could not make and why (a whole\n"
+  "backend, or one target its compiler cannot produce), and the oldest driver\n"
+  "each backend's images need. Reads the index and metadata only; needs no\n"
+  "device.\n"
   "\n"
   "  --json         {archive, columns: [{backend, target}], rows: [{kernel,\n"
   "                 variant, cells: [{state, format?, size?, sha256?}],\n"
-  "                 ptx_only: [backend]}], counts} on stdout; state is\n"
-  "                 present | ptx | ptx-only | absent\n"
+  "                 ptx_only: [backend]}], counts, skipped: [{backend,\n"
+  "                 target?, reason}], min_driver: {backend: version}} on\n"
+  "                 stdout; state is present | ptx | ptx-only | absent\n"
   "  --html FILE    write the same grid as one self-contained HTML page (inline\n"
   "                 CSS, no script, nothing fetched); '-' for stdout\n";
 
@@ -56,6 +60,7 @@ typedef struct grid {
   int *state;  /* nl * nc */
   size_t count[NSTATES];
   size_t ptx_only_lines;
+  json_t *skipped, *drivers; /* the archive's meta (cli_build_notes) */
 } grid;
 
 /* Numbers inside names compare by value, so that sm_90 comes before sm_100
@@ -118,6 +123,8 @@ static void grid_free(grid *g) {
   free(g->lines);
   free(g->cell);
   free(g->state);
+  json_decref(g->skipped);
+  json_decref(g->drivers);
 }
 
 static int is_ptx(const gk_image_info *im) { return strcmp(im->format, "ptx") == 0; }
@@ -227,8 +234,23 @@ static json_t *grid_json(const grid *g, const char *path) {
       "ptx_only", (json_int_t)g->count[CELL_PTX_ONLY], "absent",
       (json_int_t)g->count[CELL_ABSENT], "ptx_only_rows",
       (json_int_t)g->ptx_only_lines);
-  return json_pack("{s:s, s:o, s:o, s:o}", "archive", path, "columns", cols,
-                   "rows", lines, "counts", counts);
+  return json_pack("{s:s, s:o, s:o, s:o, s:O, s:O}", "archive", path, "columns", cols,
+                   "rows", lines, "counts", counts, "skipped", g->skipped, "min_driver",
+                   g->drivers);
+}
+
+/* What the grid cannot show: the targets the build skipped (no column
+ * at all) and the driver the images need. */
+static void notes_text(const grid *g) {
+  const char *b;
+  json_t *v;
+  for (size_t i = 0; i < json_array_size(g->skipped); i++) {
+    char line[1024];
+    cli_skip_text(json_array_get(g->skipped, i), line, sizeof line);
+    printf("%s\n", line);
+  }
+  json_object_foreach(g->drivers, b, v)
+    if (json_is_string(v)) printf("%s: needs a driver >= %s\n", b, json_string_value(v));
 }
 
 static int first_of_backend(const grid *g, size_t c) {
@@ -282,6 +304,7 @@ static void grid_text(const grid *g) {
   printf("%zu images, %zu kernels/variants, %zu targets\n", g->n, g->nl, g->nc);
   if (g->ptx_only_lines)
     printf("%zu kernels/variants are PTX only on some backend\n", g->ptx_only_lines);
+  notes_text(g);
 }
 
 /* Text from the archive goes into the page: escape everything HTML reads
@@ -303,6 +326,9 @@ static const char html_style[] =
   "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;"
   "margin:1.5em;color:#1a1a1a;background:#fff}\n"
   "h1{font-size:1.3em;margin:0 0 .3em}\n"
+  "h2{font-size:1.1em;margin:1.2em 0 .3em}\n"
+  "ul.skipped{margin:0;padding-left:1.2em}\n"
+  "p.driver{margin:.8em 0 0}\n"
   "code{font-family:ui-monospace,monospace}\n"
   ".summary{margin:.2em 0 1em;color:#444}\n"
   "ul.legend{list-style:none;padding:0;margin:0 0 1em;display:flex;flex-wrap:wrap;gap:.5em 1.5em}\n"
@@ -406,7 +432,32 @@ static void grid_html(const grid *g, const char *path, FILE *f) {
     json_decref(po);
     fputs("</td></tr>\n", f);
   }
-  fprintf(f, "</tbody>\n</table>\n<footer>Written by gk %d.%d.%d from the archive's index "
+  fputs("</tbody>\n</table>\n", f);
+  const char *db;
+  json_t *dv;
+  json_object_foreach(g->drivers, db, dv) {
+    if (!json_is_string(dv)) continue;
+    fputs("<p class=\"driver\">", f);
+    html_text(f, db);
+    fputs(": needs a driver &ge; ", f);
+    html_text(f, json_string_value(dv));
+    fputs("</p>\n", f);
+  }
+  if (json_array_size(g->skipped)) {
+    fputs("<h2>Not built</h2>\n<ul class=\"skipped\">\n", f);
+    for (size_t i = 0; i < json_array_size(g->skipped); i++) {
+      json_t *e = json_array_get(g->skipped, i);
+      const char *t = json_string_value(json_object_get(e, "target"));
+      fputs("<li><b>", f);
+      html_text(f, json_string_value(json_object_get(e, "backend")));
+      if (t) fputc(' ', f), html_text(f, t);
+      fputs("</b>: skipped, ", f);
+      html_text(f, json_string_value(json_object_get(e, "reason")));
+      fputs("</li>\n", f);
+    }
+    fputs("</ul>\n", f);
+  }
+  fprintf(f, "<footer>Written by gk %d.%d.%d from the archive's index "
              "(<code>gk matrix --html</code>).</footer>\n</body>\n</html>\n",
           GK_VERSION_MAJOR, GK_VERSION_MINOR, GK_VERSION_PATCH);
 }
@@ -444,7 +495,10 @@ int cmd_matrix(int argc, char **argv) {
   gk_archive *ar = cli_open_archive("matrix", path, 0);
   if (!ar) return EXIT_FAIL;
   grid g;
-  if (grid_build(ar, &g) != 0) {
+  int built = grid_build(ar, &g);
+  if (built == 0 && cli_build_notes("matrix", path, (void **)&g.skipped, (void **)&g.drivers))
+    goto matrix_out;
+  if (built != 0) {
     cli_error("matrix", "cannot read the index of '%s': %s", path,
               *gk_archive_errmsg(ar) ? gk_archive_errmsg(ar) : "out of memory");
     goto matrix_out;

@@ -26,6 +26,22 @@ static const char pack_usage[] =
   "  --level N          zstd level, 1..22 (default 19)\n"
   "  --merge            the arguments are archives to merge, not a build folder\n";
 
+/* Each image of a build folder is checked as libgk will read it (header,
+ * entry points) before it goes into an archive. */
+static int check_image(const gkp_image *im, char *why, size_t why_size) {
+  if (gk_backend_from_name(im->backend) == GK_BACKEND_NONE) return 0; /* no rule to check by */
+  gk_image_info row = {0};
+  row.kernel = im->kernel;
+  row.backend = im->backend;
+  row.target = im->target;
+  row.variant = im->variant;
+  row.format = im->format;
+  row.entry = im->entry_json;
+  row.launch = im->launch_json ? im->launch_json : "{}";
+  row.toolchain = im->toolchain ? im->toolchain : "";
+  return gk_image_check(im->data, im->size, &row, why, why_size) == GK_OK ? 0 : -1;
+}
+
 int cmd_pack(int argc, char **argv) {
   const char *dir = NULL, *out = NULL, *level_s = NULL;
   const char **inputs = calloc((size_t)argc, sizeof *inputs);
@@ -89,7 +105,7 @@ int cmd_pack(int argc, char **argv) {
     level = (int)l;
   }
   if (merge ? gkp_merge(inputs, ninputs, out, level, err, sizeof err)
-            : gkp_pack_dir(dir, out, level, err, sizeof err)) {
+            : gkp_pack_dir(dir, out, level, check_image, err, sizeof err)) {
     cli_error("pack", "%s", err);
     rc = EXIT_FAIL;
     goto pack_out;

@@ -10,23 +10,31 @@
 #include "util.h"
 
 static const char probe_usage[] =
-  "usage: gk probe [FILE] [--device SPEC] [--no-jit] [--json]\n"
+  "usage: gk probe [FILE] [--device SPEC] [--kernel NAME] [-v] [--no-jit] [--json]\n"
   "\n"
   "Shows the device libgk finds here (CUDA > ROCm > Metal > Vulkan > CPU) and,\n"
-  "given an archive, the image each kernel and variant would get on it, or why\n"
-  "none fits.\n"
+  "given an archive, the image each kernel and variant would get on it, one\n"
+  "line each, or why none fits; then what the build of the archive skipped\n"
+  "for the device's backend and the driver its images need.\n"
   "\n"
   "  --device SPEC  describe a device instead of detecting one:\n"
   "                 cpu:x86-64-v2, cuda:sm_86, cuda:sm_90,driver=12.4,\n"
-  "                 rocm:gfx90a:sramecc+:xnack-\n"
+  "                 rocm:gfx90a:sramecc+:xnack-; short forms: sm_86,\n"
+  "                 cuda:8.6, gfx90a, x86-64-v2\n"
+  "  --kernel NAME  only that kernel (every variant of it)\n"
+  "  -v, --verbose  under each kernel, every image of it with the rule's\n"
+  "                 verdict: '*' the one chosen, '+' fits but ranks lower,\n"
+  "                 '-' does not fit, and why\n"
   "  --no-jit       never choose an image the driver must compile (CUDA PTX)\n"
   "  --json         {device, backends?, images: [{kernel, variant, backend,\n"
   "                 target, format} or {kernel, variant, error, message},\n"
   "                 each with candidates: [{backend, target, format, fits,\n"
-  "                 chosen, why}]]} on stdout\n"
+  "                 chosen, why}]], missing, skipped: [{backend, target?,\n"
+  "                 reason}], min_driver} on stdout\n"
   "\n"
-  "Under each kernel, every image of it is listed with the rule's verdict:\n"
-  "'*' the one chosen, '+' fits but ranks lower, '-' does not fit, and why.\n";
+  "Exit status: 0 when every kernel (and variant) has an image for the\n"
+  "device, 1 when some has none or the archive cannot be read, 2 on usage\n"
+  "errors.\n";
 
 typedef struct kv {
   const char *kernel, *variant;
@@ -38,8 +46,9 @@ static int kv_cmp(const void *pa, const void *pb) {
   return c ? c : strcmp(a->variant, b->variant);
 }
 
-/* The distinct (kernel, variant) pairs of the archive, sorted. */
-static kv *distinct_kernels(gk_archive *ar, size_t *count) {
+/* The distinct (kernel, variant) pairs of the archive, sorted; only
+ * those of `only` when it is not NULL. */
+static kv *distinct_kernels(gk_archive *ar, const char *only, size_t *count) {
   size_t n = 0, m = 0;
   gk_archive_count(ar, &n);
   kv *all = calloc(n ? n : 1, sizeof *all);
@@ -52,6 +61,10 @@ static kv *distinct_kernels(gk_archive *ar, size_t *count) {
   }
   qsort(all, n, sizeof *all, kv_cmp);
   for (size_t i = 0; i < n; i++)
+    if (!only || !strcmp(all[i].kernel, only)) all[m++] = all[i];
+  n = m;
+  m = 0;
+  for (size_t i = 0; i < n; i++)
     if (m == 0 || kv_cmp(&all[m - 1], &all[i])) all[m++] = all[i];
   *count = m;
   return all;
@@ -62,6 +75,32 @@ static kv *distinct_kernels(gk_archive *ar, size_t *count) {
  * (gk_archive_explain), as JSON, printed under the kernel's line unless
  * quiet. NULL when the loader cannot say (its message is on the archive).
  */
+/* One line's worth of why nothing fits: the device's backend has no image
+ * of the kernel, or the first of its images and why that one does not. */
+static void short_reason(const json_t *cand, const char *backend, char *buf, size_t size) {
+  size_t n = 0, first = (size_t)-1;
+  for (size_t i = 0; i < json_array_size(cand); i++)
+    if (!strcmp(json_string_value(json_object_get(json_array_get(cand, i), "backend")),
+                backend)) {
+      if (first == (size_t)-1) first = i;
+      n++;
+    }
+  if (!n) {
+    snprintf(buf, size, "no %s image", backend);
+    return;
+  }
+  json_t *c = json_array_get(cand, first);
+  snprintf(buf, size, "%zu %s image%s, none fits (%s: %s%s)", n, backend, n == 1 ? "" : "s",
+           json_string_value(json_object_get(c, "target")),
+           json_string_value(json_object_get(c, "why")), n > 1 ? "; -v for the others" : "");
+}
+
+/* Whether a skipped target is the device's own: its processor, before any
+ * ':feature' setting (gfx942 for gfx942:sramecc+:xnack-). */
+static int same_processor(const char *target, const char *arch) {
+  size_t a = strcspn(arch, ":"), t = strcspn(target, ":");
+  return a == t && strncmp(target, arch, a) == 0;
+}
 static json_t *candidates_json(gk_archive *ar, const gk_device *dev,
                                const kv *k, unsigned flags, int quiet) {
   size_t count = 0, cap = 16;
@@ -124,8 +163,8 @@ static json_t *backends_json(int print) {
 }
 
 int cmd_probe(int argc, char **argv) {
-  const char *path = NULL, *spec = NULL;
-  int json = 0, bad = 0, rc = EXIT_OK;
+  const char *path = NULL, *spec = NULL, *only = NULL;
+  int json = 0, bad = 0, rc = EXIT_OK, verbose = 0;
   unsigned flags = 0;
   gk_device dev;
   char desc[128], why[256] = "";
@@ -136,8 +175,11 @@ int cmd_probe(int argc, char **argv) {
       return EXIT_OK;
     }
     if (cli_opt(argc, argv, &i, "--device", NULL, &spec, &bad, "probe")) continue;
+    if (cli_opt(argc, argv, &i, "--kernel", NULL, &only, &bad, "probe")) continue;
     if (strcmp(argv[i], "--json") == 0) {
       json = 1;
+    } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
+      verbose = 1;
     } else if (strcmp(argv[i], "--no-jit") == 0) {
       flags |= GK_LOAD_NO_JIT;
     } else if (argv[i][0] == '-') {
@@ -151,6 +193,10 @@ int cmd_probe(int argc, char **argv) {
     }
   }
   if (bad) return EXIT_USAGE;
+  if (only && !path) {
+    cli_error("probe", "--kernel needs an archive (see 'gk probe --help')");
+    return EXIT_USAGE;
+  }
   if (spec) {
     if (gk_device_parse(spec, &dev, why, sizeof why) != GK_OK) {
       cli_error("probe", "--device '%s': %s", spec, why);
@@ -172,17 +218,39 @@ int cmd_probe(int argc, char **argv) {
   }
   if (path) {
     gk_archive *ar = cli_open_archive("probe", path, 0);
-    size_t n = 0;
+    size_t n = 0, missing = 0;
     kv *ks;
+    json_t *skipped = NULL, *drivers = NULL;
     if (!ar) {
       json_decref(root);
       return EXIT_FAIL;
     }
-    ks = distinct_kernels(ar, &n);
+    if (cli_build_notes("probe", path, (void **)&skipped, (void **)&drivers)) {
+      gk_archive_close(ar);
+      json_decref(root);
+      return EXIT_FAIL;
+    }
+    ks = distinct_kernels(ar, only, &n);
+    if (ks && only && n == 0) {
+      kv *all = distinct_kernels(ar, NULL, &n);
+      char names[1024] = "";
+      size_t len = 0;
+      for (size_t i = 0; all && i < n && len + 1 < sizeof names; i++)
+        if (i == 0 || strcmp(all[i].kernel, all[i - 1].kernel))
+          len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "",
+                                  all[i].kernel);
+      cli_error("probe", "no kernel '%s' in '%s'; it has %s", only, path, *names ? names : "none");
+      free(all);
+      free(ks);
+      json_decref(skipped), json_decref(drivers), json_decref(root);
+      gk_archive_close(ar);
+      return EXIT_FAIL;
+    }
     json_t *rows = json_array();
     if (!json) printf("images:\n");
     for (size_t i = 0; ks && i < n; i++) {
       size_t idx;
+      char msg[1024] = "";
       int st = gk_archive_select_ex(ar, &dev, ks[i].kernel, ks[i].variant, flags, &idx);
       json_t *row;
       if (st == GK_OK) {
@@ -198,11 +266,28 @@ int cmd_probe(int argc, char **argv) {
         row = json_pack("{s:s, s:s, s:s, s:s}", "kernel", ks[i].kernel,
                         "variant", ks[i].variant, "error", gk_strerror(st),
                         "message", gk_archive_errmsg(ar));
-        if (!json)
-          printf("  %-18s %-10s -> none: %s\n", ks[i].kernel,
-                 *ks[i].variant ? ks[i].variant : "-", gk_archive_errmsg(ar));
+        missing++;
+        snprintf(msg, sizeof msg, "%s", gk_archive_errmsg(ar));
       }
-      json_t *cand = candidates_json(ar, &dev, &ks[i], flags, json);
+      /* Without -v the candidates are asked for quietly, to give a line's
+       * reason when none fits. */
+      json_t *cand = candidates_json(ar, &dev, &ks[i], flags, json || !verbose || st != GK_OK);
+      if (st != GK_OK && !json) {
+        char why_none[512];
+        if (verbose || !cand) snprintf(why_none, sizeof why_none, "%s", msg);
+        else short_reason(cand, gk_backend_name(dev.backend), why_none, sizeof why_none);
+        printf("  %-18s %-10s -> none: %s\n", ks[i].kernel,
+               *ks[i].variant ? ks[i].variant : "-", why_none);
+        if (verbose && cand) {
+          for (size_t j = 0; j < json_array_size(cand); j++) {
+            json_t *c = json_array_get(cand, j);
+            printf("      - %s %s (%s): %s\n", json_string_value(json_object_get(c, "backend")),
+                   json_string_value(json_object_get(c, "target")),
+                   json_string_value(json_object_get(c, "format")),
+                   json_string_value(json_object_get(c, "why")));
+          }
+        }
+      }
       if (!cand) {
         cli_error("probe", "cannot explain the choice for '%s' %s: %s", ks[i].kernel,
                   ks[i].variant, gk_archive_errmsg(ar));
@@ -212,6 +297,38 @@ int cmd_probe(int argc, char **argv) {
       json_array_append_new(rows, row);
     }
     json_object_set_new(root, "images", rows);
+    json_object_set_new(root, "missing", json_integer((json_int_t)missing));
+    /* What the build skipped for this backend, and the driver it needs:
+     * an MI300X learns here that gfx942 was planned but not built. */
+    const char *bname = gk_backend_name(dev.backend);
+    json_t *mine = json_array();
+    for (size_t i = 0; i < json_array_size(skipped); i++) {
+      json_t *e = json_array_get(skipped, i);
+      if (strcmp(json_string_value(json_object_get(e, "backend")), bname)) continue;
+      json_array_append(mine, e);
+      if (json) continue;
+      const char *t = json_string_value(json_object_get(e, "target"));
+      char line[1024];
+      cli_skip_text(e, line, sizeof line);
+      printf("%s%s\n", line,
+             t && same_processor(t, dev.arch) ? " (this device's target)" : "");
+    }
+    json_object_set_new(root, "skipped", mine);
+    json_t *need = json_object_get(drivers, bname);
+    json_object_set(root, "min_driver", json_is_string(need) ? need : json_null());
+    if (!json && json_is_string(need)) {
+      int have = dev.driver_version;
+      printf("%s: images need a driver >= %s", bname, json_string_value(need));
+      if (have > 0)
+        printf(", this device's is %d.%d", have / 1000, have % 1000 / 10);
+      putchar('\n');
+    }
+    if (missing) {
+      cli_error("probe", "%zu of %zu kernels/variants have no image for %s", missing, n, desc);
+      rc = EXIT_FAIL;
+    }
+    json_decref(skipped);
+    json_decref(drivers);
     free(ks);
     gk_archive_close(ar);
   }

@@ -19,7 +19,8 @@ static const char verify_usage[] =
   "                  this public key ('gk sign'); exits 1 if it does not\n"
   "  --json   a JSON object {ok, images: [{kernel, backend, target, variant,\n"
   "           ok, error?}], digest, signers: [public keys], signature?:\n"
-  "           {key_id, public_key, ok, error?}} on stdout\n";
+  "           {key_id, public_key, ok, error?}} on stdout; when the archive\n"
+  "           or key cannot be read, {ok: false, archive, error}\n";
 
 int cmd_verify(int argc, char **argv) {
   const char *path = NULL;
@@ -40,10 +41,20 @@ int cmd_verify(int argc, char **argv) {
   free(args);
   if (st >= 0) return st;
   uint8_t pk[GK_PUBLIC_KEY_BYTES];
-  if (keyfile && cli_read_public_key("verify", keyfile, pk) != 0)
+  gk_archive *ar = NULL;
+  if ((keyfile && cli_read_public_key("verify", keyfile, pk) != 0) ||
+      !(ar = cli_open_archive("verify", path, GK_OPEN_CHECK_IMAGES))) {
+    /* A script reading --json gets an answer on every failure, as from
+     * gk build --json. */
+    if (json) {
+      json_t *root = json_pack("{s:b, s:s, s:s}", "ok", 0, "archive", path, "error",
+                               cli_last_error());
+      json_dumpf(root, stdout, JSON_INDENT(2));
+      putchar('\n');
+      json_decref(root);
+    }
     return EXIT_FAIL;
-  gk_archive *ar = cli_open_archive("verify", path, GK_OPEN_CHECK_IMAGES);
-  if (!ar) return EXIT_FAIL;
+  }
   gk_archive_count(ar, &n);
 
   json_t *rows = json_array();

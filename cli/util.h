@@ -13,10 +13,14 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 /* Prints "gk CMD: message\n" on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The message of the last cli_error ("" before any): what a --json result
+ * that failed says in its "error". */
+const char *cli_last_error(void);
 
 /*
  * Matches argv[*i] against a long option taking a value: "--name VALUE" or
  * "--name=VALUE" (short aliases such as "-o" too when `alias` is not NULL).
+ * "--out" and "--output" match -o, --out and --output alike.
  * On a match, *val is the value and *i advances past it; a missing value is
  * reported and makes *bad non-zero. Returns 1 on a match.
  */
@@ -39,6 +43,20 @@ int cli_archive_args(int argc, char **argv, const char *usage, const char **path
  * where images must match what a signature names) and reads its index, or
  * prints why not; NULL on failure. */
 gk_archive *cli_open_archive(const char *cmd, const char *path, unsigned flags);
+
+/*
+ * What the build of an archive could not make (its meta "skipped", a JSON
+ * array of {backend, target?, reason}: docs/archive.md) and the oldest
+ * driver each backend's images need (meta "min_driver", {"cuda":"13.0"}).
+ * Sets *skipped and *drivers to new references (an empty array / object
+ * when the archive has none: one packed before they were recorded). 0, or
+ * -1 after printing why as "gk CMD: ...".
+ */
+int cli_build_notes(const char *cmd, const char *path, void **skipped, void **drivers);
+
+/* "rocm gfx942: skipped, REASON" or "metal: skipped, REASON" for one entry
+ * of "skipped" (a json_t *), into buf. */
+void cli_skip_text(const void *entry, char *buf, size_t size);
 
 /* Lowercase hex of 32 bytes into out[65]. */
 void cli_hex(const unsigned char *sha, char out[65]);

@@ -42,6 +42,9 @@ if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
 else()
   set(GK_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
-configure_file(${CMAKE_CURRENT_LIST_DIR}/gk.pc.in ${PROJECT_BINARY_DIR}/gk.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/gk.pc
+# Written where no pkg-config search finds it: its paths are the installed
+# tree's, so in the build tree it would name headers and libraries that
+# are not there (a build tree is used through CMake, not pkg-config).
+configure_file(${CMAKE_CURRENT_LIST_DIR}/gk.pc.in ${PROJECT_BINARY_DIR}/for-install/gk.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/for-install/gk.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

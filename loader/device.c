@@ -116,6 +116,43 @@ static int free_arch_ok(const char *a, const char *backend, char *why,
   return 0;
 }
 
+/* The spec with its backend spelt out, for the short forms people type:
+ * a bare arch ("sm_89", "gfx942:xnack-", "x86-64-v3") names its backend,
+ * and "cuda:8.9" is a compute capability (cuda:sm_89). Anything else is
+ * copied as it is. 0 when it does not fit in size. */
+static int spell_out(const char *spec, char *out, size_t size) {
+  const char *opts = strchr(spec, ',');
+  size_t an = opts ? (size_t)(opts - spec) : strlen(spec);
+  const char *prefix = strncmp(spec, "sm_", 3) == 0 ? "cuda:"
+                       : strncmp(spec, "gfx", 3) == 0 ? "rocm:"
+                       : strncmp(spec, "x86-64", 6) == 0 ? "cpu:" : "";
+  int major, minor, k = 0;
+  char dot[8];
+  if (strncmp(spec, "cuda:", 5) == 0 && sscanf(spec + 5, "%d.%d%n", &major, &minor, &k) == 2 &&
+      (size_t)k == an - 5 && major > 0 && major < 100 && minor >= 0 && minor < 10 &&
+      spec[5] != '0') {
+    snprintf(dot, sizeof dot, "%d%d", major, minor);
+    return snprintf(out, size, "cuda:sm_%s%s", dot, opts ? opts : "") < (int)size;
+  }
+  return snprintf(out, size, "%s%s", prefix, spec) < (int)size;
+}
+
+/* The spec a mistyped one most likely meant ("sm89", "cuda:89",
+ * "compute_89", "sm_90a" -> "cuda:sm_89" / "cuda:sm_90"), in out; 0 when
+ * there is no good guess. */
+static int guess_spec(const char *spec, char *out, size_t size) {
+  const char *p = spec;
+  if (strncmp(p, "cuda:", 5) == 0) p += 5;
+  if (strncmp(p, "compute_", 8) == 0) p += 8;
+  else if (strncmp(p, "sm_", 3) == 0) p += 3;
+  else if (strncmp(p, "sm", 2) == 0) p += 2;
+  size_t digits = strspn(p, "0123456789");
+  const char *end = p + digits;
+  if (*end == 'a' || *end == 'f') end++; /* image targets, not devices */
+  if (digits < 2 || digits > 3 || *p == '0' || (*end != '\0' && *end != ',')) return 0;
+  return snprintf(out, size, "cuda:sm_%.*s%s", (int)digits, p, end) < (int)size;
+}
+
 /* "12.4" -> 12040, CUDA's encoding (1000 * major + 10 * minor). */
 static int parse_cuda_driver(const char *v, int *out) {
   char *end;
@@ -148,14 +185,23 @@ GK_API int gk_device_parse(const char *spec, gk_device *out, char *why,
         strlen(spec));
     return GK_EINVAL;
   }
-  memcpy(buf, spec, strlen(spec) + 1);
+  if (!spell_out(spec, buf, sizeof buf)) {
+    gk__say(why, why_size, "device spec is too long (%zu characters)", strlen(spec));
+    return GK_EINVAL;
+  }
   char *opts = strchr(buf, ',');
   if (opts) *opts++ = '\0';
   char *arch = strchr(buf, ':');
   if (arch) *arch++ = '\0';
 
   gk_backend b = gk_backend_from_name(buf);
+  char guess[96];
   if (b == GK_BACKEND_NONE) {
+    if (guess_spec(spec, guess, sizeof guess)) {
+      gk__say(why, why_size, "device spec '%s' is not BACKEND:ARCH; did you mean %s?", spec,
+              guess);
+      return GK_EINVAL;
+    }
     gk__say(why, why_size,
         "unknown backend '%s' in device spec '%s'; expected cuda, rocm, "
         "metal, vulkan, cpu or wgsl",
@@ -197,7 +243,13 @@ GK_API int gk_device_parse(const char *spec, gk_device *out, char *why,
   case GK_BACKEND_WGSL: ok = gk__wgsl_arch_ok(arch, why, why_size); break;
   default: ok = free_arch_ok(arch, buf, why, why_size); break;
   }
-  if (!ok) return GK_EINVAL;
+  if (!ok) {
+    /* The exact spec, when the mistake is a common one ("cuda:89"). */
+    size_t len = why ? strlen(why) : 0;
+    if (b == GK_BACKEND_CUDA && why && guess_spec(spec, guess, sizeof guess))
+      snprintf(why + len, why_size - len, "; did you mean %s?", guess);
+    return GK_EINVAL;
+  }
   memcpy(d.arch, arch, strlen(arch) + 1);
 
   while (opts) {

@@ -57,13 +57,77 @@ typedef struct ehdr {
 typedef int (*target_check)(const ehdr *h, const gk_image_info *row, char *why,
                             size_t size);
 
+/* Whether the dynamic symbol table (SHT_DYNSYM and the string table its
+ * sh_link names) defines `name` as a symbol others can bind to: global or
+ * weak, default or protected visibility, in a section (not undefined), of
+ * one of the types in `types` (a bit per STT_ value). -1 when the image has
+ * no such table or it lies outside the image. */
+static int dynsym_defines(const ehdr *h, const char *name, unsigned types) {
+  const unsigned char *b = h->bytes;
+  for (unsigned i = 0; i < h->shnum; i++) {
+    const unsigned char *sh = b + h->shoff + (uint64_t)i * h->shentsize;
+    if (rd32(sh + 4) != 11 /* SHT_DYNSYM */) continue;
+    uint64_t off = rd64(sh + 24), sz = rd64(sh + 32), ent = rd64(sh + 56);
+    uint32_t link = rd32(sh + 40);
+    if (ent < 24 || off > h->size || sz > h->size - off || link >= h->shnum) return -1;
+    const unsigned char *st = b + h->shoff + (uint64_t)link * h->shentsize;
+    uint64_t soff = rd64(st + 24), ssz = rd64(st + 32);
+    if (soff > h->size || ssz > h->size - soff) return -1;
+    size_t nlen = strlen(name);
+    for (uint64_t k = 0; k + ent <= sz; k += ent) {
+      const unsigned char *sym = b + off + k;
+      uint32_t sn = rd32(sym);
+      unsigned info = sym[4], vis = sym[5] & 3, shndx = rd16(sym + 6);
+      if (sn >= ssz || nlen >= ssz - sn || memcmp(b + soff + sn, name, nlen + 1) != 0)
+        continue;
+      if (shndx != 0 && (info >> 4 == 1 || info >> 4 == 2) && (vis == 0 || vis == 3) &&
+          (types >> (info & 0xf) & 1))
+        return 1;
+    }
+    return 0;
+  }
+  return -1;
+}
+
+/* Every entry point of the row must be in the image: a misspelt name in a
+ * recipe would otherwise pack, verify and load, and fail only when a
+ * program asks gk_module_symbol for it. Shared objects export functions
+ * (STT_FUNC, STT_GNU_IFUNC); AMD code objects a kernel descriptor
+ * NAME.kd (STT_OBJECT) per kernel, which is what HSA loads. */
+static int entries_defined(const ehdr *h, const gk_image_info *row, int kd, char *why,
+                           size_t size) {
+  char names[16][GK__CUDA_NAME_MAX], sym[GK__CUDA_NAME_MAX + 4];
+  int n = gk__cuda_entries(row->entry, names, 16);
+  if (n < 0) {
+    snprintf(why, size, "its entry list %s is not a JSON array of at most 16 names",
+             row->entry);
+    return 0;
+  }
+  for (int i = 0; i < n; i++) {
+    snprintf(sym, sizeof sym, "%.63s%s", names[i], kd ? ".kd" : "");
+    int got = dynsym_defines(h, sym, kd ? 1u << 1 /* STT_OBJECT */
+                                        : 1u << 2 | 1u << 10 /* STT_FUNC, STT_GNU_IFUNC */);
+    if (got == 1) continue;
+    if (got < 0)
+      snprintf(why, size, "entry '%s' cannot be found: the image has no dynamic symbol table",
+               names[i]);
+    else
+      snprintf(why, size, "entry '%s' is not %s the image exports (its dynamic symbol table)",
+               names[i], kd ? "a kernel (NAME.kd)" : "a function");
+    return 0;
+  }
+  return 1;
+}
+
 static int cpu_target(const ehdr *h, const gk_image_info *row, char *why,
                       size_t size) {
-  (void)h; /* an x86-64 ELF does not record the level it was built for */
-  if (gk__x86_level_from_name(row->target)) return 1;
-  snprintf(why, size, "cpu target '%s' is not an x86-64 level (%s)",
-           row->target, gk__x86_level_list());
-  return 0;
+  /* an x86-64 ELF does not record the level it was built for */
+  if (!gk__x86_level_from_name(row->target)) {
+    snprintf(why, size, "cpu target '%s' is not an x86-64 level (%s)",
+             row->target, gk__x86_level_list());
+    return 0;
+  }
+  return entries_defined(h, row, 0, why, size);
 }
 
 /* AMD code objects: processor, features and generic version against the
@@ -71,7 +135,8 @@ static int cpu_target(const ehdr *h, const gk_image_info *row, char *why,
 static int rocm_target(const ehdr *h, const gk_image_info *row, char *why,
                        size_t size) {
   return gk__amd_elf_check(h->osabi, h->abiversion, h->flags, row->target, why,
-                           size);
+                           size) &&
+         entries_defined(h, row, 1, why, size);
 }
 
 /* CUDA cubins: SM (both e_flags layouts), 'a' (.nv.compat), exact target
@@ -159,6 +224,15 @@ static int parse_header(const unsigned char *b, size_t size, ehdr *h, char *why,
     return 0;
   }
   return 1;
+}
+
+GK_API int gk_image_check(const void *bytes, size_t size, const gk_image_info *row,
+                          char *why, size_t why_size) {
+  if (!bytes || !row || !row->backend || !row->format || !row->target || !row->entry) {
+    if (why && why_size) snprintf(why, why_size, "gk_image_check: no image or no row");
+    return GK_EINVAL;
+  }
+  return gk__elf_check(bytes, size, row, why, why_size);
 }
 
 int gk__elf_check(const void *bytes, size_t size, const gk_image_info *row,

@@ -157,7 +157,11 @@ GK_API int gk_device_detect_backend(gk_backend backend, gk_device *out,
  * shape: cpu an x86-64 level, cuda "sm_" and 2-3 digits (a device has no
  * 'a'/'f' suffix), rocm "gfx..." with ":feature+"/":feature-" settings.
  * ",driver=X.Y" is for cuda only. A spec of only a backend name ("cpu")
- * means the device of that backend detected here.
+ * means the device of that backend detected here. Short forms name their
+ * backend: a bare arch ("sm_89", "gfx942:xnack-", "x86-64-v3") and a
+ * compute capability written "cuda:8.9" (cuda:sm_89). A spec that is
+ * close to one (cuda:89, sm89, compute_89, sm_90a) is refused with the
+ * exact spec in `why` ("did you mean cuda:sm_89?").
  * Returns GK_OK, GK_EINVAL (`why`, may be NULL, says what is wrong), or,
  * for a bare backend name, the status of gk_device_detect_backend
  * (GK_ENODEVICE when that backend has no device here).
@@ -273,6 +277,21 @@ GK_API int gk_archive_read(gk_archive *ar, size_t i, void **bytes,
 GK_API void gk_free(void *p);
 
 /*
+ * Checks image bytes against what an index row says of them, as every read
+ * does (gk_archive_read): the format's header fits the backend and target,
+ * and every name in row->entry is in the image (a cubin's .text.NAME, a PTX
+ * .entry, a shared object's exported function, an AMD code object's
+ * NAME.kd kernel descriptor, a SPIR-V entry point). Only backend, target,
+ * format, entry and toolchain of the row are read. For build tools: gk
+ * build and gk pack check each image before it reaches an archive.
+ * GK_OK; GK_EFORMAT with `why` (may be NULL) saying what does not fit;
+ * GK_EINVAL when bytes or row (or one of those fields) is NULL.
+ * Thread-safe.
+ */
+GK_API int gk_image_check(const void *bytes, size_t size, const gk_image_info *row,
+                          char *why, size_t why_size);
+
+/*
  * Chooses the image of `kernel` (and `variant`, "" or NULL when the kernel has
  * one only) that fits `dev` best, without loading anything: it reads the
  * index rows of (kernel, the device's backend, variant) when the whole
@@ -383,7 +402,7 @@ typedef struct gk_module gk_module;
 
 /*
  * Selects, decompresses, verifies (SHA-256, ELF header) and loads the best
- * image of `kernel`/`variant` for `dev` (NULL: gk_device_detect()).
+ * image of `kernel`/`variant` for `dev` (NULL: the device gk_device_detect() finds, CUDA where there is one; a load never falls back to another backend, so pass gk_device_parse("cpu", ...) to get a C function).
  * CPU images are shared objects loaded from memory (memfd_create + dlopen
  * of /proc/self/fd/N, RTLD_NOW | RTLD_LOCAL); no file is written. Each
  * loaded module holds one file descriptor (the memfd) until unloaded. Where

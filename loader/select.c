@@ -169,6 +169,37 @@ GK_API int gk_archive_select(gk_archive *ar, const gk_device *dev,
 
 /* `flags` matter to backends with JIT forms only (GK_LOAD_NO_JIT); the cpu
  * rule has none. */
+static int param_cmp(const void *pa, const void *pb) {
+  const char *a = *(const char *const *)pa, *b = *(const char *const *)pb;
+  size_t na = strcspn(a, "="), nb = strcspn(b, "=");
+  int c = strncmp(a, b, na < nb ? na : nb);
+  return c ? c : (na > nb) - (na < nb);
+}
+
+/* A variant as the index writes it: 'k=v' parameters sorted by name and
+ * joined by ',' ("head_dim=64,dtype=f16,causal=0" ->
+ * "causal=0,dtype=f16,head_dim=64"), into buf; the variant itself when it
+ * has one parameter or does not fit. */
+static const char *canonical_variant(const char *v, char *buf, size_t size) {
+  char *parts[64];
+  size_t n = 0, len = v ? strlen(v) : 0;
+  if (!v || !strchr(v, ',') || len >= size) return v;
+  memcpy(buf, v, len + 1);
+  for (char *p = buf; p && n < 64; n++) {
+    parts[n] = p;
+    p = strchr(p, ',');
+    if (p) *p++ = '\0';
+  }
+  if (n == 64) return v;
+  qsort(parts, n, sizeof *parts, param_cmp);
+  char tmp[512];
+  size_t used = 0;
+  for (size_t i = 0; i < n; i++)
+    used += (size_t)snprintf(tmp + used, sizeof tmp - used, "%s%s", i ? "," : "", parts[i]);
+  memcpy(buf, tmp, used + 1);
+  return buf;
+}
+
 /* select_ex and explain: finds the kernel's variant, runs the rule. */
 static int select_common(gk_archive *ar, const gk_device *dev,
                          const char *kernel, const char *variant,
@@ -182,6 +213,9 @@ static int select_common(gk_archive *ar, const gk_device *dev,
                               : "index");
   free(ar->msg);
   ar->msg = NULL;
+  /* A caller may name the parameters in any order. */
+  char canon[512];
+  variant = canonical_variant(variant, canon, sizeof canon);
 
   char devtext[160];
   const char *bname = gk_backend_name(dev->backend);

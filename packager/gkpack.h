@@ -49,14 +49,20 @@ int gkp_write_meta(const char *path, const gkp_image *images, size_t n,
                    const gkp_meta *meta, size_t nmeta, int level, char *err,
                    size_t errsize);
 
+/* Checks one image against its row (header, entry points): 0, or -1 with a
+ * sentence in why. The CLI passes libgk's gk_image_check; the packager
+ * does not link libgk. */
+typedef int (*gkp_check_fn)(const gkp_image *im, char *why, size_t why_size);
+
 /*
  * Packs a `gk build` output folder: reads DIR/manifest.json (docs/manifest.md),
- * reads each image, checks its size and SHA-256 against the manifest, and
- * writes the archive with gkp_write. Returns 0, or -1 with a sentence in err
- * naming the file at fault.
+ * reads each image, checks its size and SHA-256 against the manifest and,
+ * when check is not NULL, the image against its row, and writes the archive
+ * with gkp_write_meta (the manifest's meta and skipped list as metadata).
+ * Returns 0, or -1 with a sentence in err naming the file at fault.
  */
-int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
-                 size_t errsize);
+int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn check,
+                 char *err, size_t errsize);
 
 /*
  * Merges the archives inputs[0..n) (partial archives from sharded or

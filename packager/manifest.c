@@ -96,8 +96,8 @@ static int meta_rows(json_t *root, const char *mpath, gkp_meta **out, char ***te
   return 0;
 }
 
-int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
-                 size_t errsize) {
+int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn check,
+                 char *err, size_t errsize) {
   char mpath[4096];
   json_error_t jerr;
   json_t *root = NULL, *list;
@@ -195,8 +195,40 @@ int gkp_pack_dir(const char *dir, const char *path, int level, char *err,
     }
     im->entry_json = texts[2 * i];
     im->launch_json = texts[2 * i + 1];
+    char why[512];
+    if (check && check(im, why, sizeof why) != 0) {
+      gkp__seterr(err, errsize, "image '%s' (kernel '%s') does not fit its manifest entry: %s; "
+                  "fix the kernel's recipe and run 'gk build' again", ipath, im->kernel, why);
+      goto dir_out;
+    }
   }
   if (meta_rows(root, mpath, &meta, &metatexts, &nmeta, err, errsize)) goto dir_out;
+  /* What the build could not make, and why, travels with the archive
+   * (meta "skipped"): an operator reads it there, not in a CI log. */
+  json_t *sk = json_object_get(root, "skipped");
+  if (sk && !json_is_array(sk)) {
+    gkp__seterr(err, errsize, "%s: 'skipped' must be an array", mpath);
+    goto dir_out;
+  }
+  if (json_array_size(sk)) {
+    if (json_object_get(json_object_get(root, "meta"), "skipped")) {
+      gkp__seterr(err, errsize, "%s: 'skipped' is both in 'meta' and beside it; "
+                  "gk build writes it beside 'meta' only", mpath);
+      goto dir_out;
+    }
+    char *t = json_dumps(sk, JSON_COMPACT | JSON_SORT_KEYS);
+    gkp_meta *more = realloc(meta, (nmeta + 1) * sizeof *meta);
+    char **mt = realloc(metatexts, (nmeta + 1) * sizeof *metatexts);
+    if (more) meta = more;
+    if (mt) metatexts = mt;
+    if (!t || !more || !mt) {
+      free(t);
+      gkp__seterr(err, errsize, "out of memory");
+      goto dir_out;
+    }
+    metatexts[nmeta] = t;
+    meta[nmeta++] = (gkp_meta){"skipped", t};
+  }
   rc = gkp_write_meta(path, ims, n, meta, nmeta, level, err, errsize);
 
 dir_out:

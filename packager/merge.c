@@ -355,7 +355,9 @@ static int merge_meta(json_t *acc, const gkp_meta *m, size_t n, const char *path
   for (size_t i = 0; i < n; i++) {
     const char *k = m[i].key, *v = m[i].value;
     /* gk pack writes these itself for the merged archive. */
-    if (!strcmp(k, "format") || !strcmp(k, "generator") || !strcmp(k, "toolchains")) continue;
+    if (!strcmp(k, "format") || !strcmp(k, "generator") || !strcmp(k, "toolchains") ||
+        !strcmp(k, "min_driver"))
+      continue;
     json_t *have = json_object_get(acc, k);
     if (!have) {
       json_object_set_new(acc, k, json_string(v));
@@ -369,6 +371,20 @@ static int merge_meta(json_t *acc, const gkp_meta *m, size_t n, const char *path
       int rank_h = !strcmp(h, "true") ? 2 : strcmp(h, "false") ? 1 : 0;
       int rank_v = !strcmp(v, "true") ? 2 : strcmp(v, "false") ? 1 : 0;
       if (rank_v > rank_h) json_object_set_new(acc, k, json_string(v));
+    } else if (!strcmp(k, "skipped")) {
+      /* Joined; gkp_write_meta drops what another part built, sorts and
+       * keeps one entry per target. */
+      json_t *a = json_loads(h, 0, NULL), *b = json_loads(v, 0, NULL);
+      char *t = json_is_array(a) && json_is_array(b) && !json_array_extend(a, b)
+                    ? json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+      json_decref(a), json_decref(b);
+      if (!t) {
+        gkp__seterr(err, errsize, "cannot merge: the 'skipped' metadata of '%s' or '%s' "
+                    "is not a JSON array", first, path);
+        return -1;
+      }
+      json_object_set_new(acc, k, json_string(t));
+      free(t);
     } else if (!strcmp(k, "recipes")) {
       json_t *a = json_loads(h, 0, NULL), *b = json_loads(v, 0, NULL), *x;
       const char *name;

@@ -481,6 +481,91 @@ static char *toolchains_json(const gkp_image **sorted, size_t n) {
   return text;
 }
 
+/* The meta value "min_driver": per backend, the oldest driver that loads
+ * every image of it, as a compact JSON object ({"cuda":"13.0"}); NULL with
+ * *none set when no backend has such a limit. Derived from the rows, like
+ * "toolchains", so a merge recomputes it. CUDA's rules (docs/archive.md,
+ * "cuda rows"): PTX needs a driver at least as new as the toolkit's
+ * MAJOR.MINOR, a cubin one of at least MAJOR. */
+static char *min_driver_json(const gkp_image **sorted, size_t n, int *none) {
+  int best = -1; /* MAJOR * 1000 + MINOR * 10, as CUDA encodes versions */
+  for (size_t i = 0; i < n; i++) {
+    int major, minor;
+    if (strcmp(sorted[i]->backend, "cuda") != 0 || !sorted[i]->toolchain ||
+        sscanf(sorted[i]->toolchain, "nvcc %d.%d", &major, &minor) != 2)
+      continue;
+    int need = major * 1000 + (strcmp(sorted[i]->format, "ptx") == 0 ? minor * 10 : 0);
+    if (need > best) best = need;
+  }
+  *none = best < 0;
+  if (best < 0) return NULL;
+  char text[64];
+  snprintf(text, sizeof text, "{\"cuda\":\"%d.%d\"}", best / 1000, best % 1000 / 10);
+  return strdup(text);
+}
+
+/* One entry of the meta value "skipped". */
+typedef struct skip {
+  const char *backend, *target, *reason; /* target "" for a whole backend */
+} skip;
+
+static int skip_cmp(const void *pa, const void *pb) {
+  const skip *a = pa, *b = pb;
+  int c = strcmp(a->backend, b->backend);
+  if (!c) c = strcmp(a->target, b->target);
+  return c ? c : strcmp(a->reason, b->reason);
+}
+
+/* The meta value "skipped" (what the build could not make and why:
+ * docs/archive.md, "Metadata") in its one form: entries sorted by backend
+ * then target, one per (backend, target), and none for what the rows hold
+ * after all (a merge joins parts whose runners skipped different things:
+ * what one part built, no other part's skip hides). *out is NULL when
+ * nothing is left. -1 when the text is not such an array. */
+static int skipped_json(const char *text, const gkp_image **sorted, size_t n, char **out,
+                        char *err, size_t errsize) {
+  json_t *arr = json_loads(text, 0, NULL), *res = NULL;
+  size_t m = json_array_size(arr), k = 0;
+  skip *v = calloc(m ? m : 1, sizeof *v);
+  int rc = -1;
+  *out = NULL;
+  if (!json_is_array(arr) || !v) goto bad;
+  for (size_t i = 0; i < m; i++) {
+    json_t *o = json_array_get(arr, i), *t = json_object_get(o, "target");
+    skip s = {json_string_value(json_object_get(o, "backend")),
+              t ? json_string_value(t) : "", json_string_value(json_object_get(o, "reason"))};
+    if (!json_is_object(o) || !s.backend || !s.target || !s.reason) goto bad;
+    int built = 0;
+    for (size_t r = 0; r < n && !built; r++)
+      built = !strcmp(sorted[r]->backend, s.backend) &&
+              (!*s.target || !strcmp(sorted[r]->target, s.target));
+    if (!built) v[k++] = s;
+  }
+  qsort(v, k, sizeof *v, skip_cmp);
+  res = json_array();
+  for (size_t i = 0; i < k; i++) {
+    if (i && !strcmp(v[i].backend, v[i - 1].backend) && !strcmp(v[i].target, v[i - 1].target))
+      continue;
+    json_t *o = json_pack("{s:s, s:s}", "backend", v[i].backend, "reason", v[i].reason);
+    if (*v[i].target) json_object_set_new(o, "target", json_string(v[i].target));
+    json_array_append_new(res, o);
+  }
+  rc = 0;
+  if (json_array_size(res) && !(*out = json_dumps(res, JSON_COMPACT | JSON_SORT_KEYS))) {
+    gkp__seterr(err, errsize, "out of memory");
+    rc = -1;
+  }
+  goto skipped_out;
+bad:
+  gkp__seterr(err, errsize, "archive metadata 'skipped' must be a JSON array of "
+              "{backend, target (optional), reason} strings; got '%.80s'", text);
+skipped_out:
+  json_decref(arr);
+  json_decref(res);
+  free(v);
+  return rc;
+}
+
 int gkp_write(const char *path, const gkp_image *images, size_t n, int level,
               char *err, size_t errsize) {
   return gkp_write_meta(path, images, n, NULL, 0, level, err, errsize);
@@ -492,10 +577,11 @@ int gkp_write_meta(const char *path, const gkp_image *images, size_t n,
   writer w = {0};
   const gkp_image **sorted = NULL;
   const gkp_meta **msorted = NULL;
-  char *tmp = NULL, *dircopy = NULL, *toolchains = NULL;
+  char *tmp = NULL, *dircopy = NULL, *toolchains = NULL, *drivers = NULL, *skipped = NULL;
   char generator[64];
-  gkp_meta fixed[3];
-  int rc = -1, fd;
+  gkp_meta fixed[4], *given = NULL;
+  size_t nfixed = 3, ngiven = 0;
+  int rc = -1, fd, no_driver = 1;
 
   if (!path || (!images && n)) {
     gkp__seterr(err, errsize, "no archive path or no images");
@@ -532,27 +618,47 @@ int gkp_write_meta(const char *path, const gkp_image *images, size_t n,
     gkp__seterr(err, errsize, "out of memory");
     goto pack_out;
   }
-  fixed[0] = (gkp_meta){"format", "gllm-kernels-archive"};
-  fixed[1] = (gkp_meta){"generator", generator};
-  fixed[2] = (gkp_meta){"toolchains", toolchains};
-  if (!(msorted = calloc(nmeta + 3, sizeof *msorted))) {
+  drivers = min_driver_json(sorted, n, &no_driver);
+  if (!drivers && !no_driver) {
     gkp__seterr(err, errsize, "out of memory");
     goto pack_out;
   }
-  for (size_t i = 0; i < 3; i++) msorted[i] = &fixed[i];
+  fixed[0] = (gkp_meta){"format", "gllm-kernels-archive"};
+  fixed[1] = (gkp_meta){"generator", generator};
+  fixed[2] = (gkp_meta){"toolchains", toolchains};
+  if (drivers) fixed[nfixed++] = (gkp_meta){"min_driver", drivers};
+  if (!(msorted = calloc(nmeta + nfixed, sizeof *msorted)) ||
+      !(given = calloc(nmeta + 1, sizeof *given))) {
+    gkp__seterr(err, errsize, "out of memory");
+    goto pack_out;
+  }
+  for (size_t i = 0; i < nfixed; i++) msorted[i] = &fixed[i];
   for (size_t i = 0; i < nmeta; i++) {
     if (!meta[i].key || !*meta[i].key || !meta[i].value) {
       gkp__seterr(err, errsize, "archive metadata with an empty key or no value");
       goto pack_out;
     }
-    msorted[3 + i] = &meta[i];
+    given[ngiven] = meta[i];
+    /* "skipped" is kept in one form, whatever the parts said. */
+    if (strcmp(meta[i].key, "skipped") == 0) {
+      if (skipped) {
+        gkp__seterr(err, errsize, "archive metadata key 'skipped' given twice");
+        goto pack_out;
+      }
+      if (skipped_json(meta[i].value, sorted, n, &skipped, err, errsize)) goto pack_out;
+      if (!skipped) continue;
+      given[ngiven].value = skipped;
+    }
+    msorted[nfixed + ngiven] = &given[ngiven];
+    ngiven++;
   }
-  qsort(msorted, nmeta + 3, sizeof *msorted, meta_cmp);
-  for (size_t i = 1; i < nmeta + 3; i++)
+  qsort(msorted, ngiven + nfixed, sizeof *msorted, meta_cmp);
+  for (size_t i = 1; i < ngiven + nfixed; i++)
     if (strcmp(msorted[i - 1]->key, msorted[i]->key) == 0) {
       gkp__seterr(err, errsize, "archive metadata key '%s' given twice%s", msorted[i]->key,
                   strcmp(msorted[i]->key, "format") == 0 ||
                   strcmp(msorted[i]->key, "generator") == 0 ||
+                  strcmp(msorted[i]->key, "min_driver") == 0 ||
                   strcmp(msorted[i]->key, "toolchains") == 0 ? " (gk pack writes it itself)" : "");
       goto pack_out;
     }
@@ -568,7 +674,7 @@ int gkp_write_meta(const char *path, const gkp_image *images, size_t n,
   close(fd);
   w.err = err;
   w.errsize = errsize;
-  if (write_db(&w, tmp, sorted, n, msorted, nmeta + 3, level)) {
+  if (write_db(&w, tmp, sorted, n, msorted, ngiven + nfixed, level)) {
     /* SQLite's words ("database or disk is full") name no file: add it. */
     char why[512];
     snprintf(why, sizeof why, "%s", err);
@@ -595,6 +701,9 @@ pack_out:
   free(sorted);
   free(msorted);
   free(toolchains);
+  free(drivers);
+  free(skipped);
+  free(given);
   free(tmp);
   free(dircopy);
   return rc;

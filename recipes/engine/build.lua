@@ -196,7 +196,7 @@ local function expand(kernels, reg, wanted, override)
               local j = {
                 kernel = k.name, backend = s.backend, target = t, variant = v.variant,
                 params = v.values, defines = v.defines, flags = s.flags, entry = s.entry,
-                launch = s.launch, source = s.source, srcdir = srcdir,
+                launch = s.launch, source = s.source, srcdir = srcdir, where = s.where,
                 srcname = s.source:match("([^/]*)$"), tc = tc, info = info,
                 format = format, ext = ext,
                 path = ("%s/%s/%s%s.%s"):format(s.backend, k.name, file_target(t),
@@ -358,13 +358,20 @@ end
 local function compile(todo, cache, width)
   local prog = progress(#todo)
   local running, nrunning, nxt = {}, 0, 1
-  local failures = {}
+  local failures, seen = {}, {}
   local function fail_job(j, what, output)
     prog:newline()
     local text = ("FAILED: %s (%s)\ncd %s && %s\n"):format(j.path, j.label, shell_line({ j.srcdir }),
       shell_line(j.argv or {}))
     if what then text = text .. what .. "\n" end
-    if output and output ~= "" then text = text .. output .. (output:sub(-1) == "\n" and "" or "\n") end
+    -- One source fails alike for every ISA level or variant: its errors
+    -- are shown once, the other jobs point at them.
+    if output and output ~= "" and seen[output] then
+      text = text .. ("(the same errors as %s, above)\n"):format(seen[output])
+    elseif output and output ~= "" then
+      seen[output] = j.path
+      text = text .. output .. (output:sub(-1) == "\n" and "" or "\n")
+    end
     gk.eprint(text)
     failures[#failures + 1] = j
   end
@@ -412,7 +419,7 @@ local function compile(todo, cache, width)
     cleanup(j)
   end
   prog:newline()
-  return failures
+  return failures, #todo - nxt + 1
 end
 
 ---------------------------------------------------------------------------
@@ -538,6 +545,30 @@ local function write_out(out, jobs, skipped, tskipped, cache, again)
       staged[#staged + 1] = { tmp = tmp, dest = dest, sha = j.sha }
     end
   end
+  -- Every image is checked against its recipe (header, entry points) when
+  -- the manifest listing it is new or changes (entry lists are in it, not
+  -- in the cache key): a misspelt entry fails here, naming the recipe line,
+  -- not at run time in a program. A no-op build reads no image.
+  local digest = manifest_digest(jobs, skipped, tskipped)
+  local known = cache:index_get("manifest")
+  local known_sha = known and known:match("^" .. digest .. " (%x+)$")
+  local fresh = known_sha and cache:file_matches(mpath, known_sha)
+  if gk.check_image and not fresh then
+    local tmp_of = {}
+    for _, s in ipairs(staged) do tmp_of[s.dest] = s.tmp end
+    for _, j in ipairs(jobs) do
+      local dest = join(out, j.path)
+      local ok, why = gk.check_image(tmp_of[dest] or dest, j.backend, j.target, j.format,
+        assert(gk.json_encode(j.entry, 0)), assert(gk.json_encode(gk.json_object(j.launch or {}), 0)),
+        j.info.identity)
+      if not ok then
+        unstage()
+        errors.raise(("%s%s (%s): %s; fix the %s section of kernel '%s' or its source; '%s' is left as it was")
+          :format(j.where or "", j.path, j.label, why, j.backend, j.kernel, out))
+      end
+    end
+  end
+
   for _, s in ipairs(staged) do
     local ok, err = gk.rename(s.tmp, s.dest)
     if not ok then
@@ -550,10 +581,7 @@ local function write_out(out, jobs, skipped, tskipped, cache, again)
   -- The last build into this folder left its manifest's digest and SHA-256
   -- in the index: when both still hold, the manifest is up to date (and,
   -- listing the same images, has nothing to remove).
-  local digest = manifest_digest(jobs, skipped, tskipped)
-  local known = cache:index_get("manifest")
-  local known_sha = known and known:match("^" .. digest .. " (%x+)$")
-  if known_sha and cache:file_matches(mpath, known_sha) then
+  if fresh then
     cache:index_set("manifest", known)
     return #staged, false
   end
@@ -665,6 +693,21 @@ function M.main(opts)
 
   trace("toolchain modules")
   local kernels = load_recipes(opts.recipes, reg)
+  -- --kernel NAME: only those kernels (a kernel author's edit-build loop).
+  if opts.kernels and #opts.kernels > 0 then
+    local byname, names, only = {}, {}, {}
+    for _, k in ipairs(kernels) do byname[k.name] = k; names[#names + 1] = k.name end
+    for _, n in ipairs(opts.kernels) do
+      if not byname[n] then
+        errors.raise(("unknown kernel '%s' for --kernel; the recipes in '%s' define: %s")
+          :format(n, opts.recipes, table.concat(names, ", ")), 2)
+      end
+      only[n] = true
+    end
+    local kept = {}
+    for _, k in ipairs(kernels) do if only[k.name] then kept[#kept + 1] = k end end
+    kernels = kept
+  end
   trace("recipes")
   -- Opened only now, so that a bad command line or recipe creates nothing.
   -- Absolute: compilers run elsewhere and write into the cache's tmp.
@@ -747,10 +790,13 @@ function M.main(opts)
   if not lok then errors.rethrow(lerr) end
   trace("source metadata")
   local width = opts.jobs > 0 and opts.jobs or gk.cpus()
-  local failures = compile(todo, cache, width)
+  local failures, never = compile(todo, cache, width)
   if #failures > 0 then
-    errors.raise(("%d of %d compile job%s failed; '%s' is left as it was"):format(#failures, #todo,
-      #todo == 1 and "" or "s", opts.out))
+    -- The first failure stops new jobs: say how many never ran, so that
+    -- -j1 does not read as "the others passed".
+    errors.raise(("%d of %d compile job%s failed%s; '%s' is left as it was"):format(#failures, #todo,
+      #todo == 1 and "" or "s",
+      never > 0 and (", %d not started after the first failure"):format(never) or "", opts.out))
   end
 
   trace("compiles")

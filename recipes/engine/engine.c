@@ -121,6 +121,12 @@ static void push_options(lua_State *L, const gkr_options *o, const char *cache) 
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   lua_setfield(L, -2, "backends");
+  lua_createtable(L, (int)o->nkernels, 0);
+  for (size_t i = 0; o->kernels && i < o->nkernels; i++) {
+    lua_pushstring(L, o->kernels[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "kernels");
   lua_createtable(L, (int)o->ntargets, 0);
   for (size_t i = 0; o->targets && i < o->ntargets; i++) {
     lua_pushstring(L, o->targets[i]);
@@ -154,6 +160,39 @@ static char *error_summary(const char *msg) {
   return text;
 }
 
+/* gk.check_image(path, backend, target, format, entry_json, launch_json,
+ * toolchain): true, or nil and why (gkr_options.check_image; absent when
+ * it is NULL). */
+static int l_check_image(lua_State *L) {
+  gkr_check_fn fn = *(gkr_check_fn *)lua_touserdata(L, lua_upvalueindex(1));
+  const char *path = luaL_checkstring(L, 1);
+  const char *b = luaL_checkstring(L, 2), *t = luaL_checkstring(L, 3);
+  gkr_image_row row = {b, t, luaL_checkstring(L, 4), luaL_checkstring(L, 5),
+                       luaL_checkstring(L, 6), luaL_checkstring(L, 7)};
+  char why[512] = "";
+  FILE *fp = fopen(path, "rb");
+  long n = -1;
+  void *bytes = NULL;
+  if (fp && fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0 && fseek(fp, 0, SEEK_SET) == 0 &&
+      (bytes = malloc(n ? (size_t)n : 1)) && fread(bytes, 1, (size_t)n, fp) == (size_t)n) {
+    int rc = fn(bytes, (size_t)n, &row, why, sizeof why);
+    free(bytes);
+    fclose(fp);
+    if (rc == 0) {
+      lua_pushboolean(L, 1);
+      return 1;
+    }
+    lua_pushnil(L);
+    lua_pushstring(L, why);
+    return 2;
+  }
+  free(bytes);
+  if (fp) fclose(fp);
+  lua_pushnil(L);
+  lua_pushfstring(L, "cannot read image '%s'", path);
+  return 2;
+}
+
 /* Protected part of gkr_build: everything that may raise. Stack in: the
  * options table; out: status, summary text. */
 static int run_build(lua_State *L) {
@@ -163,6 +202,13 @@ static int run_build(lua_State *L) {
   gkr__open_gk(L, lua_touserdata(L, lua_upvalueindex(1)));
   lua_pushcfunction(L, l_embedded);
   lua_setfield(L, -2, "embedded");
+  const gkr_options *o = lua_touserdata(L, lua_upvalueindex(3));
+  if (o->check_image) {
+    gkr_check_fn *fn = lua_newuserdatauv(L, sizeof *fn, 0);
+    *fn = o->check_image;
+    lua_pushcclosure(L, l_check_image, 1);
+    lua_setfield(L, -2, "check_image");
+  }
   lua_setglobal(L, "gk");
 
   lua_pushcfunction(L, l_embedded);
@@ -211,7 +257,8 @@ int gkr_build(const gkr_options *opts, char **summary) {
   lua_pushcfunction(L, msgh);
   lua_pushlightuserdata(L, log);
   lua_pushlightuserdata(L, trace);
-  lua_pushcclosure(L, run_build, 2);
+  lua_pushlightuserdata(L, (void *)opts);
+  lua_pushcclosure(L, run_build, 3);
   push_options(L, opts, cache);
   int status = GKR_FAILED;
   if (lua_pcall(L, 1, 2, 1) != LUA_OK) {

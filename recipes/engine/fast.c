@@ -174,6 +174,8 @@ static int make_key(gkr__trace *t, const gkr_options *o, const char *cwd) {
                     : buf_printf(&k, "%s -\n", one[i]);
   for (size_t i = 0; rc == 0 && o->backends && i < o->nbackends; i++)
     rc = buf_printf(&k, "backend %zu:%s\n", strlen(o->backends[i]), o->backends[i]);
+  for (size_t i = 0; rc == 0 && o->kernels && i < o->nkernels; i++)
+    rc = buf_printf(&k, "kernel %zu:%s\n", strlen(o->kernels[i]), o->kernels[i]);
   for (size_t i = 0; rc == 0 && o->targets && i < o->ntargets; i++)
     rc = buf_printf(&k, "targets %zu:%s\n", strlen(o->targets[i]), o->targets[i]);
   if (rc == 0) rc = buf_printf(&k, "strict %d readonly %d\n", !!o->strict, !!o->remote_readonly);

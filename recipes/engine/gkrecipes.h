@@ -18,6 +18,17 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* Checks one image against what its recipe says of it (its header fits
+ * backend, target and toolchain; every name of entry_json, a JSON array,
+ * is in it; launch_json, an object, fits it): 0, or -1 with a sentence in
+ * why. The CLI passes libgk's gk_image_check, which the engine does not
+ * link. */
+typedef struct gkr_image_row {
+  const char *backend, *target, *format, *entry_json, *launch_json, *toolchain;
+} gkr_image_row;
+typedef int (*gkr_check_fn)(const void *bytes, size_t size, const gkr_image_row *row,
+                            char *why, size_t why_size);
+
 typedef struct gkr_options {
   const char *recipes_dir;     /* required: folder of *.lua recipes */
   const char *out_dir;         /* required: output folder, created if missing */
@@ -25,6 +36,8 @@ typedef struct gkr_options {
                                   $HOME/.gsc/gllm/kernels) */
   const char *const *backends; /* only these backends; NULL or none: all */
   size_t nbackends;
+  const char *const *kernels;  /* only these kernels; NULL or none: all */
+  size_t nkernels;
   const char *const *targets;  /* "cuda=sm_80,sm_90": these targets instead of
                                   the recipes' lists for that backend */
   size_t ntargets;
@@ -54,6 +67,10 @@ typedef struct gkr_options {
   size_t ncontainer_images;
   const char *const *container_mounts; /* host paths mounted read-only */
   size_t ncontainer_mounts;
+  /* NULL: images are not checked. Otherwise each image is checked before a
+   * manifest that lists it is written (a new or changed manifest: a no-op
+   * build reads no image), and a failure names the recipe and line. */
+  gkr_check_fn check_image;
 } gkr_options;
 
 /* Exit statuses, the CLI's convention: 0 success, 1 failure, 2 usage. */

@@ -22,7 +22,7 @@ expect_err "k.c:3:" "compile error shows the compiler's message"
 expect_err "error:" "compile error shows the compiler's message"
 expect_err " -march=x86-64 -mtune=generic -DBITS=1 " "compile error shows the command"
 expect_err "cd $P/src && " "compile error shows where the command ran"
-expect_err_line "gk build: 1 of 4 compile jobs failed; '$T/out' is left as it was" "compile error summary"
+expect_err_line "gk build: 1 of 4 compile jobs failed, 3 not started after the first failure; '$T/out' is left as it was" "compile error summary"
 # -j 1 and a failure: no further job was started.
 [ "$(grep -c '^FAILED' "$T/stderr")" -eq 1 ] || fail "jobs were started after the failure"
 diff -r "$T/out" "$T/out.1" >/dev/null || fail "a failed build changed the output folder"

@@ -6,7 +6,9 @@
 run "$GK" ls "$ARCHIVE" --json; expect_status 0 "ls --json"
 python3 - "$T/stdout" "$OUT/manifest.json" <<'PY' || fail "ls --json does not match the manifest"
 import json, sys
-rows = json.load(open(sys.argv[1])); man = json.load(open(sys.argv[2]))["images"]
+ls = json.load(open(sys.argv[1])); man = json.load(open(sys.argv[2]))["images"]
+rows = ls["images"]
+assert ls["count"] == len(rows), ls["count"]
 key = lambda r: (r["kernel"], r["backend"], r["target"], r["variant"])
 assert len(rows) == len(man) > 0, (len(rows), len(man))
 got = {key(r): r for r in rows}
@@ -66,7 +68,7 @@ ims = [i for i in d["images"] if i["kernel"] == "qmatmul"]
 assert sorted(i["variant"] for i in ims) == ["bits=1", "bits=2", "bits=4", "bits=8"], ims
 PY
 done
-run "$GK" probe "$ARCHIVE" --device cuda:sm_86; expect_status 0 "probe cuda:sm_86"
+run "$GK" probe "$ARCHIVE" --device cuda:sm_86 -v; expect_status 1 "probe cuda:sm_86"
 expect_out "none" "probe cuda:sm_86 finds no image"
 expect_out "x86-64-v3" "probe cuda:sm_86 lists what the archive holds"
 run "$GK" probe "$ARCHIVE" --device cpu:x86-64-v9; expect_status 2 "probe bad spec"

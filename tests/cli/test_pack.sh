@@ -17,7 +17,7 @@ cmp -s "$T/a.gkfat" "$T/c.gkfat" || fail "packing a copy elsewhere gave differen
 python3 - "$T/copy/manifest.json" <<'PY'
 import json, sys
 p = sys.argv[1]; m = json.load(open(p))
-im = dict(m["images"][0]); im["target"] = "x86-64-dup"; m["images"].append(im)
+im = dict(m["images"][0]); im["kernel"] = im["kernel"] + "_dup"; m["images"].append(im)
 json.dump(m, open(p, "w"))
 PY
 run "$GK" pack "$T/copy" -o "$T/d.gkfat"; expect_status 0 "pack with a duplicate image"

@@ -178,8 +178,8 @@ run "$GK" probe "$ARCHIVE" --device cuda:sm_110,driver=13.0 --json
 py 'import json, sys
 d = json.load(open(sys.argv[1]))
 assert all(i.get("target") == "compute_75" and i.get("format") == "ptx" for i in d["images"]), d["images"]' "$T/stdout"
-run "$GK" probe "$ARCHIVE" --device cuda:sm_90,driver=12.4
-expect_status 0 "probe cuda:sm_90,driver=12.4"
+run "$GK" probe "$ARCHIVE" --device cuda:sm_90,driver=12.4 -v
+expect_status 1 "probe cuda:sm_90,driver=12.4"
 expect_out "cubins from CUDA 13.0 need a driver >= 13.0, this driver is 12.4" "probe says why, for a 12.4 driver"
 run "$GK" probe "$ARCHIVE" --device cuda:sm_70 --json
 py 'import json, sys

@@ -13,7 +13,8 @@
 typedef struct fx_image {
   const char *kernel, *backend, *target, *variant;
   const char *format;    /* NULL: "so" */
-  const char *entry;     /* NULL: ["<kernel>"] */
+  const char *entry;     /* NULL: ["qmatmul"] for a shared object (every test
+                          * image exports it), else ["<kernel>"] */
   const char *launch;    /* NULL: "{}" */
   const char *toolchain; /* NULL: "cc test" */
   const void *data;

@@ -42,6 +42,9 @@ static int setup(void **state) {
       IM("other", "x86-64", "", IMG_B),
       IM("sticky", "x86-64", "", IMG_STICKY),
       IM("broken", "x86-64", "", IMG_UNRESOLVED),
+      /* A recipe's misspelt entry: the image exports qmatmul, not qmatmu. */
+      {"misspelt", "cpu", "x86-64", "", .entry = "[\"qmatmul\",\"qmatmu\"]", .data = img[IMG_A],
+       .size = img_size[IMG_A]},
       /* One image per level: the id tells which level was chosen. */
       IM("best", "x86-64", "", IMG_A),
       IM("best", "x86-64-v2", "", IMG_B),
@@ -333,6 +336,19 @@ static void dlopen_failure(void **state) {
   gk_archive_close(ar);
 }
 
+/* Every entry the row lists must be a function the shared object exports:
+ * a misspelt one fails the load, not a later gk_module_symbol. */
+static void misspelt_entry(void **state) {
+  (void)state;
+  gk_archive *ar = open_archive();
+  gk_module *m = (gk_module *)1;
+  assert_int_equal(gk_module_load(ar, NULL, "misspelt", NULL, &m), GK_EFORMAT);
+  assert_null(m);
+  assert_contains(gk_archive_errmsg(ar),
+                  "entry 'qmatmu' is not a function the image exports (its dynamic symbol table)");
+  gk_archive_close(ar);
+}
+
 static void load_forwards_errors(void **state) {
   (void)state;
   gk_archive *ar = open_archive();
@@ -415,6 +431,7 @@ int main(void) {
       cmocka_unit_test(refuse_device_above_cpu),
       cmocka_unit_test(gpu_devices_not_loadable_yet),
       cmocka_unit_test(dlopen_failure),
+      cmocka_unit_test(misspelt_entry),
       cmocka_unit_test(load_forwards_errors),
       cmocka_unit_test(module_bad_args),
   };

@@ -26,7 +26,7 @@ typedef struct row {
 /* The archives of the table, by name. */
 static const struct {
   const char *name;
-  row rows[8];
+  row rows[12];
 } archives[] = {
     {"levels34",
      {{"qmatmul", "cpu", "x86-64-v3", "bits=4"},
@@ -46,7 +46,8 @@ static const struct {
       {"qmatmul", "cpu", "x86-64", "bits=8"},
       {"softmax", "cpu", "x86-64", ""},
       {"gelu", "cpu", "x86-64-v4", ""},
-      {"attn", "cpu", "x86-64-v2", "causal=1"}}},
+      {"attn", "cpu", "x86-64-v2", "causal=1"},
+      {"fa", "cpu", "x86-64-v3", "causal=0,dtype=f16,head_dim=64"}}},
     {"odd",
      {{"qmatmul", "cpu", "x86-64-v5", "bits=4"},
       {"qmatmul", "cpu", "znver4", "bits=4"},
@@ -60,7 +61,7 @@ static int setup(void **state) {
   (void)state;
   img = fx_image_bytes(GK_TEST_IMAGE_1, &img_size);
   for (size_t a = 0; a < NARCHIVES; a++) {
-    fx_image im[8];
+    fx_image im[12];
     size_t n = 0;
     for (; archives[a].rows[n].kernel; n++) {
       const row *r = &archives[a].rows[n];
@@ -159,6 +160,10 @@ static void selection_table(void **state) {
       {"variants", "cpu:x86-64-v3", "gelu", NULL, GK_ENOIMAGE,
        "no image of 'gelu' fits cpu:x86-64-v3; archive '%s' has cpu x86-64-v4"},
       {"variants", "cpu:x86-64-v4", "attn", NULL, GK_OK, "x86-64-v2"},
+      /* Parameters in any order: the loader puts them in the index's. */
+      {"variants", "cpu:x86-64-v4", "fa", "head_dim=64,dtype=f16,causal=0", GK_OK, "x86-64-v3"},
+      {"variants", "cpu:x86-64-v4", "fa", "dtype=f16,causal=0,head_dim=64", GK_OK, "x86-64-v3"},
+      {"variants", "cpu:x86-64-v4", "fa", "causal=0,dtype=f16,head_dim=64", GK_OK, "x86-64-v3"},
       {"variants", "cpu:x86-64-v4", "attn", "", GK_OK, "x86-64-v2"},
       {"variants", "cpu:x86-64-v4", "attn", "causal=1", GK_OK, "x86-64-v2"},
       {"variants", "cpu:x86-64-v4", "attn", "causal=0", GK_ENOKERNEL,
@@ -166,13 +171,13 @@ static void selection_table(void **state) {
        "causal=1"},
       /* Kernels: exact names only. */
       {"variants", "cpu:x86-64-v4", "nope", NULL, GK_ENOKERNEL,
-       "archive '%s' has no kernel 'nope'; it has attn, gelu, qmatmul, "
+       "archive '%s' has no kernel 'nope'; it has attn, fa, gelu, qmatmul, "
        "softmax"},
       {"variants", "cpu:x86-64-v4", "Qmatmul", "bits=4", GK_ENOKERNEL,
-       "archive '%s' has no kernel 'Qmatmul'; it has attn, gelu, qmatmul, "
+       "archive '%s' has no kernel 'Qmatmul'; it has attn, fa, gelu, qmatmul, "
        "softmax"},
       {"variants", "cpu:x86-64-v4", "", NULL, GK_ENOKERNEL,
-       "archive '%s' has no kernel ''; it has attn, gelu, qmatmul, softmax"},
+       "archive '%s' has no kernel ''; it has attn, fa, gelu, qmatmul, softmax"},
       {"empty", "cpu:x86-64-v4", "qmatmul", NULL, GK_ENOKERNEL,
        "archive '%s' has no kernel 'qmatmul'; it is empty"},
       /* Targets that are no x86-64 level are never chosen, but are listed. */

@@ -7,6 +7,7 @@
  *   gk_ops_mkarchive OUT ROW...
  *   ROW = kernel|backend|target|variant|format|DATA[|toolchain]
  *   DATA = @FILE (its bytes) or =TEXT (the text itself)
+ *   or meta:KEY=VALUE, a row of the archive's meta table
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,14 +37,26 @@ int main(int argc, char **argv) {
             argv[0]);
     return 2;
   }
-  int n = argc - 2;
-  gkp_image *ims = calloc((size_t)n + 1, sizeof *ims);
-  char **entries = calloc((size_t)n + 1, sizeof *entries);
-  char **rows = calloc((size_t)n + 1, sizeof *rows);
-  void **files = calloc((size_t)n + 1, sizeof *files);
-  for (int i = 0; i < n; i++) {
+  int n = 0, nmeta = 0;
+  gkp_meta *meta = calloc((size_t)argc, sizeof *meta);
+  gkp_image *ims = calloc((size_t)argc, sizeof *ims);
+  char **entries = calloc((size_t)argc, sizeof *entries);
+  char **rows = calloc((size_t)argc, sizeof *rows);
+  void **files = calloc((size_t)argc, sizeof *files);
+  for (int a = 2; a < argc; a++) {
+    if (strncmp(argv[a], "meta:", 5) == 0) {
+      char *kv = argv[a] + 5, *eq = strchr(kv, '=');
+      if (!eq) {
+        fprintf(stderr, "mkarchive: '%s' needs meta:KEY=VALUE\n", argv[a]);
+        return 2;
+      }
+      *eq = '\0';
+      meta[nmeta++] = (gkp_meta){kv, eq + 1};
+      continue;
+    }
+    int i = n++;
     char *f[7] = {0};
-    char *s = rows[i] = strdup(argv[i + 2]);
+    char *s = rows[i] = strdup(argv[a]);
     int k = 0;
     for (char *p = s; k < 7 && p; k++) {
       f[k] = p;
@@ -51,7 +64,7 @@ int main(int argc, char **argv) {
       if (p) *p++ = '\0';
     }
     if (k < 6) {
-      fprintf(stderr, "mkarchive: row '%s' has %d fields, needs 6 or 7\n", argv[i + 2], k);
+      fprintf(stderr, "mkarchive: row '%s' has %d fields, needs 6 or 7\n", argv[a], k);
       return 2;
     }
     gkp_image *im = &ims[i];
@@ -80,7 +93,7 @@ int main(int argc, char **argv) {
     }
   }
   char err[1024];
-  int rc = gkp_write(argv[1], ims, (size_t)n, 3, err, sizeof err);
+  int rc = gkp_write_meta(argv[1], ims, (size_t)n, meta, (size_t)nmeta, 3, err, sizeof err);
   if (rc != 0) fprintf(stderr, "mkarchive: %s\n", err);
   for (int i = 0; i < n; i++) {
     free(entries[i]);
@@ -91,5 +104,6 @@ int main(int argc, char **argv) {
   free(rows);
   free(files);
   free(ims);
+  free(meta);
   return rc ? 1 : 0;
 }

@@ -13,7 +13,7 @@ run "$GK" diff "$T/junk.gkfat" "$ARCHIVE"; expect_status 1 "diff with a non-arch
 expect_err "junk.gkfat" "diff names the non-archive"
 
 # An archive against itself.
-n=$("$GK" ls "$ARCHIVE" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+n=$("$GK" ls "$ARCHIVE" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["images"]))')
 run "$GK" diff "$ARCHIVE" "$ARCHIVE"; expect_status 0 "diff of identical archives"
 expect_out "no differences: $n images in both" "diff of identical archives says so"
 run "$GK" diff "$ARCHIVE" "$ARCHIVE" --json; expect_status 0 "diff --json identical"

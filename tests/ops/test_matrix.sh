@@ -15,7 +15,7 @@ run "$GK" ls "$ARCHIVE" --json; cp "$T/stdout" "$T/ls.json"
 run "$GK" matrix "$ARCHIVE" --json; expect_status 0 "matrix --json (real)"
 py "matrix --json of the real archive" "$T/stdout" "$T/ls.json" <<'PY'
 import json, sys
-d = json.load(open(sys.argv[1])); ls = json.load(open(sys.argv[2]))
+d = json.load(open(sys.argv[1])); ls = json.load(open(sys.argv[2]))["images"]
 cols = [(c["backend"], c["target"]) for c in d["columns"]]
 assert {(r["backend"], r["target"]) for r in ls} == set(cols), cols
 assert ("cpu", "x86-64-v3") in cols and len(set(cols)) == len(cols)

@@ -5,6 +5,7 @@
 
 run "$GK" probe --help; expect_status 0 "probe --help"
 expect_out "'*' the one chosen" "probe --help explains the markers"
+expect_out "--kernel NAME" "probe --help documents --kernel"
 
 # A described device: the chosen image is the highest level not above it.
 run "$GK" probe "$ARCHIVE" --device cpu:x86-64-v2 --json; expect_status 0 "probe --json"
@@ -28,7 +29,7 @@ for im in d["images"]:
         else:
             assert x["why"] == "needs %s, device is x86-64-v2" % x["target"], x
 PY
-run "$GK" probe "$ARCHIVE" --device cpu:x86-64-v2; expect_status 0 "probe (text)"
+run "$GK" probe "$ARCHIVE" --device cpu:x86-64-v2 -v; expect_status 0 "probe -v (text)"
 py "probe text lists the candidates under each kernel" "$T/stdout" "$T/v2.json" <<'PY'
 import json, sys
 lines = open(sys.argv[1]).read().splitlines()
@@ -47,7 +48,7 @@ assert i == len(lines), lines[i:]
 PY
 
 # Nothing fits a GPU device: every candidate says why, none is chosen.
-run "$GK" probe "$ARCHIVE" --device cuda:sm_86 --json; expect_status 0 "probe cuda --json"
+run "$GK" probe "$ARCHIVE" --device cuda:sm_86 --json; expect_status 1 "probe cuda --json"
 py "probe cuda candidates" "$T/stdout" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -56,13 +57,13 @@ for im in d["images"]:
     assert im["candidates"] and not any(c["fits"] or c["chosen"] for c in im["candidates"])
     assert all(c["why"] == "built for cpu, device is cuda" for c in im["candidates"]), im
 PY
-run "$GK" probe "$ARCHIVE" --device cuda:sm_86; expect_status 0 "probe cuda (text)"
+run "$GK" probe "$ARCHIVE" --device cuda:sm_86 -v; expect_status 1 "probe cuda -v (text)"
 expect_out "      - cpu x86-64-v3 (so): built for cpu, device is cuda" "probe cuda text gives the reason"
 
 # The synthetic archive has cuda PTX and cubins: --no-jit is passed through
 # (the cpu device is unaffected, and says so by choosing the same images).
 make_synthetic "$T/syn.gkfat"
-run "$GK" probe "$T/syn.gkfat" --device cpu:x86-64-v3 --no-jit --json; expect_status 0 "probe --no-jit"
+run "$GK" probe "$T/syn.gkfat" --device cpu:x86-64-v3 --no-jit --json; expect_status 1 "probe --no-jit (rmsnorm has no cpu image)"
 py "probe --no-jit on a cpu device" "$T/stdout" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

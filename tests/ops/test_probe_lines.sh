@@ -1,0 +1,51 @@
+#!/bin/bash
+# gk probe for an operator (issue 21, point 5): --device takes the short
+# forms or names the exact spec; one line per kernel by default (-v for
+# every candidate), --kernel NAME, and exit 1 when a kernel has no image.
+. "$(dirname "$0")/lib.sh"
+
+# Short forms of a device spec, and what each means.
+while read -r spec want; do
+  run "$GK" probe --device "$spec" --json; expect_status 0 "--device $spec"
+  py "--device $spec means $want" "$T/stdout" "$want" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["device"] == sys.argv[2], (d["device"], sys.argv[2])
+PY
+done <<'SPECS'
+sm_89 cuda:sm_89
+cuda:8.9 cuda:sm_89
+cuda:12.0,driver=12.4 cuda:sm_120,driver=12.4
+gfx942 rocm:gfx942
+gfx90a:xnack- rocm:gfx90a:xnack-
+x86-64-v3 cpu:x86-64-v3
+SPECS
+# Near misses: the exact spec is suggested.
+for pair in "cuda:89=cuda:sm_89" "sm89=cuda:sm_89" "compute_89=cuda:sm_89" "cuda:sm_90a=cuda:sm_90"; do
+  spec=${pair%%=*}; want=${pair#*=}
+  run "$GK" probe --device "$spec"; expect_status 2 "--device $spec"
+  expect_err "did you mean $want?" "--device $spec suggests $want"
+done
+
+# One line per kernel and variant; the reason when none fits.
+run "$GK" probe "$ARCHIVE" --device cpu:x86-64-v2; expect_status 0 "probe (every kernel has an image)"
+n=$("$GK" ls "$ARCHIVE" --json | python3 -c 'import json,sys; print(len({(r["kernel"], r["variant"]) for r in json.load(sys.stdin)["images"]}))')
+[ "$(grep -c ' -> ' "$T/stdout")" -eq "$n" ] || fail "probe: expected $n kernel lines: $(cat "$T/stdout")"
+grep -q '^      [-+*] ' "$T/stdout" && fail "probe without -v lists candidates"
+run "$GK" probe "$ARCHIVE" --device cpu:x86-64-v2 -v; expect_status 0 "probe -v"
+grep -q '^      \* cpu x86-64-v2 (so): x86-64-v2 runs on x86-64-v2$' "$T/stdout" || fail "probe -v lists no candidates"
+
+# No image for the device: exit 1, one line per kernel, and a count.
+run "$GK" probe "$ARCHIVE" --device sm_89; expect_status 1 "probe: no cuda image"
+[ "$(grep -c ' -> none: no cuda image$' "$T/stdout")" -eq "$n" ] || fail "probe: expected $n 'no cuda image' lines: $(cat "$T/stdout")"
+expect_err_line "gk probe: $n of $n kernels/variants have no image for cuda:sm_89" "probe counts the kernels without an image"
+
+# --kernel: only that kernel's variants.
+run "$GK" probe "$ARCHIVE" --device cpu:x86-64-v3 --kernel qmatmul --json; expect_status 0 "probe --kernel"
+py "probe --kernel qmatmul" "$T/stdout" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert [(i["kernel"], i["variant"]) for i in d["images"]] == [("qmatmul", "bits=%d" % b) for b in (1, 2, 4, 8)], d["images"]
+assert d["missing"] == 0
+PY
+finish
