@@ -79,12 +79,13 @@ step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$arc
 # Nsight Compute on the first launch of each kernel the issues are about:
 # qmatmul and qmatmul_q8x at m = 1, BITS 4 (the warm-up launches), and
 # flash_attention's causal prefill and its decode at head_dim 128; ncu
-# replays each launch once per section.
+# replays each launch once per section, with the clocks left as they are
+# (--clock-control none: the lent card is never reconfigured).
 # shellcheck disable=SC2016
 OUTD=$out LIBS=$libs PACK=$pack ARCH=$archive
 export OUTD LIBS PACK ARCH
 step ncu 150 sh -c 'prof() { # NAME KERNEL_REGEX COUNT FILTER
-    ncu --launch-count "$3" --kernel-name "regex:$2" --section SpeedOfLight \
+    ncu --clock-control none --launch-count "$3" --kernel-name "regex:$2" --section SpeedOfLight \
       --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section Occupancy \
       --section LaunchStats --section WarpStateStats -f -o "$OUTD/ncu-$1" \
       env "$LIBS" "$PACK/bench/gk_bench_gpu" "$ARCH" --json "$OUTD/ncu-$1.json" --runs 1 \
