@@ -36,6 +36,11 @@ pkgs="$pkgs libcurl4-openssl-dev nginx-light podman runc git python3-yaml curl"
 # tests/rocm checks libgk's HSA declarations, and the runtime libgk dlopen()s
 # (it answers "no ROCm device" on machines without an AMD GPU).
 pkgs="$pkgs hipcc rocm-device-libs libhsa-runtime-dev"
+# hipcc 5.2 cannot target gfx942, RDNA3/4 (gfx1100-1102, gfx1200/1201) or the
+# generic targets; Debian 12's clang-19 (with lld-19, which links AMDGPU code)
+# builds them against the same HIP headers and device libraries
+# (recipes/toolchains/hipclang.lua). libamdhip64-dev holds those headers.
+pkgs="$pkgs clang-19 lld-19 libamdhip64-dev"
 # Vulkan: the headers (libgk dlopen()s libvulkan; its types come from
 # <vulkan/vulkan.h>), Mesa's lavapipe (Vulkan on the CPU: tests/vulkan
 # executes every kernel on it), glslang and spirv-val (the vulkan images).

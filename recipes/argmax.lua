@@ -19,8 +19,8 @@ kernel "argmax" {
   -- ROCm: one code object per gfx target ID, from the CUDA kernel itself
   -- (kernelsrc/hip/argmax.hip includes it), so it launches the same way: it
   -- takes the cuda section's launch, and its targets are hipcc.lua's defaults.
-  -- hipcc 5.2 (Debian) builds gfx906 ... gfx1030; the newer targets are
-  -- skipped with the reason until a newer ROCm builds them.
+  -- hipcc 5.2 (Debian) builds gfx906 ... gfx1030, Debian's clang-19 the newer
+  -- targets (toolchains/hipclang.lua).
   rocm {
     source  = "../kernelsrc/hip/argmax.hip",
     entry   = { "argmax" },

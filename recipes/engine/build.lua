@@ -156,17 +156,18 @@ local function file_target(t)
   return (t:gsub(":", "-"))
 end
 
--- The targets of a section that the probed toolchain can produce; the others
--- go into tskipped ("backend\0target" -> { backend, target, reason }), once
--- however many kernels name them.
-local function buildable(reg, tc, info, backend, targets, tskipped)
+-- The targets of a section that one of its probed toolchains can produce,
+-- each with the first that can ({ t, tc, info }); the others go into
+-- tskipped ("backend\0target" -> { backend, target, reason }), once however
+-- many kernels name them.
+local function buildable(reg, cands, backend, targets, tskipped)
   local out = {}
   for _, t in ipairs(targets) do
-    local ok, why = reg:can_build(tc, info, t)
-    if ok then
-      out[#out + 1] = t
+    local tc, info = reg:choose(cands, t)
+    if tc then
+      out[#out + 1] = { t = t, tc = tc, info = info }
     else
-      tskipped[backend .. "\0" .. t] = { backend = backend, target = t, reason = why }
+      tskipped[backend .. "\0" .. t] = { backend = backend, target = t, reason = info }
     end
   end
   return out
@@ -182,15 +183,16 @@ local function expand(kernels, reg, wanted, override)
     local vs = variants(k.params)
     for _, s in ipairs(k.sections) do
       if not wanted or wanted[s.backend] then
-        local tc, info = reg:select(s.backend, s.toolchain)
-        if not tc then
-          skipped[s.backend] = skipped[s.backend] or info
+        local cands, why = reg:candidates(s.backend, s.toolchain)
+        if not cands then
+          skipped[s.backend] = skipped[s.backend] or why
         else
-          built[s.backend] = built[s.backend] or { toolchain = info.identity, images = 0 }
+          built[s.backend] = built[s.backend] or { images = 0, first = cands[1].info.identity }
           -- Compilers run in the source's folder: an absolute path, as the
           -- engine's own working folder stays where the user is.
           local srcdir = assert(gk.realpath(dirname(s.source)))
-          for _, t in ipairs(buildable(reg, tc, info, s.backend, override[s.backend] or s.targets, tskipped)) do
+          for _, c in ipairs(buildable(reg, cands, s.backend, override[s.backend] or s.targets, tskipped)) do
+            local t, tc, info = c.t, c.tc, c.info
             local format, ext = toolchains.format_of(tc, t)
             for _, v in ipairs(vs) do
               local j = {
@@ -234,11 +236,24 @@ end
 
 local KEY_PATHS = { tool = "<tool>", srcdir = "<srcdir>", out = "<out>", depfile = "<depfile>" }
 
-local function key_of(j, cache)
+-- The probe's `paths` and the job's made inputs, as the command sees them:
+-- real paths, or placeholders for the cache key.
+local function extra_paths(j, placeholders)
+  local paths, inputs = {}, {}
+  for k, v in pairs(j.info.paths or {}) do paths[k] = placeholders and "<" .. k .. ">" or v end
+  for _, n in ipairs(j.inputs and j.inputs.names or {}) do
+    inputs[n] = placeholders and "<input:" .. n .. ">" or j.inputs[n].path
+  end
+  return paths, inputs
+end
+
+local function key_of(j, cache, reg)
   local src_sha, err = cache:hash_file(j.source)
   if not src_sha then errors.raise(("cannot read source '%s': %s"):format(j.source, reason(err))) end
+  j.inputs = reg:inputs(j.tc, j.info, j.target, cache)
   local p = { src = j.srcname }
   for k, v in pairs(KEY_PATHS) do p[k] = v end
+  p.paths, p.inputs = extra_paths(j, true)
   local argv = toolchains.command(j.tc, job_view(j), p)
   local lines = {
     "gk-build-key 1",
@@ -250,6 +265,8 @@ local function key_of(j, cache)
     "source " .. src_sha,
     "argv " .. table.concat(argv, "\0"),
   }
+  -- Generated inputs by content; a job without any keeps the key it had.
+  for _, n in ipairs(j.inputs.names) do lines[#lines + 1] = ("input %s %s"):format(n, j.inputs[n].sha) end
   -- The image's digest, with --container only: native keys stay as they were.
   if ctr then lines[#lines + 1] = ctr:key_line(j.tc) end
   return gk.sha256(table.concat(lines, "\n"))
@@ -320,9 +337,10 @@ local function start(j, cache)
   -- In a container the compiler writes into a folder of its own, the only
   -- one it may write to.
   if ctr then j.tmp_dir, j.tmp_out, j.tmp_dep = ctr:job_dir(cache, j.ext) end
+  local paths, inputs = extra_paths(j, false)
   j.argv = toolchains.command(j.tc, job_view(j), {
     tool = j.info.tool, src = j.srcname, srcdir = j.srcdir,
-    out = j.tmp_out, depfile = j.tmp_dep,
+    out = j.tmp_out, depfile = j.tmp_dep, paths = paths, inputs = inputs,
   })
   if ctr then j.argv = ctr:wrap(j, j.argv) end
   local pid, err = gk.spawn(j.argv, { cwd = j.srcdir, output = j.tmp_log })
@@ -775,7 +793,7 @@ function M.main(opts)
   -- error too.
   local lok, lerr = pcall(function()
     for _, j in ipairs(jobs) do
-      j.key = key_of(j, cache)
+      j.key = key_of(j, cache, reg)
       local sha, size, from_remote = cache:lookup(j.key, j.srcdir)
       if sha then
         j.sha, j.size = sha, size
@@ -806,10 +824,34 @@ function M.main(opts)
   if not iok then gk.eprint(("gk build: warning: %s (the next build will be slower, not wrong)\n"):format(ierr)) end
   trace("index saved")
 
+  -- Each backend's toolchains, in module order, with their image counts
+  -- when there are several: "hipcc ...: 96; clang ...: 160".
+  for _, b in pairs(built) do b.ids, b.count = {}, {} end
+  for _, j in ipairs(jobs) do
+    local b, id = built[j.backend], j.info.identity
+    if not b.count[id] then
+      b.count[id] = 0
+      b.ids[#b.ids + 1] = { id = id, order = j.tc.name }
+    end
+    b.count[id] = b.count[id] + 1
+  end
+  for _, b in pairs(built) do
+    table.sort(b.ids, function(x, y)
+      if x.order ~= y.order then return x.order < y.order end
+      return x.id < y.id
+    end)
+    local ids, parts = {}, {}
+    for i, x in ipairs(b.ids) do
+      ids[i] = x.id
+      parts[i] = ("%s: %d"):format(x.id, b.count[x.id])
+    end
+    b.toolchain = #ids > 0 and table.concat(ids, ", ") or b.first
+    b.label = #ids > 1 and table.concat(parts, "; ") or b.toolchain
+  end
   local summary_backends = {}
   for _, b in ipairs(sorted_keys(built)) do
     gk.eprint(("gk build: %s: %d image%s (%s)\n"):format(b, built[b].images,
-      built[b].images == 1 and "" or "s", built[b].toolchain))
+      built[b].images == 1 and "" or "s", built[b].label))
     summary_backends[#summary_backends + 1] = gk.json_object(
       { backend = b, toolchain = built[b].toolchain, images = built[b].images },
       { "backend", "toolchain", "images" })

@@ -202,11 +202,15 @@ local function section_fn(ctx, backend)
 
     local targets = spec.targets
     if targets == nil then
-      -- The toolchain module's usual set (each recipe would repeat it).
+      -- The toolchain module's usual set (each recipe would repeat it): the
+      -- first module's (by name) that has one, else the first's targets.
       local tc = tcs[1]
       if not tc then
         fail(where, "%s needs targets = { ... } (no toolchain module for %s gives a default list)",
              backend, backend)
+      end
+      for _, m in ipairs(ctx.toolchains_for(backend)) do
+        if m.default_targets then tc = m; break end
       end
       targets = tc.default_targets or tc.targets
     end

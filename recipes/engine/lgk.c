@@ -656,6 +656,18 @@ static int cache_file_note(lua_State *L) {
   return push_ok(L);
 }
 
+/* cache:object_path(sha256) -> the object's path in the store (it may not
+ * exist): for a file a compile reads in place, such as a generated input. */
+static int cache_object_path(lua_State *L) {
+  gkc_cache *c = check_cache(L);
+  const char *sha = luaL_checkstring(L, 2);
+  luaL_argcheck(L, strlen(sha) == GKC_HEX_LEN, 2, "not a SHA-256");
+  char buf[PATH_MAX];
+  if (gkc_object_path(c, sha, buf, sizeof buf) != 0) return luaL_error(L, "cache path too long");
+  lua_pushstring(L, buf);
+  return 1;
+}
+
 static int cache_dir(lua_State *L) {
   lua_pushstring(L, gkc_dir(check_cache(L)));
   return 1;
@@ -670,6 +682,7 @@ int gkr__open_gk(lua_State *L, FILE *log) {
   static const luaL_Reg cache_methods[] = {
     {"lookup", cache_lookup}, {"store", cache_store}, {"fetch", cache_fetch},
     {"hash_file", cache_hash_file}, {"temp", cache_temp}, {"dir", cache_dir},
+    {"object_path", cache_object_path},
     {"set_remote", cache_set_remote},
     {"index_open", cache_index_open}, {"index_save", cache_index_save},
     {"index_get", cache_index_get}, {"index_set", cache_index_set},

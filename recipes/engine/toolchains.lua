@@ -27,6 +27,18 @@
 --              `why`, per target, and the rest of the section builds;
 --              `gk build --strict` makes that an error. Asked once per
 --              (module, target) and build)
+--   inputs   = function(target, info) -> { { name = "oclc_isa_version_1100.bc",
+--                source_name = "oclc_isa_version_1100.cl", source = "text",
+--                command = function(p) -> argv }, ... }   (optional: files
+--              the target's compiles need that the toolchain lacks, made from
+--              `source` by the toolchain itself. Each is made once in the
+--              cache: command runs in a scratch folder with p.tool, p.src =
+--              source_name and p.out = name (bare names, so the file is the
+--              same wherever it is made), and its key is the toolchain's
+--              identity, that command and the source. The job's command then
+--              gets p.inputs[name], the file's path in the cache, and the
+--              job's key the file's SHA-256. Asked once per (module, target)
+--              and build, when the first job of that target is keyed)
 --   image    = "docker.io/nvidia/cuda@sha256:..."   (optional: the container
 --              image `gk build --container` runs probe and compiles in,
 --              pinned by digest; --container-image NAME=REF overrides it.
@@ -35,10 +47,13 @@
 --
 -- command gets the job (kernel, backend, target, variant, params, defines =
 -- { "BITS=4" }, flags, entry, source = file name) and the paths p (tool,
--- src, srcdir, out, depfile). It is called twice per job: once with the real
+-- src, srcdir, out, depfile, paths = probe's `paths` table, inputs = the
+-- made inputs by name). It is called twice per job: once with the real
 -- paths to run, once with placeholders ("<tool>", "<srcdir>", "<out>",
--- "<depfile>") to form the cache key, so no machine-specific path enters the
--- key. The command runs in the source's folder with p.src a bare file name.
+-- "<depfile>", p.paths.NAME = "<NAME>", p.inputs[NAME] = "<input:NAME>") to
+-- form the cache key, so no machine-specific path enters the key. A probe
+-- that returns `paths` (folders the command names, e.g. hipclang's device
+-- libraries) makes its identity stand for what they hold. The command runs in the source's folder with p.src a bare file name.
 -- If it writes a Make-style depfile at p.depfile, the files listed there are
 -- what the cache checks on later builds.
 --
@@ -140,7 +155,7 @@ local function check(tc, origin)
   if tc.image ~= nil and (type(tc.image) ~= "string" or not tc.image:match("^[%w][%w_.:/@+-]*$")) then
     bad("image must be a container image reference, e.g. image = \"docker.io/nvidia/cuda@sha256:...\"")
   end
-  for _, f in ipairs({ "check_target", "can_build" }) do
+  for _, f in ipairs({ "check_target", "can_build", "inputs" }) do
     if tc[f] ~= nil and type(tc[f]) ~= "function" then bad("%s must be a function or nil", f) end
   end
   if tc.format_of ~= nil and type(tc.format_of) ~= "function" then
@@ -202,7 +217,7 @@ function M.load(recipes_dir)
     end
   end
 
-  local reg = { byname = byname, list = {}, backends = {}, probes = {}, capable = {} }
+  local reg = { byname = byname, list = {}, backends = {}, probes = {}, capable = {}, made = {} }
   local seen = {}
   for _, b in ipairs(M.BUILTIN_BACKENDS) do seen[b] = true end
   for _, tc in pairs(byname) do
@@ -244,16 +259,31 @@ function M.probe(reg, tc)
   return p.info, p.why
 end
 
--- Chooses the toolchain for a section: the one it names, else the first
--- module of its backend whose probe succeeds. Returns tc, info or nil, reason.
-function M.select(reg, backend, name)
-  local cands = name and { reg.byname[name] } or reg:for_backend(backend)
-  if #cands == 0 then return nil, "no toolchain module for " .. backend .. " yet" end
-  local why = {}
-  for _, tc in ipairs(cands) do
+-- The toolchains a section may use: the one it names, else every module of
+-- its backend whose probe succeeds, in name order (each target then goes to
+-- the first that can build it: M.choose). Returns { { tc, info }... } or
+-- nil, reason.
+function M.candidates(reg, backend, name)
+  local mods = name and { reg.byname[name] } or reg:for_backend(backend)
+  if #mods == 0 then return nil, "no toolchain module for " .. backend .. " yet" end
+  local out, why = {}, {}
+  for _, tc in ipairs(mods) do
     local info, reason = reg:probe(tc)
-    if info then return tc, info end
-    why[#why + 1] = reason
+    if info then out[#out + 1] = { tc = tc, info = info } else why[#why + 1] = reason end
+  end
+  if #out == 0 then return nil, table.concat(why, "; ") end
+  return out
+end
+
+-- The first candidate that accepts target t and can build it. Returns tc,
+-- info, or nil and every candidate's reason.
+function M.choose(reg, cands, t)
+  local why = {}
+  for _, c in ipairs(cands) do
+    local ok, reason = M.check_target(c.tc, t)
+    if ok then ok, reason = reg:can_build(c.tc, c.info, t) end
+    if ok then return c.tc, c.info end
+    why[#why + 1] = reason or ("%s does not know %s"):format(c.tc.name, t)
   end
   return nil, table.concat(why, "; ")
 end
@@ -315,6 +345,81 @@ function M.can_build(reg, tc, info, t)
     reg.capable[id] = c
   end
   return c.ok, c.why
+end
+
+-- The inputs target t needs from tc (tc.inputs), made in the cache on first
+-- use. Returns { NAME = { path = object path, sha = SHA-256 }, ... }, in a
+-- table also listing the names sorted (.names); raises when one cannot be
+-- made. Asked once per (module, target) and build.
+function M.inputs(reg, tc, info, t, cache)
+  local id = tc.name .. "\0" .. t
+  local made = reg.made[id]
+  if made then return made end
+  made = { names = {} }
+  local specs = {}
+  if tc.inputs then
+    local ok, res = pcall(tc.inputs, t, info)
+    if not ok or type(res) ~= "table" then
+      errors.raise(("toolchain module '%s' (%s): inputs failed: %s"):format(tc.name, tc.origin,
+        ok and "it must return a list of inputs" or tostring(errors.is(res) and res.message or res)))
+    end
+    specs = res
+  end
+  for i, spec in ipairs(specs) do
+    local function bad(what)
+      errors.raise(("toolchain module '%s' (%s): inputs('%s')[%d]: %s"):format(tc.name, tc.origin,
+        t, i, what))
+    end
+    for _, f in ipairs({ "name", "source_name", "source" }) do
+      if type(spec[f]) ~= "string" or spec[f] == "" then bad(f .. " must be a string") end
+    end
+    for _, f in ipairs({ "name", "source_name" }) do
+      if not spec[f]:match("^[%w_.+-]+$") or spec[f]:match("^%.") then bad(f .. " must be a file name") end
+    end
+    if type(spec.command) ~= "function" then bad("command must be a function(p) -> argv") end
+    local function argv_of(p)
+      local ok, argv = pcall(spec.command, p)
+      if not ok or type(argv) ~= "table" or #argv == 0 then bad("command must return an argv list") end
+      for _, a in ipairs(argv) do if type(a) ~= "string" then bad("command's argv must be strings") end end
+      return argv
+    end
+    local key = gk.sha256(table.concat({
+      "gk-input 1", "toolchain " .. info.identity, "target " .. t, "name " .. spec.name,
+      "source " .. gk.sha256(spec.source),
+      "argv " .. table.concat(argv_of({ tool = "<tool>", src = spec.source_name, out = spec.name }), "\0"),
+    }, "\n"))
+    local sha = cache:lookup(key)
+    if not sha then
+      -- A scratch folder of its own, so that the compiler sees the same
+      -- bare names wherever and however often the file is made.
+      local dir = cache:temp("")
+      local ok, err = gk.mkdir_p(dir)
+      if ok then ok, err = gk.write_atomic(dir .. "/" .. spec.source_name, spec.source) end
+      local argv = argv_of({ tool = info.tool, src = spec.source_name, out = spec.name })
+      local code, out, errout
+      if ok then code, out, errout = gk.run(argv, { cwd = dir }) end
+      local size
+      if code == 0 then
+        sha, size = cache:store(key, nil, dir .. "/" .. spec.name, {})
+        if not sha then err = size end
+      end
+      gk.remove(dir .. "/" .. spec.source_name)
+      gk.remove(dir .. "/" .. spec.name)
+      gk.remove(dir)
+      if not sha then
+        local what = not ok and err or code == nil and out or code ~= 0 and
+          ("exit %d: %s"):format(code, ((errout or "") .. (out or "")):match("^%s*(.-)%s*$")) or err
+        errors.raise(("cannot make %s for %s %s: %s\ncd %s && %s"):format(spec.name, tc.name, t,
+          what, dir, table.concat(argv, " ")))
+      end
+      gk.eprint(("gk build: %s %s: made %s\n"):format(tc.name, t, spec.name))
+    end
+    made[spec.name] = { path = cache:object_path(sha), sha = sha }
+    made.names[#made.names + 1] = spec.name
+  end
+  table.sort(made.names)
+  reg.made[id] = made
+  return made
 end
 
 -- Calls tc.command and checks that it gave a list of strings.

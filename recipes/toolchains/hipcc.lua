@@ -20,7 +20,9 @@
 -- know the processor, and the ROCm device library must have that processor's
 -- oclc_isa_version_*.bc. Debian's ROCm 5.2 (clang 15) knows gfx1100 but has
 -- no device library for it, and does not know gfx942, gfx1201 or the
--- generic targets; those are skipped with the reason, the rest build.
+-- generic targets: hipclang.lua (Debian's clang-19) builds those, as the
+-- engine asks the rocm modules in name order; a target neither can build
+-- is skipped with both reasons.
 
 local hipcc = {
   backend = "rocm",
@@ -37,13 +39,15 @@ local hipcc = {
     "gfx9-generic", "gfx9-4-generic", "gfx10-1-generic", "gfx10-3-generic",
     "gfx11-generic", "gfx12-generic",
   },
-  -- What a recipe's rocm section builds unless it lists targets: the
+  -- What a recipe's rocm section builds unless it lists targets (for
+  -- every rocm module: engine/dsl.lua takes the first module's list): the
   -- Instinct and Radeon processors in use, and the generic targets as the
-  -- fallback for the rest of their families. (hipcc 5.2 skips the newer
-  -- ones, saying why; a ROCm container builds them.)
+  -- fallback for the rest of their families. hipcc 5.2 builds the first
+  -- six; hipclang.lua (clang-19) the others.
   default_targets = {
-    "gfx906", "gfx908", "gfx90a", "gfx940", "gfx942", "gfx1010", "gfx1030",
-    "gfx1100", "gfx1101", "gfx1102", "gfx1201", "gfx10-3-generic", "gfx11-generic",
+    "gfx906", "gfx908", "gfx90a", "gfx940", "gfx1010", "gfx1030",
+    "gfx942", "gfx1100", "gfx1101", "gfx1102", "gfx1200", "gfx1201",
+    "gfx9-generic", "gfx10-3-generic", "gfx11-generic", "gfx12-generic",
   },
 }
 

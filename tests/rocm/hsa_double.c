@@ -36,14 +36,17 @@ static const struct {
   unsigned mach;
   const char *generic;
 } procs[] = {
-    {"gfx906", 0x2f, "gfx9-generic"},     {"gfx908", 0x30, NULL},
-    {"gfx90a", 0x3f, NULL},               {"gfx940", 0x40, "gfx9-4-generic"},
-    {"gfx942", 0x4c, "gfx9-4-generic"},   {"gfx1010", 0x33, "gfx10-1-generic"},
-    {"gfx1030", 0x36, "gfx10-3-generic"}, {"gfx1031", 0x37, "gfx10-3-generic"},
-    {"gfx1100", 0x41, "gfx11-generic"},   {"gfx1101", 0x46, "gfx11-generic"},
+    {"gfx900", 0x2c, "gfx9-generic"},     {"gfx906", 0x2f, "gfx9-generic"},
+    {"gfx908", 0x30, NULL},               {"gfx90a", 0x3f, NULL},
+    {"gfx940", 0x40, "gfx9-4-generic"},   {"gfx942", 0x4c, "gfx9-4-generic"},
+    {"gfx1010", 0x33, "gfx10-1-generic"}, {"gfx1030", 0x36, "gfx10-3-generic"},
+    {"gfx1031", 0x37, "gfx10-3-generic"}, {"gfx1100", 0x41, "gfx11-generic"},
+    {"gfx1101", 0x46, "gfx11-generic"},   {"gfx1102", 0x47, "gfx11-generic"},
+    {"gfx1103", 0x44, "gfx11-generic"},   {"gfx1150", 0x43, "gfx11-generic"},
+    {"gfx1200", 0x48, "gfx12-generic"},   {"gfx1201", 0x4e, "gfx12-generic"},
     {"gfx9-generic", 0x51, NULL},         {"gfx9-4-generic", 0x5f, NULL},
     {"gfx10-1-generic", 0x52, NULL},      {"gfx10-3-generic", 0x53, NULL},
-    {"gfx11-generic", 0x54, NULL},
+    {"gfx11-generic", 0x54, NULL},        {"gfx12-generic", 0x59, NULL},
 };
 
 static int proc_index(const char *name, size_t len) {

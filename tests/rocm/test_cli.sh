@@ -4,8 +4,9 @@
 #   gk verify reads each code object's ELF header against its row, and
 #     catches a row whose target was changed;
 #   gk probe --device rocm:... picks by the ROCm rule;
-#   gk build reports the targets this hipcc cannot produce, per target, and
-#     --strict refuses them.
+#   gk build gives each target to the first rocm module that can build it
+#     (hipcc 5.2, then clang-19), and a section pinned to hipcc reports the
+#     targets hipcc cannot produce, per target; --strict refuses them.
 set -u
 GK=$1 ARCHIVE=$2 RECIPES=$3 CACHE=$4 OUT=$5
 if [ ! -f "$ARCHIVE" ]; then
@@ -88,10 +89,42 @@ run "$GK" probe "$ARCHIVE" --device rocm:gfx90a:xnack
 expect_status 2 "probe a malformed rocm device"
 expect_err "each feature ends in + or -" "malformed device says why"
 
-# --- build: what this hipcc cannot produce is skipped, per target; cached
-# images are not compiled again.
+# --- build: each target goes to the first rocm module that can build it:
+# hipcc 5.2 for gfx906, Debian's clang-19 (hipclang) for gfx1100 and gfx942.
 run "$GK" build --recipes "$RECIPES" --backend rocm --targets rocm=gfx906,gfx1100,gfx942 \
-  --cache "$CACHE" --out "$T/out" --json
+  --cache "$CACHE" --out "$T/both" --json
+expect_status 0 "build gfx906, gfx1100, gfx942"
+if command -v clang-19 >/dev/null 2>&1 && command -v ld.lld-19 >/dev/null 2>&1; then
+  expect_err "gk build: rocm: 48 images (hipcc 5.2" "the summary names both compilers"
+  expect_err "; clang 19." "the summary names clang-19"
+  py 'import json,sys
+s = json.load(open(sys.argv[1]))
+assert not s["skipped"], s["skipped"]
+tc = s["backends"][0]["toolchain"]
+assert tc.startswith("hipcc ") and ", clang 19." in tc, tc
+m = json.load(open(sys.argv[2]))
+by = {}
+for i in m["images"]:
+    by.setdefault(i["target"], set()).add(i["toolchain"].split(" ")[0] + " " + i["toolchain"].split(" ")[1][:3])
+assert by == {"gfx906": {"hipcc 5.2"}, "gfx1100": {"clang 19."}, "gfx942": {"clang 19."}}, by' \
+    "$T/stdout" "$T/both/manifest.json"
+else
+  echo "note: no clang-19 here; gfx1100 and gfx942 are skipped, checked below"
+fi
+
+# --- a section pinned to hipcc: what hipcc 5.2 cannot produce is skipped,
+# per target, with its reason; cached images are not compiled again.
+mkdir -p "$T/rec"
+cat >"$T/rec/rmsnorm.lua" <<EOR
+kernel "rmsnorm" {
+  rocm {
+    source    = "$(cd "$RECIPES/.." && pwd)/kernelsrc/hip/rmsnorm.hip",
+    toolchain = "hipcc",
+    targets   = { "gfx906", "gfx1100", "gfx942" },
+  },
+}
+EOR
+run "$GK" build --recipes "$T/rec" --cache "$CACHE" --out "$T/out" --json
 expect_status 0 "build with targets hipcc lacks"
 if grep -q '^gk build: rocm gfx1100: skipped' "$T/stderr"; then
   expect_err "gk build: rocm gfx942: skipped, hipcc " "gfx942 skipped with a reason"
@@ -110,14 +143,14 @@ assert {i["target"] for i in m["images"]} == {"gfx906"}' "$T/stdout" "$T/out/man
   tail -n 3 "$T/stderr" | head -n 2 | grep -q 'skipped' || fail "skips are not printed at the end"
 
   cp "$T/out/manifest.json" "$T/manifest.before"
-  run "$GK" build --recipes "$RECIPES" --backend rocm --targets rocm=gfx906,gfx1100,gfx942 \
-    --cache "$CACHE" --out "$T/out" --strict
+  run "$GK" build --recipes "$T/rec" --cache "$CACHE" --out "$T/out" --strict
   expect_status 1 "--strict with targets hipcc lacks"
   expect_err "gk build: --strict: 2 targets cannot be built here:" "--strict says how many"
   expect_err "  rocm gfx1100: hipcc " "--strict lists gfx1100"
   cmp -s "$T/out/manifest.json" "$T/manifest.before" || fail "--strict changed the output folder"
 else
-  echo "note: this hipcc builds gfx1100; the skip checks do not apply"
+  fail "hipcc builds gfx1100 or gfx942: the module's can_build or this test is out of date"
+  cat "$T/stderr" >&2
 fi
 
 if [ "$failures" -ne 0 ]; then

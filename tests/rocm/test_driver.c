@@ -9,7 +9,9 @@
  *
  * With an archive of real hipcc images (argument 1, from the fixture
  * rocm_archive) every rocm row is also loaded through the double on an
- * agent of its processor.
+ * agent of its processor; so is every row of the archives of clang-19
+ * images that follow (arguments 2..., fixture rocm_clang_archive), a
+ * generic target's on a member of its family that has no exact image.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,6 +30,7 @@
 #include "hsa_double.h"
 
 static const char *real_archive; /* argv[1], may be absent */
+static char **clang_archives;     /* argv[2...], NULL-terminated */
 
 #define MI210 "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"
 
@@ -276,6 +279,14 @@ static void load_refusals(void **state) {
 static void agent_for(const char *target, char *isa, size_t n) {
   char proc[64];
   snprintf(proc, sizeof proc, "%.*s", (int)strcspn(target, ":"), target);
+  /* A generic target: a processor of its family that the archives have no
+   * exact image for (gfx12-generic's archive holds generic targets only). */
+  static const char *const member[][2] = {{"gfx9-generic", "gfx900"},
+                                          {"gfx10-3-generic", "gfx1031"},
+                                          {"gfx11-generic", "gfx1103"},
+                                          {"gfx12-generic", "gfx1200"}};
+  for (size_t i = 0; i < sizeof member / sizeof member[0]; i++)
+    if (!strcmp(proc, member[i][0])) snprintf(proc, sizeof proc, "%s", member[i][1]);
   const char *x = strstr(target, ":xnack"), *s = strstr(target, ":sramecc");
   int has_x = !strncmp(proc, "gfx90", 5) || !strncmp(proc, "gfx94", 5) ||
               !strncmp(proc, "gfx101", 6);
@@ -286,16 +297,12 @@ static void agent_for(const char *target, char *isa, size_t n) {
            has_x ? ":xnack" : "", has_x ? (x ? (x[6] == '+' ? "+" : "-") : "+") : "");
 }
 
-static void real_images(void **state) {
-  (void)state;
-  if (!real_archive || access(real_archive, R_OK) != 0) {
-    print_message("SKIP: no archive of real hipcc images (the rocm_archive fixture "
-                  "needs hipcc)\n");
-    skip();
-  }
+/* Loads every rocm row of the archive at `path` through the double on an
+ * agent whose best image is that row. Returns the number loaded. */
+static size_t load_every_row(const char *path) {
   gk_archive *ar;
   size_t count, done = 0;
-  assert_int_equal(gk_archive_open(real_archive, &ar), GK_OK);
+  assert_int_equal(gk_archive_open(path, &ar), GK_OK);
   assert_int_equal(gk_archive_count(ar, &count), GK_OK);
   for (size_t i = 0; i < count; i++) {
     gk_image_info row;
@@ -334,20 +341,52 @@ static void real_images(void **state) {
     assert_balanced();
     done++;
   }
-  print_message("loaded %zu real code objects through the test double\n", done);
-  assert_true(done > 0);
   gk_archive_close(ar);
   hd_remove();
+  return done;
+}
+
+static void real_images(void **state) {
+  (void)state;
+  if (!real_archive || access(real_archive, R_OK) != 0) {
+    print_message("SKIP: no archive of real hipcc images (the rocm_archive fixture "
+                  "needs hipcc)\n");
+    skip();
+  }
+  size_t done = load_every_row(real_archive);
+  print_message("loaded %zu real code objects through the test double\n", done);
+  assert_true(done > 0);
+}
+
+/* The clang-19 images: gfx942, gfx1100-1102, gfx1200/1201 and the generic
+ * targets, every one loaded. */
+static void clang_images(void **state) {
+  (void)state;
+  if (!clang_archives || !clang_archives[0] || access(clang_archives[0], R_OK) != 0) {
+    print_message("SKIP: no archive of clang-19 images (the rocm_clang_archive fixture "
+                  "needs clang-19 and lld-19)\n");
+    skip();
+  }
+  size_t done = 0;
+  for (char **a = clang_archives; *a; a++) {
+    size_t n = load_every_row(*a);
+    print_message("%s: loaded %zu clang-19 code objects through the test double\n", *a, n);
+    assert_true(n > 0);
+    done += n;
+  }
+  assert_true(done > 0);
 }
 
 int main(int argc, char **argv) {
   real_archive = argc > 1 ? argv[1] : NULL;
+  clang_archives = argc > 2 ? argv + 2 : NULL;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(detect),
       cmocka_unit_test(detect_none),
       cmocka_unit_test(load_symbols_unload),
       cmocka_unit_test(load_refusals),
       cmocka_unit_test(real_images),
+      cmocka_unit_test(clang_images),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
