@@ -578,6 +578,53 @@ typedef void (*gk_flash_attention_fn)(const void *q, const void *k,
                                       const void *v, void *o, int64_t n_heads,
                                       int64_t n_kv_heads, int64_t sq,
                                       int64_t skv, float scale);
+/* paged_attention and kv_append, variant "dtype=T,head_dim=D,page=P" (one
+ * recipe; load both with the same variant): a paged KV cache, k_pool and
+ * v_pool [n_pages][n_kv_heads][P][D]; sequence s's token j is slot j % P of
+ * page block_table[s * max_pages + j / P]; its length is seq_lens[s], and
+ * the sq query (or new) rows are its last sq tokens. q, o are
+ * [n_seqs][n_heads][sq][D]; k_new, v_new [n_seqs][n_kv_heads][sq][D].
+ * paged_attention is causal (bottom-right) and writes every row of o: an
+ * invalid sequence (see gk_paged_check) gets NaN rows and is never read out
+ * of bounds. kv_append writes the rows at positions seq_lens[s] - sq + i
+ * (the caller counts the new tokens in seq_lens first) and skips an invalid
+ * sequence or one with seq_lens[s] < sq. */
+typedef void (*gk_paged_attention_fn)(const void *q, const void *k_pool,
+                                      const void *v_pool,
+                                      const int32_t *block_table,
+                                      const int32_t *seq_lens, void *o,
+                                      int64_t n_seqs, int64_t n_heads,
+                                      int64_t n_kv_heads, int64_t sq,
+                                      int64_t max_pages, int64_t n_pages,
+                                      float scale);
+typedef void (*gk_kv_append_fn)(const void *k_new, const void *v_new,
+                                void *k_pool, void *v_pool,
+                                const int32_t *block_table,
+                                const int32_t *seq_lens, int64_t n_seqs,
+                                int64_t n_kv_heads, int64_t sq,
+                                int64_t max_pages, int64_t n_pages);
+/*
+ * Checks a paged KV cache's block table on the host, by the rule the
+ * kernels apply (docs/kernels.md, "paged_attention"): sequence s is valid
+ * when 0 <= seq_lens[s], ceil(seq_lens[s] / page) <= max_pages, each of
+ * its first ceil(seq_lens[s] / page) entries block_table[s * max_pages + j]
+ * is in [0, n_pages), and seq_lens[s] >= min_len (0 for paged_attention;
+ * kv_append's sq before a kv_append call). Entries past a sequence's pages
+ * are not looked at (padding such as -1 is fine).
+ * Returns GK_OK when every sequence is valid (*bad_seq = -1, msg ""), or
+ * GK_EINVAL with *bad_seq = the first invalid sequence and in msg a
+ * sentence naming it and the entry or length at fault, e.g. "sequence 3:
+ * block_table[3][2] = 917 (its page 2, tokens 128 .. 191) is not a page
+ * of the pool of 512 pages". Arguments
+ * that are themselves wrong (n_seqs, max_pages, n_pages or min_len < 0,
+ * page <= 0, a NULL table with n_seqs > 0) give GK_EINVAL with *bad_seq =
+ * -1. bad_seq and msg may be NULL; msg gets at most msg_size bytes, always
+ * NUL-terminated when msg_size > 0. Reads only its inputs; thread-safe.
+ */
+GK_API int gk_paged_check(const int32_t *block_table, const int32_t *seq_lens,
+                          int64_t n_seqs, int64_t max_pages, int64_t n_pages,
+                          int64_t page, int64_t min_len, int64_t *bad_seq,
+                          char *msg, size_t msg_size);
 /* rmsnorm (no variant): y may be x. */
 typedef void (*gk_rmsnorm_fn)(const float *x, const float *w, float *y,
                               int64_t rows, int64_t dim, float eps);

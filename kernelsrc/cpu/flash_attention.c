@@ -34,136 +34,13 @@
  * 50 KB for f16 at HEAD_DIM 128, 17 KB for f32), so concurrent calls are
  * safe; a thread running it needs that much stack.
  */
-#include "gk_cpu.h"
-
 #if !defined(CAUSAL) || (CAUSAL != 0 && CAUSAL != 1)
 #error "flash_attention.c: compile with -DCAUSAL=0 or 1"
 #endif
-#if !defined(HEAD_DIM) || (HEAD_DIM != 64 && HEAD_DIM != 128)
-#error "flash_attention.c: compile with -DHEAD_DIM=64 or 128"
-#endif
+/* elem, D, BK, to_f32, row_tile: the row arithmetic paged_attention shares. */
+#include "attn_tile.h"
 
-/* DTYPE is a bare token (f16 or f32): paste it onto a prefix to test it. */
-#define FA_DTYPE_f16 1
-#define FA_DTYPE_f32 2
-#define FA_CAT2(a, b) a##b
-#define FA_CAT(a, b) FA_CAT2(a, b)
-#if !defined(DTYPE)
-#error "flash_attention.c: compile with -DDTYPE=f16 or f32"
-#elif FA_CAT(FA_DTYPE_, DTYPE) == 1
-#define IS_F16 1
-typedef uint16_t elem;
-#elif FA_CAT(FA_DTYPE_, DTYPE) == 2
-#define IS_F16 0
-typedef float elem;
-#else
-#error "flash_attention.c: DTYPE must be f16 or f32"
-#endif
-
-#define D HEAD_DIM
-#define NVD (D / GK_VL) /* vectors per row */
-#define BK 32           /* keys per tile: a multiple of every GK_VL */
-#define BQ 16           /* query rows sharing one converted tile */
-#define KB 8            /* keys per score step */
-/* Accumulator vectors held in registers at once: 8 leaves room for the
- * broadcast weight and the loaded values in 16 registers (xmm, ymm). */
-#define ACC_CHUNK (NVD < 8 ? NVD : 8)
-
-/* n elements of DTYPE from `src`, as f32 times `mul` (n a multiple of
- * GK_VL). */
-static inline void to_f32(float *restrict dst, const elem *restrict src, int n,
-                          float mul) {
-  const vf vm = vf_set1(mul);
-  for (int d = 0; d < n; d += GK_VL)
-#if IS_F16
-    vf_store(dst + d, vf_mul(vf_load_h(src + d), vm));
-#else
-    vf_store(dst + d, vf_mul(vf_load(src + d), vm));
-#endif
-}
-
-/* s[0..KB) = dot(q, key j) for the KB keys at kp (D floats apart). */
-static inline void dot_kb(const float *restrict q, const float *restrict kp,
-                          float *restrict s) {
-  vf a[KB];
-  for (int j = 0; j < KB; j++)
-    a[j] = vf_zero();
-  for (int v = 0; v < NVD; v++) {
-    const vf qv = vf_load(q + v * GK_VL);
-    for (int j = 0; j < KB; j++)
-      a[j] = vf_fma(qv, vf_load(kp + j * D + v * GK_VL), a[j]);
-  }
-  for (int j = 0; j < KB; j++)
-    s[j] = vf_hsum(a[j]);
-}
-
-static inline float dot1(const float *restrict q, const float *restrict kp) {
-  vf a = vf_zero(), b = vf_zero();
-  int v = 0;
-  for (; v + 2 <= NVD; v += 2) {
-    a = vf_fma(vf_load(q + v * GK_VL), vf_load(kp + v * GK_VL), a);
-    b = vf_fma(vf_load(q + (v + 1) * GK_VL), vf_load(kp + (v + 1) * GK_VL), b);
-  }
-  for (; v < NVD; v++)
-    a = vf_fma(vf_load(q + v * GK_VL), vf_load(kp + v * GK_VL), a);
-  return vf_hsum(vf_add(a, b));
-}
-
-/* The running state of one query row. */
-typedef struct row {
-  float m; /* largest score so far (-inf before any key) */
-  float l; /* sum of exp(s - m) so far */
-} row;
-
-/*
- * One row against the first nv (1..BK) keys of a tile: kp and vp hold the
- * tile's keys and values as f32 rows of D; q is pre-multiplied by scale.
- */
-static void row_tile(const float *restrict q, const float *restrict kp,
-                     const float *restrict vp, int nv, row *st,
-                     float *restrict acc) {
-  _Alignas(64) float s[BK];
-  int j = 0;
-  for (; j + KB <= nv; j += KB)
-    dot_kb(q, kp + j * D, s + j);
-  for (; j < nv; j++)
-    s[j] = dot1(q, kp + j * D);
-  /* Keys past nv weigh exp(-inf) = 0, so the exp runs over whole vectors. */
-  for (; j < BK; j++)
-    s[j] = -__builtin_inff();
-
-  vf vmax = vf_load(s);
-  for (int u = GK_VL; u < BK; u += GK_VL)
-    vmax = vf_max(vf_load(s + u), vmax);
-  const float tmax = vf_hmax(vmax);
-  const float m = st->m > tmax ? st->m : tmax;
-  /* First tile: m was -inf, c = 0 and acc (zeros) stays zeros. */
-  const float c = gk_expf(st->m - m);
-  const vf vmm = vf_set1(m);
-  vf vsum = vf_zero();
-  for (int u = 0; u < BK; u += GK_VL) {
-    const vf p = vf_exp(vf_sub(vf_load(s + u), vmm));
-    vf_store(s + u, p);
-    vsum = vf_add(vsum, p);
-  }
-  st->l = st->l * c + vf_hsum(vsum);
-  st->m = m;
-
-  const vf vc = vf_set1(c);
-  for (int d0 = 0; d0 < NVD; d0 += ACC_CHUNK) {
-    vf a[ACC_CHUNK];
-    for (int u = 0; u < ACC_CHUNK; u++)
-      a[u] = vf_mul(vf_load(acc + (d0 + u) * GK_VL), vc);
-    for (int jj = 0; jj < nv; jj++) {
-      const vf p = vf_set1(s[jj]);
-      const float *vr = vp + jj * D + d0 * GK_VL;
-      for (int u = 0; u < ACC_CHUNK; u++)
-        a[u] = vf_fma(p, vf_load(vr + u * GK_VL), a[u]);
-    }
-    for (int u = 0; u < ACC_CHUNK; u++)
-      vf_store(acc + (d0 + u) * GK_VL, a[u]);
-  }
-}
+#define BQ 16 /* query rows sharing one converted tile */
 
 /*
  * nr (1..BQ) consecutive query rows of one key/value head, the first being
@@ -217,20 +94,8 @@ static void attend_block(const elem *q, const elem *kh, const elem *vh,
     }
   }
 
-  for (int r = 0; r < nr; r++) {
-    /* l > 0 once any key was allowed (the largest weighs exp(0) = 1). */
-    const float inv = st[r].l > 0.0f ? 1.0f / st[r].l : 0.0f;
-    const vf vinv = vf_set1(inv);
-    elem *orow = o + (int64_t)r * D;
-    for (int d = 0; d < D; d += GK_VL) {
-      const vf y = vf_mul(vf_load(acc[r] + d), vinv);
-#if IS_F16
-      vf_store_h(orow + d, y);
-#else
-      vf_store(orow + d, y);
-#endif
-    }
-  }
+  for (int r = 0; r < nr; r++)
+    row_out(o + (int64_t)r * D, acc[r], st[r].l);
 }
 
 /*

@@ -121,6 +121,123 @@ int ref_flash_attention(int causal, kref_dtype dtype, int head_dim,
   return 0;
 }
 
+/* ---- paged KV cache ---- */
+
+/* The validity rule of docs/kernels.md, spelled out: the length is not
+ * negative, its pages fit the table row, and each page it uses exists. */
+static int paged_seq_valid(const int32_t *row, int64_t len, int64_t page,
+                           int64_t max_pages, int64_t n_pages) {
+  if (len < 0)
+    return 0;
+  const int64_t used = len / page + (len % page != 0);
+  if (used > max_pages)
+    return 0;
+  for (int64_t j = 0; j < used; j++)
+    if (row[j] < 0 || row[j] >= n_pages)
+      return 0;
+  return 1;
+}
+
+/* Element index of the first element of token position j's row for KV
+ * head hk in a pool. */
+static size_t paged_row(const int32_t *row, int64_t j, int64_t hk, int64_t page,
+                        int64_t n_kv_heads, int64_t D) {
+  const int64_t pg = row[j / page], slot = j % page;
+  return (size_t)(((pg * n_kv_heads + hk) * page + slot) * D);
+}
+
+int ref_paged_attention(kref_dtype dtype, int head_dim, int page, const void *q,
+                        const void *k_pool, const void *v_pool,
+                        const int32_t *block_table, const int32_t *seq_lens,
+                        void *o, int64_t n_seqs, int64_t n_heads,
+                        int64_t n_kv_heads, int64_t sq, int64_t max_pages,
+                        int64_t n_pages, float scale) {
+  if (n_seqs < 0 || n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads != 0 ||
+      sq < 0 || max_pages < 0 || n_pages < 0 || head_dim <= 0 || page <= 0)
+    return -1;
+  const int64_t D = head_dim, group = n_heads / n_kv_heads;
+  int64_t longest = 1;
+  for (int64_t s = 0; s < n_seqs; s++)
+    longest = seq_lens[s] > longest ? seq_lens[s] : longest;
+  double *sc = malloc((size_t)longest * sizeof *sc);
+  double *acc = malloc((size_t)D * sizeof *acc);
+  if (!sc || !acc) {
+    free(sc);
+    free(acc);
+    return -1;
+  }
+  for (int64_t s = 0; s < n_seqs; s++) {
+    const int32_t *row = block_table + s * max_pages;
+    const int64_t len = seq_lens[s];
+    const int valid = paged_seq_valid(row, len, page, max_pages, n_pages);
+    for (int64_t h = 0; h < n_heads; h++) {
+      const int64_t hk = h / group;
+      for (int64_t i = 0; i < sq; i++) {
+        const size_t qrow = (size_t)(((s * n_heads + h) * sq + i) * D);
+        if (!valid) {
+          for (int64_t d = 0; d < D; d++)
+            kref_set(dtype, o, qrow + (size_t)d, NAN);
+          continue;
+        }
+        /* Keys 0 .. last: token len - sq + i sees itself and what precedes. */
+        const int64_t last = len - sq + i;
+        double mx = -INFINITY;
+        for (int64_t j = 0; j <= last; j++) {
+          const size_t krow = paged_row(row, j, hk, page, n_kv_heads, D);
+          double dot = 0.0;
+          for (int64_t d = 0; d < D; d++)
+            dot += kref_get(dtype, q, qrow + (size_t)d) *
+                   kref_get(dtype, k_pool, krow + (size_t)d);
+          sc[j] = (double)scale * dot;
+          if (sc[j] > mx)
+            mx = sc[j];
+        }
+        double sum = 0.0;
+        for (int64_t d = 0; d < D; d++)
+          acc[d] = 0.0;
+        for (int64_t j = 0; j <= last; j++) {
+          const double w = exp(sc[j] - mx);
+          const size_t vrow = paged_row(row, j, hk, page, n_kv_heads, D);
+          sum += w;
+          for (int64_t d = 0; d < D; d++)
+            acc[d] += w * kref_get(dtype, v_pool, vrow + (size_t)d);
+        }
+        for (int64_t d = 0; d < D; d++)
+          kref_set(dtype, o, qrow + (size_t)d, last >= 0 ? acc[d] / sum : 0.0);
+      }
+    }
+  }
+  free(sc);
+  free(acc);
+  return 0;
+}
+
+int ref_kv_append(kref_dtype dtype, int head_dim, int page, const void *k_new,
+                  const void *v_new, void *k_pool, void *v_pool,
+                  const int32_t *block_table, const int32_t *seq_lens,
+                  int64_t n_seqs, int64_t n_kv_heads, int64_t sq,
+                  int64_t max_pages, int64_t n_pages) {
+  if (n_seqs < 0 || n_kv_heads <= 0 || sq < 0 || max_pages < 0 || n_pages < 0 ||
+      head_dim <= 0 || page <= 0)
+    return -1;
+  const int64_t D = head_dim;
+  const size_t es = kref_dtype_size(dtype);
+  for (int64_t s = 0; s < n_seqs; s++) {
+    const int32_t *row = block_table + s * max_pages;
+    const int64_t len = seq_lens[s];
+    if (len < sq || !paged_seq_valid(row, len, page, max_pages, n_pages))
+      continue;
+    for (int64_t hk = 0; hk < n_kv_heads; hk++)
+      for (int64_t i = 0; i < sq; i++) {
+        const size_t src = (size_t)(((s * n_kv_heads + hk) * sq + i) * D);
+        const size_t dst = paged_row(row, len - sq + i, hk, page, n_kv_heads, D);
+        memcpy((char *)k_pool + dst * es, (const char *)k_new + src * es, (size_t)D * es);
+        memcpy((char *)v_pool + dst * es, (const char *)v_new + src * es, (size_t)D * es);
+      }
+  }
+  return 0;
+}
+
 /* ---- rmsnorm, rope, argmax ---- */
 
 void ref_rmsnorm(const float *x, const float *w, float *y, int64_t rows,
@@ -397,6 +514,62 @@ int kref_make_sample_rows(qref_rng *r, float *logits, float *u, int64_t rows,
   }
   work_free(&w);
   return rc;
+}
+
+int32_t *kref_make_paged_table(qref_rng *r, int64_t page, int64_t n_seqs,
+                               int32_t *lens, const kref_paged_kind *kind,
+                               int64_t spare, int64_t *max_pages,
+                               int64_t *n_pages) {
+  int64_t longest = 0;
+  for (int64_t s = 0; s < n_seqs; s++)
+    if (kind[s] != KREF_PAGED_NEG_LEN && kind[s] != KREF_PAGED_PAST_TABLE &&
+        lens[s] > longest)
+      longest = lens[s];
+  const int64_t mp = (longest + page - 1) / page + 1;
+  int64_t need = spare;
+  for (int64_t s = 0; s < n_seqs; s++) {
+    if (kind[s] == KREF_PAGED_NEG_LEN)
+      lens[s] = -3;
+    else if (kind[s] == KREF_PAGED_PAST_TABLE)
+      lens[s] = (int32_t)(mp * page + 1);
+    need += kind[s] == KREF_PAGED_PAST_TABLE ? mp
+            : lens[s] > 0                    ? (lens[s] + page - 1) / page
+                                             : 0;
+  }
+  int32_t *table = malloc((size_t)(n_seqs * mp + 1) * sizeof *table);
+  int32_t *perm = malloc((size_t)(need + 1) * sizeof *perm);
+  if (!table || !perm) {
+    free(table);
+    free(perm);
+    return NULL;
+  }
+  for (int64_t i = 0; i < need; i++)
+    perm[i] = (int32_t)i;
+  for (int64_t i = need - 1; i > 0; i--) { /* Fisher-Yates */
+    const int64_t j = (int64_t)(qref_next(r) % (uint64_t)(i + 1));
+    const int32_t t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  int64_t next = 0;
+  for (int64_t s = 0; s < n_seqs; s++) {
+    int32_t *row = table + s * mp;
+    const int64_t used = kind[s] == KREF_PAGED_PAST_TABLE ? mp
+                         : lens[s] > 0 ? (lens[s] + page - 1) / page
+                                       : 0;
+    for (int64_t j = 0; j < mp; j++)
+      row[j] = j < used ? perm[next++] : -1;
+    if (kind[s] == KREF_PAGED_PAGE_PAST_POOL && used > 0)
+      row[used - 1] = (int32_t)need;
+    else if (kind[s] == KREF_PAGED_PAGE_NEG && used > 0)
+      row[0] = -1;
+    else if (kind[s] == KREF_PAGED_PAGE_HUGE && used > 0)
+      row[used / 2] = INT32_MAX;
+  }
+  free(perm);
+  *max_pages = mp;
+  *n_pages = need;
+  return table;
 }
 
 /* ---- comparison ---- */

@@ -1,6 +1,7 @@
 /*
  * kref.h - plain scalar references of the kernel set of docs/kernels.md
- * (flash_attention, rmsnorm, rope, argmax, sample), the test data they are
+ * (flash_attention, paged_attention, kv_append, rmsnorm, rope, argmax,
+ * sample), the test data they are
  * run on, and comparison helpers. Every backend's numeric tests call these.
  *
  * Like qref.h, this is written from docs/kernels.md alone and shares no
@@ -67,6 +68,42 @@ int ref_flash_attention(int causal, kref_dtype dtype, int head_dim,
                         const void *q, const void *k, const void *v, void *o,
                         int64_t n_heads, int64_t n_kv_heads, int64_t sq,
                         int64_t skv, float scale);
+
+/*
+ * paged_attention, variant dtype=DTYPE, head_dim=HEAD_DIM, page=PAGE: q, o
+ * are [n_seqs][n_heads][sq][head_dim], k_pool, v_pool [n_pages][n_kv_heads]
+ * [page][head_dim], block_table [n_seqs][max_pages], seq_lens [n_seqs].
+ * Sequence s is invalid when seq_lens[s] < 0, ceil(seq_lens[s] / page) >
+ * max_pages, or one of its first ceil(seq_lens[s] / page) table entries is
+ * outside [0, n_pages): all its o rows are then NaN (f32 0x7fc00000, f16
+ * 0x7e00) and its pages are not read. Otherwise query row i (token
+ * seq_lens[s] - sq + i) attends to the keys j < seq_lens[s] with j <= i +
+ * seq_lens[s] - sq, key j being slot j % page of page block_table[s][j /
+ * page]; scores, softmax and the weighted sum in double, rounded once; a
+ * row with no key is zeros. Returns -1 (writing nothing) when out of memory
+ * or when n_seqs < 0, n_heads, n_kv_heads <= 0, n_heads % n_kv_heads != 0,
+ * sq < 0, max_pages, n_pages < 0, head_dim or page <= 0.
+ */
+int ref_paged_attention(kref_dtype dtype, int head_dim, int page, const void *q,
+                        const void *k_pool, const void *v_pool,
+                        const int32_t *block_table, const int32_t *seq_lens,
+                        void *o, int64_t n_seqs, int64_t n_heads,
+                        int64_t n_kv_heads, int64_t sq, int64_t max_pages,
+                        int64_t n_pages, float scale);
+
+/*
+ * kv_append, the same variant: row i < sq of k_new, v_new [n_seqs]
+ * [n_kv_heads][sq][head_dim] goes to position seq_lens[s] - sq + i of
+ * sequence s in k_pool, v_pool (copied exactly); sequences that are invalid
+ * (as above) or have seq_lens[s] < sq are skipped. Returns -1 (writing
+ * nothing) when n_seqs < 0, n_kv_heads <= 0, sq < 0, max_pages, n_pages <
+ * 0, head_dim or page <= 0.
+ */
+int ref_kv_append(kref_dtype dtype, int head_dim, int page, const void *k_new,
+                  const void *v_new, void *k_pool, void *v_pool,
+                  const int32_t *block_table, const int32_t *seq_lens,
+                  int64_t n_seqs, int64_t n_kv_heads, int64_t sq,
+                  int64_t max_pages, int64_t n_pages);
 
 /* rmsnorm: y[r][j] = x[r][j] / sqrt(mean_j' x[r][j']^2 + eps) * w[j], in
  * double, rounded once to float. Same type as the kernel (gk_rmsnorm_fn). */
@@ -138,6 +175,36 @@ void kref_fill_logits(qref_rng *r, float *logits, size_t count, double spread);
 int kref_make_sample_rows(qref_rng *r, float *logits, float *u, int64_t rows,
                           int64_t n, double spread, float temperature,
                           int32_t top_k, float top_p, double margin);
+
+/*
+ * A paged KV cache's block table for tests: n_seqs sequences of lengths
+ * lens[] (lengths of PAST_TABLE and NEG_LEN sequences are set here), the
+ * pages each valid-looking one uses drawn from a random permutation of the
+ * pool (scattered, in random order), spare pages no sequence uses, and
+ * entries past a sequence's pages set to -1 (vLLM's padding), except where
+ * `kind` breaks the rule on purpose:
+ *   NEG_LEN        lens[s] = -3
+ *   PAST_TABLE     lens[s] = max_pages * page + 1 (all max_pages entries
+ *                  are real pages: the length alone is wrong)
+ *   PAGE_PAST_POOL its last used entry = n_pages (the first page past the
+ *                  pool's end)
+ *   PAGE_NEG       its first entry = -1 (lens[s] must be > 0)
+ *   PAGE_HUGE      its middle entry = INT32_MAX
+ * max_pages = ceil(longest OK length / page) + 1. Returns the table
+ * (n_seqs * max_pages, malloc'd; free it), or NULL when out of memory.
+ */
+typedef enum kref_paged_kind {
+  KREF_PAGED_OK = 0,
+  KREF_PAGED_NEG_LEN,
+  KREF_PAGED_PAST_TABLE,
+  KREF_PAGED_PAGE_PAST_POOL,
+  KREF_PAGED_PAGE_NEG,
+  KREF_PAGED_PAGE_HUGE
+} kref_paged_kind;
+int32_t *kref_make_paged_table(qref_rng *r, int64_t page, int64_t n_seqs,
+                               int32_t *lens, const kref_paged_kind *kind,
+                               int64_t spare, int64_t *max_pages,
+                               int64_t *n_pages);
 
 /* ---- comparison ---- */
 

@@ -6,7 +6,9 @@
 #   x86-64-v3          ymm, and no zmm;
 #   x86-64-v4          zmm;
 # plus FMA instructions on v3 and v4 for the kernels whose inner loops are
-# multiply-adds (qmatmul, flash_attention, rmsnorm, sample's exp).
+# multiply-adds (qmatmul, flash_attention, paged_attention, rmsnorm,
+# sample's exp). kv_append is a copy (no arithmetic): only its registers
+# are checked.
 # A register the level lacks would be an illegal instruction on the CPUs the
 # image is for, so that is checked for every image of every kernel. The whole
 # .text of an image is examined: the kernel and the static helpers it calls
@@ -59,16 +61,17 @@ check() {
         fail "$kernel/$name: exports [${exports% }], expected exactly [${want% }]"
       case $level in
         x86-64 | x86-64-v2)
-          [ "$packed" -gt 0 ] || fail "$kernel/$name: no packed SSE arithmetic (not vectorized)"
+          [ "$want_fma" = copy ] || [ "$packed" -gt 0 ] ||
+            fail "$kernel/$name: no packed SSE arithmetic (not vectorized)"
           [ "$ymm" -eq 0 ] && [ "$zmm" -eq 0 ] ||
             fail "$kernel/$name: uses ymm/zmm ($ymm/$zmm instructions), beyond $level" ;;
         x86-64-v3)
           [ "$ymm" -gt 0 ] || fail "$kernel/$name: no ymm register in its code (not AVX2-vectorized)"
-          [ "$want_fma" = no ] || [ "$fma" -gt 0 ] || fail "$kernel/$name: no FMA instruction"
+          [ "$want_fma" != fma ] || [ "$fma" -gt 0 ] || fail "$kernel/$name: no FMA instruction"
           [ "$zmm" -eq 0 ] || fail "$kernel/$name: uses zmm ($zmm instructions), beyond $level" ;;
         x86-64-v4)
           [ "$zmm" -gt 0 ] || fail "$kernel/$name: no zmm register in its code (not AVX-512-vectorized)"
-          [ "$want_fma" = no ] || [ "$fma" -gt 0 ] || fail "$kernel/$name: no FMA instruction" ;;
+          [ "$want_fma" != fma ] || [ "$fma" -gt 0 ] || fail "$kernel/$name: no FMA instruction" ;;
       esac
       echo "$kernel/$name: xmm $xmm, ymm $ymm, zmm $zmm, fma $fma, packed $packed"
     done
@@ -86,6 +89,18 @@ for c in 0 1; do
 done
 # shellcheck disable=SC2086 # the variants are words
 check flash_attention fma $fa
+pa=
+for t in f16 f32; do
+  for d in 64 128; do
+    for p in 16 64; do
+      pa="$pa dtype$t.head_dim$d.page$p"
+    done
+  done
+done
+# shellcheck disable=SC2086
+check paged_attention fma $pa
+# shellcheck disable=SC2086
+check kv_append copy $pa
 check rmsnorm fma ""
 check sample fma ""
 check rope no ""

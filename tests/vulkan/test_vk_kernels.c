@@ -201,6 +201,171 @@ static void test_flash_attention(void) {
       }
 }
 
+/* ---- paged_attention, kv_append -------------------------------------------- */
+
+/* Batches: a decode step (1 KV head for 4 heads; lengths 1, 0, past a page
+ * and a 64-key tile), and a prefill chunk of 3 with GQA, a sequence shorter
+ * than sq, and invalid sequences (negative length, a page id past the pool,
+ * INT32_MAX) next to valid ones. Page tables in random order over a pool
+ * with spare pages (kref_make_paged_table). */
+typedef struct vk_pcase {
+  int64_t n_seqs, n_heads, n_kv_heads, sq;
+  int32_t lens[5];
+  kref_paged_kind kind[5];
+  uint32_t groups[3]; /* 0: as the launch row says (sq, n_heads, n_seqs) */
+} vk_pcase;
+
+static const vk_pcase vk_pcases[] = {
+    {4, 4, 1, 1, {1, 0, 37, 130}, {0}, {0, 0, 0}},
+    {5, 4, 2, 3, {20, 0, 70, 40, 2},
+     {KREF_PAGED_OK, KREF_PAGED_NEG_LEN, KREF_PAGED_OK, KREF_PAGED_PAGE_PAST_POOL,
+      KREF_PAGED_OK},
+     {0, 0, 0}},
+    /* fewer workgroups than (rows, heads, sequences): the loops cover them */
+    {3, 4, 2, 3, {9, 70, 66}, {KREF_PAGED_OK, KREF_PAGED_PAGE_HUGE, KREF_PAGED_OK}, {2, 1, 2}},
+};
+
+static int dispatch3(gk_module *m, const char *entry, gk_vk_buffer **b, size_t nb,
+                     const void *push, size_t push_size, const uint32_t g[3]) {
+  uint32_t gg[3] = {g[0], g[1], g[2]};
+  int rc = gk_vk_dispatch(m, entry, b, nb, push, push_size, gg);
+  if (rc != GK_OK) printf("FAIL: dispatch %s: %s\n", entry, gk_vk_errmsg(vk));
+  return rc;
+}
+
+/* Tolerance: flash_attention's (above): f32 scores, exps and sums on keys
+ * in [-1, 1) over at most ~130 keys: 1e-5 absolute; f16 one ulp more.
+ * Invalid sequences: every element the quiet NaN (kref_check matches NaN
+ * with NaN). kv_append: the pools byte for byte as ref_kv_append leaves
+ * them; then paged_attention on them against ref_flash_attention (causal)
+ * on each valid sequence's K/V gathered contiguous. */
+static void paged_case(gk_module *pa, gk_module *ka, kref_dtype dt, int D, int P,
+                       const vk_pcase *c) {
+  qref_rng r;
+  qref_seed(&r, (uint64_t)(dt * 131 + D * 17 + P * 7 + c->n_seqs * 1009 + c->sq));
+  const size_t es = kref_dtype_size(dt);
+  int32_t lens[5];
+  memcpy(lens, c->lens, sizeof lens);
+  int64_t max_pages, n_pages;
+  int32_t *table = kref_make_paged_table(&r, P, c->n_seqs, lens, c->kind, 2, &max_pages,
+                                         &n_pages);
+  const size_t nq = (size_t)(c->n_seqs * c->n_heads * c->sq * D);
+  const size_t npool = (size_t)(n_pages * c->n_kv_heads * P * D);
+  const size_t nnew = (size_t)(c->n_seqs * c->n_kv_heads * c->sq * D);
+  void *q = malloc(nq * es), *kp = malloc(npool * es), *vp = malloc(npool * es),
+       *kn = malloc(nnew * es), *vn = malloc(nnew * es), *want = malloc(nq * es);
+  kref_fill(&r, dt, q, nq, -1, 1);
+  kref_fill(&r, dt, kp, npool, -1, 1);
+  kref_fill(&r, dt, vp, npool, -1, 1);
+  kref_fill(&r, dt, kn, nnew, -1, 1);
+  kref_fill(&r, dt, vn, nnew, -1, 1);
+  const float scale = (float)(1.0 / sqrt((double)D));
+  const double atol = dt == KREF_F32 ? 1e-5 : 1e-5 + 5.9604644775390625e-8;
+  const double rtol = dt == KREF_F32 ? 0 : 1.0 / 1024;
+  char what[200];
+  int n = snprintf(what, sizeof what, "dtype=%s head_dim=%d page=%d seqs=%lld h=%lld/%lld sq=%lld lens",
+                   kref_dtype_name(dt), D, P, (long long)c->n_seqs, (long long)c->n_heads,
+                   (long long)c->n_kv_heads, (long long)c->sq);
+  for (int64_t s = 0; s < c->n_seqs; s++)
+    n += snprintf(what + n, sizeof what - (size_t)n, "%s%d%s", s ? "," : "=", lens[s],
+                  c->kind[s] == KREF_PAGED_OK ? "" : "!");
+  gk_vk_buffer *b[6] = {buf(q, nq * es),
+                        buf(kp, npool * es),
+                        buf(vp, npool * es),
+                        buf(table, (size_t)(c->n_seqs * max_pages) * 4),
+                        buf(lens, (size_t)c->n_seqs * 4),
+                        buf(NULL, nq * es)};
+  struct {
+    uint32_t n_seqs, n_heads, n_kv_heads, sq, max_pages, n_pages;
+    float scale;
+  } push = {(uint32_t)c->n_seqs, (uint32_t)c->n_heads, (uint32_t)c->n_kv_heads,
+            (uint32_t)c->sq,     (uint32_t)max_pages,  (uint32_t)n_pages, scale};
+  uint32_t g[3] = {(uint32_t)c->sq, (uint32_t)c->n_heads, (uint32_t)c->n_seqs};
+  if (c->groups[0]) memcpy(g, c->groups, sizeof g);
+  char lab[260];
+  cases++;
+  ref_paged_attention(dt, D, P, q, kp, vp, table, lens, want, c->n_seqs, c->n_heads,
+                      c->n_kv_heads, c->sq, max_pages, n_pages, scale);
+  snprintf(lab, sizeof lab, "paged_attention %s", what);
+  if (dispatch3(pa, "paged_attention", b, 6, &push, sizeof push, g) != GK_OK)
+    failures++;
+  else
+    failures += kref_check(lab, dt, gk_vk_buffer_map(b[5]), want, (int64_t)nq, atol, rtol, NULL);
+
+  /* kv_append into the same pool buffers; the reference on host copies. */
+  ref_kv_append(dt, D, P, kn, vn, kp, vp, table, lens, c->n_seqs, c->n_kv_heads, c->sq,
+                max_pages, n_pages);
+  gk_vk_buffer *ab[6] = {buf(kn, nnew * es), buf(vn, nnew * es), b[1], b[2], b[3], b[4]};
+  struct {
+    uint32_t n_seqs, n_kv_heads, sq, max_pages, n_pages;
+  } apush = {(uint32_t)c->n_seqs, (uint32_t)c->n_kv_heads, (uint32_t)c->sq,
+             (uint32_t)max_pages, (uint32_t)n_pages};
+  uint32_t ag[3] = {(uint32_t)c->sq, (uint32_t)c->n_kv_heads, (uint32_t)c->n_seqs};
+  if (c->groups[0]) memcpy(ag, c->groups, sizeof ag);
+  cases++;
+  snprintf(lab, sizeof lab, "kv_append %s", what);
+  if (dispatch3(ka, "kv_append", ab, 6, &apush, sizeof apush, ag) != GK_OK) {
+    failures++;
+  } else if (memcmp(gk_vk_buffer_map(b[1]), kp, npool * es) != 0 ||
+             memcmp(gk_vk_buffer_map(b[2]), vp, npool * es) != 0) {
+    printf("FAIL: %s: the pools differ from ref_kv_append's\n", lab);
+    failures++;
+  } else {
+    /* Then attention on the appended pools: each valid sequence as
+     * ref_flash_attention (causal) on its K/V gathered contiguous. */
+    for (int64_t s = 0; s < c->n_seqs; s++) {
+      const size_t per = (size_t)(c->n_heads * c->sq * D);
+      if (c->kind[s] != KREF_PAGED_OK) {
+        for (size_t e = 0; e < per; e++) kref_set(dt, want, (size_t)s * per + e, NAN);
+        continue;
+      }
+      const int64_t len = lens[s];
+      const size_t nkv = (size_t)(c->n_kv_heads * len * D);
+      unsigned char *k = malloc(nkv * es + 4), *v = malloc(nkv * es + 4);
+      for (int64_t hk = 0; hk < c->n_kv_heads; hk++)
+        for (int64_t j = 0; j < len; j++) {
+          const int64_t pg = table[s * max_pages + j / P];
+          const size_t from = (size_t)(((pg * c->n_kv_heads + hk) * P + j % P) * D) * es;
+          const size_t to = (size_t)((hk * len + j) * D) * es;
+          memcpy(k + to, (unsigned char *)kp + from, (size_t)D * es);
+          memcpy(v + to, (unsigned char *)vp + from, (size_t)D * es);
+        }
+      ref_flash_attention(1, dt, D, (unsigned char *)q + (size_t)s * per * es, k, v,
+                          (unsigned char *)want + (size_t)s * per * es, c->n_heads,
+                          c->n_kv_heads, c->sq, len, scale);
+      free(k), free(v);
+    }
+    cases++;
+    snprintf(lab, sizeof lab, "kv_append + paged_attention %s", what);
+    if (dispatch3(pa, "paged_attention", b, 6, &push, sizeof push, g) != GK_OK)
+      failures++;
+    else
+      failures += kref_check(lab, dt, gk_vk_buffer_map(b[5]), want, (int64_t)nq, atol, rtol,
+                             NULL);
+  }
+  for (int i = 0; i < 6; i++) gk_vk_buffer_destroy(b[i]);
+  gk_vk_buffer_destroy(ab[0]);
+  gk_vk_buffer_destroy(ab[1]);
+  free(table), free(q), free(kp), free(vp), free(kn), free(vn), free(want);
+}
+
+static void test_paged(void) {
+  for (int dti = 0; dti < 2; dti++)
+    for (int D = 64; D <= 128; D *= 2)
+      for (int P = 16; P <= 64; P *= 4) {
+        kref_dtype dt = dti ? KREF_F32 : KREF_F16;
+        char variant[64];
+        snprintf(variant, sizeof variant, "dtype=%s,head_dim=%d,page=%d", kref_dtype_name(dt),
+                 D, P);
+        gk_module *pa = load("paged_attention", variant), *ka = load("kv_append", variant);
+        if (pa && ka)
+          for (size_t c = 0; c < sizeof vk_pcases / sizeof vk_pcases[0]; c++)
+            paged_case(pa, ka, dt, D, P, &vk_pcases[c]);
+        gk_module_unload(pa);
+        gk_module_unload(ka);
+      }
+}
+
 /* ---- rmsnorm ------------------------------------------------------------- */
 
 /* Tolerance: the sum of squares is formed per lane then in a 64-way tree
@@ -496,6 +661,7 @@ int main(int argc, char **argv) {
   printf("device: vulkan:%s, %s; %zu vulkan images\n", dev.arch, dev.name, nvk);
   test_qmatmul();
   test_flash_attention();
+  test_paged();
   test_rmsnorm();
   test_rope();
   test_argmax();

@@ -1,0 +1,75 @@
+-- paged_attention.lua - attention over a paged KV cache, and kv_append,
+-- which writes new K/V rows into its pages (docs/kernels.md): K and V live
+-- in a pool of pages of `page` tokens ([n_pages][n_kv_heads][page][D]),
+-- addressed per sequence by a block table of int32 page ids and a length;
+-- the sq query tokens are each sequence's last sq (causal, bottom-right).
+-- Two kernels, one file: they share the layout and the variant, so a host
+-- loads both with one variant string. f16 or f32 tensors.
+local params = { dtype = { "f16", "f32" }, head_dim = { 64, 128 }, page = { 16, 64 } }
+local cpu_targets = { "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4" }
+
+kernel "paged_attention" {
+  params = params,
+  cpu {
+    source  = "../kernelsrc/cpu/paged_attention.c",
+    entry   = { "paged_attention" },
+    targets = cpu_targets,
+  },
+  vulkan {
+    source  = "../kernelsrc/vulkan/paged_attention.comp",
+    entry   = { "paged_attention" },
+    launch  = { -- tensors of dtype in u32 words (f16: two per word, low half first)
+      local_size = { 64, 1, 1 },
+      groups = { "sq", "n_heads", "n_seqs" },
+      bindings = {
+        { set = 0, binding = 0, type = "storage_buffer", name = "q", access = "read", elem = "dtype" },
+        { set = 0, binding = 1, type = "storage_buffer", name = "k_pool", access = "read", elem = "dtype" },
+        { set = 0, binding = 2, type = "storage_buffer", name = "v_pool", access = "read", elem = "dtype" },
+        { set = 0, binding = 3, type = "storage_buffer", name = "block_table", access = "read", elem = "i32" },
+        { set = 0, binding = 4, type = "storage_buffer", name = "seq_lens", access = "read", elem = "i32" },
+        { set = 0, binding = 5, type = "storage_buffer", name = "o", access = "write", elem = "dtype" },
+      },
+      push_constants = {
+        { name = "n_seqs", offset = 0, type = "u32" },
+        { name = "n_heads", offset = 4, type = "u32" },
+        { name = "n_kv_heads", offset = 8, type = "u32" },
+        { name = "sq", offset = 12, type = "u32" },
+        { name = "max_pages", offset = 16, type = "u32" },
+        { name = "n_pages", offset = 20, type = "u32" },
+        { name = "scale", offset = 24, type = "f32" },
+      },
+    },
+  },
+}
+
+kernel "kv_append" {
+  params = params,
+  cpu {
+    source  = "../kernelsrc/cpu/kv_append.c",
+    entry   = { "kv_append" },
+    targets = cpu_targets,
+  },
+  vulkan {
+    source  = "../kernelsrc/vulkan/kv_append.comp",
+    entry   = { "kv_append" },
+    launch  = {
+      local_size = { 64, 1, 1 },
+      groups = { "sq", "n_kv_heads", "n_seqs" },
+      bindings = {
+        { set = 0, binding = 0, type = "storage_buffer", name = "k_new", access = "read", elem = "dtype" },
+        { set = 0, binding = 1, type = "storage_buffer", name = "v_new", access = "read", elem = "dtype" },
+        { set = 0, binding = 2, type = "storage_buffer", name = "k_pool", access = "write", elem = "dtype" },
+        { set = 0, binding = 3, type = "storage_buffer", name = "v_pool", access = "write", elem = "dtype" },
+        { set = 0, binding = 4, type = "storage_buffer", name = "block_table", access = "read", elem = "i32" },
+        { set = 0, binding = 5, type = "storage_buffer", name = "seq_lens", access = "read", elem = "i32" },
+      },
+      push_constants = {
+        { name = "n_seqs", offset = 0, type = "u32" },
+        { name = "n_kv_heads", offset = 4, type = "u32" },
+        { name = "sq", offset = 8, type = "u32" },
+        { name = "max_pages", offset = 12, type = "u32" },
+        { name = "n_pages", offset = 16, type = "u32" },
+      },
+    },
+  },
+}
