@@ -52,19 +52,30 @@ struct gk_fa_smem {
   };
 };
 
+/* Where the keys and values of one sequence lie: kv.n keys, key j of KV
+ * head hk at element gk_kv_row(kv, hk, j) of kv.k and kv.v. flash_attention's
+ * are contiguous, [n_kv_heads][n][D]; paged_attention's are in pages. */
+struct gk_kv_contig {
+  const uint16_t *k, *v;
+  int64_t n, d;
+};
+GK_DEV int64_t gk_kv_row(const gk_kv_contig &kv, int64_t hk, int64_t key) {
+  return (hk * kv.n + key) * kv.d;
+}
+
 /* Starts copying keys [k0, k0 + KEYS) of KV head hk into `stage` (zeros
- * past skv), by the whole block, as one cp.async group per thread. */
-template <int D>
-GK_DEV void gk_fa_mma_load(gk_fa_smem<D> &sm, int stage, const uint16_t *k,
-                           const uint16_t *v, int64_t hk, int64_t skv, int64_t k0) {
+ * past kv.n), by the whole block, as one cp.async group per thread. */
+template <int D, class KV>
+GK_DEV void gk_fa_mma_load(gk_fa_smem<D> &sm, int stage, const KV &kv, int64_t hk,
+                           int64_t k0) {
   typedef gk_fa_smem<D> S;
   for (int e = (int)threadIdx.x; e < S::KEYS * (D / 8); e += FA_THREADS) {
     const int r = e / (D / 8), c = e % (D / 8) * 8;
     const int64_t key = k0 + r;
-    const bool in = key < skv;
-    const int64_t at = in ? (hk * skv + key) * D + c : 0;
-    gk_cp_async16(&sm.tile.k[stage][r * S::RP + c], k + at, in);
-    gk_cp_async16(&sm.tile.v[stage][r * S::RP + c], v + at, in);
+    const bool in = key < kv.n;
+    const int64_t at = in ? gk_kv_row(kv, hk, key) + c : 0;
+    gk_cp_async16(&sm.tile.k[stage][r * S::RP + c], kv.k + at, in);
+    gk_cp_async16(&sm.tile.v[stage][r * S::RP + c], kv.v + at, in);
   }
   gk_cp_async_commit();
 }
@@ -208,36 +219,35 @@ GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const gk_fa_stat
  * each group runs gk_fa_mma_step<NT> on n-tiles nt0 .. nt0 + NT - 1 of every
  * tile. The next tile's copy is in flight while this one is worked on.
  */
-template <int Causal, int D, int NT>
-GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const uint16_t *k, const uint16_t *v,
-                           int64_t hk, int64_t skv, int64_t kend, int64_t sq,
-                           const uint32_t (*qa)[4], int nt0, const int64_t qpos[2],
+template <int Causal, int D, int NT, class KV>
+GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t kend,
+                           int64_t sq, const uint32_t (*qa)[4], int nt0, const int64_t qpos[2],
                            float scale, gk_fa_state<D> &st) {
   typedef gk_fa_smem<D> S;
   const float sl = scale * 1.4426950408889634f;
   __syncthreads(); /* the previous use of the stages is over */
-  if (kend > 0) gk_fa_mma_load<D>(sm, 0, k, v, hk, skv, 0);
+  if (kend > 0) gk_fa_mma_load<D>(sm, 0, kv, hk, 0);
   for (int64_t k0 = 0, j = 0; k0 < kend; k0 += S::KEYS, j++) {
     if (k0 + S::KEYS < kend) {
-      gk_fa_mma_load<D>(sm, (int)((j + 1) & 1), k, v, hk, skv, k0 + S::KEYS);
+      gk_fa_mma_load<D>(sm, (int)((j + 1) & 1), kv, hk, k0 + S::KEYS);
       gk_cp_async_wait<1>(); /* this tile's group has landed */
     } else {
       gk_cp_async_wait<0>();
     }
     __syncthreads();
-    gk_fa_mma_step<Causal, D, NT>(sm, (int)(j & 1), qa, nt0, k0, skv, sq, qpos, sl, st);
+    gk_fa_mma_step<Causal, D, NT>(sm, (int)(j & 1), qa, nt0, k0, kv.n, sq, qpos, sl, st);
     __syncthreads(); /* read before the copy after next overwrites it */
   }
 }
 
-/* Prefill: query rows [row0, row0 + FA_BLOCK_ROWS) of head h. */
-template <int Causal, int D>
-GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const uint16_t *k,
-                              const uint16_t *v, uint16_t *o, int64_t n_heads,
-                              int64_t n_kv_heads, int64_t sq, int64_t skv, float scale,
+/* Prefill: query rows [row0, row0 + FA_BLOCK_ROWS) of head h (q and o
+ * [n_heads][sq][D], from row h * sq + i) against kv. */
+template <int Causal, int D, class KV>
+GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
+                              int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
                               int64_t h, int64_t row0) {
   typedef gk_fa_smem<D> S;
-  const int64_t hk = h / (n_heads / n_kv_heads);
+  const int64_t hk = h / (n_heads / n_kv_heads), skv = kv.n;
   const int64_t rbase = row0 + 16 * gk_group() + gk_lane() / 4;
   const int64_t qpos[2] = {rbase, rbase + 8};
   int64_t rows[2];
@@ -246,9 +256,9 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const uint16
   gk_fa_mma_q<D>(q, rows, qa);
   gk_fa_state<D> st;
   gk_fa_state_init<D>(st);
-  gk_fa_mma_keys<Causal, D, S::KEYS / 8>(sm, k, v, hk, skv,
-                                         gk_fa_kend(Causal, sq, skv, row0, FA_BLOCK_ROWS),
-                                         sq, qa, 0, qpos, scale, st);
+  gk_fa_mma_keys<Causal, D, S::KEYS / 8>(sm, kv, hk,
+                                         gk_fa_kend(Causal, sq, skv, row0, FA_BLOCK_ROWS), sq,
+                                         qa, 0, qpos, scale, st);
   gk_fa_mma_store<D>(o, rows, st);
 }
 
@@ -258,10 +268,9 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const uint16
  * takes keys [w KEYS/4, (w + 1) KEYS/4) of each tile; the block then merges
  * the 4 partial states: m = max m_w, l = sum l_w 2^(m_w - m), o likewise.
  */
-template <int Causal, int D>
-GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const uint16_t *k,
-                             const uint16_t *v, uint16_t *o, int64_t n_heads,
-                             int64_t n_kv_heads, int64_t sq, int64_t skv, float scale,
+template <int Causal, int D, class KV>
+GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
+                             int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
                              int64_t hk) {
   typedef gk_fa_smem<D> S;
   constexpr int NT = S::KEYS / 8 / FA_GROUPS; /* n-tiles a group takes: 1 or 2 */
@@ -277,8 +286,8 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const uint16_
   gk_fa_mma_q<D>(q, rows, qa);
   gk_fa_state<D> st;
   gk_fa_state_init<D>(st);
-  gk_fa_mma_keys<Causal, D, NT>(sm, k, v, hk, skv, gk_fa_kend(Causal, sq, skv, 0, (int)sq),
-                                sq, qa, NT * w, qpos, scale, st);
+  gk_fa_mma_keys<Causal, D, NT>(sm, kv, hk, gk_fa_kend(Causal, sq, kv.n, 0, (int)sq), sq, qa,
+                                NT * w, qpos, scale, st);
 
   /* The merge: each group's state into shared memory (the stages are no
    * longer read: gk_fa_mma_keys ends with a barrier), then group w combines

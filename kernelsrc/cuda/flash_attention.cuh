@@ -142,15 +142,16 @@ GK_DEV void gk_fa_walk(const uint16_t *q, const uint16_t *k, const uint16_t *v, 
                        int64_t n_heads, int64_t n_kv_heads, int64_t sq, int64_t skv,
                        float scale) {
   __shared__ __attribute__((aligned(16))) gk_fa_smem<D> sm;
+  const gk_kv_contig kv = {k, v, skv, D};
   if ((n_heads / n_kv_heads) * sq <= 16) {
     if (blockIdx.x != 0) return;
     for (int64_t hk = blockIdx.y; hk < n_kv_heads; hk += gridDim.y)
-      gk_fa_mma_decode<Causal, D>(sm, q, k, v, o, n_heads, n_kv_heads, sq, skv, scale, hk);
+      gk_fa_mma_decode<Causal, D>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, hk);
     return;
   }
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
     for (int64_t qb = blockIdx.x; qb * FA_BLOCK_ROWS < sq; qb += gridDim.x)
-      gk_fa_mma_prefill<Causal, D>(sm, q, k, v, o, n_heads, n_kv_heads, sq, skv, scale, h,
+      gk_fa_mma_prefill<Causal, D>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h,
                                    qb * FA_BLOCK_ROWS);
 }
 template <int Causal, int D>
