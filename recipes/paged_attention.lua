@@ -15,6 +15,22 @@ kernel "paged_attention" {
     entry   = { "paged_attention" },
     targets = cpu_targets,
   },
+  -- CUDA: flash_attention's schedules (tensor cores for f16) with the keys
+  -- found through the block table (kernelsrc/cuda/paged_attention.cuh).
+  -- Not built for ROCm: its HIP build would run the tensor-core path
+  -- through the shuffle twin, and every target costs CI minutes.
+  cuda {
+    source  = "../kernelsrc/cuda/paged_attention.cu",
+    entry   = { "paged_attention" },
+    launch  = {
+      block  = { 128, 1, 1 },
+      grid   = { "sq / 64", "n_heads", "n_seqs" },
+      shared = 0,
+      params = { "q:ptr", "k_pool:ptr", "v_pool:ptr", "block_table:ptr", "seq_lens:ptr",
+                  "o:ptr", "n_seqs:i64", "n_heads:i64", "n_kv_heads:i64", "sq:i64",
+                  "max_pages:i64", "n_pages:i64", "scale:f32" },
+    },
+  },
   vulkan {
     source  = "../kernelsrc/vulkan/paged_attention.comp",
     entry   = { "paged_attention" },
@@ -48,6 +64,18 @@ kernel "kv_append" {
     source  = "../kernelsrc/cpu/kv_append.c",
     entry   = { "kv_append" },
     targets = cpu_targets,
+  },
+  cuda {
+    source  = "../kernelsrc/cuda/kv_append.cu",
+    entry   = { "kv_append" },
+    launch  = {
+      block  = { 64, 1, 1 },
+      grid   = { "sq", "n_kv_heads", "n_seqs" },
+      shared = 0,
+      params = { "k_new:ptr", "v_new:ptr", "k_pool:ptr", "v_pool:ptr", "block_table:ptr",
+                  "seq_lens:ptr", "n_seqs:i64", "n_kv_heads:i64", "sq:i64", "max_pages:i64",
+                  "n_pages:i64" },
+    },
   },
   vulkan {
     source  = "../kernelsrc/vulkan/kv_append.comp",

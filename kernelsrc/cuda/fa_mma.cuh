@@ -32,6 +32,7 @@
 #ifndef GK_FA_MMA_CUH
 #define GK_FA_MMA_CUH
 
+#include "../common/gk_paged.h"
 #include "gk_gpu.cuh"
 
 /* The block's shared memory (one, declared by the caller for both
@@ -53,14 +54,29 @@ struct gk_fa_smem {
 };
 
 /* Where the keys and values of one sequence lie: kv.n keys, key j of KV
- * head hk at element gk_kv_row(kv, hk, j) of kv.k and kv.v. flash_attention's
- * are contiguous, [n_kv_heads][n][D]; paged_attention's are in pages. */
+ * head hk at element gk_kv_row(kv, hk, j) of kv.k and kv.v (of type T).
+ * flash_attention's are contiguous, [n_kv_heads][n][d]; paged_attention's
+ * are in pages ([page id][n_kv_heads][page][d], kernelsrc/common/
+ * gk_paged.h), found through the sequence's row of the block table. */
+template <typename T>
 struct gk_kv_contig {
-  const uint16_t *k, *v;
+  const T *k, *v;
   int64_t n, d;
 };
-GK_DEV int64_t gk_kv_row(const gk_kv_contig &kv, int64_t hk, int64_t key) {
+template <typename T>
+GK_DEV int64_t gk_kv_row(const gk_kv_contig<T> &kv, int64_t hk, int64_t key) {
   return (hk * kv.n + key) * kv.d;
+}
+template <typename T>
+struct gk_kv_paged {
+  const T *k, *v;
+  int64_t n, d;
+  const int32_t *bt; /* the sequence's table row: valid (gk_paged_seq_ok) */
+  int64_t page, n_kv_heads;
+};
+template <typename T>
+GK_DEV int64_t gk_kv_row(const gk_kv_paged<T> &kv, int64_t hk, int64_t key) {
+  return gk_paged_row(kv.bt, key, hk, kv.page, kv.n_kv_heads, kv.d);
 }
 
 /* Starts copying keys [k0, k0 + KEYS) of KV head hk into `stage` (zeros

@@ -53,11 +53,11 @@ GK_DEV float gk_fa_load(const uint16_t *p, int64_t i) { return gk_h2f(p[i]); }
 GK_DEV void gk_fa_store(float *p, int64_t i, float v) { p[i] = v; }
 GK_DEV void gk_fa_store(uint16_t *p, int64_t i, float v) { p[i] = gk_f2h(v); }
 
-/* Query rows [row0, row0 + FA_ROWS) of head h, by the whole block. */
-template <int Causal, typename T, int D>
-GK_DEV void gk_fa_block(const T *q, const T *k, const T *v, T *o, int64_t n_heads,
-                        int64_t n_kv_heads, int64_t sq, int64_t skv, float scale,
-                        int64_t h, int64_t row0) {
+/* Query rows [row0, row0 + FA_ROWS) of head h against kv (fa_mma.cuh's
+ * locators), by the whole block. */
+template <int Causal, typename T, int D, class KV>
+GK_DEV void gk_fa_block(const T *q, const KV &kv, T *o, int64_t n_heads, int64_t n_kv_heads,
+                        int64_t sq, float scale, int64_t h, int64_t row0) {
   static_assert(D % GK_GROUP == 0, "head_dim must be a multiple of 32");
   constexpr int DPL = D / GK_GROUP; /* output dimensions per lane */
   __shared__ float sq_t[FA_ROWS][D];
@@ -65,7 +65,7 @@ GK_DEV void gk_fa_block(const T *q, const T *k, const T *v, T *o, int64_t n_head
   __shared__ float sv_t[FA_KEYS][D];
 
   const int tid = (int)threadIdx.x, lane = gk_lane(), grp = gk_group();
-  const int64_t hk = h / (n_heads / n_kv_heads);
+  const int64_t hk = h / (n_heads / n_kv_heads), skv = kv.n;
   const int64_t off = skv - sq; /* causal: row i sees keys j <= i + off */
 
   const int64_t kend = gk_fa_kend(Causal, sq, skv, row0, FA_ROWS);
@@ -90,8 +90,9 @@ GK_DEV void gk_fa_block(const T *q, const T *k, const T *v, T *o, int64_t n_head
       const int r = e / D, c = e % D;
       const int64_t key = k0 + r;
       const bool in = key < skv;
-      sk_t[r][c] = in ? gk_fa_load(k, (hk * skv + key) * D + c) : 0.0f;
-      sv_t[r][c] = in ? gk_fa_load(v, (hk * skv + key) * D + c) : 0.0f;
+      const int64_t at = in ? gk_kv_row(kv, hk, key) + c : 0;
+      sk_t[r][c] = in ? gk_fa_load(kv.k, at) : 0.0f;
+      sv_t[r][c] = in ? gk_fa_load(kv.v, at) : 0.0f;
     }
     __syncthreads();
 
@@ -133,16 +134,16 @@ GK_DEV void gk_fa_block(const T *q, const T *k, const T *v, T *o, int64_t n_head
 }
 
 
-/* The grid's walk: query blocks x, x + gridDim.x, ... of heads y,
- * y + gridDim.y, ... (decode: KV heads y, y + gridDim.y, ... by the blocks
- * with x == 0). Uniform over the block, so every barrier inside is reached
- * by all. f16 on tensor cores (fa_mma.cuh), f32 on FMAs (see the top). */
-template <int Causal, int D>
-GK_DEV void gk_fa_walk(const uint16_t *q, const uint16_t *k, const uint16_t *v, uint16_t *o,
-                       int64_t n_heads, int64_t n_kv_heads, int64_t sq, int64_t skv,
-                       float scale) {
+/* The grid's walk over one sequence's queries q and o ([n_heads][sq][D])
+ * and its keys and values kv: query blocks x, x + gridDim.x, ... of heads
+ * y, y + gridDim.y, ... (decode: KV heads y, y + gridDim.y, ... by the
+ * blocks with x == 0). Uniform over the block, so every barrier inside is
+ * reached by all. f16 on tensor cores (fa_mma.cuh), f32 on FMAs (see the
+ * top). */
+template <int Causal, int D, class KV>
+GK_DEV void gk_fa_walk(const uint16_t *q, const KV &kv, uint16_t *o, int64_t n_heads,
+                       int64_t n_kv_heads, int64_t sq, float scale) {
   __shared__ __attribute__((aligned(16))) gk_fa_smem<D> sm;
-  const gk_kv_contig kv = {k, v, skv, D};
   if ((n_heads / n_kv_heads) * sq <= 16) {
     if (blockIdx.x != 0) return;
     for (int64_t hk = blockIdx.y; hk < n_kv_heads; hk += gridDim.y)
@@ -154,14 +155,13 @@ GK_DEV void gk_fa_walk(const uint16_t *q, const uint16_t *k, const uint16_t *v, 
       gk_fa_mma_prefill<Causal, D>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h,
                                    qb * FA_BLOCK_ROWS);
 }
-template <int Causal, int D>
-GK_DEV void gk_fa_walk(const float *q, const float *k, const float *v, float *o,
-                       int64_t n_heads, int64_t n_kv_heads, int64_t sq, int64_t skv,
-                       float scale) {
+template <int Causal, int D, class KV>
+GK_DEV void gk_fa_walk(const float *q, const KV &kv, float *o, int64_t n_heads,
+                       int64_t n_kv_heads, int64_t sq, float scale) {
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
     for (int64_t qb = blockIdx.x; qb * FA_BLOCK_ROWS < sq; qb += gridDim.x)
       for (int64_t r = qb * FA_BLOCK_ROWS; r < (qb + 1) * FA_BLOCK_ROWS && r < sq; r += FA_ROWS)
-        gk_fa_block<Causal, float, D>(q, k, v, o, n_heads, n_kv_heads, sq, skv, scale, h, r);
+        gk_fa_block<Causal, float, D>(q, kv, o, n_heads, n_kv_heads, sq, scale, h, r);
 }
 
 template <int Causal, typename T, int D>
@@ -171,8 +171,8 @@ GK_DEV void gk_flash_attention(const void *q, const void *k, const void *v, void
   if (n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads != 0 || sq <= 0 ||
       skv < 0)
     return; /* uniform over the grid */
-  gk_fa_walk<Causal, D>((const T *)q, (const T *)k, (const T *)v, (T *)o, n_heads, n_kv_heads,
-                        sq, skv, scale);
+  const gk_kv_contig<T> kv = {(const T *)k, (const T *)v, skv, D};
+  gk_fa_walk<Causal, D>((const T *)q, kv, (T *)o, n_heads, n_kv_heads, sq, scale);
 }
 
 #endif /* GK_FLASH_ATTENTION_CUH */

@@ -18,6 +18,7 @@
 #define GK_GPU_EMULATE 1
 #include "argmax.cuh"
 #include "flash_attention.cuh"
+#include "paged_attention.cuh"
 #include "q8x.cuh"
 #include "qmatmul.cuh"
 #include "rmsnorm.cuh"
@@ -369,6 +370,135 @@ static void check_attention(void) {
   SECTION_OK(before, "ok: flash_attention 8 variants x %zu shapes\n", sizeof shapes / sizeof shapes[0]);
 }
 
+/* ---- paged_attention, kv_append --------------------------------------------- */
+
+/* The GPU bodies against tests/common's references on a batch that mixes
+ * decode-sized groups, prefill chunks, lengths 0 and below sq, and invalid
+ * sequences (NaN rows, nothing appended) between valid ones, pages
+ * scattered over the pool in random order. */
+static void check_paged(void) {
+  const int before = failures;
+  static const std::vector<std::string> pa_params = {
+      "q:ptr", "k_pool:ptr", "v_pool:ptr", "block_table:ptr", "seq_lens:ptr", "o:ptr",
+      "n_seqs:i64", "n_heads:i64", "n_kv_heads:i64", "sq:i64", "max_pages:i64",
+      "n_pages:i64", "scale:f32"};
+  static const std::vector<std::string> kv_params = {
+      "k_new:ptr", "v_new:ptr", "k_pool:ptr", "v_pool:ptr", "block_table:ptr",
+      "seq_lens:ptr", "n_seqs:i64", "n_kv_heads:i64", "sq:i64", "max_pages:i64",
+      "n_pages:i64"};
+  struct pcase {
+    long long n_seqs, h, hk, sq;
+    int32_t lens[4];
+    kref_paged_kind kind[4];
+  };
+  static const pcase cases[] = {
+      /* decode: 4 heads over 1 KV head (one fragment), lengths 1, 0, 75 */
+      {3, 4, 1, 1, {1, 0, 75}, {KREF_PAGED_OK, KREF_PAGED_OK, KREF_PAGED_OK}},
+      /* prefill chunks of 20 (two fragments a head), one shorter than sq, an
+       * invalid sequence between valid ones */
+      {3, 2, 1, 20, {90, 7, 40},
+       {KREF_PAGED_OK, KREF_PAGED_OK, KREF_PAGED_PAGE_PAST_POOL}},
+  };
+  for (kref_dtype dt : {KREF_F16, KREF_F32})
+    for (int d : {64, 128})
+      for (int page : {16, 64}) {
+        char variant[64];
+        snprintf(variant, sizeof variant, "dtype=%s,head_dim=%d,page=%d", kref_dtype_name(dt),
+                 d, page);
+        launch Lp, Lk;
+        if (!read_launch("paged_attention", variant, &Lp) ||
+            !read_launch("kv_append", variant, &Lk))
+          continue;
+        for (const pcase &c : cases) {
+          qref_rng r;
+          qref_seed(&r, 4242 + c.sq + d + page);
+          int32_t lens[4];
+          memcpy(lens, c.lens, sizeof lens);
+          int64_t max_pages = 0, n_pages = 0;
+          int32_t *table = kref_make_paged_table(&r, page, c.n_seqs, lens, c.kind, 2,
+                                                 &max_pages, &n_pages);
+          const size_t es = kref_dtype_size(dt), qn = (size_t)(c.n_seqs * c.h * c.sq * d),
+                       pn = (size_t)(n_pages * c.hk * page * d),
+                       nn = (size_t)(c.n_seqs * c.hk * c.sq * d);
+          std::vector<unsigned char> q(qn * es + 1), kp(pn * es + 1), vp(pn * es + 1),
+              kn(nn * es + 1), vn(nn * es + 1), want(qn * es + 1), o((qn + 64) * es, 0xff);
+          kref_fill(&r, dt, q.data(), qn, -1.0, 1.0);
+          kref_fill(&r, dt, kp.data(), pn, -1.0, 1.0);
+          kref_fill(&r, dt, vp.data(), pn, -1.0, 1.0);
+          kref_fill(&r, dt, kn.data(), nn, -1.0, 1.0);
+          kref_fill(&r, dt, vn.data(), nn, -1.0, 1.0);
+          char what[160];
+          snprintf(what, sizeof what, "kv_append %s n_seqs=%lld sq=%lld", variant, c.n_seqs,
+                   c.sq);
+          /* kv_append: the same pool bytes as the reference's. */
+          std::vector<unsigned char> kp2 = kp, vp2 = vp;
+          ref_kv_append(dt, d, page, kn.data(), vn.data(), kp.data(), vp.data(), table, lens,
+                        c.n_seqs, c.hk, c.sq, max_pages, n_pages);
+          void *kpp = kp2.data(), *vpp = vp2.data();
+          const void *knp = kn.data(), *vnp = vn.data();
+          auto append = [&]() {
+#define KV_CALL(T, D, P) \
+  gk_kv_append<T, D, P>(knp, vnp, kpp, vpp, table, lens, c.n_seqs, c.hk, c.sq, max_pages, n_pages)
+            if (dt == KREF_F16) {
+              if (d == 64) page == 16 ? KV_CALL(uint16_t, 64, 16) : KV_CALL(uint16_t, 64, 64);
+              else page == 16 ? KV_CALL(uint16_t, 128, 16) : KV_CALL(uint16_t, 128, 64);
+            } else {
+              if (d == 64) page == 16 ? KV_CALL(float, 64, 16) : KV_CALL(float, 64, 64);
+              else page == 16 ? KV_CALL(float, 128, 16) : KV_CALL(float, 128, 64);
+            }
+#undef KV_CALL
+          };
+          const std::map<std::string, long long> kv_vars = {
+              {"n_seqs", c.n_seqs}, {"n_kv_heads", c.hk}, {"sq", c.sq}};
+          if (run(what, Lk, kv_params, kv_vars, append) && (kp2 != kp || vp2 != vp)) {
+            printf("FAIL: %s: the pools differ from the reference's\n", what);
+            failures++;
+          }
+          /* paged_attention on the appended pools. */
+          snprintf(what, sizeof what, "paged_attention %s n_seqs=%lld h=%lld kvh=%lld sq=%lld",
+                   variant, c.n_seqs, c.h, c.hk, c.sq);
+          const float scale = (float)(1.0 / sqrt((double)d));
+          ref_paged_attention(dt, d, page, q.data(), kp.data(), vp.data(), table, lens,
+                              want.data(), c.n_seqs, c.h, c.hk, c.sq, max_pages, n_pages, scale);
+          const void *qp = q.data(), *kpc = kp.data(), *vpc = vp.data();
+          void *op = o.data();
+          auto attend = [&]() {
+#define PA_CALL(T, D, P)                                                                  \
+  gk_paged_attention<T, D, P>(qp, kpc, vpc, table, lens, op, c.n_seqs, c.h, c.hk, c.sq, \
+                              max_pages, n_pages, scale)
+            if (dt == KREF_F16) {
+              if (d == 64) page == 16 ? PA_CALL(uint16_t, 64, 16) : PA_CALL(uint16_t, 64, 64);
+              else page == 16 ? PA_CALL(uint16_t, 128, 16) : PA_CALL(uint16_t, 128, 64);
+            } else {
+              if (d == 64) page == 16 ? PA_CALL(float, 64, 16) : PA_CALL(float, 64, 64);
+              else page == 16 ? PA_CALL(float, 128, 16) : PA_CALL(float, 128, 64);
+            }
+#undef PA_CALL
+          };
+          const std::map<std::string, long long> pa_vars = {
+              {"n_seqs", c.n_seqs}, {"n_heads", c.h}, {"n_kv_heads", c.hk}, {"sq", c.sq}};
+          if (run(what, Lp, pa_params, pa_vars, attend)) {
+            double vmax = 0.0, atol, rtol;
+            int32_t longest = 0;
+            for (size_t i = 0; i < pn; i++) vmax = fmax(vmax, fabs(kref_get(dt, vp.data(), i)));
+            for (long long i = 0; i < c.n_seqs; i++) longest = std::max(longest, lens[i]);
+            kref_attention_tolerance(dt, d, 1.0, longest, vmax, dt == KREF_F16, &atol, &rtol);
+            failures += kref_check(what, dt, o.data(), want.data(), (int64_t)qn, atol, rtol,
+                                   NULL);
+            for (size_t i = qn * es; i < o.size(); i++)
+              if (o[i] != 0xff) {
+                printf("FAIL: %s: wrote past o\n", what);
+                failures++;
+                break;
+              }
+          }
+          free(table);
+        }
+      }
+  SECTION_OK(before, "ok: paged_attention and kv_append 8 variants x 2 batches (invalid "
+                     "sequences included)\n");
+}
+
 /* ---- rmsnorm, rope, argmax ------------------------------------------------- */
 
 static void check_rmsnorm(void) {
@@ -632,6 +762,7 @@ int main(int argc, char **argv) {
   check_argmax();
   check_sample();
   check_attention();
+  check_paged();
   gk_archive_close(archive);
   if (failures) {
     printf("%d check(s) failed\n", failures);

@@ -1,0 +1,101 @@
+/*
+ * paged_attention.cuh - attention over a paged KV cache, and kv_append,
+ * which writes new rows into its pages (docs/kernels.md), on GPUs.
+ * Template: element type (uint16_t holding binary16, or float), head
+ * dimension D, page size Page. The layout and the one validity rule are
+ * kernelsrc/common/gk_paged.h's.
+ *
+ * paged_attention is flash_attention (causal) run per sequence with its
+ * keys and values found through its block table: the same schedules and
+ * tile steps (flash_attention.cuh, fa_mma.cuh), with a gk_kv_paged locator
+ * where flash_attention has contiguous rows. A sequence is checked by the
+ * whole block before any page is read; an invalid one gets NaN rows.
+ * Launch: blocks of FA_THREADS, grid (ceil(sq / FA_BLOCK_ROWS), n_heads,
+ * n_seqs) or smaller: sequences z, z + gridDim.z, ...; inside a sequence
+ * the blocks share the queries as flash_attention's do.
+ *
+ * kv_append: blocks of KV_THREADS, grid (sq, n_kv_heads, n_seqs) or
+ * smaller; a block copies row i of KV head hk of sequence s, 16 bytes a
+ * thread, to position seq_lens[s] - sq + i of its pages (skipped when the
+ * sequence is invalid or shorter than sq).
+ */
+#ifndef GK_PAGED_ATTENTION_CUH
+#define GK_PAGED_ATTENTION_CUH
+
+#include "flash_attention.cuh"
+
+#define KV_THREADS 64
+
+/* gk_paged_seq_ok by the whole block: the table entries are checked by
+ * every thread a few each, then agreed on through shared memory. */
+GK_DEV bool gk_paged_block_ok(const int32_t *bt, int32_t len, int64_t page, int64_t max_pages,
+                              int64_t n_pages) {
+  __shared__ unsigned bad;
+  if (len < 0 || gk_paged_used(len, page) > max_pages) return false; /* uniform */
+  const int64_t used = gk_paged_used(len, page);
+  __syncthreads(); /* a previous reader of `bad` is done */
+  if (threadIdx.x == 0) bad = 0;
+  __syncthreads();
+  for (int64_t j = threadIdx.x; j < used; j += blockDim.x)
+    if (bt[j] < 0 || bt[j] >= n_pages) atomicAdd(&bad, 1u);
+  __syncthreads();
+  return bad == 0;
+}
+
+/* A quiet NaN of each element type. */
+GK_DEV void gk_pa_nan(float *p) { *p = gk_q_f32_from_bits(0x7fc00000u); }
+GK_DEV void gk_pa_nan(uint16_t *p) { *p = 0x7e00u; }
+
+template <typename T, int D, int Page>
+GK_DEV void gk_paged_attention(const void *q, const void *k_pool, const void *v_pool,
+                               const int32_t *block_table, const int32_t *seq_lens, void *o,
+                               int64_t n_seqs, int64_t n_heads, int64_t n_kv_heads,
+                               int64_t sq, int64_t max_pages, int64_t n_pages, float scale) {
+  if (n_seqs <= 0 || n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads != 0 ||
+      sq <= 0 || max_pages < 0 || n_pages < 0)
+    return; /* uniform over the grid */
+  const int64_t rows = n_heads * sq * D; /* elements of a sequence's q, o */
+  for (int64_t s = blockIdx.z; s < n_seqs; s += gridDim.z) {
+    const int32_t *bt = block_table + s * max_pages;
+    const int32_t len = seq_lens[s];
+    T *os = (T *)o + s * rows;
+    if (!gk_paged_block_ok(bt, len, Page, max_pages, n_pages)) {
+      /* Every block of the sequence writes its share of the NaN rows. */
+      const int64_t nb = (int64_t)gridDim.x * gridDim.y;
+      const int64_t b = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
+      for (int64_t e = b * FA_THREADS + threadIdx.x; e < rows; e += nb * FA_THREADS)
+        gk_pa_nan(os + e);
+      continue;
+    }
+    const gk_kv_paged<T> kv = {(const T *)k_pool, (const T *)v_pool, len, D, bt, Page,
+                               n_kv_heads};
+    gk_fa_walk<1, D>((const T *)q + s * rows, kv, os, n_heads, n_kv_heads, sq, scale);
+  }
+}
+
+template <typename T, int D, int Page>
+GK_DEV void gk_kv_append(const void *k_new, const void *v_new, void *k_pool, void *v_pool,
+                         const int32_t *block_table, const int32_t *seq_lens, int64_t n_seqs,
+                         int64_t n_kv_heads, int64_t sq, int64_t max_pages, int64_t n_pages) {
+  if (n_seqs <= 0 || n_kv_heads <= 0 || sq <= 0 || max_pages < 0 || n_pages < 0) return;
+  constexpr int CHUNKS = D * (int)sizeof(T) / 16; /* 16-byte pieces of a row */
+  for (int64_t s = blockIdx.z; s < n_seqs; s += gridDim.z) {
+    const int32_t *bt = block_table + s * max_pages;
+    const int32_t len = seq_lens[s];
+    if (len < sq || !gk_paged_block_ok(bt, len, Page, max_pages, n_pages)) continue;
+    for (int64_t hk = blockIdx.y; hk < n_kv_heads; hk += gridDim.y)
+      for (int64_t i = blockIdx.x; i < sq; i += gridDim.x) {
+        const int64_t src = ((s * n_kv_heads + hk) * sq + i) * D;
+        const int64_t dst = gk_paged_row(bt, len - sq + i, hk, Page, n_kv_heads, D);
+        for (int c = (int)threadIdx.x; c < 2 * CHUNKS; c += KV_THREADS) {
+          const bool is_v = c >= CHUNKS;
+          const int at = (is_v ? c - CHUNKS : c) * (16 / (int)sizeof(T));
+          const T *from = (const T *)(is_v ? v_new : k_new) + src + at;
+          T *to = (T *)(is_v ? v_pool : k_pool) + dst + at;
+          *(uint4 *)to = *(const uint4 *)from;
+        }
+      }
+  }
+}
+
+#endif /* GK_PAGED_ATTENTION_CUH */
