@@ -11,6 +11,7 @@
 
 static const char probe_usage[] =
   "usage: gk probe [FILE] [--device SPEC] [--no-jit] [--json]\n"
+  "       gk probe FILE --launch KERNEL VARIANT name=value... [--device SPEC] [--json]\n"
   "\n"
   "Shows the device libgk finds here (CUDA > ROCm > Metal > Vulkan > CPU) and,\n"
   "given an archive, the image each kernel and variant would get on it, or why\n"
@@ -26,7 +27,14 @@ static const char probe_usage[] =
   "                 chosen, why}]]} on stdout\n"
   "\n"
   "Under each kernel, every image of it is listed with the rule's verdict:\n"
-  "'*' the one chosen, '+' fits but ranks lower, '-' does not fit, and why.\n";
+  "'*' the one chosen, '+' fits but ranks lower, '-' does not fit, and why.\n"
+  "\n"
+  "--launch: what a launch of each entry point of the image KERNEL VARIANT ('-'\n"
+  "for none) gets would use with the integer parameters given as name=value:\n"
+  "grid (cuda, rocm) or groups, block, shared memory, the scalar block; with\n"
+  "the driver's limits, or a --device spec's known ones. --json: {device,\n"
+  "kernel, variant, backend, target, format, limits, launches: [{entry, grid |\n"
+  "groups: [x, y, z], block: [x, y, z], shared, buffers?, scalars?}]}.\n";
 
 typedef struct kv {
   const char *kernel, *variant;
@@ -130,6 +138,8 @@ int cmd_probe(int argc, char **argv) {
   gk_device dev;
   char desc[128], why[256] = "";
 
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--launch") == 0 && !cli_is_help(argv[1])) return cmd_probe_launch(argc, argv);
   for (int i = 1; i < argc && !bad; i++) {
     if (cli_is_help(argv[i])) {
       fputs(probe_usage, stdout);
