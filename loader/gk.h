@@ -632,9 +632,9 @@ GK_API int gk_device_limits_known(const gk_device *dev, gk_device_limits *out);
 
 /* The limits of the device a GPU module was loaded on, asked of its driver
  * at load (CUDA: multiprocessor count, max threads per block, max grid
- * dimensions; ROCm: compute units, workgroup max size, grid max dimensions;
- * Vulkan: maxComputeWorkGroupInvocations and maxComputeWorkGroupCount, no
- * compute units in core Vulkan; others: gk_device_limits_known). GK_OK or
+ * dimensions; Vulkan: maxComputeWorkGroupInvocations and
+ * maxComputeWorkGroupCount, no compute units in core Vulkan; ROCm, Metal,
+ * WGSL for now: gk_device_limits_known). GK_OK or
  * GK_EINVAL (NULL, or a cpu module). Thread-safe. */
 GK_API int gk_module_limits(const gk_module *m, gk_device_limits *out);
 
@@ -709,15 +709,12 @@ GK_API int gk_module_launch_dims(const gk_module *m, const char *entry,
  * plain launch. */
 typedef struct gk_launch_options {
   /* CUDA: the CUstream (NULL: the legacy default stream); it must belong
-   * to the module's context (the device's primary context). ROCm: the
-   * hsa_queue_t * to put the packet on (NULL: a queue the module creates
-   * at its first launch and keeps). Ignored elsewhere. */
+   * to the module's context (the device's primary context). Reserved for
+   * ROCm's hsa_queue_t *. Ignored elsewhere. */
   void *stream;
-  /* ROCm: an hsa_signal_t (its handle) the caller owns, decremented by 1
-   * once the kernel has finished: set it to 1 first, then wait for 0
-   * (hsa_signal_wait_scacquire). 0: gk_module_launch waits for the kernel
-   * itself. Ignored elsewhere (CUDA launches are asynchronous on the
-   * stream; Vulkan dispatches finish before gk_module_launch returns). */
+  /* Reserved for ROCm: an hsa_signal_t the caller waits on. Ignored now
+   * (CUDA launches are asynchronous on the stream; Vulkan dispatches
+   * finish before gk_module_launch returns). */
   uint64_t signal;
   /* Replaces the row's counts (clamped alike) when not NULL. */
   const uint32_t *grid;
@@ -728,20 +725,14 @@ typedef struct gk_launch_options {
  * order (gk_module_launch_dims' checks), geometry from the row:
  *   cuda   cuLaunchKernel on opts->stream, the module's context current
  *          for the call (pushed and popped); asynchronous as CUDA is.
- *   rocm   the kernel arguments laid out in a kernarg segment of the size
- *          and alignment the code object's kernel descriptor gives
- *          (natural alignment of each parameter; code object v5's hidden
- *          block counts, group sizes and remainders filled, the rest
- *          zero), an AQL kernel dispatch packet (barrier bit, system-scope
- *          fences) on the queue, then opts->signal as above. The kernarg
- *          memory and libgk's own completion signal are recycled once the
- *          kernel has finished.
+ *   rocm   NOT YET: GK_EINVAL. Until it is, gk_module_launch_dims gives
+ *          the geometry and gk_module_kernel_info the kernarg segment's
+ *          size and alignment for a hand-built AQL packet.
  *   vulkan gk_vk_dispatch with the buffers (args' pointers are
  *          gk_vk_buffer *, gk_arg_buffer in gk_vulkan.h) and the push
  *          constants from the scalars; returns when the dispatch is done.
- *   metal  (Apple) one compute command: buffers (id<MTLBuffer>, as
- *          pointers) at indices 0.., the scalars with setBytes, the
- *          threadgroups; committed and waited for.
+ *   metal  NOT YET: GK_EINVAL (gk_module_launch_dims gives the
+ *          threadgroups and the setBytes block).
  * WGSL modules are not driven by libgk (use gk_module_launch_dims: grid
  * is what dispatchWorkgroups takes, scalars the uniform buffer); cpu
  * modules are called directly (gk_module_symbol).
