@@ -35,7 +35,6 @@
 
 #include "cudrv.h"
 #include "gk.h"
-#include "launch.h"
 #include "qref.h"
 
 static cudrv cu;
@@ -141,34 +140,34 @@ static json_t *bench_copy(void) {
 
 /* ---- launching through libgk ----------------------------------------------- */
 
-/* Entry e of a loaded module: its CUfunction and launch. -1 when the launch
- * JSON does not parse (printed). */
-static int entry_launch(gk_module *m, const char *entry, cu_function *fn, launch_info *L) {
-  char err[256];
-  *fn = (cu_function)gk_module_symbol(m, entry);
-  if (!*fn || launch_parse(gk_module_info(m)->launch, entry, L, err, sizeof err) != 0) {
-    fprintf(stderr, "gk_bench_gpu: %s entry %s: %s\n", gk_module_info(m)->kernel, entry,
-            *fn ? err : "gk_module_symbol gave NULL");
-    return -1;
-  }
-  ok(cudrv_allow_shared(&cu, *fn, L->shared), "cuFuncSetAttribute (dynamic shared memory)");
+/* The launches of one entry, one argument list per input copy: libgk
+ * evaluates the row's launch (grid, block, shared) and checks the values
+ * against its params, as a downstream program's launch would. */
+typedef struct launches {
+  const gk_module *m;
+  const char *entry;
+  int copies, nargs;
+  gk_arg (*args)[GK_LAUNCH_MAX_PARAMS];
+} launches;
+
+/* 0 when every copy's arguments fit the entry's launch (its dynamic shared
+ * memory allowed), else -1 with the reason in err. */
+static int launches_ready(const launches *l, char *err, size_t size) {
+  gk_launch_dims d;
+  for (int c = 0; c < l->copies; c++)
+    if (gk_module_launch_dims(l->m, l->entry, l->args[c], (size_t)l->nargs, &d) != GK_OK) {
+      snprintf(err, size, "%s", gk_last_error());
+      return -1;
+    }
+  cu_function fn = (cu_function)gk_module_symbol(l->m, l->entry);
+  ok(cudrv_allow_shared(&cu, fn, d.shared), "cuFuncSetAttribute (dynamic shared memory)");
   return 0;
 }
 
-/* A bound launch per input copy, ready to issue. */
-typedef struct launches {
-  cu_function fn;
-  const launch_info *L;
-  int copies;
-  launch_args *args;
-  unsigned grid[3];
-} launches;
 static void launch_issue(void *ctx, long i) {
   launches *l = ctx;
-  launch_args *a = &l->args[i % l->copies];
-  ok(cu.cuLaunchKernel(l->fn, l->grid[0], l->grid[1], l->grid[2], l->L->block[0],
-                       l->L->block[1], l->L->block[2], l->L->shared, NULL, a->params, NULL),
-     "cuLaunchKernel");
+  if (gk_module_launch(l->m, l->entry, l->args[i % l->copies], (size_t)l->nargs, NULL) != GK_OK)
+    die("gk_module_launch", gk_last_error());
 }
 
 /* ---- qmatmul ------------------------------------------------------------------ */
@@ -226,20 +225,16 @@ static void bench_qmatmul(json_t *out, double copy_gbps) {
       free(hx);
       for (size_t e = 0; e < json_array_size(entries); e++) {
         const char *entry = json_string_value(json_array_get(entries, e));
-        launch_info L;
-        launches l = {0};
-        char err[256];
-        if (!entry || entry_launch(m, entry, &l.fn, &L) != 0) continue;
-        l.L = &L, l.copies = copies;
+        launches l = {m, entry, copies, 6, NULL};
+        char err[512];
+        if (!entry) continue;
         l.args = calloc((size_t)copies, sizeof *l.args);
-        int bound = 1;
-        for (int c = 0; c < copies && bound; c++) {
-          launch_args *a = &l.args[c];
-          launch_ptr(a, "x", x), launch_ptr(a, "w", w + wb * (size_t)c), launch_ptr(a, "y", y);
-          launch_int(a, "m", M), launch_int(a, "n", N), launch_int(a, "k", K);
-          bound = launch_bind(&L, a, l.grid, err, sizeof err) == 0;
+        for (int c = 0; c < copies; c++) {
+          gk_arg *a = l.args[c];
+          a[0] = gk_arg_ptr(x), a[1] = gk_arg_ptr(w + wb * (size_t)c), a[2] = gk_arg_ptr(y);
+          a[3] = gk_arg_i64(M), a[4] = gk_arg_i64(N), a[5] = gk_arg_i64(K);
         }
-        if (!bound) { /* an entry with another signature: not qmatmul's to time */
+        if (launches_ready(&l, err, sizeof err) != 0) { /* an entry with another signature: not qmatmul's to time */
           fprintf(stderr, "gk_bench_gpu: qmatmul %s entry %s skipped: %s\n", variant, entry, err);
           free(l.args);
           continue;
@@ -295,12 +290,7 @@ static void bench_attention(json_t *out, double copy_gbps) {
       fprintf(stderr, "gk_bench_gpu: %s\n", gk_archive_errmsg(ar));
       continue;
     }
-    launch_info L;
-    launches l = {0};
-    if (entry_launch(m, "flash_attention", &l.fn, &L) != 0) {
-      gk_module_unload(m);
-      continue;
-    }
+    launches l = {m, "flash_attention", 0, 9, NULL};
     const size_t qb = (size_t)(H * SQ * D) * 2, kb = (size_t)(HK * SKV * D) * 2,
                  set = qb + 2 * kb;
     const int copies = copies_for(set);
@@ -315,21 +305,18 @@ static void bench_attention(json_t *out, double copy_gbps) {
     free(h);
     for (int k = 1; k < copies; k++)
       ok(cu.cuMemcpyDtoDAsync(in + set * (size_t)k, in, set, NULL), "cuMemcpyDtoDAsync");
-    l.L = &L, l.copies = copies;
+    l.copies = copies;
     l.args = calloc((size_t)copies, sizeof *l.args);
-    char err[256];
-    int bound = 1;
-    for (int k = 0; k < copies && bound; k++) {
-      launch_args *a = &l.args[k];
+    char err[512];
+    for (int k = 0; k < copies; k++) {
+      gk_arg *a = l.args[k];
       const cu_deviceptr base = in + set * (size_t)k;
-      launch_ptr(a, "q", base), launch_ptr(a, "k", base + qb), launch_ptr(a, "v", base + qb + kb);
-      launch_ptr(a, "o", o);
-      launch_int(a, "n_heads", H), launch_int(a, "n_kv_heads", HK);
-      launch_int(a, "sq", SQ), launch_int(a, "skv", SKV);
-      launch_f32(a, "scale", (float)(1.0 / sqrt((double)D)));
-      bound = launch_bind(&L, a, l.grid, err, sizeof err) == 0;
+      a[0] = gk_arg_ptr(base), a[1] = gk_arg_ptr(base + qb), a[2] = gk_arg_ptr(base + qb + kb);
+      a[3] = gk_arg_ptr(o);
+      a[4] = gk_arg_i64(H), a[5] = gk_arg_i64(HK), a[6] = gk_arg_i64(SQ), a[7] = gk_arg_i64(SKV);
+      a[8] = gk_arg_f32((float)(1.0 / sqrt((double)D)));
     }
-    if (bound) {
+    if (launches_ready(&l, err, sizeof err) == 0) {
       const timing t = time_it(launch_issue, &l);
       /* 2 matmuls of sq x skv x D per head; causal: about half the pairs. */
       const double flops = 4.0 * SQ * SKV * D * H * (causal ? 0.5 : 1.0);

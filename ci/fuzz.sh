@@ -2,8 +2,9 @@
 # fuzz.sh [-t SECONDS] [--merge] [TARGET...] - builds the libFuzzer targets
 # (clang, -DGK_FUZZ=ON, in build-fuzz/) and runs each for SECONDS (default
 # 600), one process at a time: archive (open from file and memory, select,
-# read, load), elf (every backend's image readers), recipe (the recipe
-# engine). Default: all three.
+# read, load), elf (every backend's image readers), launch (the rows'
+# launch JSON and count expressions), recipe (the recipe engine). Default:
+# all four.
 #
 # Each run starts from the committed corpus tests/fuzz/corpus/TARGET and
 # grows a working corpus in build-fuzz/fuzz/TARGET/corpus; a crash is
@@ -26,9 +27,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 case $secs in *[!0-9]* | "") echo "ci/fuzz.sh: -t takes seconds, not '$secs'" >&2; exit 2 ;; esac
-targets=${*:-archive elf recipe}
+targets=${*:-archive elf launch recipe}
 for t in $targets; do
-  case $t in archive|elf|recipe) ;; *) echo "ci/fuzz.sh: unknown target '$t' (archive, elf, recipe)" >&2; exit 2 ;; esac
+  case $t in archive|elf|launch|recipe) ;; *) echo "ci/fuzz.sh: unknown target '$t' (archive, elf, launch, recipe)" >&2; exit 2 ;; esac
 done
 
 "$root/ci/setup.sh"

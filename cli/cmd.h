@@ -12,6 +12,8 @@ int cmd_pack(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
+/* gk probe FILE --launch ... (probe_launch.c), called by cmd_probe. */
+int cmd_probe_launch(int argc, char **argv);
 int cmd_matrix(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_extract(int argc, char **argv);

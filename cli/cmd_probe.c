@@ -11,6 +11,7 @@
 
 static const char probe_usage[] =
   "usage: gk probe [FILE] [--device SPEC] [--kernel NAME] [-v] [--no-jit] [--json]\n"
+  "       gk probe FILE --launch KERNEL VARIANT name=value... [--device SPEC] [--json]\n"
   "\n"
   "Shows the device libgk finds here (CUDA > ROCm > Metal > Vulkan > CPU) and,\n"
   "given an archive, the image each kernel and variant would get on it, one\n"
@@ -34,7 +35,14 @@ static const char probe_usage[] =
   "\n"
   "Exit status: 0 when every kernel (and variant) has an image for the\n"
   "device, 1 when some has none or the archive cannot be read, 2 on usage\n"
-  "errors.\n";
+  "errors.\n"
+  "\n"
+  "--launch: what a launch of each entry point of the image KERNEL VARIANT ('-'\n"
+  "for none) gets would use with the integer parameters given as name=value:\n"
+  "grid (cuda, rocm) or groups, block, shared memory, the scalar block; with\n"
+  "the driver's limits, or a --device spec's known ones. --json: {device,\n"
+  "kernel, variant, backend, target, format, limits, launches: [{entry, grid |\n"
+  "groups: [x, y, z], block: [x, y, z], shared, buffers?, scalars?}]}.\n";
 
 typedef struct kv {
   const char *kernel, *variant;
@@ -169,6 +177,8 @@ int cmd_probe(int argc, char **argv) {
   gk_device dev;
   char desc[128], why[256] = "";
 
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--launch") == 0 && !cli_is_help(argv[1])) return cmd_probe_launch(argc, argv);
   for (int i = 1; i < argc && !bad; i++) {
     if (cli_is_help(argv[i])) {
       fputs(probe_usage, stdout);

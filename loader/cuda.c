@@ -458,5 +458,56 @@ static int cuda_kernel_info(void *state, const char *name, gk_kernel_info *out) 
   return GK_OK;
 }
 
-const gk__gpu_ops gk__cuda_ops = {GK_BACKEND_CUDA, cuda_load, cuda_symbol,
-                                  cuda_kernel_info, cuda_unload};
+/* The device's grid and block limits and its multiprocessors. */
+static int cuda_limits(void *state, gk_device_limits *out) {
+  const cuda_module *cm = state;
+  static const int attrs[5] = {GK__CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                               GK__CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                               GK__CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+                               GK__CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+                               GK__CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
+  int v[5];
+  for (int i = 0; i < 5; i++)
+    if (cm->c.cuDeviceGetAttribute(&v[i], attrs[i], cm->dev) != GK__CUDA_SUCCESS || v[i] < 1)
+      return GK_EDRIVER;
+  out->compute_units = v[0];
+  out->max_threads = v[1];
+  for (int k = 0; k < 3; k++) out->max_groups[k] = (uint32_t)v[2 + k];
+  return GK_OK;
+}
+
+/* cuLaunchKernel in the module's context: kernelParams[i] points at the
+ * value of args[i], which gk_launch_eval checked against the row. */
+static int cuda_launch(void *state, const char *name, const gk_launch *L,
+                       const gk_launch_dims *d, const gk_arg *args, size_t nargs,
+                       const gk_launch_options *opts) {
+  const cuda_module *cm = state;
+  int i = entry_index(cm, name);
+  char st[96];
+  void *params[GK_LAUNCH_MAX_PARAMS];
+  if (i < 0)
+    return gk__set_last_error(GK_ENOSYMBOL, "%s: the module has no kernel '%s'",
+                              gk__launch_what(L), name);
+  for (size_t k = 0; k < nargs; k++) params[k] = (void *)&args[k].v;
+  gk__cu_context popped;
+  gk__cu_result r = cm->c.cuCtxPushCurrent(cm->ctx);
+  const char *step = "cuCtxPushCurrent";
+  if (r == GK__CUDA_SUCCESS) {
+    step = "cuLaunchKernel";
+    r = cm->c.cuLaunchKernel(cm->fns[i], d->grid[0], d->grid[1], d->grid[2], d->block[0],
+                             d->block[1], d->block[2], d->shared,
+                             opts ? (gk__cu_stream)opts->stream : NULL, params, NULL);
+    cm->c.cuCtxPopCurrent(&popped);
+  }
+  if (r != GK__CUDA_SUCCESS)
+    return gk__set_last_error(GK_EDRIVER, "%s on CUDA device %d: %s (grid %u x %u x %u, "
+                              "block %u x %u x %u, %u bytes shared) failed with %s",
+                              gk__launch_what(L), cm->index, step, d->grid[0], d->grid[1],
+                              d->grid[2], d->block[0], d->block[1], d->block[2], d->shared,
+                              result_text(&cm->c, r, st, sizeof st));
+  gk__clear_last_error();
+  return GK_OK;
+}
+
+const gk__gpu_ops gk__cuda_ops = {GK_BACKEND_CUDA, cuda_load,   cuda_symbol, cuda_kernel_info,
+                                  cuda_unload,     cuda_limits, cuda_launch};

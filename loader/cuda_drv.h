@@ -24,6 +24,7 @@ typedef struct gk__cu_mod_st *gk__cu_module;
 typedef struct gk__cu_func_st *gk__cu_function;
 typedef struct gk__cu_lib_st *gk__cu_library;
 typedef struct gk__cu_kern_st *gk__cu_kernel;
+typedef struct gk__cu_stream_st *gk__cu_stream;
 
 /* CUresult values libgk names in messages or acts on. */
 enum {
@@ -48,6 +49,11 @@ enum {
 
 /* CUdevice_attribute */
 enum {
+  GK__CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+  GK__CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X = 5,
+  GK__CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y = 6,
+  GK__CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z = 7,
+  GK__CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
   GK__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   GK__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 };
@@ -122,6 +128,10 @@ typedef gk__cu_result (*gk__cu_get_proc_address_v1)(const char *symbol,
   X(cuKernelGetFunction, "cuKernelGetFunction", 12000, 0, gk__cu_result,        \
     (gk__cu_function * fn, gk__cu_kernel kernel))                               \
   X(cuLibraryUnload, "cuLibraryUnload", 12000, 0, gk__cu_result,                \
-    (gk__cu_library lib))
+    (gk__cu_library lib))                                                       \
+  X(cuLaunchKernel, "cuLaunchKernel", 4000, 1, gk__cu_result,                   \
+    (gk__cu_function f, unsigned grid_x, unsigned grid_y, unsigned grid_z,      \
+     unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared,     \
+     gk__cu_stream stream, void **params, void **extra))
 
 #endif /* GK_CUDA_DRV_H */

@@ -212,8 +212,9 @@ GK_API void gk_archive_close(gk_archive *ar);
 GK_API const char *gk_archive_errmsg(const gk_archive *ar);
 
 /* The failure of the latest gk_archive_open*() on this thread (those
- * functions have no handle to carry it); "" when it succeeded. Thread-local:
- * another thread's opens do not change it. */
+ * functions have no handle to carry it), or of the latest launch call
+ * (gk_launch_*, gk_module_launch*); "" when it succeeded. Thread-local:
+ * another thread's calls do not change it. */
 GK_API const char *gk_last_error(void);
 
 /*
@@ -542,6 +543,226 @@ GK_API int gk_archive_explain(gk_archive *ar, const gk_device *dev,
 typedef void *(*gk_resolver_fn)(void *ctx, const char *symbol);
 GK_API int gk_driver_set_resolver(gk_backend backend, gk_resolver_fn fn,
                                   void *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Launching GPU kernels (docs/kernels.md, "Launching on GPUs")              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Every GPU row's `launch` JSON says how to call its entry points: the
+ * threads of one block (workgroup), the blocks (workgroups) per axis as
+ * count expressions over the call's integer parameters and the device's
+ * properties, the dynamic shared memory, and the parameters in signature
+ * order with their types. libgk reads it, so a program launches a kernel
+ * without writing a grid, a block or a parameter layout.
+ *
+ * Count expressions: integers, parameter names, the device properties
+ * dev.compute_units (streaming multiprocessors on CUDA, compute units on
+ * ROCm) and dev.max_threads (most threads in one block or workgroup),
+ * + - * / and parentheses, evaluated in 64-bit integers with '/' rounding
+ * UP ("n / 8" blocks of 8 cover n). Overflow, division by a number <= 0 or
+ * of a negative one, unknown names, a device property the device does not
+ * report, nesting deeper than 32 and expressions longer than 255 bytes
+ * are errors, never a crash or a wrong count. A count below 1 becomes 1
+ * and one above the device's limit becomes the limit: every kernel loops
+ * over what a smaller grid leaves.
+ *
+ * Failures here have no archive to carry their message: it is this
+ * thread's gk_last_error(), naming the kernel and the parameter
+ * ("launch of 'qmatmul' (cuda sm_86): parameter 4 'm' is i64; an f32 was
+ * given").
+ */
+
+/* A parameter's type: a device pointer (CUdeviceptr, an HSA pointer as an
+ * integer, or a gk_vk_buffer * on Vulkan), int64_t, int32_t or float. */
+typedef enum gk_arg_type {
+  GK_ARG_PTR = 1,
+  GK_ARG_I64 = 2,
+  GK_ARG_I32 = 3,
+  GK_ARG_F32 = 4
+} gk_arg_type;
+
+/* A tagged parameter value. Build them with gk_arg_ptr() and friends, in
+ * signature order. Every member of `v` starts at the same address, so
+ * &args[i].v is what CUDA's kernelParams[i] points at. */
+typedef struct gk_arg {
+  gk_arg_type type;
+  union {
+    uint64_t ptr;
+    int64_t i64;
+    int32_t i32;
+    float f32;
+  } v;
+} gk_arg;
+
+static inline gk_arg gk_arg_ptr(uint64_t device_address) {
+  gk_arg a;
+  a.type = GK_ARG_PTR;
+  a.v.ptr = device_address;
+  return a;
+}
+static inline gk_arg gk_arg_i64(int64_t x) {
+  gk_arg a;
+  a.type = GK_ARG_I64;
+  a.v.i64 = x;
+  return a;
+}
+static inline gk_arg gk_arg_i32(int32_t x) {
+  gk_arg a;
+  a.type = GK_ARG_I32;
+  a.v.ptr = 0;
+  a.v.i32 = x;
+  return a;
+}
+static inline gk_arg gk_arg_f32(float x) {
+  gk_arg a;
+  a.type = GK_ARG_F32;
+  a.v.ptr = 0;
+  a.v.f32 = x;
+  return a;
+}
+
+/* Most parameters a launch row may declare. */
+#define GK_LAUNCH_MAX_PARAMS 16
+/* Largest block of scalars (Vulkan push constants, WGSL uniform, Metal
+ * setBytes): Vulkan's guaranteed maxPushConstantsSize. */
+#define GK_LAUNCH_MAX_SCALAR_BYTES 128
+
+/*
+ * What a device allows, as count expressions see it. 0 in compute_units or
+ * max_threads means "not known": an expression naming it then fails.
+ * max_groups is the most blocks (workgroups) per axis a launch may have.
+ */
+typedef struct gk_device_limits {
+  int64_t compute_units; /* dev.compute_units */
+  int64_t max_threads;   /* dev.max_threads */
+  uint32_t max_groups[3];
+} gk_device_limits;
+
+/* The limits of a device known without its driver (a spec such as
+ * "cuda:sm_86"): the backend's documented grid limits (CUDA 2^31-1 x 65535
+ * x 65535; ROCm 2^31-1 per axis (the packet's grid counts work-items in 32
+ * bits, which gk_launch_eval also respects); Vulkan and WGSL 65535, the
+ * minimum every device allows; Metal 2^31-1) and max_threads 1024 (CUDA,
+ * ROCm) or 256 (Vulkan's and WebGPU's guaranteed minimum); compute_units
+ * unknown (0). GK_OK, or GK_EINVAL for NULL or a backend without launches
+ * (cpu). Thread-safe. */
+GK_API int gk_device_limits_known(const gk_device *dev, gk_device_limits *out);
+
+/* The limits of the device a GPU module was loaded on, asked of its driver
+ * at load (CUDA: multiprocessor count, max threads per block, max grid
+ * dimensions; Vulkan: maxComputeWorkGroupInvocations and
+ * maxComputeWorkGroupCount, no compute units in core Vulkan; ROCm, Metal,
+ * WGSL for now: gk_device_limits_known). GK_OK or
+ * GK_EINVAL (NULL, or a cpu module). Thread-safe. */
+GK_API int gk_module_limits(const gk_module *m, gk_device_limits *out);
+
+/* A row's launch for one entry point, parsed and checked: every count
+ * expression compiled, every name resolved against the row's parameters
+ * and the device properties. Immutable: usable from several threads. */
+typedef struct gk_launch gk_launch;
+
+/*
+ * Parses row->launch for entry `entry` of row->backend (cuda and rocm:
+ * block, grid, shared, params; vulkan: local_size, groups, bindings,
+ * push_constants; wgsl: workgroup_size, groups, bindings, params; metal:
+ * threads_per_threadgroup, groups, buffers, params). A launch object that
+ * holds an object keyed by the entry's name gives that one; otherwise one
+ * object describes every entry of the row. `entry` NULL: the row's only
+ * launch. What it refuses, a launch at run time would refuse too: the
+ * recipe engine calls it on every section when it reads a recipe.
+ * On failure *out is NULL; GK_EINVAL (NULL argument, a cpu row), or
+ * GK_ECORRUPT (not JSON, a field missing or of the wrong shape, a bad
+ * expression), with gk_last_error() saying which field and why. Free with
+ * gk_launch_free.
+ */
+GK_API int gk_launch_parse(const gk_image_info *row, const char *entry,
+                           gk_launch **out);
+/* NULL is a no-op. */
+GK_API void gk_launch_free(gk_launch *L);
+
+/* The parameters in signature order: on Vulkan, WGSL and Metal the
+ * buffers (pointers) then the scalars, which is the C signature's order
+ * for every kernel of the set; a scalar sized u32 in the row is an i64
+ * (int64_t in C). 0 for NULL. */
+GK_API size_t gk_launch_nparams(const gk_launch *L);
+/* Parameter i's name (owned by L) and type. GK_OK, GK_EINVAL or GK_ERANGE. */
+GK_API int gk_launch_param(const gk_launch *L, size_t i, const char **name,
+                           gk_arg_type *type);
+
+/* A launch, evaluated for one call. */
+typedef struct gk_launch_dims {
+  uint32_t block[3];   /* threads per block / workgroup size, from the row */
+  uint32_t grid[3];    /* blocks / workgroups per axis: what cuLaunchKernel's
+                          grid, an AQL packet's grid_size / workgroup size,
+                          vkCmdDispatch and WebGPU's dispatchWorkgroups take */
+  uint32_t shared;     /* dynamic shared memory, bytes (cuda, rocm) */
+  uint32_t nbuffers;   /* vulkan, wgsl, metal: the buffers bound, in order */
+  uint32_t scalar_size; /* bytes of `scalars` (0 on cuda and rocm) */
+  /* vulkan: the push constants; wgsl: the uniform buffer's bytes; metal:
+   * what setBytes takes. Little-endian, at the row's offsets. */
+  unsigned char scalars[GK_LAUNCH_MAX_SCALAR_BYTES];
+} gk_launch_dims;
+
+/*
+ * Evaluates L for one call: checks that args has exactly the launch's
+ * parameters in order and type (an i64 given for a u32 scalar must fit 32
+ * bits unsigned), evaluates the counts with `lim` (NULL: the backend's
+ * gk_device_limits_known) and clamps them. GK_OK, or GK_EINVAL with
+ * gk_last_error() naming the parameter or the expression and the fault.
+ * Thread-safe; allocates nothing.
+ */
+GK_API int gk_launch_eval(const gk_launch *L, const gk_device_limits *lim,
+                          const gk_arg *args, size_t nargs,
+                          gk_launch_dims *out);
+
+/* gk_launch_eval for entry `entry` of a loaded GPU module, with the
+ * launch parsed at load and the module's device limits. GK_ENOSYMBOL for
+ * an entry the row does not list, GK_ECORRUPT when its launch did not
+ * parse (gk_last_error() says why), else as gk_launch_eval. */
+GK_API int gk_module_launch_dims(const gk_module *m, const char *entry,
+                                 const gk_arg *args, size_t nargs,
+                                 gk_launch_dims *out);
+
+/* Options of gk_module_launch; NULL or zero-initialised ({0}) is the
+ * plain launch. */
+typedef struct gk_launch_options {
+  /* CUDA: the CUstream (NULL: the legacy default stream); it must belong
+   * to the module's context (the device's primary context). Reserved for
+   * ROCm's hsa_queue_t *. Ignored elsewhere. */
+  void *stream;
+  /* Reserved for ROCm: an hsa_signal_t the caller waits on. Ignored now
+   * (CUDA launches are asynchronous on the stream; Vulkan dispatches
+   * finish before gk_module_launch returns). */
+  uint64_t signal;
+  /* Replaces the row's counts (clamped alike) when not NULL. */
+  const uint32_t *grid;
+} gk_launch_options;
+
+/*
+ * Launches entry `entry` of a loaded GPU module with args in signature
+ * order (gk_module_launch_dims' checks), geometry from the row:
+ *   cuda   cuLaunchKernel on opts->stream, the module's context current
+ *          for the call (pushed and popped); asynchronous as CUDA is.
+ *   rocm   NOT YET: GK_EINVAL. Until it is, gk_module_launch_dims gives
+ *          the geometry and gk_module_kernel_info the kernarg segment's
+ *          size and alignment for a hand-built AQL packet.
+ *   vulkan gk_vk_dispatch with the buffers (args' pointers are
+ *          gk_vk_buffer *, gk_arg_buffer in gk_vulkan.h) and the push
+ *          constants from the scalars; returns when the dispatch is done.
+ *   metal  NOT YET: GK_EINVAL (gk_module_launch_dims gives the
+ *          threadgroups and the setBytes block).
+ * WGSL modules are not driven by libgk (use gk_module_launch_dims: grid
+ * is what dispatchWorkgroups takes, scalars the uniform buffer); cpu
+ * modules are called directly (gk_module_symbol).
+ * GK_OK; GK_EINVAL (arguments, or a wgsl or cpu module); GK_ENOSYMBOL;
+ * GK_ECORRUPT (the row's launch); GK_EDRIVER (the driver refused: the
+ * message names the call and its status); GK_ENOMEM. The message is this
+ * thread's gk_last_error(). Thread-safe as the module is.
+ */
+GK_API int gk_module_launch(const gk_module *m, const char *entry,
+                            const gk_arg *args, size_t nargs,
+                            const gk_launch_options *opts);
 
 /* CPU ABI of the quantized matmul (kernel "qmatmul", variant "bits=N"):
  * y[i*n + j] = sum_t x[i*k + t] * W[j][t] for i < m, j < n, with W in the

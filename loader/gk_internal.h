@@ -225,7 +225,30 @@ typedef struct gk__gpu_ops {
   void *(*symbol)(void *state, const char *name);
   int (*kernel_info)(void *state, const char *name, gk_kernel_info *out);
   void (*unload)(void *state);
+  /* The device's limits (gk_module_limits), asked once at load; NULL:
+   * gk_device_limits_known. */
+  int (*limits)(void *state, gk_device_limits *out);
+  /* Launches entry `name` with geometry d and the checked args; NULL when
+   * libgk does not drive the backend. Failures set gk_last_error(). */
+  int (*launch)(void *state, const char *name, const gk_launch *L,
+                const gk_launch_dims *d, const gk_arg *args, size_t nargs,
+                const gk_launch_options *opts);
 } gk__gpu_ops;
+
+/* ---- launches (launch.c) ----------------------------------------------- */
+
+/* "launch of 'qmatmul' (qmatmul bits=4 cuda sm_86)", for messages. */
+const char *gk__launch_what(const gk_launch *L);
+gk_backend gk__launch_backend(const gk_launch *L);
+/* The args a block of scalars (push constants) stands for: buffers as
+ * pointers 0, scalars decoded at the row's offsets; args has room for
+ * gk_launch_nparams(L). GK_OK, or GK_EINVAL (size is not the row's). */
+int gk__launch_args_from_scalars(const gk_launch *L, const void *bytes,
+                                 size_t size, gk_arg *args);
+/* The parsed launch of entry `name` of module m, with its limits; NULL with
+ * *status (GK_ENOSYMBOL, GK_ECORRUPT: gk_last_error() set) otherwise. */
+const gk_launch *gk__module_launch(const gk_module *m, const char *name,
+                                   const gk_device_limits **lim, int *status);
 
 /* ---- ROCm (rocm_isa.c: names and ELF; rocm.c: HSA) -------------------- */
 

@@ -27,13 +27,16 @@
  *                   pointers: buffer i of gk_vk_dispatch goes to binding i
  *   push_constants  [{name, offset, type}] - the C signature's scalars, sizes
  *                   as u32, floats as f32; std430 offsets
- *   groups          [gx, gy, gz] - a number, or the name of a push constant
- *                   whose value is the count; gk_vk_dispatch clamps each
- *                   count to the device's limit, and every kernel loops
- *                   over what a smaller grid leaves, so any count >= 1 is
+ *   groups          [gx, gy, gz] - count expressions over the push
+ *                   constants (gk.h, "Launching GPU kernels"); gk_vk_dispatch
+ *                   evaluates them when given no groups, and clamps each
+ *                   count to the device's limit: every kernel loops over
+ *                   what a smaller grid leaves, so any count >= 1 is
  *                   correct.
- * libgk itself reads the bindings, push-constant size and local size from
- * the SPIR-V module (it parses no JSON); the tests check both agree.
+ * libgk reads the bindings, push-constant size and local size from the
+ * SPIR-V module and the groups and push-constant layout from the JSON; the
+ * tests check both agree. gk_module_launch (gk.h) runs an entry from
+ * tagged values: the buffers as gk_arg_buffer(b), then the scalars.
  *
  * Threads. A gk_vk may be used from several threads: dispatches on one
  * gk_vk are serialized by its lock (one queue). Buffers may be mapped and
@@ -135,8 +138,10 @@ GK_API void gk_vk_buffer_destroy(gk_vk_buffer *b);
  * entry's block size; the layout is the launch metadata's), dispatches
  * groups[0..2] workgroups, each clamped to the device's
  * maxComputeWorkGroupCount (and raised to 1), then makes the results
- * visible in the mapped buffers. Every buffer must belong to m's gk_vk.
- * GK_OK, GK_EINVAL (wrong counts or sizes, foreign buffer), GK_ENOSYMBOL
+ * visible in the mapped buffers. groups NULL: the row's `groups`,
+ * evaluated with the values in `push` (gk_module_launch_dims). Every buffer must belong to m's gk_vk.
+ * GK_OK, GK_EINVAL (wrong counts or sizes, foreign buffer, the row's
+ * groups do not evaluate), GK_ECORRUPT (the row's launch), GK_ENOSYMBOL
  * (no such entry), GK_EDRIVER (a Vulkan call failed: gk_vk_errmsg says which
  * and its VkResult).
  */
@@ -144,6 +149,11 @@ GK_API int gk_vk_dispatch(const gk_module *m, const char *entry,
                           gk_vk_buffer *const *buffers, size_t nbuffers,
                           const void *push, size_t push_size,
                           const uint32_t groups[3]);
+
+/* A buffer as the pointer argument of gk_module_launch. */
+static inline gk_arg gk_arg_buffer(gk_vk_buffer *b) {
+  return gk_arg_ptr((uint64_t)(uintptr_t)b);
+}
 
 /* ---- native handles, for programs with their own Vulkan code ----------- */
 

@@ -101,5 +101,5 @@ static int metal_kernel_info(void *s, const char *n, gk_kernel_info *o) {
 static void metal_unload(void *s) { (void)s; }
 
 const gk__gpu_ops gk__metal_ops = {GK_BACKEND_METAL, metal_load, metal_symbol,
-                                   metal_kernel_info, metal_unload};
+                                   metal_kernel_info, metal_unload, NULL, NULL};
 #endif

@@ -43,6 +43,13 @@ struct gk_module {
   char *path; /* the name the dynamic linker knows it by */
   const gk__gpu_ops *gpu; /* GPU modules: their backend and its state */
   void *gpu_state;
+  /* GPU modules: each entry's launch, parsed at load (NULL when its JSON
+   * did not parse: launch_err says why), and the device's limits. */
+  int nentries;
+  char entries[GK_LAUNCH_MAX_PARAMS][GK__CUDA_NAME_MAX];
+  gk_launch *launch[GK_LAUNCH_MAX_PARAMS];
+  char *launch_err[GK_LAUNCH_MAX_PARAMS];
+  gk_device_limits lim;
 };
 
 /* The GPU backends that load modules: one line each. */
@@ -183,6 +190,86 @@ static int load_so(gk_archive *ar, gk_module *m, const void *bytes, size_t size,
   return GK_OK;
 }
 
+/* Parses each entry's launch and asks the device's limits, once, so that a
+ * loaded module stays immutable (and its launches thread-safe). A launch
+ * that does not parse does not stop the load: the module's symbols are
+ * still good, and the launch calls report why. */
+static void prepare_launches(gk_module *m) {
+  char saved[1024];
+  gk__strlcpy(saved, gk_last_error(), sizeof saved); /* an open's message */
+  gk_device_limits_known(&m->dev, &m->lim);
+  if (m->gpu->limits && m->gpu_state) {
+    gk_device_limits l;
+    if (m->gpu->limits(m->gpu_state, &l) == GK_OK) m->lim = l;
+  }
+  int n = gk__cuda_entries(m->info.entry, m->entries, GK_LAUNCH_MAX_PARAMS);
+  m->nentries = n < 0 ? 0 : n;
+  for (int i = 0; i < m->nentries; i++)
+    if (gk_launch_parse(&m->info, m->entries[i], &m->launch[i]) != GK_OK)
+      m->launch_err[i] = strdup(gk_last_error());
+  gk__set_last_error(GK_OK, "%s", saved);
+}
+
+const gk_launch *gk__module_launch(const gk_module *m, const char *name,
+                                   const gk_device_limits **lim, int *status) {
+  for (int i = 0; m && name && i < m->nentries; i++) {
+    if (strcmp(m->entries[i], name) != 0) continue;
+    if (!m->launch[i]) {
+      *status = gk__set_last_error(GK_ECORRUPT, "%s",
+                                   m->launch_err[i] ? m->launch_err[i] : "out of memory");
+      return NULL;
+    }
+    *lim = &m->lim;
+    return m->launch[i];
+  }
+  *status = !m || !name ? gk__set_last_error(GK_EINVAL, "gk_module_launch: %s is NULL",
+                                             !m ? "the module" : "entry")
+            : m->gpu ? gk__set_last_error(GK_ENOSYMBOL, "no entry '%s' in the launch of '%s' %s",
+                                          name, m->info.kernel, m->info.target)
+                     : gk__set_last_error(GK_EINVAL, "'%s' is a cpu module: call the function "
+                                          "(gk_module_symbol), there is no launch", m->info.kernel);
+  return NULL;
+}
+
+GK_API int gk_module_limits(const gk_module *m, gk_device_limits *out) {
+  if (!m || !out || !m->gpu) return GK_EINVAL;
+  *out = m->lim;
+  return GK_OK;
+}
+
+GK_API int gk_module_launch_dims(const gk_module *m, const char *entry, const gk_arg *args,
+                                 size_t nargs, gk_launch_dims *out) {
+  const gk_device_limits *lim;
+  int rc;
+  const gk_launch *L = gk__module_launch(m, entry, &lim, &rc);
+  return L ? gk_launch_eval(L, lim, args, nargs, out) : rc;
+}
+
+GK_API int gk_module_launch(const gk_module *m, const char *entry, const gk_arg *args,
+                            size_t nargs, const gk_launch_options *opts) {
+  const gk_device_limits *lim;
+  int rc;
+  const gk_launch *L = gk__module_launch(m, entry, &lim, &rc);
+  if (!L) return rc;
+  if (!m->gpu->launch)
+    return gk__set_last_error(GK_EINVAL, "%s: libgk does not drive %s devices%s",
+                              gk__launch_what(L), gk_backend_name(m->dev.backend),
+                              m->dev.backend == GK_BACKEND_WGSL
+                                  ? " (gk_module_launch_dims gives what dispatchWorkgroups "
+                                    "and the uniform buffer take)"
+                                  : "");
+  gk_launch_dims d;
+  if ((rc = gk_launch_eval(L, lim, args, nargs, &d)) != GK_OK) return rc;
+  if (opts && opts->grid)
+    for (int k = 0; k < 3; k++) {
+      uint64_t g = opts->grid[k], max = lim->max_groups[k] ? lim->max_groups[k] : 1;
+      if (m->dev.backend == GK_BACKEND_ROCM && max > UINT32_MAX / d.block[k])
+        max = UINT32_MAX / d.block[k]; /* as gk_launch_eval: work-items in 32 bits */
+      d.grid[k] = (uint32_t)(g < 1 ? 1 : g > max ? max : g);
+    }
+  return m->gpu->launch(m->gpu_state, entry, L, &d, args, nargs, opts);
+}
+
 GK_API int gk_module_load(gk_archive *ar, const gk_device *dev,
                           const char *kernel, const char *variant,
                           gk_module **out) {
@@ -258,6 +345,7 @@ GK_API int gk_module_load_ex(gk_archive *ar, const gk_device *dev,
     gk_module_unload(m);
     return rc;
   }
+  if (gpu) prepare_launches(m);
   *out = m;
   return GK_OK;
 }
@@ -296,6 +384,10 @@ GK_API int gk_module_kernel_info(const gk_module *m, const char *name,
 GK_API void gk_module_unload(gk_module *m) {
   if (!m) return;
   if (m->gpu && m->gpu_state) m->gpu->unload(m->gpu_state);
+  for (int i = 0; i < m->nentries; i++) {
+    gk_launch_free(m->launch[i]);
+    free(m->launch_err[i]);
+  }
   /* dlclose before close: the fd must not be reused while its name still
    * identifies a loaded object. dlclose may also leave the object mapped
    * (it was linked -z nodelete, has STB_GNU_UNIQUE symbols, or the host

@@ -351,4 +351,4 @@ static void *rocm_symbol(void *state, const char *name) {
 }
 
 const gk__gpu_ops gk__rocm_ops = {GK_BACKEND_ROCM, rocm_load, rocm_symbol,
-                                  rocm_kernel_info, rocm_unload};
+                                  rocm_kernel_info, rocm_unload, NULL, NULL};

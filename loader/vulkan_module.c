@@ -185,8 +185,36 @@ static int vk_kernel_info(void *state, const char *name, gk_kernel_info *out) {
 
 static void vk_unload(void *state) { mod_free(state); }
 
-const gk__gpu_ops gk__vk_ops = {GK_BACKEND_VULKAN, vk_load, vk_symbol, vk_kernel_info,
-                                vk_unload};
+static int vk_limits(void *state, gk_device_limits *out) {
+  const vkmod *md = state;
+  const VkPhysicalDeviceLimits *l = &md->vk->phys.props.limits;
+  out->compute_units = 0; /* core Vulkan does not say */
+  out->max_threads = l->maxComputeWorkGroupInvocations;
+  for (int k = 0; k < 3; k++) out->max_groups[k] = l->maxComputeWorkGroupCount[k];
+  return GK_OK;
+}
+
+/* The buffers are the pointer arguments (gk_vk_buffer *, gk_arg_buffer),
+ * the push constants the scalars as the row lays them out. */
+static int dispatch(vkmod *md, const char *entry, gk_vk_buffer *const *buffers, size_t nbuffers,
+                    const void *push, size_t push_size, const uint32_t groups[3]);
+static int vk_launch(void *state, const char *name, const gk_launch *L, const gk_launch_dims *d,
+                     const gk_arg *args, size_t nargs, const gk_launch_options *opts) {
+  vkmod *md = state;
+  gk_vk_buffer *b[GK_LAUNCH_MAX_PARAMS];
+  size_t nb = 0;
+  (void)opts;
+  for (size_t i = 0; i < nargs; i++)
+    if (args[i].type == GK_ARG_PTR) b[nb++] = (gk_vk_buffer *)(uintptr_t)args[i].v.ptr;
+  int rc = dispatch(md, name, b, nb, d->scalar_size ? d->scalars : NULL, d->scalar_size, d->grid);
+  if (rc != GK_OK)
+    return gk__set_last_error(rc, "%s: %s", gk__launch_what(L), gk_vk_errmsg(md->vk));
+  gk__clear_last_error();
+  return GK_OK;
+}
+
+const gk__gpu_ops gk__vk_ops = {GK_BACKEND_VULKAN, vk_load,   vk_symbol, vk_kernel_info,
+                                vk_unload,         vk_limits, vk_launch};
 
 static vkmod *mod_of(const gk_module *m) {
   return m ? gk__module_gpu_state(m, &gk__vk_ops) : NULL;
@@ -395,16 +423,11 @@ fail:
                  vk->desc.name, call, gk__vk_result_name(r));
 }
 
-GK_API int gk_vk_dispatch(const gk_module *m, const char *entry,
-                          gk_vk_buffer *const *buffers, size_t nbuffers,
-                          const void *push, size_t push_size,
-                          const uint32_t groups[3]) {
-  vkmod *md = mod_of(m);
-  if (!md) return GK_EINVAL;
+/* One dispatch of entry e of md, arguments checked against the module. */
+static int dispatch(vkmod *md, const char *entry, gk_vk_buffer *const *buffers, size_t nbuffers,
+                    const void *push, size_t push_size, const uint32_t groups[3]) {
   gk_vk *vk = md->vk;
-  vkentry *e = entry ? find_entry(md, entry) : NULL;
-  if (!entry || !groups)
-    return gk__vkc_fail(vk, GK_EINVAL, "gk_vk_dispatch: %s is NULL", !entry ? "entry" : "groups");
+  vkentry *e = find_entry(md, entry);
   if (!e) return gk__vkc_fail(vk, GK_ENOSYMBOL, "gk_vk_dispatch: the module has no entry '%s'", entry);
   if (nbuffers != (size_t)md->info.nbindings || (nbuffers && !buffers))
     return gk__vkc_fail(vk, GK_EINVAL, "gk_vk_dispatch: '%s' binds %d buffers; %zu given", entry,
@@ -426,6 +449,29 @@ GK_API int gk_vk_dispatch(const gk_module *m, const char *entry,
   int rc = dispatch_locked(vk, md, e, buffers, push, g);
   pthread_mutex_unlock(&vk->mu);
   return rc;
+}
+
+GK_API int gk_vk_dispatch(const gk_module *m, const char *entry,
+                          gk_vk_buffer *const *buffers, size_t nbuffers,
+                          const void *push, size_t push_size,
+                          const uint32_t groups[3]) {
+  vkmod *md = mod_of(m);
+  if (!md) return GK_EINVAL;
+  if (!entry) return gk__vkc_fail(md->vk, GK_EINVAL, "gk_vk_dispatch: entry is NULL");
+  gk_launch_dims d;
+  if (!groups) {
+    /* The row's groups, evaluated with the values the push constants
+     * carry: the same launch gk_module_launch makes from tagged values. */
+    const gk_device_limits *lim;
+    gk_arg args[GK_LAUNCH_MAX_PARAMS];
+    int rc;
+    const gk_launch *L = gk__module_launch(m, entry, &lim, &rc);
+    if (!L || (rc = gk__launch_args_from_scalars(L, push, push_size, args)) != GK_OK ||
+        (rc = gk_launch_eval(L, lim, args, gk_launch_nparams(L), &d)) != GK_OK)
+      return gk__vkc_fail(md->vk, rc, "gk_vk_dispatch: %s", gk_last_error());
+    groups = d.grid;
+  }
+  return dispatch(md, entry, buffers, nbuffers, push, push_size, groups);
 }
 
 #endif /* GK_HAVE_VULKAN_H */

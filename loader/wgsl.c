@@ -158,4 +158,4 @@ static int wgsl_kernel_info(void *state, const char *name, gk_kernel_info *out) 
 static void wgsl_unload(void *state) { free(state); }
 
 const gk__gpu_ops gk__wgsl_ops = {GK_BACKEND_WGSL, wgsl_load, wgsl_symbol, wgsl_kernel_info,
-                                  wgsl_unload};
+                                  wgsl_unload, NULL, NULL};

@@ -33,6 +33,8 @@ local VALUE = "^[%w_.+-]+$"
 local SECTION_FIELDS = { "entry", "flags", "launch", "source", "targets", "toolchain" }
 -- backend -> the backend whose section's launch it takes when it has none.
 local LAUNCH_FROM = { rocm = "cuda" }
+-- Backends whose rows libgk launches from their `launch` (gk.h).
+local LAUNCHES = { cuda = true, rocm = true, vulkan = true, wgsl = true, metal = true }
 local SECTION_FIELD = {}
 for _, f in ipairs(SECTION_FIELDS) do SECTION_FIELD[f] = true end
 
@@ -334,6 +336,14 @@ function dsl.run(text, ctx)
         s.entry = s.entry or { name }
         local from = LAUNCH_FROM[s.backend] and by_backend[LAUNCH_FROM[s.backend]]
         if s.launch == nil and from then s.launch = from.launch end
+        -- The launch as libgk will read it from the archive: what it would
+        -- refuse at run time (a bad count expression, a field of the wrong
+        -- shape) is refused here, at the section's line.
+        if s.launch ~= nil and LAUNCHES[s.backend] then
+          local text = assert(gk.json_encode(s.launch))
+          local why = gk.launch_check(s.backend, text, s.entry)
+          if why then fail(s.where, "launch of %s: %s", s.backend, why) end
+        end
         for _, t in ipairs(s.targets) do
           local id = s.backend .. "\0" .. t
           if claimed[id] then

@@ -27,6 +27,7 @@
 #include <lua.h>
 
 #include "engine.h"
+#include "gk.h"
 #include "gkcache.h"
 #include "gkrecipes.h"
 
@@ -675,6 +676,33 @@ static int cache_dir(lua_State *L) {
 
 /* ---- the table ---------------------------------------------------------- */
 
+/* gk.launch_check(backend, json, entries) -> nil | message: the launch a
+ * section declares, read by libgk's own parser (gk_launch_parse) for each
+ * entry point, so that gk build refuses what a program's launch would. */
+static int l_launch_check(lua_State *L) {
+  const char *backend = luaL_checkstring(L, 1), *json = luaL_checkstring(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, 3);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, 3, i);
+    const char *entry = lua_tostring(L, -1);
+    gk_image_info row = {.kernel = entry, .backend = backend, .target = "", .variant = "",
+                         .launch = json};
+    gk_launch *parsed;
+    if (gk_launch_parse(&row, entry, &parsed) != GK_OK) {
+      /* The text after libgk's "launch of '...' (...): ", which names the
+       * entry point the recipe's line already shows. */
+      const char *msg = gk_last_error(), *after = strstr(msg, "): ");
+      lua_pushstring(L, after ? after + 3 : msg);
+      return 1;
+    }
+    gk_launch_free(parsed);
+    lua_pop(L, 1);
+  }
+  lua_pushnil(L);
+  return 1;
+}
+
 int gkr__open_gk(lua_State *L, FILE *log) {
   lua_pushlightuserdata(L, log);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &LOG_KEY);
@@ -698,6 +726,7 @@ int gkr__open_gk(lua_State *L, FILE *log) {
   lua_pop(L, 1);
 
   static const luaL_Reg fns[] = {
+    {"launch_check", l_launch_check},
     {"sha256", l_sha256}, {"sha256_file", l_sha256_file}, {"read", l_read},
     {"write_atomic", l_write_atomic}, {"mkdir_p", l_mkdir_p}, {"listdir", l_listdir},
     {"rename", l_rename}, {"remove", l_remove}, {"stat", l_stat},

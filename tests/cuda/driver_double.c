@@ -150,6 +150,10 @@ static int cuDeviceGetAttribute(int *v, int attrib, int dev) {
   if (dev < 0 || dev >= D->count) return INVALID_DEVICE;
   if (attrib == 75) *v = D->major;
   else if (attrib == 76) *v = D->minor;
+  else if (attrib == 16) *v = D->sms;     /* MULTIPROCESSOR_COUNT */
+  else if (attrib == 1) *v = 1024;        /* MAX_THREADS_PER_BLOCK */
+  else if (attrib == 5) *v = 2147483647;  /* MAX_GRID_DIM_X */
+  else if (attrib == 6 || attrib == 7) *v = 65535;
   else return INVALID_VALUE;
   return SUCCESS;
 }
@@ -302,6 +306,28 @@ static int cuFuncGetParamInfo(void *fn, size_t index, size_t *off, size_t *size)
   return SUCCESS;
 }
 
+/* cuLaunchKernel(f, gridDimX..Z, blockDimX..Z, sharedMemBytes, hStream,
+ * kernelParams, extra): checks what a driver checks without running
+ * anything (a function handle, a current context, limits), and records. */
+static int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                          unsigned by, unsigned bz, unsigned shared, void *stream,
+                          void **params, void **extra) {
+  if ((char *)fn < functions || (char *)fn >= functions + 64) return INVALID_HANDLE;
+  if (ctx_depth == 0) return INVALID_CONTEXT;
+  if (!gx || !gy || !gz || gy > 65535 || gz > 65535 || gx > 2147483647u) return INVALID_VALUE;
+  if (!bx || !by || !bz || (unsigned long long)bx * by * bz > 1024) return INVALID_VALUE;
+  if (extra || (D->launch_nparams && !params)) return INVALID_VALUE;
+  D->launches++;
+  D->launch_fn = (int)((char *)fn - functions);
+  D->launch_ctx_depth = ctx_depth;
+  D->grid[0] = gx, D->grid[1] = gy, D->grid[2] = gz;
+  D->block[0] = bx, D->block[1] = by, D->block[2] = bz;
+  D->shared = shared;
+  D->stream = stream;
+  for (int i = 0; i < D->launch_nparams && i < 16; i++) memcpy(D->params[i], params[i], 8);
+  return D->launch_result;
+}
+
 /* ---- finding them --------------------------------------------------------- */
 
 static const struct {
@@ -330,6 +356,7 @@ static const struct {
     {"cuLibraryGetKernel", "cuLibraryGetKernel", (void *)cuLibraryGetKernel},
     {"cuKernelGetFunction", "cuKernelGetFunction", (void *)cuKernelGetFunction},
     {"cuLibraryUnload", "cuLibraryUnload", (void *)cuLibraryUnload},
+    {"cuLaunchKernel", "cuLaunchKernel", (void *)cuLaunchKernel},
 };
 
 static void *find(const char *name, int by_dl) {
@@ -386,6 +413,7 @@ void cud_defaults(cud *d) {
   d->count = 1;
   d->driver_version = 13000;
   d->name = "Test Double GPU (not a real device)";
+  d->sms = 46;
   d->gpa2 = 1;
   d->library = 1;
 }

@@ -28,6 +28,7 @@ typedef struct cud {
   int count;          /* devices */
   int driver_version; /* 13000 */
   const char *name;   /* cuDeviceGetName */
+  int sms;            /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
   int init_result;    /* what cuInit returns */
   /* Which ways of finding entry points it offers: */
   int gpa2, gpa1; /* cuGetProcAddress_v2 / cuGetProcAddress */
@@ -38,6 +39,7 @@ typedef struct cud {
   int load_result;       /* returned by the load call, after its checks */
   const char *jit_log;   /* written to the JIT error log on a forced failure */
   int get_kernel_result; /* returned by cuLibraryGetKernel/cuModuleGetFunction */
+  int launch_result;     /* returned by cuLaunchKernel, after its checks */
 
   /* What it saw: */
   int inits, loads, unloads, retains, releases, pushes, pops, lookups;
@@ -50,9 +52,17 @@ typedef struct cud {
   int nasked;
   char by_name_asked[64][40]; /* names the resolver was asked for */
   int nby_name;
+  /* The last cuLaunchKernel: its function (an index into the double's
+   * handles), geometry, stream, and the first 8 bytes behind each of the
+   * first `launch_nparams` kernelParams (set launch_nparams before). */
+  int launches, launch_nparams;
+  int launch_fn, launch_ctx_depth;
+  unsigned grid[3], block[3], shared;
+  void *stream;
+  unsigned char params[16][8];
 } cud;
 
-/* Sensible defaults: one sm_86 device, driver 13.0, cuGetProcAddress_v2,
+/* Sensible defaults: one sm_86 device with 46 SMs, driver 13.0, cuGetProcAddress_v2,
  * the library API, nothing forced. */
 void cud_defaults(cud *d);
 /* Makes d the double libgk talks to (gk_driver_set_resolver for cuda).

@@ -279,6 +279,92 @@ static void load_refusals(void **state) {
   gk_archive_close(ar);
 }
 
+/* ---- launching ------------------------------------------------------------ */
+
+/* gk_module_launch on the double: every entry of qmatmul bits=4 and of a
+ * flash_attention variant, the grid from the row, kernelParams in the
+ * row's types, the module's context current, the caller's stream. */
+static void launch_kernels(void **state) {
+  (void)state;
+  gk_archive *ar = real_archive();
+  if (!ar) return;
+  gk_module *m;
+  assert_int_equal(gk_module_load(ar, NULL, "qmatmul", "bits=4", &m), GK_OK);
+  gk_device_limits lim;
+  assert_int_equal(gk_module_limits(m, &lim), GK_OK);
+  assert_int_equal(lim.compute_units, 46);
+  assert_int_equal(lim.max_threads, 1024);
+  assert_int_equal(lim.max_groups[1], 65535);
+  gk_arg a[6] = {gk_arg_ptr(0x10000), gk_arg_ptr(0x20000), gk_arg_ptr(0x30000),
+                 gk_arg_i64(17), gk_arg_i64(11008), gk_arg_i64(4096)};
+  static const char *const entries[] = {"qmatmul", "qmatmul_q8x"};
+  for (int e = 0; e < 2; e++) {
+    D.launch_nparams = 6;
+    int before = D.launches, pushes = D.pushes;
+    gk_launch_options o = {.stream = (void *)0x5e};
+    assert_int_equal(gk_module_launch(m, entries[e], a, 6, &o), GK_OK);
+    assert_int_equal(D.launches, before + 1);
+    assert_int_equal(D.launch_ctx_depth, 1); /* inside the module's context */
+    assert_int_equal(D.pushes, pushes + 1);
+    assert_int_equal(D.pops, D.pushes);
+    assert_ptr_equal(D.stream, (void *)0x5e);
+    /* grid ["m / 4", "n / 32", 1], block [256, 1, 1] */
+    assert_int_equal(D.grid[0], 5);
+    assert_int_equal(D.grid[1], 344);
+    assert_int_equal(D.grid[2], 1);
+    assert_int_equal(D.block[0], 256);
+    assert_int_equal(D.shared, 0);
+    uint64_t p;
+    int64_t v;
+    memcpy(&p, D.params[1], 8);
+    assert_int_equal(p, 0x20000);
+    memcpy(&v, D.params[4], 8);
+    assert_int_equal(v, 11008);
+  }
+  /* A wrong argument is named; nothing reaches the driver. */
+  int before = D.launches;
+  a[4] = gk_arg_f32(1.0f);
+  assert_int_equal(gk_module_launch(m, "qmatmul", a, 6, NULL), GK_EINVAL);
+  assert_contains(gk_last_error(), "parameter 4 'n' is i64; the value given is f32");
+  assert_int_equal(gk_module_launch(m, "qmatmul", a, 5, NULL), GK_EINVAL);
+  assert_contains(gk_last_error(), "5 values given for its 6 parameters");
+  assert_int_equal(gk_module_launch(m, "nope", a, 6, NULL), GK_ENOSYMBOL);
+  assert_int_equal(D.launches, before);
+  /* The driver's refusal, in words. */
+  a[4] = gk_arg_i64(64);
+  D.launch_result = 1;
+  assert_int_equal(gk_module_launch(m, "qmatmul", a, 6, NULL), GK_EDRIVER);
+  assert_contains(gk_last_error(), "cuLaunchKernel (grid 5 x 2 x 1, block 256 x 1 x 1");
+  D.launch_result = 0;
+  /* The caller's grid, clamped. */
+  uint32_t g[3] = {0, 70000, 3};
+  gk_launch_options o = {.grid = g};
+  assert_int_equal(gk_module_launch(m, "qmatmul", a, 6, &o), GK_OK);
+  assert_int_equal(D.grid[0], 1);
+  assert_int_equal(D.grid[1], 65535);
+  assert_int_equal(D.grid[2], 3);
+  gk_module_unload(m);
+
+  assert_int_equal(gk_module_load(ar, NULL, "flash_attention",
+                                  "causal=1,dtype=f16,head_dim=128", &m), GK_OK);
+  gk_arg f[9] = {gk_arg_ptr(0x1000), gk_arg_ptr(0x2000), gk_arg_ptr(0x3000), gk_arg_ptr(0x4000),
+                 gk_arg_i64(32), gk_arg_i64(8), gk_arg_i64(130), gk_arg_i64(4096),
+                 gk_arg_f32(0.125f)};
+  D.launch_nparams = 9;
+  assert_int_equal(gk_module_launch(m, "flash_attention", f, 9, NULL), GK_OK);
+  assert_int_equal(D.grid[0], 3); /* ["sq / 64", "n_heads", 1] */
+  assert_int_equal(D.grid[1], 32);
+  assert_int_equal(D.block[0], 128);
+  float scale;
+  memcpy(&scale, D.params[8], 4);
+  assert_true(scale == 0.125f);
+  gk_launch_dims d;
+  assert_int_equal(gk_module_launch_dims(m, "flash_attention", f, 9, &d), GK_OK);
+  assert_int_equal(d.grid[0], 3);
+  gk_module_unload(m);
+  gk_archive_close(ar);
+}
+
 int main(int argc, char **argv) {
   archive_path = argc > 1 ? argv[1] : NULL;
   const struct CMUnitTest tests[] = {
@@ -290,6 +376,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(detect_failures, setup_each, teardown_each),
       cmocka_unit_test_setup_teardown(load_every_kernel, setup_each, teardown_each),
       cmocka_unit_test_setup_teardown(load_refusals, setup_each, teardown_each),
+      cmocka_unit_test_setup_teardown(launch_kernels, setup_each, teardown_each),
   };
   printf("cuda.driver_double: libcuda is a TEST DOUBLE here (driver_double.c)\n");
   return cmocka_run_group_tests_name("cuda.driver_double", tests, NULL, NULL);

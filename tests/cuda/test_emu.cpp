@@ -27,7 +27,6 @@
 
 extern "C" {
 #include "kref.h"
-#include "launch.h"
 #include "qref.h"
 }
 #include <unistd.h>
@@ -61,9 +60,15 @@ static int failures;
 
 /* ---- launch metadata ------------------------------------------------------ */
 
-/* The count expressions of docs/kernels.md ("Launching on GPUs") are
- * tests/common/launch.c's, which tests/gpu launches the real images with. */
-typedef launch_info launch;
+/* The launch of a row, evaluated by libgk (gk.h, "Launching GPU kernels"):
+ * the same evaluator a program's gk_module_launch uses. */
+struct launch {
+  gk_launch *L = nullptr;
+  launch() = default;
+  launch(const launch &) = delete;
+  launch &operator=(const launch &) = delete;
+  ~launch() { gk_launch_free(L); }
+};
 
 static gk_archive *archive;
 
@@ -71,13 +76,14 @@ static gk_archive *archive;
 static bool read_launch(const char *kernel, const char *variant, launch *L) {
   size_t n = 0;
   std::string text;
+  gk_image_info first = {};
   gk_archive_count(archive, &n);
   for (size_t i = 0; i < n; i++) {
     gk_image_info im;
     gk_archive_image(archive, i, &im);
     if (strcmp(im.backend, "cuda") || strcmp(im.kernel, kernel) || strcmp(im.variant, variant))
       continue;
-    if (text.empty()) text = im.launch;
+    if (text.empty()) text = im.launch, first = im;
     CHECK(text == im.launch, "%s %s: launch of %s differs from the other targets' (%s vs %s)",
           kernel, variant, im.target, im.launch, text.c_str());
   }
@@ -86,9 +92,8 @@ static bool read_launch(const char *kernel, const char *variant, launch *L) {
     failures++;
     return false;
   }
-  char err[256];
-  const bool ok = launch_parse(text.c_str(), NULL, L, err, sizeof err) == 0;
-  CHECK(ok, "%s %s: launch '%s': %s", kernel, variant, text.c_str(), err);
+  const bool ok = gk_launch_parse(&first, NULL, &L->L) == GK_OK;
+  CHECK(ok, "%s %s: launch '%s': %s", kernel, variant, text.c_str(), gk_last_error());
   return ok;
 }
 
@@ -97,38 +102,45 @@ static void trampoline(void *f) {
   (*(F *)f)();
 }
 
-/* Launches body on the emulator with the grid the metadata computes from
- * `vars`, after checking the metadata's parameter list against `params`
- * (docs/kernels.md's signature). With `small`, each grid count is cut to at
- * most 2 (x) and 1 (y, z), as a device limit would clamp it: the blocks
- * must loop over the rest (docs/kernels.md, "Launching on GPUs"). */
+/* Launches body on the emulator with the grid libgk computes from `vars`
+ * (integer parameters not named there are 0, pointers 0, floats 0.5), after
+ * checking the row's parameter list against `params` (docs/kernels.md's
+ * signature). With `small`, each grid count is cut to at most 2 (x) and 1
+ * (y, z), as a device limit would clamp it: the blocks must loop over the
+ * rest (docs/kernels.md, "Launching on GPUs"). */
 template <class F>
 static bool run(const char *what, const launch &L, const std::vector<std::string> &params,
                 const std::map<std::string, long long> &vars, F body, bool small = false) {
-  static const char *const types[] = {"ptr", "i64", "i32", "f32"};
+  static const char *const types[] = {"?", "ptr", "i64", "i32", "f32"};
   std::vector<std::string> got;
-  for (int i = 0; i < L.nparams; i++)
-    got.push_back(std::string(L.name[i]) + ":" + types[L.type[i]]);
-  CHECK(got == params, "%s: launch params differ from docs/kernels.md", what);
-  CHECK(L.shared == 0, "%s: dynamic shared memory %u (the bodies use none)", what, L.shared);
-  CHECK(L.block[1] == 1 && L.block[2] == 1 && L.block[0] % GK_GROUP == 0 && L.block[0] <= 1024,
-        "%s: block %u x %u x %u", what, L.block[0], L.block[1], L.block[2]);
-  launch_args a = {};
-  for (const auto &v : vars) launch_int(&a, v.first.c_str(), v.second);
-  gk_emu_dim3 grid, block = {L.block[0], L.block[1], L.block[2]};
-  unsigned *g[3] = {&grid.x, &grid.y, &grid.z};
-  for (int d = 0; d < 3; d++) {
-    char err[256] = "";
-    int64_t v = 0;
-    /* Stricter than a host: a count below 1 is a fault of the metadata. */
-    if (launch_eval(L.grid[d], &a, &v, err, sizeof err) != 0 || v < 1 || v > 0x7fffffff) {
-      printf("FAIL: %s: grid[%d] %s gives %lld %s\n", what, d, L.grid[d], (long long)v, err);
-      failures++;
-      return false;
-    }
-    *g[d] = (unsigned)v;
-    if (small && *g[d] > (d ? 1u : 2u)) *g[d] = d ? 1u : 2u;
+  std::vector<gk_arg> args;
+  for (size_t i = 0; i < gk_launch_nparams(L.L); i++) {
+    const char *name;
+    gk_arg_type t;
+    gk_launch_param(L.L, i, &name, &t);
+    got.push_back(std::string(name) + ":" + types[t]);
+    auto v = vars.find(name);
+    const long long x = v == vars.end() ? 0 : v->second;
+    args.push_back(t == GK_ARG_PTR   ? gk_arg_ptr(0)
+                   : t == GK_ARG_I64 ? gk_arg_i64(x)
+                   : t == GK_ARG_I32 ? gk_arg_i32((int32_t)x)
+                                     : gk_arg_f32(0.5f));
   }
+  CHECK(got == params, "%s: launch params differ from docs/kernels.md", what);
+  gk_launch_dims d;
+  gk_device_limits lim = {0, 1024, {0x7fffffff, 0x7fffffff, 0x7fffffff}};
+  if (gk_launch_eval(L.L, &lim, args.data(), args.size(), &d) != GK_OK) {
+    printf("FAIL: %s: %s\n", what, gk_last_error());
+    failures++;
+    return false;
+  }
+  CHECK(d.shared == 0, "%s: dynamic shared memory %u (the bodies use none)", what, d.shared);
+  CHECK(d.block[1] == 1 && d.block[2] == 1 && d.block[0] % GK_GROUP == 0 && d.block[0] <= 1024,
+        "%s: block %u x %u x %u", what, d.block[0], d.block[1], d.block[2]);
+  gk_emu_dim3 grid = {d.grid[0], d.grid[1], d.grid[2]}, block = {d.block[0], d.block[1], d.block[2]};
+  unsigned *g[3] = {&grid.x, &grid.y, &grid.z};
+  for (int k = 0; small && k < 3; k++)
+    if (*g[k] > (k ? 1u : 2u)) *g[k] = k ? 1u : 2u;
   if (gk_emu_launch(grid, block, trampoline<F>, &body) != 0) {
     printf("FAIL: %s: the emulator stopped\n", what);
     failures++;

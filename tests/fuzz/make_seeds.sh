@@ -6,6 +6,7 @@
 #                                                   no .gkfat: .gitignore skips those)
 #   corpus/elf/seed-BACKEND-TARGET                  "GKROW ...\n" + one image
 #   corpus/recipe/seed-*.lua                        real recipes
+#   corpus/launch/seed-BACKEND-KERNEL               "BACKEND\n" + a real launch row + NUL + values
 # Everything else in corpus/ was found by the fuzzers (ci/fuzz.sh): keep it.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,7 +23,7 @@ targets="--targets cuda=sm_90a,sm_120,compute_75 --targets rocm=gfx90a:xnack-,gf
 "$gk" build --recipes "$w/recipes" --out "$w/cpu" --cache "$cache" --backend cpu >/dev/null
 # shellcheck disable=SC2086 # $targets is a list of options
 "$gk" build --recipes "$w/recipes" --out "$w/all" --cache "$cache" $targets >/dev/null
-mkdir -p "$here/corpus/archive" "$here/corpus/elf" "$here/corpus/recipe"
+mkdir -p "$here/corpus/archive" "$here/corpus/elf" "$here/corpus/recipe" "$here/corpus/launch"
 "$gk" pack "$w/cpu" -o "$here/corpus/archive/seed-cpu" >/dev/null
 "$gk" pack "$w/all" -o "$here/corpus/archive/seed-all" >/dev/null
 python3 - "$w/all" "$here/corpus/elf" <<'PY'
@@ -38,6 +39,17 @@ for im in m["images"]:
     name = "seed-%s-%s" % (im["backend"], im["target"].replace(":", "_"))
     with open(os.path.join(dest, name), "wb") as f:
         f.write(b"GKROW " + row.encode() + b"\n" + data)
+PY
+python3 - "$w/all" "$here/corpus/launch" <<'PY'
+import json, os, sys
+out, dest = sys.argv[1], sys.argv[2]
+for im in json.load(open(os.path.join(out, "manifest.json")))["images"]:
+    if im["backend"] == "cpu":
+        continue
+    text = json.dumps(im["launch"], separators=(",", ":"))
+    vals = b"".join(v.to_bytes(8, "little") for v in (0x1000, 0x2000, 7, 1000003, 65, 4096, 3))
+    with open(os.path.join(dest, "seed-%s-%s" % (im["backend"], im["kernel"])), "wb") as f:
+        f.write((im["backend"] + "\n" + text).encode() + b"\0" + vals)
 PY
 # No metallib can be built off macOS: a header-only one (magic "MTLB").
 printf 'GKROW metal|metallib|macos-metal3.1|["argmax"]|\nMTLB\001\200\002\000' \

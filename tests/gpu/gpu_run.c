@@ -92,9 +92,9 @@ static int setup_image(kv *t, image *im, const gk_image_info *info) {
     return -1;
   }
   for (int e = 0; e < im->nentries; e++) {
-    char err[256];
-    if (launch_parse(info->launch, im->entry[e], &im->launch[e], err, sizeof err) != 0) {
-      failf("%s %s %s entry %s: %s", t->kernel, t->variant, info->target, im->entry[e], err);
+    if (gk_launch_parse(info, im->entry[e], &im->launch[e]) != GK_OK) {
+      failf("%s %s %s entry %s: %s", t->kernel, t->variant, info->target, im->entry[e],
+            gk_last_error());
       return -1;
     }
     if (im->gm) {
@@ -111,12 +111,7 @@ static int setup_image(kv *t, image *im, const gk_image_info *info) {
         return -1;
       }
     }
-    cu_result r = cudrv_allow_shared(&gpu, im->fn[e], im->launch[e].shared);
-    if (r != CUDRV_SUCCESS) {
-      failf("%s %s entry %s: cuFuncSetAttribute(%u bytes of dynamic shared memory): %s",
-            t->kernel, im->label, im->entry[e], im->launch[e].shared, cudrv_err(&gpu, r));
-      return -1;
-    }
+
   }
   return 0;
 }
@@ -211,6 +206,7 @@ int kv_load(kv *t) {
 
 void kv_unload(kv *t) {
   for (int i = 0; i < t->nimages; i++) {
+    for (int e = 0; e < t->img[i].nentries; e++) gk_launch_free(t->img[i].launch[e]);
     if (t->img[i].gm) gk_module_unload(t->img[i].gm);
     if (t->img[i].own) gpu.cuModuleUnload(t->img[i].own);
   }
@@ -223,21 +219,42 @@ int entry_of(const image *im, const char *entry) {
   return -1;
 }
 
-int run(const image *im, int e, launch_args *a, const unsigned *cap, const char *what) {
-  const launch_info *L = &im->launch[e];
-  unsigned g[3];
-  char err[256];
-  if (launch_bind(L, a, g, err, sizeof err) != 0) {
-    failf("%s on %s: %s", what, im->label, err);
+/* The selected image launches through gk_module_launch, as a downstream
+ * program does; the rows loaded here take their geometry from
+ * gk_launch_eval (the same evaluator) and go to cuLaunchKernel. */
+int run(const image *im, int e, const args *a, const unsigned *cap, const char *what) {
+  gk_launch_dims d;
+  gk_device_limits lim;
+  if (gk_device_limits_known(&gpu_dev, &lim) != GK_OK ||
+      (im->gm ? gk_module_launch_dims(im->gm, im->entry[e], a->v, (size_t)a->n, &d)
+              : gk_launch_eval(im->launch[e], &lim, a->v, (size_t)a->n, &d)) != GK_OK) {
+    failf("%s on %s: %s", what, im->label, gk_last_error());
     return 1;
   }
-  for (int d = 0; cap && d < 3; d++) g[d] = g[d] < cap[d] ? g[d] : cap[d];
-  cu_result r = gpu.cuLaunchKernel(im->fn[e], g[0], g[1], g[2], L->block[0], L->block[1],
-                                  L->block[2], L->shared, NULL, a->params, NULL);
+  for (int k = 0; cap && k < 3; k++) d.grid[k] = d.grid[k] < cap[k] ? d.grid[k] : cap[k];
+  cu_result r = cudrv_allow_shared(&gpu, im->fn[e], d.shared);
   if (r != CUDRV_SUCCESS) {
-    failf("%s on %s: cuLaunchKernel(grid %u x %u x %u, block %u x %u x %u): %s", what,
-          im->label, g[0], g[1], g[2], L->block[0], L->block[1], L->block[2], cudrv_err(&gpu, r));
+    failf("%s on %s: cuFuncSetAttribute(%u bytes of dynamic shared memory): %s", what,
+          im->label, d.shared, cudrv_err(&gpu, r));
     return 1;
+  }
+  if (im->gm) {
+    gk_launch_options o = {.grid = d.grid};
+    if (gk_module_launch(im->gm, im->entry[e], a->v, (size_t)a->n, &o) != GK_OK) {
+      failf("%s on %s: gk_module_launch: %s", what, im->label, gk_last_error());
+      return 1;
+    }
+  } else {
+    void *params[GK_LAUNCH_MAX_PARAMS];
+    for (int k = 0; k < a->n; k++) params[k] = (void *)&a->v[k].v;
+    r = gpu.cuLaunchKernel(im->fn[e], d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1],
+                           d.block[2], d.shared, NULL, params, NULL);
+    if (r != CUDRV_SUCCESS) {
+      failf("%s on %s: cuLaunchKernel(grid %u x %u x %u, block %u x %u x %u): %s", what,
+            im->label, d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1], d.block[2],
+            cudrv_err(&gpu, r));
+      return 1;
+    }
   }
   cu_ok(gpu.cuCtxSynchronize(), "%s on %s: the kernel failed", what, im->label);
   launches++;

@@ -13,7 +13,6 @@
 
 #include "cudrv.h"
 #include "gk.h"
-#include "launch.h"
 
 #define MAX_IMAGES 8
 #define MAX_ENTRIES 8
@@ -29,8 +28,17 @@ typedef struct image {
   int nentries;
   char entry[MAX_ENTRIES][64];
   cu_function fn[MAX_ENTRIES];
-  launch_info launch[MAX_ENTRIES];
+  gk_launch *launch[MAX_ENTRIES]; /* the row's launch of each entry */
 } image;
+
+/* The values of one launch, in signature order (add_arg). */
+typedef struct args {
+  int n;
+  gk_arg v[GK_LAUNCH_MAX_PARAMS];
+} args;
+static inline void add_arg(args *a, gk_arg v) {
+  if (a->n < GK_LAUNCH_MAX_PARAMS) a->v[a->n++] = v;
+}
 
 /* A kernel x variant: its GPU images and the CPU image of reference. */
 typedef struct kv {
@@ -71,7 +79,7 @@ void kv_unload(kv *t);
 int entry_of(const image *im, const char *entry);
 /* Launches entry e of im with `a` (grid cut to `cap` blocks when cap is not
  * NULL) and waits. 0, or 1 after a FAIL. */
-int run(const image *im, int e, launch_args *a, const unsigned *cap, const char *what);
+int run(const image *im, int e, const args *a, const unsigned *cap, const char *what);
 /* The grid cut to 2 x 1 x 1 blocks: the kernels must loop over the rest. */
 extern const unsigned CAP[3];
 /* 0 when the n bytes are the same, else 1 and a FAIL: "WHAT: HOW gives other bits". */

@@ -52,11 +52,11 @@
 
 /* ---- qmatmul ------------------------------------------------------------------ */
 
-static void qmatmul_args(launch_args *a, cu_deviceptr x, cu_deviceptr w, cu_deviceptr y,
+static void qmatmul_args(args *a, cu_deviceptr x, cu_deviceptr w, cu_deviceptr y,
                          int64_t m, int64_t n, int64_t k) {
   memset(a, 0, sizeof *a);
-  launch_ptr(a, "x", x), launch_ptr(a, "w", w), launch_ptr(a, "y", y);
-  launch_int(a, "m", m), launch_int(a, "n", n), launch_int(a, "k", k);
+  add_arg(a, gk_arg_ptr(x)), add_arg(a, gk_arg_ptr(w)), add_arg(a, gk_arg_ptr(y));
+  add_arg(a, gk_arg_i64(m)), add_arg(a, gk_arg_i64(n)), add_arg(a, gk_arg_i64(k));
 }
 
 /* The CPU image's y for `entry`: qmatmul on W as it is; qmatmul_q8x (x
@@ -131,7 +131,7 @@ static void check_qmatmul(kv *t) {
           failf("%s: the row lacks this entry (the chosen row has it)", where);
           continue;
         }
-        launch_args a;
+        args a;
         cases++;
         dclear(dy, yb);
         qmatmul_args(&a, dx, dw, dy, m, n, k);
@@ -173,13 +173,13 @@ static void check_qmatmul(kv *t) {
 
 /* ---- flash_attention ------------------------------------------------------------ */
 
-static void fa_args(launch_args *a, cu_deviceptr q, cu_deviceptr k, cu_deviceptr v,
+static void fa_args(args *a, cu_deviceptr q, cu_deviceptr k, cu_deviceptr v,
                     cu_deviceptr o, int64_t h, int64_t hk, int64_t sq, int64_t skv, float scale) {
   memset(a, 0, sizeof *a);
-  launch_ptr(a, "q", q), launch_ptr(a, "k", k), launch_ptr(a, "v", v), launch_ptr(a, "o", o);
-  launch_int(a, "n_heads", h), launch_int(a, "n_kv_heads", hk);
-  launch_int(a, "sq", sq), launch_int(a, "skv", skv);
-  launch_f32(a, "scale", scale);
+  add_arg(a, gk_arg_ptr(q)), add_arg(a, gk_arg_ptr(k)), add_arg(a, gk_arg_ptr(v)), add_arg(a, gk_arg_ptr(o));
+  add_arg(a, gk_arg_i64(h)), add_arg(a, gk_arg_i64(hk));
+  add_arg(a, gk_arg_i64(sq)), add_arg(a, gk_arg_i64(skv));
+  add_arg(a, gk_arg_f32(scale));
 }
 
 static void check_attention(kv *t) {
@@ -244,7 +244,7 @@ static void check_attention(kv *t) {
                t->variant, (long long)c->h, (long long)c->hk, (long long)c->sq,
                (long long)c->skv, im->label);
       const int e = entry_of(im, "flash_attention");
-      launch_args a;
+      args a;
       cases++;
       dclear(dout, qn * es);
       fa_args(&a, dq, dk, dv, dout, c->h, c->hk, c->sq, c->skv, scale);
@@ -265,12 +265,12 @@ static void check_attention(kv *t) {
 
 /* ---- rmsnorm, rope ----------------------------------------------------------------- */
 
-static void rmsnorm_args(launch_args *a, cu_deviceptr x, cu_deviceptr w, cu_deviceptr y,
+static void rmsnorm_args(args *a, cu_deviceptr x, cu_deviceptr w, cu_deviceptr y,
                          int64_t rows, int64_t dim, float eps) {
   memset(a, 0, sizeof *a);
-  launch_ptr(a, "x", x), launch_ptr(a, "w", w), launch_ptr(a, "y", y);
-  launch_int(a, "rows", rows), launch_int(a, "dim", dim);
-  launch_f32(a, "eps", eps);
+  add_arg(a, gk_arg_ptr(x)), add_arg(a, gk_arg_ptr(w)), add_arg(a, gk_arg_ptr(y));
+  add_arg(a, gk_arg_i64(rows)), add_arg(a, gk_arg_i64(dim));
+  add_arg(a, gk_arg_f32(eps));
 }
 
 static void check_rmsnorm(kv *t) {
@@ -297,7 +297,7 @@ static void check_rmsnorm(kv *t) {
       char what[128];
       snprintf(what, sizeof what, "rmsnorm rows=%lld dim=%lld on %s", (long long)rows,
                (long long)dim, im->label);
-      launch_args a;
+      args a;
       cases++;
       dclear(dy, bytes);
       rmsnorm_args(&a, dx, dw, dy, rows, dim, 1e-5f);
@@ -322,12 +322,12 @@ static void check_rmsnorm(kv *t) {
   }
 }
 
-static void rope_args(launch_args *a, cu_deviceptr x, cu_deviceptr pos, int64_t t, int64_t h,
+static void rope_args(args *a, cu_deviceptr x, cu_deviceptr pos, int64_t t, int64_t h,
                       int64_t hd, float theta) {
   memset(a, 0, sizeof *a);
-  launch_ptr(a, "x", x), launch_ptr(a, "pos", pos);
-  launch_int(a, "n_tokens", t), launch_int(a, "n_heads", h), launch_int(a, "head_dim", hd);
-  launch_f32(a, "theta_base", theta);
+  add_arg(a, gk_arg_ptr(x)), add_arg(a, gk_arg_ptr(pos));
+  add_arg(a, gk_arg_i64(t)), add_arg(a, gk_arg_i64(h)), add_arg(a, gk_arg_i64(hd));
+  add_arg(a, gk_arg_f32(theta));
 }
 
 static void check_rope(kv *t) {
@@ -367,7 +367,7 @@ static void check_rope(kv *t) {
       char what[128];
       snprintf(what, sizeof what, "rope tokens=%lld heads=%lld head_dim=%lld on %s",
                (long long)T, (long long)H, (long long)D, im->label);
-      launch_args a;
+      args a;
       cases++;
       cu_ok(gpu.cuMemcpyHtoD(dx, x, bytes), "cuMemcpyHtoD");
       rope_args(&a, dx, dpos, T, H, D, cases_[s].theta);
@@ -391,7 +391,7 @@ static void check_rope(kv *t) {
 /* Runs a kernel whose output is rows int32 (argmax, sample) on every
  * image, against `want`, with the full and the cut grid. `set` fills the
  * launch values for output `out`. */
-typedef void (*args_fn)(launch_args *a, const void *ctx, cu_deviceptr out);
+typedef void (*args_fn)(args *a, const void *ctx, cu_deviceptr out);
 static void check_i32(kv *t, const char *entry, const char *what0, const int32_t *want,
                       int64_t rows, args_fn set, const void *ctx) {
   const size_t bytes = (size_t)rows * sizeof(int32_t);
@@ -407,7 +407,7 @@ static void check_i32(kv *t, const char *entry, const char *what0, const int32_t
       continue;
     }
     for (int cut = 0; cut < 2; cut++) {
-      launch_args a;
+      args a;
       cases++;
       dclear(dout, bytes);
       set(&a, ctx, dout);
@@ -424,11 +424,11 @@ typedef struct argmax_ctx {
   cu_deviceptr x;
   int64_t rows, n;
 } argmax_ctx;
-static void argmax_set(launch_args *a, const void *ctx, cu_deviceptr out) {
+static void argmax_set(args *a, const void *ctx, cu_deviceptr out) {
   const argmax_ctx *c = ctx;
   memset(a, 0, sizeof *a);
-  launch_ptr(a, "x", c->x), launch_ptr(a, "out", out);
-  launch_int(a, "rows", c->rows), launch_int(a, "n", c->n);
+  add_arg(a, gk_arg_ptr(c->x)), add_arg(a, gk_arg_ptr(out));
+  add_arg(a, gk_arg_i64(c->rows)), add_arg(a, gk_arg_i64(c->n));
 }
 
 /* Rows: random, with NaNs, all NaN, all -inf, ties at the top. */
@@ -465,13 +465,13 @@ typedef struct sample_ctx {
   float temperature, top_p;
   int32_t top_k;
 } sample_ctx;
-static void sample_set(launch_args *a, const void *ctx, cu_deviceptr out) {
+static void sample_set(args *a, const void *ctx, cu_deviceptr out) {
   const sample_ctx *c = ctx;
   memset(a, 0, sizeof *a);
-  launch_ptr(a, "logits", c->logits), launch_ptr(a, "u", c->u), launch_ptr(a, "out", out);
-  launch_int(a, "rows", c->rows), launch_int(a, "n", c->n);
-  launch_f32(a, "temperature", c->temperature), launch_int(a, "top_k", c->top_k);
-  launch_f32(a, "top_p", c->top_p);
+  add_arg(a, gk_arg_ptr(c->logits)), add_arg(a, gk_arg_ptr(c->u)), add_arg(a, gk_arg_ptr(out));
+  add_arg(a, gk_arg_i64(c->rows)), add_arg(a, gk_arg_i64(c->n));
+  add_arg(a, gk_arg_f32(c->temperature)), add_arg(a, gk_arg_i32(c->top_k));
+  add_arg(a, gk_arg_f32(c->top_p));
 }
 
 static void check_sample(kv *t) {

@@ -6,7 +6,7 @@
 n=$("$GK" ls "$ARCHIVE" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["images"]))')
 link() { # link SYM SOURCE BINARY: embed_check against the generated source
   "$CC" -std=c11 -O1 -Wall -Wextra -pedantic -Werror $SAN_FLAGS -DSYM="$1" -I"$LOADER_INC" \
-    "$(dirname "$0")/embed_check.c" "$2" "$LIBGK_A" -lsqlite3 -lzstd -lsodium -ldl -pthread \
+    "$(dirname "$0")/embed_check.c" "$2" "$LIBGK_A" -lsqlite3 -lzstd -lsodium -ljansson -ldl -pthread \
     -o "$3" 2>"$T/cc.log" || { cat "$T/cc.log" >&2; fail "cannot build with $2"; }
 }
 

@@ -30,7 +30,7 @@ export PKG_CONFIG_PATH="$(dirname "$pc")"
   fail "gk.pc includedir is not PREFIX/include: $(pkg-config --variable=includedir gk)"
 libs=$(pkg-config --libs gk) slibs=$(pkg-config --static --libs gk)
 case "$libs" in *-lsqlite3*) fail "gk.pc puts the static deps in Libs: $libs" ;; esac
-for l in -lgk -lsqlite3 -lzstd -lsodium -ldl; do
+for l in -lgk -lsqlite3 -lzstd -lsodium -ljansson -ldl; do
   case " $slibs " in *" $l "*) ;; *) fail "pkg-config --static --libs gk lacks $l: $slibs" ;; esac
 done
 

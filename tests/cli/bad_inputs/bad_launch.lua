@@ -1,0 +1,5 @@
+kernel "k" {
+  cuda { source = "@P@/src/k.c", targets = { "sm_80" },
+         launch = { block = { 256, 1, 1 }, grid = { "rows / (n", 1, 1 }, shared = 0,
+                    params = { "x:ptr", "rows:i64", "n:i64" } } },
+}
