@@ -342,6 +342,102 @@ static void bench_attention(json_t *out, double copy_gbps) {
   }
 }
 
+/*
+ * paged_attention f16 decode, 32 query / 8 KV heads, head_dim 128: the
+ * same total context as flash_attention's decode (8192 tokens), as one
+ * sequence and as 8 of 1024, in pages of 64 and of 16 scattered over the
+ * pool in random order. K+V bytes read per second against the copy
+ * bandwidth; the report sets the time beside SDPA's decode of skv = 8192.
+ */
+static void bench_paged(json_t *out, double copy_gbps) {
+  static const struct {
+    int64_t seqs, len;
+    int page;
+  } full[] = {{1, 8192, 64}, {8, 1024, 64}, {1, 8192, 16}, {8, 1024, 16}},
+    small[] = {{2, 256, 64}};
+  const int ncases = quick ? 1 : 4;
+  const int64_t H = 32, HK = 8, D = 128;
+  for (int c = 0; c < ncases; c++) {
+    const int64_t S = quick ? small[c].seqs : full[c].seqs, L = quick ? small[c].len : full[c].len;
+    const int P = quick ? small[c].page : full[c].page;
+    char variant[64], name[160];
+    snprintf(variant, sizeof variant, "dtype=f16,head_dim=%lld,page=%d", (long long)D, P);
+    snprintf(name, sizeof name, "paged_attention decode %s seqs=%lld len=%lld h=%lld/%lld ",
+             variant, (long long)S, (long long)L, (long long)H, (long long)HK);
+    if (!wanted(name)) continue;
+    gk_module *m;
+    if (gk_module_load(ar, &dev, "paged_attention", variant, &m) != GK_OK) {
+      fprintf(stderr, "gk_bench_gpu: %s\n", gk_archive_errmsg(ar));
+      continue;
+    }
+    /* The pool: every sequence's pages plus as many spare, in random order. */
+    const int64_t per = (L + P - 1) / P, n_pages = 2 * S * per;
+    const size_t page_bytes = (size_t)(HK * P * D) * 2, pool = (size_t)n_pages * page_bytes,
+                 qb = (size_t)(S * H * D) * 2;
+    int32_t *table = malloc((size_t)(S * per) * sizeof *table), *perm =
+        malloc((size_t)n_pages * sizeof *perm), *lens = malloc((size_t)S * sizeof *lens);
+    qref_rng r;
+    qref_seed(&r, (uint64_t)(S * 7 + P));
+    for (int64_t i = 0; i < n_pages; i++) perm[i] = (int32_t)i;
+    for (int64_t i = n_pages - 1; i > 0; i--) {
+      const int64_t j = (int64_t)(qref_next(&r) % (uint64_t)(i + 1));
+      const int32_t x = perm[i];
+      perm[i] = perm[j], perm[j] = x;
+    }
+    for (int64_t i = 0; i < S * per; i++) table[i] = perm[i];
+    for (int64_t i = 0; i < S; i++) lens[i] = (int32_t)L;
+    const int copies = copies_for(2 * (size_t)(S * per) * page_bytes);
+    uint16_t *h = malloc(pool);
+    for (size_t i = 0; i < pool / 2; i++)
+      h[i] = qref_f16_encode((float)(2.0 * qref_uniform(&r) - 1.0));
+    cu_deviceptr kv = dalloc(2 * pool * (size_t)copies), q = dalloc(qb), o = dalloc(qb),
+                 dt = dalloc((size_t)(S * per) * 4), dl = dalloc((size_t)S * 4);
+    ok(cu.cuMemcpyHtoD(kv, h, pool), "cuMemcpyHtoD");
+    ok(cu.cuMemcpyHtoD(kv + pool, h, pool), "cuMemcpyHtoD");
+    ok(cu.cuMemcpyHtoD(q, h, qb), "cuMemcpyHtoD");
+    ok(cu.cuMemcpyHtoD(dt, table, (size_t)(S * per) * 4), "cuMemcpyHtoD");
+    ok(cu.cuMemcpyHtoD(dl, lens, (size_t)S * 4), "cuMemcpyHtoD");
+    free(h), free(table), free(perm), free(lens);
+    for (int k = 1; k < copies; k++)
+      ok(cu.cuMemcpyDtoDAsync(kv + 2 * pool * (size_t)k, kv, 2 * pool, NULL),
+         "cuMemcpyDtoDAsync");
+    launches l = {m, "paged_attention", copies, 13, NULL};
+    l.args = calloc((size_t)copies, sizeof *l.args);
+    char err[512];
+    for (int k = 0; k < copies; k++) {
+      gk_arg *a = l.args[k];
+      const cu_deviceptr base = kv + 2 * pool * (size_t)k;
+      a[0] = gk_arg_ptr(q), a[1] = gk_arg_ptr(base), a[2] = gk_arg_ptr(base + pool);
+      a[3] = gk_arg_ptr(dt), a[4] = gk_arg_ptr(dl), a[5] = gk_arg_ptr(o);
+      a[6] = gk_arg_i64(S), a[7] = gk_arg_i64(H), a[8] = gk_arg_i64(HK), a[9] = gk_arg_i64(1);
+      a[10] = gk_arg_i64(per), a[11] = gk_arg_i64(n_pages);
+      a[12] = gk_arg_f32((float)(1.0 / sqrt((double)D)));
+    }
+    if (launches_ready(&l, err, sizeof err) == 0) {
+      const timing t = time_it(launch_issue, &l);
+      const double kvb = 2.0 * (double)(S * L * HK * D) * 2, kv_gbps = kvb / (t.us * 1e3);
+      fprintf(stderr, "%s%s: %.1f us, K+V %.0f GB/s\n", name, gk_module_info(m)->target, t.us,
+              kv_gbps);
+      json_array_append_new(
+          out, json_pack("{s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:s, s:f, s:f, s:i, s:i, s:i, "
+                         "s:f, s:f}",
+                         "kernel", "paged_attention", "page", P, "seqs", (json_int_t)S, "len",
+                         (json_int_t)L, "heads", (json_int_t)H, "kv_heads", (json_int_t)HK,
+                         "head_dim", (json_int_t)D, "target", gk_module_info(m)->target, "us",
+                         t.us, "best_us", t.best_us, "runs", t.runs, "batch", t.batch, "copies",
+                         copies, "kv_gbps", kv_gbps, "copy_ratio",
+                         copy_gbps > 0 ? kv_gbps / copy_gbps : 0));
+    } else {
+      fprintf(stderr, "gk_bench_gpu: paged_attention %s: %s\n", variant, err);
+    }
+    free(l.args);
+    ok(cu.cuMemFree(kv), "cuMemFree"), ok(cu.cuMemFree(q), "cuMemFree");
+    ok(cu.cuMemFree(o), "cuMemFree"), ok(cu.cuMemFree(dt), "cuMemFree");
+    ok(cu.cuMemFree(dl), "cuMemFree");
+    gk_module_unload(m);
+  }
+}
+
 int main(int argc, char **argv) {
   const char *path = NULL, *json_path = NULL, *libcuda = NULL;
   for (int i = 1; i < argc; i++) {
@@ -373,15 +469,16 @@ int main(int argc, char **argv) {
     gk_device_format(&dev, spec, sizeof spec);
     json_t *copy = wanted("copy") ? bench_copy() : json_pack("{s:f}", "gbps", 0.0);
     const double copy_gbps = json_real_value(json_object_get(copy, "gbps"));
-    json_t *qm = json_array(), *fa = json_array();
+    json_t *qm = json_array(), *fa = json_array(), *pa = json_array();
     bench_qmatmul(qm, copy_gbps); /* 0 when not measured (--filter): no ratios */
     bench_attention(fa, copy_gbps);
-    root = json_pack("{s:{s:s, s:s, s:i, s:i, s:i, s:I, s:f, s:s}, s:s, s:b, s:i, s:o, s:o, s:o}",
+    bench_paged(pa, copy_gbps);
+    root = json_pack("{s:{s:s, s:s, s:i, s:i, s:i, s:I, s:f, s:s}, s:s, s:b, s:i, s:o, s:o, s:o, s:o}",
                      "device", "name", cu.name, "sm", dev.arch, "driver_version",
                      cu.driver_version, "sms", cu.sms, "l2_bytes", cu.l2_bytes, "mem_bytes",
                      (json_int_t)cu.mem_bytes, "spec_gbps", cu.spec_gbps, "libgk_device", spec,
                      "archive", path, "quick", quick, "runs", runs, "copy", copy, "qmatmul",
-                     qm, "flash_attention", fa);
+                     qm, "flash_attention", fa, "paged_attention", pa);
     cu.cuEventDestroy(ev0), cu.cuEventDestroy(ev1);
     gk_archive_close(ar);
   }

@@ -108,9 +108,24 @@ for c in k["flash_attention"]:
           f"{c['target']} | {c['us']:.1f} | {c['tflops']:.2f} | {bw} | "
           + (f"{s['us']:.1f} | {s['tflops']:.1f} | **{c['vs_torch']:.2f}**" if s else " | | ")
           + " |")
+print()
+print("paged_attention f16 decode (sq = 1), 32 query / 8 KV heads, head_dim 128, pages scattered "
+      "over the pool in random order; PyTorch: SDPA's decode of one sequence of skv = 8192 "
+      "(the same total context, contiguous).")
+print()
+print("| page | sequences x length | image | us | K+V GB/s (of copy) | SDPA decode us | vs SDPA |")
+print("|---:|---|---|---:|---|---:|---:|")
+dec = next((s for s in sdpa.values() if s["name"].startswith("decode d128")), None)
+for c in k.get("paged_attention", []):
+    if dec:
+        c["sdpa_us"], c["vs_sdpa"] = dec["us"], dec["us"] / c["us"]
+    print(f"| {c['page']} | {c['seqs']} x {c['len']} | {c['target']} | {c['us']:.1f} | "
+          f"{c['kv_gbps']:.0f} ({c['copy_ratio']:.2f}) | "
+          + (f"{dec['us']:.1f} | **{c['vs_sdpa']:.2f}**" if dec else " | ") + " |")
 result = dict(device=dev, date=date, nvidia_smi=nvsmi, archive=k["archive"], quick=k["quick"],
               runs=k["runs"], copy=k["copy"], qmatmul=rows, flash_attention=k["flash_attention"],
-              torch=t, torch_note=torch_note or None)
+              paged_attention=k.get("paged_attention", []), torch=t,
+              torch_note=torch_note or None)
 with open(out_path + ".tmp", "w") as f:
     json.dump(result, f, indent=2, sort_keys=True)
 os.replace(out_path + ".tmp", out_path)

@@ -263,6 +263,194 @@ static void check_attention(kv *t) {
   }
 }
 
+/* ---- paged_attention, kv_append ------------------------------------------------ */
+
+/* A batch of the paged cache: a decode-sized group, a prefill chunk, a
+ * length 0, one shorter than sq and an invalid sequence (NaN rows, nothing
+ * appended) between valid ones, pages scattered over the pool. */
+typedef struct paged {
+  int64_t n_seqs, h, hk, sq, max_pages, n_pages;
+  int32_t lens[4], *table;
+  size_t es, qn, pn, nn;
+  unsigned char *q, *kp, *vp, *kn, *vn;
+} paged;
+
+static int paged_make(paged *p, kref_dtype dt, int d, int page, int64_t n_seqs, int64_t h,
+                      int64_t hk, int64_t sq, const int32_t *lens,
+                      const kref_paged_kind *kind, uint64_t seed) {
+  qref_rng r;
+  memset(p, 0, sizeof *p);
+  qref_seed(&r, seed);
+  p->n_seqs = n_seqs, p->h = h, p->hk = hk, p->sq = sq;
+  memcpy(p->lens, lens, (size_t)n_seqs * sizeof *lens);
+  p->table = kref_make_paged_table(&r, page, n_seqs, p->lens, kind, 3, &p->max_pages,
+                                   &p->n_pages);
+  p->es = kref_dtype_size(dt);
+  p->qn = (size_t)(n_seqs * h * sq * d);
+  p->pn = (size_t)(p->n_pages * hk * page * d);
+  p->nn = (size_t)(n_seqs * hk * sq * d);
+  p->q = malloc(p->qn * p->es + 1), p->kp = malloc(p->pn * p->es + 1);
+  p->vp = malloc(p->pn * p->es + 1), p->kn = malloc(p->nn * p->es + 1);
+  p->vn = malloc(p->nn * p->es + 1);
+  if (!p->table || !p->q || !p->kp || !p->vp || !p->kn || !p->vn) return -1;
+  kref_fill(&r, dt, p->q, p->qn, -1.0, 1.0);
+  kref_fill(&r, dt, p->kp, p->pn, -1.0, 1.0);
+  kref_fill(&r, dt, p->vp, p->pn, -1.0, 1.0);
+  kref_fill(&r, dt, p->kn, p->nn, -1.0, 1.0);
+  kref_fill(&r, dt, p->vn, p->nn, -1.0, 1.0);
+  return 0;
+}
+
+static void paged_free(paged *p) {
+  free(p->table), free(p->q), free(p->kp), free(p->vp), free(p->kn), free(p->vn);
+}
+
+static int paged_variant(const char *kernel, const char *variant, kref_dtype *dt, int *d,
+                         int *page) {
+  char dts[8];
+  if (sscanf(variant, "dtype=%7[^,],head_dim=%d,page=%d", dts, d, page) != 3 ||
+      kref_dtype_parse(dts, dt) != 0) {
+    failf("%s: variant '%s' is not dtype=T,head_dim=D,page=P", kernel, variant);
+    return -1;
+  }
+  return 0;
+}
+
+static const struct {
+  int64_t n_seqs, h, hk, sq;
+  int32_t lens[4];
+  kref_paged_kind kind[4];
+} paged_cases[] = {
+    {3, 32, 8, 1, {1, 0, 1000}, {KREF_PAGED_OK, KREF_PAGED_OK, KREF_PAGED_OK}},
+    {4, 4, 2, 37, {300, 20, 37, 90},
+     {KREF_PAGED_OK, KREF_PAGED_OK, KREF_PAGED_PAGE_PAST_POOL, KREF_PAGED_OK}},
+};
+
+static void check_paged(kv *t) {
+  kref_dtype dt;
+  int d, page;
+  if (paged_variant("paged_attention", t->variant, &dt, &d, &page) != 0) return;
+  gk_paged_attention_fn cpu = (gk_paged_attention_fn)gk_module_symbol(t->cpu, "paged_attention");
+  if (!cpu || entry_of(&t->img[0], "paged_attention") < 0) {
+    failf("paged_attention %s: no entry paged_attention", t->variant);
+    return;
+  }
+  const size_t ncases = small_shapes ? 1 : sizeof paged_cases / sizeof paged_cases[0];
+  for (size_t c = 0; c < ncases; c++) {
+    paged p;
+    if (paged_make(&p, dt, d, page, paged_cases[c].n_seqs, paged_cases[c].h, paged_cases[c].hk,
+                   paged_cases[c].sq, paged_cases[c].lens, paged_cases[c].kind, 900 + c) != 0) {
+      failf("paged_attention: out of memory");
+      paged_free(&p);
+      return;
+    }
+    const size_t ob = p.qn * p.es;
+    unsigned char *want = malloc(ob + 1), *got = malloc(ob + 1), *again = malloc(ob + 1);
+    const float scale = (float)(1.0 / sqrt((double)d));
+    cpu(p.q, p.kp, p.vp, p.table, p.lens, want, p.n_seqs, p.h, p.hk, p.sq, p.max_pages,
+        p.n_pages, scale);
+    double vmax = 0.0, atol, rtol, atol_cpu, rtol_cpu;
+    int32_t longest = 0;
+    for (size_t i = 0; i < p.pn; i++) vmax = fmax(vmax, fabs(kref_get(dt, p.vp, i)));
+    for (int64_t i = 0; i < p.n_seqs; i++) longest = p.lens[i] > longest ? p.lens[i] : longest;
+    kref_attention_tolerance(dt, d, 1.0, longest, vmax, dt == KREF_F16, &atol, &rtol);
+    kref_attention_tolerance(dt, d, 1.0, longest, vmax, 0, &atol_cpu, &rtol_cpu);
+    atol += atol_cpu;
+    cu_deviceptr dq = dnew(p.q, p.qn * p.es), dk = dnew(p.kp, p.pn * p.es),
+                 dv = dnew(p.vp, p.pn * p.es), dt_ = dnew(p.table, (size_t)(p.n_seqs * p.max_pages) * 4),
+                 dl = dnew(p.lens, (size_t)p.n_seqs * 4), dout = dnew(NULL, ob);
+    for (int i = 0; i < t->nimages; i++) {
+      const image *im = &t->img[i];
+      char what[200];
+      snprintf(what, sizeof what, "paged_attention %s n_seqs=%lld h=%lld/%lld sq=%lld on %s",
+               t->variant, (long long)p.n_seqs, (long long)p.h, (long long)p.hk,
+               (long long)p.sq, im->label);
+      const int e = entry_of(im, "paged_attention");
+      for (int cut = 0; cut < 2 && e >= 0; cut++) {
+        args a;
+        memset(&a, 0, sizeof a);
+        add_arg(&a, gk_arg_ptr(dq)), add_arg(&a, gk_arg_ptr(dk)), add_arg(&a, gk_arg_ptr(dv));
+        add_arg(&a, gk_arg_ptr(dt_)), add_arg(&a, gk_arg_ptr(dl)), add_arg(&a, gk_arg_ptr(dout));
+        add_arg(&a, gk_arg_i64(p.n_seqs)), add_arg(&a, gk_arg_i64(p.h));
+        add_arg(&a, gk_arg_i64(p.hk)), add_arg(&a, gk_arg_i64(p.sq));
+        add_arg(&a, gk_arg_i64(p.max_pages)), add_arg(&a, gk_arg_i64(p.n_pages));
+        add_arg(&a, gk_arg_f32(scale));
+        cases += !cut;
+        dclear(dout, ob);
+        if (run(im, e, &a, cut ? CAP : NULL, what) || dget(cut ? again : got, dout, ob, what))
+          break;
+        if (!cut)
+          failures += kref_check(what, dt, got, want, (int64_t)p.qn, atol, rtol, NULL);
+        else
+          same_bits(got, again, ob, what, "a grid cut to 2 x 1 x 1 blocks");
+      }
+      if (e < 0) failf("%s: no entry paged_attention", what);
+    }
+    dfree(dq), dfree(dk), dfree(dv), dfree(dt_), dfree(dl), dfree(dout);
+    free(want), free(got), free(again);
+    paged_free(&p);
+  }
+}
+
+/* kv_append: the pools equal to the CPU image's after the same call. */
+static void check_append(kv *t) {
+  kref_dtype dt;
+  int d, page;
+  if (paged_variant("kv_append", t->variant, &dt, &d, &page) != 0) return;
+  gk_kv_append_fn cpu = (gk_kv_append_fn)gk_module_symbol(t->cpu, "kv_append");
+  if (!cpu || entry_of(&t->img[0], "kv_append") < 0) {
+    failf("kv_append %s: no entry kv_append", t->variant);
+    return;
+  }
+  const size_t ncases = small_shapes ? 1 : sizeof paged_cases / sizeof paged_cases[0];
+  for (size_t c = 0; c < ncases; c++) {
+    paged p;
+    if (paged_make(&p, dt, d, page, paged_cases[c].n_seqs, paged_cases[c].h, paged_cases[c].hk,
+                   paged_cases[c].sq, paged_cases[c].lens, paged_cases[c].kind, 950 + c) != 0) {
+      failf("kv_append: out of memory");
+      paged_free(&p);
+      return;
+    }
+    const size_t pb = p.pn * p.es;
+    unsigned char *kwant = malloc(pb + 1), *vwant = malloc(pb + 1), *got = malloc(pb + 1);
+    memcpy(kwant, p.kp, pb), memcpy(vwant, p.vp, pb);
+    cpu(p.kn, p.vn, kwant, vwant, p.table, p.lens, p.n_seqs, p.hk, p.sq, p.max_pages, p.n_pages);
+    cu_deviceptr dkn = dnew(p.kn, p.nn * p.es), dvn = dnew(p.vn, p.nn * p.es),
+                 dt_ = dnew(p.table, (size_t)(p.n_seqs * p.max_pages) * 4),
+                 dl = dnew(p.lens, (size_t)p.n_seqs * 4);
+    for (int i = 0; i < t->nimages; i++) {
+      const image *im = &t->img[i];
+      char what[200];
+      snprintf(what, sizeof what, "kv_append %s n_seqs=%lld sq=%lld on %s", t->variant,
+               (long long)p.n_seqs, (long long)p.sq, im->label);
+      const int e = entry_of(im, "kv_append");
+      if (e < 0) {
+        failf("%s: no entry kv_append", what);
+        continue;
+      }
+      cu_deviceptr dk = dnew(p.kp, pb), dv = dnew(p.vp, pb);
+      args a;
+      memset(&a, 0, sizeof a);
+      add_arg(&a, gk_arg_ptr(dkn)), add_arg(&a, gk_arg_ptr(dvn)), add_arg(&a, gk_arg_ptr(dk));
+      add_arg(&a, gk_arg_ptr(dv)), add_arg(&a, gk_arg_ptr(dt_)), add_arg(&a, gk_arg_ptr(dl));
+      add_arg(&a, gk_arg_i64(p.n_seqs)), add_arg(&a, gk_arg_i64(p.hk));
+      add_arg(&a, gk_arg_i64(p.sq)), add_arg(&a, gk_arg_i64(p.max_pages));
+      add_arg(&a, gk_arg_i64(p.n_pages));
+      cases++;
+      if (!run(im, e, &a, CAP, what)) {
+        if (!dget(got, dk, pb, what) && memcmp(got, kwant, pb) != 0)
+          failf("%s: k_pool differs from the CPU image's", what);
+        if (!dget(got, dv, pb, what) && memcmp(got, vwant, pb) != 0)
+          failf("%s: v_pool differs from the CPU image's", what);
+      }
+      dfree(dk), dfree(dv);
+    }
+    dfree(dkn), dfree(dvn), dfree(dt_), dfree(dl);
+    free(kwant), free(vwant), free(got);
+    paged_free(&p);
+  }
+}
+
 /* ---- rmsnorm, rope ----------------------------------------------------------------- */
 
 static void rmsnorm_args(args *a, cu_deviceptr x, cu_deviceptr w, cu_deviceptr y,
@@ -543,6 +731,7 @@ static const struct {
 } checks[] = {
     {"qmatmul", check_qmatmul}, {"flash_attention", check_attention}, {"rmsnorm", check_rmsnorm},
     {"rope", check_rope},       {"argmax", check_argmax},             {"sample", check_sample},
+    {"paged_attention", check_paged}, {"kv_append", check_append},
 };
 
 static void check_kv(const char *kernel, const char *variant) {
