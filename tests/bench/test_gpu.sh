@@ -20,10 +20,13 @@ if "skipped" in r:
     print("bench/gpu.sh ran without a GPU: " + r["skipped"])
     sys.exit(0)
 assert r["copy"]["gbps"] > 0, r["copy"]
-assert r["qmatmul"] and r["flash_attention"], r
-for c in r["qmatmul"] + r["flash_attention"]:
+assert r["qmatmul"] and r["flash_attention"] and r["paged_attention"], r
+for c in r["qmatmul"] + r["flash_attention"] + r["paged_attention"]:
     assert c["us"] > 0 and c["runs"] == 3, c
 assert {c["bits"] for c in r["qmatmul"]} == {1, 2, 4, 8}, r["qmatmul"]
-print("bench/gpu.sh ran on %s: %d qmatmul and %d flash_attention cases" % (
-    r["device"]["name"], len(r["qmatmul"]), len(r["flash_attention"])))
+assert {c["entry"] for c in r["qmatmul"]} == {"qmatmul", "qmatmul_q8x"}, r["qmatmul"]
+assert "paged_attention f16 decode" in md, md
+print("bench/gpu.sh ran on %s: %d qmatmul, %d flash_attention and %d paged_attention cases" % (
+    r["device"]["name"], len(r["qmatmul"]), len(r["flash_attention"]),
+    len(r["paged_attention"])))
 PY
