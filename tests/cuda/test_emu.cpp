@@ -38,6 +38,7 @@ extern "C" {
 #include <cstring>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gk.h"
@@ -384,6 +385,22 @@ static void check_attention(void) {
 
 /* ---- paged_attention, kv_append --------------------------------------------- */
 
+/* Calls f(T(), D, P) with the element type and the compile-time head_dim
+ * and page (std::integral_constant) of a paged variant. */
+template <class F>
+static void paged_variant(kref_dtype dt, int d, int page, F f) {
+  auto dims = [&](auto t) {
+    using std::integral_constant;
+    if (d == 64)
+      page == 16 ? f(t, integral_constant<int, 64>(), integral_constant<int, 16>())
+                 : f(t, integral_constant<int, 64>(), integral_constant<int, 64>());
+    else
+      page == 16 ? f(t, integral_constant<int, 128>(), integral_constant<int, 16>())
+                 : f(t, integral_constant<int, 128>(), integral_constant<int, 64>());
+  };
+  dt == KREF_F16 ? dims(uint16_t()) : dims(float());
+}
+
 /* The GPU bodies against tests/common's references on a batch that mixes
  * decode-sized groups, prefill chunks, lengths 0 and below sq, and invalid
  * sequences (NaN rows, nothing appended) between valid ones, pages
@@ -449,16 +466,10 @@ static void check_paged(void) {
           void *kpp = kp2.data(), *vpp = vp2.data();
           const void *knp = kn.data(), *vnp = vn.data();
           auto append = [&]() {
-#define KV_CALL(T, D, P) \
-  gk_kv_append<T, D, P>(knp, vnp, kpp, vpp, table, lens, c.n_seqs, c.hk, c.sq, max_pages, n_pages)
-            if (dt == KREF_F16) {
-              if (d == 64) page == 16 ? KV_CALL(uint16_t, 64, 16) : KV_CALL(uint16_t, 64, 64);
-              else page == 16 ? KV_CALL(uint16_t, 128, 16) : KV_CALL(uint16_t, 128, 64);
-            } else {
-              if (d == 64) page == 16 ? KV_CALL(float, 64, 16) : KV_CALL(float, 64, 64);
-              else page == 16 ? KV_CALL(float, 128, 16) : KV_CALL(float, 128, 64);
-            }
-#undef KV_CALL
+            paged_variant(dt, d, page, [&](auto t, auto dd, auto pp) {
+              gk_kv_append<decltype(t), decltype(dd)::value, decltype(pp)::value>(
+                  knp, vnp, kpp, vpp, table, lens, c.n_seqs, c.hk, c.sq, max_pages, n_pages);
+            });
           };
           const std::map<std::string, long long> kv_vars = {
               {"n_seqs", c.n_seqs}, {"n_kv_heads", c.hk}, {"sq", c.sq}};
@@ -475,17 +486,11 @@ static void check_paged(void) {
           const void *qp = q.data(), *kpc = kp.data(), *vpc = vp.data();
           void *op = o.data();
           auto attend = [&]() {
-#define PA_CALL(T, D, P)                                                                  \
-  gk_paged_attention<T, D, P>(qp, kpc, vpc, table, lens, op, c.n_seqs, c.h, c.hk, c.sq, \
-                              max_pages, n_pages, scale)
-            if (dt == KREF_F16) {
-              if (d == 64) page == 16 ? PA_CALL(uint16_t, 64, 16) : PA_CALL(uint16_t, 64, 64);
-              else page == 16 ? PA_CALL(uint16_t, 128, 16) : PA_CALL(uint16_t, 128, 64);
-            } else {
-              if (d == 64) page == 16 ? PA_CALL(float, 64, 16) : PA_CALL(float, 64, 64);
-              else page == 16 ? PA_CALL(float, 128, 16) : PA_CALL(float, 128, 64);
-            }
-#undef PA_CALL
+            paged_variant(dt, d, page, [&](auto t, auto dd, auto pp) {
+              gk_paged_attention<decltype(t), decltype(dd)::value, decltype(pp)::value>(
+                  qp, kpc, vpc, table, lens, op, c.n_seqs, c.h, c.hk, c.sq, max_pages, n_pages,
+                  scale);
+            });
           };
           const std::map<std::string, long long> pa_vars = {
               {"n_seqs", c.n_seqs}, {"n_heads", c.h}, {"n_kv_heads", c.hk}, {"sq", c.sq}};
