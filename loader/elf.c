@@ -12,7 +12,9 @@
  * and an optional check of the target against the header: CUDA cubins
  * (EM_CUDA, SM in e_flags, sections; cuda_arch.c) and AMD code objects
  * (EM_AMDGPU, processor in e_flags; rocm_isa.c) are checked by their
- * backends' files. PTX (text) is checked by cuda_arch.c too.
+ * backends' files. PTX (text) is checked by cuda_arch.c too; SPIR-V by
+ * vulkan_spirv.c, WGSL by wgsl.c and metallibs by metal_target.c, each
+ * with the row's entry points.
  */
 #include <stdio.h>
 #include <string.h>
@@ -157,7 +159,8 @@ static const struct rule {
     {"rocm", "hsaco", EM_AMDGPU_, ET_DYN_, rocm_target},
 };
 
-/* Formats that are not ELF: their integrity rests on the SHA-256 alone. */
+/* Formats that are not ELF and that gk__elf_check has no check of their own
+ * for (PTX in a rocm row): the SHA-256 alone vouches for them. */
 static const char *const not_elf[] = {"ptx", "spirv", "wgsl", "metallib"};
 
 static const char *machine_name(unsigned m) {
@@ -253,9 +256,9 @@ int gk__elf_check(const void *bytes, size_t size, const gk_image_info *row,
     }
     return gk__spirv_check(bytes, size, row, why, why_size);
   }
-  if (strcmp(row->format, "wgsl") == 0) return gk__wgsl_check(bytes, size, why, why_size);
+  if (strcmp(row->format, "wgsl") == 0) return gk__wgsl_check(bytes, size, row, why, why_size);
   if (strcmp(row->format, "metallib") == 0)
-    return gk__metallib_check(bytes, size, why, why_size);
+    return gk__metallib_check(bytes, size, row, why, why_size);
   /* PTX is text with directives of its own (cuda_arch.c). */
   if (strcmp(row->backend, "cuda") == 0 && strcmp(row->format, "ptx") == 0)
     return gk__cuda_ptx_check(bytes, size, row, why, why_size) ? GK_OK : GK_EFORMAT;

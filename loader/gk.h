@@ -282,7 +282,8 @@ GK_API void gk_free(void *p);
  * does (gk_archive_read): the format's header fits the backend and target,
  * and every name in row->entry is in the image (a cubin's .text.NAME, a PTX
  * .entry, a shared object's exported function, an AMD code object's
- * NAME.kd kernel descriptor, a SPIR-V entry point). Only backend, target,
+ * NAME.kd kernel descriptor, a SPIR-V entry point, a WGSL function with the
+ * @compute attribute, a kernel in a metallib's function list). Only backend, target,
  * format, entry and toolchain of the row are read. For build tools: gk
  * build and gk pack check each image before it reaches an archive.
  * GK_OK; GK_EFORMAT with `why` (may be NULL) saying what does not fit;

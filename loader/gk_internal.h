@@ -329,8 +329,10 @@ int gk__wgsl_fits(const gk_device *dev, const gk_image_info *row,
                   unsigned flags, long *score, char *why, size_t why_size);
 /* The host libgk hands text to: always "wgsl:webgpu". */
 int gk__wgsl_detect(gk_device *out, char *why, size_t why_size);
-/* UTF-8 without NUL. GK_OK or GK_EFORMAT with why. */
-int gk__wgsl_check(const void *bytes, size_t size, char *why, size_t why_size);
+/* UTF-8 without NUL, and each entry of the row a function of the text with
+ * the @compute attribute. GK_OK or GK_EFORMAT with why. */
+int gk__wgsl_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
+                   size_t why_size);
 extern const gk__gpu_ops gk__wgsl_ops;
 
 /* ---- Metal (metal_target.c: names, rule, header; metal.m: Apple only) -- */
@@ -339,8 +341,10 @@ extern const gk__gpu_ops gk__wgsl_ops;
 int gk__metal_valid(const gk_device *dev, char *why, size_t why_size);
 int gk__metal_fits(const gk_device *dev, const gk_image_info *row,
                    unsigned flags, long *score, char *why, size_t why_size);
-/* "MTLB" magic. GK_OK or GK_EFORMAT with why. */
-int gk__metallib_check(const void *bytes, size_t size, char *why, size_t why_size);
+/* "MTLB" magic, a function list inside the image, and each entry of the
+ * row a kernel function of that list. GK_OK or GK_EFORMAT with why. */
+int gk__metallib_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
+                       size_t why_size);
 /* The system default Metal device (Apple); elsewhere GK_ENODEVICE. */
 int gk__metal_detect(gk_device *out, char *why, size_t why_size);
 extern const gk__gpu_ops gk__metal_ops;

@@ -1,8 +1,8 @@
 /*
  * metal_target.c - the parts of the Metal backend that need no Apple
  * system, built everywhere: target names and the selection rule, the
- * metallib header check of `gk verify`, and (off Apple) the stand-ins that
- * say Metal needs macOS. The driver side is metal.m, built only on Apple.
+ * metallib checks (header, function list, entries), and (off Apple) the
+ * stand-ins that say Metal needs macOS. The driver side is metal.m, built only on Apple.
  *
  * Targets are "OS-metalX.Y": the OS ("macos") and the Metal language
  * version the image was compiled for (AIR is not per GPU). A device's arch
@@ -66,12 +66,119 @@ int gk__metal_fits(const gk_device *dev, const gk_image_info *row, unsigned flag
   return 1;
 }
 
-/* A metallib starts with "MTLB". The rest of its header is not documented
- * by Apple; the SHA-256 vouches for it, and the driver parses it. */
-int gk__metallib_check(const void *bytes, size_t size, char *why, size_t why_size) {
-  if (size < 16 || memcmp(bytes, "MTLB", 4) != 0) {
+/* ---- metallib: the header and the function list -------------------------- */
+
+/* Apple does not document the metallib container. Its layout here is the
+ * one described publicly by those who read it (floor's metallib-dis, the
+ * MetalLibraryArchive project): little endian throughout, an 88-byte
+ * header
+ *    0 "MTLB"        4 platform and container version (8 bytes)
+ *   12 OS version    16 u64 file size
+ *   24 u64 function list offset   32 u64 function list size
+ *   40.. offsets and sizes of the public and private metadata and bitcode
+ * and at the function list offset a u32 count, then for each function a
+ * u32 length (counting itself) and tags: a four-character code, a u16 size
+ * and that many bytes, up to "ENDT", which has no size. NAME holds the
+ * function's name with its NUL; TYPE one byte, 2 for a kernel.
+ * NO REAL METALLIB WAS CHECKED HERE: no Apple toolchain runs on these
+ * machines, and tests/metal writes small files of this layout itself. The
+ * reader is strict only where a wrong guess cannot refuse a real image: it
+ * bounds every read by the image, walks the tags rather than trusting the
+ * lengths, and reads only NAME and TYPE. */
+enum { MTLB_HEADER = 88, MTLB_KERNEL = 2 };
+
+static uint32_t rd32(const unsigned char *p) {
+  return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+/* Looks `name` up in the function list [p, end): 1 found (*type its TYPE,
+ * -1 when it has none), 0 not found, -1 when the list runs past its end.
+ * With name NULL, only walks the list. */
+static int function_list_find(const unsigned char *p, const unsigned char *end, const char *name,
+                              int *type) {
+  if (end - p < 4) return -1;
+  uint32_t count = rd32(p);
+  p += 4;
+  for (uint32_t f = 0; f < count; f++) {
+    if (end - p < 4) return -1;
+    p += 4; /* the entry's length: the tags say where it ends */
+    const unsigned char *fname = NULL;
+    size_t fname_len = 0;
+    int ftype = -1;
+    for (;;) {
+      if (end - p < 4) return -1;
+      if (memcmp(p, "ENDT", 4) == 0) {
+        p += 4;
+        break;
+      }
+      if (end - p < 6) return -1;
+      size_t len = p[4] | (size_t)p[5] << 8;
+      const unsigned char *data = p + 6;
+      if ((size_t)(end - data) < len) return -1;
+      if (memcmp(p, "NAME", 4) == 0) {
+        /* the name and its NUL; a name with no NUL ends at the tag */
+        const unsigned char *nul = memchr(data, '\0', len);
+        fname = data;
+        fname_len = nul ? (size_t)(nul - data) : len;
+      } else if (memcmp(p, "TYPE", 4) == 0 && len >= 1) {
+        ftype = data[0];
+      }
+      p = data + len;
+    }
+    if (name && fname && fname_len == strlen(name) && memcmp(fname, name, fname_len) == 0) {
+      *type = ftype;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int gk__metallib_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
+                       size_t why_size) {
+  const unsigned char *b = bytes;
+  if (size < 4 || memcmp(bytes, "MTLB", 4) != 0) {
     gk__say(why, why_size, "the image is not a metallib (no 'MTLB' header)");
     return GK_EFORMAT;
+  }
+  if (size < MTLB_HEADER) {
+    gk__say(why, why_size, "the metallib is %zu bytes, too short for its %d-byte header", size,
+            MTLB_HEADER);
+    return GK_EFORMAT;
+  }
+  /* Readers differ on whether the list's size counts its u32 count: allow
+   * both, and never past the image. */
+  uint64_t off = rd64(b + 24), len = rd64(b + 32);
+  if (off < MTLB_HEADER || off > size || len > size - off) {
+    gk__say(why, why_size, "the metallib's function list (offset %llu, %llu bytes) lies outside "
+            "the image (%zu bytes)", (unsigned long long)off, (unsigned long long)len, size);
+    return GK_EFORMAT;
+  }
+  const unsigned char *list = b + off;
+  const unsigned char *end = list + (len + 4 <= size - off ? len + 4 : len);
+  int type;
+  if (function_list_find(list, end, NULL, &type) < 0) {
+    gk__say(why, why_size, "the metallib's function list is malformed (a function or tag runs "
+            "past its end)");
+    return GK_EFORMAT;
+  }
+  char names[16][GK__CUDA_NAME_MAX];
+  int ne = gk__cuda_entries(row->entry, names, 16);
+  if (ne < 0) {
+    gk__say(why, why_size, "the row's entry list '%s' is not a JSON array of names", row->entry);
+    return GK_EFORMAT;
+  }
+  for (int i = 0; i < ne; i++) {
+    if (function_list_find(list, end, names[i], &type) != 1) {
+      gk__say(why, why_size, "the metallib has no kernel '%s' (not in its function list)",
+              names[i]);
+      return GK_EFORMAT;
+    }
+    if (type != -1 && type != MTLB_KERNEL) {
+      gk__say(why, why_size, "the metallib's function '%s' is not a kernel (TYPE %d; kernels "
+              "are %d)", names[i], type, MTLB_KERNEL);
+      return GK_EFORMAT;
+    }
   }
   return GK_OK;
 }

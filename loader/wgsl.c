@@ -79,8 +79,99 @@ int gk__wgsl_detect(gk_device *out, char *why, size_t why_size) {
   return GK_OK;
 }
 
-/* WGSL is UTF-8 text: no NUL byte, no malformed or overlong sequence. */
-int gk__wgsl_check(const void *bytes, size_t size, char *why, size_t why_size) {
+/* ---- entry points: a scan of WGSL's tokens ------------------------------- */
+
+/* WGSL has no strings and no preprocessor: its tokens are identifiers,
+ * numbers and punctuation, between blankspace and comments (line comments,
+ * and block comments that nest). That is all an entry-point scan needs; it
+ * is not a parser, and a text it accepts may still fail to compile (Dawn's
+ * test does that). Bytes above 0x7f count as identifier characters, so that
+ * a Unicode identifier is never split into an ASCII name. */
+typedef struct lexer {
+  const char *s;
+  size_t n, i;
+} lexer;
+
+static int is_ident(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c >= 0x80;
+}
+
+/* The next token's start and length; 0 at the end of the text. */
+static size_t next_token(lexer *lx, const char **tok) {
+  const char *s = lx->s;
+  size_t n = lx->n, i = lx->i;
+  for (;;) {
+    while (i < n && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r'))) i++;
+    if (i + 1 < n && s[i] == '/' && s[i + 1] == '/') {
+      while (i < n && s[i] != '\n' && s[i] != '\r') i++;
+    } else if (i + 1 < n && s[i] == '/' && s[i + 1] == '*') {
+      unsigned depth = 0;
+      do {
+        if (i + 1 < n && s[i] == '/' && s[i + 1] == '*') depth++, i += 2;
+        else if (i + 1 < n && s[i] == '*' && s[i + 1] == '/') depth--, i += 2;
+        else i++;
+      } while (depth && i < n);
+    } else {
+      break;
+    }
+  }
+  *tok = s + i;
+  size_t start = i;
+  if (i < n) {
+    if (is_ident((unsigned char)s[i]))
+      while (i < n && is_ident((unsigned char)s[i])) i++;
+    else
+      i++;
+  }
+  lx->i = i;
+  return i - start;
+}
+
+static int token_is(const char *tok, size_t len, const char *word) {
+  return len == strlen(word) && memcmp(tok, word, len) == 0;
+}
+
+/* How `name` is declared in the text: 1 as an entry point (a function whose
+ * attributes include @compute: "@compute @workgroup_size(64) fn NAME("), 2
+ * as a function without @compute, 0 not as a function. A name in a comment,
+ * or after `fn` in a call or an attribute's arguments, does not count. */
+static int wgsl_declares(const char *text, size_t size, const char *name) {
+  lexer lx = {text, size, 0};
+  const char *t;
+  size_t len;
+  int compute = 0; /* the attributes seen since the last other token */
+  while ((len = next_token(&lx, &t))) {
+    if (token_is(t, len, "@")) {
+      if (!(len = next_token(&lx, &t))) break;
+      compute |= token_is(t, len, "compute");
+      /* An attribute's arguments, "(64, 1, 1)", are skipped whole. */
+      size_t at = lx.i;
+      if ((len = next_token(&lx, &t)) && token_is(t, len, "(")) {
+        unsigned depth = 1;
+        while (depth && (len = next_token(&lx, &t)))
+          depth += token_is(t, len, "(") ? 1 : token_is(t, len, ")") ? -1u : 0;
+      } else {
+        lx.i = at;
+      }
+      continue;
+    }
+    if (token_is(t, len, "fn")) {
+      const char *f;
+      size_t flen = next_token(&lx, &f);
+      if (flen && token_is(f, flen, name) && (len = next_token(&lx, &t)) && token_is(t, len, "("))
+        return compute ? 1 : 2;
+    }
+    compute = 0;
+  }
+  return 0;
+}
+
+/* WGSL is UTF-8 text: no NUL byte, no malformed or overlong sequence. Every
+ * entry the row lists must be an entry point of the text: a misspelt name
+ * would otherwise pack, verify and load, and fail only in the host. */
+int gk__wgsl_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
+                   size_t why_size) {
   const unsigned char *s = bytes;
   for (size_t i = 0; i < size;) {
     unsigned c = s[i];
@@ -105,29 +196,27 @@ int gk__wgsl_check(const void *bytes, size_t size, char *why, size_t why_size) {
     }
     i += n;
   }
+  char names[16][GK__CUDA_NAME_MAX];
+  int ne = gk__cuda_entries(row->entry, names, 16);
+  if (ne < 0) {
+    gk__say(why, why_size, "the row's entry list '%s' is not a JSON array of names", row->entry);
+    return GK_EFORMAT;
+  }
+  for (int i = 0; i < ne; i++) {
+    int how = wgsl_declares(bytes, size, names[i]);
+    if (how == 1) continue;
+    if (how == 2)
+      gk__say(why, why_size, "the WGSL text has no kernel '%s' (fn %s has no @compute attribute)",
+              names[i], names[i]);
+    else
+      gk__say(why, why_size, "the WGSL text has no kernel '%s' (no @compute fn %s)", names[i],
+              names[i]);
+    return GK_EFORMAT;
+  }
   return GK_OK;
 }
 
 /* ---- modules: the text ---------------------------------------------------- */
-
-static int is_ident(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-/* Does the text declare `fn NAME(` after an @compute attribute? A scan of
- * tokens, not a parse: enough to refuse a name the shader does not have. */
-static int declares_entry(const char *text, const char *name) {
-  size_t n = strlen(name);
-  if (n == 0) return 0;
-  for (const char *p = strstr(text, "@compute"); p; p = strstr(p + 1, "@compute")) {
-    const char *f = strstr(p, "fn ");
-    if (!f) return 0;
-    f += 3;
-    while (*f == ' ') f++;
-    if (strncmp(f, name, n) == 0 && !is_ident(f[n])) return 1;
-  }
-  return 0;
-}
 
 static int wgsl_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
                      void *bytes, size_t size, void **state) {
@@ -145,11 +234,11 @@ static int wgsl_load(gk_archive *ar, const gk_device *dev, const gk_image_info *
 }
 
 static void *wgsl_symbol(void *state, const char *name) {
-  return declares_entry(state, name) ? state : NULL;
+  return wgsl_declares(state, strlen(state), name) == 1 ? state : NULL;
 }
 
 static int wgsl_kernel_info(void *state, const char *name, gk_kernel_info *out) {
-  if (!declares_entry(state, name)) return GK_ENOSYMBOL;
+  if (wgsl_declares(state, strlen(state), name) != 1) return GK_ENOSYMBOL;
   memset(out, 0, sizeof *out);
   out->object = (uint64_t)(uintptr_t)state;
   return GK_OK;

@@ -76,4 +76,35 @@ done
 # The build tree holds no gk.pc naming install paths (for-install/ has the
 # one cmake --install copies).
 [ -e "$(dirname "$GK")/gk.pc" ] && fail "the build tree has a gk.pc that points at install paths"
+
+# WGSL: an entry is a function with the @compute attribute (build:
+# bad_inputs.tsv build.wgsl_*). gk pack refuses a manifest that lists
+# another name, gk verify an archive whose row does.
+mkdir -p "$T/wr"
+cat >"$T/wr/k.lua" <<LUA
+kernel "k" {
+  wgsl { source = "$SRC/tests/cli/bad_inputs/project/src/k.wgsl", entry = { "k" }, targets = { "webgpu" } },
+}
+LUA
+run "$GK" build --recipes "$T/wr" --out "$T/wo" --cache "$T/wc"; expect_status 0 "build a wgsl kernel"
+run "$GK" pack "$T/wo" -o "$T/w.gkfat"; expect_status 0 "pack a wgsl kernel"
+python3 - "$T/wo/manifest.json" <<'PY' || fail "cannot edit the wgsl manifest"
+import json, sys
+m = json.load(open(sys.argv[1]))
+for i in m["images"]:
+    i["entry"] = ["k", "kk"]
+json.dump(m, open(sys.argv[1], "w"))
+PY
+run "$GK" pack "$T/wo" -o "$T/wbad.gkfat"; expect_status 1 "pack a misspelt wgsl entry"
+expect_err_line "gk pack: image '$T/wo/wgsl/k/webgpu.wgsl' (kernel 'k') does not fit its manifest entry: the WGSL text has no kernel 'kk' (no @compute fn kk); fix the kernel's recipe and run 'gk build' again" "pack names the wgsl entry"
+[ -e "$T/wbad.gkfat" ] && fail "pack left a wgsl archive behind"
+python3 - "$T/w.gkfat" <<'PY' || fail "cannot edit the wgsl archive"
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("""UPDATE spec SET entry = '["twice"]' WHERE entry = '["k"]'""")
+assert c.total_changes == 1
+c.commit()
+PY
+run "$GK" verify "$T/w.gkfat"; expect_status 1 "verify a wgsl helper listed as an entry"
+expect_out "FAIL wgsl k webgpu : archive '$T/w.gkfat': image 'k' wgsl webgpu does not fit its row: the WGSL text has no kernel 'twice' (fn twice has no @compute attribute)" "verify names the wgsl entry"
 finish

@@ -85,6 +85,59 @@ static void test_select_and_text_check(void **state) {
   free(path);
 }
 
+/* The entries of a row are @compute functions of the text: comments, other
+ * functions and names after `fn` elsewhere do not count (gk_image_check, as
+ * gk build, pack, verify and load run it). */
+static void test_entries(void **state) {
+  (void)state;
+  static const char text[] =
+      "// @compute @workgroup_size(1) fn in_line_comment() {}\n"
+      "/* @compute fn in_block /* nested */ @compute fn still_in_block() {} */\n"
+      "fn helper(v: f32) -> f32 { return v; }\n"
+      "@workgroup_size(8, (2), 1) @compute fn order_swapped() {}\n"
+      "@compute\n  @workgroup_size(64, 1, 1)\n/* between */ fn\n  main2 (@builtin(local_invocation_index) i: u32) {}\n"
+      "@compute @workgroup_size(1) fn k() { let f = helper(1.0); }\n";
+  static const struct { const char *entry; const char *why; } table[] = {
+      {"[\"k\"]", NULL},
+      {"[\"k\",\"order_swapped\",\"main2\"]", NULL},
+      {"[]", NULL},
+      {"[\"kk\"]", "the WGSL text has no kernel 'kk' (no @compute fn kk)"},
+      {"[\"in_line_comment\"]", "no kernel 'in_line_comment' (no @compute fn in_line_comment)"},
+      {"[\"in_block\"]", "no kernel 'in_block'"},
+      {"[\"still_in_block\"]", "no kernel 'still_in_block'"},
+      {"[\"helper\"]", "no kernel 'helper' (fn helper has no @compute attribute)"},
+      {"[\"mai\"]", "no kernel 'mai'"},
+      {"[\"workgroup_size\"]", "no kernel 'workgroup_size'"},
+      {"k", "is not a JSON array"},
+  };
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+    gk_image_info row = {.backend = "wgsl", .format = "wgsl", .target = "webgpu",
+                         .entry = table[i].entry, .toolchain = ""};
+    char why[256] = "";
+    int rc = gk_image_check(text, sizeof text - 1, &row, why, sizeof why);
+    if (!table[i].why && rc != GK_OK) fail_msg("%s refused: %s", table[i].entry, why);
+    if (table[i].why && (rc != GK_EFORMAT || !strstr(why, table[i].why)))
+      fail_msg("%s: rc %d, '%s', expected '%s'", table[i].entry, rc, why, table[i].why);
+  }
+  /* gk_module_symbol answers by the same reading. */
+  fx_image im[] = {{"k", "wgsl", "webgpu", "", "wgsl", NULL, NULL, NULL, text, sizeof text - 1}};
+  char *path = fx_path("we.gkfat");
+  fx_write(path, im, 1);
+  gk_archive *ar;
+  gk_device d;
+  gk_module *m;
+  assert_int_equal(gk_archive_open(path, &ar), GK_OK);
+  assert_int_equal(gk_device_parse("wgsl", &d, NULL, 0), GK_OK);
+  assert_int_equal(gk_module_load(ar, &d, "k", "", &m), GK_OK);
+  assert_non_null(gk_module_symbol(m, "main2"));
+  assert_null(gk_module_symbol(m, "helper"));
+  assert_null(gk_module_symbol(m, "in_line_comment"));
+  assert_null(gk_module_symbol(m, "still_in_block"));
+  gk_module_unload(m);
+  gk_archive_close(ar);
+  free(path);
+}
+
 static void test_real_archive(void **state) {
   (void)state;
   gk_archive *ar;
@@ -116,6 +169,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_device),
       cmocka_unit_test(test_select_and_text_check),
+      cmocka_unit_test(test_entries),
       cmocka_unit_test(test_real_archive),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
