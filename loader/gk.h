@@ -729,10 +729,13 @@ GK_API int gk_module_launch_dims(const gk_module *m, const char *entry,
  * plain launch. */
 typedef struct gk_launch_options {
   /* CUDA: the CUstream (NULL: the legacy default stream); it must belong
-   * to the module's context (the device's primary context). Reserved for
-   * ROCm's hsa_queue_t *. Ignored elsewhere. */
+   * to the module's context (the device's primary context). ROCm: the
+   * hsa_queue_t * of the module's agent to write the packet to (NULL: a
+   * queue the module creates at its first launch and keeps until
+   * unloaded). Ignored elsewhere. */
   void *stream;
-  /* Reserved for ROCm: an hsa_signal_t the caller waits on. Ignored now
+  /* ROCm: the handle of the hsa_signal_t the packet decrements when the
+   * kernel finishes (its completion_signal; 0: none). Ignored elsewhere
    * (CUDA launches are asynchronous on the stream; Vulkan dispatches
    * finish before gk_module_launch returns). */
   uint64_t signal;
@@ -745,9 +748,17 @@ typedef struct gk_launch_options {
  * order (gk_module_launch_dims' checks), geometry from the row:
  *   cuda   cuLaunchKernel on opts->stream, the module's context current
  *          for the call (pushed and popped); asynchronous as CUDA is.
- *   rocm   NOT YET: GK_EINVAL. Until it is, gk_module_launch_dims gives
- *          the geometry and gk_module_kernel_info the kernarg segment's
- *          size and alignment for a hand-built AQL packet.
+ *   rocm   an AQL kernel dispatch packet on opts->stream's queue (or the
+ *          module's own), with the barrier bit (in order, as a stream)
+ *          and opts->signal as completion signal; asynchronous. The
+ *          kernarg segment (the kernel descriptor's size: the args at
+ *          their natural alignment, code object v5/v6 hidden block counts,
+ *          group sizes and grid dimensions, zeros elsewhere) is one of 64
+ *          slots the module keeps in the agent's kernarg memory, reused 64
+ *          launches of the module later: no more than 64 launches of one
+ *          module may be unfinished at once (on the module's own queue
+ *          libgk waits for the packet processor; on the caller's, wait on
+ *          the signals). Finish every launch before unloading.
  *   vulkan gk_vk_dispatch with the buffers (args' pointers are
  *          gk_vk_buffer *, gk_arg_buffer in gk_vulkan.h) and the push
  *          constants from the scalars; returns when the dispatch is done.

@@ -10,6 +10,11 @@
  * freeze. A module keeps its own hsa_init reference (HSA counts them), its
  * executable and the image bytes, until it is unloaded.
  *
+ * Launching (gk_module_launch): the kernarg segment in a slot of a ring the
+ * module allocates from the agent's kernarg region, an AQL kernel dispatch
+ * packet on the caller's queue or one the module creates, header stored
+ * last, doorbell rung.
+ *
  * On a machine without an AMD GPU, hsa_init itself fails (ROCr 5.x returns
  * HSA_STATUS_ERROR_OUT_OF_RESOURCES when /dev/kfd is absent): that is the
  * ordinary "no ROCm device" answer, not an error.
@@ -18,6 +23,8 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +224,22 @@ int gk__rocm_detect(gk_device *out, char *why, size_t why_size) {
 
 /* ---- modules ------------------------------------------------------------- */
 
+/* Kernarg segments: KERNARG_SLOTS slots of KERNARG_SLOT bytes each, one
+ * per launch in turn. A launch's segment must stay untouched until its
+ * kernel has finished, so a slot is reused KERNARG_SLOTS launches of the
+ * module later (gk.h states the rule; wait_slot checks what it can). 1 KiB
+ * holds GK_LAUNCH_MAX_PARAMS explicit arguments and the 256 bytes of
+ * hidden arguments of code object v5 with room to spare. */
+#define KERNARG_SLOTS 64
+#define KERNARG_SLOT 1024u
+/* Packets of the queue a module creates when the caller passes none. */
+#define OWN_QUEUE_SIZE 1024u
+
+typedef struct kernarg_use {
+  const gk__hsa_queue *queue; /* NULL: the slot was never used */
+  uint64_t packet;
+} kernarg_use;
+
 typedef struct rocm_module {
   hsa h;
   gk__hsa_agent agent;
@@ -224,11 +247,21 @@ typedef struct rocm_module {
   gk__hsa_executable exe;
   int have_reader, have_exe;
   void *bytes; /* the code object: must outlive the reader (hsa.h) */
+  unsigned abiversion; /* EI_ABIVERSION: code object version - 2 */
+  /* Launch state, made at the first launch, under `lock`. */
+  pthread_mutex_t lock;
+  gk__hsa_queue *queue; /* libgk's own, NULL until needed */
+  unsigned char *kernarg; /* KERNARG_SLOTS * KERNARG_SLOT, kernarg region */
+  kernarg_use used[KERNARG_SLOTS];
+  unsigned next_slot;
 } rocm_module;
 
 static void rocm_unload(void *state) {
   rocm_module *rm = state;
   if (!rm) return;
+  if (rm->queue) rm->h.hsa_queue_destroy(rm->queue);
+  if (rm->kernarg) rm->h.hsa_memory_free(rm->kernarg);
+  pthread_mutex_destroy(&rm->lock);
   if (rm->have_exe) rm->h.hsa_executable_destroy(rm->exe);
   if (rm->have_reader) rm->h.hsa_code_object_reader_destroy(rm->reader);
   hsa_close(&rm->h);
@@ -248,6 +281,8 @@ static int rocm_load(gk_archive *ar, const gk_device *dev,
     return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
   }
   rm->bytes = bytes;
+  pthread_mutex_init(&rm->lock, NULL);
+  rm->abiversion = size > 8 ? ((const unsigned char *)bytes)[8] : 0;
   int rc = hsa_open(&rm->h, why, sizeof why);
   if (rc != GK_OK) {
     rc = gk__fail(ar, rc, "cannot load image %s: %s", what, why);
@@ -350,5 +385,195 @@ static void *rocm_symbol(void *state, const char *name) {
   return (void *)(uintptr_t)k.object;
 }
 
-const gk__gpu_ops gk__rocm_ops = {GK_BACKEND_ROCM, rocm_load, rocm_symbol,
-                                  rocm_kernel_info, rocm_unload, NULL, NULL};
+/* ---- launches ------------------------------------------------------------ */
+
+typedef struct region_pick {
+  const hsa *h;
+  gk__hsa_region found;
+} region_pick;
+
+static gk__hsa_status on_region(gk__hsa_region r, void *data) {
+  region_pick *p = data;
+  unsigned segment = ~0u;
+  uint32_t flags = 0;
+  if (p->h->hsa_region_get_info(r, GK__HSA_REGION_INFO_SEGMENT, &segment) !=
+          GK__HSA_STATUS_SUCCESS ||
+      segment != GK__HSA_REGION_SEGMENT_GLOBAL)
+    return GK__HSA_STATUS_SUCCESS;
+  if (p->h->hsa_region_get_info(r, GK__HSA_REGION_INFO_GLOBAL_FLAGS, &flags) ==
+          GK__HSA_STATUS_SUCCESS &&
+      (flags & GK__HSA_REGION_GLOBAL_FLAG_KERNARG)) {
+    p->found = r;
+    return GK__HSA_STATUS_INFO_BREAK;
+  }
+  return GK__HSA_STATUS_SUCCESS;
+}
+
+/* The kernarg ring, and the module's queue when the caller brings none.
+ * Under rm->lock. GK_OK, or a status with gk_last_error() set. */
+static int launch_setup(rocm_module *rm, const gk_launch *L, int own_queue) {
+  const hsa *h = &rm->h;
+  char st[160];
+  gk__hsa_status s;
+  if (!rm->kernarg) {
+    region_pick p = {.h = h};
+    s = h->hsa_agent_iterate_regions(rm->agent, on_region, &p);
+    if ((s != GK__HSA_STATUS_SUCCESS && s != GK__HSA_STATUS_INFO_BREAK) || !p.found.handle)
+      return gk__set_last_error(GK_EDRIVER, "%s: the GPU agent has no kernarg memory region "
+                                "(hsa_agent_iterate_regions: %s)",
+                                gk__launch_what(L), status_text(h, s, st, sizeof st));
+    void *mem = NULL;
+    s = h->hsa_memory_allocate(p.found, (size_t)KERNARG_SLOTS * KERNARG_SLOT, &mem);
+    if (s != GK__HSA_STATUS_SUCCESS || !mem)
+      return gk__set_last_error(GK_EDRIVER, "%s: hsa_memory_allocate of %u bytes of kernarg "
+                                "memory failed with %s", gk__launch_what(L),
+                                KERNARG_SLOTS * KERNARG_SLOT, status_text(h, s, st, sizeof st));
+    rm->kernarg = mem;
+  }
+  if (own_queue && !rm->queue) {
+    uint32_t max = 0;
+    if (h->hsa_agent_get_info(rm->agent, GK__HSA_AGENT_INFO_QUEUE_MAX_SIZE, &max) !=
+            GK__HSA_STATUS_SUCCESS ||
+        max == 0)
+      max = OWN_QUEUE_SIZE;
+    /* UINT32_MAX segment sizes: "whatever a kernel needs" (hsa.h). */
+    s = h->hsa_queue_create(rm->agent, max < OWN_QUEUE_SIZE ? max : OWN_QUEUE_SIZE,
+                            GK__HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX, UINT32_MAX,
+                            &rm->queue);
+    if (s != GK__HSA_STATUS_SUCCESS || !rm->queue) {
+      rm->queue = NULL;
+      return gk__set_last_error(GK_EDRIVER, "%s: hsa_queue_create failed with %s",
+                                gk__launch_what(L), status_text(h, s, st, sizeof st));
+    }
+  }
+  return GK_OK;
+}
+
+/* Waits until slot u's last launch no longer needs its segment, as far as
+ * libgk can see. On the module's own queue every packet carries the
+ * barrier bit, so once the packet processor has taken the packet after
+ * it, that launch has finished; when it was the last one written, its own
+ * packet being taken is all there is to wait for. A caller's queue is not
+ * read at all (it may be gone): gk.h makes finishing the caller's part. */
+static void wait_slot(const rocm_module *rm, const kernarg_use *u) {
+  if (!u->queue || u->queue != rm->queue) return;
+  const hsa *h = &rm->h;
+  /* The write index is one past the last packet reserved. */
+  uint64_t until = u->packet + 1;
+  if (h->hsa_queue_add_write_index_screlease(u->queue, 0) > u->packet + 1) until++;
+  while (h->hsa_queue_load_read_index_scacquire(u->queue) < until) sched_yield();
+}
+
+/* The explicit arguments in signature order, each at its natural
+ * alignment (the AMDGPU kernel ABI for pointers, 64- and 32-bit scalars);
+ * their end in *end. */
+static void put_args(unsigned char *seg, const gk_arg *args, size_t nargs, uint32_t *end) {
+  uint32_t off = 0;
+  for (size_t i = 0; i < nargs; i++) {
+    uint32_t n = args[i].type == GK_ARG_I32 || args[i].type == GK_ARG_F32 ? 4 : 8;
+    off = (off + n - 1) & ~(n - 1);
+    memcpy(seg + off, &args[i].v, n);
+    off += n;
+  }
+  *end = off;
+}
+
+/* Code object v5's hidden arguments, which start at the explicit ones' end
+ * rounded up to 8 (LLVM's implicit-argument pointer): HIP's blockDim and
+ * gridDim read them there rather than from the packet. libgk fills the
+ * block counts, group sizes, remainders (0: the grid is whole groups) and
+ * grid dimensions; the rest (global offsets, heap, printf, hostcall and
+ * queue pointers) stays 0, which no kernel of the set reads. Older code
+ * objects read the packet, and their hidden arguments stay 0 too. */
+static void put_hidden_v5(unsigned char *seg, uint32_t at, uint32_t size,
+                          const gk_launch_dims *d, uint16_t dims) {
+  at = (at + 7) & ~7u;
+  if (size < at + 66) return; /* the kernel takes no hidden arguments */
+  for (int k = 0; k < 3; k++) {
+    uint32_t groups = d->grid[k];
+    uint16_t block = (uint16_t)d->block[k], zero = 0;
+    memcpy(seg + at + 4 * k, &groups, 4);
+    memcpy(seg + at + 12 + 2 * k, &block, 2);
+    memcpy(seg + at + 18 + 2 * k, &zero, 2);
+  }
+  memcpy(seg + at + 64, &dims, 2);
+}
+
+static int rocm_launch(void *state, const char *name, const gk_launch *L,
+                       const gk_launch_dims *d, const gk_arg *args, size_t nargs,
+                       const gk_launch_options *opts) {
+  rocm_module *rm = state;
+  const hsa *h = &rm->h;
+  gk_kernel_info k;
+  int rc = rocm_kernel_info(rm, name, &k);
+  if (rc != GK_OK)
+    return gk__set_last_error(rc, "%s: %s", gk__launch_what(L),
+                              rc == GK_ENOSYMBOL ? "the code object has no such kernel"
+                                                 : "the kernel descriptor cannot be read");
+  if (k.kernarg_size > KERNARG_SLOT || (k.kernarg_align && KERNARG_SLOT % k.kernarg_align))
+    return gk__set_last_error(GK_ECORRUPT, "%s: a kernarg segment of %u bytes aligned to %u "
+                              "does not fit libgk's %u-byte slots", gk__launch_what(L),
+                              k.kernarg_size, k.kernarg_align, KERNARG_SLOT);
+  for (int i = 0; i < 3; i++)
+    if (d->block[i] > 0xffff)
+      return gk__set_last_error(GK_ECORRUPT, "%s: a workgroup of %u work-items on axis %d",
+                                gk__launch_what(L), d->block[i], i);
+  unsigned char seg[KERNARG_SLOT];
+  uint32_t end;
+  memset(seg, 0, sizeof seg);
+  put_args(seg, args, nargs, &end);
+  if (end > k.kernarg_size)
+    return gk__set_last_error(GK_ECORRUPT, "%s: the row's parameters take %u bytes, the "
+                              "kernel descriptor's kernarg segment only %u",
+                              gk__launch_what(L), end, k.kernarg_size);
+  uint16_t dims = d->grid[2] > 1 || d->block[2] > 1   ? 3
+                  : d->grid[1] > 1 || d->block[1] > 1 ? 2
+                                                      : 1;
+  if (rm->abiversion >= 3) put_hidden_v5(seg, end, k.kernarg_size, d, dims);
+
+  gk__hsa_queue *q = opts ? opts->stream : NULL;
+  pthread_mutex_lock(&rm->lock);
+  if ((rc = launch_setup(rm, L, !q)) != GK_OK) goto out;
+  if (!q) q = rm->queue;
+  kernarg_use *u = &rm->used[rm->next_slot];
+  unsigned char *ka = rm->kernarg + (size_t)rm->next_slot * KERNARG_SLOT;
+  rm->next_slot = (rm->next_slot + 1) % KERNARG_SLOTS;
+  wait_slot(rm, u);
+  memcpy(ka, seg, k.kernarg_size);
+
+  /* Reserve a packet, wait for its slot in the ring to be free, fill all
+   * but the first 32 bits, then publish them with one release store. */
+  uint64_t id = h->hsa_queue_add_write_index_screlease(q, 1);
+  while (id - h->hsa_queue_load_read_index_scacquire(q) >= q->size) sched_yield();
+  gk__hsa_dispatch_packet *p = (gk__hsa_dispatch_packet *)q->base_address + (id & (q->size - 1));
+  p->workgroup_size_x = (uint16_t)d->block[0];
+  p->workgroup_size_y = (uint16_t)d->block[1];
+  p->workgroup_size_z = (uint16_t)d->block[2];
+  p->reserved0 = 0;
+  /* HSA counts the grid in work-items; gk_launch_eval kept it in 32 bits. */
+  p->grid_size_x = d->grid[0] * d->block[0];
+  p->grid_size_y = d->grid[1] * d->block[1];
+  p->grid_size_z = d->grid[2] * d->block[2];
+  p->private_segment_size = k.private_segment_size;
+  p->group_segment_size = k.group_segment_size + d->shared;
+  p->kernel_object = k.object;
+  p->kernarg_address = ka;
+  p->reserved2 = 0;
+  p->completion_signal = opts ? opts->signal : 0;
+  uint16_t header = (uint16_t)(GK__HSA_PACKET_TYPE_KERNEL_DISPATCH |
+                               1u << GK__HSA_PACKET_HEADER_BARRIER |
+                               GK__HSA_FENCE_SCOPE_SYSTEM << GK__HSA_PACKET_HEADER_ACQUIRE_FENCE_SCOPE |
+                               GK__HSA_FENCE_SCOPE_SYSTEM << GK__HSA_PACKET_HEADER_RELEASE_FENCE_SCOPE);
+  uint16_t setup = (uint16_t)(dims << GK__HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS);
+  __atomic_store_n((uint32_t *)p, header | (uint32_t)setup << 16, __ATOMIC_RELEASE);
+  h->hsa_signal_store_screlease(q->doorbell_signal, (int64_t)id);
+  u->queue = q;
+  u->packet = id;
+  gk__clear_last_error();
+out:
+  pthread_mutex_unlock(&rm->lock);
+  return rc;
+}
+
+const gk__gpu_ops gk__rocm_ops = {GK_BACKEND_ROCM, rocm_load,   rocm_symbol, rocm_kernel_info,
+                                  rocm_unload,     NULL,        rocm_launch};

@@ -122,6 +122,7 @@ static gk__hsa_status hd_agent_get_info(gk__hsa_agent a, unsigned attr, void *va
   const hd_agent *ag = &cfg.agents[i];
   switch (attr) {
   case GK__HSA_AGENT_INFO_DEVICE: *(unsigned *)value = ag->gpu ? 1u : 0u; return ST_OK;
+  case GK__HSA_AGENT_INFO_QUEUE_MAX_SIZE: *(uint32_t *)value = ag->gpu ? 4096u : 0u; return ST_OK;
   case GK__HSA_AGENT_INFO_NAME: {
     const char *p = strstr(ag->isa, "gfx");
     memset(value, 0, GK__HSA_NAME_SIZE);
@@ -206,6 +207,7 @@ static int compatible(const reader *r, int agent, char *why, size_t n) {
   log_.co_machine = machine;
   log_.co_flags = flags;
   log_.co_size = r->n;
+  log_.co_abiversion = abiv;
   int pi = isa ? proc_index(isa, strcspn(isa, ":")) : -1;
   if (pi < 0) {
     snprintf(why, n, "the double does not know agent ISA %s", cfg.agents[agent].isa);
@@ -303,6 +305,179 @@ static gk__hsa_status hd_symbol_get_info(gk__hsa_executable_symbol sym, unsigned
   }
 }
 
+/* ---- launches ------------------------------------------------------------ */
+
+#define KERNARG_REGION 0x300u /* + agent: the one region of each GPU agent */
+
+typedef struct alloc {
+  unsigned char *p;
+  size_t n;
+} alloc;
+static alloc allocs[16];
+
+typedef struct dq {
+  gk__hsa_queue q; /* first: the hsa_queue_t * libgk gets */
+  uint64_t write, read;
+} dq;
+
+static gk__hsa_status hd_iterate_regions(gk__hsa_agent a, gk__hsa_region_cb cb, void *data) {
+  int i = agent_of(a);
+  if (i < 0) return ST_INVALID_AGENT;
+  if (!cfg.agents[i].gpu) return ST_OK;
+  /* A fine-grained region first, which is not for kernargs, then the one. */
+  gk__hsa_status s = cb((gk__hsa_region){0x400u + (uint64_t)i}, data);
+  if (s != ST_OK) return s;
+  return cb((gk__hsa_region){KERNARG_REGION + (uint64_t)i}, data);
+}
+
+static gk__hsa_status hd_region_get_info(gk__hsa_region r, unsigned attr, void *value) {
+  if (r.handle < KERNARG_REGION || r.handle >= 0x400u + (uint64_t)cfg.nagents)
+    return ST_INVALID_ARGUMENT;
+  if (attr == GK__HSA_REGION_INFO_SEGMENT) {
+    *(unsigned *)value = GK__HSA_REGION_SEGMENT_GLOBAL;
+    return ST_OK;
+  }
+  if (attr == GK__HSA_REGION_INFO_GLOBAL_FLAGS) {
+    /* hsa_region_global_flag_t: KERNARG 1, FINE_GRAINED 2 */
+    *(uint32_t *)value = r.handle < 0x400u ? GK__HSA_REGION_GLOBAL_FLAG_KERNARG | 2u : 2u;
+    return ST_OK;
+  }
+  return ST_INVALID_ARGUMENT;
+}
+
+static gk__hsa_status hd_memory_allocate(gk__hsa_region r, size_t n, void **ptr) {
+  if (log_.live_inits <= 0) return ST_NOT_INITIALIZED;
+  if (r.handle < KERNARG_REGION || r.handle >= 0x400u + (uint64_t)cfg.nagents || !n || !ptr)
+    return ST_INVALID_ARGUMENT;
+  for (size_t i = 0; i < sizeof allocs / sizeof allocs[0]; i++)
+    if (!allocs[i].p) {
+      if (!(allocs[i].p = aligned_alloc(64, (n + 63) & ~(size_t)63))) return 0x1008;
+      allocs[i].n = n;
+      /* Garbage, so that a byte libgk forgets to write shows. */
+      memset(allocs[i].p, 0xa5, n);
+      if (r.handle < 0x400u) log_.kernarg_allocs_live++;
+      *ptr = allocs[i].p;
+      return ST_OK;
+    }
+  return 0x1008;
+}
+
+static gk__hsa_status hd_memory_free(void *p) {
+  for (size_t i = 0; i < sizeof allocs / sizeof allocs[0]; i++)
+    if (p && allocs[i].p == p) {
+      free(p);
+      allocs[i].p = NULL;
+      log_.kernarg_allocs_live--;
+      return ST_OK;
+    }
+  return ST_INVALID_ARGUMENT;
+}
+
+static gk__hsa_status hd_queue_create_fn(gk__hsa_agent a, uint32_t size, uint32_t type,
+                                         gk__hsa_queue_cb cb, void *data, uint32_t priv,
+                                         uint32_t group, gk__hsa_queue **out) {
+  (void)cb, (void)data, (void)priv, (void)group;
+  int i = agent_of(a);
+  if (log_.live_inits <= 0) return ST_NOT_INITIALIZED;
+  if (i < 0 || !cfg.agents[i].gpu) return ST_INVALID_AGENT;
+  if (!out || size == 0 || (size & (size - 1)) || size > 4096 || type > 1)
+    return ST_INVALID_ARGUMENT;
+  dq *d = calloc(1, sizeof *d);
+  void *ring = aligned_alloc(64, (size_t)size * 64);
+  if (!d || !ring) {
+    free(d), free(ring);
+    return 0x1008;
+  }
+  /* Every slot starts INVALID (type 1), as ROCr's do. */
+  memset(ring, 0, (size_t)size * 64);
+  for (uint32_t k = 0; k < size; k++) ((unsigned char *)ring)[64 * k] = 1;
+  d->q.type = type;
+  d->q.base_address = ring;
+  d->q.doorbell_signal.handle = (uint64_t)(uintptr_t)d;
+  d->q.size = size;
+  d->q.id = 0xd0b1;
+  log_.queues_live++;
+  *out = &d->q;
+  return ST_OK;
+}
+
+static gk__hsa_status hd_queue_destroy_fn(gk__hsa_queue *q) {
+  if (!q) return ST_INVALID_ARGUMENT;
+  free(q->base_address);
+  free(q);
+  log_.queues_live--;
+  return ST_OK;
+}
+
+static uint64_t hd_load_read_index(const gk__hsa_queue *q) {
+  return __atomic_load_n(&((const dq *)q)->read, __ATOMIC_ACQUIRE);
+}
+
+static uint64_t hd_add_write_index(const gk__hsa_queue *q, uint64_t v) {
+  return __atomic_fetch_add(&((dq *)q)->write, v, __ATOMIC_RELEASE);
+}
+
+static const symbol *symbol_of(uint64_t object) {
+  for (int i = 0; i < (int)(sizeof symbols / sizeof symbols[0]); i++)
+    if (symbols[i].object && symbols[i].object == object) return &symbols[i];
+  return NULL;
+}
+
+/* One packet, checked and recorded as a packet processor would take it. */
+static int take(dq *d, const gk__hsa_dispatch_packet *p) {
+  uint32_t first = __atomic_load_n((const uint32_t *)p, __ATOMIC_ACQUIRE);
+  if ((first & 0xff) != GK__HSA_PACKET_TYPE_KERNEL_DISPATCH) {
+    snprintf(log_.bad_packet, sizeof log_.bad_packet,
+             "packet %llu: header type %u, not a kernel dispatch (not published?)",
+             (unsigned long long)d->read, first & 0xff);
+    return 0;
+  }
+  const symbol *s = symbol_of(p->kernel_object);
+  if (!s) {
+    snprintf(log_.bad_packet, sizeof log_.bad_packet, "packet %llu: unknown kernel object 0x%llx",
+             (unsigned long long)d->read, (unsigned long long)p->kernel_object);
+    return 0;
+  }
+  const unsigned char *ka = p->kernarg_address;
+  int inside = 0;
+  for (size_t i = 0; i < sizeof allocs / sizeof allocs[0]; i++)
+    if (allocs[i].p && ka >= allocs[i].p && ka + s->kernarg <= allocs[i].p + allocs[i].n)
+      inside = 1;
+  if (!inside || ((uintptr_t)ka & 7) || s->kernarg > sizeof log_.kernarg) {
+    snprintf(log_.bad_packet, sizeof log_.bad_packet,
+             "packet %llu: kernarg address %p is not %u bytes of kernarg memory aligned to 8",
+             (unsigned long long)d->read, (const void *)ka, s->kernarg);
+    return 0;
+  }
+  memcpy(log_.packet, p, 64);
+  memset(log_.kernarg, 0, sizeof log_.kernarg);
+  memcpy(log_.kernarg, ka, s->kernarg);
+  log_.kernarg_size = s->kernarg;
+  log_.queue = d;
+  log_.dispatches++;
+  return 1;
+}
+
+static void hd_signal_store(gk__hsa_signal sig, int64_t value) {
+  dq *d = (dq *)(uintptr_t)sig.handle;
+  log_.doorbell = (uint64_t)value;
+  /* The doorbell of one of the double's queues: take what is published. */
+  while (d->read <= (uint64_t)value && d->read < d->write) {
+    unsigned char *slot = (unsigned char *)d->q.base_address + 64 * (d->read & (d->q.size - 1));
+    if (!take(d, (const gk__hsa_dispatch_packet *)slot)) return;
+    __atomic_store_n((uint16_t *)slot, (uint16_t)1, __ATOMIC_RELEASE); /* INVALID */
+    __atomic_store_n(&d->read, d->read + 1, __ATOMIC_RELEASE);
+  }
+}
+
+void *hd_queue_create(uint32_t size) {
+  gk__hsa_queue *q = NULL;
+  return hd_queue_create_fn((gk__hsa_agent){0x100}, size, GK__HSA_QUEUE_TYPE_MULTI, NULL, NULL,
+                            UINT32_MAX, UINT32_MAX, &q) == ST_OK ? q : NULL;
+}
+
+void hd_queue_destroy(void *q) { hd_queue_destroy_fn(q); }
+
 static const struct {
   const char *name;
   void *fn;
@@ -322,6 +497,15 @@ static const struct {
     {"hsa_executable_destroy", (void *)hd_executable_destroy},
     {"hsa_executable_get_symbol_by_name", (void *)hd_get_symbol},
     {"hsa_executable_symbol_get_info", (void *)hd_symbol_get_info},
+    {"hsa_agent_iterate_regions", (void *)hd_iterate_regions},
+    {"hsa_region_get_info", (void *)hd_region_get_info},
+    {"hsa_memory_allocate", (void *)hd_memory_allocate},
+    {"hsa_memory_free", (void *)hd_memory_free},
+    {"hsa_queue_create", (void *)hd_queue_create_fn},
+    {"hsa_queue_destroy", (void *)hd_queue_destroy_fn},
+    {"hsa_queue_load_read_index_scacquire", (void *)hd_load_read_index},
+    {"hsa_queue_add_write_index_screlease", (void *)hd_add_write_index},
+    {"hsa_signal_store_screlease", (void *)hd_signal_store},
 };
 
 static void *resolve(void *ctx, const char *name) {

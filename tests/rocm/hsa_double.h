@@ -10,6 +10,15 @@
  * it) with the agent's xnack/sramecc settings, and answers symbol queries
  * from the code object's own symbol table and kernel descriptors. It keeps
  * a log of what libgk asked, so tests can check the calls balance.
+ *
+ * Launches: it has one kernarg region per GPU agent (hsa_memory_allocate
+ * gives host memory and remembers it), creates queues of 64-byte packet
+ * slots, and when a doorbell is rung it takes every packet up to the
+ * doorbell's value as a packet processor would: it checks the header
+ * (a kernel dispatch, published), that the kernel object is one it handed
+ * out and the kernarg address lies in kernarg memory, aligned as the
+ * descriptor asks; it records the packet and the kernarg segment's bytes,
+ * then marks the slot INVALID and advances the read index. No kernel runs.
  */
 #ifndef GK_TEST_HSA_DOUBLE_H
 #define GK_TEST_HSA_DOUBLE_H
@@ -41,7 +50,16 @@ typedef struct hd_log {
   uint32_t co_flags;
   unsigned co_machine;
   char agent_isa[80];
+  unsigned co_abiversion;
   char refused[256]; /* why the double refused the last load, "" if not */
+  /* Launches */
+  int kernarg_allocs_live, queues_live, dispatches;
+  unsigned char packet[64];    /* the last dispatch packet taken, as written */
+  unsigned char kernarg[1024]; /* its kernarg segment, kernarg_size bytes */
+  uint32_t kernarg_size;       /* the kernel descriptor's */
+  uint64_t doorbell;           /* the last value the doorbell was rung with */
+  const void *queue;           /* the queue of the last packet */
+  char bad_packet[256];        /* why the double refused a packet, "" if not */
 } hd_log;
 
 /* Installs the double (copying cfg) and clears the log. */
@@ -51,5 +69,9 @@ void hd_remove(void);
 const hd_log *hd_get_log(void);
 /* The kernel object the double hands out for a descriptor at `value`. */
 uint64_t hd_kernel_object(uint64_t value);
+/* A queue of the first GPU agent, as hsa_queue_create makes (what a caller
+ * passes as gk_launch_options.stream), and its destruction. */
+void *hd_queue_create(uint32_t size);
+void hd_queue_destroy(void *queue);
 
 #endif

@@ -28,6 +28,7 @@
 #include "fixture.h"
 #include "gk.h"
 #include "hsa_double.h"
+#include "rocm_hsa.h"
 
 static const char *real_archive; /* argv[1], may be absent */
 static char **clang_archives;     /* argv[2...], NULL-terminated */
@@ -297,9 +298,122 @@ static void agent_for(const char *target, char *isa, size_t n) {
            has_x ? ":xnack" : "", has_x ? (x ? (x[6] == '+' ? "+" : "-") : "+") : "");
 }
 
+/* The kernarg segment the AMDGPU kernel ABI gives these arguments: each
+ * at its natural alignment, in order. Returns the explicit part's end. */
+static uint32_t expected_kernarg(const gk_arg *a, size_t n, unsigned char *seg) {
+  uint32_t off = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t size = a[i].type == GK_ARG_I32 || a[i].type == GK_ARG_F32 ? 4 : 8;
+    off = (off + size - 1) / size * size;
+    if (a[i].type == GK_ARG_I32) memcpy(seg + off, &a[i].v.i32, 4);
+    else if (a[i].type == GK_ARG_F32) memcpy(seg + off, &a[i].v.f32, 4);
+    else memcpy(seg + off, &a[i].v.ptr, 8);
+    off += size;
+  }
+  return off;
+}
+
+/* Launches entry `name` of m through gk_module_launch (on `queue`, or the
+ * module's own queue when NULL) and checks the packet and the kernarg bytes
+ * the double took against the arguments, the row's geometry and the kernel
+ * descriptor. */
+static void launch_and_check(const gk_module *m, const char *name, void *queue) {
+  const gk_image_info *row = gk_module_info(m);
+  gk_launch *L;
+  gk_arg args[GK_LAUNCH_MAX_PARAMS];
+  assert_int_equal(gk_launch_parse(row, name, &L), GK_OK);
+  size_t n = gk_launch_nparams(L);
+  for (size_t i = 0; i < n; i++) {
+    const char *pname;
+    gk_arg_type t;
+    assert_int_equal(gk_launch_param(L, i, &pname, &t), GK_OK);
+    /* Distinct values, so a swapped or misplaced argument shows. */
+    args[i] = t == GK_ARG_PTR   ? gk_arg_ptr(0x7f0000001000ull + 0x100000ull * i)
+              : t == GK_ARG_I64 ? gk_arg_i64(1000 + 37 * (int64_t)i)
+              : t == GK_ARG_I32 ? gk_arg_i32(100 + 3 * (int32_t)i)
+                                : gk_arg_f32(0.5f + (float)i);
+  }
+  gk_launch_dims d;
+  gk_kernel_info k;
+  assert_int_equal(gk_module_launch_dims(m, name, args, n, &d), GK_OK);
+  assert_int_equal(gk_module_kernel_info(m, name, &k), GK_OK);
+
+  /* A wrong type is refused before anything reaches the queue, naming the
+   * parameter. */
+  if (n > 0) {
+    const char *pname;
+    gk_arg_type t;
+    gk_launch_param(L, n - 1, &pname, &t);
+    gk_arg saved = args[n - 1];
+    args[n - 1] = t == GK_ARG_F32 ? gk_arg_i32(1) : gk_arg_f32(1.0f);
+    int before = hd_get_log()->dispatches;
+    assert_int_equal(gk_module_launch(m, name, args, n, NULL), GK_EINVAL);
+    if (!strstr(gk_last_error(), pname))
+      fail_msg("%s: the message does not name '%s': %s", name, pname, gk_last_error());
+    assert_int_equal(hd_get_log()->dispatches, before);
+    args[n - 1] = saved;
+  }
+
+  const uint64_t signal = 0x516e41;
+  gk_launch_options o = {.stream = queue, .signal = queue ? signal : 0};
+  int before = hd_get_log()->dispatches;
+  if (gk_module_launch(m, name, args, n, &o) != GK_OK)
+    fail_msg("%s %s %s: launch of '%s': %s (double: %s)", row->kernel, row->variant, row->target,
+             name, gk_last_error(), hd_get_log()->bad_packet);
+  const hd_log *l = hd_get_log();
+  assert_string_equal(l->bad_packet, "");
+  assert_int_equal(l->dispatches, before + 1);
+  if (queue) assert_ptr_equal(l->queue, queue);
+
+  gk__hsa_dispatch_packet p;
+  memcpy(&p, l->packet, sizeof p);
+  unsigned dims = d.grid[2] > 1 || d.block[2] > 1 ? 3 : d.grid[1] > 1 || d.block[1] > 1 ? 2 : 1;
+  assert_int_equal(p.header & 0xff, 2);       /* kernel dispatch */
+  assert_int_equal((p.header >> 8) & 1, 1);    /* barrier: in order, as a stream */
+  assert_int_equal((p.header >> 9) & 3, 2);    /* system-scope acquire */
+  assert_int_equal((p.header >> 11) & 3, 2);   /* and release */
+  assert_int_equal(p.setup, dims);
+  assert_int_equal(p.workgroup_size_x, d.block[0]);
+  assert_int_equal(p.workgroup_size_y, d.block[1]);
+  assert_int_equal(p.workgroup_size_z, d.block[2]);
+  assert_int_equal(p.grid_size_x, (uint64_t)d.grid[0] * d.block[0]);
+  assert_int_equal(p.grid_size_y, (uint64_t)d.grid[1] * d.block[1]);
+  assert_int_equal(p.grid_size_z, (uint64_t)d.grid[2] * d.block[2]);
+  assert_int_equal(p.private_segment_size, k.private_segment_size);
+  assert_int_equal(p.group_segment_size, k.group_segment_size + d.shared);
+  assert_int_equal(p.kernel_object, k.object);
+  assert_int_equal(p.completion_signal, queue ? signal : 0);
+  assert_int_equal(l->kernarg_size, k.kernarg_size);
+
+  unsigned char want[1024];
+  memset(want, 0, sizeof want);
+  uint32_t end = expected_kernarg(args, n, want);
+  assert_true(end <= k.kernarg_size);
+  /* Code object v5 and v6: HIP reads blockDim and gridDim from the hidden
+   * arguments after the explicit ones (rounded up to 8). */
+  uint32_t at = (end + 7) & ~7u;
+  if (l->co_abiversion >= AE_V5 && k.kernarg_size >= at + 66) {
+    for (int a = 0; a < 3; a++) {
+      uint16_t b = (uint16_t)d.block[a];
+      memcpy(want + at + 4 * a, &d.grid[a], 4);
+      memcpy(want + at + 12 + 2 * a, &b, 2);
+    }
+    uint16_t dm = (uint16_t)dims;
+    memcpy(want + at + 64, &dm, 2);
+  }
+  for (uint32_t b = 0; b < k.kernarg_size; b++)
+    if (want[b] != l->kernarg[b])
+      fail_msg("%s %s %s '%s': kernarg byte %u is 0x%02x, expected 0x%02x (explicit part %u "
+               "bytes of %u)", row->kernel, row->variant, row->target, name, b, l->kernarg[b],
+               want[b], end, k.kernarg_size);
+  gk_launch_free(L);
+}
+
 /* Loads every rocm row of the archive at `path` through the double on an
- * agent whose best image is that row. Returns the number loaded. */
-static size_t load_every_row(const char *path) {
+ * agent whose best image is that row, and launches each entry point: on
+ * the module's own queue, and on a queue of the caller's. Returns the
+ * number loaded. */
+static size_t load_every_row(const char *path, size_t *launches) {
   gk_archive *ar;
   size_t count, done = 0;
   assert_int_equal(gk_archive_open(path, &ar), GK_OK);
@@ -336,8 +450,16 @@ static size_t load_every_row(const char *path) {
         fail_msg("%s %s %s: no kernel '%s.kd'", row.kernel, row.variant, row.target, name);
       assert_true(k.kernarg_size >= 24); /* the parameters, plus hidden ones */
       assert_true(k.object != 0);
+      launch_and_check(m, name, NULL);
+      void *q = hd_queue_create(64);
+      assert_non_null(q);
+      launch_and_check(m, name, q);
+      hd_queue_destroy(q);
+      (*launches)++;
     }
     gk_module_unload(m);
+    assert_int_equal(hd_get_log()->queues_live, 0);
+    assert_int_equal(hd_get_log()->kernarg_allocs_live, 0);
     assert_balanced();
     done++;
   }
@@ -353,8 +475,10 @@ static void real_images(void **state) {
                   "needs hipcc)\n");
     skip();
   }
-  size_t done = load_every_row(real_archive);
-  print_message("loaded %zu real code objects through the test double\n", done);
+  size_t launches = 0, done = load_every_row(real_archive, &launches);
+  print_message("loaded %zu real code objects through the test double and launched their "
+                "%zu entry points through gk_module_launch (packet and kernarg bytes checked)\n",
+                done, launches);
   assert_true(done > 0);
 }
 
@@ -369,8 +493,9 @@ static void clang_images(void **state) {
   }
   size_t done = 0;
   for (char **a = clang_archives; *a; a++) {
-    size_t n = load_every_row(*a);
-    print_message("%s: loaded %zu clang-19 code objects through the test double\n", *a, n);
+    size_t launches = 0, n = load_every_row(*a, &launches);
+    print_message("%s: loaded %zu clang-19 code objects through the test double, launched "
+                  "%zu entry points\n", *a, n, launches);
     assert_true(n > 0);
     done += n;
   }
