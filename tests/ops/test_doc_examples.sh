@@ -24,7 +24,7 @@ for c in "$T"/*.c; do
   name=$(basename "$c" .c)
   # shellcheck disable=SC2086
   if ! "$CC" -std=c11 -O1 -Wall -Wextra -Werror $SAN_FLAGS -I"$LOADER_INC" "$c" "$LIBGK_A" \
-       -lsqlite3 -lzstd -lsodium -ldl -pthread -o "$T/$name" 2>"$T/cc.log"; then
+       -lsqlite3 -lzstd -lsodium -ljansson -ldl -pthread -o "$T/$name" 2>"$T/cc.log"; then
     fail "$name (${name%_*}, line ${name##*_}) does not compile: $(cat "$T/cc.log")"
     continue
   fi
