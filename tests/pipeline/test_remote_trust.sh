@@ -256,14 +256,19 @@ for d, _, files in os.walk(os.path.join(store, "ac")):
         if outs["image"][0] in images:
             entries[key] = (os.path.join(d, key), raw, outs)
 # Small kernels compile to the same bytes for several targets: pick pairs
-# whose images differ, or the attack would change nothing.
+# whose images differ, or the attack would change nothing; and pairs of one
+# kernel, whose images export the same entry points (gk build checks them,
+# so an image of another kernel would be refused without any trust).
 img = lambda k: entries[k][2]["image"][0]
+kern = lambda k: images[img(k)].split("/")[1]
 ks = sorted(entries)
 pick = None
 for a in ks:
     for b in ks:
-        rest = [k for k in ks if k not in (a, b) and img(a) != img(b)]
-        cd = [(c, d) for c in rest for d in rest if img(c) != img(d)]
+        if img(a) == img(b) or kern(a) != kern(b):
+            continue
+        rest = [k for k in ks if k not in (a, b)]
+        cd = [(c, d) for c in rest for d in rest if img(c) != img(d) and kern(c) == kern(d)]
         if cd and not pick:
             pick = (a, b) + cd[0]
 assert pick, "no two different images among %d entries" % len(ks)
