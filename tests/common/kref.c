@@ -679,3 +679,53 @@ void kref_attention_tolerance(kref_dtype dt, int d, double scale_mul, int64_t sk
   }
   if (p_f16) *atol += 0x1p-11 * (1.0 + (double)skv * 0x1p-14) * vmax;
 }
+
+const kref_sample_case kref_sample_cases[] = {
+    {8, 1000, 0.0f, 40, 0.9f, 4.0, 0, "temperature 0: argmax"},
+    {4, 300, -1.0f, 0, 1.0f, 4.0, 1, "negative, NaNs: argmax"},
+    {8, 1000, 1.0f, 1, 1.0f, 4.0, 0, "top_k = 1"},
+    {4, 300, 1.0f, 0, 0.0f, 4.0, 0, "top_p = 0: the top token"},
+    {8, 500, 1.0f, 0, 0.05f, 1.0, 0, "small top_p over a flat row"},
+    {8, 1000, 0.8f, 40, 0.9f, 4.0, 0, "top-k then top-p"},
+    {8, 257, 1.0f, 0, 1.0f, 3.0, 0, "everything kept"},
+    {4, 50, 1.5f, 100, 0.8f, 2.0, 0, "top_k > n"},
+    {4, 64, 1.0f, 63, 0.99f, 1.0, 0, "top_k = n - 1"},
+    {6, 400, 0.9f, 0, 1.0f, 4.0, 1, "NaN logits weigh 0"},
+    {4, 1000, 0.05f, 100, 0.9f, 4.0, 0, "very low temperature"},
+    /* A vocabulary with top-p. The gap between top-p boundaries at the cut
+     * is p_cut / sum p ~ (1 - top_p) / (density * T) for logits spread
+     * evenly (2000 per unit here): T must be low for a 1e-4 margin to
+     * exist at all, as with the peaked logits of real models. */
+    {2, 32000, 0.1f, 0, 0.9f, 8.0, 0, "a vocabulary with top-p"},
+    {2, 32000, 1.0f, 50, 1.0f, 8.0, 0, "a vocabulary, top-k"},
+};
+const size_t kref_nsample_cases = sizeof kref_sample_cases / sizeof kref_sample_cases[0];
+
+int kref_sample_data(const kref_sample_case *sc, uint64_t seed, float *logits, float *u,
+                     float *top_p) {
+  qref_rng r;
+  qref_seed(&r, seed);
+  *top_p = sc->nans ? 1.0f : sc->top_p;
+  if (kref_make_sample_rows(&r, logits, u, sc->rows, sc->n, sc->spread, sc->temperature,
+                            sc->top_k, *top_p, KREF_SAMPLE_MARGIN) != 0) {
+    printf("FAIL: could not make sample data at margin %g (n=%lld)\n", KREF_SAMPLE_MARGIN,
+           (long long)sc->n);
+    return -1;
+  }
+  if (!sc->nans) return 0;
+  for (int64_t row = 0; row < sc->rows; row++) {
+    float *l = logits + row * sc->n;
+    for (int64_t j = 0; j < sc->n; j++)
+      if (qref_next(&r) % 8 == 0) l[j] = NAN;
+    int tries = 0;
+    while (ref_sample_margin(l, sc->n, sc->temperature, sc->top_k, *top_p, u[row]) <
+           KREF_SAMPLE_MARGIN) {
+      if (++tries > 1000) {
+        printf("FAIL: could not draw u for a row with NaNs\n");
+        return -1;
+      }
+      u[row] = (float)qref_uniform(&r);
+    }
+  }
+  return 0;
+}

@@ -176,6 +176,31 @@ int kref_make_sample_rows(qref_rng *r, float *logits, float *u, int64_t rows,
                           int64_t n, double spread, float temperature,
                           int32_t top_k, float top_p, double margin);
 
+/* The sample cases every sample test runs (CPU images, the emulated GPU,
+ * a real GPU): rows <= KREF_SAMPLE_MAX_ROWS. */
+#define KREF_SAMPLE_MAX_ROWS 8
+#define KREF_SAMPLE_MARGIN 1e-4
+typedef struct kref_sample_case {
+  int64_t rows, n;
+  float temperature;
+  int32_t top_k;
+  float top_p;    /* used as given; 1 for a case with NaNs (below) */
+  double spread;  /* logits in [-spread, spread] */
+  int nans;       /* sprinkle NaN logits */
+  const char *what;
+} kref_sample_case;
+extern const kref_sample_case kref_sample_cases[];
+extern const size_t kref_nsample_cases;
+/*
+ * The logits and u of a case (kref_make_sample_rows at KREF_SAMPLE_MARGIN):
+ * with nans, one logit in 8 becomes NaN and u is redrawn until it is again
+ * a margin away from its row's boundaries (top-p at 1: no top-p boundary to
+ * keep away from). *top_p receives the top_p to call the kernel with.
+ * Returns 0, or -1 after printing "FAIL: ..." to stdout.
+ */
+int kref_sample_data(const kref_sample_case *sc, uint64_t seed, float *logits, float *u,
+                     float *top_p);
+
 /*
  * A paged KV cache's block table for tests: n_seqs sequences of lengths
  * lens[] (lengths of PAST_TABLE and NEG_LEN sequences are set here), the

@@ -664,49 +664,16 @@ static void check_sample(void) {
       "temperature:f32", "top_k:i32", "top_p:f32"};
   launch L;
   if (!read_launch("sample", "", &L)) return;
-  struct c {
-    long long rows, n;
-    float temperature;
-    int32_t top_k;
-    float top_p;
-    double spread;
-    int nans;
-  } cases[] = {
-      {6, 1000, 0.0f, 40, 0.9f, 4.0, 0},   /* temperature 0: argmax */
-      {4, 300, -1.0f, 0, 1.0f, 4.0, 1},    /* negative, NaNs: argmax */
-      {6, 1000, 1.0f, 1, 1.0f, 4.0, 0},    /* top_k = 1 */
-      {4, 300, 1.0f, 0, 0.0f, 4.0, 0},     /* top_p = 0: the top token */
-      {6, 500, 1.0f, 0, 0.05f, 1.0, 0},    /* small top_p over a flat row */
-      {8, 1000, 0.8f, 40, 0.9f, 4.0, 0},   /* top-k then top-p */
-      {6, 257, 1.0f, 0, 1.0f, 3.0, 0},     /* everything kept */
-      {4, 50, 1.5f, 100, 0.8f, 2.0, 0},    /* top_k > n */
-      {4, 64, 1.0f, 63, 0.99f, 1.0, 0},    /* top_k = n - 1 */
-      {6, 400, 0.9f, 0, 1.0f, 4.0, 1},     /* NaN logits weigh 0 */
-      {4, 1000, 0.05f, 100, 0.9f, 4.0, 0}, /* very low temperature */
-      {2, 32000, 0.1f, 0, 0.9f, 8.0, 0},   /* a vocabulary with top-p */
-      {2, 32000, 1.0f, 50, 1.0f, 8.0, 0},  /* a vocabulary, top-k */
-  };
   int ci = 0;
-  for (auto &sc : cases) {
+  for (size_t k = 0; k < kref_nsample_cases; k++) {
+    const kref_sample_case &sc = kref_sample_cases[k];
     std::vector<float> logits(sc.rows * sc.n), u(sc.rows);
     std::vector<int32_t> out(sc.rows, -7), want(sc.rows);
-    qref_rng r;
-    qref_seed(&r, 900 + ci++);
-    float top_p = sc.nans ? 1.0f : sc.top_p;
-    if (kref_make_sample_rows(&r, logits.data(), u.data(), sc.rows, sc.n, sc.spread,
-                              sc.temperature, sc.top_k, top_p, 1e-4) != 0) {
-      printf("FAIL: could not make sample data (n=%lld)\n", sc.n);
+    float top_p;
+    if (kref_sample_data(&sc, 900 + ci++, logits.data(), u.data(), &top_p) != 0) {
       failures++;
       continue;
     }
-    if (sc.nans)
-      for (long long row = 0; row < sc.rows; row++) {
-        float *l = &logits[row * sc.n];
-        for (long long j = 0; j < sc.n; j++)
-          if (qref_next(&r) % 8 == 0) l[j] = NAN;
-        while (ref_sample_margin(l, sc.n, sc.temperature, sc.top_k, top_p, u[row]) < 1e-4)
-          u[row] = (float)qref_uniform(&r);
-      }
     if (ref_sample(logits.data(), u.data(), want.data(), sc.rows, sc.n, sc.temperature,
                    sc.top_k, top_p) != 0) {
       printf("FAIL: ref_sample ran out of memory\n");
@@ -714,13 +681,12 @@ static void check_sample(void) {
       continue;
     }
     char what[128];
-    snprintf(what, sizeof what, "sample n=%lld T=%g top_k=%d top_p=%g%s", sc.n,
+    snprintf(what, sizeof what, "sample n=%lld T=%g top_k=%d top_p=%g%s", (long long)sc.n,
              sc.temperature, sc.top_k, top_p, sc.nans ? " NaNs" : "");
     const float *lp = logits.data(), *up = u.data();
     int32_t *op = out.data();
-    const c cc = sc;
     auto body = [&]() {
-      gk_sample(lp, up, op, cc.rows, cc.n, cc.temperature, cc.top_k, top_p);
+      gk_sample(lp, up, op, sc.rows, sc.n, sc.temperature, sc.top_k, top_p);
     };
     if (!run(what, L, params, {{"rows", sc.rows}, {"n", sc.n}}, body)) continue;
     failures += kref_check_i32(what, out.data(), want.data(), sc.rows);
@@ -728,7 +694,7 @@ static void check_sample(void) {
     run(what, L, params, {{"rows", sc.rows}, {"n", sc.n}}, body, true);
     failures += kref_check_i32(what, out.data(), want.data(), sc.rows);
   }
-  SECTION_OK(before, "ok: sample %zu cases\n", sizeof cases / sizeof cases[0]);
+  SECTION_OK(before, "ok: sample %zu cases\n", kref_nsample_cases);
 }
 
 /* The instrument itself: barriers that not every thread reaches are

@@ -662,61 +662,31 @@ static void sample_set(args *a, const void *ctx, cu_deviceptr out) {
   add_arg(a, gk_arg_f32(c->top_p));
 }
 
+/* The cases of every sample test (tests/common: kref_sample_cases). */
 static void check_sample(kv *t) {
-  static const struct {
-    int64_t rows, n;
-    float temperature;
-    int32_t top_k;
-    float top_p;
-    double spread;
-    int nans;
-  } cfg[] = {
-      {6, 1000, 0.0f, 40, 0.9f, 4.0, 0},   /* temperature 0: argmax */
-      {4, 300, -1.0f, 0, 1.0f, 4.0, 1},    /* negative, NaNs: argmax */
-      {6, 1000, 1.0f, 1, 1.0f, 4.0, 0},    /* top_k = 1 */
-      {4, 300, 1.0f, 0, 0.0f, 4.0, 0},     /* top_p = 0: the top token */
-      {6, 500, 1.0f, 0, 0.05f, 1.0, 0},    /* small top_p over a flat row */
-      {8, 1000, 0.8f, 40, 0.9f, 4.0, 0},   /* top-k then top-p */
-      {6, 257, 1.0f, 0, 1.0f, 3.0, 0},     /* everything kept */
-      {4, 50, 1.5f, 100, 0.8f, 2.0, 0},    /* top_k > n */
-      {6, 400, 0.9f, 0, 1.0f, 4.0, 1},     /* NaN logits weigh 0 */
-      {4, 1000, 0.05f, 100, 0.9f, 4.0, 0}, /* very low temperature */
-      {2, 32000, 0.1f, 0, 0.9f, 8.0, 0},   /* a vocabulary with top-p */
-      {2, 32000, 1.0f, 50, 1.0f, 8.0, 0},  /* a vocabulary, top-k */
-  };
   gk_sample_fn cpu = (gk_sample_fn)gk_module_symbol(t->cpu, "sample");
   if (!cpu) {
     failf("sample: the CPU image has no entry sample");
     return;
   }
-  const size_t ncfg = small_shapes ? 3 : sizeof cfg / sizeof cfg[0];
+  const size_t ncfg = small_shapes ? 3 : kref_nsample_cases;
   for (size_t ci = 0; ci < ncfg; ci++) {
-    const int64_t rows = cfg[ci].rows, n = cfg[ci].n;
-    float *logits = malloc((size_t)(rows * n) * sizeof *logits), u[8];
-    int32_t want[8];
-    qref_rng r;
-    qref_seed(&r, 900 + ci);
-    if (kref_make_sample_rows(&r, logits, u, rows, n, cfg[ci].spread, cfg[ci].temperature,
-                              cfg[ci].top_k, cfg[ci].top_p, 1e-4) != 0) {
-      failf("sample: cannot make test data for case %zu", ci);
+    const kref_sample_case *sc = &kref_sample_cases[ci];
+    const int64_t rows = sc->rows, n = sc->n;
+    float *logits = malloc((size_t)(rows * n) * sizeof *logits), u[KREF_SAMPLE_MAX_ROWS], top_p;
+    int32_t want[KREF_SAMPLE_MAX_ROWS];
+    if (kref_sample_data(sc, 900 + ci, logits, u, &top_p) != 0) {
+      failures++;
       free(logits);
       continue;
     }
-    for (int64_t row = 0; cfg[ci].nans && row < rows; row++) {
-      float *l = &logits[row * n];
-      for (int64_t j = 0; j < n; j++)
-        if (qref_next(&r) % 8 == 0) l[j] = NAN;
-      while (ref_sample_margin(l, n, cfg[ci].temperature, cfg[ci].top_k, cfg[ci].top_p,
-                               u[row]) < 1e-4)
-        u[row] = (float)qref_uniform(&r);
-    }
-    cpu(logits, u, want, rows, n, cfg[ci].temperature, cfg[ci].top_k, cfg[ci].top_p);
+    cpu(logits, u, want, rows, n, sc->temperature, sc->top_k, top_p);
     sample_ctx c = {dnew(logits, (size_t)(rows * n) * sizeof *logits),
-                    dnew(u, (size_t)rows * sizeof *u), rows, n, cfg[ci].temperature,
-                    cfg[ci].top_p, cfg[ci].top_k};
+                    dnew(u, (size_t)rows * sizeof *u), rows, n, sc->temperature, top_p,
+                    sc->top_k};
     char what[128];
     snprintf(what, sizeof what, "sample n=%lld T=%g top_k=%d top_p=%g%s", (long long)n,
-             cfg[ci].temperature, cfg[ci].top_k, cfg[ci].top_p, cfg[ci].nans ? " NaNs" : "");
+             sc->temperature, sc->top_k, top_p, sc->nans ? " NaNs" : "");
     check_i32(t, "sample", what, want, rows, sample_set, &c);
     dfree(c.logits), dfree(c.u);
     free(logits);

@@ -348,79 +348,15 @@ static int check_argmax(ktest *kt) {
 
 /* ---- sample ---- */
 
-typedef struct sample_case {
-  int64_t rows, n;
-  float temperature;
-  int32_t top_k;
-  float top_p;
-  double spread; /* logits in [-spread, spread] */
-  int nans;      /* sprinkle NaN logits */
-} sample_case;
-
-static const sample_case sample_cases[] = {
-    {8, 1000, 0.0f, 40, 0.9f, 4.0, 0},   /* temperature 0: argmax */
-    {4, 300, -1.0f, 0, 1.0f, 4.0, 1},    /* negative, NaNs: argmax */
-    {8, 1000, 1.0f, 1, 1.0f, 4.0, 0},    /* top_k = 1 */
-    {4, 300, 1.0f, 0, 0.0f, 4.0, 0},     /* top_p = 0: the top token */
-    {8, 500, 1.0f, 0, 0.05f, 1.0, 0},    /* small top_p over a flat row */
-    {16, 1000, 0.8f, 40, 0.9f, 4.0, 0},  /* top-k then top-p */
-    {8, 257, 1.0f, 0, 1.0f, 3.0, 0},     /* everything kept */
-    {4, 50, 1.5f, 100, 0.8f, 2.0, 0},    /* top_k > n */
-    {4, 64, 1.0f, 63, 0.99f, 1.0, 0},    /* top_k = n - 1 */
-    {6, 400, 0.9f, 0, 1.0f, 4.0, 1},     /* NaN logits weigh 0 */
-    {4, 1000, 0.05f, 100, 0.9f, 4.0, 0}, /* very low temperature */
-    /* A vocabulary with top-p. The gap between top-p boundaries at the cut
-     * is p_cut / sum p ~ (1 - top_p) / (density * T) for logits spread
-     * evenly (2000 per unit here): T must be low for a 1e-4 margin to
-     * exist at all, as with the peaked logits of real models. */
-    {2, 32000, 0.1f, 0, 0.9f, 8.0, 0},
-    {2, 32000, 1.0f, 50, 1.0f, 8.0, 0},  /* a vocabulary, top-k */
-};
-#define SAMPLE_MARGIN 1e-4
-
-/* Makes the logits and u of a case; 0 or -1 (printed). */
-static int sample_data(const sample_case *sc, uint64_t seed, float *logits,
-                       float *u) {
-  qref_rng r;
-  qref_seed(&r, seed);
-  float top_p = sc->top_p;
-  if (sc->nans)
-    top_p = 1.0f; /* see below: no top-p boundary to keep away from */
-  if (kref_make_sample_rows(&r, logits, u, sc->rows, sc->n, sc->spread,
-                            sc->temperature, sc->top_k, top_p, SAMPLE_MARGIN) != 0) {
-    printf("FAIL: could not make sample data at margin %g (n=%lld)\n", SAMPLE_MARGIN,
-           (long long)sc->n);
-    return -1;
-  }
-  if (!sc->nans)
-    return 0;
-  /* NaNs replace one logit in 8; then u is redrawn until it is again a
-   * margin away from the boundaries of the changed row. */
-  for (int64_t row = 0; row < sc->rows; row++) {
-    float *l = logits + row * sc->n;
-    for (int64_t j = 0; j < sc->n; j++)
-      if (qref_next(&r) % 8 == 0)
-        l[j] = NAN;
-    int tries = 0;
-    while (ref_sample_margin(l, sc->n, sc->temperature, sc->top_k, top_p, u[row]) <
-           SAMPLE_MARGIN) {
-      if (++tries > 1000) {
-        printf("FAIL: could not draw u for a row with NaNs\n");
-        return -1;
-      }
-      u[row] = (float)qref_uniform(&r);
-    }
-  }
-  return 0;
-}
-
+/* The cases and their data: tests/common (kref_sample_cases, shared with
+ * the GPU tests). */
 static int check_sample(ktest *kt) {
   levels lv;
   int failures = 0;
   levels_load(kt, &lv, "sample");
-  for (size_t c = 0; c < sizeof sample_cases / sizeof sample_cases[0]; c++) {
-    const sample_case *sc = &sample_cases[c];
-    const float top_p = sc->nans ? 1.0f : sc->top_p;
+  for (size_t c = 0; c < kref_nsample_cases; c++) {
+    const kref_sample_case *sc = &kref_sample_cases[c];
+    float top_p;
     const size_t n = (size_t)(sc->rows * sc->n);
     float *logits = kref_guarded_alloc(n * sizeof *logits);
     float *u = kref_guarded_alloc((size_t)sc->rows * sizeof *u);
@@ -430,7 +366,7 @@ static int check_sample(ktest *kt) {
       printf("FAIL: out of memory making test data\n");
       return failures + 1;
     }
-    if (sample_data(sc, 600 + c, logits, u) != 0 ||
+    if (kref_sample_data(sc, 600 + c, logits, u, &top_p) != 0 ||
         ref_sample(logits, u, want, sc->rows, sc->n, sc->temperature, sc->top_k,
                    top_p) != 0) {
       failures++;
@@ -465,8 +401,7 @@ static int check_sample(ktest *kt) {
   }
   for (int l = 0; l <= kt->host_level; l++)
     if (lv.fn[l])
-      printf("ok: sample %-9s %zu cases\n", ktest_levels[l],
-             sizeof sample_cases / sizeof sample_cases[0]);
+      printf("ok: sample %-9s %zu cases\n", ktest_levels[l], kref_nsample_cases);
   levels_unload(&lv);
   return failures;
 }
