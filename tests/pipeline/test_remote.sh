@@ -75,24 +75,9 @@ for f in "$T"/oa/cpu/*/*.so; do
 done
 # An action entry is an ActionResult protobuf naming the image (field 2,
 # OutputFile{path=1, digest=2{hash=1}}): the bytes bazel-remote checks.
-python3 - "$T/ngx/store/ac" "$T/ngx/store/cas" <<'PY' || fail "action entries are not ActionResult messages"
+PYTHONPATH="$(dirname "$0")" python3 - "$T/ngx/store/ac" "$T/ngx/store/cas" <<'PY' || fail "action entries are not ActionResult messages"
 import os, sys
-def varint(b, i):
-    v = s = 0
-    while True:
-        c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
-        if c < 0x80: return v, i
-def fields(b):
-    i, out = 0, []
-    while i < len(b):
-        tag, i = varint(b, i)
-        f, wt = tag >> 3, tag & 7
-        if wt == 0: v, i = varint(b, i)
-        elif wt == 2:
-            n, i = varint(b, i); v = b[i:i + n]; i += n
-        else: raise SystemExit("wire type %d" % wt)
-        out.append((f, v))
-    return out
+from protowire import fields
 for name in os.listdir(sys.argv[1]):
     outs = {}
     for f, v in fields(open(os.path.join(sys.argv[1], name), "rb").read()):

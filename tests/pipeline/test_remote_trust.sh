@@ -211,33 +211,10 @@ expect_err "which is not trusted" "the untrusted signer named"
 # The attack: someone who can write to the server (not the writer) points
 # one job at another job's image (a valid blob, its own hash), unsigned, and
 # copies a signed entry of a third job over a fourth's key.
-python3 - "$T/ngx/store" "$T/o3" >"$T/attack" <<'PY' || fail "could not poison the cache"
+PYTHONPATH="$(dirname "$0")" python3 - "$T/ngx/store" "$T/o3" >"$T/attack" <<'PY' || fail "could not poison the cache"
 import hashlib, os, sys
 store, out = sys.argv[1], sys.argv[2]
-def varint(b, i):
-    v = s = 0
-    while True:
-        c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
-        if c < 0x80: return v, i
-def fields(b):
-    i, res = 0, []
-    while i < len(b):
-        tag, i = varint(b, i)
-        f, wt = tag >> 3, tag & 7
-        if wt == 0: v, i = varint(b, i)
-        elif wt == 2:
-            n, i = varint(b, i); v = b[i:i + n]; i += n
-        else: raise SystemExit("wire type %d" % wt)
-        res.append((f, v))
-    return res
-def enc_varint(v):
-    b = bytearray()
-    while True:
-        b.append((v & 0x7f) | (0x80 if v > 0x7f else 0)); v >>= 7
-        if not v: return bytes(b)
-def ld(f, data): return enc_varint(f << 3 | 2) + enc_varint(len(data)) + data
-def output(path, h, size):
-    return ld(2, ld(1, path.encode()) + ld(2, ld(1, h.encode()) + enc_varint(2 << 3) + enc_varint(size)))
+from protowire import fields, output
 images = {}
 for d, _, files in os.walk(out):
     for n in files:
