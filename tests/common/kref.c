@@ -67,6 +67,50 @@ void kref_set(kref_dtype dtype, void *a, size_t i, double value) {
 
 /* ---- flash_attention ---- */
 
+/* Where key j's row of KV head hk lies: contiguous [n_kv_heads][skv][D]
+ * (table NULL), or in the pages of a block-table row (paged_attention). */
+typedef struct key_rows {
+  const int32_t *table;
+  int64_t hk, skv, page, n_kv_heads, D;
+} key_rows;
+
+static size_t key_row(const key_rows *kr, int64_t j) {
+  if (!kr->table) return (size_t)((kr->hk * kr->skv + j) * kr->D);
+  const int64_t pg = kr->table[j / kr->page], slot = j % kr->page;
+  return (size_t)(((pg * kr->n_kv_heads + kr->hk) * kr->page + slot) * kr->D);
+}
+
+/* One query row (q and o at element qrow) against keys 0 .. last, in
+ * double, rounded once; no key (last < 0): zeros. s holds last + 1 scores,
+ * acc D sums. */
+static void attend_row(kref_dtype dtype, const void *q, const void *k, const void *v,
+                       void *o, size_t qrow, const key_rows *kr, int64_t last, float scale,
+                       double *s, double *acc) {
+  const int64_t D = kr->D;
+  double mx = -INFINITY;
+  for (int64_t j = 0; j <= last; j++) {
+    const size_t krow = key_row(kr, j);
+    double dot = 0.0;
+    for (int64_t d = 0; d < D; d++)
+      dot += kref_get(dtype, q, qrow + (size_t)d) * kref_get(dtype, k, krow + (size_t)d);
+    s[j] = (double)scale * dot;
+    if (s[j] > mx)
+      mx = s[j];
+  }
+  double sum = 0.0;
+  for (int64_t d = 0; d < D; d++)
+    acc[d] = 0.0;
+  for (int64_t j = 0; j <= last; j++) {
+    const double w = exp(s[j] - mx);
+    const size_t vrow = key_row(kr, j);
+    sum += w;
+    for (int64_t d = 0; d < D; d++)
+      acc[d] += w * kref_get(dtype, v, vrow + (size_t)d);
+  }
+  for (int64_t d = 0; d < D; d++)
+    kref_set(dtype, o, qrow + (size_t)d, last >= 0 ? acc[d] / sum : 0.0);
+}
+
 int ref_flash_attention(int causal, kref_dtype dtype, int head_dim,
                         const void *q, const void *k, const void *v, void *o,
                         int64_t n_heads, int64_t n_kv_heads, int64_t sq,
@@ -90,30 +134,9 @@ int ref_flash_attention(int causal, kref_dtype dtype, int head_dim,
       if (last > skv - 1)
         last = skv - 1;
       const size_t qrow = (size_t)((h * sq + i) * D);
-      double mx = -INFINITY;
-      for (int64_t j = 0; j <= last; j++) {
-        const size_t krow = (size_t)((hk * skv + j) * D);
-        double dot = 0.0;
-        for (int64_t d = 0; d < D; d++)
-          dot += kref_get(dtype, q, qrow + (size_t)d) *
-                 kref_get(dtype, k, krow + (size_t)d);
-        s[j] = (double)scale * dot;
-        if (s[j] > mx)
-          mx = s[j];
-      }
-      double sum = 0.0;
-      for (int64_t d = 0; d < D; d++)
-        acc[d] = 0.0;
-      for (int64_t j = 0; j <= last; j++) {
-        const double w = exp(s[j] - mx);
-        const size_t vrow = (size_t)((hk * skv + j) * D);
-        sum += w;
-        for (int64_t d = 0; d < D; d++)
-          acc[d] += w * kref_get(dtype, v, vrow + (size_t)d);
-      }
+      const key_rows kr = {NULL, hk, skv, 0, n_kv_heads, D};
       /* No allowed key (causal, sq > skv): a row of zeros. */
-      for (int64_t d = 0; d < D; d++)
-        kref_set(dtype, o, qrow + (size_t)d, last >= 0 ? acc[d] / sum : 0.0);
+      attend_row(dtype, q, k, v, o, qrow, &kr, last, scale, s, acc);
     }
   }
   free(s);
@@ -136,14 +159,6 @@ static int paged_seq_valid(const int32_t *row, int64_t len, int64_t page,
     if (row[j] < 0 || row[j] >= n_pages)
       return 0;
   return 1;
-}
-
-/* Element index of the first element of token position j's row for KV
- * head hk in a pool. */
-static size_t paged_row(const int32_t *row, int64_t j, int64_t hk, int64_t page,
-                        int64_t n_kv_heads, int64_t D) {
-  const int64_t pg = row[j / page], slot = j % page;
-  return (size_t)(((pg * n_kv_heads + hk) * page + slot) * D);
 }
 
 int ref_paged_attention(kref_dtype dtype, int head_dim, int page, const void *q,
@@ -180,30 +195,8 @@ int ref_paged_attention(kref_dtype dtype, int head_dim, int page, const void *q,
           continue;
         }
         /* Keys 0 .. last: token len - sq + i sees itself and what precedes. */
-        const int64_t last = len - sq + i;
-        double mx = -INFINITY;
-        for (int64_t j = 0; j <= last; j++) {
-          const size_t krow = paged_row(row, j, hk, page, n_kv_heads, D);
-          double dot = 0.0;
-          for (int64_t d = 0; d < D; d++)
-            dot += kref_get(dtype, q, qrow + (size_t)d) *
-                   kref_get(dtype, k_pool, krow + (size_t)d);
-          sc[j] = (double)scale * dot;
-          if (sc[j] > mx)
-            mx = sc[j];
-        }
-        double sum = 0.0;
-        for (int64_t d = 0; d < D; d++)
-          acc[d] = 0.0;
-        for (int64_t j = 0; j <= last; j++) {
-          const double w = exp(sc[j] - mx);
-          const size_t vrow = paged_row(row, j, hk, page, n_kv_heads, D);
-          sum += w;
-          for (int64_t d = 0; d < D; d++)
-            acc[d] += w * kref_get(dtype, v_pool, vrow + (size_t)d);
-        }
-        for (int64_t d = 0; d < D; d++)
-          kref_set(dtype, o, qrow + (size_t)d, last >= 0 ? acc[d] / sum : 0.0);
+        const key_rows kr = {row, hk, 0, page, n_kv_heads, D};
+        attend_row(dtype, q, k_pool, v_pool, o, qrow, &kr, len - sq + i, scale, sc, acc);
       }
     }
   }
@@ -230,7 +223,8 @@ int ref_kv_append(kref_dtype dtype, int head_dim, int page, const void *k_new,
     for (int64_t hk = 0; hk < n_kv_heads; hk++)
       for (int64_t i = 0; i < sq; i++) {
         const size_t src = (size_t)(((s * n_kv_heads + hk) * sq + i) * D);
-        const size_t dst = paged_row(row, len - sq + i, hk, page, n_kv_heads, D);
+        const key_rows kr = {row, hk, 0, page, n_kv_heads, D};
+        const size_t dst = key_row(&kr, len - sq + i);
         memcpy((char *)k_pool + dst * es, (const char *)k_new + src * es, (size_t)D * es);
         memcpy((char *)v_pool + dst * es, (const char *)v_new + src * es, (size_t)D * es);
       }
