@@ -48,16 +48,11 @@ GK_DEV int64_t gk_fa_kend(int Causal, int64_t sq, int64_t skv, int64_t row0, int
 
 #include "fa_mma.cuh"
 
-GK_DEV float gk_fa_load(const float *p, int64_t i) { return p[i]; }
-GK_DEV float gk_fa_load(const uint16_t *p, int64_t i) { return gk_h2f(p[i]); }
-GK_DEV void gk_fa_store(float *p, int64_t i, float v) { p[i] = v; }
-GK_DEV void gk_fa_store(uint16_t *p, int64_t i, float v) { p[i] = gk_f2h(v); }
-
 /* Query rows [row0, row0 + FA_ROWS) of head h against kv (fa_mma.cuh's
  * locators), by the whole block. */
-template <int Causal, typename T, int D, class KV>
-GK_DEV void gk_fa_block(const T *q, const KV &kv, T *o, int64_t n_heads, int64_t n_kv_heads,
-                        int64_t sq, float scale, int64_t h, int64_t row0) {
+template <int Causal, int D, class KV>
+GK_DEV void gk_fa_block(const float *q, const KV &kv, float *o, int64_t n_heads,
+                        int64_t n_kv_heads, int64_t sq, float scale, int64_t h, int64_t row0) {
   static_assert(D % GK_GROUP == 0, "head_dim must be a multiple of 32");
   constexpr int DPL = D / GK_GROUP; /* output dimensions per lane */
   __shared__ float sq_t[FA_ROWS][D];
@@ -74,7 +69,7 @@ GK_DEV void gk_fa_block(const T *q, const KV &kv, T *o, int64_t n_heads, int64_t
   for (int e = tid; e < FA_ROWS * D; e += FA_THREADS) {
     const int r = e / D, c = e % D;
     const int64_t row = row0 + r;
-    sq_t[r][c] = row < sq ? gk_fa_load(q, (h * sq + row) * D + c) : 0.0f;
+    sq_t[r][c] = row < sq ? q[(h * sq + row) * D + c] : 0.0f;
   }
 
   float mx[FA_RPG], l[FA_RPG], acc[FA_RPG][DPL];
@@ -91,8 +86,8 @@ GK_DEV void gk_fa_block(const T *q, const KV &kv, T *o, int64_t n_heads, int64_t
       const int64_t key = k0 + r;
       const bool in = key < skv;
       const int64_t at = in ? gk_kv_row(kv, hk, key) + c : 0;
-      sk_t[r][c] = in ? gk_fa_load(kv.k, at) : 0.0f;
-      sv_t[r][c] = in ? gk_fa_load(kv.v, at) : 0.0f;
+      sk_t[r][c] = in ? kv.k[at] : 0.0f;
+      sv_t[r][c] = in ? kv.v[at] : 0.0f;
     }
     __syncthreads();
 
@@ -129,7 +124,7 @@ GK_DEV void gk_fa_block(const T *q, const KV &kv, T *o, int64_t n_heads, int64_t
     if (row >= sq) continue;
     const float inv = l[rr] > 0.0f ? 1.0f / l[rr] : 0.0f;
     for (int c = 0; c < DPL; c++)
-      gk_fa_store(o, (h * sq + row) * D + lane + c * GK_GROUP, acc[rr][c] * inv);
+      o[(h * sq + row) * D + lane + c * GK_GROUP] = acc[rr][c] * inv;
   }
 }
 
@@ -161,7 +156,7 @@ GK_DEV void gk_fa_walk(const float *q, const KV &kv, float *o, int64_t n_heads,
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
     for (int64_t qb = blockIdx.x; qb * FA_BLOCK_ROWS < sq; qb += gridDim.x)
       for (int64_t r = qb * FA_BLOCK_ROWS; r < (qb + 1) * FA_BLOCK_ROWS && r < sq; r += FA_ROWS)
-        gk_fa_block<Causal, float, D>(q, kv, o, n_heads, n_kv_heads, sq, scale, h, r);
+        gk_fa_block<Causal, D>(q, kv, o, n_heads, n_kv_heads, sq, scale, h, r);
 }
 
 template <int Causal, typename T, int D>

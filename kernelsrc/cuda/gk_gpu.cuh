@@ -147,8 +147,9 @@ GK_DEV void gk_block_argmax(float *v, int64_t *i, float *sv, int64_t *si) {
   *i = bi;
 }
 
-/* binary16 <-> f32, exact and rounding-mode free, so every vendor and the
- * emulator produce the same bits. binary16 -> f32 is exact for every code
+/* binary16 -> f32, exact and rounding-mode free, so every vendor and the
+ * emulator produce the same bits (f32 -> binary16 is gk_pack_h2, below,
+ * two at a time). The conversion is exact for every code
  * (binary16 is a subset of binary32): NVIDIA's one cvt instruction gives the
  * bits of gk_quant.h's integer decode (15 or so instructions, which cost
  * qmatmul 2 instructions a weight) for every code but a NaN's payload; a
@@ -162,7 +163,6 @@ GK_DEV float gk_h2f(uint16_t h) {
   return gk_q_f16_to_f32(h);
 #endif
 }
-GK_DEV uint16_t gk_f2h(float f) { return gk_q_f32_to_f16(f); }
 
 /*
  * The special instructions, one inline function each, with the emulator's
