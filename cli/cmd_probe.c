@@ -7,31 +7,34 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "products.h"
 #include "util.h"
 
 static const char probe_usage[] =
   "usage: gk probe [FILE] [--device SPEC] [--kernel NAME] [-v] [--no-jit] [--json]\n"
   "       gk probe FILE --launch KERNEL VARIANT name=value... [--device SPEC] [--json]\n"
   "\n"
-  "Shows the device libgk finds here (CUDA > ROCm > Metal > Vulkan > CPU) and,\n"
-  "given an archive, the image each kernel and variant would get on it, one\n"
-  "line each, or why none fits; then what the build of the archive skipped\n"
-  "for the device's backend and the driver its images need.\n"
+  "Shows the device libgk finds here (CUDA > ROCm > Metal > Vulkan > CPU), the\n"
+  "cards its target is (NVIDIA's and AMD's lists) and, given an archive, the\n"
+  "image each kernel and variant would get on it, one line each, or why none\n"
+  "fits; then what the build of the archive skipped for the device's backend\n"
+  "and the driver its images need.\n"
   "\n"
   "  --device SPEC  describe a device instead of detecting one:\n"
   "                 cpu:x86-64-v2, cuda:sm_86, cuda:sm_90,driver=12.4,\n"
   "                 rocm:gfx90a:sramecc+:xnack-; short forms: sm_86,\n"
-  "                 cuda:8.6, gfx90a, x86-64-v2\n"
+  "                 cuda:8.6, gfx90a, x86-64-v2; or a product: 'RTX 4090',\n"
+  "                 MI300X, 'Radeon RX 7900 XTX' (its target, said first)\n"
   "  --kernel NAME  only that kernel (every variant of it)\n"
   "  -v, --verbose  under each kernel, every image of it with the rule's\n"
   "                 verdict: '*' the one chosen, '+' fits but ranks lower,\n"
   "                 '-' does not fit, and why\n"
   "  --no-jit       never choose an image the driver must compile (CUDA PTX)\n"
-  "  --json         {device, backends?, images: [{kernel, variant, backend,\n"
-  "                 target, format} or {kernel, variant, error, message},\n"
-  "                 each with candidates: [{backend, target, format, fits,\n"
-  "                 chosen, why}]], missing, skipped: [{backend, target?,\n"
-  "                 reason}], min_driver} on stdout\n"
+  "  --json         {device, product?, products: [name], backends?, images:\n"
+  "                 [{kernel, variant, backend, target, format} or {kernel,\n"
+  "                 variant, error, message}, each with candidates: [{backend,\n"
+  "                 target, format, fits, chosen, why}]], missing, skipped:\n"
+  "                 [{backend, target?, reason}], min_driver} on stdout\n"
   "\n"
   "Exit status: 0 when every kernel (and variant) has an image for the\n"
   "device, 1 when some has none or the archive cannot be read, 2 on usage\n"
@@ -175,7 +178,8 @@ int cmd_probe(int argc, char **argv) {
   int json = 0, bad = 0, rc = EXIT_OK, verbose = 0;
   unsigned flags = 0;
   gk_device dev;
-  char desc[128], why[256] = "";
+  char desc[128], why[1024] = "", names[2048];
+  const char *product = NULL;
 
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--launch") == 0 && !cli_is_help(argv[1])) return cmd_probe_launch(argc, argv);
@@ -208,7 +212,7 @@ int cmd_probe(int argc, char **argv) {
     return EXIT_USAGE;
   }
   if (spec) {
-    if (gk_device_parse(spec, &dev, why, sizeof why) != GK_OK) {
+    if (cli_device_parse(spec, &dev, &product, why, sizeof why) != GK_OK) {
       cli_error("probe", "--device '%s': %s", spec, why);
       return EXIT_USAGE;
     }
@@ -218,10 +222,20 @@ int cmd_probe(int argc, char **argv) {
   }
   gk_device_format(&dev, desc, sizeof desc);
 
-  json_t *root = json_pack("{s:s, s:s, s:s}", "device", desc, "backend",
-                           gk_backend_name(dev.backend), "name", dev.name);
+  /* The cards the device's target is, and the product --device named. */
+  const cli_target *t = cli_target_find(gk_backend_name(dev.backend), dev.arch);
+  const char *list[64];
+  size_t np = cli_target_products(t, list, 64);
+  json_t *root = json_pack("{s:s, s:s, s:s, s:[]}", "device", desc, "backend",
+                           gk_backend_name(dev.backend), "name", dev.name, "products");
+  for (size_t i = 0; i < np && i < 64; i++)
+    json_array_append_new(json_object_get(root, "products"), json_string(list[i]));
+  if (product) json_object_set_new(root, "product", json_string(product));
+  cli_target_products_text(t, names, sizeof names);
+  if (!json && product) printf("%s is %s (%s)\n", spec, desc, product);
   if (!json) printf("device: %s%s%s%s\n", desc, *dev.name ? " (" : "", dev.name,
                     *dev.name ? ")" : "");
+  if (!json && *names) printf("products: %s\n", names);
   if (!spec) {
     if (!json) printf("backends:\n");
     json_object_set_new(root, "backends", backends_json(!json));

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "products.h"
 #include "util.h"
 
 #define MAX_VALUES GK_LAUNCH_MAX_PARAMS
@@ -159,8 +160,10 @@ int cmd_probe_launch(int argc, char **argv) {
     return EXIT_USAGE;
   }
   gk_device dev;
-  char why[256], desc[128];
-  if (spec ? gk_device_parse(spec, &dev, why, sizeof why) != GK_OK : gk_device_detect(&dev) != GK_OK) {
+  char why[1024], desc[128];
+  const char *product;
+  if (spec ? cli_device_parse(spec, &dev, &product, why, sizeof why) != GK_OK
+           : gk_device_detect(&dev) != GK_OK) {
     cli_error("probe", spec ? "--device '%s': %s" : "no device found%s%s", spec ? spec : "",
               spec ? why : "");
     return spec ? EXIT_USAGE : EXIT_FAIL;
