@@ -9,6 +9,7 @@
 
 #include "cmd.h"
 #include "outfile.h"
+#include "products.h"
 #include "util.h"
 
 static const char matrix_usage[] =
@@ -22,15 +23,17 @@ static const char matrix_usage[] =
   "     device JIT-compiles it and needs a driver as new as the toolkit\n"
   "  .  no image\n"
   "Below the grid: each target the build could not make and why (a whole\n"
-  "backend, or one target its compiler cannot produce), and the oldest driver\n"
-  "each backend's images need. Reads the index and metadata only; needs no\n"
-  "device.\n"
+  "backend, or one target its compiler cannot produce), the oldest driver\n"
+  "each backend's images need, and the cards behind each GPU target (from\n"
+  "NVIDIA's and AMD's lists; a generic target: the processors it runs on).\n"
+  "Reads the index and metadata only; needs no device.\n"
   "\n"
-  "  --json         {archive, columns: [{backend, target}], rows: [{kernel,\n"
-  "                 variant, cells: [{state, format?, size?, sha256?}],\n"
-  "                 ptx_only: [backend]}], counts, skipped: [{backend,\n"
-  "                 target?, reason}], min_driver: {backend: version}} on\n"
-  "                 stdout; state is present | ptx | ptx-only | absent\n"
+  "  --json         {archive, columns: [{backend, target, products: [name],\n"
+  "                 covers?: [processor]}], rows: [{kernel, variant, cells:\n"
+  "                 [{state, format?, size?, sha256?}], ptx_only: [backend]}],\n"
+  "                 counts, skipped: [{backend, target?, reason}], min_driver:\n"
+  "                 {backend: version}} on stdout; state is present | ptx |\n"
+  "                 ptx-only | absent\n"
   "  --html FILE    write the same grid as one self-contained HTML page (inline\n"
   "                 CSS, no script, nothing fetched); '-' for stdout\n";
 
@@ -200,11 +203,52 @@ static json_t *ptx_only_backends(const grid *g, size_t l) {
   return arr;
 }
 
+/* A column's products (cli/products.c), and a generic target's processors. */
+static json_t *col_json(const col *c) {
+  const char *names[64];
+  const cli_target *t = cli_target_find(c->backend, c->target);
+  size_t n = cli_target_products(t, names, 64);
+  json_t *o = json_pack("{s:s, s:s, s:[]}", "backend", c->backend, "target", c->target,
+                        "products");
+  for (size_t i = 0; i < n && i < 64; i++)
+    json_array_append_new(json_object_get(o, "products"), json_string(names[i]));
+  if (t && t->covers) {
+    json_t *cov = json_array();
+    for (const char *const *p = t->covers; *p; p++) json_array_append_new(cov, json_string(*p));
+    json_object_set_new(o, "covers", cov);
+  }
+  return o;
+}
+
+/* The columns whose targets name the same cards (sm_90, sm_90a and
+ * compute_90) share one line of products: the first of them writes it,
+ * with every target of the group in targets and the cards in names (a
+ * generic target: the processors it runs on). 0 for the other columns of
+ * the group and for a target without products. */
+static int product_group(const grid *g, size_t c, char *targets, size_t tsize, char *names,
+                         size_t nsize) {
+  const cli_target *t = cli_target_find(g->cols[c].backend, g->cols[c].target);
+  size_t len = 0;
+  if (!t) return 0;
+  for (size_t d = 0; d < c; d++)
+    if (cli_target_find(g->cols[d].backend, g->cols[d].target) == t) return 0;
+  for (size_t d = c; d < g->nc && len < tsize; d++)
+    if (cli_target_find(g->cols[d].backend, g->cols[d].target) == t)
+      len += (size_t)snprintf(targets + len, tsize - len, "%s%s", len ? " " : "",
+                              g->cols[d].target);
+  if (!t->covers) {
+    cli_target_products_text(t, names, nsize);
+    return 1;
+  }
+  len = (size_t)snprintf(names, nsize, "generic, runs on");
+  for (const char *const *p = t->covers; *p && len < nsize; p++)
+    len += (size_t)snprintf(names + len, nsize - len, "%s %s", p == t->covers ? "" : ",", *p);
+  return 1;
+}
+
 static json_t *grid_json(const grid *g, const char *path) {
   json_t *cols = json_array(), *lines = json_array();
-  for (size_t c = 0; c < g->nc; c++)
-    json_array_append_new(cols, json_pack("{s:s, s:s}", "backend", g->cols[c].backend,
-                                          "target", g->cols[c].target));
+  for (size_t c = 0; c < g->nc; c++) json_array_append_new(cols, col_json(&g->cols[c]));
   for (size_t l = 0; l < g->nl; l++) {
     json_t *cells = json_array();
     for (size_t c = 0; c < g->nc; c++) {
@@ -251,6 +295,12 @@ static void notes_text(const grid *g) {
   }
   json_object_foreach(g->drivers, b, v)
     if (json_is_string(v)) printf("%s: needs a driver >= %s\n", b, json_string_value(v));
+  char targets[256], names[2048];
+  for (size_t c = 0, head = 0; c < g->nc; c++) {
+    if (!product_group(g, c, targets, sizeof targets, names, sizeof names)) continue;
+    if (!head++) printf("products (%s):\n", cli_products_source);
+    printf("  %s %s: %s\n", g->cols[c].backend, targets, names);
+  }
 }
 
 static int first_of_backend(const grid *g, size_t c) {
@@ -345,6 +395,8 @@ static const char html_style[] =
   ".ptx-only{background:#d84315;color:#fff}\n"
   ".absent{background:#eeeeee;color:#8a8a8a}\n"
   "td.flag{color:#d84315;font-weight:600;text-align:left}\n"
+  "ul.products{margin:0;padding-left:1.2em;max-width:80em}\n"
+  "p.source{margin:0 0 .5em;color:#444}\n"
   "footer{margin-top:1em;color:#666;font-size:.9em}\n";
 
 /* Text shown in a cell of each state: readable without colour, too. */
@@ -443,6 +495,22 @@ static void grid_html(const grid *g, const char *path, FILE *f) {
     html_text(f, json_string_value(dv));
     fputs("</p>\n", f);
   }
+  char targets[256], names[2048];
+  size_t head = 0;
+  for (size_t c = 0; c < g->nc; c++) {
+    if (!product_group(g, c, targets, sizeof targets, names, sizeof names)) continue;
+    if (!head++)
+      fprintf(f, "<h2>Products</h2>\n<p class=\"source\">The cards behind each target, from "
+                 "%s.</p>\n<ul class=\"products\">\n", cli_products_source);
+    fputs("<li><b>", f);
+    html_text(f, g->cols[c].backend);
+    fputc(' ', f);
+    html_text(f, targets);
+    fputs("</b>: ", f);
+    html_text(f, names);
+    fputs("</li>\n", f);
+  }
+  if (head) fputs("</ul>\n", f);
   if (json_array_size(g->skipped)) {
     fputs("<h2>Not built</h2>\n<ul class=\"skipped\">\n", f);
     for (size_t i = 0; i < json_array_size(g->skipped); i++) {

@@ -57,6 +57,15 @@ assert cells("softmax", "") == {("cpu", "x86-64"): "present", ("cuda", "compute_
 assert cells("rmsnorm", "") == {("cuda", "compute_75"): "ptx-only", ("cuda", "compute_90"): "ptx-only"}
 assert rows[("softmax", "")]["ptx_only"] == ["cuda"] and rows[("rmsnorm", "")]["ptx_only"] == ["cuda"]
 assert rows[("qmatmul", "bits=4")]["ptx_only"] == []
+# Each column names the cards of its target (issue 23): a PTX or 'a' target
+# those of its compute capability, a rocm target ID those of its processor.
+prod = {(c["backend"], c["target"]): c["products"] for c in d["columns"]}
+assert prod[("cpu", "x86-64")] == prod[("cpu", "x86-64-v3")] == [], prod
+assert prod[("cuda", "sm_80")] == prod[("cuda", "compute_80")] == ["NVIDIA A100", "NVIDIA A30"], prod
+assert "NVIDIA H100" in prod[("cuda", "sm_90a")] and prod[("cuda", "sm_90a")] == prod[("cuda", "compute_90")]
+assert "NVIDIA T4" in prod[("cuda", "compute_75")] and "NVIDIA B200" in prod[("cuda", "sm_100")]
+assert prod[("rocm", "gfx90a:xnack+")] == ["AMD Instinct MI210", "AMD Instinct MI250", "AMD Instinct MI250X"]
+assert not any("covers" in c for c in d["columns"]), d["columns"]
 fmt = {cols[i]: c.get("format") for i, c in enumerate(rows[("qmatmul", "bits=4")]["cells"])}
 assert fmt[("cuda", "compute_90")] == "ptx" and fmt[("rocm", "gfx90a:xnack+")] == "hsaco"
 n = d["counts"]
@@ -71,6 +80,14 @@ cp "$T/stdout" "$T/syn.txt"
 expect_out "legend: x image, p PTX beside native images, P PTX only" "matrix prints the legend"
 expect_out "11 images, 5 kernels/variants, 9 targets" "matrix prints the counts"
 expect_out "2 kernels/variants are PTX only on some backend" "matrix counts PTX-only lines"
+expect_out "products (NVIDIA's CUDA GPUs list, LLVM's AMDGPU processors, AMD's ROCm GPU specifications; read 2026-11-26):" "matrix names the sources of the products"
+# One line for the targets that are the same cards, none for cpu.
+for line in "  cuda compute_80 sm_80: NVIDIA A100, NVIDIA A30" \
+            "  cuda compute_90 sm_90a: NVIDIA GH200, NVIDIA H200, NVIDIA H100" \
+            "  rocm gfx90a:xnack+: AMD Instinct MI210, AMD Instinct MI250, AMD Instinct MI250X"; do
+  grep -qxF "$line" "$T/syn.txt" || fail "matrix text lacks the line '$line'"
+done
+grep -q '^  cpu ' "$T/syn.txt" && fail "matrix names products for a cpu target"
 py "matrix text table" "$T/syn.txt" "$T/syn.json" <<'PY'
 import json, re, sys
 lines = open(sys.argv[1]).read().splitlines()
@@ -89,4 +106,23 @@ for i, r in enumerate(d["rows"]):
     for p, c, cell in zip(pos, d["columns"], r["cells"]):
         assert line[p] == ch[cell["state"]], (line, c, cell)
 PY
+# A generic target: the processors it runs on, and all their cards; a
+# target no vendor's list names (sm_88) has none, and no line.
+"$MKARCHIVE" "$T/gen.gkfat" "k|rocm|gfx11-generic||hsaco|=hsaco" "k|rocm|gfx1100||hsaco|=hsaco" \
+  "k|cuda|sm_88||cubin|=cubin sm_88" || fail "cannot write $T/gen.gkfat"
+run "$GK" matrix "$T/gen.gkfat" --json; expect_status 0 "matrix --json (generic)"
+py "matrix --json of a generic target" "$T/stdout" <<'PY'
+import json, sys
+c = {x["target"]: x for x in json.load(open(sys.argv[1]))["columns"]}
+g = c["gfx11-generic"]
+assert g["covers"] == ["gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"], g
+assert g["products"][:len(c["gfx1100"]["products"])] == c["gfx1100"]["products"], g
+assert "Radeon RX 7800 XT" in g["products"] and "Radeon 890M" in g["products"], g
+assert "Radeon RX 7900 XTX" in c["gfx1100"]["products"] and "covers" not in c["gfx1100"]
+assert c["sm_88"]["products"] == [], c["sm_88"]
+PY
+run "$GK" matrix "$T/gen.gkfat"; expect_status 0 "matrix (generic)"
+grep -qxF "  rocm gfx11-generic: generic, runs on gfx1100, gfx1101, gfx1102, gfx1103, gfx1150, gfx1151, gfx1152, gfx1153" "$T/stdout" ||
+  fail "matrix text names the processors of gfx11-generic: $(cat "$T/stdout")"
+grep -q "sm_88:" "$T/stdout" && fail "matrix names products for sm_88"
 finish

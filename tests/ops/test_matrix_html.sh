@@ -25,6 +25,10 @@ for bad in ("<script", "<link", "<img", "<iframe", "@import", "url(", "http://",
     assert bad not in low, bad
 assert "<b>&x" not in html and "&lt;b&gt;&amp;x" in html
 assert low.startswith("<!doctype html>") and '<meta charset="utf-8">' in low
+# The cards behind each target, and where the names come from (issue 23).
+assert "<h2>Products</h2>" in html and "read 2026-11-26" in html
+assert "<li><b>cuda compute_90 sm_90a</b>: NVIDIA GH200, NVIDIA H200, NVIDIA H100</li>" in html
+assert "<li><b>rocm gfx90a:xnack+</b>: AMD Instinct MI210, AMD Instinct MI250, AMD Instinct MI250X</li>" in html
 PY
 
 # Headless, sandbox off (root), nothing fetched or synced, a fresh profile.
