@@ -6,8 +6,10 @@
  * vendors', as their lists write them, read on 2026-11-26 from stored copies
  * of:
  *   NVIDIA  "CUDA GPU Compute Capability", https://developer.nvidia.com/cuda-gpus
- *           (compute capability 12.1 down to 7.5; the older ones are on its
- *           legacy page, and CUDA 13 builds none of them)
+ *           (compute capability 12.1 down to 7.5: the stored page stops
+ *           inside 8.6, its rest is from a verbatim copy of the same table;
+ *           older capabilities are on the legacy page, and CUDA 13 builds
+ *           none of them)
  *   LLVM    "User Guide for AMDGPU Backend", https://llvm.org/docs/AMDGPUUsage.html:
  *           the "Example Products" column of the AMDGPU Processors table and
  *           the Supported Processors of the AMDGPU Generic Processors table
