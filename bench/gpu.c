@@ -265,16 +265,27 @@ static void bench_qmatmul(json_t *out, double copy_gbps) {
 
 /* ---- flash_attention ------------------------------------------------------------ */
 
+/* A zeroed workspace for attention's cross-block split (docs/kernels.md):
+ * counters for `units` (sequence, KV head) pairs, a slot per 256 keys of
+ * each. Launches on one stream may share it. */
+static cu_deviceptr ws_new(int64_t units, int64_t keys, int d, int64_t *bytes) {
+  const int64_t splits = keys > 0 ? (keys + 255) / 256 : 1;
+  *bytes = (units * 4 + 15) / 16 * 16 + units * splits * (32 + 16 * (int64_t)d) * 4;
+  const cu_deviceptr p = dalloc((size_t)*bytes);
+  ok(cu.cuMemsetD8(p, 0, (size_t)*bytes), "cuMemsetD8");
+  return p;
+}
+
 static void bench_attention(json_t *out, double copy_gbps) {
   static const struct {
     const char *kind;
     int causal, d;
     int64_t sq, skv;
-  } full[] = {{"decode", 0, 128, 1, 8192},      {"prefill", 0, 128, 4096, 4096},
-              {"prefill", 1, 128, 4096, 4096},  {"prefill", 0, 64, 4096, 4096},
-              {"prefill", 1, 64, 4096, 4096}},
+  } full[] = {{"decode", 0, 128, 1, 8192},      {"decode", 0, 128, 1, 32768},
+              {"prefill", 0, 128, 4096, 4096},  {"prefill", 1, 128, 4096, 4096},
+              {"prefill", 0, 64, 4096, 4096},   {"prefill", 1, 64, 4096, 4096}},
     small[] = {{"decode", 0, 128, 1, 512}, {"prefill", 1, 128, 256, 256}};
-  const int ncases = quick ? 2 : 5;
+  const int ncases = quick ? 2 : 6;
   const int64_t H = 32, HK = 8;
   for (int c = 0; c < ncases; c++) {
     const int causal = quick ? small[c].causal : full[c].causal, D = quick ? small[c].d : full[c].d;
@@ -290,7 +301,7 @@ static void bench_attention(json_t *out, double copy_gbps) {
       fprintf(stderr, "gk_bench_gpu: %s\n", gk_archive_errmsg(ar));
       continue;
     }
-    launches l = {m, "flash_attention", 0, 9, NULL};
+    launches l = {m, "flash_attention", 0, 11, NULL};
     const size_t qb = (size_t)(H * SQ * D) * 2, kb = (size_t)(HK * SKV * D) * 2,
                  set = qb + 2 * kb;
     const int copies = copies_for(set);
@@ -300,7 +311,8 @@ static void bench_attention(json_t *out, double copy_gbps) {
     qref_seed(&r, (uint64_t)(SQ + SKV + D));
     for (size_t i = 0; i < set / 2; i++)
       h[i] = qref_f16_encode((float)(2.0 * qref_uniform(&r) - 1.0));
-    cu_deviceptr in = dalloc(set * (size_t)copies), o = dalloc(qb);
+    int64_t wsb;
+    cu_deviceptr in = dalloc(set * (size_t)copies), o = dalloc(qb), ws = ws_new(HK, SKV, D, &wsb);
     ok(cu.cuMemcpyHtoD(in, h, set), "cuMemcpyHtoD");
     free(h);
     for (int k = 1; k < copies; k++)
@@ -315,6 +327,7 @@ static void bench_attention(json_t *out, double copy_gbps) {
       a[3] = gk_arg_ptr(o);
       a[4] = gk_arg_i64(H), a[5] = gk_arg_i64(HK), a[6] = gk_arg_i64(SQ), a[7] = gk_arg_i64(SKV);
       a[8] = gk_arg_f32((float)(1.0 / sqrt((double)D)));
+      a[9] = gk_arg_ptr(ws), a[10] = gk_arg_i64(wsb);
     }
     if (launches_ready(&l, err, sizeof err) == 0) {
       const timing t = time_it(launch_issue, &l);
@@ -338,6 +351,7 @@ static void bench_attention(json_t *out, double copy_gbps) {
     }
     free(l.args);
     ok(cu.cuMemFree(in), "cuMemFree"), ok(cu.cuMemFree(o), "cuMemFree");
+    ok(cu.cuMemFree(ws), "cuMemFree");
     gk_module_unload(m);
   }
 }
@@ -401,7 +415,9 @@ static void bench_paged(json_t *out, double copy_gbps) {
     for (int k = 1; k < copies; k++)
       ok(cu.cuMemcpyDtoDAsync(kv + 2 * pool * (size_t)k, kv, 2 * pool, NULL),
          "cuMemcpyDtoDAsync");
-    launches l = {m, "paged_attention", copies, 13, NULL};
+    int64_t wsb;
+    const cu_deviceptr ws = ws_new(S * HK, per * P, (int)D, &wsb);
+    launches l = {m, "paged_attention", copies, 15, NULL};
     l.args = calloc((size_t)copies, sizeof *l.args);
     char err[512];
     for (int k = 0; k < copies; k++) {
@@ -412,6 +428,7 @@ static void bench_paged(json_t *out, double copy_gbps) {
       a[6] = gk_arg_i64(S), a[7] = gk_arg_i64(H), a[8] = gk_arg_i64(HK), a[9] = gk_arg_i64(1);
       a[10] = gk_arg_i64(per), a[11] = gk_arg_i64(n_pages);
       a[12] = gk_arg_f32((float)(1.0 / sqrt((double)D)));
+      a[13] = gk_arg_ptr(ws), a[14] = gk_arg_i64(wsb);
     }
     if (launches_ready(&l, err, sizeof err) == 0) {
       const timing t = time_it(launch_issue, &l);
@@ -433,7 +450,7 @@ static void bench_paged(json_t *out, double copy_gbps) {
     free(l.args);
     ok(cu.cuMemFree(kv), "cuMemFree"), ok(cu.cuMemFree(q), "cuMemFree");
     ok(cu.cuMemFree(o), "cuMemFree"), ok(cu.cuMemFree(dt), "cuMemFree");
-    ok(cu.cuMemFree(dl), "cuMemFree");
+    ok(cu.cuMemFree(dl), "cuMemFree"), ok(cu.cuMemFree(ws), "cuMemFree");
     gk_module_unload(m);
   }
 }

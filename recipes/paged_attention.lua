@@ -19,16 +19,20 @@ kernel "paged_attention" {
   -- found through the block table (kernelsrc/cuda/paged_attention.cuh).
   -- Not built for ROCm: its HIP build would run the tensor-core path
   -- through the shuffle twin, and every target costs CI minutes.
+  -- A decode splits a sequence's keys across blocks through the workspace
+  -- `ws` (flash_attention's): grid x adds flash_attention's columns for
+  -- the split, counting max_pages * 64 tokens (the larger page): a column
+  -- per 16 pages.
   cuda {
     source  = "../kernelsrc/cuda/paged_attention.cu",
     entry   = { "paged_attention" },
     launch  = {
       block  = { 128, 1, 1 },
-      grid   = { "sq / 64", "n_heads", "n_seqs" },
+      grid   = { "sq / 64 + max_pages / (16 * sq + 1)", "n_heads", "n_seqs" },
       shared = 0,
       params = { "q:ptr", "k_pool:ptr", "v_pool:ptr", "block_table:ptr", "seq_lens:ptr",
                   "o:ptr", "n_seqs:i64", "n_heads:i64", "n_kv_heads:i64", "sq:i64",
-                  "max_pages:i64", "n_pages:i64", "scale:f32" },
+                  "max_pages:i64", "n_pages:i64", "scale:f32", "ws:ptr", "ws_bytes:i64" },
     },
   },
   vulkan {

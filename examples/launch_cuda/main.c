@@ -87,11 +87,14 @@ int main(int argc, char **argv) {
   CU(cuMemAlloc(&kk, (size_t)(kv_heads * skv * d) * 2));
   CU(cuMemAlloc(&v, (size_t)(kv_heads * skv * d) * 2));
   CU(cuMemAlloc(&o, (size_t)(heads * sq * d) * 2));
+  /* A prefill needs no workspace (ws NULL, 0 bytes); a decode splits its
+   * keys across blocks through one (docs/kernels.md, flash_attention). */
   const gk_arg fargs[] = {gk_arg_ptr(q),         gk_arg_ptr(kk),          gk_arg_ptr(v),
                           gk_arg_ptr(o),         gk_arg_i64(heads),       gk_arg_i64(kv_heads),
                           gk_arg_i64(sq),        gk_arg_i64(skv),
-                          gk_arg_f32((float)(1.0 / sqrt((double)d)))};
-  if (launch(fa, "flash_attention", fargs, 9, stream)) return 1;
+                          gk_arg_f32((float)(1.0 / sqrt((double)d))),
+                          gk_arg_ptr(0),         gk_arg_i64(0)};
+  if (launch(fa, "flash_attention", fargs, 11, stream)) return 1;
 
   CU(cuStreamSynchronize(stream));
   CU(cuStreamDestroy(stream));

@@ -25,7 +25,10 @@
  *   (GQA) into the 16 rows, so K and V are read once for all of them; each
  *   group takes a quarter of every tile's keys, and the 4 partial states
  *   (max, sum, output) are merged through shared memory at the end,
- *   FlashDecoding's merge inside one block.
+ *   FlashDecoding's merge inside one block. Long contexts are split
+ *   across blocks too (gk_fa_split): a KV head's keys go to n blocks in
+ *   ranges of whole tiles, whose states meet in the caller's workspace
+ *   and are merged by the last block to finish.
  * Shared memory: 34 KB for D = 128, 36 KB for D = 64 (the decode merge
  * reuses it).
  */
@@ -231,20 +234,22 @@ GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const gk_fa_stat
 }
 
 /*
- * Keys [0, kend) of KV head hk through the two stages, by the whole block:
- * each group runs gk_fa_mma_step<NT> on n-tiles nt0 .. nt0 + NT - 1 of every
- * tile. The next tile's copy is in flight while this one is worked on.
+ * Keys [kb, ke) of KV head hk through the two stages, by the whole block
+ * (kb a multiple of the tile; keys past ke in ke's tile must be masked by
+ * the step, as keys past the causal limit or kv.n are): each group runs
+ * gk_fa_mma_step<NT> on n-tiles nt0 .. nt0 + NT - 1 of every tile. The next
+ * tile's copy is in flight while this one is worked on.
  */
 template <int Causal, int D, int NT, class KV>
-GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t kend,
-                           int64_t sq, const uint32_t (*qa)[4], int nt0, const int64_t qpos[2],
-                           float scale, gk_fa_state<D> &st) {
+GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t kb,
+                           int64_t ke, int64_t sq, const uint32_t (*qa)[4], int nt0,
+                           const int64_t qpos[2], float scale, gk_fa_state<D> &st) {
   typedef gk_fa_smem<D> S;
   const float sl = scale * 1.4426950408889634f;
   __syncthreads(); /* the previous use of the stages is over */
-  if (kend > 0) gk_fa_mma_load<D>(sm, 0, kv, hk, 0);
-  for (int64_t k0 = 0, j = 0; k0 < kend; k0 += S::KEYS, j++) {
-    if (k0 + S::KEYS < kend) {
+  if (kb < ke) gk_fa_mma_load<D>(sm, 0, kv, hk, kb);
+  for (int64_t k0 = kb, j = 0; k0 < ke; k0 += S::KEYS, j++) {
+    if (k0 + S::KEYS < ke) {
       gk_fa_mma_load<D>(sm, (int)((j + 1) & 1), kv, hk, k0 + S::KEYS);
       gk_cp_async_wait<1>(); /* this tile's group has landed */
     } else {
@@ -272,22 +277,67 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
   gk_fa_mma_q<D>(q, rows, qa);
   gk_fa_state<D> st;
   gk_fa_state_init<D>(st);
-  gk_fa_mma_keys<Causal, D, S::KEYS / 8>(sm, kv, hk,
+  gk_fa_mma_keys<Causal, D, S::KEYS / 8>(sm, kv, hk, 0,
                                          gk_fa_kend(Causal, sq, skv, row0, FA_BLOCK_ROWS), sq,
                                          qa, 0, qpos, scale, st);
   gk_fa_mma_store<D>(o, rows, st);
 }
 
 /*
+ * The cross-block split of a decode (FlashDecoding): a KV head's keys go to
+ * `n` blocks in ranges of whole tiles. Each block publishes its partial
+ * state (per fragment row: the max, the sum and the unnormalised output,
+ * in log2 units as gk_fa_state) in its slot of the caller's workspace,
+ * then counts itself in `*count`; the last to arrive merges the n slots in
+ * slot order, so the result does not depend on which block is last, and
+ * sets *count back to 0: the workspace is left as it was found.
+ */
+#define GK_FA_SLOT(D) (32 + 16 * (D)) /* floats: m[16], l[16], o[16][D] */
+struct gk_fa_split {
+  int64_t n, i;    /* splits of this KV head, and this block's */
+  unsigned *count; /* this KV head's counter */
+  float *slots;    /* its n slots (n > 1) */
+};
+
+/* The last block's merge of the n slots into o; rows as gk_fa_mma_decode's. */
+template <int D>
+GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, int64_t group,
+                              int64_t sq) {
+  const int w = gk_group(), lane = gk_lane();
+  const int64_t nrows = group * sq;
+  for (int fr = 4 * w; fr < 4 * w + 4 && fr < nrows; fr++) { /* uniform */
+    float m = -INFINITY, l = 0.0f, acc[D / 32];
+    for (int64_t s = 0; s < sp.n; s++) m = fmaxf(m, gk_ld_cg(sp.slots + s * GK_FA_SLOT(D) + fr));
+    for (int e = 0; e < D / 32; e++) acc[e] = 0.0f;
+    for (int64_t s = 0; s < sp.n; s++) {
+      const float *slot = sp.slots + s * GK_FA_SLOT(D);
+      /* A split that saw no allowed key has m = -inf and weighs 0. */
+      const float scl = m == -INFINITY ? 0.0f : exp2f(gk_ld_cg(slot + fr) - m);
+      l += gk_ld_cg(slot + 16 + fr) * scl;
+      for (int e = 0; e < D / 64; e++)
+        for (int u = 0; u < 2; u++)
+          acc[2 * e + u] += gk_ld_cg(slot + 32 + fr * D + 2 * lane + 64 * e + u) * scl;
+    }
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    const int64_t row = (hk * group + fr / sq) * sq + fr % sq;
+    for (int e = 0; e < D / 64; e++)
+      *(uint32_t *)(o + row * D + 2 * lane + 64 * e) =
+          gk_pack_h2(acc[2 * e] * inv, acc[2 * e + 1] * inv);
+  }
+}
+
+/*
  * Decode: every query row of KV head hk's group of heads (group * sq <= 16
- * rows: fragment row r is head hk * group + r / sq, query r % sq). Group w
- * takes keys [w KEYS/4, (w + 1) KEYS/4) of each tile; the block then merges
- * the 4 partial states: m = max m_w, l = sum l_w 2^(m_w - m), o likewise.
+ * rows: fragment row r is head hk * group + r / sq, query r % sq) against
+ * keys [kb, ke), split sp.i of sp.n. Group w takes keys [w KEYS/4,
+ * (w + 1) KEYS/4) of each tile; the block then merges the 4 partial states:
+ * m = max m_w, l = sum l_w 2^(m_w - m), o likewise, into o (one split) or
+ * into its slot (gk_fa_split).
  */
 template <int Causal, int D, class KV>
 GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                              int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
-                             int64_t hk) {
+                             int64_t hk, int64_t kb, int64_t ke, const gk_fa_split &sp) {
   typedef gk_fa_smem<D> S;
   constexpr int NT = S::KEYS / 8 / FA_GROUPS; /* n-tiles a group takes: 1 or 2 */
   const int64_t group = n_heads / n_kv_heads, nrows = group * sq;
@@ -302,8 +352,7 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   gk_fa_mma_q<D>(q, rows, qa);
   gk_fa_state<D> st;
   gk_fa_state_init<D>(st);
-  gk_fa_mma_keys<Causal, D, NT>(sm, kv, hk, gk_fa_kend(Causal, sq, kv.n, 0, (int)sq), sq, qa,
-                                NT * w, qpos, scale, st);
+  gk_fa_mma_keys<Causal, D, NT>(sm, kv, hk, kb, ke, sq, qa, NT * w, qpos, scale, st);
 
   /* The merge: each group's state into shared memory (the stages are no
    * longer read: gk_fa_mma_keys ends with a barrier), then group w combines
@@ -317,6 +366,7 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
     }
   }
   __syncthreads();
+  float *slot = sp.n > 1 ? sp.slots + sp.i * GK_FA_SLOT(D) : nullptr;
   for (int fr = 4 * w; fr < 4 * w + 4; fr++) {
     if (fr >= nrows) break; /* uniform over the group */
     float m = -INFINITY;
@@ -329,15 +379,31 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
     }
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
     const int64_t row = (hk * group + fr / sq) * sq + fr % sq;
+    if (slot && lane == 0) slot[fr] = m, slot[16 + fr] = l;
     for (int d = 2 * lane; d < D; d += 2 * GK_GROUP) {
       float a = 0.0f, b = 0.0f;
       for (int u = 0; u < FA_GROUPS; u++) {
         a += sm.merge.o[u][fr][d] * scl[u];
         b += sm.merge.o[u][fr][d + 1] * scl[u];
       }
-      *(uint32_t *)(o + row * D + d) = gk_pack_h2(a * inv, b * inv);
+      if (slot)
+        slot[32 + fr * D + d] = a, slot[32 + fr * D + d + 1] = b;
+      else
+        *(uint32_t *)(o + row * D + d) = gk_pack_h2(a * inv, b * inv);
     }
   }
+  if (!slot) return; /* uniform */
+
+  /* Count in; the last of the n merges them all. */
+  __shared__ unsigned last;
+  gk_threadfence(); /* this thread's slot writes before the count */
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(sp.count, 1u) == (unsigned)(sp.n - 1);
+  __syncthreads();
+  if (!last) return; /* uniform */
+  gk_threadfence(); /* the others' slots after their counts */
+  gk_fa_split_merge<D>(sp, o, hk, group, sq);
+  if (threadIdx.x == 0) *sp.count = 0u;
 }
 
 #endif /* GK_FA_MMA_CUH */

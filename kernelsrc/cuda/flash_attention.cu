@@ -30,7 +30,8 @@ typedef float fa_elem;
 
 extern "C" GK_KERNEL void __launch_bounds__(FA_THREADS)
 flash_attention(const void *q, const void *k, const void *v, void *o, int64_t n_heads,
-                int64_t n_kv_heads, int64_t sq, int64_t skv, float scale) {
+                int64_t n_kv_heads, int64_t sq, int64_t skv, float scale, void *ws,
+                int64_t ws_bytes) {
   gk_flash_attention<CAUSAL, fa_elem, HEAD_DIM>(q, k, v, o, n_heads, n_kv_heads, sq, skv,
-                                                scale);
+                                                scale, ws, ws_bytes);
 }

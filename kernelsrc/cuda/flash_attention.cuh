@@ -129,20 +129,72 @@ GK_DEV void gk_fa_block(const float *q, const KV &kv, float *o, int64_t n_heads,
 }
 
 
+/*
+ * The workspace a call gives the cross-block split of decodes (docs/
+ * kernels.md): `units` counters (one per sequence and KV head; zero before
+ * the first call, and each call leaves them zero), padded to 16 bytes, then
+ * `splits` slots of GK_FA_SLOT(D) floats per unit, as many as ws_bytes
+ * holds. splits 0: no workspace (NULL, or too small for one slot a unit),
+ * so no split across blocks.
+ */
+struct gk_fa_ws {
+  unsigned *count;
+  float *slots;
+  int64_t splits;
+};
+template <int D>
+GK_DEV gk_fa_ws gk_fa_ws_of(void *ws, int64_t ws_bytes, int64_t units) {
+  gk_fa_ws w = {nullptr, nullptr, 0};
+  const int64_t cbytes = (units * 4 + 15) / 16 * 16, slot = (int64_t)GK_FA_SLOT(D) * 4;
+  if (ws == nullptr || units <= 0 || ws_bytes < cbytes + units * slot) return w;
+  w.count = (unsigned *)ws;
+  w.slots = (float *)((char *)ws + cbytes);
+  w.splits = (ws_bytes - cbytes) / (units * slot);
+  return w;
+}
+/* Sequence s's part of it (n_kv_heads units a sequence). */
+template <int D>
+GK_DEV gk_fa_ws gk_fa_ws_seq(const gk_fa_ws &w, int64_t s, int64_t n_kv_heads) {
+  if (w.splits == 0) return w;
+  const gk_fa_ws r = {w.count + s * n_kv_heads,
+                      w.slots + s * n_kv_heads * w.splits * GK_FA_SLOT(D), w.splits};
+  return r;
+}
+
+/* Keys a block of a split decode takes at least (whole tiles): enough to
+ * keep the merge's bytes a few percent of the K and V it reads. */
+#define FA_SPLIT_KEYS 256
+
 /* The grid's walk over one sequence's queries q and o ([n_heads][sq][D])
  * and its keys and values kv: query blocks x, x + gridDim.x, ... of heads
- * y, y + gridDim.y, ... (decode: KV heads y, y + gridDim.y, ... by the
- * blocks with x == 0). Uniform over the block, so every barrier inside is
- * reached by all. f16 on tensor cores (fa_mma.cuh), f32 on FMAs (see the
- * top). */
+ * y, y + gridDim.y, ... A decode (every query of a KV head's heads in one
+ * fragment) is cut into units instead, (KV head, split): n splits of at
+ * least FA_SPLIT_KEYS keys each, as many as the keys and the workspace
+ * allow (never more, whatever the grid: the results do not depend on it),
+ * unit u to block u, u + blocks, ... in the x-fastest order of (x, y).
+ * Uniform over the block, so every barrier inside is reached by all. f16
+ * on tensor cores (fa_mma.cuh), f32 on FMAs (see the top). */
 template <int Causal, int D, class KV>
 GK_DEV void gk_fa_walk(const uint16_t *q, const KV &kv, uint16_t *o, int64_t n_heads,
-                       int64_t n_kv_heads, int64_t sq, float scale) {
+                       int64_t n_kv_heads, int64_t sq, float scale, const gk_fa_ws &ws) {
+  typedef gk_fa_smem<D> S;
   __shared__ __attribute__((aligned(16))) gk_fa_smem<D> sm;
   if ((n_heads / n_kv_heads) * sq <= 16) {
-    if (blockIdx.x != 0) return;
-    for (int64_t hk = blockIdx.y; hk < n_kv_heads; hk += gridDim.y)
-      gk_fa_mma_decode<Causal, D>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, hk);
+    const int64_t kend = gk_fa_kend(Causal, sq, kv.n, 0, (int)sq);
+    const int64_t tiles = (kend + S::KEYS - 1) / S::KEYS;
+    const int64_t per = FA_SPLIT_KEYS / S::KEYS; /* tiles a split takes at least */
+    int64_t n = (tiles + per - 1) / per;
+    if (n > ws.splits) n = ws.splits;
+    if (n < 1) n = 1;
+    const int64_t units = n_kv_heads * n, blocks = (int64_t)gridDim.x * gridDim.y;
+    for (int64_t u = (int64_t)blockIdx.y * gridDim.x + blockIdx.x; u < units; u += blocks) {
+      const int64_t hk = u % n_kv_heads, i = u / n_kv_heads;
+      const int64_t kb = tiles * i / n * S::KEYS, ke = tiles * (i + 1) / n * S::KEYS;
+      const gk_fa_split sp = {n, i, ws.count ? ws.count + hk : nullptr,
+                              ws.slots ? ws.slots + hk * ws.splits * GK_FA_SLOT(D) : nullptr};
+      gk_fa_mma_decode<Causal, D>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, hk, kb,
+                                  ke < kend ? ke : kend, sp);
+    }
     return;
   }
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
@@ -150,9 +202,11 @@ GK_DEV void gk_fa_walk(const uint16_t *q, const KV &kv, uint16_t *o, int64_t n_h
       gk_fa_mma_prefill<Causal, D>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h,
                                    qb * FA_BLOCK_ROWS);
 }
+/* f32: the scalar path, without a cross-block split (the workspace is not
+ * used). */
 template <int Causal, int D, class KV>
 GK_DEV void gk_fa_walk(const float *q, const KV &kv, float *o, int64_t n_heads,
-                       int64_t n_kv_heads, int64_t sq, float scale) {
+                       int64_t n_kv_heads, int64_t sq, float scale, const gk_fa_ws &) {
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
     for (int64_t qb = blockIdx.x; qb * FA_BLOCK_ROWS < sq; qb += gridDim.x)
       for (int64_t r = qb * FA_BLOCK_ROWS; r < (qb + 1) * FA_BLOCK_ROWS && r < sq; r += FA_ROWS)
@@ -162,12 +216,13 @@ GK_DEV void gk_fa_walk(const float *q, const KV &kv, float *o, int64_t n_heads,
 template <int Causal, typename T, int D>
 GK_DEV void gk_flash_attention(const void *q, const void *k, const void *v, void *o,
                                int64_t n_heads, int64_t n_kv_heads, int64_t sq,
-                               int64_t skv, float scale) {
+                               int64_t skv, float scale, void *ws, int64_t ws_bytes) {
   if (n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads != 0 || sq <= 0 ||
       skv < 0)
     return; /* uniform over the grid */
   const gk_kv_contig<T> kv = {(const T *)k, (const T *)v, skv, D};
-  gk_fa_walk<Causal, D>((const T *)q, kv, (T *)o, n_heads, n_kv_heads, sq, scale);
+  gk_fa_walk<Causal, D>((const T *)q, kv, (T *)o, n_heads, n_kv_heads, sq, scale,
+                        gk_fa_ws_of<D>(ws, ws_bytes, n_kv_heads));
 }
 
 #endif /* GK_FLASH_ATTENTION_CUH */

@@ -373,4 +373,27 @@ GK_DEV int gk_rint(float v) {
 #endif
 }
 
+/*
+ * Order between the blocks of one launch (attention's cross-block split:
+ * each block publishes a partial result, then counts itself in with an
+ * atomic; the last one reads them all). gk_threadfence: this thread's
+ * writes before it are seen by every block before its writes after it (a
+ * device-scope fence); the last block fences too before it reads.
+ * gk_ld_cg: a load from L2, past the SM's L1, which does not follow the
+ * other SMs' writes (on AMD the fence invalidates L1 itself). The
+ * emulator runs one block after another: nothing to order.
+ */
+GK_DEV void gk_threadfence(void) {
+#if !defined(GK_GPU_EMULATE)
+  __threadfence();
+#endif
+}
+GK_DEV float gk_ld_cg(const float *p) {
+#if defined(GK_GPU_NVIDIA)
+  return __ldcg(p);
+#else
+  return *(const volatile float *)p;
+#endif
+}
+
 #endif /* GK_GPU_CUH */

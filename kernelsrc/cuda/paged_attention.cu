@@ -31,8 +31,8 @@ extern "C" GK_KERNEL void __launch_bounds__(FA_THREADS)
 paged_attention(const void *q, const void *k_pool, const void *v_pool,
                 const int32_t *block_table, const int32_t *seq_lens, void *o, int64_t n_seqs,
                 int64_t n_heads, int64_t n_kv_heads, int64_t sq, int64_t max_pages,
-                int64_t n_pages, float scale) {
+                int64_t n_pages, float scale, void *ws, int64_t ws_bytes) {
   gk_paged_attention<pa_elem, HEAD_DIM, PAGE>(q, k_pool, v_pool, block_table, seq_lens, o,
                                               n_seqs, n_heads, n_kv_heads, sq, max_pages,
-                                              n_pages, scale);
+                                              n_pages, scale, ws, ws_bytes);
 }

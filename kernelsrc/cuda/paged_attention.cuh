@@ -50,11 +50,13 @@ template <typename T, int D, int Page>
 GK_DEV void gk_paged_attention(const void *q, const void *k_pool, const void *v_pool,
                                const int32_t *block_table, const int32_t *seq_lens, void *o,
                                int64_t n_seqs, int64_t n_heads, int64_t n_kv_heads,
-                               int64_t sq, int64_t max_pages, int64_t n_pages, float scale) {
+                               int64_t sq, int64_t max_pages, int64_t n_pages, float scale,
+                               void *ws, int64_t ws_bytes) {
   if (n_seqs <= 0 || n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads != 0 ||
       sq <= 0 || max_pages < 0 || n_pages < 0)
     return; /* uniform over the grid */
   const int64_t rows = n_heads * sq * D; /* elements of a sequence's q, o */
+  const gk_fa_ws wsall = gk_fa_ws_of<D>(ws, ws_bytes, n_seqs * n_kv_heads);
   for (int64_t s = blockIdx.z; s < n_seqs; s += gridDim.z) {
     const int32_t *bt = block_table + s * max_pages;
     const int32_t len = seq_lens[s];
@@ -69,7 +71,8 @@ GK_DEV void gk_paged_attention(const void *q, const void *k_pool, const void *v_
     }
     const gk_kv_paged<T> kv = {(const T *)k_pool, (const T *)v_pool, len, D, bt, Page,
                                n_kv_heads};
-    gk_fa_walk<1, D>((const T *)q + s * rows, kv, os, n_heads, n_kv_heads, sq, scale);
+    gk_fa_walk<1, D>((const T *)q + s * rows, kv, os, n_heads, n_kv_heads, sq, scale,
+                     gk_fa_ws_seq<D>(wsall, s, n_kv_heads));
   }
 }
 

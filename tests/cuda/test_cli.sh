@@ -191,13 +191,13 @@ for i in d["images"]:
 
 # --launch: the numbers a launch would use, from the row (libgk's evaluator).
 run "$GK" probe "$ARCHIVE" --device cuda:sm_86 --launch flash_attention causal=1,dtype=f16,head_dim=128 \
-  n_heads=32 n_kv_heads=8 sq=200 skv=4096 --json
+  n_heads=32 n_kv_heads=8 sq=200 skv=4096 ws_bytes=0 --json
 expect_status 0 "probe --launch flash_attention"
 py 'import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["target"] == "sm_86" and d["limits"]["max_groups"] == [2147483647, 65535, 65535], d
 (l,) = d["launches"]
-assert l["entry"] == "flash_attention" and l["grid"] == [4, 32, 1] and l["block"] == [128, 1, 1], l' "$T/stdout"
+assert l["entry"] == "flash_attention" and l["grid"] == [5, 32, 1] and l["block"] == [128, 1, 1], l' "$T/stdout"
 run "$GK" probe "$ARCHIVE" --device cuda:sm_86 --launch qmatmul bits=4 m=1 n=11008 k=4096
 expect_status 0 "probe --launch qmatmul"
 expect_out "  qmatmul_q8x    grid 1 x 344 x 1, block 256 x 1 x 1, 0 bytes shared" "both entries of the row"

@@ -347,20 +347,32 @@ static void launch_kernels(void **state) {
 
   assert_int_equal(gk_module_load(ar, NULL, "flash_attention",
                                   "causal=1,dtype=f16,head_dim=128", &m), GK_OK);
-  gk_arg f[9] = {gk_arg_ptr(0x1000), gk_arg_ptr(0x2000), gk_arg_ptr(0x3000), gk_arg_ptr(0x4000),
-                 gk_arg_i64(32), gk_arg_i64(8), gk_arg_i64(130), gk_arg_i64(4096),
-                 gk_arg_f32(0.125f)};
-  D.launch_nparams = 9;
-  assert_int_equal(gk_module_launch(m, "flash_attention", f, 9, NULL), GK_OK);
-  assert_int_equal(D.grid[0], 3); /* ["sq / 64", "n_heads", 1] */
+  gk_arg f[11] = {gk_arg_ptr(0x1000), gk_arg_ptr(0x2000), gk_arg_ptr(0x3000),
+                  gk_arg_ptr(0x4000), gk_arg_i64(32),   gk_arg_i64(8),
+                  gk_arg_i64(130),    gk_arg_i64(4096), gk_arg_f32(0.125f),
+                  gk_arg_ptr(0x5000), gk_arg_i64(1 << 20)};
+  D.launch_nparams = 11;
+  assert_int_equal(gk_module_launch(m, "flash_attention", f, 11, NULL), GK_OK);
+  /* ["sq / 64 + skv / (1024 * sq + 1)", "n_heads", 1] */
+  assert_int_equal(D.grid[0], 3 + 1);
   assert_int_equal(D.grid[1], 32);
   assert_int_equal(D.block[0], 128);
   float scale;
   memcpy(&scale, D.params[8], 4);
   assert_true(scale == 0.125f);
+  int64_t ws_bytes;
+  memcpy(&ws_bytes, D.params[10], 8);
+  assert_int_equal(ws_bytes, 1 << 20);
   gk_launch_dims d;
-  assert_int_equal(gk_module_launch_dims(m, "flash_attention", f, 9, &d), GK_OK);
-  assert_int_equal(d.grid[0], 3);
+  assert_int_equal(gk_module_launch_dims(m, "flash_attention", f, 11, &d), GK_OK);
+  assert_int_equal(d.grid[0], 4);
+  /* A decode: sq = 1, a column per 1024 keys: a block per 256 keys of
+   * each of the 8 KV heads. */
+  f[6] = gk_arg_i64(1);
+  f[7] = gk_arg_i64(8192);
+  assert_int_equal(gk_module_launch_dims(m, "flash_attention", f, 11, &d), GK_OK);
+  assert_int_equal(d.grid[0], 1 + 8);
+  assert_int_equal(d.grid[0] * d.grid[1], 9 * 32); /* >= 8 KV heads x 32 splits */
   gk_module_unload(m);
   gk_archive_close(ar);
 }

@@ -299,11 +299,42 @@ static void check_q8x(void) {
 
 /* ---- flash_attention ------------------------------------------------------- */
 
+/* A zeroed workspace for the cross-block split of attention (docs/
+ * kernels.md): counters for `units` (sequence, KV head) pairs, then slots
+ * for the splits `keys` keys may take (one per 256), per unit. */
+static std::vector<unsigned char> fa_workspace(long long units, long long keys, int d) {
+  const long long splits = keys > 0 ? (keys + 255) / 256 : 1;
+  const long long bytes = (units * 4 + 15) / 16 * 16 + units * splits * GK_FA_SLOT(d) * 4;
+  return std::vector<unsigned char>((size_t)bytes, 0);
+}
+
+/* A call leaves the counters of `units` as it found them, zero; with
+ * `split`, it went through the slots (they are not all zero). */
+static void fa_workspace_check(const char *what, const std::vector<unsigned char> &ws,
+                               long long units, bool split) {
+  const size_t cbytes = (size_t)(units * 4 + 15) / 16 * 16;
+  for (size_t i = 0; i < (size_t)units * 4 && i + 4 <= ws.size(); i += 4) {
+    unsigned c;
+    memcpy(&c, &ws[i], 4);
+    if (c != 0) {
+      printf("FAIL: %s: workspace counter %zu left at %u\n", what, i / 4, c);
+      failures++;
+      return;
+    }
+  }
+  bool used = false;
+  for (size_t i = cbytes; i < ws.size() && !used; i++) used = ws[i] != 0;
+  if (used != split) {
+    printf("FAIL: %s: the split %s\n", what, split ? "did not run" : "ran");
+    failures++;
+  }
+}
+
 static void check_attention(void) {
   const int before = failures;
   static const std::vector<std::string> params = {
       "q:ptr",  "k:ptr",   "v:ptr",   "o:ptr",    "n_heads:i64",
-      "n_kv_heads:i64", "sq:i64", "skv:i64", "scale:f32"};
+      "n_kv_heads:i64", "sq:i64", "skv:i64", "scale:f32", "ws:ptr", "ws_bytes:i64"};
   struct shape {
     long long h, hk, sq, skv;
     double scale_mul;
@@ -316,7 +347,8 @@ static void check_attention(void) {
       {2, 2, 3, 0, 1.0},   /* no keys: zeros */
       {2, 1, 70, 130, 2.0}, /* two query blocks, three key tiles */
       {8, 2, 4, 200, 1.0},  /* speculative decode: 4 heads x 4 rows fill a fragment */
-      {4, 1, 1, 300, 4.0},  /* decode, 4 heads on one KV head, peaked, 5 tiles */
+      {4, 1, 1, 300, 4.0},  /* decode, 4 heads on one KV head, peaked, 2 splits */
+      {8, 2, 2, 1100, 1.0}, /* speculative decode, 5 splits of a KV head */
   };
   for (int causal = 0; causal <= 1; causal++)
     for (kref_dtype dt : {KREF_F16, KREF_F32})
@@ -344,9 +376,13 @@ static void check_attention(void) {
                    variant, s.h, s.hk, s.sq, s.skv);
           const void *qp = q.data(), *kp = k.data(), *vp = v.data();
           void *op = o.data();
+          /* The workspace for every split this shape may take, and more. */
+          std::vector<unsigned char> wsv = fa_workspace(s.hk, s.skv, d);
+          void *wsp = wsv.data();
+          long long ws_bytes = (long long)wsv.size();
           auto body = [&]() {
 #define FA_CALL(C, T, D) \
-  gk_flash_attention<C, T, D>(qp, kp, vp, op, s.h, s.hk, s.sq, s.skv, scale)
+  gk_flash_attention<C, T, D>(qp, kp, vp, op, s.h, s.hk, s.sq, s.skv, scale, wsp, ws_bytes)
             if (dt == KREF_F16) {
               if (d == 64) causal ? FA_CALL(1, uint16_t, 64) : FA_CALL(0, uint16_t, 64);
               else causal ? FA_CALL(1, uint16_t, 128) : FA_CALL(0, uint16_t, 128);
@@ -356,21 +392,37 @@ static void check_attention(void) {
             }
 #undef FA_CALL
           };
-          if (!run(what, L, params, {{"n_heads", s.h}, {"n_kv_heads", s.hk}, {"sq", s.sq},
-                                     {"skv", s.skv}}, body))
-            continue;
+          const std::map<std::string, long long> vars = {
+              {"n_heads", s.h}, {"n_kv_heads", s.hk}, {"sq", s.sq}, {"skv", s.skv}};
+          if (!run(what, L, params, vars, body)) continue;
           /* kref's error model; f16 runs on tensor cores, with p in f16. */
           double vmax = 0.0, atol, rtol;
           for (size_t i = 0; i < kn; i++) vmax = fmax(vmax, fabs(kref_get(dt, v.data(), i)));
           kref_attention_tolerance(dt, d, s.scale_mul, s.skv, vmax, dt == KREF_F16, &atol,
                                    &rtol);
           failures += kref_check(what, dt, o.data(), want.data(), (int64_t)qn, atol, rtol, NULL);
+          /* f16 decodes over more than 256 keys split across blocks. */
+          const bool split = dt == KREF_F16 && s.h / s.hk * s.sq <= 16 && s.skv > 256;
+          fa_workspace_check(what, wsv, s.hk, split);
           std::vector<unsigned char> full = o;
-          run(what, L, params, {{"n_heads", s.h}, {"n_kv_heads", s.hk}, {"sq", s.sq},
-                                {"skv", s.skv}}, body, true);
+          run(what, L, params, vars, body, true);
           if (o != full) {
             printf("FAIL: %s: a clamped grid gives other results\n", what);
             failures++;
+          }
+          fa_workspace_check(what, wsv, s.hk, split);
+          /* No workspace, and one for 2 splits: no split, or fewer; the same
+           * error model. */
+          for (long long units : {0LL, 2LL}) {
+            std::vector<unsigned char> small = fa_workspace(s.hk, units * 256 - 255, d);
+            wsp = units ? small.data() : nullptr;
+            ws_bytes = units ? (long long)small.size() : 0;
+            char what2[200];
+            snprintf(what2, sizeof what2, "%s, workspace for %lld splits", what, units);
+            run(what2, L, params, vars, body, true);
+            failures += kref_check(what2, dt, o.data(), want.data(), (int64_t)qn, atol, rtol,
+                                   NULL);
+            fa_workspace_check(what2, small, s.hk, split && units);
           }
           for (size_t i = qn * es; i < o.size(); i++)
             if (o[i] != 0xff) {
@@ -410,7 +462,7 @@ static void check_paged(void) {
   static const std::vector<std::string> pa_params = {
       "q:ptr", "k_pool:ptr", "v_pool:ptr", "block_table:ptr", "seq_lens:ptr", "o:ptr",
       "n_seqs:i64", "n_heads:i64", "n_kv_heads:i64", "sq:i64", "max_pages:i64",
-      "n_pages:i64", "scale:f32"};
+      "n_pages:i64", "scale:f32", "ws:ptr", "ws_bytes:i64"};
   static const std::vector<std::string> kv_params = {
       "k_new:ptr", "v_new:ptr", "k_pool:ptr", "v_pool:ptr", "block_table:ptr",
       "seq_lens:ptr", "n_seqs:i64", "n_kv_heads:i64", "sq:i64", "max_pages:i64",
@@ -421,8 +473,9 @@ static void check_paged(void) {
     kref_paged_kind kind[4];
   };
   static const pcase cases[] = {
-      /* decode: 4 heads over 1 KV head (one fragment), lengths 1, 0, 75 */
-      {3, 4, 1, 1, {1, 0, 75}, {KREF_PAGED_OK, KREF_PAGED_OK, KREF_PAGED_OK}},
+      /* decode: 4 heads over 1 KV head (one fragment), lengths 1, 0, 600
+       * (3 splits across blocks) */
+      {3, 4, 1, 1, {1, 0, 600}, {KREF_PAGED_OK, KREF_PAGED_OK, KREF_PAGED_OK}},
       /* prefill chunks of 20 (two fragments a head), one shorter than sq, an
        * invalid sequence between valid ones */
       {3, 2, 1, 20, {90, 7, 40},
@@ -485,16 +538,23 @@ static void check_paged(void) {
                               want.data(), c.n_seqs, c.h, c.hk, c.sq, max_pages, n_pages, scale);
           const void *qp = q.data(), *kpc = kp.data(), *vpc = vp.data();
           void *op = o.data();
+          std::vector<unsigned char> wsv = fa_workspace(c.n_seqs * c.hk, max_pages * page, d);
+          void *wsp = wsv.data();
+          const long long ws_bytes = (long long)wsv.size();
           auto attend = [&]() {
             paged_variant(dt, d, page, [&](auto t, auto dd, auto pp) {
               gk_paged_attention<decltype(t), decltype(dd)::value, decltype(pp)::value>(
                   qp, kpc, vpc, table, lens, op, c.n_seqs, c.h, c.hk, c.sq, max_pages, n_pages,
-                  scale);
+                  scale, wsp, ws_bytes);
             });
           };
           const std::map<std::string, long long> pa_vars = {
-              {"n_seqs", c.n_seqs}, {"n_heads", c.h}, {"n_kv_heads", c.hk}, {"sq", c.sq}};
+              {"n_seqs", c.n_seqs}, {"n_heads", c.h}, {"n_kv_heads", c.hk}, {"sq", c.sq},
+              {"max_pages", max_pages}, {"ws_bytes", ws_bytes}};
           if (run(what, Lp, pa_params, pa_vars, attend)) {
+            /* f16 decodes over more than 256 keys split across blocks. */
+            fa_workspace_check(what, wsv, c.n_seqs * c.hk,
+                               dt == KREF_F16 && c.h / c.hk * c.sq <= 16);
             double vmax = 0.0, atol, rtol;
             int32_t longest = 0;
             for (size_t i = 0; i < pn; i++) vmax = fmax(vmax, fabs(kref_get(dt, vp.data(), i)));

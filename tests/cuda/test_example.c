@@ -60,14 +60,15 @@ int main(int argc, char **argv) {
   cud d;
   cud_defaults(&d);
   d.major = 9, d.minor = 0, d.sms = 132; /* an H100's capability and SMs */
-  d.launch_nparams = 6; /* qmatmul has 6, flash_attention 9 */
+  d.launch_nparams = 6; /* qmatmul has 6, flash_attention 11 */
   cud_install(&d);
   char *args[] = {"launch_cuda", argv[1], NULL};
   int rc = launch_cuda_main(2, args);
   int bad = rc != 0;
   if (d.launches != 2) printf("FAIL: %d launches; want qmatmul and flash_attention\n", d.launches), bad = 1;
-  /* The last launch: flash_attention, grid ["sq / 64", "n_heads", 1]. */
-  if (d.grid[0] != 4 || d.grid[1] != 32 || d.grid[2] != 1 || d.block[0] != 128)
+  /* The last launch: flash_attention, grid ["sq / 64 + skv / (1024 * sq +
+   * 1)", "n_heads", 1]: 4 + 1 for sq = 200, skv = 1024. */
+  if (d.grid[0] != 5 || d.grid[1] != 32 || d.grid[2] != 1 || d.block[0] != 128)
     printf("FAIL: flash_attention launched with grid %u x %u x %u, block %u\n", d.grid[0],
            d.grid[1], d.grid[2], d.block[0]), bad = 1;
   if (d.stream != (void *)&the_stream) printf("FAIL: not on the example's stream\n"), bad = 1;

@@ -173,13 +173,52 @@ static void check_qmatmul(kv *t) {
 
 /* ---- flash_attention ------------------------------------------------------------ */
 
+/* The workspace of attention's cross-block split (docs/kernels.md): a
+ * zeroed buffer with counters for `units` (sequence, KV head) pairs and a
+ * slot per 256 keys of each. */
+typedef struct fa_ws {
+  cu_deviceptr p;
+  size_t bytes;
+  int64_t units;
+} fa_ws;
+
+static fa_ws fa_ws_new(int64_t units, int64_t keys, int d) {
+  const int64_t splits = keys > 0 ? (keys + 255) / 256 : 1;
+  fa_ws w = {0, (size_t)((units * 4 + 15) / 16 * 16 + units * splits * (32 + 16 * d) * 4),
+             units};
+  void *zero = calloc(1, w.bytes);
+  w.p = dnew(zero, w.bytes);
+  free(zero);
+  return w;
+}
+
+/* Each call must leave the counters zero, as it found them, and write
+ * nothing past the workspace. */
+static void fa_ws_check(const fa_ws *w, const char *what) {
+  unsigned *c = malloc(w->bytes);
+  if (!c) {
+    failf("out of host memory");
+    return;
+  }
+  if (dget(c, w->p, w->bytes, what) == 0)
+    for (int64_t i = 0; i < w->units; i++)
+      if (c[i] != 0) {
+        failf("%s: workspace counter %lld left at %u (must be 0 after each call)", what,
+              (long long)i, c[i]);
+        break;
+      }
+  free(c);
+}
+
 static void fa_args(args *a, cu_deviceptr q, cu_deviceptr k, cu_deviceptr v,
-                    cu_deviceptr o, int64_t h, int64_t hk, int64_t sq, int64_t skv, float scale) {
+                    cu_deviceptr o, int64_t h, int64_t hk, int64_t sq, int64_t skv, float scale,
+                    const fa_ws *ws) {
   memset(a, 0, sizeof *a);
   add_arg(a, gk_arg_ptr(q)), add_arg(a, gk_arg_ptr(k)), add_arg(a, gk_arg_ptr(v)), add_arg(a, gk_arg_ptr(o));
   add_arg(a, gk_arg_i64(h)), add_arg(a, gk_arg_i64(hk));
   add_arg(a, gk_arg_i64(sq)), add_arg(a, gk_arg_i64(skv));
   add_arg(a, gk_arg_f32(scale));
+  add_arg(a, gk_arg_ptr(ws->p)), add_arg(a, gk_arg_i64((int64_t)ws->bytes));
 }
 
 static void check_attention(kv *t) {
@@ -196,6 +235,8 @@ static void check_attention(kv *t) {
       {2, 1, 33, 33, 8.0},   /* peaked softmax */
       {2, 2, 3, 0, 1.0},     /* no keys: zeros */
       {2, 1, 17, 1000, 1.0}, /* long keys */
+      {32, 8, 1, 4100, 1.0}, /* decode split across 17 blocks a KV head */
+      {8, 2, 3, 1500, 1.0},  /* speculative decode, split */
   };
   static const shape tiny[] = {{4, 2, 17, 33, 1.0}, {2, 1, 5, 3, 1.0}};
   const shape *shapes = small_shapes ? tiny : full;
@@ -237,6 +278,7 @@ static void check_attention(kv *t) {
     atol += atol_cpu;
     cu_deviceptr dq = dnew(q, qn * es), dk = dnew(k, kn * es), dv = dnew(v, kn * es),
                  dout = dnew(NULL, qn * es);
+    fa_ws ws = fa_ws_new(c->hk, c->skv, d);
     for (int i = 0; i < t->nimages; i++) {
       const image *im = &t->img[i];
       char what[200];
@@ -247,18 +289,26 @@ static void check_attention(kv *t) {
       args a;
       cases++;
       dclear(dout, qn * es);
-      fa_args(&a, dq, dk, dv, dout, c->h, c->hk, c->sq, c->skv, scale);
+      fa_args(&a, dq, dk, dv, dout, c->h, c->hk, c->sq, c->skv, scale, &ws);
       if (e < 0 || run(im, e, &a, NULL, what) || dget(got, dout, qn * es, what)) {
         if (e < 0) failf("%s: no entry flash_attention", what);
         continue;
       }
       failures += kref_check(what, dt, got, want, (int64_t)qn, atol, rtol, NULL);
+      fa_ws_check(&ws, what);
       dclear(dout, qn * es);
-      fa_args(&a, dq, dk, dv, dout, c->h, c->hk, c->sq, c->skv, scale);
+      fa_args(&a, dq, dk, dv, dout, c->h, c->hk, c->sq, c->skv, scale, &ws);
       if (!run(im, e, &a, CAP, what) && !dget(again, dout, qn * es, what))
         same_bits(got, again, qn * es, what, "a grid cut to 2 x 1 x 1 blocks");
+      fa_ws_check(&ws, what);
+      /* No workspace: no split across blocks, the same error model. */
+      const fa_ws none = {0, 0, 0};
+      dclear(dout, qn * es);
+      fa_args(&a, dq, dk, dv, dout, c->h, c->hk, c->sq, c->skv, scale, &none);
+      if (!run(im, e, &a, NULL, what) && !dget(again, dout, qn * es, what))
+        failures += kref_check(what, dt, again, want, (int64_t)qn, atol, rtol, NULL);
     }
-    dfree(dq), dfree(dk), dfree(dv), dfree(dout);
+    dfree(dq), dfree(dk), dfree(dv), dfree(dout), dfree(ws.p);
     free(q), free(k), free(v), free(want), free(got), free(again);
   }
 }
@@ -356,6 +406,7 @@ static void check_paged(kv *t) {
     kref_attention_tolerance(dt, d, 1.0, longest, vmax, dt == KREF_F16, &atol, &rtol);
     kref_attention_tolerance(dt, d, 1.0, longest, vmax, 0, &atol_cpu, &rtol_cpu);
     atol += atol_cpu;
+    fa_ws ws = fa_ws_new(p.n_seqs * p.hk, p.max_pages * page, d);
     cu_deviceptr dq = dnew(p.q, p.qn * p.es), dk = dnew(p.kp, p.pn * p.es),
                  dv = dnew(p.vp, p.pn * p.es), dt_ = dnew(p.table, (size_t)(p.n_seqs * p.max_pages) * 4),
                  dl = dnew(p.lens, (size_t)p.n_seqs * 4), dout = dnew(NULL, ob);
@@ -375,6 +426,7 @@ static void check_paged(kv *t) {
         add_arg(&a, gk_arg_i64(p.hk)), add_arg(&a, gk_arg_i64(p.sq));
         add_arg(&a, gk_arg_i64(p.max_pages)), add_arg(&a, gk_arg_i64(p.n_pages));
         add_arg(&a, gk_arg_f32(scale));
+        add_arg(&a, gk_arg_ptr(ws.p)), add_arg(&a, gk_arg_i64((int64_t)ws.bytes));
         cases += !cut;
         dclear(dout, ob);
         if (run(im, e, &a, cut ? CAP : NULL, what) || dget(cut ? again : got, dout, ob, what))
@@ -383,10 +435,11 @@ static void check_paged(kv *t) {
           failures += kref_check(what, dt, got, want, (int64_t)p.qn, atol, rtol, NULL);
         else
           same_bits(got, again, ob, what, "a grid cut to 2 x 1 x 1 blocks");
+        fa_ws_check(&ws, what);
       }
       if (e < 0) failf("%s: no entry paged_attention", what);
     }
-    dfree(dq), dfree(dk), dfree(dv), dfree(dt_), dfree(dl), dfree(dout);
+    dfree(dq), dfree(dk), dfree(dv), dfree(dt_), dfree(dl), dfree(dout), dfree(ws.p);
     free(want), free(got), free(again);
     paged_free(&p);
   }
