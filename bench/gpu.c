@@ -191,12 +191,22 @@ static cu_deviceptr make_w(int bits, int64_t n, int64_t k, int copies, size_t *w
   return w;
 }
 
+/* qmatmul_q8x_x then qmatmul_q8x_mm, timed as one: what a prefill costs. */
+typedef struct pair {
+  launches round, mm;
+} pair;
+static void pair_issue(void *ctx, long i) {
+  pair *p = ctx;
+  launch_issue(&p->round, i);
+  launch_issue(&p->mm, i);
+}
+
 static void bench_qmatmul(json_t *out, double copy_gbps) {
   static const int64_t full[][3] = {{1, 32768, 8192}, {16, 32768, 8192}, {512, 8192, 8192},
                                     {4096, 8192, 8192}};
-  static const int64_t small[][3] = {{1, 4096, 1024}, {16, 4096, 1024}};
+  static const int64_t small[][3] = {{1, 4096, 1024}, {16, 4096, 1024}, {64, 1024, 1024}};
   const int64_t(*shapes)[3] = quick ? small : full;
-  const int nshapes = quick ? 2 : 4;
+  const int nshapes = quick ? 3 : 4;
   for (int bits = 1; bits <= 8; bits *= 2) {
     char variant[24];
     gk_module *m;
@@ -223,24 +233,36 @@ static void bench_qmatmul(json_t *out, double copy_gbps) {
       qref_fill_x(&r, hx, (size_t)(M * K));
       ok(cu.cuMemcpyHtoD(x, hx, (size_t)(M * K) * 4), "cuMemcpyHtoD");
       free(hx);
+      /* The int8 tensor-core pair is for many rows of x: timed together,
+       * from x, where m > 16. */
+      const size_t xqb = (size_t)(M * (K / 32)) * 48;
+      const cu_deviceptr xq = M > 16 ? dalloc(xqb) : 0;
       for (size_t e = 0; e < json_array_size(entries); e++) {
         const char *entry = json_string_value(json_array_get(entries, e));
         launches l = {m, entry, copies, 6, NULL};
+        pair p = {{m, "qmatmul_q8x_x", copies, 4, NULL}, {m, "qmatmul_q8x_mm", copies, 6, NULL}};
+        const int is_pair = entry && strcmp(entry, "qmatmul_q8x_mm") == 0;
         char err[512];
-        if (!entry) continue;
+        if (!entry || strcmp(entry, "qmatmul_q8x_x") == 0 || (is_pair && M <= 16)) continue;
         l.args = calloc((size_t)copies, sizeof *l.args);
+        p.round.args = calloc((size_t)copies, sizeof *p.round.args);
         for (int c = 0; c < copies; c++) {
-          gk_arg *a = l.args[c];
-          a[0] = gk_arg_ptr(x), a[1] = gk_arg_ptr(w + wb * (size_t)c), a[2] = gk_arg_ptr(y);
-          a[3] = gk_arg_i64(M), a[4] = gk_arg_i64(N), a[5] = gk_arg_i64(K);
+          gk_arg *a = l.args[c], *ra = p.round.args[c];
+          a[0] = gk_arg_ptr(is_pair ? xq : x), a[1] = gk_arg_ptr(w + wb * (size_t)c);
+          a[2] = gk_arg_ptr(y), a[3] = gk_arg_i64(M), a[4] = gk_arg_i64(N), a[5] = gk_arg_i64(K);
+          ra[0] = gk_arg_ptr(x), ra[1] = gk_arg_ptr(xq), ra[2] = gk_arg_i64(M), ra[3] = gk_arg_i64(K);
         }
-        if (launches_ready(&l, err, sizeof err) != 0) { /* an entry with another signature: not qmatmul's to time */
+        p.mm.args = l.args;
+        if (launches_ready(&l, err, sizeof err) != 0 ||
+            (is_pair && launches_ready(&p.round, err, sizeof err) != 0)) {
+          /* an entry with another signature: not qmatmul's to time */
           fprintf(stderr, "gk_bench_gpu: qmatmul %s entry %s skipped: %s\n", variant, entry, err);
-          free(l.args);
+          free(l.args), free(p.round.args);
           continue;
         }
-        const timing t = time_it(launch_issue, &l);
-        free(l.args);
+        const timing t = is_pair ? time_it(pair_issue, &p) : time_it(launch_issue, &l);
+        free(l.args), free(p.round.args);
+        if (is_pair) entry = "qmatmul_q8x_x+mm";
         const double gbps = (double)wb / (t.us * 1e3), tflops = 2.0 * M * N * K / (t.us * 1e6);
         const double ratio = copy_gbps > 0 ? gbps / copy_gbps : 0;
         fprintf(stderr, "%sentry=%s %s: %.1f us, %.0f GB/s of W (%.2f of copy), %.2f TFLOP/s\n",
@@ -257,6 +279,7 @@ static void bench_qmatmul(json_t *out, double copy_gbps) {
       }
       ok(cu.cuMemFree(w), "cuMemFree"), ok(cu.cuMemFree(x), "cuMemFree");
       ok(cu.cuMemFree(y), "cuMemFree");
+      if (xq) ok(cu.cuMemFree(xq), "cuMemFree");
     }
     json_decref(entries);
     gk_module_unload(m);

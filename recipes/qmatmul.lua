@@ -16,15 +16,30 @@ kernel "qmatmul" {
   -- the driver JIT-compiles for GPUs newer than all of them. `launch` is
   -- how to call cuLaunchKernel (docs/kernels.md, "Launching on GPUs").
   -- qmatmul_q8x reads the original block format on GPUs (no repack), with
-  -- the CPU images' arithmetic to the bit, and launches like qmatmul.
+  -- the CPU images' arithmetic to the bit, and launches like qmatmul. For
+  -- many rows of x, qmatmul_q8x_x rounds x once into records and
+  -- qmatmul_q8x_mm multiplies them on int8 tensor cores: each has its own
+  -- launch, keyed by its name (docs/weights.md, "int8 x on tensor cores").
   cuda {
     source  = "../kernelsrc/cuda/qmatmul.cu",
-    entry   = { "qmatmul", "qmatmul_q8x" },
+    entry   = { "qmatmul", "qmatmul_q8x", "qmatmul_q8x_x", "qmatmul_q8x_mm" },
     launch  = {
       block  = { 256, 1, 1 },
       grid   = { "m / 4", "n / 32", 1 },
       shared = 0,
       params = { "x:ptr", "w:ptr", "y:ptr", "m:i64", "n:i64", "k:i64" },
+      qmatmul_q8x_x = {
+        block  = { 256, 1, 1 },
+        grid   = { "k / 256", "m", 1 },
+        shared = 0,
+        params = { "x:ptr", "xq:ptr", "m:i64", "k:i64" },
+      },
+      qmatmul_q8x_mm = {
+        block  = { 256, 1, 1 },
+        grid   = { "m / 64", "n / 128", 1 },
+        shared = 0,
+        params = { "xq:ptr", "w:ptr", "y:ptr", "m:i64", "n:i64", "k:i64" },
+      },
     },
   },
   -- ROCm: one code object per gfx target ID, from the CUDA kernel itself
@@ -34,7 +49,7 @@ kernel "qmatmul" {
   -- targets (toolchains/hipclang.lua).
   rocm {
     source  = "../kernelsrc/hip/qmatmul.hip",
-    entry   = { "qmatmul", "qmatmul_q8x" },
+    entry   = { "qmatmul", "qmatmul_q8x", "qmatmul_q8x_x", "qmatmul_q8x_mm" },
   },
   -- Launch metadata of a vulkan image: descriptor bindings (set 0) in the
   -- order of the C signature's pointers, push constants in the order of its

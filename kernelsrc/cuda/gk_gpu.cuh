@@ -295,6 +295,64 @@ GK_DEV void gk_mma_1688(float c[4], const uint32_t a[2], uint32_t b) {
 }
 
 /*
+ * mma.sync m16n8k32, signed 8-bit A (row-major 16 x 32), unsigned 8-bit B
+ * (column-major 32 x 8), s32 accumulators: d = c + A B, with c the same
+ * value in all four (a bias, so a caller may start every element at a
+ * constant). Fragments (the PTX ISA's "Matrix Fragments for mma.m16n8k32"):
+ * lane 4g + t holds
+ *   a[0] = A[g][4t .. 4t+3]    a[1] = A[g+8][4t .. 4t+3]
+ *   a[2] = A[g][16+4t .. +3]   a[3] = A[g+8][16+4t .. +3]   (bytes, low first)
+ *   b[0] = B[4t .. 4t+3][g]    b[1] = B[16+4t .. +3][g]
+ *   d[0], d[1] = D[g][2t, 2t+1]   d[2], d[3] = D[g+8][2t, 2t+1].
+ * sm_80 and newer: one instruction; sm_75: four m8n8k16 (rows g and g + 8,
+ * k halves), the same fragments. The sums are exact integers either way, so
+ * the twin (the emulator, and HIP: no AMD matrix path is written yet), which
+ * gathers the operands with shuffles, gives the same d.
+ */
+GK_DEV void gk_mma_s8u8_16832(int d[4], const uint32_t a[4], const uint32_t b[2], int c) {
+#if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c));
+#elif defined(GK_GPU_NVIDIA)
+  for (int r = 0; r < 2; r++) {
+    int e0 = c, e1 = c;
+    for (int h = 0; h < 2; h++)
+      asm volatile("mma.sync.aligned.m8n8k16.row.col.s32.s8.u8.s32 "
+                   "{%0, %1}, {%2}, {%3}, {%0, %1};"
+                   : "+r"(e0), "+r"(e1)
+                   : "r"(a[2 * h + r]), "r"(b[h]));
+    d[2 * r] = e0, d[2 * r + 1] = e1;
+  }
+#else
+  const int lane = gk_lane(), g = lane / 4, t = lane % 4;
+  /* Rows g and g + 8 of A (8 words each: words 0..3 from a[0]/a[1] of lanes
+   * 4g .. 4g+3, words 4..7 from a[2]/a[3]), columns 2t and 2t + 1 of B
+   * (from lanes 4(2t + col) .. +3). */
+  uint32_t ar[2][8], bc[2][8];
+  for (int u = 0; u < 4; u++) {
+    const int src = 4 * g + u;
+    ar[0][u] = GK_SHFL(a[0], src), ar[0][4 + u] = GK_SHFL(a[2], src);
+    ar[1][u] = GK_SHFL(a[1], src), ar[1][4 + u] = GK_SHFL(a[3], src);
+  }
+  for (int col = 0; col < 2; col++)
+    for (int u = 0; u < 4; u++) {
+      const int src = 4 * (2 * t + col) + u;
+      bc[col][u] = GK_SHFL(b[0], src), bc[col][4 + u] = GK_SHFL(b[1], src);
+    }
+  for (int r = 0; r < 2; r++)
+    for (int col = 0; col < 2; col++) {
+      int acc = c;
+      for (int w = 0; w < 8; w++)
+        for (int e = 0; e < 4; e++)
+          acc += (int)(signed char)(ar[r][w] >> (8 * e)) * (int)((bc[col][w] >> (8 * e)) & 0xffu);
+      d[2 * r + col] = acc;
+    }
+#endif
+}
+
+/*
  * ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: four 8 x 8 matrices of
  * 16-bit elements from shared memory, by the 32 lanes of a group together.
  * Lane L gives the address of row L % 8 of matrix L / 8 (16 bytes, 16-byte
@@ -350,6 +408,17 @@ GK_DEV void gk_cp_async16(void *dst, const void *src, bool full) {
   uint4 v = {0u, 0u, 0u, 0u};
   if (full) v = *(const uint4 *)src;
   *(uint4 *)dst = v;
+#endif
+}
+/* The same for 4 bytes (cp.async.ca: through L1), for data that is not
+ * 16-byte aligned. */
+GK_DEV void gk_cp_async4(void *dst, const void *src, bool full) {
+#if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
+  const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
+               :: "r"(a), "l"(src), "r"(full ? 4 : 0) : "memory");
+#else
+  *(uint32_t *)dst = full ? *(const uint32_t *)src : 0u;
 #endif
 }
 GK_DEV void gk_cp_async_commit(void) {

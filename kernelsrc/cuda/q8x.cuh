@@ -48,6 +48,26 @@ GK_DEV int gk_q8x_pos(int t) {
   return 4 * (u * P + r % P) + r / P;
 }
 
+/* Rounds one block of x by a group, lane t holding column t (value v):
+ * its int8 code into codes[gk_q8x_pos(t)], and (lane 0) dx and sb. */
+template <int Bits>
+GK_DEV void gk_q8x_round_block(float v, signed char *codes, float *dx, float *sb) {
+  const int lane = gk_lane();
+  const float a = gk_group_max(fabsf(v));
+  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+  float p = gk_fmul(v, inv);
+  p = p > -127.0f ? p : -127.0f;
+  p = p < 127.0f ? p : 127.0f;
+  const int q = gk_rint(p);
+  codes[gk_q8x_pos<Bits>(lane)] = (signed char)q;
+  const float s = gk_group_sum((float)q); /* integers below 2^12: exact */
+  if (lane == 0) {
+    const float d = a / 127.0f;
+    *dx = d;
+    *sb = gk_fmul(d, s);
+  }
+}
+
 /* Rounds rows i0 .. i0 + xrows - 1 of x, blocks c0 .. c0 + cb - 1, into
  * xq (8 words a block, in gk_q8x_pos order), dx and sb. By the whole
  * block; the caller puts barriers around it. */
@@ -55,23 +75,10 @@ template <int Bits, int MT>
 GK_DEV void gk_q8x_round_x(const float *__restrict__ x, int64_t k, int64_t i0,
                            int xrows, int64_t c0, int cb, uint32_t (*xq)[Q8X_CHUNK * 8],
                            float (*dx)[Q8X_CHUNK], float (*sb)[Q8X_CHUNK]) {
-  const int lane = gk_lane();
   for (int e = gk_group(); e < xrows * cb; e += QM_GROUPS) {
     const int i = e / cb, b = e % cb;
-    const float v = x[(i0 + i) * k + (c0 + b) * GK_QBLOCK + lane];
-    const float a = gk_group_max(fabsf(v));
-    const float inv = a > 0.0f ? 127.0f / a : 0.0f;
-    float p = gk_fmul(v, inv);
-    p = p > -127.0f ? p : -127.0f;
-    p = p < 127.0f ? p : 127.0f;
-    const int q = gk_rint(p);
-    ((signed char *)xq[i])[b * 32 + gk_q8x_pos<Bits>(lane)] = (signed char)q;
-    const float s = gk_group_sum((float)q); /* integers below 2^12: exact */
-    if (lane == 0) {
-      const float d = a / 127.0f;
-      dx[i][b] = d;
-      sb[i][b] = gk_fmul(d, s);
-    }
+    gk_q8x_round_block<Bits>(x[(i0 + i) * k + (c0 + b) * GK_QBLOCK + gk_lane()],
+                             (signed char *)xq[i] + b * 32, &dx[i][b], &sb[i][b]);
   }
 }
 

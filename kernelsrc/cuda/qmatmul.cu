@@ -1,10 +1,12 @@
 /*
- * qmatmul.cu - the cuda/rocm entry point of qmatmul (docs/kernels.md), one
- * image per BITS (-DBITS=1, 2, 4, 8), with its int8-x twin qmatmul_q8x
- * (docs/weights.md, "int8 x"). The bodies are qmatmul.cuh and q8x.cuh; both
- * entries launch the same way (the recipe's one launch row).
+ * qmatmul.cu - the cuda/rocm entry points of qmatmul (docs/kernels.md), one
+ * image per BITS (-DBITS=1, 2, 4, 8): qmatmul, its int8-x twin qmatmul_q8x
+ * (docs/weights.md, "int8 x"), which launch the same way, and the int8
+ * tensor-core pair for many rows of x, qmatmul_q8x_x then qmatmul_q8x_mm,
+ * each with its own launch row. The bodies are qmatmul.cuh, q8x.cuh and
+ * q8x_mma.cuh.
  */
-#include "q8x.cuh"
+#include "q8x_mma.cuh"
 
 #if !defined(BITS) || (BITS != 1 && BITS != 2 && BITS != 4 && BITS != 8)
 #error "qmatmul.cu: compile with -DBITS=1, 2, 4 or 8"
@@ -20,4 +22,16 @@ qmatmul(const float *x, const void *w, float *y, int64_t m, int64_t n, int64_t k
 extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS, QM_MIN_BLOCKS)
 qmatmul_q8x(const float *x, const void *w, float *y, int64_t m, int64_t n, int64_t k) {
   gk_qmatmul_q8x<BITS>(x, w, y, m, n, k);
+}
+
+extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS, QM_MIN_BLOCKS)
+qmatmul_q8x_x(const float *x, void *xq, int64_t m, int64_t k) {
+  gk_q8x_x<BITS>(x, xq, m, k);
+}
+
+/* One block per SM at least: the 2 x 4 tiles of accumulators, fragments
+ * and scales take more than the 128 registers two would leave. */
+extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS, 1)
+qmatmul_q8x_mm(const void *xq, const void *w, float *y, int64_t m, int64_t n, int64_t k) {
+  gk_q8x_mm<BITS>(xq, w, y, m, n, k);
 }

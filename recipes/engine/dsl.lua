@@ -91,6 +91,13 @@ local function is_list(t)
   return true
 end
 
+local function contains(list, x)
+  for _, v in ipairs(list) do
+    if v == x then return true end
+  end
+  return false
+end
+
 local function string_list(where, v, what, pattern, example)
   if not is_list(v) then
     fail(where, "%s must be a list of strings, e.g. %s; got %s", what, example, describe(v))
@@ -253,15 +260,27 @@ local function section_fn(ctx, backend)
         fail(where, "launch of %s must be a table, e.g. launch = { block = 256 }; got %s", backend,
              describe(spec.launch))
       end
-      for k, v in pairs(spec.launch) do
-        if type(k) ~= "string" then
-          fail(where, "launch of %s: keys must be names; got %s", backend, describe(k))
-        end
-        local tv = type(v)
-        if tv ~= "string" and tv ~= "number" and tv ~= "boolean" and not is_list(v) then
-          fail(where, "launch.%s must be a number, string, boolean or list; got %s", k, describe(v))
+      -- A field, or (a table under an entry's name) that entry's own launch.
+      local function check_fields(t, prefix, nested)
+        for k, v in pairs(t) do
+          if type(k) ~= "string" then
+            fail(where, "launch of %s: keys must be names; got %s", backend, describe(k))
+          end
+          local tv = type(v)
+          local own = not nested and tv == "table" and not is_list(v) and getmetatable(v) == nil
+          if own and s.entry and contains(s.entry, k) then
+            check_fields(v, prefix .. k .. ".", true)
+          elseif own then
+            fail(where, "%s%s: a table inside launch is the launch of the entry of that name, and "
+                 .. "entry is { %s }%s", prefix, k, table.concat(s.entry or { "(the kernel's name)" }, ", "),
+                 suggest(k, s.entry or {}))
+          elseif tv ~= "string" and tv ~= "number" and tv ~= "boolean" and not is_list(v) then
+            fail(where, "%s%s must be a number, string, boolean or list (or, under the name of an "
+                 .. "entry, that entry's own launch table); got %s", prefix, k, describe(v))
+          end
         end
       end
+      check_fields(spec.launch, "launch.", false)
       s.launch = spec.launch
     end
     return s

@@ -24,7 +24,8 @@ assert r["qmatmul"] and r["flash_attention"] and r["paged_attention"], r
 for c in r["qmatmul"] + r["flash_attention"] + r["paged_attention"]:
     assert c["us"] > 0 and c["runs"] == 3, c
 assert {c["bits"] for c in r["qmatmul"]} == {1, 2, 4, 8}, r["qmatmul"]
-assert {c["entry"] for c in r["qmatmul"]} == {"qmatmul", "qmatmul_q8x"}, r["qmatmul"]
+assert {c["entry"] for c in r["qmatmul"]} == {"qmatmul", "qmatmul_q8x", "qmatmul_q8x_x+mm"}, r["qmatmul"]
+assert all(c["m"] > 16 for c in r["qmatmul"] if c["entry"] == "qmatmul_q8x_x+mm"), r["qmatmul"]
 assert "paged_attention f16 decode" in md, md
 print("bench/gpu.sh ran on %s: %d qmatmul, %d flash_attention and %d paged_attention cases" % (
     r["device"]["name"], len(r["qmatmul"]), len(r["flash_attention"]),

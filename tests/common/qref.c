@@ -172,6 +172,61 @@ static int q8x_round(float v) {
   return (int)r;
 }
 
+void qref_q8x_round(const float *x, int64_t nb, int8_t *xq, float *dx, float *sb) {
+  for (int64_t b = 0; b < nb; b++) {
+    const float *xb = x + 32 * b;
+    float a = 0.0f;
+    for (int t = 0; t < 32; t++)
+      a = fabsf(xb[t]) > a ? fabsf(xb[t]) : a;
+    const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+    dx[b] = a / 127.0f;
+    int32_t s = 0;
+    for (int t = 0; t < 32; t++) {
+      volatile float p = xb[t] * inv; /* one rounded multiply */
+      xq[32 * b + t] = (int8_t)q8x_round(p);
+      s += xq[32 * b + t];
+    }
+    sb[b] = dx[b] * (float)s;
+  }
+}
+
+void qref_q8x_mm_row(int bits, const int8_t *xq, const float *dx, const float *sb,
+                     const unsigned char *w, int64_t n, int64_t nb, float *y) {
+  const int64_t bb = 4 + 4 * bits;
+  for (int64_t j = 0; j < n; j++) {
+    const unsigned char *row = w + j * nb * bb;
+    float acc = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+      const unsigned char *blk = row + b * bb;
+      const float d = qref_f16_decode((uint16_t)(blk[0] | blk[1] << 8));
+      const float mm = qref_f16_decode((uint16_t)(blk[2] | blk[3] << 8));
+      int32_t is = 0;
+      for (int t = 0; t < 32; t++) is += (int)qref_code(blk + 4, bits, t) * xq[32 * b + t];
+      volatile float dd = d * dx[b]; /* rounded, then two fused multiply-adds */
+      acc = fmaf((float)is, dd, acc);
+      acc = fmaf(mm, sb[b], acc);
+    }
+    y[j] = acc;
+  }
+}
+
+int qref_q8x_mm(int bits, const float *x, const unsigned char *w, int64_t m, int64_t n,
+                int64_t k, float *y) {
+  const int64_t nb = k / 32;
+  int8_t *xq = malloc((size_t)(nb * 32) + 1);
+  float *dx = malloc((size_t)nb * sizeof *dx + 1), *sb = malloc((size_t)nb * sizeof *sb + 1);
+  if (!xq || !dx || !sb) {
+    free(xq), free(dx), free(sb);
+    return -1;
+  }
+  for (int64_t i = 0; i < m; i++) {
+    qref_q8x_round(x + i * k, nb, xq, dx, sb);
+    qref_q8x_mm_row(bits, xq, dx, sb, w, n, nb, y + i * n);
+  }
+  free(xq), free(dx), free(sb);
+  return 0;
+}
+
 int qref_q8x(int bits, const float *x, const unsigned char *w, int64_t m,
                          int64_t n, int64_t k, float *y, double *bound) {
   const int64_t nb = k / 32, bb = 4 + 4 * bits;
@@ -182,21 +237,7 @@ int qref_q8x(int bits, const float *x, const unsigned char *w, int64_t m,
     return -1;
   }
   for (int64_t i = 0; i < m; i++) {
-    for (int64_t b = 0; b < nb; b++) {
-      const float *xb = x + i * k + 32 * b;
-      float a = 0.0f;
-      for (int t = 0; t < 32; t++)
-        a = fabsf(xb[t]) > a ? fabsf(xb[t]) : a;
-      const float inv = a > 0.0f ? 127.0f / a : 0.0f;
-      dx[b] = a / 127.0f;
-      int32_t s = 0;
-      for (int t = 0; t < 32; t++) {
-        volatile float p = xb[t] * inv; /* one rounded multiply */
-        xq[32 * b + t] = (int8_t)q8x_round(p);
-        s += xq[32 * b + t];
-      }
-      sb[b] = dx[b] * (float)s;
-    }
+    qref_q8x_round(x + i * k, nb, xq, dx, sb);
     for (int64_t j = 0; j < n; j++) {
       const unsigned char *row = w + j * nb * bb;
       float acc = 0.0f;

@@ -83,4 +83,22 @@ int qref_matmul(int bits, const float *x, const unsigned char *w, int64_t m,
 int qref_q8x(int bits, const float *x, const unsigned char *w, int64_t m, int64_t n,
              int64_t k, float *y, double *bound);
 
+/* x's rounding of qmatmul_q8x, for one row of nb blocks: xq[32 b + t] the
+ * int8 code of column t of block b, dx[b] and sb[b] (docs/weights.md). */
+void qref_q8x_round(const float *x, int64_t nb, int8_t *xq, float *dx, float *sb);
+
+/*
+ * qmatmul_q8x_mm's arithmetic (GPU images, docs/weights.md, "int8 x on
+ * tensor cores"): qref_q8x's rounding of x and integer block products, then
+ * y = sum over blocks in order from 0 of acc = fma((float)i_b, d * dx, acc);
+ * acc = fma(m, sb, acc), with d * dx rounded. Its y differs from qref_q8x's
+ * in the float order only (within qref_q8x's bound). 0, or -1 when out of
+ * memory.
+ */
+int qref_q8x_mm(int bits, const float *x, const unsigned char *w, int64_t m, int64_t n,
+                int64_t k, float *y);
+/* One row of it from x already rounded (qref_q8x_round): y[0 .. n). */
+void qref_q8x_mm_row(int bits, const int8_t *xq, const float *dx, const float *sb,
+                     const unsigned char *w, int64_t n, int64_t nb, float *y);
+
 #endif /* QREF_H */

@@ -49,10 +49,14 @@ for i in m["images"]:
     assert i["format"] == ("ptx" if ptx else "cubin"), i
     assert i["path"].endswith(".ptx" if ptx else ".cubin"), i
     assert i["toolchain"].startswith("nvcc 13."), i
-    # qmatmul images carry its int8-x twin as a second entry point.
-    extra = ["qmatmul_q8x"] if i["kernel"] == "qmatmul" else []
+    # qmatmul images carry its int8-x twin and the int8 tensor-core pair,
+    # which have their own launches, keyed by their names.
+    extra = ["qmatmul_q8x", "qmatmul_q8x_x", "qmatmul_q8x_mm"] if i["kernel"] == "qmatmul" else []
     assert i["entry"] == [i["kernel"]] + extra, i
     l = i["launch"]
+    own = {e: l.pop(e) for e in extra[1:]}
+    for e, o in own.items():
+        assert set(o) == {"block", "grid", "shared", "params"} and o["block"] == [256, 1, 1], (e, o)
     assert set(l) == {"block", "grid", "shared", "params"}, l
     assert len(l["block"]) == 3 and len(l["grid"]) == 3 and l["shared"] == 0, l
     assert all(":" in p for p in l["params"]), l' "$OUT/manifest.json"
@@ -201,6 +205,7 @@ assert l["entry"] == "flash_attention" and l["grid"] == [5, 32, 1] and l["block"
 run "$GK" probe "$ARCHIVE" --device cuda:sm_86 --launch qmatmul bits=4 m=1 n=11008 k=4096
 expect_status 0 "probe --launch qmatmul"
 expect_out "  qmatmul_q8x    grid 1 x 344 x 1, block 256 x 1 x 1, 0 bytes shared" "both entries of the row"
+expect_out "  qmatmul_q8x_mm grid 1 x 86 x 1, block 256 x 1 x 1, 0 bytes shared" "an entry's own launch"
 run "$GK" probe "$ARCHIVE" --device cuda:sm_86 --launch qmatmul bits=4 m=1 n=0 k=4096 rows=3
 expect_status 2 "probe --launch with a value that is no parameter"
 

@@ -19,7 +19,7 @@
 #include "argmax.cuh"
 #include "flash_attention.cuh"
 #include "paged_attention.cuh"
-#include "q8x.cuh"
+#include "q8x_mma.cuh"
 #include "qmatmul.cuh"
 #include "rmsnorm.cuh"
 #include "rope.cuh"
@@ -73,8 +73,10 @@ struct launch {
 
 static gk_archive *archive;
 
-/* The launch of kernel/variant: every cuda row of it must say the same. */
-static bool read_launch(const char *kernel, const char *variant, launch *L) {
+/* The launch of kernel/variant (of `entry`, when its row gives it its own):
+ * every cuda row of it must say the same. */
+static bool read_launch(const char *kernel, const char *variant, launch *L,
+                        const char *entry = NULL) {
   size_t n = 0;
   std::string text;
   gk_image_info first = {};
@@ -93,7 +95,7 @@ static bool read_launch(const char *kernel, const char *variant, launch *L) {
     failures++;
     return false;
   }
-  const bool ok = gk_launch_parse(&first, NULL, &L->L) == GK_OK;
+  const bool ok = gk_launch_parse(&first, entry, &L->L) == GK_OK;
   CHECK(ok, "%s %s: launch '%s': %s", kernel, variant, text.c_str(), gk_last_error());
   return ok;
 }
@@ -295,6 +297,115 @@ static void check_q8x(void) {
   }
   SECTION_OK(before, "ok: qmatmul_q8x bits 1, 2, 4, 8 x %zu shapes, the CPU's bits, any grid\n",
              sizeof shapes / sizeof shapes[0]);
+}
+
+/* ---- qmatmul_q8x_x + qmatmul_q8x_mm (int8 tensor cores) --------------------- */
+
+/* The records of qmatmul_q8x_x hold qref_q8x_round's codes (in the image's
+ * operand order), dx and sb bits; qmatmul_q8x_mm's y has qref_q8x_mm's
+ * bits, whatever the grid, and stays within qref_q8x's bound of the exact
+ * product. */
+static void check_q8x_mm(void) {
+  const int before = failures;
+  static const std::vector<std::string> xparams = {"x:ptr", "xq:ptr", "m:i64", "k:i64"};
+  static const std::vector<std::string> mparams = {"xq:ptr", "w:ptr", "y:ptr",
+                                                   "m:i64",  "n:i64", "k:i64"};
+  /* m = 70, n = 150: partial tiles of both; k = 96: a half stage at the
+   * end; k = 31: no block, zeros. */
+  static const long long shapes[][3] = {{70, 150, 96}, {3, 9, 288}, {1, 130, 64}, {5, 3, 31}};
+  for (int bits : {1, 2, 4, 8}) {
+    launch Lx, Lm;
+    char variant[16];
+    snprintf(variant, sizeof variant, "bits=%d", bits);
+    if (!read_launch("qmatmul", variant, &Lx, "qmatmul_q8x_x") ||
+        !read_launch("qmatmul", variant, &Lm, "qmatmul_q8x_mm"))
+      continue;
+    for (auto &s : shapes) {
+      const long long m = s[0], n = s[1], k = s[2], nb = k / 32;
+      qref_rng r;
+      qref_seed(&r, 9100 * bits + m + n + k);
+      std::vector<unsigned char> w(qref_w_bytes(bits, n, k) + 1),
+          xq((size_t)(m * nb) * Q8X_REC + 16, 0xee);
+      std::vector<float> x(m * k + 1), y(m * n + 8, NAN), want(m * n + 1), q8(m * n + 1);
+      std::vector<double> exact(m * n + 1), mag(m * n + 1), bound(m * n + 1);
+      qref_fill_x(&r, x.data(), (size_t)(m * k));
+      qref_fill_w(&r, bits, n, k, w.data());
+      if (qref_q8x_mm(bits, x.data(), w.data(), m, n, k, want.data()) != 0 ||
+          qref_q8x(bits, x.data(), w.data(), m, n, k, q8.data(), bound.data()) != 0) {
+        CHECK(false, "out of memory for the q8x references");
+        return;
+      }
+      qref_matmul(bits, x.data(), w.data(), m, n, k, exact.data(), mag.data());
+      char what[112];
+      snprintf(what, sizeof what, "qmatmul_q8x_x + _mm bits=%d m=%lld n=%lld k=%lld", bits, m,
+               n, k);
+      const float *xp = x.data();
+      void *xqp = xq.data();
+      float *yp = y.data();
+      const void *wp = w.data();
+      auto round = [&]() {
+        switch (bits) {
+        case 1: gk_q8x_x<1>(xp, xqp, m, k); break;
+        case 2: gk_q8x_x<2>(xp, xqp, m, k); break;
+        case 4: gk_q8x_x<4>(xp, xqp, m, k); break;
+        default: gk_q8x_x<8>(xp, xqp, m, k); break;
+        }
+      };
+      auto mul = [&]() {
+        switch (bits) {
+        case 1: gk_q8x_mm<1>(xqp, wp, yp, m, n, k); break;
+        case 2: gk_q8x_mm<2>(xqp, wp, yp, m, n, k); break;
+        case 4: gk_q8x_mm<4>(xqp, wp, yp, m, n, k); break;
+        default: gk_q8x_mm<8>(xqp, wp, yp, m, n, k); break;
+        }
+      };
+      const std::map<std::string, long long> vars = {{"m", m}, {"n", n}, {"k", k}};
+      if (!run(what, Lx, xparams, vars, round)) continue;
+      /* The records: codes where gk_q8x_pos puts them, dx, sb, zeros. */
+      std::vector<int8_t> rq(nb * 32 + 1);
+      std::vector<float> rdx(nb + 1), rsb(nb + 1);
+      int bad = 0;
+      for (long long i = 0; i < m && !bad; i++) {
+        qref_q8x_round(x.data() + i * k, nb, rq.data(), rdx.data(), rsb.data());
+        for (long long b = 0; b < nb && !bad; b++) {
+          const unsigned char *rec = &xq[(size_t)(i * nb + b) * Q8X_REC];
+          float f[4];
+          memcpy(f, rec + 32, sizeof f);
+          for (int t = 0; t < 32; t++) {
+            const int at = bits == 1 ? gk_q8x_pos<1>(t) : bits == 2 ? gk_q8x_pos<2>(t)
+                           : bits == 4 ? gk_q8x_pos<4>(t) : gk_q8x_pos<8>(t);
+            bad |= (int8_t)rec[at] != rq[b * 32 + t];
+          }
+          bad |= memcmp(&f[0], &rdx[b], 4) != 0 || memcmp(&f[1], &rsb[b], 4) != 0 ||
+                 f[2] != 0.0f || f[3] != 0.0f;
+          if (bad) printf("FAIL: %s: record of row %lld block %lld differs\n", what, i, b);
+        }
+      }
+      for (size_t i = (size_t)(m * nb) * Q8X_REC; i < xq.size() && !bad; i++)
+        if (xq[i] != 0xee) printf("FAIL: %s: wrote past xq\n", what), bad = 1;
+      for (bool small : {false, true}) {
+        std::fill(y.begin(), y.end(), NAN);
+        if (bad || !run(what, Lm, mparams, vars, mul, small)) break;
+        for (long long i = 0; i < m * n && !bad; i++)
+          if (memcmp(&y[i], &want[i], sizeof(float)) != 0) {
+            printf("FAIL: %s%s: y[%lld] = %.9g, qref_q8x_mm gives %.9g\n", what,
+                   small ? " (clamped grid)" : "", i, y[i], want[i]);
+            bad = 1;
+          }
+        for (int i = 0; i < 8 && !bad; i++)
+          if (!std::isnan(y[m * n + i])) printf("FAIL: %s: wrote past y\n", what), bad = 1;
+      }
+      for (long long i = 0; i < m * n && !bad; i++)
+        if (!(fabs(y[i] - exact[i]) <= bound[i] + 1e-5 * mag[i] + 1e-30)) {
+          printf("FAIL: %s: y[%lld] = %.9g, exact %.9g: beyond the int8 bound %.3g\n", what, i,
+                 y[i], exact[i], bound[i]);
+          bad = 1;
+        }
+      failures += bad;
+    }
+  }
+  SECTION_OK(before, "ok: qmatmul_q8x_x + qmatmul_q8x_mm bits 1, 2, 4, 8 x %zu shapes, "
+             "qref_q8x_mm's bits, any grid\n", sizeof shapes / sizeof shapes[0]);
 }
 
 /* ---- flash_attention ------------------------------------------------------- */
@@ -797,15 +908,19 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("cuda.emu: the kernel bodies on an EMULATED GPU (tests/cuda/emu), not a real one\n");
-  check_emulator();
-  check_qmatmul();
-  check_q8x();
-  check_rmsnorm();
-  check_rope();
-  check_argmax();
-  check_sample();
-  check_attention();
-  check_paged();
+  /* GK_EMU_ONLY=NAME runs the sections whose name contains NAME (while
+   * working on one kernel; ctest runs them all). */
+  const char *only = getenv("GK_EMU_ONLY");
+  static const struct {
+    const char *name;
+    void (*check)(void);
+  } sections[] = {{"emulator", check_emulator}, {"qmatmul", check_qmatmul},
+                  {"q8x", check_q8x},           {"q8x_mm", check_q8x_mm},
+                  {"rmsnorm", check_rmsnorm},   {"rope", check_rope},
+                  {"argmax", check_argmax},     {"sample", check_sample},
+                  {"attention", check_attention}, {"paged", check_paged}};
+  for (const auto &sec : sections)
+    if (!only || strstr(sec.name, only)) sec.check();
   gk_archive_close(archive);
   if (failures) {
     printf("%d check(s) failed\n", failures);

@@ -14,7 +14,10 @@
  * by the emulator (tests/cuda) and, on a lent GPU, by ci/gpu/run.sh.
  * qmatmul_q8x's GPU entry reads W in the original block format and the CPU
  * entry the packed one: the double repacks W with the CPU image's
- * qmatmul_repack first. Events read the host clock.
+ * qmatmul_repack first. qmatmul_q8x_x and qmatmul_q8x_mm have no CPU
+ * entries: the double runs tests/common's reference of their arithmetic
+ * (qref_q8x_round into records of its own order, qref_q8x_mm_row from
+ * them). Events read the host clock.
  */
 #include <sodium.h>
 #include <stdint.h>
@@ -24,6 +27,7 @@
 #include <time.h>
 
 #include "gk.h"
+#include "qref.h"
 
 #define EXPORT __attribute__((visibility("default")))
 typedef int cu_result;
@@ -191,13 +195,18 @@ EXPORT cu_result cuModuleLoadDataEx(void **out, const void *image, unsigned n, i
 EXPORT cu_result cuModuleLoadData(void **out, const void *image) {
   return cuModuleLoadDataEx(out, image, 0, NULL, NULL);
 }
+/* GPU-only entries, run by the reference instead of a CPU image's. */
+static int gpu_only(const char *name) {
+  return !strcmp(name, "qmatmul_q8x_x") || !strcmp(name, "qmatmul_q8x_mm");
+}
+
 EXPORT cu_result cuModuleGetFunction(void **f, void *mp, const char *name) {
   mod *m = mp;
   if (m->n == (int)(sizeof m->fns / sizeof m->fns[0])) return E_MEMORY;
   fn *x = &m->fns[m->n];
   snprintf(x->entry, sizeof x->entry, "%s", name);
   if (gk_module_load(cpu_ar, &cpu_dev, m->kernel, m->variant, &x->cpu) != GK_OK ||
-      !(x->f = gk_module_symbol(x->cpu, name))) {
+      !(x->f = gpu_only(name) ? (void *)x->entry : gk_module_symbol(x->cpu, name))) {
     gk_module_unload(x->cpu);
     return E_NOT_FOUND;
   }
@@ -230,6 +239,34 @@ static void q8x(fn *x, const float *xs, const void *w, float *y, int64_t m, int6
   free(packed);
 }
 
+/* The double's records of qmatmul_q8x_x (48 bytes a block, as the GPU's):
+ * the 32 codes in column order, dx, sb. */
+static void q8x_x(const float *xs, unsigned char *xq, int64_t m, int64_t k) {
+  const int64_t nb = k / 32;
+  int8_t codes[32];
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t b = 0; b < nb; b++) {
+      unsigned char *rec = xq + (i * nb + b) * 48;
+      float f[4] = {0};
+      qref_q8x_round(xs + i * k + 32 * b, 1, codes, &f[0], &f[1]);
+      memcpy(rec, codes, 32), memcpy(rec + 32, f, sizeof f);
+    }
+}
+static void q8x_mm(int bits, const unsigned char *xq, const void *w, float *y, int64_t m,
+                   int64_t n, int64_t k) {
+  const int64_t nb = k / 32;
+  int8_t *codes = malloc((size_t)(nb * 32) + 1);
+  float *dx = malloc((size_t)nb * sizeof *dx + 1), *sb = malloc((size_t)nb * sizeof *sb + 1);
+  for (int64_t i = 0; codes && dx && sb && i < m; i++) {
+    for (int64_t b = 0; b < nb; b++) {
+      const unsigned char *rec = xq + (i * nb + b) * 48;
+      memcpy(codes + 32 * b, rec, 32), memcpy(&dx[b], rec + 32, 4), memcpy(&sb[b], rec + 36, 4);
+    }
+    qref_q8x_mm_row(bits, codes, dx, sb, w, n, nb, y + i * n);
+  }
+  free(codes), free(dx), free(sb);
+}
+
 #define P(i) (*(void **)params[i])
 #define I(i) (*(int64_t *)params[i])
 #define F(i) (*(float *)params[i])
@@ -248,6 +285,12 @@ EXPORT cu_result cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, 
     const gk_image_info *row = gk_module_info(x->cpu);
     sscanf(row->variant, "bits=%d", &bits);
     q8x(x, P(0), P(1), P(2), I(3), I(4), I(5), (size_t)(I(5) / 32 * (4 + 4 * bits)) * (size_t)I(4));
+  } else if (!strcmp(e, "qmatmul_q8x_x")) {
+    q8x_x(P(0), P(1), I(2), I(3));
+  } else if (!strcmp(e, "qmatmul_q8x_mm")) {
+    int bits = 0;
+    sscanf(gk_module_info(x->cpu)->variant, "bits=%d", &bits);
+    q8x_mm(bits, P(0), P(1), P(2), I(3), I(4), I(5));
   } else if (!strcmp(e, "flash_attention"))
     ((gk_flash_attention_fn)x->f)(P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7), F(8));
   else if (!strcmp(e, "paged_attention"))

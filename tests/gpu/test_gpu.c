@@ -86,6 +86,51 @@ static int qmatmul_ref(const kv *t, const char *entry, const float *x, const uns
   return -1;
 }
 
+/* qmatmul_q8x_x then qmatmul_q8x_mm (int8 tensor cores, GPU images only):
+ * y with tests/common's qref_q8x_mm bits (the arithmetic docs/weights.md
+ * defines for them), on every image, and the same with a grid cut. */
+static void check_q8x_mm(kv *t, int bits, const float *x, const unsigned char *w,
+                         cu_deviceptr dx, cu_deviceptr dw, cu_deviceptr dy, int64_t m, int64_t n,
+                         int64_t k) {
+  const size_t yb = (size_t)(m * n) * sizeof(float), xqb = (size_t)(m * (k / 32)) * 48;
+  float *want = malloc(yb + 1), *got = malloc(yb + 1), *again = malloc(yb + 1);
+  if (!want || !got || !again || qref_q8x_mm(bits, x, w, m, n, k, want) != 0) {
+    failf("qmatmul_q8x_mm: out of host memory");
+    free(want), free(got), free(again);
+    return;
+  }
+  cu_deviceptr dxq = dnew(NULL, xqb);
+  for (int i = 0; i < t->nimages; i++) {
+    const image *im = &t->img[i];
+    const int ex = entry_of(im, "qmatmul_q8x_x"), em = entry_of(im, "qmatmul_q8x_mm");
+    char what[240];
+    snprintf(what, sizeof what, "qmatmul_q8x_x + _mm bits=%d m=%lld n=%lld k=%lld on %s", bits,
+             (long long)m, (long long)n, (long long)k, im->label);
+    if (ex < 0 || em < 0) {
+      failf("%s: the row lacks one of the pair", what);
+      continue;
+    }
+    cases++;
+    for (int cut = 0; cut < 2; cut++) {
+      args a;
+      memset(&a, 0, sizeof a);
+      add_arg(&a, gk_arg_ptr(dx)), add_arg(&a, gk_arg_ptr(dxq));
+      add_arg(&a, gk_arg_i64(m)), add_arg(&a, gk_arg_i64(k));
+      dclear(dxq, xqb);
+      if (run(im, ex, &a, cut ? CAP : NULL, what)) break;
+      qmatmul_args(&a, dxq, dw, dy, m, n, k);
+      dclear(dy, yb);
+      if (run(im, em, &a, cut ? CAP : NULL, what) || dget(cut ? again : got, dy, yb, what)) break;
+      if (cut)
+        same_bits(got, again, yb, what, "grids cut to 2 x 1 x 1 blocks");
+      else
+        same_bits(want, got, yb, what, "qref_q8x_mm's arithmetic (docs/weights.md)");
+    }
+  }
+  dfree(dxq);
+  free(want), free(got), free(again);
+}
+
 static void check_qmatmul(kv *t) {
   static const int64_t full[][3] = {{1, 37, 32},     {3, 37, 32},   {17, 37, 32},
                                     {1, 1000, 4096}, {3, 1000, 4096}, {17, 1000, 4096},
@@ -114,6 +159,11 @@ static void check_qmatmul(kv *t) {
     cu_deviceptr dx = dnew(x, (size_t)(m * k) * sizeof *x), dw = dnew(w, wb), dy = dnew(NULL, yb);
     for (int e0 = 0; e0 < t->img[0].nentries; e0++) {
       const char *entry = t->img[0].entry[e0];
+      if (strcmp(entry, "qmatmul_q8x_x") == 0) continue; /* with _mm, below */
+      if (strcmp(entry, "qmatmul_q8x_mm") == 0) {
+        check_q8x_mm(t, bits, x, w, dx, dw, dy, m, n, k);
+        continue;
+      }
       char what[160];
       snprintf(what, sizeof what, "qmatmul bits=%d %s m=%lld n=%lld k=%lld", bits, entry,
                (long long)m, (long long)n, (long long)k);

@@ -417,9 +417,14 @@ static uint64_t hd_add_write_index(const gk__hsa_queue *q, uint64_t v) {
   return __atomic_fetch_add(&((dq *)q)->write, v, __ATOMIC_RELEASE);
 }
 
+/* The newest symbol with that kernel object: objects are descriptor
+ * addresses, which code objects loaded one after another may share. */
 static const symbol *symbol_of(uint64_t object) {
-  for (int i = 0; i < (int)(sizeof symbols / sizeof symbols[0]); i++)
-    if (symbols[i].object && symbols[i].object == object) return &symbols[i];
+  const int n = (int)(sizeof symbols / sizeof symbols[0]);
+  for (int k = 1; k <= n; k++) {
+    const symbol *s = &symbols[((nsymbols - k) % n + n) % n];
+    if (s->object && s->object == object) return s;
+  }
   return NULL;
 }
 

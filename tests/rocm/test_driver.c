@@ -437,14 +437,17 @@ static size_t load_every_row(const char *path, size_t *launches) {
      * this processor, and the entry point is a kernel with a descriptor. */
     assert_int_equal(hd_get_log()->co_machine, 224);
     assert_string_equal(hd_get_log()->refused, "");
-    /* qmatmul images carry its int8-x twin as a second entry point. */
-    const int q8x = strcmp(row.kernel, "qmatmul") == 0;
-    snprintf(entry, sizeof entry, q8x ? "[\"%s\",\"%s_q8x\"]" : "[\"%s\"]", row.kernel,
-             row.kernel);
+    /* qmatmul images carry its int8-x twin and the int8 tensor-core pair
+     * as more entry points. */
+    static const char *const q8x_entries[] = {"", "_q8x", "_q8x_x", "_q8x_mm"};
+    const int q8x = strcmp(row.kernel, "qmatmul") == 0 ? 3 : 0;
+    snprintf(entry, sizeof entry,
+             q8x ? "[\"%s\",\"%s_q8x\",\"%s_q8x_x\",\"%s_q8x_mm\"]" : "[\"%s\"]", row.kernel,
+             row.kernel, row.kernel, row.kernel);
     assert_string_equal(row.entry, entry);
     for (int e = 0; e <= q8x; e++) {
       char name[64];
-      snprintf(name, sizeof name, e ? "%s_q8x" : "%s", row.kernel);
+      snprintf(name, sizeof name, "%s%s", row.kernel, q8x_entries[e]);
       gk_kernel_info k;
       if (gk_module_kernel_info(m, name, &k) != GK_OK)
         fail_msg("%s %s %s: no kernel '%s.kd'", row.kernel, row.variant, row.target, name);

@@ -1,0 +1,194 @@
+/*
+ * q8x_mma.cuh - qmatmul's int8 path for many rows of x (prefill) on tensor
+ * cores, in two launches, as llama.cpp's quantize + mul_mat_q:
+ *
+ *   qmatmul_q8x_x(x, xq, m, k)         rounds x to int8 per block of 32
+ *       columns exactly as qmatmul_q8x does (docs/weights.md, "int8 x": the
+ *       same codes, dx and sb bits) into records of Q8X_REC bytes: the 32
+ *       codes in this BITS's operand order (gk_q8x_pos), dx, sb, 8 bytes of
+ *       zeros. xq is [m][k / 32] records, rounded once per call.
+ *   qmatmul_q8x_mm(xq, w, y, m, n, k)  y = x W^T from those records and W
+ *       in the original block format, on int8 mma.sync (m16n8k32, s8 x u8
+ *       -> s32): an instruction's k = 32 is one block, so its sum is the
+ *       block's integer i_b, exactly.
+ *
+ * y[i][j] is, over the blocks b in order from acc = 0,
+ *     acc = fmaf((float)i_b, d_b * dx_b, acc);  acc = fmaf(m_b, sb_b, acc)
+ * (d_b * dx_b rounded): qmatmul_q8x's integers and rounded x, not its
+ * float order (16 lanes a chunk, no fma), so y differs from qmatmul_q8x's
+ * in the last bits, within the same error bound, and does not depend on
+ * the grid.
+ *
+ * Tiles: a block of QM_THREADS (8 groups of 32) computes Q8M_ROWS rows of
+ * x by Q8M_COLS rows of W, group w a 32 x 32 corner of it (rows 32 (w % 2)
+ * of x, rows 32 (w / 2) of W) as 2 x 4 mma tiles. x's records and W's
+ * blocks stream through two shared-memory stages of Q8M_KB blocks
+ * (cp.async: 16 bytes a piece for the records, 4 for W, whose blocks are
+ * not 16-byte aligned), the next stage in flight while this one is used.
+ * B fragments come from the code words as they lie: operand word o of a
+ * block is code word o / P shifted by Bits * (o % P) and masked to one
+ * code a byte (P = 8 / Bits), the order the records' codes are in, so one
+ * shift and one and make a fragment register.
+ *
+ * (float)i_b costs one add: the accumulators start at 0x4B400000, the bits
+ * of 1.5 * 2^23, so the mma leaves the bits of 1.5 * 2^23 + i_b (|i_b| <=
+ * 32 * 255 * 127 < 2^22), and subtracting 1.5 * 2^23 gives i_b exactly.
+ */
+#ifndef GK_Q8X_MMA_CUH
+#define GK_Q8X_MMA_CUH
+
+#include "q8x.cuh"
+
+#define Q8X_REC 48      /* bytes of a rounded block of x (docs/weights.md) */
+#define Q8M_ROWS 64     /* rows of x a block */
+#define Q8M_COLS 128    /* rows of W a block */
+#define Q8M_KB 2        /* blocks of 32 columns a stage */
+#define Q8M_XSTRIDE 112 /* bytes of a stage's row of x: its records + 16, so
+                           that the 8 rows a fragment load reads hit
+                           distinct banks */
+#define Q8M_MAGIC 0x4B400000 /* the bits of 1.5 * 2^23 */
+
+/* qmatmul_q8x_x: group g of block (x, y) rounds blocks x * QM_GROUPS + g,
+ * + gridDim.x * QM_GROUPS, ... of rows y, y + gridDim.y, ... */
+template <int Bits>
+GK_DEV void gk_q8x_x(const float *x, void *xq, int64_t m, int64_t k) {
+  const int64_t nb = k / GK_QBLOCK;
+  if (m <= 0 || nb <= 0) return;
+  for (int64_t i = blockIdx.y; i < m; i += gridDim.y)
+    for (int64_t b = (int64_t)blockIdx.x * QM_GROUPS + gk_group(); b < nb;
+         b += (int64_t)gridDim.x * QM_GROUPS) {
+      unsigned char *rec = (unsigned char *)xq + (i * nb + b) * Q8X_REC;
+      float *f = (float *)(rec + 32); /* dx, sb, zeros */
+      gk_q8x_round_block<Bits>(x[i * k + b * GK_QBLOCK + gk_lane()], (signed char *)rec, f,
+                               f + 1);
+      if (gk_lane() == 0) f[2] = 0.0f, f[3] = 0.0f;
+    }
+}
+
+template <int Bits>
+struct gk_q8m_smem {
+  enum { BW = 1 + Bits, WW = Q8M_KB * BW }; /* words of a W block, of a stage's W row */
+  unsigned char x[2][Q8M_ROWS * Q8M_XSTRIDE];
+  uint32_t w[2][Q8M_COLS * WW];
+};
+
+/* Starts copying blocks b0 .. b0 + Q8M_KB - 1 of x rows i0 .. and W rows
+ * j0 .. into `stage` (zeros past m, n and nb: they add nothing), by the
+ * whole block, as one cp.async group per thread. */
+template <int Bits>
+GK_DEV void gk_q8m_load(gk_q8m_smem<Bits> &sm, int stage, const unsigned char *xq,
+                        const uint32_t *w, int64_t m, int64_t n, int64_t nb, int64_t i0,
+                        int64_t j0, int64_t b0) {
+  typedef gk_q8m_smem<Bits> S;
+  constexpr int XP = Q8X_REC / 16; /* 16-byte pieces of a record */
+  for (int e = (int)threadIdx.x; e < Q8M_ROWS * Q8M_KB * XP; e += QM_THREADS) {
+    const int r = e / (Q8M_KB * XP), c = e % (Q8M_KB * XP);
+    const int64_t i = i0 + r, b = b0 + c / XP;
+    const bool in = i < m && b < nb;
+    gk_cp_async16(&sm.x[stage][r * Q8M_XSTRIDE + c * 16],
+                  in ? xq + (i * nb + b) * Q8X_REC + (c % XP) * 16 : xq, in);
+  }
+  for (int e = (int)threadIdx.x; e < Q8M_COLS * S::WW; e += QM_THREADS) {
+    const int r = e / S::WW, c = e % S::WW;
+    const int64_t j = j0 + r, b = b0 + c / S::BW;
+    const bool in = j < n && b < nb;
+    gk_cp_async4(&sm.w[stage][r * S::WW + c], in ? w + (j * nb + b) * S::BW + c % S::BW : w,
+                 in);
+  }
+  gk_cp_async_commit();
+}
+
+/* One block's tile: rows i0 .. i0 + Q8M_ROWS - 1 of x (those < m) against
+ * rows j0 .. j0 + Q8M_COLS - 1 of W (those < n). */
+template <int Bits>
+GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits> &sm, const unsigned char *xq, const uint32_t *w,
+                        float *y, int64_t m, int64_t n, int64_t k, int64_t i0, int64_t j0) {
+  typedef gk_q8m_smem<Bits> S;
+  constexpr int P = 8 / Bits;
+  const uint32_t mask = GK_QMASK(Bits) * 0x01010101u;
+  const int64_t nb = k / GK_QBLOCK;
+  const int gw = gk_group(), lane = gk_lane(), g = lane / 4, t = lane % 4;
+  const int xr = 32 * (gw % 2), wr = 32 * (gw / 2);
+  /* Operand words t and 4 + t of a block: their code words and shifts. */
+  const int u0 = t / P, s0 = Bits * (t % P), u1 = (4 + t) / P, s1 = Bits * ((4 + t) % P);
+  float acc[2][4][4];
+  for (int mi = 0; mi < 2; mi++)
+    for (int ni = 0; ni < 4; ni++)
+      for (int e = 0; e < 4; e++) acc[mi][ni][e] = 0.0f;
+
+  __syncthreads(); /* the previous tile's stages are read */
+  if (nb > 0) gk_q8m_load<Bits>(sm, 0, xq, w, m, n, nb, i0, j0, 0);
+  for (int64_t b0 = 0, j = 0; b0 < nb; b0 += Q8M_KB, j++) {
+    const int st = (int)(j & 1);
+    if (b0 + Q8M_KB < nb) {
+      gk_q8m_load<Bits>(sm, st ^ 1, xq, w, m, n, nb, i0, j0, b0 + Q8M_KB);
+      gk_cp_async_wait<1>(); /* this stage's group has landed */
+    } else {
+      gk_cp_async_wait<0>();
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kb = 0; kb < Q8M_KB; kb++) {
+      /* A fragments of the group's two 16-row tiles, and their rows' dx, sb. */
+      uint32_t a[2][4];
+      float dx[2][2], sb[2][2];
+      for (int mi = 0; mi < 2; mi++)
+        for (int r = 0; r < 2; r++) {
+          const unsigned char *rec =
+              &sm.x[st][(xr + 16 * mi + g + 8 * r) * Q8M_XSTRIDE + kb * Q8X_REC];
+          a[mi][r] = *(const uint32_t *)(rec + 4 * t);
+          a[mi][2 + r] = *(const uint32_t *)(rec + 16 + 4 * t);
+          dx[mi][r] = ((const float *)(rec + 32))[0];
+          sb[mi][r] = ((const float *)(rec + 32))[1];
+        }
+#pragma unroll
+      for (int ni = 0; ni < 4; ni++) {
+        const uint32_t *blk = &sm.w[st][(wr + 8 * ni + g) * S::WW + kb * S::BW];
+        const uint32_t b[2] = {(blk[1 + u0] >> s0) & mask, (blk[1 + u1] >> s1) & mask};
+        /* The scales of this lane's two W rows (columns 2t, 2t + 1 of D). */
+        float d[2], mo[2];
+        for (int c = 0; c < 2; c++) {
+          const uint32_t head = sm.w[st][(wr + 8 * ni + 2 * t + c) * S::WW + kb * S::BW];
+          d[c] = gk_h2f((uint16_t)(head & 0xffffu));
+          mo[c] = gk_h2f((uint16_t)(head >> 16));
+        }
+        for (int mi = 0; mi < 2; mi++) {
+          int s[4];
+          gk_mma_s8u8_16832(s, a[mi], b, Q8M_MAGIC);
+          for (int e = 0; e < 4; e++) {
+            const int r = e >> 1, c = e & 1;
+            const float ib = gk_q_f32_from_bits((uint32_t)s[e]) - 12582912.0f; /* exact */
+            float v = fmaf(ib, gk_fmul(d[c], dx[mi][r]), acc[mi][ni][e]);
+            acc[mi][ni][e] = fmaf(mo[c], sb[mi][r], v);
+          }
+        }
+      }
+    }
+    __syncthreads(); /* this stage is read before the copy after next overwrites it */
+  }
+  for (int mi = 0; mi < 2; mi++)
+    for (int ni = 0; ni < 4; ni++)
+      for (int r = 0; r < 2; r++) {
+        const int64_t i = i0 + xr + 16 * mi + g + 8 * r, jc = j0 + wr + 8 * ni + 2 * t;
+        if (i >= m) continue;
+        if (jc < n) y[i * n + jc] = acc[mi][ni][2 * r];
+        if (jc + 1 < n) y[i * n + jc + 1] = acc[mi][ni][2 * r + 1];
+      }
+}
+
+/* qmatmul_q8x_mm: tiles (x, y), (x + gridDim.x, y), ... of y, then the
+ * next y: the fast axis is x's rows, so the blocks that read the same rows
+ * of W run together. Every bound is per block: the barriers are reached by
+ * all. */
+template <int Bits>
+GK_DEV void gk_q8x_mm(const void *xq, const void *w, float *y, int64_t m, int64_t n,
+                      int64_t k) {
+  __shared__ __attribute__((aligned(16))) gk_q8m_smem<Bits> sm;
+  if (m <= 0 || n <= 0 || k < 0) return;
+  for (int64_t by = blockIdx.y; by * Q8M_COLS < n; by += gridDim.y)
+    for (int64_t bx = blockIdx.x; bx * Q8M_ROWS < m; bx += gridDim.x)
+      gk_q8m_tile<Bits>(sm, (const unsigned char *)xq, (const uint32_t *)w, y, m, n, k,
+                        bx * Q8M_ROWS, by * Q8M_COLS);
+}
+
+#endif /* GK_Q8X_MMA_CUH */
