@@ -138,7 +138,7 @@ static void read_brand(char *name, size_t size) {
 }
 #endif
 
-int gk__cpu_detect(gk_device *out, char *why, size_t why_size) {
+int gk__cpu_detect(gk_device *out, int asked, char *why, size_t why_size) {
 #ifdef GK__HAVE_CPUID
   gk__x86_cpuid c;
   read_cpuid(&c);
@@ -159,3 +159,18 @@ int gk__cpu_detect(gk_device *out, char *why, size_t why_size) {
   return GK_ENODEVICE;
 #endif
 }
+
+/* ---- the backend --------------------------------------------------------- */
+
+/* A device spec's arch is a level name. */
+static int spec_arch(char *arch, size_t size, const char *spec, char *why, size_t why_size) {
+  if (gk__x86_level_from_name(arch)) return 1;
+  gk__say(why, why_size, "unknown cpu level '%s' in device spec '%s'; valid: %s", arch, spec,
+          gk__x86_level_list());
+  return 0;
+}
+
+const gk__backend gk__cpu_backend = {
+    .id = GK_BACKEND_CPU, .name = "cpu", .detect = gk__cpu_detect,
+    .bare = "x86-64", .arch = spec_arch,
+};

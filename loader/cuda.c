@@ -210,7 +210,7 @@ static int find_device(const cu *c, int index, gk__cu_device *dev, char *arch,
   return GK_OK;
 }
 
-int gk__cuda_detect(gk_device *out, char *why, size_t why_size) {
+int gk__cuda_detect(gk_device *out, int asked, char *why, size_t why_size) {
   cu c;
   gk__cu_device dev;
   gk_device d;

@@ -86,6 +86,72 @@ static const char *ver_text(int v, char *buf, size_t size) {
   return buf;
 }
 
+/* ---- device specs -------------------------------------------------------- */
+
+/* "sm_86": a device is a compute capability, two or three digits. The
+ * 'a'/'f' suffixes (sm_90a) name image targets, not devices. */
+static int device_target(const char *arch, gk__cuda_target *d) {
+  return gk__cuda_parse_target(arch, d) && !d->ptx && !d->suffix;
+}
+
+/* A spec's arch: "sm_86", or "8.6" as CUDA writes a compute capability
+ * (respelt sm_86). */
+static int spec_arch(char *arch, size_t size, const char *spec, char *why, size_t why_size) {
+  int major, minor, k = 0;
+  gk__cuda_target d;
+  if (sscanf(arch, "%d.%d%n", &major, &minor, &k) == 2 && (size_t)k == strlen(arch) &&
+      major > 0 && major < 100 && minor >= 0 && minor < 10 && arch[0] != '0')
+    snprintf(arch, size, "sm_%d%d", major, minor);
+  if (device_target(arch, &d)) return 1;
+  gk__say(why, why_size,
+          "cuda arch '%s' is not a compute capability like sm_86 or sm_90 "
+          "(a device has no 'a' or 'f' suffix)",
+          arch);
+  return 0;
+}
+
+/* "12.4" -> 12040, CUDA's encoding (1000 * major + 10 * minor). */
+static int parse_driver(const char *v, int *out) {
+  char *end;
+  long major = strtol(v, &end, 10), minor = 0;
+  if (end == v || !isdigit((unsigned char)*v) || major < 1 || major > 999)
+    return 0;
+  if (*end == '.') {
+    const char *m = end + 1;
+    if (!isdigit((unsigned char)*m)) return 0;
+    minor = strtol(m, &end, 10);
+    if (minor > 99) return 0;
+  }
+  if (*end != '\0') return 0;
+  *out = (int)(major * 1000 + minor * 10);
+  return 1;
+}
+
+/* ",driver=X.Y": the driver's CUDA version, which the rule holds images to. */
+static int spec_option(gk_device *d, const char *opt, const char *spec, char *why,
+                       size_t why_size) {
+  if (strncmp(opt, "driver=", 7) != 0) return -1;
+  if (parse_driver(opt + 7, &d->driver_version)) return 1;
+  gk__say(why, why_size, "bad driver version '%s' in device spec '%s'; write it like 12.4",
+          opt + 7, spec);
+  return 0;
+}
+
+/* The spec a mistyped one most likely meant ("sm89", "cuda:89",
+ * "compute_89", "sm_90a" -> "cuda:sm_89" / "cuda:sm_90"). */
+static int spec_guess(const char *spec, char *out, size_t size) {
+  const char *p = spec;
+  if (strncmp(p, "cuda:", 5) == 0) p += 5;
+  if (strncmp(p, "compute_", 8) == 0) p += 8;
+  else if (strncmp(p, "sm_", 3) == 0) p += 3;
+  else if (strncmp(p, "sm", 2) == 0) p += 2;
+  size_t digits = strspn(p, "0123456789");
+  const char *end = p + digits;
+  if (*end == 'a' || *end == 'f') end++; /* image targets, not devices */
+  if (digits < 2 || digits > 3 || *p == '0' || (*end != '\0' && *end != ',')) return 0;
+  return snprintf(out, size, "cuda:sm_%.*s%s", (int)digits, p, end) < (int)size;
+}
+
 /* ---- the selection rule -------------------------------------------------- */
 
 int gk__cuda_valid(const gk_device *dev, char *why, size_t why_size) {
@@ -578,3 +644,10 @@ int gk__cuda_ptx_check(const void *bytes, size_t size, const gk_image_info *row,
   }
   return 1;
 }
+
+/* ---- the backend --------------------------------------------------------- */
+
+const gk__backend gk__cuda_backend = {
+    .id = GK_BACKEND_CUDA, .name = "cuda", .detect = gk__cuda_detect, /* cuda.c */
+    .bare = "sm_", .arch = spec_arch, .option = spec_option, .guess = spec_guess,
+};

@@ -87,7 +87,7 @@ const char *gk__x86_level_name(int level);
 const char *gk__x86_level_list(void);
 
 /* The CPU this process runs on. GK_OK or GK_ENODEVICE (with `why`). */
-int gk__cpu_detect(gk_device *out, char *why, size_t why_size);
+int gk__cpu_detect(gk_device *out, int asked, char *why, size_t why_size);
 
 /* Test hook: caps the level gk__cpu_detect reports (0 removes the cap), to
  * play a lower CPU than the machine's. Process-wide; tests only. */
@@ -202,6 +202,50 @@ void gk__driver_close(gk__driver *d);
 /* 1 when a test installed a resolver for backend (no dlopen then). */
 int gk__driver_has_resolver(gk_backend backend);
 
+/* ---- backends: one descriptor each, one table (device.c) --------------- */
+
+/*
+ * Everything the loader's generic files ask of one backend, defined in the
+ * backend's own file (cpu.c, cuda_arch.c, rocm_isa.c, vulkan_spirv.c,
+ * wgsl.c, metal_target.c: the part built on every system; its driver side
+ * gives detect) and listed once in device.c's table, in the order
+ * gk_device_detect() prefers them. Adding a backend is its file and a line
+ * there (and its gk_backend value in gk.h). Hooks a backend has no use for
+ * are NULL where the field says so.
+ */
+typedef struct gk__backend {
+  gk_backend id;
+  const char *name; /* gk_backend_name(): "cuda" */
+  /* The device of index 0 here: GK_OK, or GK_ENODEVICE (or GK_EDRIVER)
+   * with the reason in why. `asked` is 0 when gk_device_detect() looks for
+   * the best device of the machine: a backend that must not win that way
+   * (a CPU-type Vulkan device, a WGSL host) then says no. */
+  int (*detect)(gk_device *out, int asked, char *why, size_t why_size);
+
+  /* The device spec (gk_device_parse). An arch alone that starts with
+   * `bare` names this backend ("sm_89" is cuda:sm_89; NULL: none). `arch`
+   * checks the arch of a spec, which it may respell in place (`size`
+   * bytes: cuda's "8.9" is sm_89): 1, or 0 with the reason in why (NULL:
+   * any plain name of letters, digits, '_', '-' and '.'). `option` reads
+   * one ",key=value" into d: 1, 0 for a bad value (with why), -1 when the
+   * key is not this backend's (NULL: no options). `guess` writes the spec
+   * a mistyped one most likely meant ("cuda:89" -> "cuda:sm_89"): 1, or 0
+   * when there is no good guess (NULL: never). */
+  const char *bare;
+  int (*arch)(char *arch, size_t size, const char *spec, char *why, size_t why_size);
+  int (*option)(gk_device *d, const char *opt, const char *spec, char *why,
+                size_t why_size);
+  int (*guess)(const char *spec, char *out, size_t size);
+} gk__backend;
+
+/* The descriptor of backend b, or of the backend named `name` ("cuda");
+ * NULL when there is none (device.c). */
+const gk__backend *gk__backend_of(gk_backend b);
+const gk__backend *gk__backend_named(const char *name);
+
+extern const gk__backend gk__cpu_backend, gk__cuda_backend, gk__rocm_backend,
+    gk__vk_backend, gk__wgsl_backend, gk__metal_backend;
+
 /* ---- selection (select.c) ------------------------------------------- */
 
 /* A backend's compatibility rule: 1 when `row` (of the device's backend)
@@ -273,7 +317,7 @@ int gk__rocm_fits(const gk_device *dev, const gk_image_info *row,
 int gk__amd_elf_check(unsigned osabi, unsigned abiversion, uint32_t eflags,
                       const char *target, char *why, size_t why_size);
 /* The first ROCm GPU: GK_OK, or GK_ENODEVICE with the reason. */
-int gk__rocm_detect(gk_device *out, char *why, size_t why_size);
+int gk__rocm_detect(gk_device *out, int asked, char *why, size_t why_size);
 extern const gk__gpu_ops gk__rocm_ops;
 
 
@@ -311,9 +355,9 @@ int gk__spirv_check(const void *bytes, size_t size, const gk_image_info *row,
 int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
                       char *why, size_t why_size);
 /* The best Vulkan device (discrete > integrated > virtual > cpu); with
- * any_type 0, devices of type CPU (lavapipe) are passed over, as
+ * asked 0, devices of type CPU (lavapipe) are passed over, as
  * gk_device_detect() must not prefer them to the native CPU backend. */
-int gk__vk_detect(gk_device *out, int any_type, char *why, size_t why_size);
+int gk__vk_detect(gk_device *out, int asked, char *why, size_t why_size);
 extern const gk__gpu_ops gk__vk_ops;
 /* The state `ops` keeps for module m; NULL when m is not one of its
  * modules (module.c). */
@@ -327,8 +371,7 @@ int gk__wgsl_arch_ok(const char *arch, char *why, size_t why_size);
 int gk__wgsl_valid(const gk_device *dev, char *why, size_t why_size);
 int gk__wgsl_fits(const gk_device *dev, const gk_image_info *row,
                   unsigned flags, long *score, char *why, size_t why_size);
-/* The host libgk hands text to: always "wgsl:webgpu". */
-int gk__wgsl_detect(gk_device *out, char *why, size_t why_size);
+
 /* UTF-8 without NUL, and each entry of the row a function of the text with
  * the @compute attribute. GK_OK or GK_EFORMAT with why. */
 int gk__wgsl_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
@@ -346,7 +389,7 @@ int gk__metal_fits(const gk_device *dev, const gk_image_info *row,
 int gk__metallib_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
                        size_t why_size);
 /* The system default Metal device (Apple); elsewhere GK_ENODEVICE. */
-int gk__metal_detect(gk_device *out, char *why, size_t why_size);
+int gk__metal_detect(gk_device *out, int asked, char *why, size_t why_size);
 extern const gk__gpu_ops gk__metal_ops;
 
 /* ---- CUDA (cuda_arch.c: targets, rule, image checks; cuda.c: driver) --- */
@@ -384,7 +427,7 @@ int gk__cuda_cubin_check(const void *bytes, size_t size, const gk_image_info *ro
 int gk__cuda_ptx_check(const void *bytes, size_t size, const gk_image_info *row,
                        char *why, size_t why_size);
 /* The first CUDA GPU: GK_OK, or GK_ENODEVICE with the reason. */
-int gk__cuda_detect(gk_device *out, char *why, size_t why_size);
+int gk__cuda_detect(gk_device *out, int asked, char *why, size_t why_size);
 extern const gk__gpu_ops gk__cuda_ops;
 
 #endif /* GK_INTERNAL_H */

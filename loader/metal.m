@@ -39,7 +39,7 @@ static const char *metal_version(void) {
   return NULL;
 }
 
-int gk__metal_detect(gk_device *out, char *why, size_t why_size) {
+int gk__metal_detect(gk_device *out, int asked, char *why, size_t why_size) {
   @autoreleasepool {
     id<MTLDevice> dev = MTLCreateSystemDefaultDevice();
     if (!dev) {

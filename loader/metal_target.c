@@ -188,7 +188,7 @@ int gk__metallib_check(const void *bytes, size_t size, const gk_image_info *row,
  * metallibs for the Macs it is shipped to). */
 #define NO_METAL "Metal runs on Apple systems only; this libgk has no Metal backend"
 
-int gk__metal_detect(gk_device *out, char *why, size_t why_size) {
+int gk__metal_detect(gk_device *out, int asked, char *why, size_t why_size) {
   (void)out;
   gk__say(why, why_size, "%s", NO_METAL);
   return GK_ENODEVICE;
@@ -210,3 +210,10 @@ static void metal_unload(void *s) { (void)s; }
 const gk__gpu_ops gk__metal_ops = {GK_BACKEND_METAL, metal_load, metal_symbol,
                                    metal_kernel_info, metal_unload, NULL, NULL};
 #endif
+
+/* ---- the backend --------------------------------------------------------- */
+
+const gk__backend gk__metal_backend = {
+    .id = GK_BACKEND_METAL, .name = "metal",
+    .detect = gk__metal_detect, /* metal.m on Apple, above elsewhere */
+};

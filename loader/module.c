@@ -80,7 +80,7 @@ static int check_cpu_device(gk_archive *ar, const gk_device *dev) {
   gk_device here;
   char why[256], devtext[160];
   gk_device_format(dev, devtext, sizeof devtext);
-  int rc = gk__cpu_detect(&here, why, sizeof why);
+  int rc = gk__cpu_detect(&here, 1, why, sizeof why);
   if (rc != GK_OK)
     return gk__fail(ar, rc, "cannot load for device '%s': %s", devtext, why);
   int want = gk__x86_level_from_name(dev->arch);

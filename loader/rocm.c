@@ -194,7 +194,7 @@ static int find_agent(const hsa *h, int index, gk__hsa_agent *out, char *arch,
   return GK_OK;
 }
 
-int gk__rocm_detect(gk_device *out, char *why, size_t why_size) {
+int gk__rocm_detect(gk_device *out, int asked, char *why, size_t why_size) {
   hsa h;
   gk__hsa_agent agent;
   gk_device d;

@@ -11,6 +11,7 @@
  * EF_AMDGPU_GENERIC_VERSION) and the compatibility rule of comgr's
  * isCompatibleIsaName / ROCr's Isa::IsCompatible.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -123,6 +124,32 @@ int gk__amd_parse(const char *id, gk__amd_target *t, char *why,
     p = f + fl;
   }
   return 1;
+}
+
+/* A device spec's arch is shaped like a target ID: "gfx90a", "gfx1030",
+ * "gfx11-generic", then ":feature+" / ":feature-" settings as the device
+ * reports them ("gfx90a:sramecc+:xnack-"). Which processors and features
+ * a device may name is the selection's to judge (valid, below): a spec
+ * only has to read as one. */
+static int spec_arch(char *a, size_t size, const char *spec, char *why, size_t why_size) {
+  const char *p = a;
+  if (strncmp(p, "gfx", 3) != 0) goto bad;
+  p += 3;
+  if (!isalnum((unsigned char)*p)) goto bad;
+  while (isalnum((unsigned char)*p) || *p == '-') p++;
+  while (*p == ':') {
+    const char *f = ++p;
+    while (islower((unsigned char)*p) || isdigit((unsigned char)*p)) p++;
+    if (p == f || (*p != '+' && *p != '-')) goto bad;
+    p++;
+  }
+  if (*p == '\0') return 1;
+bad:
+  gk__say(why, why_size,
+          "rocm arch '%s' is not like gfx90a or gfx90a:sramecc+:xnack- "
+          "(each feature ends in + or -)",
+          a);
+  return 0;
 }
 
 /* "xnack+" etc. of a feature setting, for messages. */
@@ -322,3 +349,10 @@ int gk__amd_elf_check(unsigned osabi, unsigned abiversion, uint32_t eflags,
   }
   return 1;
 }
+
+/* ---- the backend --------------------------------------------------------- */
+
+const gk__backend gk__rocm_backend = {
+    .id = GK_BACKEND_ROCM, .name = "rocm", .detect = gk__rocm_detect, /* rocm.c */
+    .bare = "gfx", .arch = spec_arch,
+};

@@ -242,14 +242,14 @@ static int device_list(gk_device *dev, int *cpu_type, uint32_t *n, char *why,
   return status;
 }
 
-int gk__vk_detect(gk_device *out, int any_type, char *why, size_t why_size) {
+int gk__vk_detect(gk_device *out, int asked, char *why, size_t why_size) {
   gk_device dev[MAX_PHYS];
   int cpu_type[MAX_PHYS];
   uint32_t n;
   int rc = device_list(dev, cpu_type, &n, why, why_size);
   if (rc != GK_OK) return rc == GK_EDRIVER ? GK_ENODEVICE : rc;
   for (uint32_t i = 0; i < n; i++)
-    if (any_type || !cpu_type[i]) {
+    if (asked || !cpu_type[i]) {
       *out = dev[i];
       return GK_OK;
     }
@@ -463,8 +463,8 @@ static void say0(char *why, size_t size) {
   if (why && size) snprintf(why, size, "%s", NO_VULKAN);
 }
 
-int gk__vk_detect(gk_device *out, int any_type, char *why, size_t why_size) {
-  (void)out, (void)any_type;
+int gk__vk_detect(gk_device *out, int asked, char *why, size_t why_size) {
+  (void)out, (void)asked;
   say0(why, why_size);
   return GK_ENODEVICE;
 }

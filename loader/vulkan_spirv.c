@@ -433,3 +433,9 @@ out:
   free(ids);
   return rc;
 }
+
+/* ---- the backend --------------------------------------------------------- */
+
+const gk__backend gk__vk_backend = {
+    .id = GK_BACKEND_VULKAN, .name = "vulkan", .detect = gk__vk_detect, /* vulkan.c */
+};

@@ -70,8 +70,13 @@ int gk__wgsl_fits(const gk_device *dev, const gk_image_info *row, unsigned flags
   return 1;
 }
 
-int gk__wgsl_detect(gk_device *out, char *why, size_t why_size) {
-  (void)why, (void)why_size;
+/* The host libgk hands text to: always "wgsl:webgpu", and only when asked
+ * for (gk_device_detect() never picks it: it is no device libgk drives). */
+static int detect(gk_device *out, int asked, char *why, size_t why_size) {
+  if (!asked) {
+    gk__say(why, why_size, "a WGSL host is not detected; ask for it by name (\"wgsl\")");
+    return GK_ENODEVICE;
+  }
   memset(out, 0, sizeof *out);
   out->backend = GK_BACKEND_WGSL;
   snprintf(out->arch, sizeof out->arch, "webgpu");
@@ -248,3 +253,13 @@ static void wgsl_unload(void *state) { free(state); }
 
 const gk__gpu_ops gk__wgsl_ops = {GK_BACKEND_WGSL, wgsl_load, wgsl_symbol, wgsl_kernel_info,
                                   wgsl_unload, NULL, NULL};
+
+/* ---- the backend --------------------------------------------------------- */
+
+static int spec_arch(char *arch, size_t size, const char *spec, char *why, size_t why_size) {
+  return gk__wgsl_arch_ok(arch, why, why_size);
+}
+
+const gk__backend gk__wgsl_backend = {
+    .id = GK_BACKEND_WGSL, .name = "wgsl", .detect = detect, .arch = spec_arch,
+};
