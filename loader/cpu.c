@@ -162,6 +162,30 @@ int gk__cpu_detect(gk_device *out, int asked, char *why, size_t why_size) {
 
 /* ---- the backend --------------------------------------------------------- */
 
+/* The x86-64 rule: an image of level L runs on a CPU of level >= L; the
+ * highest such level is the best. */
+static int fits(const gk_device *dev, const gk_image_info *row, unsigned flags, long *score,
+                char *why, size_t why_size) {
+  int have = gk__x86_level_from_name(dev->arch);
+  int need = gk__x86_level_from_name(row->target);
+  if (need && need <= have) {
+    *score = need;
+    gk__say(why, why_size, "%s runs on %s", row->target, dev->arch);
+    return 1;
+  }
+  if (need)
+    gk__say(why, why_size, "needs %s, device is %s", row->target, dev->arch);
+  else
+    gk__say(why, why_size, "unknown x86-64 level '%s'", row->target);
+  return 0;
+}
+
+static int valid(const gk_device *dev, char *why, size_t why_size) {
+  if (gk__x86_level_from_name(dev->arch)) return 1;
+  gk__say(why, why_size, "has an unknown x86-64 level; valid: %s", gk__x86_level_list());
+  return 0;
+}
+
 /* A device spec's arch is a level name. */
 static int spec_arch(char *arch, size_t size, const char *spec, char *why, size_t why_size) {
   if (gk__x86_level_from_name(arch)) return 1;
@@ -173,4 +197,5 @@ static int spec_arch(char *arch, size_t size, const char *spec, char *why, size_
 const gk__backend gk__cpu_backend = {
     .id = GK_BACKEND_CPU, .name = "cpu", .detect = gk__cpu_detect,
     .bare = "x86-64", .arch = spec_arch,
+    .valid = valid, .fits = fits,
 };

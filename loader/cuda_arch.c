@@ -154,9 +154,9 @@ static int spec_guess(const char *spec, char *out, size_t size) {
 
 /* ---- the selection rule -------------------------------------------------- */
 
-int gk__cuda_valid(const gk_device *dev, char *why, size_t why_size) {
+static int valid(const gk_device *dev, char *why, size_t why_size) {
   gk__cuda_target d;
-  if (gk__cuda_parse_target(dev->arch, &d) && !d.ptx && !d.suffix) return 1;
+  if (device_target(dev->arch, &d)) return 1;
   gk__say(why, why_size,
            "is not a compute capability like sm_86 (a device has no 'a' or "
            "'f' suffix and is no compute_XY)");
@@ -167,7 +167,7 @@ int gk__cuda_fits(const gk_device *dev, const gk_image_info *row,
                   unsigned flags, long *score, char *why, size_t why_size) {
   gk__cuda_target d, t;
   char a[16], b[16];
-  if (!gk__cuda_parse_target(dev->arch, &d) || d.ptx || d.suffix) {
+  if (!device_target(dev->arch, &d)) { /* a selection checks valid() first */
     gk__say(why, why_size, "device arch '%s' is not a compute capability",
              dev->arch);
     return 0;
@@ -254,9 +254,11 @@ static int cmp_target(const void *pa, const void *pb) {
   return strcmp(a, b);
 }
 
-void gk__cuda_holdings(gk__sb *has, gk__sb *note, const gk__row *rows,
-                       size_t from, size_t to, const char *variant,
-                       const gk_device *dev, unsigned flags) {
+/* What the no-image message says the archive has ("cuda sm_75..sm_120 (9
+ * cubins) + compute_75 PTX (CUDA 13.0)"), with in `note` why the driver
+ * rules images out. */
+static void holdings(gk__sb *has, gk__sb *note, const gk__row *rows, size_t from, size_t to,
+                     const char *variant, const gk_device *dev, unsigned flags) {
   const char **sass = malloc((to - from + 1) * sizeof *sass);
   const char **ptx = malloc((to - from + 1) * sizeof *ptx);
   size_t ns = 0, np = 0;
@@ -650,4 +652,5 @@ int gk__cuda_ptx_check(const void *bytes, size_t size, const gk_image_info *row,
 const gk__backend gk__cuda_backend = {
     .id = GK_BACKEND_CUDA, .name = "cuda", .detect = gk__cuda_detect, /* cuda.c */
     .bare = "sm_", .arch = spec_arch, .option = spec_option, .guess = spec_guess,
+    .valid = valid, .fits = gk__cuda_fits, .holdings = holdings,
 };

@@ -213,6 +213,23 @@ int gk__driver_has_resolver(gk_backend backend);
  * there (and its gk_backend value in gk.h). Hooks a backend has no use for
  * are NULL where the field says so.
  */
+/* A backend's compatibility rule: 1 when `row` (of the device's backend)
+ * runs on `dev`, with *score ranking the rows that do (higher is better);
+ * 0 when not. Either way a short reason goes into why, unless why_size is
+ * 0: a selection that lists no candidates words no reasons (gk__say). */
+typedef int (*gk__fits_fn)(const gk_device *dev, const gk_image_info *row,
+                           unsigned flags, long *score, char *why,
+                           size_t why_size);
+
+/* What the archive holds of one variant, in the backend's terms, for the
+ * message of a selection where no row of rows [from, to) fits dev ("cuda
+ * sm_75..sm_120 (9 cubins) + compute_75 PTX (CUDA 13.0)"), with in `note`
+ * why the rule turned rows down ("PTX from CUDA 13.0 needs a driver >=
+ * 13.0, this driver is 12.4"). */
+typedef void (*gk__holdings_fn)(gk__sb *has, gk__sb *note, const gk__row *rows,
+                                size_t from, size_t to, const char *variant,
+                                const gk_device *dev, unsigned flags);
+
 typedef struct gk__backend {
   gk_backend id;
   const char *name; /* gk_backend_name(): "cuda" */
@@ -236,6 +253,15 @@ typedef struct gk__backend {
   int (*option)(gk_device *d, const char *opt, const char *spec, char *why,
                 size_t why_size);
   int (*guess)(const char *spec, char *out, size_t size);
+
+  /* Selection (select.c). `valid` checks a device: 1, or 0 with a reason
+   * that follows "device 'cuda:sm_90a' " in the message. `fits` is the
+   * backend's rule for one of its rows (gk__fits_fn). `holdings` words
+   * what the archive has when no row fits (NULL: each row's backend and
+   * target). */
+  int (*valid)(const gk_device *dev, char *why, size_t why_size);
+  gk__fits_fn fits;
+  gk__holdings_fn holdings;
 } gk__backend;
 
 /* The descriptor of backend b, or of the backend named `name` ("cuda");
@@ -245,16 +271,6 @@ const gk__backend *gk__backend_named(const char *name);
 
 extern const gk__backend gk__cpu_backend, gk__cuda_backend, gk__rocm_backend,
     gk__vk_backend, gk__wgsl_backend, gk__metal_backend;
-
-/* ---- selection (select.c) ------------------------------------------- */
-
-/* A backend's compatibility rule: 1 when `row` (of the device's backend)
- * runs on `dev`, with *score ranking the rows that do (higher is better);
- * 0 when not. Either way a short reason goes into why, unless why_size is
- * 0: a selection that lists no candidates words no reasons (gk__say). */
-typedef int (*gk__fits_fn)(const gk_device *dev, const gk_image_info *row,
-                           unsigned flags, long *score, char *why,
-                           size_t why_size);
 
 /* ---- GPU modules (module.c dispatches; one ops table per backend) ----- */
 
@@ -308,8 +324,8 @@ typedef struct gk__amd_target {
  * name). 1, or 0 with the reason in why. */
 int gk__amd_parse(const char *id, gk__amd_target *t, char *why,
                   size_t why_size);
-/* The ROCm rule of select.c's table. */
-int gk__rocm_valid(const gk_device *dev, char *why, size_t why_size);
+/* The ROCm rule (gk__rocm_backend's fits), which a load checks again
+ * against the GPU really there (rocm.c). */
 int gk__rocm_fits(const gk_device *dev, const gk_image_info *row,
                   unsigned flags, long *score, char *why, size_t why_size);
 /* Checks an AMD code object's header fields (EI_OSABI, EI_ABIVERSION,
@@ -342,10 +358,6 @@ typedef struct gk__spirv_info {
 
 /* "vulkan1.3" -> 1, 3. 1, or 0 when s is not such a name. */
 int gk__vk_version_parse(const char *s, int *major, int *minor);
-/* The Vulkan rule of select.c's table. */
-int gk__vk_valid(const gk_device *dev, char *why, size_t why_size);
-int gk__vk_fits(const gk_device *dev, const gk_image_info *row,
-                unsigned flags, long *score, char *why, size_t why_size);
 /* SPIR-V header: magic, version (not newer than row's target accepts, when
  * row is not NULL), id bound, reserved word. GK_OK or GK_EFORMAT + why. */
 int gk__spirv_check(const void *bytes, size_t size, const gk_image_info *row,
@@ -367,10 +379,6 @@ void *gk__module_gpu_state(const gk_module *m, const gk__gpu_ops *ops);
 
 /* "webgpu" or "webgpu+feature...". 1, or 0 with why. */
 int gk__wgsl_arch_ok(const char *arch, char *why, size_t why_size);
-/* The WGSL rule of select.c's table. */
-int gk__wgsl_valid(const gk_device *dev, char *why, size_t why_size);
-int gk__wgsl_fits(const gk_device *dev, const gk_image_info *row,
-                  unsigned flags, long *score, char *why, size_t why_size);
 
 /* UTF-8 without NUL, and each entry of the row a function of the text with
  * the @compute attribute. GK_OK or GK_EFORMAT with why. */
@@ -380,10 +388,6 @@ extern const gk__gpu_ops gk__wgsl_ops;
 
 /* ---- Metal (metal_target.c: names, rule, header; metal.m: Apple only) -- */
 
-/* The Metal rule of select.c's table ("macos-metal3.0" targets). */
-int gk__metal_valid(const gk_device *dev, char *why, size_t why_size);
-int gk__metal_fits(const gk_device *dev, const gk_image_info *row,
-                   unsigned flags, long *score, char *why, size_t why_size);
 /* "MTLB" magic, a function list inside the image, and each entry of the
  * row a kernel function of that list. GK_OK or GK_EFORMAT with why. */
 int gk__metallib_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
@@ -408,15 +412,10 @@ int gk__cuda_parse_target(const char *t, gk__cuda_target *out);
 /* The CUDA release in a cuda row's toolchain ("nvcc 13.0.88" -> 13000, the
  * driver API's encoding); 0 when it does not say. */
 int gk__cuda_toolkit_version(const char *toolchain);
-/* The CUDA rule of select.c's table, and what its no-image message says
- * the archive has ("cuda sm_75..sm_120 (9 cubins) + compute_75 PTX (CUDA
- * 13.0)") with, in `note`, why the driver rules images out. */
-int gk__cuda_valid(const gk_device *dev, char *why, size_t why_size);
+/* The CUDA rule (gk__cuda_backend's fits), which a load checks again
+ * against the GPU and driver really there (cuda.c). */
 int gk__cuda_fits(const gk_device *dev, const gk_image_info *row,
                   unsigned flags, long *score, char *why, size_t why_size);
-void gk__cuda_holdings(gk__sb *has, gk__sb *note, const gk__row *rows,
-                       size_t from, size_t to, const char *variant,
-                       const gk_device *dev, unsigned flags);
 /* An entry column ('["a","b"]') into names; the count, or -1 when it is not
  * a JSON array of at most max identifiers. */
 int gk__cuda_entries(const char *json, char names[][GK__CUDA_NAME_MAX], int max);

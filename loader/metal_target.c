@@ -29,7 +29,7 @@ static int parse(const char *s, size_t *os_len, int *version) {
   return 1;
 }
 
-int gk__metal_valid(const gk_device *dev, char *why, size_t why_size) {
+static int valid(const gk_device *dev, char *why, size_t why_size) {
   size_t n;
   int v;
   if (parse(dev->arch, &n, &v)) return 1;
@@ -38,8 +38,8 @@ int gk__metal_valid(const gk_device *dev, char *why, size_t why_size) {
   return 0;
 }
 
-int gk__metal_fits(const gk_device *dev, const gk_image_info *row, unsigned flags,
-                   long *score, char *why, size_t why_size) {
+static int fits(const gk_device *dev, const gk_image_info *row, unsigned flags,
+                 long *score, char *why, size_t why_size) {
   size_t dn, rn;
   int dv, rv;
   (void)flags;
@@ -216,4 +216,5 @@ const gk__gpu_ops gk__metal_ops = {GK_BACKEND_METAL, metal_load, metal_symbol,
 const gk__backend gk__metal_backend = {
     .id = GK_BACKEND_METAL, .name = "metal",
     .detect = gk__metal_detect, /* metal.m on Apple, above elsewhere */
+    .valid = valid, .fits = fits,
 };

@@ -162,7 +162,7 @@ static const char *setting(const char *feature, char v, char *buf, size_t n) {
 }
 
 /* A device is a processor with the feature settings it runs with. */
-int gk__rocm_valid(const gk_device *dev, char *why, size_t why_size) {
+static int valid(const gk_device *dev, char *why, size_t why_size) {
   gk__amd_target d;
   char text[128];
   if (!gk__amd_parse(dev->arch, &d, text, sizeof text)) {
@@ -355,4 +355,5 @@ int gk__amd_elf_check(unsigned osabi, unsigned abiversion, uint32_t eflags,
 const gk__backend gk__rocm_backend = {
     .id = GK_BACKEND_ROCM, .name = "rocm", .detect = gk__rocm_detect, /* rocm.c */
     .bare = "gfx", .arch = spec_arch,
+    .valid = valid, .fits = gk__rocm_fits,
 };

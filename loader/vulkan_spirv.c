@@ -79,7 +79,7 @@ static uint32_t spirv_max_for(int major, int minor) {
   return 0x00010000u;
 }
 
-int gk__vk_valid(const gk_device *dev, char *why, size_t why_size) {
+static int valid(const gk_device *dev, char *why, size_t why_size) {
   int ma, mi;
   if (gk__vk_version_parse(dev->arch, &ma, &mi)) return 1;
   gk__say(why, why_size,
@@ -92,7 +92,7 @@ int gk__vk_valid(const gk_device *dev, char *why, size_t why_size) {
 /* A SPIR-V image built for Vulkan X.Y runs on a device of version >= X.Y
  * (SPIR-V is not per GPU); the newest such image is the best, as it may use
  * what the older versions lack. */
-int gk__vk_fits(const gk_device *dev, const gk_image_info *row, unsigned flags,
+static int fits(const gk_device *dev, const gk_image_info *row, unsigned flags,
                 long *score, char *why, size_t why_size) {
   int hma, hmi, nma, nmi;
   (void)flags; /* SPIR-V is always compiled by the driver: no JIT choice */
@@ -438,4 +438,5 @@ out:
 
 const gk__backend gk__vk_backend = {
     .id = GK_BACKEND_VULKAN, .name = "vulkan", .detect = gk__vk_detect, /* vulkan.c */
+    .valid = valid, .fits = fits,
 };

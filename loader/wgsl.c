@@ -45,14 +45,14 @@ static int features_in(const char *need, const char *have) {
   return 1;
 }
 
-int gk__wgsl_valid(const gk_device *dev, char *why, size_t why_size) {
+static int valid(const gk_device *dev, char *why, size_t why_size) {
   return gk__wgsl_arch_ok(dev->arch, why, why_size);
 }
 
 /* An image runs on a host that has every feature it needs; the one that
  * needs the most features the host has is the best. */
-int gk__wgsl_fits(const gk_device *dev, const gk_image_info *row, unsigned flags,
-                  long *score, char *why, size_t why_size) {
+static int fits(const gk_device *dev, const gk_image_info *row, unsigned flags,
+                long *score, char *why, size_t why_size) {
   (void)flags;
   if (strcmp(row->format, "wgsl") != 0 || !gk__wgsl_arch_ok(row->target, NULL, 0)) {
     gk__say(why, why_size, "not a WGSL image for a webgpu target ('%s', '%s')", row->format,
@@ -262,4 +262,5 @@ static int spec_arch(char *arch, size_t size, const char *spec, char *why, size_
 
 const gk__backend gk__wgsl_backend = {
     .id = GK_BACKEND_WGSL, .name = "wgsl", .detect = detect, .arch = spec_arch,
+    .valid = valid, .fits = fits,
 };

@@ -73,14 +73,7 @@ static void one_row(const gk_image_info *row, const uint8_t *data, size_t size) 
     long score;
     if (gk_device_parse(device_specs[d], &dev, NULL, 0) != GK_OK) abort();
     if (strcmp(gk_backend_name(dev.backend), row->backend) != 0) continue;
-    switch (dev.backend) {
-    case GK_BACKEND_CUDA: gk__cuda_fits(&dev, row, 0, &score, why, sizeof why); break;
-    case GK_BACKEND_ROCM: gk__rocm_fits(&dev, row, 0, &score, why, sizeof why); break;
-    case GK_BACKEND_VULKAN: gk__vk_fits(&dev, row, 0, &score, why, sizeof why); break;
-    case GK_BACKEND_WGSL: gk__wgsl_fits(&dev, row, 0, &score, why, sizeof why); break;
-    case GK_BACKEND_METAL: gk__metal_fits(&dev, row, 0, &score, why, sizeof why); break;
-    default: break;
-    }
+    gk__backend_of(dev.backend)->fits(&dev, row, 0, &score, why, sizeof why);
   }
 }
 
