@@ -180,6 +180,21 @@ static int fits(const gk_device *dev, const gk_image_info *row, unsigned flags, 
   return 0;
 }
 
+/* A shared object for x86-64 that exports each entry; its target a level
+ * (an ELF does not record the level it was built for). */
+static int so_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
+                    size_t why_size) {
+  gk__elf h;
+  if (!gk__elf_read(bytes, size, GK__EM_X86_64, GK__ET_DYN, &h, why, why_size))
+    return GK_EFORMAT;
+  if (!gk__x86_level_from_name(row->target)) {
+    snprintf(why, why_size, "cpu target '%s' is not an x86-64 level (%s)", row->target,
+             gk__x86_level_list());
+    return GK_EFORMAT;
+  }
+  return gk__elf_exports(&h, row, 0, why, why_size) ? GK_OK : GK_EFORMAT;
+}
+
 static int valid(const gk_device *dev, char *why, size_t why_size) {
   if (gk__x86_level_from_name(dev->arch)) return 1;
   gk__say(why, why_size, "has an unknown x86-64 level; valid: %s", gk__x86_level_list());
@@ -198,4 +213,5 @@ const gk__backend gk__cpu_backend = {
     .id = GK_BACKEND_CPU, .name = "cpu", .detect = gk__cpu_detect,
     .bare = "x86-64", .arch = spec_arch,
     .valid = valid, .fits = fits,
+    .formats = {{"so", so_check}},
 };

@@ -1,9 +1,11 @@
 /*
- * cuda_arch.c - what libgk knows about CUDA images without a driver: the
- * names of targets ("sm_90a", "sm_100f", "compute_75"), NVIDIA's rule for
- * which image runs on which device (select.c's cuda line), what to say when
- * none does, and the offline checks of a cubin's ELF (or a PTX text)
- * against its index row (elf.c's cuda lines, so `gk verify` and every load).
+ * cuda_arch.c - the CUDA backend's descriptor, and what libgk knows about
+ * CUDA without a driver (cuda.c is the driver side): the names of targets
+ * ("sm_90a", "sm_100f", "compute_75") and of devices in a spec ("sm_86",
+ * "8.6", ",driver=12.4"), NVIDIA's rule for which image runs on which
+ * device, what to say when none does, and the offline checks of a cubin's
+ * ELF (or a PTX text) against its index row (so `gk verify` and every
+ * load).
  *
  * The rule (NVIDIA's binary and PTX compatibility, docs/archive.md):
  *   sm_XYa  SASS for exactly X.Y (arch-specific features)
@@ -374,7 +376,7 @@ typedef struct section {
   uint64_t size;
 } section;
 
-/* The sections of an ELF64 whose header elf.c has checked (size >= 64,
+/* The sections of an ELF64 whose header gk__elf_read has checked (size >= 64,
  * the section table inside the image, entries of at least 64 bytes). Each
  * section's name must lie in the section-name table and end there; its data
  * inside the image (SHT_NOBITS sections have no data). Returns the count and
@@ -498,8 +500,10 @@ static int tkinfo(const section *s, char *arch, size_t asize, char *ver,
   return 1;
 }
 
-int gk__cuda_cubin_check(const void *bytes, size_t size,
-                         const gk_image_info *row, char *why, size_t wsize) {
+/* The cubin's own checks, for bytes whose ELF header gk__elf_read has
+ * validated. 1, or 0 with why. */
+static int cubin_fits(const void *bytes, size_t size, const gk_image_info *row, char *why,
+                      size_t wsize) {
   const unsigned char *b = bytes;
   gk__cuda_target t;
   if (!gk__cuda_parse_target(row->target, &t) || t.ptx) {
@@ -574,6 +578,15 @@ out:
   return ok;
 }
 
+static int cubin_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
+                       size_t why_size) {
+  gk__elf h;
+  return gk__elf_read(bytes, size, GK__EM_CUDA, GK__ET_EXEC, &h, why, why_size) &&
+                 cubin_fits(bytes, size, row, why, why_size)
+             ? GK_OK
+             : GK_EFORMAT;
+}
+
 /* ---- PTX ----------------------------------------------------------------- */
 
 /* The value of directive `dir` (".target") at the start of a line of the
@@ -597,8 +610,10 @@ static int directive(const char *p, size_t size, const char *dir, char *out,
   return 0;
 }
 
-int gk__cuda_ptx_check(const void *bytes, size_t size, const gk_image_info *row,
-                       char *why, size_t wsize) {
+/* PTX text: the .version and .target directives, each entry an .entry.
+ * 1, or 0 with why. */
+static int ptx_fits(const void *bytes, size_t size, const gk_image_info *row, char *why,
+                    size_t wsize) {
   const char *p = bytes;
   gk__cuda_target t;
   if (!gk__cuda_parse_target(row->target, &t) || !t.ptx) {
@@ -647,10 +662,16 @@ int gk__cuda_ptx_check(const void *bytes, size_t size, const gk_image_info *row,
   return 1;
 }
 
+static int ptx_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
+                     size_t why_size) {
+  return ptx_fits(bytes, size, row, why, why_size) ? GK_OK : GK_EFORMAT;
+}
+
 /* ---- the backend --------------------------------------------------------- */
 
 const gk__backend gk__cuda_backend = {
     .id = GK_BACKEND_CUDA, .name = "cuda", .detect = gk__cuda_detect, /* cuda.c */
     .bare = "sm_", .arch = spec_arch, .option = spec_option, .guess = spec_guess,
     .valid = valid, .fits = gk__cuda_fits, .holdings = holdings,
+    .formats = {{"cubin", cubin_check}, {"ptx", ptx_check}},
 };

@@ -93,13 +93,32 @@ int gk__cpu_detect(gk_device *out, int asked, char *why, size_t why_size);
  * play a lower CPU than the machine's. Process-wide; tests only. */
 void gk__cpu_set_level_cap(int level);
 
-/* ---- ELF checks (elf.c) ------------------------------------------------ */
+/* ---- ELF images (elf.c) ------------------------------------------------ */
 
-/* Checks that `bytes` fit the row's backend, format and target (for cpu:
- * a 64-bit little-endian x86-64 shared object, target a known level).
- * GK_OK, or GK_EFORMAT with `why` saying what does not fit. */
-int gk__elf_check(const void *bytes, size_t size, const gk_image_info *row,
-                  char *why, size_t why_size);
+enum { GK__EM_X86_64 = 62, GK__EM_CUDA = 190, GK__EM_AMDGPU = 224 };
+enum { GK__ET_EXEC = 2, GK__ET_DYN = 3 };
+
+/* The header fields the checks look at, decoded; the tables they name lie
+ * inside the image (checked). */
+typedef struct gk__elf {
+  unsigned osabi, abiversion; /* e_ident[EI_OSABI], e_ident[EI_ABIVERSION] */
+  unsigned type, machine, ehsize, phentsize, phnum, shentsize, shnum;
+  uint32_t version, flags;
+  uint64_t phoff, shoff;
+  const unsigned char *bytes; /* the image, for checks that read sections */
+  size_t size;
+} gk__elf;
+
+/* Reads the header of an image that must be a 64-bit little-endian ELF of
+ * this machine and type (GK__EM_*, GK__ET_*) into *h: 1, or 0 with why. */
+int gk__elf_read(const void *bytes, size_t size, unsigned machine, unsigned type,
+                 gk__elf *h, char *why, size_t why_size);
+/* Every entry of the row is a symbol the image's dynamic symbol table
+ * exports: a function (kd 0: a shared object), or a kernel descriptor
+ * NAME.kd (kd 1: an AMD code object, which HSA loads by it). 1, or 0 with
+ * why. */
+int gk__elf_exports(const gk__elf *h, const gk_image_info *row, int kd, char *why,
+                    size_t why_size);
 
 /* ---- archives (archive.c, index.c) ------------------------------------- */
 
@@ -136,6 +155,12 @@ struct gk_archive {
 
 /* Orders index rows: (kernel, backend, variant, target), bytewise. */
 int gk__row_cmp(const gk_image_info *a, const gk_image_info *b);
+
+/* Checks that `bytes` fit the row: its backend's check of its format
+ * (unpack.c). GK_OK, or GK_EFORMAT with `why` (may be NULL) saying what
+ * does not fit. */
+int gk__image_check(const void *bytes, size_t size, const gk_image_info *row,
+                    char *why, size_t why_size);
 
 /* Prepares ar->blob_stmt when it is not yet. */
 int gk__blob_stmts(gk_archive *ar);
@@ -262,6 +287,16 @@ typedef struct gk__backend {
   int (*valid)(const gk_device *dev, char *why, size_t why_size);
   gk__fits_fn fits;
   gk__holdings_fn holdings;
+
+  /* Image checks (gk__image_check: every read, gk verify, gk pack): the
+   * formats its rows may hold, each with the check of an image's bytes
+   * against its row (header, target, entries): GK_OK, or GK_EFORMAT (or
+   * GK_ENOMEM) with why. A format not listed is refused. */
+  struct {
+    const char *name;
+    int (*check)(const void *bytes, size_t size, const gk_image_info *row, char *why,
+                 size_t why_size);
+  } formats[2];
 } gk__backend;
 
 /* The descriptor of backend b, or of the backend named `name` ("cuda");
@@ -328,10 +363,6 @@ int gk__amd_parse(const char *id, gk__amd_target *t, char *why,
  * against the GPU really there (rocm.c). */
 int gk__rocm_fits(const gk_device *dev, const gk_image_info *row,
                   unsigned flags, long *score, char *why, size_t why_size);
-/* Checks an AMD code object's header fields (EI_OSABI, EI_ABIVERSION,
- * e_flags) against the row's target. 1, or 0 with why. */
-int gk__amd_elf_check(unsigned osabi, unsigned abiversion, uint32_t eflags,
-                      const char *target, char *why, size_t why_size);
 /* The first ROCm GPU: GK_OK, or GK_ENODEVICE with the reason. */
 int gk__rocm_detect(gk_device *out, int asked, char *why, size_t why_size);
 extern const gk__gpu_ops gk__rocm_ops;
@@ -358,10 +389,6 @@ typedef struct gk__spirv_info {
 
 /* "vulkan1.3" -> 1, 3. 1, or 0 when s is not such a name. */
 int gk__vk_version_parse(const char *s, int *major, int *minor);
-/* SPIR-V header: magic, version (not newer than row's target accepts, when
- * row is not NULL), id bound, reserved word. GK_OK or GK_EFORMAT + why. */
-int gk__spirv_check(const void *bytes, size_t size, const gk_image_info *row,
-                    char *why, size_t why_size);
 /* Header check, then entry points, local sizes, bindings, push size.
  * GK_OK, GK_EFORMAT or GK_ENOMEM, with why. */
 int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
@@ -380,18 +407,10 @@ void *gk__module_gpu_state(const gk_module *m, const gk__gpu_ops *ops);
 /* "webgpu" or "webgpu+feature...". 1, or 0 with why. */
 int gk__wgsl_arch_ok(const char *arch, char *why, size_t why_size);
 
-/* UTF-8 without NUL, and each entry of the row a function of the text with
- * the @compute attribute. GK_OK or GK_EFORMAT with why. */
-int gk__wgsl_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                   size_t why_size);
 extern const gk__gpu_ops gk__wgsl_ops;
 
 /* ---- Metal (metal_target.c: names, rule, header; metal.m: Apple only) -- */
 
-/* "MTLB" magic, a function list inside the image, and each entry of the
- * row a kernel function of that list. GK_OK or GK_EFORMAT with why. */
-int gk__metallib_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                       size_t why_size);
 /* The system default Metal device (Apple); elsewhere GK_ENODEVICE. */
 int gk__metal_detect(gk_device *out, int asked, char *why, size_t why_size);
 extern const gk__gpu_ops gk__metal_ops;
@@ -419,12 +438,6 @@ int gk__cuda_fits(const gk_device *dev, const gk_image_info *row,
 /* An entry column ('["a","b"]') into names; the count, or -1 when it is not
  * a JSON array of at most max identifiers. */
 int gk__cuda_entries(const char *json, char names[][GK__CUDA_NAME_MAX], int max);
-/* elf.c's cuda checks, for bytes whose ELF header elf.c has validated
- * (cubin) or for PTX text. 1, or 0 with why. */
-int gk__cuda_cubin_check(const void *bytes, size_t size, const gk_image_info *row,
-                         char *why, size_t why_size);
-int gk__cuda_ptx_check(const void *bytes, size_t size, const gk_image_info *row,
-                       char *why, size_t why_size);
 /* The first CUDA GPU: GK_OK, or GK_ENODEVICE with the reason. */
 int gk__cuda_detect(gk_device *out, int asked, char *why, size_t why_size);
 extern const gk__gpu_ops gk__cuda_ops;

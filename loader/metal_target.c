@@ -134,8 +134,10 @@ static int function_list_find(const unsigned char *p, const unsigned char *end, 
   return 0;
 }
 
-int gk__metallib_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                       size_t why_size) {
+/* "MTLB" magic, a function list inside the image, and each entry of the
+ * row a kernel function of that list. GK_OK or GK_EFORMAT with why. */
+static int metallib_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
+                          size_t why_size) {
   const unsigned char *b = bytes;
   if (size < 4 || memcmp(bytes, "MTLB", 4) != 0) {
     gk__say(why, why_size, "the image is not a metallib (no 'MTLB' header)");
@@ -217,4 +219,5 @@ const gk__backend gk__metal_backend = {
     .id = GK_BACKEND_METAL, .name = "metal",
     .detect = gk__metal_detect, /* metal.m on Apple, above elsewhere */
     .valid = valid, .fits = fits,
+    .formats = {{"metallib", metallib_check}},
 };

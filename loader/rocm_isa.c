@@ -269,8 +269,10 @@ static unsigned want_field(char setting, int has) {
   return setting == '+' ? 3 : setting == '-' ? 2 : has ? 1 : 0;
 }
 
-int gk__amd_elf_check(unsigned osabi, unsigned abiversion, uint32_t eflags,
-                      const char *target, char *why, size_t why_size) {
+/* An AMD code object's header fields (EI_OSABI, EI_ABIVERSION, e_flags)
+ * against the row's target. 1, or 0 with why. */
+static int amd_header(unsigned osabi, unsigned abiversion, uint32_t eflags, const char *target,
+                      char *why, size_t why_size) {
   gk__amd_target t;
   char text[128];
   if (osabi != ELFOSABI_AMDGPU_HSA) {
@@ -350,10 +352,23 @@ int gk__amd_elf_check(unsigned osabi, unsigned abiversion, uint32_t eflags,
   return 1;
 }
 
+/* An hsaco image: an HSA code object of the row's processor, features and
+ * generic version, which defines a kernel descriptor per entry. */
+static int hsaco_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
+                       size_t why_size) {
+  gk__elf h;
+  return gk__elf_read(bytes, size, GK__EM_AMDGPU, GK__ET_DYN, &h, why, why_size) &&
+                 amd_header(h.osabi, h.abiversion, h.flags, row->target, why, why_size) &&
+                 gk__elf_exports(&h, row, 1, why, why_size)
+             ? GK_OK
+             : GK_EFORMAT;
+}
+
 /* ---- the backend --------------------------------------------------------- */
 
 const gk__backend gk__rocm_backend = {
     .id = GK_BACKEND_ROCM, .name = "rocm", .detect = gk__rocm_detect, /* rocm.c */
     .bare = "gfx", .arch = spec_arch,
     .valid = valid, .fits = gk__rocm_fits,
+    .formats = {{"hsaco", hsaco_check}},
 };

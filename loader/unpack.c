@@ -13,6 +13,7 @@
 #endif
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -376,7 +377,7 @@ GK_API int gk_archive_read(gk_archive *ar, size_t i, void **bytes,
                       ar->name, what);
     goto out;
   }
-  if ((status = gk__elf_check(raw, rawn, row, why, sizeof why))) {
+  if ((status = gk__image_check(raw, rawn, row, why, sizeof why))) {
     gk__fail(ar, status, "archive '%s': image %s does not fit its row: %s",
              ar->name, what, why);
     goto out;
@@ -390,3 +391,31 @@ out:
 }
 
 GK_API void gk_free(void *p) { free(p); }
+
+/* ---- image checks -------------------------------------------------------- */
+
+int gk__image_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
+                    size_t why_size) {
+  char tmp[256];
+  if (!why || why_size == 0) {
+    why = tmp;
+    why_size = sizeof tmp;
+  }
+  why[0] = '\0';
+  const gk__backend *b = gk__backend_named(row->backend);
+  for (size_t i = 0; b && i < sizeof b->formats / sizeof b->formats[0]; i++)
+    if (b->formats[i].name && strcmp(b->formats[i].name, row->format) == 0)
+      return b->formats[i].check(bytes, size, row, why, why_size);
+  snprintf(why, why_size, "format '%s' is not one libgk knows for backend '%s'", row->format,
+           row->backend);
+  return GK_EFORMAT;
+}
+
+GK_API int gk_image_check(const void *bytes, size_t size, const gk_image_info *row,
+                          char *why, size_t why_size) {
+  if (!bytes || !row || !row->backend || !row->format || !row->target || !row->entry) {
+    if (why && why_size) snprintf(why, why_size, "gk_image_check: no image or no row");
+    return GK_EINVAL;
+  }
+  return gk__image_check(bytes, size, row, why, why_size);
+}

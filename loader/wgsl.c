@@ -175,8 +175,8 @@ static int wgsl_declares(const char *text, size_t size, const char *name) {
 /* WGSL is UTF-8 text: no NUL byte, no malformed or overlong sequence. Every
  * entry the row lists must be an entry point of the text: a misspelt name
  * would otherwise pack, verify and load, and fail only in the host. */
-int gk__wgsl_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                   size_t why_size) {
+static int wgsl_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
+                      size_t why_size) {
   const unsigned char *s = bytes;
   for (size_t i = 0; i < size;) {
     unsigned c = s[i];
@@ -263,4 +263,5 @@ static int spec_arch(char *arch, size_t size, const char *spec, char *why, size_
 const gk__backend gk__wgsl_backend = {
     .id = GK_BACKEND_WGSL, .name = "wgsl", .detect = detect, .arch = spec_arch,
     .valid = valid, .fits = fits,
+    .formats = {{"wgsl", wgsl_check}},
 };

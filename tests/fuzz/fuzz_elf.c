@@ -49,7 +49,7 @@ static const char *const device_specs[] = {
 
 static void one_row(const gk_image_info *row, const uint8_t *data, size_t size) {
   char why[256];
-  int rc = gk__elf_check(data, size, row, why, sizeof why);
+  int rc = gk__image_check(data, size, row, why, sizeof why);
   if (rc != GK_OK && rc != GK_EFORMAT && rc != GK_ENOMEM) abort();
   if (rc != GK_OK && why[0] == '\0') abort(); /* a refusal says why */
   if (strcmp(row->format, "spirv") == 0) {

@@ -43,7 +43,7 @@ static int check_words(const uint32_t *w, size_t nbytes, const char *target, cha
   gk_image_info row = {0};
   row.kernel = "k", row.backend = "vulkan", row.target = target, row.variant = "";
   row.format = "spirv";
-  return gk__elf_check(w, nbytes, &row, why, 256);
+  return gk__image_check(w, nbytes, &row, why, 256);
 }
 
 static void test_spirv_header(void **state) {
