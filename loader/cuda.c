@@ -509,5 +509,6 @@ static int cuda_launch(void *state, const char *name, const gk_launch *L,
   return GK_OK;
 }
 
-const gk__gpu_ops gk__cuda_ops = {GK_BACKEND_CUDA, cuda_load,   cuda_symbol, cuda_kernel_info,
-                                  cuda_unload,     cuda_limits, cuda_launch};
+const gk__ops gk__cuda_ops = {.load = cuda_load, .symbol = cuda_symbol, .kernel_info = cuda_kernel_info,
+                              .unload = cuda_unload, .limits = cuda_limits, .launch = cuda_launch,
+                              .launches = 1};

@@ -674,4 +674,5 @@ const gk__backend gk__cuda_backend = {
     .bare = "sm_", .arch = spec_arch, .option = spec_option, .guess = spec_guess,
     .valid = valid, .fits = gk__cuda_fits, .holdings = holdings,
     .formats = {{"cubin", cubin_check}, {"ptx", ptx_check}},
+    .ops = &gk__cuda_ops, /* cuda.c */
 };

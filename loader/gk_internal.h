@@ -255,6 +255,8 @@ typedef void (*gk__holdings_fn)(gk__sb *has, gk__sb *note, const gk__row *rows,
                                 size_t from, size_t to, const char *variant,
                                 const gk_device *dev, unsigned flags);
 
+typedef struct gk__ops gk__ops; /* how a module loads (module.c) */
+
 typedef struct gk__backend {
   gk_backend id;
   const char *name; /* gk_backend_name(): "cuda" */
@@ -297,6 +299,10 @@ typedef struct gk__backend {
     int (*check)(const void *bytes, size_t size, const gk_image_info *row, char *why,
                  size_t why_size);
   } formats[2];
+
+  /* Loading and using a module (module.c); never NULL: a backend whose
+   * driver side is not built here has stand-ins that say so. */
+  const gk__ops *ops;
 } gk__backend;
 
 /* The descriptor of backend b, or of the backend named `name` ("cuda");
@@ -307,14 +313,17 @@ const gk__backend *gk__backend_named(const char *name);
 extern const gk__backend gk__cpu_backend, gk__cuda_backend, gk__rocm_backend,
     gk__vk_backend, gk__wgsl_backend, gk__metal_backend;
 
-/* ---- GPU modules (module.c dispatches; one ops table per backend) ----- */
+/* ---- modules (module.c; each backend's ops in its driver's file) ------- */
 
-/* How one GPU backend loads and answers for a module. load takes ownership
- * of `bytes` (the verified image, freed on failure too), checks the device
- * is really present, and on success sets *state, which symbol, kernel_info
- * and unload receive. It reports failures with gk__fail on `ar`. */
-typedef struct gk__gpu_ops {
-  gk_backend backend;
+/* How one backend loads and answers for a module (its descriptor's ops).
+ * ready (NULL: nothing to check) refuses, before anything is selected, a
+ * device this machine cannot stand for (a cpu level above its CPU's).
+ * load takes ownership of `bytes` (the verified image, freed on failure
+ * too), checks the device is really present, and on success sets *state,
+ * which symbol, kernel_info and unload receive. They report failures with
+ * gk__fail on `ar`. */
+struct gk__ops {
+  int (*ready)(gk_archive *ar, const gk_device *dev);
   int (*load)(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
               void *bytes, size_t size, void **state);
   void *(*symbol)(void *state, const char *name);
@@ -328,7 +337,10 @@ typedef struct gk__gpu_ops {
   int (*launch)(void *state, const char *name, const gk_launch *L,
                 const gk_launch_dims *d, const gk_arg *args, size_t nargs,
                 const gk_launch_options *opts);
-} gk__gpu_ops;
+  /* 1 when its rows carry launch data, parsed at load (gk_module_launch);
+   * 0 when a module's entries are functions to call (cpu). */
+  int launches;
+};
 
 /* ---- launches (launch.c) ----------------------------------------------- */
 
@@ -365,7 +377,7 @@ int gk__rocm_fits(const gk_device *dev, const gk_image_info *row,
                   unsigned flags, long *score, char *why, size_t why_size);
 /* The first ROCm GPU: GK_OK, or GK_ENODEVICE with the reason. */
 int gk__rocm_detect(gk_device *out, int asked, char *why, size_t why_size);
-extern const gk__gpu_ops gk__rocm_ops;
+extern const gk__ops gk__rocm_ops;
 
 
 /* ---- Vulkan (vulkan_spirv.c: SPIR-V and versions; vulkan.c: driver) --- */
@@ -397,23 +409,23 @@ int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
  * asked 0, devices of type CPU (lavapipe) are passed over, as
  * gk_device_detect() must not prefer them to the native CPU backend. */
 int gk__vk_detect(gk_device *out, int asked, char *why, size_t why_size);
-extern const gk__gpu_ops gk__vk_ops;
+extern const gk__ops gk__vk_ops;
 /* The state `ops` keeps for module m; NULL when m is not one of its
  * modules (module.c). */
-void *gk__module_gpu_state(const gk_module *m, const gk__gpu_ops *ops);
+void *gk__module_state(const gk_module *m, const gk__ops *ops);
 
 /* ---- WGSL text (wgsl.c) ------------------------------------------------ */
 
 /* "webgpu" or "webgpu+feature...". 1, or 0 with why. */
 int gk__wgsl_arch_ok(const char *arch, char *why, size_t why_size);
 
-extern const gk__gpu_ops gk__wgsl_ops;
+extern const gk__ops gk__wgsl_ops;
 
 /* ---- Metal (metal_target.c: names, rule, header; metal.m: Apple only) -- */
 
 /* The system default Metal device (Apple); elsewhere GK_ENODEVICE. */
 int gk__metal_detect(gk_device *out, int asked, char *why, size_t why_size);
-extern const gk__gpu_ops gk__metal_ops;
+extern const gk__ops gk__metal_ops;
 
 /* ---- CUDA (cuda_arch.c: targets, rule, image checks; cuda.c: driver) --- */
 
@@ -440,6 +452,6 @@ int gk__cuda_fits(const gk_device *dev, const gk_image_info *row,
 int gk__cuda_entries(const char *json, char names[][GK__CUDA_NAME_MAX], int max);
 /* The first CUDA GPU: GK_OK, or GK_ENODEVICE with the reason. */
 int gk__cuda_detect(gk_device *out, int asked, char *why, size_t why_size);
-extern const gk__gpu_ops gk__cuda_ops;
+extern const gk__ops gk__cuda_ops;
 
 #endif /* GK_INTERNAL_H */

@@ -151,5 +151,6 @@ static int metal_kernel_info(void *state, const char *name, gk_kernel_info *out)
 
 static void metal_unload(void *state) { mod_free(state); }
 
-const gk__gpu_ops gk__metal_ops = {GK_BACKEND_METAL, metal_load, metal_symbol,
-                                   metal_kernel_info, metal_unload};
+const gk__ops gk__metal_ops = {.load = metal_load, .symbol = metal_symbol,
+                               .kernel_info = metal_kernel_info, .unload = metal_unload,
+                               .launches = 1};

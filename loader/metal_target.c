@@ -209,8 +209,9 @@ static int metal_kernel_info(void *s, const char *n, gk_kernel_info *o) {
 }
 static void metal_unload(void *s) { (void)s; }
 
-const gk__gpu_ops gk__metal_ops = {GK_BACKEND_METAL, metal_load, metal_symbol,
-                                   metal_kernel_info, metal_unload, NULL, NULL};
+const gk__ops gk__metal_ops = {.load = metal_load, .symbol = metal_symbol,
+                               .kernel_info = metal_kernel_info, .unload = metal_unload,
+                               .launches = 1};
 #endif
 
 /* ---- the backend --------------------------------------------------------- */
@@ -220,4 +221,5 @@ const gk__backend gk__metal_backend = {
     .detect = gk__metal_detect, /* metal.m on Apple, above elsewhere */
     .valid = valid, .fits = fits,
     .formats = {{"metallib", metallib_check}},
+    .ops = &gk__metal_ops, /* metal.m on Apple, above elsewhere */
 };

@@ -575,5 +575,5 @@ out:
   return rc;
 }
 
-const gk__gpu_ops gk__rocm_ops = {GK_BACKEND_ROCM, rocm_load,   rocm_symbol, rocm_kernel_info,
-                                  rocm_unload,     NULL,        rocm_launch};
+const gk__ops gk__rocm_ops = {.load = rocm_load, .symbol = rocm_symbol, .kernel_info = rocm_kernel_info,
+                              .unload = rocm_unload, .launch = rocm_launch, .launches = 1};

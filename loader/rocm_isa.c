@@ -371,4 +371,5 @@ const gk__backend gk__rocm_backend = {
     .bare = "gfx", .arch = spec_arch,
     .valid = valid, .fits = gk__rocm_fits,
     .formats = {{"hsaco", hsaco_check}},
+    .ops = &gk__rocm_ops, /* rocm.c */
 };

@@ -481,8 +481,8 @@ static int vk_kernel_info(void *s, const char *n, gk_kernel_info *o) {
   return GK_ENOSYMBOL;
 }
 static void vk_unload(void *s) { (void)s; }
-const gk__gpu_ops gk__vk_ops = {GK_BACKEND_VULKAN, vk_load, vk_symbol, vk_kernel_info,
-                                vk_unload, NULL, NULL};
+const gk__ops gk__vk_ops = {.load = vk_load, .symbol = vk_symbol, .kernel_info = vk_kernel_info,
+                            .unload = vk_unload, .launches = 1};
 
 GK_API int gk_vk_devices(gk_device *out, size_t cap, size_t *count, char *why,
                          size_t why_size) {

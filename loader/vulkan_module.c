@@ -31,7 +31,7 @@ typedef struct vkmod {
   vkentry e[GK__SPIRV_MAX_ENTRIES];
 } vkmod;
 
-/* gk_vk_module_load's device for the load it starts: gk__gpu_ops.load has
+/* gk_vk_module_load's device for the load it starts: gk__ops.load has
  * no parameter for it, and the call happens on this thread, inside
  * gk_module_load_ex. */
 static _Thread_local gk_vk *load_into;
@@ -213,11 +213,12 @@ static int vk_launch(void *state, const char *name, const gk_launch *L, const gk
   return GK_OK;
 }
 
-const gk__gpu_ops gk__vk_ops = {GK_BACKEND_VULKAN, vk_load,   vk_symbol, vk_kernel_info,
-                                vk_unload,         vk_limits, vk_launch};
+const gk__ops gk__vk_ops = {.load = vk_load, .symbol = vk_symbol, .kernel_info = vk_kernel_info,
+                            .unload = vk_unload, .limits = vk_limits, .launch = vk_launch,
+                            .launches = 1};
 
 static vkmod *mod_of(const gk_module *m) {
-  return m ? gk__module_gpu_state(m, &gk__vk_ops) : NULL;
+  return m ? gk__module_state(m, &gk__vk_ops) : NULL;
 }
 
 GK_API int gk_vk_module_load(gk_archive *ar, gk_vk *vk, const char *kernel,

@@ -442,4 +442,5 @@ const gk__backend gk__vk_backend = {
     .id = GK_BACKEND_VULKAN, .name = "vulkan", .detect = gk__vk_detect, /* vulkan.c */
     .valid = valid, .fits = fits,
     .formats = {{"spirv", spirv_check}},
+    .ops = &gk__vk_ops, /* vulkan_module.c (vulkan.c without the Vulkan headers) */
 };

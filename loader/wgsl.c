@@ -251,8 +251,9 @@ static int wgsl_kernel_info(void *state, const char *name, gk_kernel_info *out) 
 
 static void wgsl_unload(void *state) { free(state); }
 
-const gk__gpu_ops gk__wgsl_ops = {GK_BACKEND_WGSL, wgsl_load, wgsl_symbol, wgsl_kernel_info,
-                                  wgsl_unload, NULL, NULL};
+/* The host launches: libgk gives it the text and the launch data. */
+const gk__ops gk__wgsl_ops = {.load = wgsl_load, .symbol = wgsl_symbol, .kernel_info = wgsl_kernel_info,
+                              .unload = wgsl_unload, .launches = 1};
 
 /* ---- the backend --------------------------------------------------------- */
 
@@ -264,4 +265,5 @@ const gk__backend gk__wgsl_backend = {
     .id = GK_BACKEND_WGSL, .name = "wgsl", .detect = detect, .arch = spec_arch,
     .valid = valid, .fits = fits,
     .formats = {{"wgsl", wgsl_check}},
+    .ops = &gk__wgsl_ops,
 };
