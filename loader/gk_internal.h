@@ -156,6 +156,13 @@ struct gk_archive {
 /* Orders index rows: (kernel, backend, variant, target), bytewise. */
 int gk__row_cmp(const gk_image_info *a, const gk_image_info *b);
 
+/* The image of row r (gk_archive_read's work, for a row in hand: a load
+ * reads the row its selection chose, unpack.c): its blob decoded and
+ * checked, then the image checked against the row. *bytes is the
+ * caller's to free. Errors as gk_archive_read, with the archive's
+ * message. */
+int gk__read(gk_archive *ar, const gk__row *r, void **bytes, size_t *size);
+
 /* Checks that `bytes` fit the row: its backend's check of its format
  * (unpack.c). GK_OK, or GK_EFORMAT with `why` (may be NULL) saying what
  * does not fit. */
@@ -206,6 +213,11 @@ void gk__row_describe(const gk_image_info *row, char *buf, size_t size);
 /* 1 once libsodium is initialised (once per process; unpack.c), which
  * image hashing and signature checks (sign.c) both need. */
 int gk__sodium_ready(void);
+
+/* The best row of `kernel`/`variant` for dev, as gk_archive_select_ex
+ * chooses it, in *row: valid until the archive is closed (select.c). */
+int gk__select(gk_archive *ar, const gk_device *dev, const char *kernel, const char *variant,
+               unsigned flags, const gk__row **row);
 
 /* ---- GPU drivers (driver.c) ---------------------------------------- */
 

@@ -140,21 +140,15 @@ GK_API int gk_module_load_ex(gk_archive *ar, const gk_device *dev,
     return gk__fail(ar, GK_EINVAL, "gk_module_load: the device is not valid (backend %d)",
                     (int)dev->backend);
   const gk__ops *ops = b->ops;
-  size_t index;
   int rc = ops->ready ? ops->ready(ar, dev) : GK_OK;
   if (rc != GK_OK) return rc;
-  if ((rc = gk_archive_select_ex(ar, dev, kernel, variant, flags, &index)) != GK_OK)
-    return rc;
-
+  /* The row the selection chose is the one read and loaded: no index to
+   * look it up by again. */
+  const gk__row *r;
+  if ((rc = gk__select(ar, dev, kernel, variant, flags, &r)) != GK_OK) return rc;
   void *bytes = NULL;
   size_t size = 0;
-  if ((rc = gk_archive_read(ar, index, &bytes, &size)) != GK_OK) return rc;
-
-  const gk__row *r = gk__index_row(ar, index, &rc);
-  if (!r) {
-    free(bytes);
-    return rc;
-  }
+  if ((rc = gk__read(ar, r, &bytes, &size)) != GK_OK) return rc;
   const gk_image_info *row = &r->info;
   char what[256];
   gk__row_describe(row, what, sizeof what);

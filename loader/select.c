@@ -204,14 +204,15 @@ static int no_image(gk_archive *ar, const gk__backend *b, const gk_device *dev,
   return status;
 }
 
-/* select_ex and explain: the device's backend, the kernel's variant, the
- * backend's rule over its rows. */
+/* gk__select and explain: the device's backend, the kernel's variant, the
+ * backend's rule over its rows. The chosen row goes to *row (explain: row
+ * NULL, the candidates are the answer). */
 static int select_common(gk_archive *ar, const gk_device *dev,
                          const char *kernel, const char *variant,
-                         unsigned flags, size_t *index, gk_candidate *cand,
+                         unsigned flags, const gk__row **row, gk_candidate *cand,
                          size_t cap, size_t *ncand) {
   if (!ar) return GK_EINVAL;
-  if (!dev || !kernel || (!index && !ncand))
+  if (!dev || !kernel || (!row && !ncand))
     return gk__fail(ar, GK_EINVAL, "gk_archive_select: %s is NULL",
                     !dev      ? "dev"
                     : !kernel ? "kernel"
@@ -236,14 +237,14 @@ static int select_common(gk_archive *ar, const gk_device *dev,
    * only the rows of (kernel, backend, variant). Anything else - no such
    * rows, none that fits, a listing (explain), a damaged index - goes the
    * whole index's way, which also words the messages. */
-  if (!ar->whole && !ar->broken && index && !cand && valid) {
+  if (!ar->whole && !ar->broken && row && !cand && valid) {
     gk__row *some;
     size_t nsome;
     int suspect, rc = gk__index_some(ar, kernel, b->name, want, &some, &nsome, &suspect);
     if (rc != GK_OK) return rc;
     long best = nsome ? choose(b, some, 0, nsome, want, dev, flags, NULL, 0, NULL) : -1;
     if (best >= 0) {
-      *index = some[best].pos;
+      *row = &some[best];
       return GK_OK;
     }
   }
@@ -257,17 +258,25 @@ static int select_common(gk_archive *ar, const gk_device *dev,
     return gk__fail(ar, GK_EINVAL, "device '%s' %s", devtext, why);
   }
   long best = choose(b, ar->rows, from, to, want, dev, flags, cand, cap, ncand);
-  if (!index) return GK_OK; /* explain: the candidates are the answer */
+  if (!row) return GK_OK; /* explain */
   if (best < 0) return no_image(ar, b, dev, kernel, want, from, to, flags);
-  *index = (size_t)best;
+  *row = &ar->rows[best];
   return GK_OK;
+}
+
+int gk__select(gk_archive *ar, const gk_device *dev, const char *kernel, const char *variant,
+               unsigned flags, const gk__row **row) {
+  return select_common(ar, dev, kernel, variant, flags, row, NULL, 0, NULL);
 }
 
 GK_API int gk_archive_select_ex(gk_archive *ar, const gk_device *dev,
                                 const char *kernel, const char *variant,
                                 unsigned flags, size_t *index) {
   if (!index) return ar ? gk__fail(ar, GK_EINVAL, "gk_archive_select: index is NULL") : GK_EINVAL;
-  return select_common(ar, dev, kernel, variant, flags, index, NULL, 0, NULL);
+  const gk__row *row;
+  int rc = gk__select(ar, dev, kernel, variant, flags, &row);
+  if (rc == GK_OK) *index = row->pos;
+  return rc;
 }
 
 GK_API int gk_archive_explain(gk_archive *ar, const gk_device *dev,

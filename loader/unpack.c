@@ -330,19 +330,9 @@ read_out:
   return status;
 }
 
-GK_API int gk_archive_read(gk_archive *ar, size_t i, void **bytes,
-                           size_t *size) {
-  if (bytes) *bytes = NULL;
-  if (!ar) return GK_EINVAL;
-  if (!bytes || !size)
-    return gk__fail(ar, GK_EINVAL, "gk_archive_read: %s is NULL",
-                    bytes ? "size" : "bytes");
-  free(ar->msg);
-  ar->msg = NULL;
-  int status;
-  const gk__row *r = gk__index_row(ar, i, &status);
-  if (!r || (status = gk__blob_stmts(ar))) return status;
-
+int gk__read(gk_archive *ar, const gk__row *r, void **bytes, size_t *size) {
+  int status = gk__blob_stmts(ar);
+  if (status) return status;
   const gk_image_info *row = &r->info;
   char what[256], why[256];
   unsigned char *raw = NULL, hash[32];
@@ -388,6 +378,20 @@ GK_API int gk_archive_read(gk_archive *ar, size_t i, void **bytes,
 out:
   free(raw);
   return status;
+}
+
+GK_API int gk_archive_read(gk_archive *ar, size_t i, void **bytes,
+                           size_t *size) {
+  if (bytes) *bytes = NULL;
+  if (!ar) return GK_EINVAL;
+  if (!bytes || !size)
+    return gk__fail(ar, GK_EINVAL, "gk_archive_read: %s is NULL",
+                    bytes ? "size" : "bytes");
+  free(ar->msg);
+  ar->msg = NULL;
+  int status;
+  const gk__row *r = gk__index_row(ar, i, &status);
+  return r ? gk__read(ar, r, bytes, size) : status;
 }
 
 GK_API void gk_free(void *p) { free(p); }
