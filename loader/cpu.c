@@ -208,18 +208,17 @@ static int write_all(int fd, const unsigned char *p, size_t n) {
  * selection: code built for it could die of SIGILL far from the cause. */
 static int so_ready(gk_archive *ar, const gk_device *dev) {
   gk_device here;
-  char why[256], devtext[160];
-  gk_device_format(dev, devtext, sizeof devtext);
+  char why[256];
   int rc = gk__cpu_detect(&here, 1, why, sizeof why);
   if (rc != GK_OK)
-    return gk__fail(ar, rc, "cannot load for device '%s': %s", devtext, why);
+    return gk__fail(ar, rc, "cannot load for device '%s': %s", GK__DEVICE(dev), why);
   int want = gk__x86_level_from_name(dev->arch);
   int have = gk__x86_level_from_name(here.arch);
   if (want > have)
     return gk__fail(ar, GK_ENODEVICE,
                     "device '%s' asks for more than this CPU has (%s, %s); its "
                     "code could stop on an illegal instruction",
-                    devtext, here.arch, here.name);
+                    GK__DEVICE(dev), here.arch, here.name);
   return GK_OK;
 }
 
@@ -239,30 +238,30 @@ static void image_tag(const gk_image_info *row, char sep, char *out, size_t size
 /* The image as an anonymous memfd, named by its /proc path; the module
  * keeps the fd (see the top of this file). */
 static int write_image(gk_archive *ar, so_module *sm, const gk_image_info *row,
-                       const void *bytes, size_t size, const char *what) {
+                       const void *bytes, size_t size) {
   char name[64], ebuf[128];
   /* The memfd's name shows in /proc/PID/maps next to the code. */
   image_tag(row, ':', name + 3, sizeof name - 3);
   memcpy(name, "gk:", 3);
   sm->fd = memfd_create(name, MFD_CLOEXEC);
-  if (sm->fd < 0)
-    return gk__fail(ar, GK_EDRIVER, "cannot load image %s: memfd_create: %s",
-                    what, gk__errno_text(errno, ebuf, sizeof ebuf));
-  if (write_all(sm->fd, bytes, size) != 0)
-    return gk__fail(ar, GK_EDRIVER,
-                    "cannot load image %s: writing the memfd: %s", what,
-                    gk__errno_text(errno, ebuf, sizeof ebuf));
+  const char *step = sm->fd < 0                              ? "memfd_create"
+                     : write_all(sm->fd, bytes, size) != 0 ? "writing the memfd"
+                                                            : NULL;
+  if (step) {
+    const char *e = gk__errno_text(errno, ebuf, sizeof ebuf); /* before the row's words */
+    return gk__fail(ar, GK_EDRIVER, "cannot load image %s: %s: %s", GK__WHAT(row), step, e);
+  }
   char path[32];
   snprintf(path, sizeof path, "/proc/self/fd/%d", sm->fd);
   if (!(sm->path = strdup(path)))
-    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", GK__WHAT(row));
   return GK_OK;
 }
 #else
 /* The image as a file of its own in $TMPDIR (mkstemp: mode 0600, O_EXCL),
  * closed and left for so_load to unlink once dlopen has mapped it. */
 static int write_image(gk_archive *ar, so_module *sm, const gk_image_info *row,
-                       const void *bytes, size_t size, const char *what) {
+                       const void *bytes, size_t size) {
   static atomic_ulong serial;
   char tag[64], ebuf[128];
   image_tag(row, '-', tag, sizeof tag);
@@ -272,7 +271,7 @@ static int write_image(gk_archive *ar, so_module *sm, const gk_image_info *row,
   while (dlen > 1 && dir[dlen - 1] == '/') dlen--;
   size_t n = dlen + strlen(tag) + 80;
   if (!(sm->path = malloc(n)))
-    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", GK__WHAT(row));
   snprintf(sm->path, n, "%.*s/gk-%s-%ld-%lu-XXXXXX", (int)dlen, dir, tag,
            (long)getpid(), (unsigned long)atomic_fetch_add(&serial, 1));
   int fd = mkstemp(sm->path);
@@ -281,7 +280,7 @@ static int write_image(gk_archive *ar, so_module *sm, const gk_image_info *row,
     return gk__fail(ar, GK_EDRIVER,
                     "cannot load image %s: cannot create a temporary file in "
                     "'%.*s': %s (set TMPDIR to a writable folder)",
-                    what, (int)dlen, dir, gk__errno_text(e, ebuf, sizeof ebuf));
+                    GK__WHAT(row), (int)dlen, dir, gk__errno_text(e, ebuf, sizeof ebuf));
   }
   int rc = write_all(fd, bytes, size);
   int e = errno;
@@ -289,7 +288,7 @@ static int write_image(gk_archive *ar, so_module *sm, const gk_image_info *row,
   if (rc != 0) {
     unlink(sm->path);
     return gk__fail(ar, GK_EDRIVER, "cannot load image %s: writing '%s': %s",
-                    what, sm->path, gk__errno_text(e, ebuf, sizeof ebuf));
+                    GK__WHAT(row), sm->path, gk__errno_text(e, ebuf, sizeof ebuf));
   }
   return GK_OK;
 }
@@ -322,15 +321,13 @@ static void so_unload(void *state) {
  * (and the memfd) and the handle; a temporary file is already gone. */
 static int so_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row, void *bytes,
                    size_t size, void **state) {
-  char what[256];
-  gk__row_describe(row, what, sizeof what);
   so_module *sm = calloc(1, sizeof *sm);
   if (!sm) {
     free(bytes);
-    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", GK__WHAT(row));
   }
   sm->fd = -1;
-  int rc = write_image(ar, sm, row, bytes, size, what);
+  int rc = write_image(ar, sm, row, bytes, size);
   free(bytes);
   if (rc == GK_OK) {
     dlerror(); /* drop a stale message */
@@ -339,7 +336,7 @@ static int so_load(gk_archive *ar, const gk_device *dev, const gk_image_info *ro
     char *msg = e ? strdup(e) : NULL; /* unlink may not touch it, but be sure */
     if (sm->fd < 0) unlink(sm->path); /* mapped (or failed): the file can go */
     if (!sm->dl)
-      rc = gk__fail(ar, GK_EDRIVER, "cannot load image %s: dlopen: %s%s", what,
+      rc = gk__fail(ar, GK_EDRIVER, "cannot load image %s: dlopen: %s%s", GK__WHAT(row),
                     msg ? msg : "unknown error",
                     sm->fd < 0 ? " (it was written to $TMPDIR, which must allow "
                                  "running code: set TMPDIR to another folder if "

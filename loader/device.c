@@ -223,6 +223,11 @@ GK_API int gk_device_parse(const char *spec, gk_device *out, char *why,
   return GK_OK;
 }
 
+const char *gk__device_text(const gk_device *dev, char *buf, size_t size) {
+  gk_device_format(dev, buf, size);
+  return buf;
+}
+
 GK_API void gk_device_format(const gk_device *dev, char *buf, size_t size) {
   if (!buf || size == 0) return;
   if (!dev) {

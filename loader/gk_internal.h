@@ -207,8 +207,16 @@ const char *gk__archive_vfs(void);
  * `dst`'s pointers then reference. GK_OK or GK_ENOMEM. */
 int gk__info_copy(gk_image_info *dst, const gk_image_info *src, char **block);
 
-/* Describes a row in messages: "'qmatmul' bits=4 cpu x86-64-v3". */
-void gk__row_describe(const gk_image_info *row, char *buf, size_t size);
+/* Describes a row in messages: "'qmatmul' bits=4 cpu x86-64-v3", into
+ * buf; returns buf. */
+const char *gk__row_describe(const gk_image_info *row, char *buf, size_t size);
+/* gk_device_format into buf; returns buf (device.c). */
+const char *gk__device_text(const gk_device *dev, char *buf, size_t size);
+/* A row's or a device's description in a buffer of its own, which lives to
+ * the end of the enclosing block: written among a message's arguments, so
+ * that nothing is described before a failure is worded. */
+#define GK__WHAT(row) gk__row_describe((row), (char[256]){""}, 256)
+#define GK__DEVICE(dev) gk__device_text((dev), (char[160]){""}, 160)
 
 /* 1 once libsodium is initialised (once per process; unpack.c), which
  * image hashing and signature checks (sign.c) both need. */

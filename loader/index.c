@@ -36,9 +36,10 @@ int gk__info_copy(gk_image_info *dst, const gk_image_info *src, char **block) {
   return GK_OK;
 }
 
-void gk__row_describe(const gk_image_info *row, char *buf, size_t size) {
+const char *gk__row_describe(const gk_image_info *row, char *buf, size_t size) {
   snprintf(buf, size, "'%s'%s%s %s %s", row->kernel, *row->variant ? " " : "",
            row->variant, row->backend, row->target);
+  return buf;
 }
 
 /* Text of column `col`, refused unless it is TEXT without NUL bytes:

@@ -150,13 +150,11 @@ GK_API int gk_module_load_ex(gk_archive *ar, const gk_device *dev,
   size_t size = 0;
   if ((rc = gk__read(ar, r, &bytes, &size)) != GK_OK) return rc;
   const gk_image_info *row = &r->info;
-  char what[256];
-  gk__row_describe(row, what, sizeof what);
   gk_module *m = calloc(1, sizeof *m);
   if (!m || gk__info_copy(&m->info, row, &m->strings) != GK_OK) {
     free(m);
     free(bytes);
-    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", GK__WHAT(row));
   }
   m->dev = *dev;
   m->ops = ops;

@@ -272,20 +272,18 @@ static void rocm_unload(void *state) {
 static int rocm_load(gk_archive *ar, const gk_device *dev,
                      const gk_image_info *row, void *bytes, size_t size,
                      void **state) {
-  char what[256], why[512], st[160], devtext[160];
-  gk__row_describe(row, what, sizeof what);
-  gk_device_format(dev, devtext, sizeof devtext);
+  char why[512], st[160];
   rocm_module *rm = calloc(1, sizeof *rm);
   if (!rm) {
     free(bytes);
-    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", GK__WHAT(row));
   }
   rm->bytes = bytes;
   pthread_mutex_init(&rm->lock, NULL);
   rm->abiversion = size > 8 ? ((const unsigned char *)bytes)[8] : 0;
   int rc = hsa_open(&rm->h, why, sizeof why);
   if (rc != GK_OK) {
-    rc = gk__fail(ar, rc, "cannot load image %s: %s", what, why);
+    rc = gk__fail(ar, rc, "cannot load image %s: %s", GK__WHAT(row), why);
     goto fail;
   }
   const hsa *h = &rm->h;
@@ -295,7 +293,7 @@ static int rocm_load(gk_archive *ar, const gk_device *dev,
   rc = find_agent(h, dev->index, &rm->agent, here.arch, sizeof here.arch, why,
                   sizeof why);
   if (rc != GK_OK) {
-    rc = gk__fail(ar, rc, "cannot load image %s for '%s': %s", what, devtext,
+    rc = gk__fail(ar, rc, "cannot load image %s for '%s': %s", GK__WHAT(row), GK__DEVICE(dev),
                   why);
     goto fail;
   }
@@ -306,7 +304,7 @@ static int rocm_load(gk_archive *ar, const gk_device *dev,
     rc = gk__fail(ar, GK_ENODEVICE,
                   "cannot load image %s: it was chosen for '%s', but ROCm "
                   "device %d here is %s (%s)",
-                  what, devtext, dev->index, here.arch, why);
+                  GK__WHAT(row), GK__DEVICE(dev), dev->index, here.arch, why);
     goto fail;
   }
 
@@ -334,7 +332,7 @@ static int rocm_load(gk_archive *ar, const gk_device *dev,
 
 driver_fail:
   rc = gk__fail(ar, GK_EDRIVER, "cannot load image %s on ROCm device %d (%s): %s failed with %s",
-                what, dev->index, here.arch, step, status_text(h, s, st, sizeof st));
+                GK__WHAT(row), dev->index, here.arch, step, status_text(h, s, st, sizeof st));
 fail:
   rocm_unload(rm);
   return rc;
@@ -575,5 +573,6 @@ out:
   return rc;
 }
 
-const gk__ops gk__rocm_ops = {.load = rocm_load, .symbol = rocm_symbol, .kernel_info = rocm_kernel_info,
-                              .unload = rocm_unload, .launch = rocm_launch, .launches = 1};
+const gk__ops gk__rocm_ops = {
+    .load = rocm_load, .symbol = rocm_symbol, .kernel_info = rocm_kernel_info,
+    .unload = rocm_unload, .launch = rocm_launch, .launches = 1};

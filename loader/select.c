@@ -183,7 +183,6 @@ static int no_image(gk_archive *ar, const gk__backend *b, const gk_device *dev,
                     unsigned flags) {
   const gk__row *rows = ar->rows;
   gk__sb has = {0}, note = {0};
-  char devtext[160];
   if (b->holdings) {
     b->holdings(&has, &note, rows, from, to, want, dev, flags);
   } else {
@@ -195,9 +194,8 @@ static int no_image(gk_archive *ar, const gk__backend *b, const gk_device *dev,
       first = 0;
     }
   }
-  gk_device_format(dev, devtext, sizeof devtext);
   int status = gk__fail(ar, GK_ENOIMAGE, "no image of '%s'%s%s fits %s; archive '%s' has %s%s%s",
-                        kernel, *want ? " " : "", want, devtext, ar->name, gk__sb_str(&has),
+                        kernel, *want ? " " : "", want, GK__DEVICE(dev), ar->name, gk__sb_str(&has),
                         note.len ? "; " : "", gk__sb_str(&note));
   gk__sb_free(&has);
   gk__sb_free(&note);
@@ -252,11 +250,7 @@ static int select_common(gk_archive *ar, const gk_device *dev,
   size_t from = 0, to = 0;
   if (status != GK_OK || (status = find_variant(ar, kernel, variant, &from, &to, &want)))
     return status;
-  if (!valid) {
-    char devtext[160];
-    gk_device_format(dev, devtext, sizeof devtext);
-    return gk__fail(ar, GK_EINVAL, "device '%s' %s", devtext, why);
-  }
+  if (!valid) return gk__fail(ar, GK_EINVAL, "device '%s' %s", GK__DEVICE(dev), why);
   long best = choose(b, ar->rows, from, to, want, dev, flags, cand, cap, ncand);
   if (!row) return GK_OK; /* explain */
   if (best < 0) return no_image(ar, b, dev, kernel, want, from, to, flags);

@@ -226,12 +226,10 @@ static int wgsl_check(const void *bytes, size_t size, const gk_image_info *row, 
 static int wgsl_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
                      void *bytes, size_t size, void **state) {
   (void)dev;
-  char what[256];
   char *text = realloc(bytes, size + 1); /* bytes is ours either way */
   if (!text) {
     free(bytes);
-    gk__row_describe(row, what, sizeof what);
-    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", GK__WHAT(row));
   }
   text[size] = '\0';
   *state = text;
@@ -252,8 +250,9 @@ static int wgsl_kernel_info(void *state, const char *name, gk_kernel_info *out) 
 static void wgsl_unload(void *state) { free(state); }
 
 /* The host launches: libgk gives it the text and the launch data. */
-const gk__ops gk__wgsl_ops = {.load = wgsl_load, .symbol = wgsl_symbol, .kernel_info = wgsl_kernel_info,
-                              .unload = wgsl_unload, .launches = 1};
+const gk__ops gk__wgsl_ops = {.load = wgsl_load, .symbol = wgsl_symbol,
+                              .kernel_info = wgsl_kernel_info, .unload = wgsl_unload,
+                              .launches = 1};
 
 /* ---- the backend --------------------------------------------------------- */
 
