@@ -319,8 +319,8 @@ static void so_unload(void *state) {
 /* The image bytes as a loaded library: written where the dynamic linker
  * can open it by name, then dlopen. On success the module owns the name
  * (and the memfd) and the handle; a temporary file is already gone. */
-static int so_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row, void *bytes,
-                   size_t size, void **state) {
+static int so_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
+                   const gk__entries *e, void *bytes, size_t size, void **state) {
   so_module *sm = calloc(1, sizeof *sm);
   if (!sm) {
     free(bytes);
@@ -389,8 +389,8 @@ static int fits(const gk_device *dev, const gk_image_info *row, unsigned flags, 
 
 /* A shared object for x86-64 that exports each entry; its target a level
  * (an ELF does not record the level it was built for). */
-static int so_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                    size_t why_size) {
+static int so_check(const void *bytes, size_t size, const gk_image_info *row,
+                    const gk__entries *e, char *why, size_t why_size) {
   gk__elf h;
   if (!gk__elf_read(bytes, size, GK__EM_X86_64, GK__ET_DYN, &h, why, why_size))
     return GK_EFORMAT;
@@ -399,7 +399,7 @@ static int so_check(const void *bytes, size_t size, const gk_image_info *row, ch
              gk__x86_level_list());
     return GK_EFORMAT;
   }
-  return gk__elf_exports(&h, row, 0, why, why_size) ? GK_OK : GK_EFORMAT;
+  return gk__elf_exports(&h, e, 0, why, why_size) ? GK_OK : GK_EFORMAT;
 }
 
 static int valid(const gk_device *dev, char *why, size_t why_size) {

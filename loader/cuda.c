@@ -236,8 +236,6 @@ int gk__cuda_detect(gk_device *out, int asked, char *why, size_t why_size) {
 
 /* ---- modules ------------------------------------------------------------- */
 
-#define MAX_ENTRIES 16
-
 typedef struct cuda_module {
   cu c;
   gk__cu_device dev;
@@ -246,9 +244,8 @@ typedef struct cuda_module {
   int have_ctx;
   gk__cu_library lib; /* one of lib and mod */
   gk__cu_module mod;
-  int n;
-  char names[MAX_ENTRIES][GK__CUDA_NAME_MAX];
-  gk__cu_function fns[MAX_ENTRIES];
+  gk__entries e;       /* the row's, each resolved to a function at load */
+  gk__cu_function fns[GK__ENTRY_MAX];
 } cuda_module;
 
 static void cuda_unload(void *state) {
@@ -296,7 +293,7 @@ static int load_fail(gk_archive *ar, const cuda_module *cm, const gk_image_info 
 }
 
 static int cuda_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
-                     void *bytes, size_t size, void **state) {
+                     const gk__entries *e, void *bytes, size_t size, void **state) {
   char why[512], st[96];
   cuda_module *cm = calloc(1, sizeof *cm);
   int is_ptx = strcmp(row->format, "ptx") == 0;
@@ -305,12 +302,7 @@ static int cuda_load(gk_archive *ar, const gk_device *dev, const gk_image_info *
     free(bytes);
     return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", GK__WHAT(row));
   }
-  if ((cm->n = gk__cuda_entries(row->entry, cm->names, MAX_ENTRIES)) < 0) {
-    free(bytes);
-    free(cm);
-    return gk__fail(ar, GK_ECORRUPT, "image %s: entry list '%s' is not a JSON array of names",
-                    GK__WHAT(row), row->entry);
-  }
+  cm->e = *e; /* checked by the read (gk__image_check) */
   /* The driver reads PTX as a C string; the image has no terminator. */
   if (is_ptx) {
     char *text = realloc(bytes, size + 1);
@@ -376,24 +368,24 @@ static int cuda_load(gk_archive *ar, const gk_device *dev, const gk_image_info *
     r = cm->c.cuModuleLoadDataEx(&cm->mod, bytes, 2, opts, vals);
   }
   log[sizeof log - 1] = '\0';
-  for (int i = 0; r == GK__CUDA_SUCCESS && i < cm->n; i++) {
+  for (int i = 0; r == GK__CUDA_SUCCESS && i < cm->e.n; i++) {
     if (use_lib) {
       gk__cu_kernel k;
       step = "cuLibraryGetKernel";
-      r = cm->c.cuLibraryGetKernel(&k, cm->lib, cm->names[i]);
+      r = cm->c.cuLibraryGetKernel(&k, cm->lib, cm->e.name[i]);
       if (r == GK__CUDA_SUCCESS) {
         step = "cuKernelGetFunction";
         r = cm->c.cuKernelGetFunction(&cm->fns[i], k);
       }
     } else {
       step = "cuModuleGetFunction";
-      r = cm->c.cuModuleGetFunction(&cm->fns[i], cm->mod, cm->names[i]);
+      r = cm->c.cuModuleGetFunction(&cm->fns[i], cm->mod, cm->e.name[i]);
     }
     if (r != GK__CUDA_SUCCESS) {
       cm->c.cuCtxPopCurrent(&popped);
       rc = gk__fail(ar, r == GK__CUDA_ERROR_NOT_FOUND ? GK_ENOSYMBOL : GK_EDRIVER,
                     "cannot load image %s: kernel '%s': %s failed with %s", GK__WHAT(row),
-                    cm->names[i], step, result_text(&cm->c, r, st, sizeof st));
+                    cm->e.name[i], step, result_text(&cm->c, r, st, sizeof st));
       goto fail;
     }
   }
@@ -413,8 +405,8 @@ fail:
 }
 
 static int entry_index(const cuda_module *cm, const char *name) {
-  for (int i = 0; i < cm->n; i++)
-    if (strcmp(cm->names[i], name) == 0) return i;
+  for (int i = 0; i < cm->e.n; i++)
+    if (strcmp(cm->e.name[i], name) == 0) return i;
   return -1;
 }
 

@@ -329,37 +329,6 @@ out:
   free(ptx);
 }
 
-/* ---- entry names --------------------------------------------------------- */
-
-int gk__cuda_entries(const char *json, char names[][GK__CUDA_NAME_MAX],
-                     int max) {
-  /* The index's entry column: a JSON array of identifiers, as gk build
-   * writes it ('["qmatmul"]'). Anything else is refused, not guessed at. */
-  const char *p = json;
-  int n = 0;
-  if (!p) return -1;
-  while (isspace((unsigned char)*p)) p++;
-  if (*p++ != '[') return -1;
-  for (;;) {
-    while (isspace((unsigned char)*p)) p++;
-    if (*p == ']' && n == 0) break;
-    if (*p++ != '"') return -1;
-    size_t len = 0;
-    while (isalnum((unsigned char)p[len]) || p[len] == '_') len++;
-    if (len == 0 || len >= GK__CUDA_NAME_MAX || p[len] != '"' || n >= max)
-      return -1;
-    memcpy(names[n], p, len);
-    names[n++][len] = '\0';
-    p += len + 1;
-    while (isspace((unsigned char)*p)) p++;
-    if (*p == ']') break;
-    if (*p++ != ',') return -1;
-  }
-  p++;
-  while (isspace((unsigned char)*p)) p++;
-  return *p == '\0' ? n : -1;
-}
-
 /* ---- cubin ELF ---------------------------------------------------------- */
 
 static unsigned rd16(const unsigned char *p) { return p[0] | (unsigned)p[1] << 8; }
@@ -502,8 +471,8 @@ static int tkinfo(const section *s, char *arch, size_t asize, char *ver,
 
 /* The cubin's own checks, for bytes whose ELF header gk__elf_read has
  * validated. 1, or 0 with why. */
-static int cubin_fits(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                      size_t wsize) {
+static int cubin_fits(const void *bytes, size_t size, const gk_image_info *row,
+                      const gk__entries *e, char *why, size_t wsize) {
   const unsigned char *b = bytes;
   gk__cuda_target t;
   if (!gk__cuda_parse_target(row->target, &t) || t.ptx) {
@@ -558,17 +527,11 @@ static int cubin_fits(const void *bytes, size_t size, const gk_image_info *row, 
     }
   }
 
-  char names[16][GK__CUDA_NAME_MAX];
-  int ne = gk__cuda_entries(row->entry, names, 16);
-  if (ne < 0) {
-    snprintf(why, wsize, "the row's entry list '%s' is not a JSON array of names", row->entry);
-    goto out;
-  }
-  for (int i = 0; i < ne; i++) {
-    char sec[GK__CUDA_NAME_MAX + 8];
-    snprintf(sec, sizeof sec, ".text.%.*s", GK__CUDA_NAME_MAX - 1, names[i]);
+  for (int i = 0; i < e->n; i++) {
+    char sec[GK__NAME_MAX + 8];
+    snprintf(sec, sizeof sec, ".text.%.*s", GK__NAME_MAX - 1, e->name[i]);
     if (!find_section(secs, n, sec)) {
-      snprintf(why, wsize, "the cubin has no kernel '%s' (no section %s)", names[i], sec);
+      snprintf(why, wsize, "the cubin has no kernel '%s' (no section %s)", e->name[i], sec);
       goto out;
     }
   }
@@ -578,11 +541,11 @@ out:
   return ok;
 }
 
-static int cubin_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                       size_t why_size) {
+static int cubin_check(const void *bytes, size_t size, const gk_image_info *row,
+                       const gk__entries *e, char *why, size_t why_size) {
   gk__elf h;
   return gk__elf_read(bytes, size, GK__EM_CUDA, GK__ET_EXEC, &h, why, why_size) &&
-                 cubin_fits(bytes, size, row, why, why_size)
+                 cubin_fits(bytes, size, row, e, why, why_size)
              ? GK_OK
              : GK_EFORMAT;
 }
@@ -612,8 +575,8 @@ static int directive(const char *p, size_t size, const char *dir, char *out,
 
 /* PTX text: the .version and .target directives, each entry an .entry.
  * 1, or 0 with why. */
-static int ptx_fits(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                    size_t wsize) {
+static int ptx_fits(const void *bytes, size_t size, const gk_image_info *row,
+                    const gk__entries *e, char *why, size_t wsize) {
   const char *p = bytes;
   gk__cuda_target t;
   if (!gk__cuda_parse_target(row->target, &t) || !t.ptx) {
@@ -641,30 +604,25 @@ static int ptx_fits(const void *bytes, size_t size, const gk_image_info *row, ch
     snprintf(why, wsize, "the PTX targets %s (.target), not %s", target, row->target);
     return 0;
   }
-  char names[16][GK__CUDA_NAME_MAX];
-  int ne = gk__cuda_entries(row->entry, names, 16);
-  if (ne < 0) {
-    snprintf(why, wsize, "the row's entry list '%s' is not a JSON array of names", row->entry);
-    return 0;
-  }
-  for (int i = 0; i < ne; i++) {
+  for (int i = 0; i < e->n; i++) {
     /* ".entry NAME(" at some point of the text. */
-    size_t nl = strlen(names[i]);
+    const char *name = e->name[i];
+    size_t nl = strlen(name);
     int found = 0;
     for (size_t k = 0; !found && k + 7 + nl < size; k++)
-      found = memcmp(p + k, ".entry ", 7) == 0 && memcmp(p + k + 7, names[i], nl) == 0 &&
+      found = memcmp(p + k, ".entry ", 7) == 0 && memcmp(p + k + 7, name, nl) == 0 &&
               (p[k + 7 + nl] == '(' || isspace((unsigned char)p[k + 7 + nl]));
     if (!found) {
-      snprintf(why, wsize, "the PTX has no kernel '%s' (no .entry %s)", names[i], names[i]);
+      snprintf(why, wsize, "the PTX has no kernel '%s' (no .entry %s)", name, name);
       return 0;
     }
   }
   return 1;
 }
 
-static int ptx_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                     size_t why_size) {
-  return ptx_fits(bytes, size, row, why, why_size) ? GK_OK : GK_EFORMAT;
+static int ptx_check(const void *bytes, size_t size, const gk_image_info *row,
+                     const gk__entries *e, char *why, size_t why_size) {
+  return ptx_fits(bytes, size, row, e, why, why_size) ? GK_OK : GK_EFORMAT;
 }
 
 /* ---- the backend --------------------------------------------------------- */

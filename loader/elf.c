@@ -70,26 +70,20 @@ static int dynsym_defines(const gk__elf *h, const char *name, unsigned types) {
   return -1;
 }
 
-int gk__elf_exports(const gk__elf *h, const gk_image_info *row, int kd, char *why,
+int gk__elf_exports(const gk__elf *h, const gk__entries *e, int kd, char *why,
                     size_t size) {
-  char names[16][GK__CUDA_NAME_MAX], sym[GK__CUDA_NAME_MAX + 4];
-  int n = gk__cuda_entries(row->entry, names, 16);
-  if (n < 0) {
-    snprintf(why, size, "its entry list %s is not a JSON array of at most 16 names",
-             row->entry);
-    return 0;
-  }
-  for (int i = 0; i < n; i++) {
-    snprintf(sym, sizeof sym, "%.63s%s", names[i], kd ? ".kd" : "");
+  char sym[GK__NAME_MAX + 4];
+  for (int i = 0; i < e->n; i++) {
+    snprintf(sym, sizeof sym, "%.63s%s", e->name[i], kd ? ".kd" : "");
     int got = dynsym_defines(h, sym, kd ? 1u << 1 /* STT_OBJECT */
                                         : 1u << 2 | 1u << 10 /* STT_FUNC, STT_GNU_IFUNC */);
     if (got == 1) continue;
     if (got < 0)
       snprintf(why, size, "entry '%s' cannot be found: the image has no dynamic symbol table",
-               names[i]);
+               e->name[i]);
     else
       snprintf(why, size, "entry '%s' is not %s the image exports (its dynamic symbol table)",
-               names[i], kd ? "a kernel (NAME.kd)" : "a function");
+               e->name[i], kd ? "a kernel (NAME.kd)" : "a function");
     return 0;
   }
   return 1;

@@ -93,6 +93,20 @@ int gk__cpu_detect(gk_device *out, int asked, char *why, size_t why_size);
  * play a lower CPU than the machine's. Process-wide; tests only. */
 void gk__cpu_set_level_cap(int level);
 
+/* ---- entry lists (index.c) -------------------------------------------- */
+
+/* A row's entry points, read from its `entry` column ('["a","b"]') once
+ * per load and handed to the image check, the backend's load and the
+ * launches. */
+#define GK__ENTRY_MAX 16 /* entries a row may list */
+#define GK__NAME_MAX 64  /* longest entry name, plus one */
+typedef struct gk__entries {
+  int n; /* -1: the column is not a JSON array of at most GK__ENTRY_MAX names */
+  char name[GK__ENTRY_MAX][GK__NAME_MAX];
+} gk__entries;
+/* Parses an entry column into *e; returns e->n. */
+int gk__entries_parse(const char *json, gk__entries *e);
+
 /* ---- ELF images (elf.c) ------------------------------------------------ */
 
 enum { GK__EM_X86_64 = 62, GK__EM_CUDA = 190, GK__EM_AMDGPU = 224 };
@@ -113,11 +127,10 @@ typedef struct gk__elf {
  * this machine and type (GK__EM_*, GK__ET_*) into *h: 1, or 0 with why. */
 int gk__elf_read(const void *bytes, size_t size, unsigned machine, unsigned type,
                  gk__elf *h, char *why, size_t why_size);
-/* Every entry of the row is a symbol the image's dynamic symbol table
- * exports: a function (kd 0: a shared object), or a kernel descriptor
- * NAME.kd (kd 1: an AMD code object, which HSA loads by it). 1, or 0 with
- * why. */
-int gk__elf_exports(const gk__elf *h, const gk_image_info *row, int kd, char *why,
+/* Every entry of e is a symbol the image's dynamic symbol table exports:
+ * a function (kd 0: a shared object), or a kernel descriptor NAME.kd (kd
+ * 1: an AMD code object, which HSA loads by it). 1, or 0 with why. */
+int gk__elf_exports(const gk__elf *h, const gk__entries *e, int kd, char *why,
                     size_t why_size);
 
 /* ---- archives (archive.c, index.c) ------------------------------------- */
@@ -158,16 +171,18 @@ int gk__row_cmp(const gk_image_info *a, const gk_image_info *b);
 
 /* The image of row r (gk_archive_read's work, for a row in hand: a load
  * reads the row its selection chose, unpack.c): its blob decoded and
- * checked, then the image checked against the row. *bytes is the
- * caller's to free. Errors as gk_archive_read, with the archive's
- * message. */
-int gk__read(gk_archive *ar, const gk__row *r, void **bytes, size_t *size);
+ * checked, then the image checked against the row and its entries e
+ * (NULL: parsed here). *bytes is the caller's to free. Errors as
+ * gk_archive_read, with the archive's message. */
+int gk__read(gk_archive *ar, const gk__row *r, const gk__entries *e, void **bytes,
+             size_t *size);
 
-/* Checks that `bytes` fit the row: its backend's check of its format
- * (unpack.c). GK_OK, or GK_EFORMAT with `why` (may be NULL) saying what
- * does not fit. */
+/* Checks that `bytes` fit the row: its entry list parses, and its
+ * backend's check of its format passes (unpack.c). e: the row's entries
+ * when the caller has them, else NULL. GK_OK, or GK_EFORMAT with `why`
+ * (may be NULL) saying what does not fit. */
 int gk__image_check(const void *bytes, size_t size, const gk_image_info *row,
-                    char *why, size_t why_size);
+                    const gk__entries *e, char *why, size_t why_size);
 
 /* Prepares ar->blob_stmt when it is not yet. */
 int gk__blob_stmts(gk_archive *ar);
@@ -316,8 +331,8 @@ typedef struct gk__backend {
    * GK_ENOMEM) with why. A format not listed is refused. */
   struct {
     const char *name;
-    int (*check)(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                 size_t why_size);
+    int (*check)(const void *bytes, size_t size, const gk_image_info *row,
+                 const gk__entries *e, char *why, size_t why_size);
   } formats[2];
 
   /* Loading and using a module (module.c); never NULL: a backend whose
@@ -345,7 +360,7 @@ extern const gk__backend gk__cpu_backend, gk__cuda_backend, gk__rocm_backend,
 struct gk__ops {
   int (*ready)(gk_archive *ar, const gk_device *dev);
   int (*load)(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
-              void *bytes, size_t size, void **state);
+              const gk__entries *e, void *bytes, size_t size, void **state);
   void *(*symbol)(void *state, const char *name);
   int (*kernel_info)(void *state, const char *name, gk_kernel_info *out);
   void (*unload)(void *state);
@@ -455,8 +470,6 @@ typedef struct gk__cuda_target {
   char suffix; /* 0, 'a' (arch-specific) or 'f' (family) */
   int ptx;     /* 1 for compute_XY */
 } gk__cuda_target;
-/* Longest entry-point name a cuda row may list, plus one. */
-#define GK__CUDA_NAME_MAX 64
 
 /* 1 when t is sm_XY[a|f] or compute_XY[a|f] (2-3 digits), else 0. */
 int gk__cuda_parse_target(const char *t, gk__cuda_target *out);
@@ -467,9 +480,6 @@ int gk__cuda_toolkit_version(const char *toolchain);
  * against the GPU and driver really there (cuda.c). */
 int gk__cuda_fits(const gk_device *dev, const gk_image_info *row,
                   unsigned flags, long *score, char *why, size_t why_size);
-/* An entry column ('["a","b"]') into names; the count, or -1 when it is not
- * a JSON array of at most max identifiers. */
-int gk__cuda_entries(const char *json, char names[][GK__CUDA_NAME_MAX], int max);
 /* The first CUDA GPU: GK_OK, or GK_ENODEVICE with the reason. */
 int gk__cuda_detect(gk_device *out, int asked, char *why, size_t why_size);
 extern const gk__ops gk__cuda_ops;

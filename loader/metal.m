@@ -80,7 +80,7 @@ static void mod_free(mtlmod *md) {
 }
 
 static int metal_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
-                      void *bytes, size_t size, void **state) {
+                      const gk__entries *e, void *bytes, size_t size, void **state) {
   (void)dev; /* the system default device is the only one detected */
   @autoreleasepool {
     id<MTLDevice> device = MTLCreateSystemDefaultDevice();

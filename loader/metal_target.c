@@ -136,8 +136,8 @@ static int function_list_find(const unsigned char *p, const unsigned char *end, 
 
 /* "MTLB" magic, a function list inside the image, and each entry of the
  * row a kernel function of that list. GK_OK or GK_EFORMAT with why. */
-static int metallib_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                          size_t why_size) {
+static int metallib_check(const void *bytes, size_t size, const gk_image_info *row,
+                          const gk__entries *e, char *why, size_t why_size) {
   const unsigned char *b = bytes;
   if (size < 4 || memcmp(bytes, "MTLB", 4) != 0) {
     gk__say(why, why_size, "the image is not a metallib (no 'MTLB' header)");
@@ -164,21 +164,15 @@ static int metallib_check(const void *bytes, size_t size, const gk_image_info *r
             "past its end)");
     return GK_EFORMAT;
   }
-  char names[16][GK__CUDA_NAME_MAX];
-  int ne = gk__cuda_entries(row->entry, names, 16);
-  if (ne < 0) {
-    gk__say(why, why_size, "the row's entry list '%s' is not a JSON array of names", row->entry);
-    return GK_EFORMAT;
-  }
-  for (int i = 0; i < ne; i++) {
-    if (function_list_find(list, end, names[i], &type) != 1) {
+  for (int i = 0; i < e->n; i++) {
+    if (function_list_find(list, end, e->name[i], &type) != 1) {
       gk__say(why, why_size, "the metallib has no kernel '%s' (not in its function list)",
-              names[i]);
+              e->name[i]);
       return GK_EFORMAT;
     }
     if (type != -1 && type != MTLB_KERNEL) {
       gk__say(why, why_size, "the metallib's function '%s' is not a kernel (TYPE %d; kernels "
-              "are %d)", names[i], type, MTLB_KERNEL);
+              "are %d)", e->name[i], type, MTLB_KERNEL);
       return GK_EFORMAT;
     }
   }
@@ -197,7 +191,7 @@ int gk__metal_detect(gk_device *out, int asked, char *why, size_t why_size) {
 }
 
 static int metal_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
-                      void *bytes, size_t size, void **state) {
+                      const gk__entries *e, void *bytes, size_t size, void **state) {
   (void)dev, (void)row, (void)size, (void)state;
   free(bytes);
   return gk__fail(ar, GK_ENODEVICE, "cannot load a metallib: %s", NO_METAL);

@@ -22,10 +22,9 @@ struct gk_module {
   /* Modules of backends with launches: each entry's launch, parsed at load
    * (NULL when its JSON did not parse: launch_err says why), and the
    * device's limits. */
-  int nentries;
-  char entries[GK_LAUNCH_MAX_PARAMS][GK__CUDA_NAME_MAX];
-  gk_launch *launch[GK_LAUNCH_MAX_PARAMS];
-  char *launch_err[GK_LAUNCH_MAX_PARAMS];
+  gk__entries e;
+  gk_launch *launch[GK__ENTRY_MAX];
+  char *launch_err[GK__ENTRY_MAX];
   gk_device_limits lim;
 };
 
@@ -33,7 +32,7 @@ struct gk_module {
  * loaded module stays immutable (and its launches thread-safe). A launch
  * that does not parse does not stop the load: the module's symbols are
  * still good, and the launch calls report why. */
-static void prepare_launches(gk_module *m) {
+static void prepare_launches(gk_module *m, const gk__entries *e) {
   char saved[1024];
   gk__strlcpy(saved, gk_last_error(), sizeof saved); /* an open's message */
   gk_device_limits_known(&m->dev, &m->lim);
@@ -41,18 +40,17 @@ static void prepare_launches(gk_module *m) {
     gk_device_limits l;
     if (m->ops->limits(m->state, &l) == GK_OK) m->lim = l;
   }
-  int n = gk__cuda_entries(m->info.entry, m->entries, GK_LAUNCH_MAX_PARAMS);
-  m->nentries = n < 0 ? 0 : n;
-  for (int i = 0; i < m->nentries; i++)
-    if (gk_launch_parse(&m->info, m->entries[i], &m->launch[i]) != GK_OK)
+  m->e = *e;
+  for (int i = 0; i < m->e.n; i++)
+    if (gk_launch_parse(&m->info, m->e.name[i], &m->launch[i]) != GK_OK)
       m->launch_err[i] = strdup(gk_last_error());
   gk__set_last_error(GK_OK, "%s", saved);
 }
 
 const gk_launch *gk__module_launch(const gk_module *m, const char *name,
                                    const gk_device_limits **lim, int *status) {
-  for (int i = 0; m && name && i < m->nentries; i++) {
-    if (strcmp(m->entries[i], name) != 0) continue;
+  for (int i = 0; m && name && i < m->e.n; i++) {
+    if (strcmp(m->e.name[i], name) != 0) continue;
     if (!m->launch[i]) {
       *status = gk__set_last_error(GK_ECORRUPT, "%s",
                                    m->launch_err[i] ? m->launch_err[i] : "out of memory");
@@ -143,12 +141,15 @@ GK_API int gk_module_load_ex(gk_archive *ar, const gk_device *dev,
   int rc = ops->ready ? ops->ready(ar, dev) : GK_OK;
   if (rc != GK_OK) return rc;
   /* The row the selection chose is the one read and loaded: no index to
-   * look it up by again. */
+   * look it up by again, and its entry list read once for the image check,
+   * the backend's load and the launches. */
   const gk__row *r;
   if ((rc = gk__select(ar, dev, kernel, variant, flags, &r)) != GK_OK) return rc;
+  gk__entries e;
+  gk__entries_parse(r->info.entry, &e);
   void *bytes = NULL;
   size_t size = 0;
-  if ((rc = gk__read(ar, r, &bytes, &size)) != GK_OK) return rc;
+  if ((rc = gk__read(ar, r, &e, &bytes, &size)) != GK_OK) return rc;
   const gk_image_info *row = &r->info;
   gk_module *m = calloc(1, sizeof *m);
   if (!m || gk__info_copy(&m->info, row, &m->strings) != GK_OK) {
@@ -158,11 +159,11 @@ GK_API int gk_module_load_ex(gk_archive *ar, const gk_device *dev,
   }
   m->dev = *dev;
   m->ops = ops;
-  if ((rc = ops->load(ar, dev, row, bytes, size, &m->state)) != GK_OK) { /* takes bytes */
+  if ((rc = ops->load(ar, dev, row, &e, bytes, size, &m->state)) != GK_OK) { /* takes bytes */
     gk_module_unload(m);
     return rc;
   }
-  if (ops->launches) prepare_launches(m);
+  if (ops->launches) prepare_launches(m, &e);
   *out = m;
   return GK_OK;
 }
@@ -193,7 +194,7 @@ GK_API int gk_module_kernel_info(const gk_module *m, const char *name,
 GK_API void gk_module_unload(gk_module *m) {
   if (!m) return;
   if (m->state) m->ops->unload(m->state);
-  for (int i = 0; i < m->nentries; i++) {
+  for (int i = 0; i < m->e.n; i++) {
     gk_launch_free(m->launch[i]);
     free(m->launch_err[i]);
   }

@@ -269,9 +269,8 @@ static void rocm_unload(void *state) {
   free(rm);
 }
 
-static int rocm_load(gk_archive *ar, const gk_device *dev,
-                     const gk_image_info *row, void *bytes, size_t size,
-                     void **state) {
+static int rocm_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
+                     const gk__entries *e, void *bytes, size_t size, void **state) {
   char why[512], st[160];
   rocm_module *rm = calloc(1, sizeof *rm);
   if (!rm) {

@@ -354,12 +354,12 @@ static int amd_header(unsigned osabi, unsigned abiversion, uint32_t eflags, cons
 
 /* An hsaco image: an HSA code object of the row's processor, features and
  * generic version, which defines a kernel descriptor per entry. */
-static int hsaco_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                       size_t why_size) {
+static int hsaco_check(const void *bytes, size_t size, const gk_image_info *row,
+                       const gk__entries *e, char *why, size_t why_size) {
   gk__elf h;
   return gk__elf_read(bytes, size, GK__EM_AMDGPU, GK__ET_DYN, &h, why, why_size) &&
                  amd_header(h.osabi, h.abiversion, h.flags, row->target, why, why_size) &&
-                 gk__elf_exports(&h, row, 1, why, why_size)
+                 gk__elf_exports(&h, e, 1, why, why_size)
              ? GK_OK
              : GK_EFORMAT;
 }

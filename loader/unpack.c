@@ -330,7 +330,8 @@ read_out:
   return status;
 }
 
-int gk__read(gk_archive *ar, const gk__row *r, void **bytes, size_t *size) {
+int gk__read(gk_archive *ar, const gk__row *r, const gk__entries *e, void **bytes,
+             size_t *size) {
   int status = gk__blob_stmts(ar);
   if (status) return status;
   const gk_image_info *row = &r->info;
@@ -366,7 +367,7 @@ int gk__read(gk_archive *ar, const gk__row *r, void **bytes, size_t *size) {
                       ar->name, GK__WHAT(row));
     goto out;
   }
-  if ((status = gk__image_check(raw, rawn, row, why, sizeof why))) {
+  if ((status = gk__image_check(raw, rawn, row, e, why, sizeof why))) {
     gk__fail(ar, status, "archive '%s': image %s does not fit its row: %s",
              ar->name, GK__WHAT(row), why);
     goto out;
@@ -390,25 +391,34 @@ GK_API int gk_archive_read(gk_archive *ar, size_t i, void **bytes,
   ar->msg = NULL;
   int status;
   const gk__row *r = gk__index_row(ar, i, &status);
-  return r ? gk__read(ar, r, bytes, size) : status;
+  return r ? gk__read(ar, r, NULL, bytes, size) : status;
 }
 
 GK_API void gk_free(void *p) { free(p); }
 
 /* ---- image checks -------------------------------------------------------- */
 
-int gk__image_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                    size_t why_size) {
+int gk__image_check(const void *bytes, size_t size, const gk_image_info *row,
+                    const gk__entries *e, char *why, size_t why_size) {
   char tmp[256];
+  gk__entries parsed;
   if (!why || why_size == 0) {
     why = tmp;
     why_size = sizeof tmp;
   }
   why[0] = '\0';
   const gk__backend *b = gk__backend_named(row->backend);
-  for (size_t i = 0; b && i < sizeof b->formats / sizeof b->formats[0]; i++)
-    if (b->formats[i].name && strcmp(b->formats[i].name, row->format) == 0)
-      return b->formats[i].check(bytes, size, row, why, why_size);
+  for (size_t i = 0; b && i < sizeof b->formats / sizeof b->formats[0]; i++) {
+    if (!b->formats[i].name || strcmp(b->formats[i].name, row->format) != 0) continue;
+    /* Every format checks that the image has each entry of the row. */
+    if (!e && gk__entries_parse(row->entry, &parsed) >= 0) e = &parsed;
+    if (!e || e->n < 0) {
+      snprintf(why, why_size, "the row's entry list '%s' is not a JSON array of at most %d names",
+               row->entry, GK__ENTRY_MAX);
+      return GK_EFORMAT;
+    }
+    return b->formats[i].check(bytes, size, row, e, why, why_size);
+  }
   snprintf(why, why_size, "format '%s' is not one libgk knows for backend '%s'", row->format,
            row->backend);
   return GK_EFORMAT;
@@ -420,5 +430,5 @@ GK_API int gk_image_check(const void *bytes, size_t size, const gk_image_info *r
     if (why && why_size) snprintf(why, why_size, "gk_image_check: no image or no row");
     return GK_EINVAL;
   }
-  return gk__image_check(bytes, size, row, why, why_size);
+  return gk__image_check(bytes, size, row, NULL, why, why_size);
 }

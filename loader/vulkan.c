@@ -470,7 +470,7 @@ int gk__vk_detect(gk_device *out, int asked, char *why, size_t why_size) {
 }
 
 static int vk_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
-                   void *bytes, size_t size, void **state) {
+                   const gk__entries *e, void *bytes, size_t size, void **state) {
   (void)dev, (void)row, (void)size, (void)state;
   free(bytes);
   return gk__fail(ar, GK_ENODEVICE, "cannot load a vulkan image: %s", NO_VULKAN);

@@ -131,7 +131,7 @@ fail:
 }
 
 static int vk_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
-                   void *bytes, size_t size, void **state) {
+                   const gk__entries *e, void *bytes, size_t size, void **state) {
   char why[256];
   vkmod *md = calloc(1, sizeof *md);
   int rc;

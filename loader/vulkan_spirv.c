@@ -123,7 +123,7 @@ static int fits(const gk_device *dev, const gk_image_info *row, unsigned flags,
 /* SPIR-V header: magic, version (not newer than row's target accepts, when
  * row is not NULL), id bound, reserved word. GK_OK or GK_EFORMAT + why. */
 static int spirv_check(const void *bytes, size_t size, const gk_image_info *row,
-                       char *why, size_t why_size) {
+                       const gk__entries *e, char *why, size_t why_size) {
   const unsigned char *b = bytes;
   int ma, mi;
   if (size < 20 || size % 4 != 0) {
@@ -206,7 +206,7 @@ static uint32_t type_size(const idinfo *ids, uint32_t bound, uint32_t t) {
 int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
                       char *why, size_t why_size) {
   const unsigned char *b = bytes;
-  int rc = spirv_check(bytes, size, NULL, why, why_size);
+  int rc = spirv_check(bytes, size, NULL, NULL, why, why_size);
   if (rc != GK_OK) return rc;
   memset(out, 0, sizeof *out);
   size_t nwords = size / 4;

@@ -175,8 +175,8 @@ static int wgsl_declares(const char *text, size_t size, const char *name) {
 /* WGSL is UTF-8 text: no NUL byte, no malformed or overlong sequence. Every
  * entry the row lists must be an entry point of the text: a misspelt name
  * would otherwise pack, verify and load, and fail only in the host. */
-static int wgsl_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                      size_t why_size) {
+static int wgsl_check(const void *bytes, size_t size, const gk_image_info *row,
+                      const gk__entries *e, char *why, size_t why_size) {
   const unsigned char *s = bytes;
   for (size_t i = 0; i < size;) {
     unsigned c = s[i];
@@ -201,21 +201,15 @@ static int wgsl_check(const void *bytes, size_t size, const gk_image_info *row, 
     }
     i += n;
   }
-  char names[16][GK__CUDA_NAME_MAX];
-  int ne = gk__cuda_entries(row->entry, names, 16);
-  if (ne < 0) {
-    gk__say(why, why_size, "the row's entry list '%s' is not a JSON array of names", row->entry);
-    return GK_EFORMAT;
-  }
-  for (int i = 0; i < ne; i++) {
-    int how = wgsl_declares(bytes, size, names[i]);
+  for (int i = 0; i < e->n; i++) {
+    const char *name = e->name[i];
+    int how = wgsl_declares(bytes, size, name);
     if (how == 1) continue;
     if (how == 2)
       gk__say(why, why_size, "the WGSL text has no kernel '%s' (fn %s has no @compute attribute)",
-              names[i], names[i]);
+              name, name);
     else
-      gk__say(why, why_size, "the WGSL text has no kernel '%s' (no @compute fn %s)", names[i],
-              names[i]);
+      gk__say(why, why_size, "the WGSL text has no kernel '%s' (no @compute fn %s)", name, name);
     return GK_EFORMAT;
   }
   return GK_OK;
@@ -224,7 +218,7 @@ static int wgsl_check(const void *bytes, size_t size, const gk_image_info *row, 
 /* ---- modules: the text ---------------------------------------------------- */
 
 static int wgsl_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
-                     void *bytes, size_t size, void **state) {
+                     const gk__entries *e, void *bytes, size_t size, void **state) {
   (void)dev;
   char *text = realloc(bytes, size + 1); /* bytes is ours either way */
   if (!text) {

@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
           size_t at = ptx ? next() % size : (size_t)(shoff > 64 ? next() % shoff : 0);
           b[at] = (unsigned char)next();
         }
-        int rc = gk__image_check(b, len, &im, why, sizeof why);
+        int rc = gk__image_check(b, len, &im, NULL, why, sizeof why);
         tested++;
         if (rc == GK_OK) {
           ok++;
