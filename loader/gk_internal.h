@@ -264,15 +264,6 @@ int gk__driver_has_resolver(gk_backend backend);
 
 /* ---- backends: one descriptor each, one table (device.c) --------------- */
 
-/*
- * Everything the loader's generic files ask of one backend, defined in the
- * backend's own file (cpu.c, cuda_arch.c, rocm_isa.c, vulkan_spirv.c,
- * wgsl.c, metal_target.c: the part built on every system; its driver side
- * gives detect) and listed once in device.c's table, in the order
- * gk_device_detect() prefers them. Adding a backend is its file and a line
- * there (and its gk_backend value in gk.h). Hooks a backend has no use for
- * are NULL where the field says so.
- */
 /* A backend's compatibility rule: 1 when `row` (of the device's backend)
  * runs on `dev`, with *score ranking the rows that do (higher is better);
  * 0 when not. Either way a short reason goes into why, unless why_size is
@@ -292,6 +283,17 @@ typedef void (*gk__holdings_fn)(gk__sb *has, gk__sb *note, const gk__row *rows,
 
 typedef struct gk__ops gk__ops; /* how a module loads (module.c) */
 
+/*
+ * Everything the loader's generic files (device.c, select.c, unpack.c,
+ * module.c) ask of one backend, defined in the backend's own file - the
+ * part built on every system: cpu.c, cuda_arch.c, rocm_isa.c,
+ * vulkan_spirv.c, wgsl.c, metal_target.c; a driver side (cuda.c, rocm.c,
+ * vulkan.c and vulkan_module.c, metal.m) gives it detect and ops - and
+ * listed once in device.c's table, in the order gk_device_detect()
+ * prefers them. Adding a backend is its file and a line there (and its
+ * gk_backend value in gk.h; docs/loader.md). Hooks a backend has no use
+ * for are NULL where the field says so.
+ */
 typedef struct gk__backend {
   gk_backend id;
   const char *name; /* gk_backend_name(): "cuda" */

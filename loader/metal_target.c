@@ -1,8 +1,9 @@
 /*
- * metal_target.c - the parts of the Metal backend that need no Apple
- * system, built everywhere: target names and the selection rule, the
- * metallib checks (header, function list, entries), and (off Apple) the
- * stand-ins that say Metal needs macOS. The driver side is metal.m, built only on Apple.
+ * metal_target.c - the Metal backend's descriptor and the parts of the
+ * backend that need no Apple system, built everywhere: target names and
+ * the selection rule, the metallib checks (header, function list,
+ * entries), and (off Apple) the stand-ins that say Metal needs macOS. The
+ * driver side is metal.m, built only on Apple.
  *
  * Targets are "OS-metalX.Y": the OS ("macos") and the Metal language
  * version the image was compiled for (AIR is not per GPU). A device's arch

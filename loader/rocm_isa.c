@@ -1,10 +1,12 @@
 /*
- * rocm_isa.c - AMD GPU target IDs: parsing "gfx90a:sramecc+:xnack-", the
+ * rocm_isa.c - the ROCm backend's descriptor (rocm.c is its driver side,
+ * HSA) and AMD GPU target IDs: parsing "gfx90a:sramecc+:xnack-", the
  * processors libgk knows (their ELF machine numbers, target features and
- * generic families), the ROCm selection rule, and the check of a code
- * object's ELF header against its index row. No driver is touched here:
- * everything works on names and header bytes, so `gk verify`, `gk probe
- * --device rocm:...` and the tests run on machines without an AMD GPU.
+ * generic families), the shape of a device spec, the ROCm selection rule,
+ * and the check of a code object against its index row. No driver is
+ * touched here: everything works on names and header bytes, so `gk
+ * verify`, `gk probe --device rocm:...` and the tests run on machines
+ * without an AMD GPU.
  *
  * Sources: LLVM's AMDGPUUsage ("Processors", "Target ID", "Generic
  * Processors", "ELF Header": EF_AMDGPU_MACH, the xnack/sramecc fields and

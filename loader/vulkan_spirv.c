@@ -1,9 +1,10 @@
 /*
- * vulkan_spirv.c - what libgk reads from a SPIR-V module without a driver:
- * the header check `gk verify` and every load run, the Vulkan version a
- * target names (the selection rule), and the reflection the loader builds
- * its pipeline layout from (entry points, local size, storage buffers of
- * set 0, push-constant size).
+ * vulkan_spirv.c - the Vulkan backend's descriptor (vulkan.c detects,
+ * vulkan_module.c loads) and what libgk reads from a SPIR-V module without
+ * a driver: the header check `gk verify` and every load run, the Vulkan
+ * version a target names (the selection rule), and the reflection the
+ * loader builds its pipeline layout from (entry points, local size,
+ * storage buffers of set 0, push-constant size).
  *
  * The module is untrusted input, like every image: it is read word by word
  * with every instruction's length checked against the end, ids checked

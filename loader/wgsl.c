@@ -1,6 +1,7 @@
 /*
- * wgsl.c - WGSL images: shader text for hosts that compile it themselves
- * (WebGPU in a browser, Dawn, wgpu). libgk does not talk to WebGPU: a
+ * wgsl.c - the WGSL backend, whole (its descriptor at the end). WGSL
+ * images are shader text for hosts that compile it themselves (WebGPU in
+ * a browser, Dawn, wgpu). libgk does not talk to WebGPU: a
  * "wgsl" device stands for such a host, is never detected automatically,
  * and loading a module selects, verifies and copies the text, which
  * gk_module_symbol(m, entry) returns (NUL-terminated, owned by the module).
