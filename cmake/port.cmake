@@ -36,7 +36,7 @@ function(gk_port_define name have)
   set(GK_HAVE_${name} ${v} PARENT_SCOPE)
 endfunction()
 
-# memfd_create: CPU images load from memory (loader/module.c); without it,
+# memfd_create: CPU images load from memory (loader/cpu.c); without it,
 # from an unlinked temporary file.
 check_symbol_exists(memfd_create "sys/mman.h" GK_CHECK_MEMFD_CREATE)
 gk_port_define(MEMFD_CREATE "${GK_CHECK_MEMFD_CREATE}")

@@ -210,7 +210,7 @@ static int find_device(const cu *c, int index, gk__cu_device *dev, char *arch,
   return GK_OK;
 }
 
-int gk__cuda_detect(gk_device *out, char *why, size_t why_size) {
+int gk__cuda_detect(gk_device *out, int asked, char *why, size_t why_size) {
   cu c;
   gk__cu_device dev;
   gk_device d;
@@ -236,8 +236,6 @@ int gk__cuda_detect(gk_device *out, char *why, size_t why_size) {
 
 /* ---- modules ------------------------------------------------------------- */
 
-#define MAX_ENTRIES 16
-
 typedef struct cuda_module {
   cu c;
   gk__cu_device dev;
@@ -246,9 +244,8 @@ typedef struct cuda_module {
   int have_ctx;
   gk__cu_library lib; /* one of lib and mod */
   gk__cu_module mod;
-  int n;
-  char names[MAX_ENTRIES][GK__CUDA_NAME_MAX];
-  gk__cu_function fns[MAX_ENTRIES];
+  gk__entries e;       /* the row's, each resolved to a function at load */
+  gk__cu_function fns[GK__ENTRY_MAX];
 } cuda_module;
 
 static void cuda_unload(void *state) {
@@ -268,8 +265,7 @@ static void cuda_unload(void *state) {
 
 /* The driver's failure to load an image, in words a user can act on. */
 static int load_fail(gk_archive *ar, const cuda_module *cm, const gk_image_info *row,
-                     const char *what, const char *step, gk__cu_result r,
-                     const char *log) {
+                     const char *step, gk__cu_result r, const char *log) {
   char st[96], a[16], b[16];
   int tk = gk__cuda_toolkit_version(row->toolchain), drv = cm->c.version;
   snprintf(a, sizeof a, "%d.%d", tk / 1000, tk % 1000 / 10);
@@ -279,55 +275,48 @@ static int load_fail(gk_archive *ar, const cuda_module *cm, const gk_image_info 
     return gk__fail(ar, GK_EDRIVER,
                     "cannot load image %s: PTX from CUDA %s needs a driver >= %s; "
                     "this driver is %s (%s: %s)",
-                    what, a, a, b, step, st);
+                    GK__WHAT(row), a, a, b, step, st);
   if (r == GK__CUDA_ERROR_JIT_COMPILATION_DISABLED)
     return gk__fail(ar, GK_EDRIVER,
                     "cannot load image %s: it is PTX and the driver's JIT is disabled "
                     "in this process (CUDA_DISABLE_PTX_JIT?); use an archive with a "
                     "cubin for this GPU (%s: %s)",
-                    what, step, st);
+                    GK__WHAT(row), step, st);
   if (r == GK__CUDA_ERROR_JIT_COMPILER_NOT_FOUND)
     return gk__fail(ar, GK_EDRIVER,
                     "cannot load image %s: the driver's PTX JIT compiler "
                     "(libnvidia-ptxjitcompiler) is not installed (%s: %s)",
-                    what, step, st);
+                    GK__WHAT(row), step, st);
   return gk__fail(ar, GK_EDRIVER, "cannot load image %s on CUDA device %d: %s failed with %s%s%s",
-                  what, cm->index, step, st, log && *log ? "; JIT log: " : "",
+                  GK__WHAT(row), cm->index, step, st, log && *log ? "; JIT log: " : "",
                   log ? log : "");
 }
 
 static int cuda_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
-                     void *bytes, size_t size, void **state) {
-  char what[256], why[512], devtext[160], st[96];
-  gk__row_describe(row, what, sizeof what);
-  gk_device_format(dev, devtext, sizeof devtext);
+                     const gk__entries *e, void *bytes, size_t size, void **state) {
+  char why[512], st[96];
   cuda_module *cm = calloc(1, sizeof *cm);
   int is_ptx = strcmp(row->format, "ptx") == 0;
   int rc;
   if (!cm) {
     free(bytes);
-    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", GK__WHAT(row));
   }
-  if ((cm->n = gk__cuda_entries(row->entry, cm->names, MAX_ENTRIES)) < 0) {
-    free(bytes);
-    free(cm);
-    return gk__fail(ar, GK_ECORRUPT, "image %s: entry list '%s' is not a JSON array of names",
-                    what, row->entry);
-  }
+  cm->e = *e; /* checked by the read (gk__image_check) */
   /* The driver reads PTX as a C string; the image has no terminator. */
   if (is_ptx) {
     char *text = realloc(bytes, size + 1);
     if (!text) {
       free(bytes);
       free(cm);
-      return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+      return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", GK__WHAT(row));
     }
     text[size] = '\0';
     bytes = text;
   }
   rc = cu_open(&cm->c, why, sizeof why);
   if (rc != GK_OK) {
-    rc = gk__fail(ar, rc, "cannot load image %s: %s", what, why);
+    rc = gk__fail(ar, rc, "cannot load image %s: %s", GK__WHAT(row), why);
     goto fail;
   }
   gk_device here;
@@ -338,7 +327,8 @@ static int cuda_load(gk_archive *ar, const gk_device *dev, const gk_image_info *
   rc = find_device(&cm->c, dev->index, &cm->dev, here.arch, sizeof here.arch, why,
                    sizeof why);
   if (rc != GK_OK) {
-    rc = gk__fail(ar, rc, "cannot load image %s for '%s': %s", what, devtext, why);
+    rc = gk__fail(ar, rc, "cannot load image %s for '%s': %s", GK__WHAT(row), GK__DEVICE(dev),
+                  why);
     goto fail;
   }
   /* The device may come from a spec ("cuda:sm_86"): the image must fit the
@@ -349,19 +339,19 @@ static int cuda_load(gk_archive *ar, const gk_device *dev, const gk_image_info *
     rc = gk__fail(ar, GK_ENODEVICE,
                   "cannot load image %s: it was chosen for '%s', but CUDA device %d "
                   "here is %s (%s)",
-                  what, devtext, dev->index, st, why);
+                  GK__WHAT(row), GK__DEVICE(dev), dev->index, st, why);
     goto fail;
   }
 
   gk__cu_result r;
   gk__cu_context popped;
   if ((r = cm->c.cuDevicePrimaryCtxRetain(&cm->ctx, cm->dev)) != GK__CUDA_SUCCESS) {
-    rc = load_fail(ar, cm, row, what, "cuDevicePrimaryCtxRetain", r, NULL);
+    rc = load_fail(ar, cm, row, "cuDevicePrimaryCtxRetain", r, NULL);
     goto fail;
   }
   cm->have_ctx = 1;
   if ((r = cm->c.cuCtxPushCurrent(cm->ctx)) != GK__CUDA_SUCCESS) {
-    rc = load_fail(ar, cm, row, what, "cuCtxPushCurrent", r, NULL);
+    rc = load_fail(ar, cm, row, "cuCtxPushCurrent", r, NULL);
     goto fail;
   }
   char log[2048] = "";
@@ -378,30 +368,30 @@ static int cuda_load(gk_archive *ar, const gk_device *dev, const gk_image_info *
     r = cm->c.cuModuleLoadDataEx(&cm->mod, bytes, 2, opts, vals);
   }
   log[sizeof log - 1] = '\0';
-  for (int i = 0; r == GK__CUDA_SUCCESS && i < cm->n; i++) {
+  for (int i = 0; r == GK__CUDA_SUCCESS && i < cm->e.n; i++) {
     if (use_lib) {
       gk__cu_kernel k;
       step = "cuLibraryGetKernel";
-      r = cm->c.cuLibraryGetKernel(&k, cm->lib, cm->names[i]);
+      r = cm->c.cuLibraryGetKernel(&k, cm->lib, cm->e.name[i]);
       if (r == GK__CUDA_SUCCESS) {
         step = "cuKernelGetFunction";
         r = cm->c.cuKernelGetFunction(&cm->fns[i], k);
       }
     } else {
       step = "cuModuleGetFunction";
-      r = cm->c.cuModuleGetFunction(&cm->fns[i], cm->mod, cm->names[i]);
+      r = cm->c.cuModuleGetFunction(&cm->fns[i], cm->mod, cm->e.name[i]);
     }
     if (r != GK__CUDA_SUCCESS) {
       cm->c.cuCtxPopCurrent(&popped);
       rc = gk__fail(ar, r == GK__CUDA_ERROR_NOT_FOUND ? GK_ENOSYMBOL : GK_EDRIVER,
-                    "cannot load image %s: kernel '%s': %s failed with %s", what,
-                    cm->names[i], step, result_text(&cm->c, r, st, sizeof st));
+                    "cannot load image %s: kernel '%s': %s failed with %s", GK__WHAT(row),
+                    cm->e.name[i], step, result_text(&cm->c, r, st, sizeof st));
       goto fail;
     }
   }
   cm->c.cuCtxPopCurrent(&popped);
   if (r != GK__CUDA_SUCCESS) {
-    rc = load_fail(ar, cm, row, what, step, r, log);
+    rc = load_fail(ar, cm, row, step, r, log);
     goto fail;
   }
   free(bytes); /* the driver keeps its own copy */
@@ -415,8 +405,8 @@ fail:
 }
 
 static int entry_index(const cuda_module *cm, const char *name) {
-  for (int i = 0; i < cm->n; i++)
-    if (strcmp(cm->names[i], name) == 0) return i;
+  for (int i = 0; i < cm->e.n; i++)
+    if (strcmp(cm->e.name[i], name) == 0) return i;
   return -1;
 }
 
@@ -509,5 +499,6 @@ static int cuda_launch(void *state, const char *name, const gk_launch *L,
   return GK_OK;
 }
 
-const gk__gpu_ops gk__cuda_ops = {GK_BACKEND_CUDA, cuda_load,   cuda_symbol, cuda_kernel_info,
-                                  cuda_unload,     cuda_limits, cuda_launch};
+const gk__ops gk__cuda_ops = {
+    .load = cuda_load, .symbol = cuda_symbol, .kernel_info = cuda_kernel_info,
+    .unload = cuda_unload, .limits = cuda_limits, .launch = cuda_launch, .launches = 1};

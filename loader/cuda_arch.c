@@ -1,9 +1,11 @@
 /*
- * cuda_arch.c - what libgk knows about CUDA images without a driver: the
- * names of targets ("sm_90a", "sm_100f", "compute_75"), NVIDIA's rule for
- * which image runs on which device (select.c's cuda line), what to say when
- * none does, and the offline checks of a cubin's ELF (or a PTX text)
- * against its index row (elf.c's cuda lines, so `gk verify` and every load).
+ * cuda_arch.c - the CUDA backend's descriptor, and what libgk knows about
+ * CUDA without a driver (cuda.c is the driver side): the names of targets
+ * ("sm_90a", "sm_100f", "compute_75") and of devices in a spec ("sm_86",
+ * "8.6", ",driver=12.4"), NVIDIA's rule for which image runs on which
+ * device, what to say when none does, and the offline checks of a cubin's
+ * ELF (or a PTX text) against its index row (so `gk verify` and every
+ * load).
  *
  * The rule (NVIDIA's binary and PTX compatibility, docs/archive.md):
  *   sm_XYa  SASS for exactly X.Y (arch-specific features)
@@ -86,11 +88,77 @@ static const char *ver_text(int v, char *buf, size_t size) {
   return buf;
 }
 
+/* ---- device specs -------------------------------------------------------- */
+
+/* "sm_86": a device is a compute capability, two or three digits. The
+ * 'a'/'f' suffixes (sm_90a) name image targets, not devices. */
+static int device_target(const char *arch, gk__cuda_target *d) {
+  return gk__cuda_parse_target(arch, d) && !d->ptx && !d->suffix;
+}
+
+/* A spec's arch: "sm_86", or "8.6" as CUDA writes a compute capability
+ * (respelt sm_86). */
+static int spec_arch(char *arch, size_t size, const char *spec, char *why, size_t why_size) {
+  int major, minor, k = 0;
+  gk__cuda_target d;
+  if (sscanf(arch, "%d.%d%n", &major, &minor, &k) == 2 && (size_t)k == strlen(arch) &&
+      major > 0 && major < 100 && minor >= 0 && minor < 10 && arch[0] != '0')
+    snprintf(arch, size, "sm_%d%d", major, minor);
+  if (device_target(arch, &d)) return 1;
+  gk__say(why, why_size,
+          "cuda arch '%s' is not a compute capability like sm_86 or sm_90 "
+          "(a device has no 'a' or 'f' suffix)",
+          arch);
+  return 0;
+}
+
+/* "12.4" -> 12040, CUDA's encoding (1000 * major + 10 * minor). */
+static int parse_driver(const char *v, int *out) {
+  char *end;
+  long major = strtol(v, &end, 10), minor = 0;
+  if (end == v || !isdigit((unsigned char)*v) || major < 1 || major > 999)
+    return 0;
+  if (*end == '.') {
+    const char *m = end + 1;
+    if (!isdigit((unsigned char)*m)) return 0;
+    minor = strtol(m, &end, 10);
+    if (minor > 99) return 0;
+  }
+  if (*end != '\0') return 0;
+  *out = (int)(major * 1000 + minor * 10);
+  return 1;
+}
+
+/* ",driver=X.Y": the driver's CUDA version, which the rule holds images to. */
+static int spec_option(gk_device *d, const char *opt, const char *spec, char *why,
+                       size_t why_size) {
+  if (strncmp(opt, "driver=", 7) != 0) return -1;
+  if (parse_driver(opt + 7, &d->driver_version)) return 1;
+  gk__say(why, why_size, "bad driver version '%s' in device spec '%s'; write it like 12.4",
+          opt + 7, spec);
+  return 0;
+}
+
+/* The spec a mistyped one most likely meant ("sm89", "cuda:89",
+ * "compute_89", "sm_90a" -> "cuda:sm_89" / "cuda:sm_90"). */
+static int spec_guess(const char *spec, char *out, size_t size) {
+  const char *p = spec;
+  if (strncmp(p, "cuda:", 5) == 0) p += 5;
+  if (strncmp(p, "compute_", 8) == 0) p += 8;
+  else if (strncmp(p, "sm_", 3) == 0) p += 3;
+  else if (strncmp(p, "sm", 2) == 0) p += 2;
+  size_t digits = strspn(p, "0123456789");
+  const char *end = p + digits;
+  if (*end == 'a' || *end == 'f') end++; /* image targets, not devices */
+  if (digits < 2 || digits > 3 || *p == '0' || (*end != '\0' && *end != ',')) return 0;
+  return snprintf(out, size, "cuda:sm_%.*s%s", (int)digits, p, end) < (int)size;
+}
+
 /* ---- the selection rule -------------------------------------------------- */
 
-int gk__cuda_valid(const gk_device *dev, char *why, size_t why_size) {
+static int valid(const gk_device *dev, char *why, size_t why_size) {
   gk__cuda_target d;
-  if (gk__cuda_parse_target(dev->arch, &d) && !d.ptx && !d.suffix) return 1;
+  if (device_target(dev->arch, &d)) return 1;
   gk__say(why, why_size,
            "is not a compute capability like sm_86 (a device has no 'a' or "
            "'f' suffix and is no compute_XY)");
@@ -101,7 +169,7 @@ int gk__cuda_fits(const gk_device *dev, const gk_image_info *row,
                   unsigned flags, long *score, char *why, size_t why_size) {
   gk__cuda_target d, t;
   char a[16], b[16];
-  if (!gk__cuda_parse_target(dev->arch, &d) || d.ptx || d.suffix) {
+  if (!device_target(dev->arch, &d)) { /* a selection checks valid() first */
     gk__say(why, why_size, "device arch '%s' is not a compute capability",
              dev->arch);
     return 0;
@@ -188,9 +256,11 @@ static int cmp_target(const void *pa, const void *pb) {
   return strcmp(a, b);
 }
 
-void gk__cuda_holdings(gk__sb *has, gk__sb *note, const gk__row *rows,
-                       size_t from, size_t to, const char *variant,
-                       const gk_device *dev, unsigned flags) {
+/* What the no-image message says the archive has ("cuda sm_75..sm_120 (9
+ * cubins) + compute_75 PTX (CUDA 13.0)"), with in `note` why the driver
+ * rules images out. */
+static void holdings(gk__sb *has, gk__sb *note, const gk__row *rows, size_t from, size_t to,
+                     const char *variant, const gk_device *dev, unsigned flags) {
   const char **sass = malloc((to - from + 1) * sizeof *sass);
   const char **ptx = malloc((to - from + 1) * sizeof *ptx);
   size_t ns = 0, np = 0;
@@ -259,37 +329,6 @@ out:
   free(ptx);
 }
 
-/* ---- entry names --------------------------------------------------------- */
-
-int gk__cuda_entries(const char *json, char names[][GK__CUDA_NAME_MAX],
-                     int max) {
-  /* The index's entry column: a JSON array of identifiers, as gk build
-   * writes it ('["qmatmul"]'). Anything else is refused, not guessed at. */
-  const char *p = json;
-  int n = 0;
-  if (!p) return -1;
-  while (isspace((unsigned char)*p)) p++;
-  if (*p++ != '[') return -1;
-  for (;;) {
-    while (isspace((unsigned char)*p)) p++;
-    if (*p == ']' && n == 0) break;
-    if (*p++ != '"') return -1;
-    size_t len = 0;
-    while (isalnum((unsigned char)p[len]) || p[len] == '_') len++;
-    if (len == 0 || len >= GK__CUDA_NAME_MAX || p[len] != '"' || n >= max)
-      return -1;
-    memcpy(names[n], p, len);
-    names[n++][len] = '\0';
-    p += len + 1;
-    while (isspace((unsigned char)*p)) p++;
-    if (*p == ']') break;
-    if (*p++ != ',') return -1;
-  }
-  p++;
-  while (isspace((unsigned char)*p)) p++;
-  return *p == '\0' ? n : -1;
-}
-
 /* ---- cubin ELF ---------------------------------------------------------- */
 
 static unsigned rd16(const unsigned char *p) { return p[0] | (unsigned)p[1] << 8; }
@@ -306,7 +345,7 @@ typedef struct section {
   uint64_t size;
 } section;
 
-/* The sections of an ELF64 whose header elf.c has checked (size >= 64,
+/* The sections of an ELF64 whose header gk__elf_read has checked (size >= 64,
  * the section table inside the image, entries of at least 64 bytes). Each
  * section's name must lie in the section-name table and end there; its data
  * inside the image (SHT_NOBITS sections have no data). Returns the count and
@@ -430,8 +469,10 @@ static int tkinfo(const section *s, char *arch, size_t asize, char *ver,
   return 1;
 }
 
-int gk__cuda_cubin_check(const void *bytes, size_t size,
-                         const gk_image_info *row, char *why, size_t wsize) {
+/* The cubin's own checks, for bytes whose ELF header gk__elf_read has
+ * validated. 1, or 0 with why. */
+static int cubin_fits(const void *bytes, size_t size, const gk_image_info *row,
+                      const gk__entries *e, char *why, size_t wsize) {
   const unsigned char *b = bytes;
   gk__cuda_target t;
   if (!gk__cuda_parse_target(row->target, &t) || t.ptx) {
@@ -486,17 +527,11 @@ int gk__cuda_cubin_check(const void *bytes, size_t size,
     }
   }
 
-  char names[16][GK__CUDA_NAME_MAX];
-  int ne = gk__cuda_entries(row->entry, names, 16);
-  if (ne < 0) {
-    snprintf(why, wsize, "the row's entry list '%s' is not a JSON array of names", row->entry);
-    goto out;
-  }
-  for (int i = 0; i < ne; i++) {
-    char sec[GK__CUDA_NAME_MAX + 8];
-    snprintf(sec, sizeof sec, ".text.%.*s", GK__CUDA_NAME_MAX - 1, names[i]);
+  for (int i = 0; i < e->n; i++) {
+    char sec[GK__NAME_MAX + 8];
+    snprintf(sec, sizeof sec, ".text.%.*s", GK__NAME_MAX - 1, e->name[i]);
     if (!find_section(secs, n, sec)) {
-      snprintf(why, wsize, "the cubin has no kernel '%s' (no section %s)", names[i], sec);
+      snprintf(why, wsize, "the cubin has no kernel '%s' (no section %s)", e->name[i], sec);
       goto out;
     }
   }
@@ -504,6 +539,15 @@ int gk__cuda_cubin_check(const void *bytes, size_t size,
 out:
   free(secs);
   return ok;
+}
+
+static int cubin_check(const void *bytes, size_t size, const gk_image_info *row,
+                       const gk__entries *e, char *why, size_t why_size) {
+  gk__elf h;
+  return gk__elf_read(bytes, size, GK__EM_CUDA, GK__ET_EXEC, &h, why, why_size) &&
+                 cubin_fits(bytes, size, row, e, why, why_size)
+             ? GK_OK
+             : GK_EFORMAT;
 }
 
 /* ---- PTX ----------------------------------------------------------------- */
@@ -529,8 +573,10 @@ static int directive(const char *p, size_t size, const char *dir, char *out,
   return 0;
 }
 
-int gk__cuda_ptx_check(const void *bytes, size_t size, const gk_image_info *row,
-                       char *why, size_t wsize) {
+/* PTX text: the .version and .target directives, each entry an .entry.
+ * 1, or 0 with why. */
+static int ptx_fits(const void *bytes, size_t size, const gk_image_info *row,
+                    const gk__entries *e, char *why, size_t wsize) {
   const char *p = bytes;
   gk__cuda_target t;
   if (!gk__cuda_parse_target(row->target, &t) || !t.ptx) {
@@ -558,23 +604,33 @@ int gk__cuda_ptx_check(const void *bytes, size_t size, const gk_image_info *row,
     snprintf(why, wsize, "the PTX targets %s (.target), not %s", target, row->target);
     return 0;
   }
-  char names[16][GK__CUDA_NAME_MAX];
-  int ne = gk__cuda_entries(row->entry, names, 16);
-  if (ne < 0) {
-    snprintf(why, wsize, "the row's entry list '%s' is not a JSON array of names", row->entry);
-    return 0;
-  }
-  for (int i = 0; i < ne; i++) {
+  for (int i = 0; i < e->n; i++) {
     /* ".entry NAME(" at some point of the text. */
-    size_t nl = strlen(names[i]);
+    const char *name = e->name[i];
+    size_t nl = strlen(name);
     int found = 0;
     for (size_t k = 0; !found && k + 7 + nl < size; k++)
-      found = memcmp(p + k, ".entry ", 7) == 0 && memcmp(p + k + 7, names[i], nl) == 0 &&
+      found = memcmp(p + k, ".entry ", 7) == 0 && memcmp(p + k + 7, name, nl) == 0 &&
               (p[k + 7 + nl] == '(' || isspace((unsigned char)p[k + 7 + nl]));
     if (!found) {
-      snprintf(why, wsize, "the PTX has no kernel '%s' (no .entry %s)", names[i], names[i]);
+      snprintf(why, wsize, "the PTX has no kernel '%s' (no .entry %s)", name, name);
       return 0;
     }
   }
   return 1;
 }
+
+static int ptx_check(const void *bytes, size_t size, const gk_image_info *row,
+                     const gk__entries *e, char *why, size_t why_size) {
+  return ptx_fits(bytes, size, row, e, why, why_size) ? GK_OK : GK_EFORMAT;
+}
+
+/* ---- the backend --------------------------------------------------------- */
+
+const gk__backend gk__cuda_backend = {
+    .id = GK_BACKEND_CUDA, .name = "cuda", .detect = gk__cuda_detect, /* cuda.c */
+    .bare = "sm_", .arch = spec_arch, .option = spec_option, .guess = spec_guess,
+    .valid = valid, .fits = gk__cuda_fits, .holdings = holdings,
+    .formats = {{"cubin", cubin_check}, {"ptx", ptx_check}},
+    .ops = &gk__cuda_ops, /* cuda.c */
+};

@@ -87,19 +87,51 @@ const char *gk__x86_level_name(int level);
 const char *gk__x86_level_list(void);
 
 /* The CPU this process runs on. GK_OK or GK_ENODEVICE (with `why`). */
-int gk__cpu_detect(gk_device *out, char *why, size_t why_size);
+int gk__cpu_detect(gk_device *out, int asked, char *why, size_t why_size);
 
 /* Test hook: caps the level gk__cpu_detect reports (0 removes the cap), to
  * play a lower CPU than the machine's. Process-wide; tests only. */
 void gk__cpu_set_level_cap(int level);
 
-/* ---- ELF checks (elf.c) ------------------------------------------------ */
+/* ---- entry lists (index.c) -------------------------------------------- */
 
-/* Checks that `bytes` fit the row's backend, format and target (for cpu:
- * a 64-bit little-endian x86-64 shared object, target a known level).
- * GK_OK, or GK_EFORMAT with `why` saying what does not fit. */
-int gk__elf_check(const void *bytes, size_t size, const gk_image_info *row,
-                  char *why, size_t why_size);
+/* A row's entry points, read from its `entry` column ('["a","b"]') once
+ * per load and handed to the image check, the backend's load and the
+ * launches. */
+#define GK__ENTRY_MAX 16 /* entries a row may list */
+#define GK__NAME_MAX 64  /* longest entry name, plus one */
+typedef struct gk__entries {
+  int n; /* -1: the column is not a JSON array of at most GK__ENTRY_MAX names */
+  char name[GK__ENTRY_MAX][GK__NAME_MAX];
+} gk__entries;
+/* Parses an entry column into *e; returns e->n. */
+int gk__entries_parse(const char *json, gk__entries *e);
+
+/* ---- ELF images (elf.c) ------------------------------------------------ */
+
+enum { GK__EM_X86_64 = 62, GK__EM_CUDA = 190, GK__EM_AMDGPU = 224 };
+enum { GK__ET_EXEC = 2, GK__ET_DYN = 3 };
+
+/* The header fields the checks look at, decoded; the tables they name lie
+ * inside the image (checked). */
+typedef struct gk__elf {
+  unsigned osabi, abiversion; /* e_ident[EI_OSABI], e_ident[EI_ABIVERSION] */
+  unsigned type, machine, ehsize, phentsize, phnum, shentsize, shnum;
+  uint32_t version, flags;
+  uint64_t phoff, shoff;
+  const unsigned char *bytes; /* the image, for checks that read sections */
+  size_t size;
+} gk__elf;
+
+/* Reads the header of an image that must be a 64-bit little-endian ELF of
+ * this machine and type (GK__EM_*, GK__ET_*) into *h: 1, or 0 with why. */
+int gk__elf_read(const void *bytes, size_t size, unsigned machine, unsigned type,
+                 gk__elf *h, char *why, size_t why_size);
+/* Every entry of e is a symbol the image's dynamic symbol table exports:
+ * a function (kd 0: a shared object), or a kernel descriptor NAME.kd (kd
+ * 1: an AMD code object, which HSA loads by it). 1, or 0 with why. */
+int gk__elf_exports(const gk__elf *h, const gk__entries *e, int kd, char *why,
+                    size_t why_size);
 
 /* ---- archives (archive.c, index.c) ------------------------------------- */
 
@@ -136,6 +168,21 @@ struct gk_archive {
 
 /* Orders index rows: (kernel, backend, variant, target), bytewise. */
 int gk__row_cmp(const gk_image_info *a, const gk_image_info *b);
+
+/* The image of row r (gk_archive_read's work, for a row in hand: a load
+ * reads the row its selection chose, unpack.c): its blob decoded and
+ * checked, then the image checked against the row and its entries e
+ * (NULL: parsed here). *bytes is the caller's to free. Errors as
+ * gk_archive_read, with the archive's message. */
+int gk__read(gk_archive *ar, const gk__row *r, const gk__entries *e, void **bytes,
+             size_t *size);
+
+/* Checks that `bytes` fit the row: its entry list parses, and its
+ * backend's check of its format passes (unpack.c). e: the row's entries
+ * when the caller has them, else NULL. GK_OK, or GK_EFORMAT with `why`
+ * (may be NULL) saying what does not fit. */
+int gk__image_check(const void *bytes, size_t size, const gk_image_info *row,
+                    const gk__entries *e, char *why, size_t why_size);
 
 /* Prepares ar->blob_stmt when it is not yet. */
 int gk__blob_stmts(gk_archive *ar);
@@ -175,12 +222,25 @@ const char *gk__archive_vfs(void);
  * `dst`'s pointers then reference. GK_OK or GK_ENOMEM. */
 int gk__info_copy(gk_image_info *dst, const gk_image_info *src, char **block);
 
-/* Describes a row in messages: "'qmatmul' bits=4 cpu x86-64-v3". */
-void gk__row_describe(const gk_image_info *row, char *buf, size_t size);
+/* Describes a row in messages: "'qmatmul' bits=4 cpu x86-64-v3", into
+ * buf; returns buf. */
+const char *gk__row_describe(const gk_image_info *row, char *buf, size_t size);
+/* gk_device_format into buf; returns buf (device.c). */
+const char *gk__device_text(const gk_device *dev, char *buf, size_t size);
+/* A row's or a device's description in a buffer of its own, which lives to
+ * the end of the enclosing block: written among a message's arguments, so
+ * that nothing is described before a failure is worded. */
+#define GK__WHAT(row) gk__row_describe((row), (char[256]){""}, 256)
+#define GK__DEVICE(dev) gk__device_text((dev), (char[160]){""}, 160)
 
 /* 1 once libsodium is initialised (once per process; unpack.c), which
  * image hashing and signature checks (sign.c) both need. */
 int gk__sodium_ready(void);
+
+/* The best row of `kernel`/`variant` for dev, as gk_archive_select_ex
+ * chooses it, in *row: valid until the archive is closed (select.c). */
+int gk__select(gk_archive *ar, const gk_device *dev, const char *kernel, const char *variant,
+               unsigned flags, const gk__row **row);
 
 /* ---- GPU drivers (driver.c) ---------------------------------------- */
 
@@ -202,7 +262,7 @@ void gk__driver_close(gk__driver *d);
 /* 1 when a test installed a resolver for backend (no dlopen then). */
 int gk__driver_has_resolver(gk_backend backend);
 
-/* ---- selection (select.c) ------------------------------------------- */
+/* ---- backends: one descriptor each, one table (device.c) --------------- */
 
 /* A backend's compatibility rule: 1 when `row` (of the device's backend)
  * runs on `dev`, with *score ranking the rows that do (higher is better);
@@ -212,16 +272,97 @@ typedef int (*gk__fits_fn)(const gk_device *dev, const gk_image_info *row,
                            unsigned flags, long *score, char *why,
                            size_t why_size);
 
-/* ---- GPU modules (module.c dispatches; one ops table per backend) ----- */
+/* What the archive holds of one variant, in the backend's terms, for the
+ * message of a selection where no row of rows [from, to) fits dev ("cuda
+ * sm_75..sm_120 (9 cubins) + compute_75 PTX (CUDA 13.0)"), with in `note`
+ * why the rule turned rows down ("PTX from CUDA 13.0 needs a driver >=
+ * 13.0, this driver is 12.4"). */
+typedef void (*gk__holdings_fn)(gk__sb *has, gk__sb *note, const gk__row *rows,
+                                size_t from, size_t to, const char *variant,
+                                const gk_device *dev, unsigned flags);
 
-/* How one GPU backend loads and answers for a module. load takes ownership
- * of `bytes` (the verified image, freed on failure too), checks the device
- * is really present, and on success sets *state, which symbol, kernel_info
- * and unload receive. It reports failures with gk__fail on `ar`. */
-typedef struct gk__gpu_ops {
-  gk_backend backend;
+typedef struct gk__ops gk__ops; /* how a module loads (module.c) */
+
+/*
+ * Everything the loader's generic files (device.c, select.c, unpack.c,
+ * module.c) ask of one backend, defined in the backend's own file - the
+ * part built on every system: cpu.c, cuda_arch.c, rocm_isa.c,
+ * vulkan_spirv.c, wgsl.c, metal_target.c; a driver side (cuda.c, rocm.c,
+ * vulkan.c and vulkan_module.c, metal.m) gives it detect and ops - and
+ * listed once in device.c's table, in the order gk_device_detect()
+ * prefers them. Adding a backend is its file and a line there (and its
+ * gk_backend value in gk.h; docs/loader.md). Hooks a backend has no use
+ * for are NULL where the field says so.
+ */
+typedef struct gk__backend {
+  gk_backend id;
+  const char *name; /* gk_backend_name(): "cuda" */
+  /* The device of index 0 here: GK_OK, or GK_ENODEVICE (or GK_EDRIVER)
+   * with the reason in why. `asked` is 0 when gk_device_detect() looks for
+   * the best device of the machine: a backend that must not win that way
+   * (a CPU-type Vulkan device, a WGSL host) then says no. */
+  int (*detect)(gk_device *out, int asked, char *why, size_t why_size);
+
+  /* The device spec (gk_device_parse). An arch alone that starts with
+   * `bare` names this backend ("sm_89" is cuda:sm_89; NULL: none). `arch`
+   * checks the arch of a spec, which it may respell in place (`size`
+   * bytes: cuda's "8.9" is sm_89): 1, or 0 with the reason in why (NULL:
+   * any plain name of letters, digits, '_', '-' and '.'). `option` reads
+   * one ",key=value" into d: 1, 0 for a bad value (with why), -1 when the
+   * key is not this backend's (NULL: no options). `guess` writes the spec
+   * a mistyped one most likely meant ("cuda:89" -> "cuda:sm_89"): 1, or 0
+   * when there is no good guess (NULL: never). */
+  const char *bare;
+  int (*arch)(char *arch, size_t size, const char *spec, char *why, size_t why_size);
+  int (*option)(gk_device *d, const char *opt, const char *spec, char *why,
+                size_t why_size);
+  int (*guess)(const char *spec, char *out, size_t size);
+
+  /* Selection (select.c). `valid` checks a device: 1, or 0 with a reason
+   * that follows "device 'cuda:sm_90a' " in the message. `fits` is the
+   * backend's rule for one of its rows (gk__fits_fn). `holdings` words
+   * what the archive has when no row fits (NULL: each row's backend and
+   * target). */
+  int (*valid)(const gk_device *dev, char *why, size_t why_size);
+  gk__fits_fn fits;
+  gk__holdings_fn holdings;
+
+  /* Image checks (gk__image_check: every read, gk verify, gk pack): the
+   * formats its rows may hold, each with the check of an image's bytes
+   * against its row (header, target, entries): GK_OK, or GK_EFORMAT (or
+   * GK_ENOMEM) with why. A format not listed is refused. */
+  struct {
+    const char *name;
+    int (*check)(const void *bytes, size_t size, const gk_image_info *row,
+                 const gk__entries *e, char *why, size_t why_size);
+  } formats[2];
+
+  /* Loading and using a module (module.c); never NULL: a backend whose
+   * driver side is not built here has stand-ins that say so. */
+  const gk__ops *ops;
+} gk__backend;
+
+/* The descriptor of backend b, or of the backend named `name` ("cuda");
+ * NULL when there is none (device.c). */
+const gk__backend *gk__backend_of(gk_backend b);
+const gk__backend *gk__backend_named(const char *name);
+
+extern const gk__backend gk__cpu_backend, gk__cuda_backend, gk__rocm_backend,
+    gk__vk_backend, gk__wgsl_backend, gk__metal_backend;
+
+/* ---- modules (module.c; each backend's ops in its driver's file) ------- */
+
+/* How one backend loads and answers for a module (its descriptor's ops).
+ * ready (NULL: nothing to check) refuses, before anything is selected, a
+ * device this machine cannot stand for (a cpu level above its CPU's).
+ * load takes ownership of `bytes` (the verified image, freed on failure
+ * too), checks the device is really present, and on success sets *state,
+ * which symbol, kernel_info and unload receive. They report failures with
+ * gk__fail on `ar`. */
+struct gk__ops {
+  int (*ready)(gk_archive *ar, const gk_device *dev);
   int (*load)(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
-              void *bytes, size_t size, void **state);
+              const gk__entries *e, void *bytes, size_t size, void **state);
   void *(*symbol)(void *state, const char *name);
   int (*kernel_info)(void *state, const char *name, gk_kernel_info *out);
   void (*unload)(void *state);
@@ -233,7 +374,10 @@ typedef struct gk__gpu_ops {
   int (*launch)(void *state, const char *name, const gk_launch *L,
                 const gk_launch_dims *d, const gk_arg *args, size_t nargs,
                 const gk_launch_options *opts);
-} gk__gpu_ops;
+  /* 1 when its rows carry launch data, parsed at load (gk_module_launch);
+   * 0 when a module's entries are functions to call (cpu). */
+  int launches;
+};
 
 /* ---- launches (launch.c) ----------------------------------------------- */
 
@@ -264,17 +408,13 @@ typedef struct gk__amd_target {
  * name). 1, or 0 with the reason in why. */
 int gk__amd_parse(const char *id, gk__amd_target *t, char *why,
                   size_t why_size);
-/* The ROCm rule of select.c's table. */
-int gk__rocm_valid(const gk_device *dev, char *why, size_t why_size);
+/* The ROCm rule (gk__rocm_backend's fits), which a load checks again
+ * against the GPU really there (rocm.c). */
 int gk__rocm_fits(const gk_device *dev, const gk_image_info *row,
                   unsigned flags, long *score, char *why, size_t why_size);
-/* Checks an AMD code object's header fields (EI_OSABI, EI_ABIVERSION,
- * e_flags) against the row's target. 1, or 0 with why. */
-int gk__amd_elf_check(unsigned osabi, unsigned abiversion, uint32_t eflags,
-                      const char *target, char *why, size_t why_size);
 /* The first ROCm GPU: GK_OK, or GK_ENODEVICE with the reason. */
-int gk__rocm_detect(gk_device *out, char *why, size_t why_size);
-extern const gk__gpu_ops gk__rocm_ops;
+int gk__rocm_detect(gk_device *out, int asked, char *why, size_t why_size);
+extern const gk__ops gk__rocm_ops;
 
 
 /* ---- Vulkan (vulkan_spirv.c: SPIR-V and versions; vulkan.c: driver) --- */
@@ -298,56 +438,31 @@ typedef struct gk__spirv_info {
 
 /* "vulkan1.3" -> 1, 3. 1, or 0 when s is not such a name. */
 int gk__vk_version_parse(const char *s, int *major, int *minor);
-/* The Vulkan rule of select.c's table. */
-int gk__vk_valid(const gk_device *dev, char *why, size_t why_size);
-int gk__vk_fits(const gk_device *dev, const gk_image_info *row,
-                unsigned flags, long *score, char *why, size_t why_size);
-/* SPIR-V header: magic, version (not newer than row's target accepts, when
- * row is not NULL), id bound, reserved word. GK_OK or GK_EFORMAT + why. */
-int gk__spirv_check(const void *bytes, size_t size, const gk_image_info *row,
-                    char *why, size_t why_size);
 /* Header check, then entry points, local sizes, bindings, push size.
  * GK_OK, GK_EFORMAT or GK_ENOMEM, with why. */
 int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
                       char *why, size_t why_size);
 /* The best Vulkan device (discrete > integrated > virtual > cpu); with
- * any_type 0, devices of type CPU (lavapipe) are passed over, as
+ * asked 0, devices of type CPU (lavapipe) are passed over, as
  * gk_device_detect() must not prefer them to the native CPU backend. */
-int gk__vk_detect(gk_device *out, int any_type, char *why, size_t why_size);
-extern const gk__gpu_ops gk__vk_ops;
+int gk__vk_detect(gk_device *out, int asked, char *why, size_t why_size);
+extern const gk__ops gk__vk_ops;
 /* The state `ops` keeps for module m; NULL when m is not one of its
  * modules (module.c). */
-void *gk__module_gpu_state(const gk_module *m, const gk__gpu_ops *ops);
+void *gk__module_state(const gk_module *m, const gk__ops *ops);
 
 /* ---- WGSL text (wgsl.c) ------------------------------------------------ */
 
 /* "webgpu" or "webgpu+feature...". 1, or 0 with why. */
 int gk__wgsl_arch_ok(const char *arch, char *why, size_t why_size);
-/* The WGSL rule of select.c's table. */
-int gk__wgsl_valid(const gk_device *dev, char *why, size_t why_size);
-int gk__wgsl_fits(const gk_device *dev, const gk_image_info *row,
-                  unsigned flags, long *score, char *why, size_t why_size);
-/* The host libgk hands text to: always "wgsl:webgpu". */
-int gk__wgsl_detect(gk_device *out, char *why, size_t why_size);
-/* UTF-8 without NUL, and each entry of the row a function of the text with
- * the @compute attribute. GK_OK or GK_EFORMAT with why. */
-int gk__wgsl_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                   size_t why_size);
-extern const gk__gpu_ops gk__wgsl_ops;
+
+extern const gk__ops gk__wgsl_ops;
 
 /* ---- Metal (metal_target.c: names, rule, header; metal.m: Apple only) -- */
 
-/* The Metal rule of select.c's table ("macos-metal3.0" targets). */
-int gk__metal_valid(const gk_device *dev, char *why, size_t why_size);
-int gk__metal_fits(const gk_device *dev, const gk_image_info *row,
-                   unsigned flags, long *score, char *why, size_t why_size);
-/* "MTLB" magic, a function list inside the image, and each entry of the
- * row a kernel function of that list. GK_OK or GK_EFORMAT with why. */
-int gk__metallib_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                       size_t why_size);
 /* The system default Metal device (Apple); elsewhere GK_ENODEVICE. */
-int gk__metal_detect(gk_device *out, char *why, size_t why_size);
-extern const gk__gpu_ops gk__metal_ops;
+int gk__metal_detect(gk_device *out, int asked, char *why, size_t why_size);
+extern const gk__ops gk__metal_ops;
 
 /* ---- CUDA (cuda_arch.c: targets, rule, image checks; cuda.c: driver) --- */
 
@@ -357,34 +472,18 @@ typedef struct gk__cuda_target {
   char suffix; /* 0, 'a' (arch-specific) or 'f' (family) */
   int ptx;     /* 1 for compute_XY */
 } gk__cuda_target;
-/* Longest entry-point name a cuda row may list, plus one. */
-#define GK__CUDA_NAME_MAX 64
 
 /* 1 when t is sm_XY[a|f] or compute_XY[a|f] (2-3 digits), else 0. */
 int gk__cuda_parse_target(const char *t, gk__cuda_target *out);
 /* The CUDA release in a cuda row's toolchain ("nvcc 13.0.88" -> 13000, the
  * driver API's encoding); 0 when it does not say. */
 int gk__cuda_toolkit_version(const char *toolchain);
-/* The CUDA rule of select.c's table, and what its no-image message says
- * the archive has ("cuda sm_75..sm_120 (9 cubins) + compute_75 PTX (CUDA
- * 13.0)") with, in `note`, why the driver rules images out. */
-int gk__cuda_valid(const gk_device *dev, char *why, size_t why_size);
+/* The CUDA rule (gk__cuda_backend's fits), which a load checks again
+ * against the GPU and driver really there (cuda.c). */
 int gk__cuda_fits(const gk_device *dev, const gk_image_info *row,
                   unsigned flags, long *score, char *why, size_t why_size);
-void gk__cuda_holdings(gk__sb *has, gk__sb *note, const gk__row *rows,
-                       size_t from, size_t to, const char *variant,
-                       const gk_device *dev, unsigned flags);
-/* An entry column ('["a","b"]') into names; the count, or -1 when it is not
- * a JSON array of at most max identifiers. */
-int gk__cuda_entries(const char *json, char names[][GK__CUDA_NAME_MAX], int max);
-/* elf.c's cuda checks, for bytes whose ELF header elf.c has validated
- * (cubin) or for PTX text. 1, or 0 with why. */
-int gk__cuda_cubin_check(const void *bytes, size_t size, const gk_image_info *row,
-                         char *why, size_t why_size);
-int gk__cuda_ptx_check(const void *bytes, size_t size, const gk_image_info *row,
-                       char *why, size_t why_size);
 /* The first CUDA GPU: GK_OK, or GK_ENODEVICE with the reason. */
-int gk__cuda_detect(gk_device *out, char *why, size_t why_size);
-extern const gk__gpu_ops gk__cuda_ops;
+int gk__cuda_detect(gk_device *out, int asked, char *why, size_t why_size);
+extern const gk__ops gk__cuda_ops;
 
 #endif /* GK_INTERNAL_H */

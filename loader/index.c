@@ -4,6 +4,7 @@
  * search on the rowid, or the whole table - each checked and copied, and
  * the calls that list them (gk_archive_count, gk_archive_image).
  */
+#include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +37,38 @@ int gk__info_copy(gk_image_info *dst, const gk_image_info *src, char **block) {
   return GK_OK;
 }
 
-void gk__row_describe(const gk_image_info *row, char *buf, size_t size) {
+const char *gk__row_describe(const gk_image_info *row, char *buf, size_t size) {
   snprintf(buf, size, "'%s'%s%s %s %s", row->kernel, *row->variant ? " " : "",
            row->variant, row->backend, row->target);
+  return buf;
+}
+
+int gk__entries_parse(const char *json, gk__entries *e) {
+  /* The index's entry column: a JSON array of identifiers, as gk build
+   * writes it ('["qmatmul"]'). Anything else is refused, not guessed at. */
+  const char *p = json;
+  int n = 0;
+  e->n = -1;
+  if (!p) return -1;
+  while (isspace((unsigned char)*p)) p++;
+  if (*p++ != '[') return -1;
+  for (;;) {
+    while (isspace((unsigned char)*p)) p++;
+    if (*p == ']' && n == 0) break;
+    if (*p++ != '"') return -1;
+    size_t len = 0;
+    while (isalnum((unsigned char)p[len]) || p[len] == '_') len++;
+    if (len == 0 || len >= GK__NAME_MAX || p[len] != '"' || n >= GK__ENTRY_MAX) return -1;
+    memcpy(e->name[n], p, len);
+    e->name[n++][len] = '\0';
+    p += len + 1;
+    while (isspace((unsigned char)*p)) p++;
+    if (*p == ']') break;
+    if (*p++ != ',') return -1;
+  }
+  p++;
+  while (isspace((unsigned char)*p)) p++;
+  return e->n = *p == '\0' ? n : -1;
 }
 
 /* Text of column `col`, refused unless it is TEXT without NUL bytes:

@@ -39,7 +39,7 @@ static const char *metal_version(void) {
   return NULL;
 }
 
-int gk__metal_detect(gk_device *out, char *why, size_t why_size) {
+int gk__metal_detect(gk_device *out, int asked, char *why, size_t why_size) {
   @autoreleasepool {
     id<MTLDevice> dev = MTLCreateSystemDefaultDevice();
     if (!dev) {
@@ -80,15 +80,13 @@ static void mod_free(mtlmod *md) {
 }
 
 static int metal_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
-                      void *bytes, size_t size, void **state) {
-  char what[256];
-  gk__row_describe(row, what, sizeof what);
+                      const gk__entries *e, void *bytes, size_t size, void **state) {
   (void)dev; /* the system default device is the only one detected */
   @autoreleasepool {
     id<MTLDevice> device = MTLCreateSystemDefaultDevice();
     if (!device) {
       free(bytes);
-      return gk__fail(ar, GK_ENODEVICE, "cannot load image %s: no Metal device", what);
+      return gk__fail(ar, GK_ENODEVICE, "cannot load image %s: no Metal device", GK__WHAT(row));
     }
     /* dispatch_data_create copies with the default destructor: bytes can go. */
     dispatch_data_t data = dispatch_data_create(bytes, size, NULL, DISPATCH_DATA_DESTRUCTOR_DEFAULT);
@@ -96,17 +94,18 @@ static int metal_load(gk_archive *ar, const gk_device *dev, const gk_image_info 
     NSError *err = nil;
     id<MTLLibrary> lib = [device newLibraryWithData:data error:&err];
     if (!lib)
-      return gk__fail(ar, GK_EDRIVER, "cannot load image %s: newLibraryWithData: %s", what,
+      return gk__fail(ar, GK_EDRIVER, "cannot load image %s: newLibraryWithData: %s",
+                      GK__WHAT(row),
                       err ? err.localizedDescription.UTF8String : "unknown error");
     NSArray<NSString *> *names = lib.functionNames;
     mtlmod *md = calloc(1, sizeof *md);
-    if (!md) return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+    if (!md) return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", GK__WHAT(row));
     md->lib = (void *)CFBridgingRetain(lib);
     md->names = calloc(names.count ? names.count : 1, sizeof *md->names);
     md->pipes = calloc(names.count ? names.count : 1, sizeof *md->pipes);
     if (!md->names || !md->pipes) {
       mod_free(md);
-      return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+      return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", GK__WHAT(row));
     }
     for (NSString *name in names) {
       id<MTLFunction> fn = [lib newFunctionWithName:name];
@@ -114,7 +113,7 @@ static int metal_load(gk_archive *ar, const gk_device *dev, const gk_image_info 
           fn ? [device newComputePipelineStateWithFunction:fn error:&err] : nil;
       if (!ps) {
         int rc = gk__fail(ar, GK_EDRIVER, "cannot load image %s: no compute pipeline for '%s': %s",
-                          what, name.UTF8String,
+                          GK__WHAT(row), name.UTF8String,
                           err ? err.localizedDescription.UTF8String : "not a kernel function");
         mod_free(md);
         return rc;
@@ -124,7 +123,7 @@ static int metal_load(gk_archive *ar, const gk_device *dev, const gk_image_info 
       md->n++;
       if (!md->names[md->n - 1]) {
         mod_free(md);
-        return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+        return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", GK__WHAT(row));
       }
     }
     *state = md;
@@ -151,5 +150,6 @@ static int metal_kernel_info(void *state, const char *name, gk_kernel_info *out)
 
 static void metal_unload(void *state) { mod_free(state); }
 
-const gk__gpu_ops gk__metal_ops = {GK_BACKEND_METAL, metal_load, metal_symbol,
-                                   metal_kernel_info, metal_unload};
+const gk__ops gk__metal_ops = {.load = metal_load, .symbol = metal_symbol,
+                               .kernel_info = metal_kernel_info, .unload = metal_unload,
+                               .launches = 1};

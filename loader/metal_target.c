@@ -1,8 +1,9 @@
 /*
- * metal_target.c - the parts of the Metal backend that need no Apple
- * system, built everywhere: target names and the selection rule, the
- * metallib checks (header, function list, entries), and (off Apple) the
- * stand-ins that say Metal needs macOS. The driver side is metal.m, built only on Apple.
+ * metal_target.c - the Metal backend's descriptor and the parts of the
+ * backend that need no Apple system, built everywhere: target names and
+ * the selection rule, the metallib checks (header, function list,
+ * entries), and (off Apple) the stand-ins that say Metal needs macOS. The
+ * driver side is metal.m, built only on Apple.
  *
  * Targets are "OS-metalX.Y": the OS ("macos") and the Metal language
  * version the image was compiled for (AIR is not per GPU). A device's arch
@@ -29,7 +30,7 @@ static int parse(const char *s, size_t *os_len, int *version) {
   return 1;
 }
 
-int gk__metal_valid(const gk_device *dev, char *why, size_t why_size) {
+static int valid(const gk_device *dev, char *why, size_t why_size) {
   size_t n;
   int v;
   if (parse(dev->arch, &n, &v)) return 1;
@@ -38,8 +39,8 @@ int gk__metal_valid(const gk_device *dev, char *why, size_t why_size) {
   return 0;
 }
 
-int gk__metal_fits(const gk_device *dev, const gk_image_info *row, unsigned flags,
-                   long *score, char *why, size_t why_size) {
+static int fits(const gk_device *dev, const gk_image_info *row, unsigned flags,
+                 long *score, char *why, size_t why_size) {
   size_t dn, rn;
   int dv, rv;
   (void)flags;
@@ -134,8 +135,10 @@ static int function_list_find(const unsigned char *p, const unsigned char *end, 
   return 0;
 }
 
-int gk__metallib_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                       size_t why_size) {
+/* "MTLB" magic, a function list inside the image, and each entry of the
+ * row a kernel function of that list. GK_OK or GK_EFORMAT with why. */
+static int metallib_check(const void *bytes, size_t size, const gk_image_info *row,
+                          const gk__entries *e, char *why, size_t why_size) {
   const unsigned char *b = bytes;
   if (size < 4 || memcmp(bytes, "MTLB", 4) != 0) {
     gk__say(why, why_size, "the image is not a metallib (no 'MTLB' header)");
@@ -162,21 +165,15 @@ int gk__metallib_check(const void *bytes, size_t size, const gk_image_info *row,
             "past its end)");
     return GK_EFORMAT;
   }
-  char names[16][GK__CUDA_NAME_MAX];
-  int ne = gk__cuda_entries(row->entry, names, 16);
-  if (ne < 0) {
-    gk__say(why, why_size, "the row's entry list '%s' is not a JSON array of names", row->entry);
-    return GK_EFORMAT;
-  }
-  for (int i = 0; i < ne; i++) {
-    if (function_list_find(list, end, names[i], &type) != 1) {
+  for (int i = 0; i < e->n; i++) {
+    if (function_list_find(list, end, e->name[i], &type) != 1) {
       gk__say(why, why_size, "the metallib has no kernel '%s' (not in its function list)",
-              names[i]);
+              e->name[i]);
       return GK_EFORMAT;
     }
     if (type != -1 && type != MTLB_KERNEL) {
       gk__say(why, why_size, "the metallib's function '%s' is not a kernel (TYPE %d; kernels "
-              "are %d)", names[i], type, MTLB_KERNEL);
+              "are %d)", e->name[i], type, MTLB_KERNEL);
       return GK_EFORMAT;
     }
   }
@@ -188,14 +185,14 @@ int gk__metallib_check(const void *bytes, size_t size, const gk_image_info *row,
  * metallibs for the Macs it is shipped to). */
 #define NO_METAL "Metal runs on Apple systems only; this libgk has no Metal backend"
 
-int gk__metal_detect(gk_device *out, char *why, size_t why_size) {
+int gk__metal_detect(gk_device *out, int asked, char *why, size_t why_size) {
   (void)out;
   gk__say(why, why_size, "%s", NO_METAL);
   return GK_ENODEVICE;
 }
 
 static int metal_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
-                      void *bytes, size_t size, void **state) {
+                      const gk__entries *e, void *bytes, size_t size, void **state) {
   (void)dev, (void)row, (void)size, (void)state;
   free(bytes);
   return gk__fail(ar, GK_ENODEVICE, "cannot load a metallib: %s", NO_METAL);
@@ -207,6 +204,17 @@ static int metal_kernel_info(void *s, const char *n, gk_kernel_info *o) {
 }
 static void metal_unload(void *s) { (void)s; }
 
-const gk__gpu_ops gk__metal_ops = {GK_BACKEND_METAL, metal_load, metal_symbol,
-                                   metal_kernel_info, metal_unload, NULL, NULL};
+const gk__ops gk__metal_ops = {.load = metal_load, .symbol = metal_symbol,
+                               .kernel_info = metal_kernel_info, .unload = metal_unload,
+                               .launches = 1};
 #endif
+
+/* ---- the backend --------------------------------------------------------- */
+
+const gk__backend gk__metal_backend = {
+    .id = GK_BACKEND_METAL, .name = "metal",
+    .detect = gk__metal_detect, /* metal.m on Apple, above elsewhere */
+    .valid = valid, .fits = fits,
+    .formats = {{"metallib", metallib_check}},
+    .ops = &gk__metal_ops, /* metal.m on Apple, above elsewhere */
+};

@@ -194,7 +194,7 @@ static int find_agent(const hsa *h, int index, gk__hsa_agent *out, char *arch,
   return GK_OK;
 }
 
-int gk__rocm_detect(gk_device *out, char *why, size_t why_size) {
+int gk__rocm_detect(gk_device *out, int asked, char *why, size_t why_size) {
   hsa h;
   gk__hsa_agent agent;
   gk_device d;
@@ -269,23 +269,20 @@ static void rocm_unload(void *state) {
   free(rm);
 }
 
-static int rocm_load(gk_archive *ar, const gk_device *dev,
-                     const gk_image_info *row, void *bytes, size_t size,
-                     void **state) {
-  char what[256], why[512], st[160], devtext[160];
-  gk__row_describe(row, what, sizeof what);
-  gk_device_format(dev, devtext, sizeof devtext);
+static int rocm_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
+                     const gk__entries *e, void *bytes, size_t size, void **state) {
+  char why[512], st[160];
   rocm_module *rm = calloc(1, sizeof *rm);
   if (!rm) {
     free(bytes);
-    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", GK__WHAT(row));
   }
   rm->bytes = bytes;
   pthread_mutex_init(&rm->lock, NULL);
   rm->abiversion = size > 8 ? ((const unsigned char *)bytes)[8] : 0;
   int rc = hsa_open(&rm->h, why, sizeof why);
   if (rc != GK_OK) {
-    rc = gk__fail(ar, rc, "cannot load image %s: %s", what, why);
+    rc = gk__fail(ar, rc, "cannot load image %s: %s", GK__WHAT(row), why);
     goto fail;
   }
   const hsa *h = &rm->h;
@@ -295,7 +292,7 @@ static int rocm_load(gk_archive *ar, const gk_device *dev,
   rc = find_agent(h, dev->index, &rm->agent, here.arch, sizeof here.arch, why,
                   sizeof why);
   if (rc != GK_OK) {
-    rc = gk__fail(ar, rc, "cannot load image %s for '%s': %s", what, devtext,
+    rc = gk__fail(ar, rc, "cannot load image %s for '%s': %s", GK__WHAT(row), GK__DEVICE(dev),
                   why);
     goto fail;
   }
@@ -306,7 +303,7 @@ static int rocm_load(gk_archive *ar, const gk_device *dev,
     rc = gk__fail(ar, GK_ENODEVICE,
                   "cannot load image %s: it was chosen for '%s', but ROCm "
                   "device %d here is %s (%s)",
-                  what, devtext, dev->index, here.arch, why);
+                  GK__WHAT(row), GK__DEVICE(dev), dev->index, here.arch, why);
     goto fail;
   }
 
@@ -334,7 +331,7 @@ static int rocm_load(gk_archive *ar, const gk_device *dev,
 
 driver_fail:
   rc = gk__fail(ar, GK_EDRIVER, "cannot load image %s on ROCm device %d (%s): %s failed with %s",
-                what, dev->index, here.arch, step, status_text(h, s, st, sizeof st));
+                GK__WHAT(row), dev->index, here.arch, step, status_text(h, s, st, sizeof st));
 fail:
   rocm_unload(rm);
   return rc;
@@ -575,5 +572,6 @@ out:
   return rc;
 }
 
-const gk__gpu_ops gk__rocm_ops = {GK_BACKEND_ROCM, rocm_load,   rocm_symbol, rocm_kernel_info,
-                                  rocm_unload,     NULL,        rocm_launch};
+const gk__ops gk__rocm_ops = {
+    .load = rocm_load, .symbol = rocm_symbol, .kernel_info = rocm_kernel_info,
+    .unload = rocm_unload, .launch = rocm_launch, .launches = 1};

@@ -1,16 +1,19 @@
 /*
- * rocm_isa.c - AMD GPU target IDs: parsing "gfx90a:sramecc+:xnack-", the
+ * rocm_isa.c - the ROCm backend's descriptor (rocm.c is its driver side,
+ * HSA) and AMD GPU target IDs: parsing "gfx90a:sramecc+:xnack-", the
  * processors libgk knows (their ELF machine numbers, target features and
- * generic families), the ROCm selection rule, and the check of a code
- * object's ELF header against its index row. No driver is touched here:
- * everything works on names and header bytes, so `gk verify`, `gk probe
- * --device rocm:...` and the tests run on machines without an AMD GPU.
+ * generic families), the shape of a device spec, the ROCm selection rule,
+ * and the check of a code object against its index row. No driver is
+ * touched here: everything works on names and header bytes, so `gk
+ * verify`, `gk probe --device rocm:...` and the tests run on machines
+ * without an AMD GPU.
  *
  * Sources: LLVM's AMDGPUUsage ("Processors", "Target ID", "Generic
  * Processors", "ELF Header": EF_AMDGPU_MACH, the xnack/sramecc fields and
  * EF_AMDGPU_GENERIC_VERSION) and the compatibility rule of comgr's
  * isCompatibleIsaName / ROCr's Isa::IsCompatible.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -125,6 +128,32 @@ int gk__amd_parse(const char *id, gk__amd_target *t, char *why,
   return 1;
 }
 
+/* A device spec's arch is shaped like a target ID: "gfx90a", "gfx1030",
+ * "gfx11-generic", then ":feature+" / ":feature-" settings as the device
+ * reports them ("gfx90a:sramecc+:xnack-"). Which processors and features
+ * a device may name is the selection's to judge (valid, below): a spec
+ * only has to read as one. */
+static int spec_arch(char *a, size_t size, const char *spec, char *why, size_t why_size) {
+  const char *p = a;
+  if (strncmp(p, "gfx", 3) != 0) goto bad;
+  p += 3;
+  if (!isalnum((unsigned char)*p)) goto bad;
+  while (isalnum((unsigned char)*p) || *p == '-') p++;
+  while (*p == ':') {
+    const char *f = ++p;
+    while (islower((unsigned char)*p) || isdigit((unsigned char)*p)) p++;
+    if (p == f || (*p != '+' && *p != '-')) goto bad;
+    p++;
+  }
+  if (*p == '\0') return 1;
+bad:
+  gk__say(why, why_size,
+          "rocm arch '%s' is not like gfx90a or gfx90a:sramecc+:xnack- "
+          "(each feature ends in + or -)",
+          a);
+  return 0;
+}
+
 /* "xnack+" etc. of a feature setting, for messages. */
 static const char *setting(const char *feature, char v, char *buf, size_t n) {
   if (v)
@@ -135,7 +164,7 @@ static const char *setting(const char *feature, char v, char *buf, size_t n) {
 }
 
 /* A device is a processor with the feature settings it runs with. */
-int gk__rocm_valid(const gk_device *dev, char *why, size_t why_size) {
+static int valid(const gk_device *dev, char *why, size_t why_size) {
   gk__amd_target d;
   char text[128];
   if (!gk__amd_parse(dev->arch, &d, text, sizeof text)) {
@@ -242,8 +271,10 @@ static unsigned want_field(char setting, int has) {
   return setting == '+' ? 3 : setting == '-' ? 2 : has ? 1 : 0;
 }
 
-int gk__amd_elf_check(unsigned osabi, unsigned abiversion, uint32_t eflags,
-                      const char *target, char *why, size_t why_size) {
+/* An AMD code object's header fields (EI_OSABI, EI_ABIVERSION, e_flags)
+ * against the row's target. 1, or 0 with why. */
+static int amd_header(unsigned osabi, unsigned abiversion, uint32_t eflags, const char *target,
+                      char *why, size_t why_size) {
   gk__amd_target t;
   char text[128];
   if (osabi != ELFOSABI_AMDGPU_HSA) {
@@ -322,3 +353,25 @@ int gk__amd_elf_check(unsigned osabi, unsigned abiversion, uint32_t eflags,
   }
   return 1;
 }
+
+/* An hsaco image: an HSA code object of the row's processor, features and
+ * generic version, which defines a kernel descriptor per entry. */
+static int hsaco_check(const void *bytes, size_t size, const gk_image_info *row,
+                       const gk__entries *e, char *why, size_t why_size) {
+  gk__elf h;
+  return gk__elf_read(bytes, size, GK__EM_AMDGPU, GK__ET_DYN, &h, why, why_size) &&
+                 amd_header(h.osabi, h.abiversion, h.flags, row->target, why, why_size) &&
+                 gk__elf_exports(&h, e, 1, why, why_size)
+             ? GK_OK
+             : GK_EFORMAT;
+}
+
+/* ---- the backend --------------------------------------------------------- */
+
+const gk__backend gk__rocm_backend = {
+    .id = GK_BACKEND_ROCM, .name = "rocm", .detect = gk__rocm_detect, /* rocm.c */
+    .bare = "gfx", .arch = spec_arch,
+    .valid = valid, .fits = gk__rocm_fits,
+    .formats = {{"hsaco", hsaco_check}},
+    .ops = &gk__rocm_ops, /* rocm.c */
+};

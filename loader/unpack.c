@@ -13,6 +13,7 @@
 #endif
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,12 +116,12 @@ typedef struct blob_row {
 /* Steps `st` (bound to one blob) and checks the row: a known codec, sizes
  * in range, a delta naming a base. `expect_raw` < 0: any size. Its bytes
  * are read by blob_data, only when they are to be decoded. */
-static int blob_fetch(gk_archive *ar, sqlite3_stmt *st, const char *what,
+static int blob_fetch(gk_archive *ar, sqlite3_stmt *st, const gk_image_info *row,
                       const char *whose, sqlite3_int64 expect_raw, blob_row *b) {
   int rc = sqlite3_step(st);
   if (rc == SQLITE_DONE)
     return gk__fail(ar, GK_ECORRUPT, "archive '%s' is corrupt: image %s has no %s",
-                    ar->name, what, whose);
+                    ar->name, GK__WHAT(row), whose);
   if (rc != SQLITE_ROW) return gk__sql_fail(ar, rc, "read the blob table");
   b->id = sqlite3_column_int64(st, 0);
   b->raw = sqlite3_column_int64(st, 1);
@@ -132,49 +133,50 @@ static int blob_fetch(gk_archive *ar, sqlite3_stmt *st, const char *what,
     return gk__fail(ar, GK_ECORRUPT,
                     "archive '%s' is corrupt: image %s is %lld bytes in the index "
                     "but its %s says %lld",
-                    ar->name, what, (long long)expect_raw, whose, (long long)b->raw);
+                    ar->name, GK__WHAT(row), (long long)expect_raw, whose, (long long)b->raw);
   if ((uint64_t)b->raw > GK__MAX_IMAGE)
     return gk__fail(ar, GK_ETOOBIG,
                     "archive '%s': the %s of image %s is %lld bytes, over libgk's "
-                    "limit of %llu", ar->name, whose, what, (long long)b->raw,
+                    "limit of %llu", ar->name, whose, GK__WHAT(row), (long long)b->raw,
                     (unsigned long long)GK__MAX_IMAGE);
   b->delta = codec && strcmp(codec, "zstd-delta") == 0;
   if (!codec || (!b->delta && strcmp(codec, "zstd") != 0))
     return gk__fail(ar, GK_ECORRUPT,
                     "archive '%s': image %s uses codec '%s'; libgk knows 'zstd' "
                     "and 'zstd-delta'",
-                    ar->name, what, codec ? codec : "(null)");
+                    ar->name, GK__WHAT(row), codec ? codec : "(null)");
   if (b->delta != has_base || (has_base && sqlite3_column_type(st, 3) != SQLITE_INTEGER))
     return gk__fail(ar, GK_ECORRUPT,
                     "archive '%s' is corrupt: the %s of image %s is %s",
-                    ar->name, whose, what,
+                    ar->name, whose, GK__WHAT(row),
                     b->delta ? "a delta without a base" : "a plain frame with a base");
   b->data = NULL; /* blob_data: until then SQLite reads the row's first page only */
   b->n = 0;
   if (sqlite3_column_type(st, 5) != SQLITE_BLOB || sqlite3_column_bytes(st, 5) != 32)
     return gk__fail(ar, GK_ECORRUPT,
                     "archive '%s' is corrupt: the %s of image %s has a bad 'data_sha256'",
-                    ar->name, whose, what);
+                    ar->name, whose, GK__WHAT(row));
   memcpy(b->data_sha, sqlite3_column_blob(st, 5), 32);
   if (sqlite3_column_type(st, 6) != SQLITE_BLOB || sqlite3_column_bytes(st, 6) != 32)
     return gk__fail(ar, GK_ECORRUPT,
                     "archive '%s' is corrupt: the %s of image %s has a bad 'sha256'",
-                    ar->name, whose, what);
+                    ar->name, whose, GK__WHAT(row));
   memcpy(b->sha, sqlite3_column_blob(st, 6), 32);
   b->base_sha = NULL;
   return GK_OK;
 }
 
 /* The stored bytes of the row blob_fetch just stepped to (st not reset). */
-static int blob_data(gk_archive *ar, sqlite3_stmt *st, const char *what, blob_row *b) {
+static int blob_data(gk_archive *ar, sqlite3_stmt *st, const gk_image_info *row,
+                     blob_row *b) {
   b->data = sqlite3_column_blob(st, 4);
   int n = sqlite3_column_bytes(st, 4);
   if (sqlite3_errcode(ar->db) == SQLITE_NOMEM)
     return gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading image %s",
-                    ar->name, what);
+                    ar->name, GK__WHAT(row));
   if (n <= 0 || !b->data)
     return gk__fail(ar, GK_ECORRUPT, "archive '%s': image %s has 0 packed bytes",
-                    ar->name, what);
+                    ar->name, GK__WHAT(row));
   b->n = (size_t)n;
   return GK_OK;
 }
@@ -188,12 +190,12 @@ static int blob_data(gk_archive *ar, sqlite3_stmt *st, const char *what, blob_ro
  * compressed size (a fraction of the image; a delta is small). The frame
  * must be exactly one zstd frame declaring exactly that size: then dst is
  * the right size by construction. */
-static int unpack(gk_archive *ar, const blob_row *b, const char *what,
+static int unpack(gk_archive *ar, const blob_row *b, const gk_image_info *row,
                   void *dst, const void *prefix, size_t pn) {
   unsigned char hash[32];
   if (!gk__sodium_ready())
     return gk__fail(ar, GK_EIO, "libsodium failed to initialise (reading image %s)",
-                    what);
+                    GK__WHAT(row));
   const void *parts[] = {b->sha, b->base_sha, b->data};
   const size_t lens[] = {32, 32, b->n};
   sha256_parts(hash, parts, lens, 3);
@@ -201,12 +203,12 @@ static int unpack(gk_archive *ar, const blob_row *b, const char *what,
     return gk__fail(ar, GK_EHASH,
                     "archive '%s': image %s does not match its SHA-256 (the stored "
                     "bytes of blob %lld differ from what gk pack wrote)",
-                    ar->name, what, (long long)b->id);
+                    ar->name, GK__WHAT(row), (long long)b->id);
   unsigned long long declared = ZSTD_getFrameContentSize(b->data, b->n);
   if (declared == ZSTD_CONTENTSIZE_ERROR || declared == ZSTD_CONTENTSIZE_UNKNOWN ||
       declared != (unsigned long long)b->raw)
     return gk__fail(ar, GK_ECORRUPT, "archive '%s' is corrupt: the data of image %s %s",
-                    ar->name, what,
+                    ar->name, GK__WHAT(row),
                     declared == ZSTD_CONTENTSIZE_ERROR ? "is not a zstd frame"
                     : declared == ZSTD_CONTENTSIZE_UNKNOWN
                         ? "is a zstd frame that does not declare its size"
@@ -215,12 +217,12 @@ static int unpack(gk_archive *ar, const blob_row *b, const char *what,
   if (ZSTD_isError(framed) || framed != b->n)
     return gk__fail(ar, GK_ECORRUPT,
                     "archive '%s' is corrupt: the data of image %s is not exactly "
-                    "one zstd frame", ar->name, what);
+                    "one zstd frame", ar->name, GK__WHAT(row));
   /* One context per archive, kept: creating one costs about as much as
    * decompressing a small image. */
   if (!ar->dctx && !(ar->dctx = ZSTD_createDCtx()))
     return gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading image %s",
-                    ar->name, what);
+                    ar->name, GK__WHAT(row));
   ZSTD_DCtx_reset(ar->dctx, ZSTD_reset_session_and_parameters);
   size_t got;
   if (pn && ZSTD_isError(got = ZSTD_DCtx_refPrefix(ar->dctx, prefix, pn)))
@@ -230,7 +232,7 @@ static int unpack(gk_archive *ar, const blob_row *b, const char *what,
   if (ZSTD_isError(got) || got != (size_t)b->raw)
     return gk__fail(ar, GK_ECORRUPT,
                     "archive '%s' is corrupt: image %s does not decompress (%s)",
-                    ar->name, what, ZSTD_isError(got) ? ZSTD_getErrorName(got)
+                    ar->name, GK__WHAT(row), ZSTD_isError(got) ? ZSTD_getErrorName(got)
                                                       : "short output");
   return GK_OK;
 }
@@ -244,8 +246,7 @@ static int unpack(gk_archive *ar, const blob_row *b, const char *what,
  * and the image's own frame last, against the whole buffer. Each frame is
  * read where SQLite holds it, one blob at a time through one statement:
  * nothing is copied but the decoded bytes. */
-static int read_image(gk_archive *ar, const gk__row *r, const char *what,
-                      unsigned char *raw) {
+static int read_image(gk_archive *ar, const gk__row *r, unsigned char *raw) {
   const gk_image_info *row = &r->info;
   sqlite3_stmt *st = ar->blob_stmt;
   blob_row b, chain[GK_ARCHIVE_DELTA_DEPTH];
@@ -253,7 +254,7 @@ static int read_image(gk_archive *ar, const gk__row *r, const char *what,
   size_t pn = 0;
   int k = 0, status;
   sqlite3_bind_int64(st, 1, r->blob);
-  status = blob_fetch(ar, st, what, "blob", (sqlite3_int64)row->raw_size, &b);
+  status = blob_fetch(ar, st, row, "blob", (sqlite3_int64)row->raw_size, &b);
   /* The row's sha256 is its blob's (its size was checked above): a blob
    * number damaged into another's would hand out that image under this
    * row's name. */
@@ -261,10 +262,10 @@ static int read_image(gk_archive *ar, const gk__row *r, const char *what,
     status = gk__fail(ar, GK_ECORRUPT,
                       "archive '%s' is corrupt: image %s names blob %lld, whose size or "
                       "sha256 is another image's",
-                      ar->name, what, (long long)b.id);
+                      ar->name, GK__WHAT(row), (long long)b.id);
   /* A plain frame is decoded from the row just read. */
-  if (status == GK_OK && !b.delta && (status = blob_data(ar, st, what, &b)) == GK_OK)
-    status = unpack(ar, &b, what, raw, NULL, 0);
+  if (status == GK_OK && !b.delta && (status = blob_data(ar, st, row, &b)) == GK_OK)
+    status = unpack(ar, &b, row, raw, NULL, 0);
   sqlite3_reset(st);
   if (status || !b.delta) goto read_out;
   for (int more = b.delta; more;) {
@@ -274,19 +275,19 @@ static int read_image(gk_archive *ar, const gk__row *r, const char *what,
     if (loops) {
       status = gk__fail(ar, GK_ECORRUPT,
                         "archive '%s' is corrupt: the chain of bases of image %s "
-                        "loops back to blob %lld", ar->name, what, (long long)next);
+                        "loops back to blob %lld", ar->name, GK__WHAT(row), (long long)next);
       goto read_out;
     }
     if (k == GK_ARCHIVE_DELTA_DEPTH) {
       status = gk__fail(ar, GK_ECORRUPT,
                         "archive '%s' is corrupt: the chain of bases of image %s is "
                         "deeper than %d (its base blob %lld is a delta too)",
-                        ar->name, what, GK_ARCHIVE_DELTA_DEPTH,
+                        ar->name, GK__WHAT(row), GK_ARCHIVE_DELTA_DEPTH,
                         (long long)chain[k - 1].id);
       goto read_out;
     }
     sqlite3_bind_int64(st, 1, next);
-    status = blob_fetch(ar, st, what, "base blob", -1, &chain[k]);
+    status = blob_fetch(ar, st, row, "base blob", -1, &chain[k]);
     sqlite3_reset(st);
     if (status) goto read_out;
     pn += (size_t)chain[k].raw;
@@ -295,13 +296,13 @@ static int read_image(gk_archive *ar, const gk__row *r, const char *what,
   if (pn > GK__MAX_IMAGE) {
     status = gk__fail(ar, GK_ETOOBIG,
                       "archive '%s': the bases of image %s are %zu bytes, over libgk's "
-                      "limit of %llu", ar->name, what, pn,
+                      "limit of %llu", ar->name, GK__WHAT(row), pn,
                       (unsigned long long)GK__MAX_IMAGE);
     goto read_out;
   }
   if (k && !(prefix = malloc(pn ? pn : 1))) {
     status = gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading image %s",
-                      ar->name, what);
+                      ar->name, GK__WHAT(row));
     goto read_out;
   }
   /* Root first; each delta's stored hash covers its base's identity. */
@@ -309,16 +310,16 @@ static int read_image(gk_archive *ar, const gk__row *r, const char *what,
   for (int q = k - 1; q >= -1; q--) {
     blob_row *x = q >= 0 ? &chain[q] : &b, again;
     sqlite3_bind_int64(st, 1, x->id);
-    status = blob_fetch(ar, st, what, q >= 0 ? "base blob" : "blob", x->raw, &again);
+    status = blob_fetch(ar, st, row, q >= 0 ? "base blob" : "blob", x->raw, &again);
     if (status == GK_OK && (again.delta != x->delta || again.base != x->base ||
                             memcmp(again.sha, x->sha, 32) != 0))
       status = gk__fail(ar, GK_ECORRUPT, "archive '%s' changed while open (blob %lld)",
                         ar->name, (long long)x->id);
-    if (status == GK_OK) status = blob_data(ar, st, what, &again);
+    if (status == GK_OK) status = blob_data(ar, st, row, &again);
     if (status == GK_OK) {
       again.base_sha = q + 1 < k ? chain[q + 1].sha : NULL;
-      status = q >= 0 ? unpack(ar, &again, what, prefix + off, prefix, off)
-                      : unpack(ar, &again, what, raw, prefix, pn);
+      status = q >= 0 ? unpack(ar, &again, row, prefix + off, prefix, off)
+                      : unpack(ar, &again, row, raw, prefix, pn);
     }
     sqlite3_reset(st);
     if (status) goto read_out;
@@ -326,6 +327,56 @@ static int read_image(gk_archive *ar, const gk__row *r, const char *what,
   }
 read_out:
   free(prefix);
+  return status;
+}
+
+int gk__read(gk_archive *ar, const gk__row *r, const gk__entries *e, void **bytes,
+             size_t *size) {
+  int status = gk__blob_stmts(ar);
+  if (status) return status;
+  const gk_image_info *row = &r->info;
+  char why[256];
+  unsigned char *raw = NULL, hash[32];
+
+  if (row->raw_size > GK__MAX_IMAGE) {
+    status =
+        gk__fail(ar, GK_ETOOBIG,
+                 "archive '%s': image %s is %llu bytes, over libgk's limit of "
+                 "%llu",
+                 ar->name, GK__WHAT(row), (unsigned long long)row->raw_size,
+                 (unsigned long long)GK__MAX_IMAGE);
+    goto out;
+  }
+  size_t rawn = (size_t)row->raw_size;
+  /* The caller's buffer is the only allocation the size of the image for a
+   * plain frame; a delta adds its base's. */
+  if (!(raw = malloc(rawn ? rawn : 1))) {
+    status =
+        gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading image %s",
+                 ar->name, GK__WHAT(row));
+    goto out;
+  }
+  if ((status = read_image(ar, r, raw))) goto out;
+
+  /* The stored bytes were checked; decoding them is deterministic, and gk
+   * pack checked that it gives this image. Its own hash is what a
+   * signature vouches for: checked when asked (gk_open_options). */
+  if (ar->check_images && (sha256(hash, raw, rawn), memcmp(hash, row->sha256, 32) != 0)) {
+    status = gk__fail(ar, GK_EHASH,
+                      "archive '%s': image %s does not match its SHA-256",
+                      ar->name, GK__WHAT(row));
+    goto out;
+  }
+  if ((status = gk__image_check(raw, rawn, row, e, why, sizeof why))) {
+    gk__fail(ar, status, "archive '%s': image %s does not fit its row: %s",
+             ar->name, GK__WHAT(row), why);
+    goto out;
+  }
+  *bytes = raw;
+  *size = rawn;
+  raw = NULL;
+out:
+  free(raw);
   return status;
 }
 
@@ -340,53 +391,44 @@ GK_API int gk_archive_read(gk_archive *ar, size_t i, void **bytes,
   ar->msg = NULL;
   int status;
   const gk__row *r = gk__index_row(ar, i, &status);
-  if (!r || (status = gk__blob_stmts(ar))) return status;
-
-  const gk_image_info *row = &r->info;
-  char what[256], why[256];
-  unsigned char *raw = NULL, hash[32];
-  gk__row_describe(row, what, sizeof what);
-
-  if (row->raw_size > GK__MAX_IMAGE) {
-    status =
-        gk__fail(ar, GK_ETOOBIG,
-                 "archive '%s': image %s is %llu bytes, over libgk's limit of "
-                 "%llu",
-                 ar->name, what, (unsigned long long)row->raw_size,
-                 (unsigned long long)GK__MAX_IMAGE);
-    goto out;
-  }
-  size_t rawn = (size_t)row->raw_size;
-  /* The caller's buffer is the only allocation the size of the image for a
-   * plain frame; a delta adds its base's. */
-  if (!(raw = malloc(rawn ? rawn : 1))) {
-    status =
-        gk__fail(ar, GK_ENOMEM, "archive '%s': out of memory reading image %s",
-                 ar->name, what);
-    goto out;
-  }
-  if ((status = read_image(ar, r, what, raw))) goto out;
-
-  /* The stored bytes were checked; decoding them is deterministic, and gk
-   * pack checked that it gives this image. Its own hash is what a
-   * signature vouches for: checked when asked (gk_open_options). */
-  if (ar->check_images && (sha256(hash, raw, rawn), memcmp(hash, row->sha256, 32) != 0)) {
-    status = gk__fail(ar, GK_EHASH,
-                      "archive '%s': image %s does not match its SHA-256",
-                      ar->name, what);
-    goto out;
-  }
-  if ((status = gk__elf_check(raw, rawn, row, why, sizeof why))) {
-    gk__fail(ar, status, "archive '%s': image %s does not fit its row: %s",
-             ar->name, what, why);
-    goto out;
-  }
-  *bytes = raw;
-  *size = rawn;
-  raw = NULL;
-out:
-  free(raw);
-  return status;
+  return r ? gk__read(ar, r, NULL, bytes, size) : status;
 }
 
 GK_API void gk_free(void *p) { free(p); }
+
+/* ---- image checks -------------------------------------------------------- */
+
+int gk__image_check(const void *bytes, size_t size, const gk_image_info *row,
+                    const gk__entries *e, char *why, size_t why_size) {
+  char tmp[256];
+  gk__entries parsed;
+  if (!why || why_size == 0) {
+    why = tmp;
+    why_size = sizeof tmp;
+  }
+  why[0] = '\0';
+  const gk__backend *b = gk__backend_named(row->backend);
+  for (size_t i = 0; b && i < sizeof b->formats / sizeof b->formats[0]; i++) {
+    if (!b->formats[i].name || strcmp(b->formats[i].name, row->format) != 0) continue;
+    /* Every format checks that the image has each entry of the row. */
+    if (!e && gk__entries_parse(row->entry, &parsed) >= 0) e = &parsed;
+    if (!e || e->n < 0) {
+      snprintf(why, why_size, "the row's entry list '%s' is not a JSON array of at most %d names",
+               row->entry, GK__ENTRY_MAX);
+      return GK_EFORMAT;
+    }
+    return b->formats[i].check(bytes, size, row, e, why, why_size);
+  }
+  snprintf(why, why_size, "format '%s' is not one libgk knows for backend '%s'", row->format,
+           row->backend);
+  return GK_EFORMAT;
+}
+
+GK_API int gk_image_check(const void *bytes, size_t size, const gk_image_info *row,
+                          char *why, size_t why_size) {
+  if (!bytes || !row || !row->backend || !row->format || !row->target || !row->entry) {
+    if (why && why_size) snprintf(why, why_size, "gk_image_check: no image or no row");
+    return GK_EINVAL;
+  }
+  return gk__image_check(bytes, size, row, NULL, why, why_size);
+}

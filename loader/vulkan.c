@@ -242,14 +242,14 @@ static int device_list(gk_device *dev, int *cpu_type, uint32_t *n, char *why,
   return status;
 }
 
-int gk__vk_detect(gk_device *out, int any_type, char *why, size_t why_size) {
+int gk__vk_detect(gk_device *out, int asked, char *why, size_t why_size) {
   gk_device dev[MAX_PHYS];
   int cpu_type[MAX_PHYS];
   uint32_t n;
   int rc = device_list(dev, cpu_type, &n, why, why_size);
   if (rc != GK_OK) return rc == GK_EDRIVER ? GK_ENODEVICE : rc;
   for (uint32_t i = 0; i < n; i++)
-    if (any_type || !cpu_type[i]) {
+    if (asked || !cpu_type[i]) {
       *out = dev[i];
       return GK_OK;
     }
@@ -463,14 +463,14 @@ static void say0(char *why, size_t size) {
   if (why && size) snprintf(why, size, "%s", NO_VULKAN);
 }
 
-int gk__vk_detect(gk_device *out, int any_type, char *why, size_t why_size) {
-  (void)out, (void)any_type;
+int gk__vk_detect(gk_device *out, int asked, char *why, size_t why_size) {
+  (void)out, (void)asked;
   say0(why, why_size);
   return GK_ENODEVICE;
 }
 
 static int vk_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
-                   void *bytes, size_t size, void **state) {
+                   const gk__entries *e, void *bytes, size_t size, void **state) {
   (void)dev, (void)row, (void)size, (void)state;
   free(bytes);
   return gk__fail(ar, GK_ENODEVICE, "cannot load a vulkan image: %s", NO_VULKAN);
@@ -481,8 +481,8 @@ static int vk_kernel_info(void *s, const char *n, gk_kernel_info *o) {
   return GK_ENOSYMBOL;
 }
 static void vk_unload(void *s) { (void)s; }
-const gk__gpu_ops gk__vk_ops = {GK_BACKEND_VULKAN, vk_load, vk_symbol, vk_kernel_info,
-                                vk_unload, NULL, NULL};
+const gk__ops gk__vk_ops = {.load = vk_load, .symbol = vk_symbol, .kernel_info = vk_kernel_info,
+                            .unload = vk_unload, .launches = 1};
 
 GK_API int gk_vk_devices(gk_device *out, size_t cap, size_t *count, char *why,
                          size_t why_size) {

@@ -31,7 +31,7 @@ typedef struct vkmod {
   vkentry e[GK__SPIRV_MAX_ENTRIES];
 } vkmod;
 
-/* gk_vk_module_load's device for the load it starts: gk__gpu_ops.load has
+/* gk_vk_module_load's device for the load it starts: gk__ops.load has
  * no parameter for it, and the call happens on this thread, inside
  * gk_module_load_ex. */
 static _Thread_local gk_vk *load_into;
@@ -52,7 +52,7 @@ static void mod_free(vkmod *md) {
 }
 
 /* Shader module, set layout, pipeline layout, one pipeline per entry. */
-static int mod_build(vkmod *md, const void *bytes, size_t size, const char *what,
+static int mod_build(vkmod *md, const void *bytes, size_t size, const gk_image_info *row,
                      gk_archive *ar) {
   gk_vk *vk = md->vk;
   vkfn *f = &vk->vi.f;
@@ -60,14 +60,14 @@ static int mod_build(vkmod *md, const void *bytes, size_t size, const char *what
   const gk__spirv_info *in = &md->info;
   if (in->push_size > lim->maxPushConstantsSize)
     return gk__fail(ar, GK_ENODEVICE, "image %s needs %u bytes of push constants; '%s' allows %u",
-                    what, in->push_size, vk->desc.name, lim->maxPushConstantsSize);
+                    GK__WHAT(row), in->push_size, vk->desc.name, lim->maxPushConstantsSize);
   for (int i = 0; i < in->nentries; i++) {
     const uint32_t *ls = in->entries[i].local_size;
     if (ls[0] > lim->maxComputeWorkGroupSize[0] || ls[1] > lim->maxComputeWorkGroupSize[1] ||
         ls[2] > lim->maxComputeWorkGroupSize[2] ||
         (uint64_t)ls[0] * ls[1] * ls[2] > lim->maxComputeWorkGroupInvocations)
       return gk__fail(ar, GK_ENODEVICE, "image %s has workgroups of %ux%ux%u, more than '%s' runs",
-                      what, ls[0], ls[1], ls[2], vk->desc.name);
+                      GK__WHAT(row), ls[0], ls[1], ls[2], vk->desc.name);
   }
   VkResult r;
   const char *call = "vkCreateShaderModule";
@@ -126,32 +126,31 @@ static int mod_build(vkmod *md, const void *bytes, size_t size, const char *what
 fail:
   return gk__fail(ar, r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY
                           ? GK_ENOMEM : GK_EDRIVER,
-                  "cannot load image %s on '%s': %s failed: %s", what, vk->desc.name, call,
-                  gk__vk_result_name(r));
+                  "cannot load image %s on '%s': %s failed: %s", GK__WHAT(row), vk->desc.name,
+                  call, gk__vk_result_name(r));
 }
 
 static int vk_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
-                   void *bytes, size_t size, void **state) {
-  char what[256], why[256];
-  gk__row_describe(row, what, sizeof what);
+                   const gk__entries *e, void *bytes, size_t size, void **state) {
+  char why[256];
   vkmod *md = calloc(1, sizeof *md);
   int rc;
   if (!md) {
     free(bytes);
-    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", GK__WHAT(row));
   }
   if ((rc = gk__spirv_reflect(bytes, size, &md->info, why, sizeof why)) != GK_OK) {
-    rc = gk__fail(ar, rc, "cannot load image %s: %s", what, why);
+    rc = gk__fail(ar, rc, "cannot load image %s: %s", GK__WHAT(row), why);
     goto out;
   }
   if (load_into) {
     md->vk = load_into;
     gk__vkc_ref(md->vk);
   } else if ((rc = gk_vk_open(dev, &md->vk, why, sizeof why)) != GK_OK) {
-    rc = gk__fail(ar, rc, "cannot load image %s: %s", what, why);
+    rc = gk__fail(ar, rc, "cannot load image %s: %s", GK__WHAT(row), why);
     goto out;
   }
-  rc = mod_build(md, bytes, size, what, ar);
+  rc = mod_build(md, bytes, size, row, ar);
 out:
   free(bytes);
   if (rc != GK_OK) {
@@ -213,11 +212,12 @@ static int vk_launch(void *state, const char *name, const gk_launch *L, const gk
   return GK_OK;
 }
 
-const gk__gpu_ops gk__vk_ops = {GK_BACKEND_VULKAN, vk_load,   vk_symbol, vk_kernel_info,
-                                vk_unload,         vk_limits, vk_launch};
+const gk__ops gk__vk_ops = {.load = vk_load, .symbol = vk_symbol, .kernel_info = vk_kernel_info,
+                            .unload = vk_unload, .limits = vk_limits, .launch = vk_launch,
+                            .launches = 1};
 
 static vkmod *mod_of(const gk_module *m) {
-  return m ? gk__module_gpu_state(m, &gk__vk_ops) : NULL;
+  return m ? gk__module_state(m, &gk__vk_ops) : NULL;
 }
 
 GK_API int gk_vk_module_load(gk_archive *ar, gk_vk *vk, const char *kernel,

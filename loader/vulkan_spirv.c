@@ -1,9 +1,10 @@
 /*
- * vulkan_spirv.c - what libgk reads from a SPIR-V module without a driver:
- * the header check `gk verify` and every load run, the Vulkan version a
- * target names (the selection rule), and the reflection the loader builds
- * its pipeline layout from (entry points, local size, storage buffers of
- * set 0, push-constant size).
+ * vulkan_spirv.c - the Vulkan backend's descriptor (vulkan.c detects,
+ * vulkan_module.c loads) and what libgk reads from a SPIR-V module without
+ * a driver: the header check `gk verify` and every load run, the Vulkan
+ * version a target names (the selection rule), and the reflection the
+ * loader builds its pipeline layout from (entry points, local size,
+ * storage buffers of set 0, push-constant size).
  *
  * The module is untrusted input, like every image: it is read word by word
  * with every instruction's length checked against the end, ids checked
@@ -79,7 +80,7 @@ static uint32_t spirv_max_for(int major, int minor) {
   return 0x00010000u;
 }
 
-int gk__vk_valid(const gk_device *dev, char *why, size_t why_size) {
+static int valid(const gk_device *dev, char *why, size_t why_size) {
   int ma, mi;
   if (gk__vk_version_parse(dev->arch, &ma, &mi)) return 1;
   gk__say(why, why_size,
@@ -92,7 +93,7 @@ int gk__vk_valid(const gk_device *dev, char *why, size_t why_size) {
 /* A SPIR-V image built for Vulkan X.Y runs on a device of version >= X.Y
  * (SPIR-V is not per GPU); the newest such image is the best, as it may use
  * what the older versions lack. */
-int gk__vk_fits(const gk_device *dev, const gk_image_info *row, unsigned flags,
+static int fits(const gk_device *dev, const gk_image_info *row, unsigned flags,
                 long *score, char *why, size_t why_size) {
   int hma, hmi, nma, nmi;
   (void)flags; /* SPIR-V is always compiled by the driver: no JIT choice */
@@ -120,8 +121,10 @@ int gk__vk_fits(const gk_device *dev, const gk_image_info *row, unsigned flags,
 
 /* ---- the header -------------------------------------------------------- */
 
-int gk__spirv_check(const void *bytes, size_t size, const gk_image_info *row,
-                    char *why, size_t why_size) {
+/* SPIR-V header: magic, version (not newer than row's target accepts, when
+ * row is not NULL), id bound, reserved word. GK_OK or GK_EFORMAT + why. */
+static int spirv_check(const void *bytes, size_t size, const gk_image_info *row,
+                       const gk__entries *e, char *why, size_t why_size) {
   const unsigned char *b = bytes;
   int ma, mi;
   if (size < 20 || size % 4 != 0) {
@@ -204,7 +207,7 @@ static uint32_t type_size(const idinfo *ids, uint32_t bound, uint32_t t) {
 int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
                       char *why, size_t why_size) {
   const unsigned char *b = bytes;
-  int rc = gk__spirv_check(bytes, size, NULL, why, why_size);
+  int rc = spirv_check(bytes, size, NULL, NULL, why, why_size);
   if (rc != GK_OK) return rc;
   memset(out, 0, sizeof *out);
   size_t nwords = size / 4;
@@ -433,3 +436,12 @@ out:
   free(ids);
   return rc;
 }
+
+/* ---- the backend --------------------------------------------------------- */
+
+const gk__backend gk__vk_backend = {
+    .id = GK_BACKEND_VULKAN, .name = "vulkan", .detect = gk__vk_detect, /* vulkan.c */
+    .valid = valid, .fits = fits,
+    .formats = {{"spirv", spirv_check}},
+    .ops = &gk__vk_ops, /* vulkan_module.c (vulkan.c without the Vulkan headers) */
+};

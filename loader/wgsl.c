@@ -1,6 +1,7 @@
 /*
- * wgsl.c - WGSL images: shader text for hosts that compile it themselves
- * (WebGPU in a browser, Dawn, wgpu). libgk does not talk to WebGPU: a
+ * wgsl.c - the WGSL backend, whole (its descriptor at the end). WGSL
+ * images are shader text for hosts that compile it themselves (WebGPU in
+ * a browser, Dawn, wgpu). libgk does not talk to WebGPU: a
  * "wgsl" device stands for such a host, is never detected automatically,
  * and loading a module selects, verifies and copies the text, which
  * gk_module_symbol(m, entry) returns (NUL-terminated, owned by the module).
@@ -45,14 +46,14 @@ static int features_in(const char *need, const char *have) {
   return 1;
 }
 
-int gk__wgsl_valid(const gk_device *dev, char *why, size_t why_size) {
+static int valid(const gk_device *dev, char *why, size_t why_size) {
   return gk__wgsl_arch_ok(dev->arch, why, why_size);
 }
 
 /* An image runs on a host that has every feature it needs; the one that
  * needs the most features the host has is the best. */
-int gk__wgsl_fits(const gk_device *dev, const gk_image_info *row, unsigned flags,
-                  long *score, char *why, size_t why_size) {
+static int fits(const gk_device *dev, const gk_image_info *row, unsigned flags,
+                long *score, char *why, size_t why_size) {
   (void)flags;
   if (strcmp(row->format, "wgsl") != 0 || !gk__wgsl_arch_ok(row->target, NULL, 0)) {
     gk__say(why, why_size, "not a WGSL image for a webgpu target ('%s', '%s')", row->format,
@@ -70,8 +71,13 @@ int gk__wgsl_fits(const gk_device *dev, const gk_image_info *row, unsigned flags
   return 1;
 }
 
-int gk__wgsl_detect(gk_device *out, char *why, size_t why_size) {
-  (void)why, (void)why_size;
+/* The host libgk hands text to: always "wgsl:webgpu", and only when asked
+ * for (gk_device_detect() never picks it: it is no device libgk drives). */
+static int detect(gk_device *out, int asked, char *why, size_t why_size) {
+  if (!asked) {
+    gk__say(why, why_size, "a WGSL host is not detected; ask for it by name (\"wgsl\")");
+    return GK_ENODEVICE;
+  }
   memset(out, 0, sizeof *out);
   out->backend = GK_BACKEND_WGSL;
   snprintf(out->arch, sizeof out->arch, "webgpu");
@@ -170,8 +176,8 @@ static int wgsl_declares(const char *text, size_t size, const char *name) {
 /* WGSL is UTF-8 text: no NUL byte, no malformed or overlong sequence. Every
  * entry the row lists must be an entry point of the text: a misspelt name
  * would otherwise pack, verify and load, and fail only in the host. */
-int gk__wgsl_check(const void *bytes, size_t size, const gk_image_info *row, char *why,
-                   size_t why_size) {
+static int wgsl_check(const void *bytes, size_t size, const gk_image_info *row,
+                      const gk__entries *e, char *why, size_t why_size) {
   const unsigned char *s = bytes;
   for (size_t i = 0; i < size;) {
     unsigned c = s[i];
@@ -196,21 +202,15 @@ int gk__wgsl_check(const void *bytes, size_t size, const gk_image_info *row, cha
     }
     i += n;
   }
-  char names[16][GK__CUDA_NAME_MAX];
-  int ne = gk__cuda_entries(row->entry, names, 16);
-  if (ne < 0) {
-    gk__say(why, why_size, "the row's entry list '%s' is not a JSON array of names", row->entry);
-    return GK_EFORMAT;
-  }
-  for (int i = 0; i < ne; i++) {
-    int how = wgsl_declares(bytes, size, names[i]);
+  for (int i = 0; i < e->n; i++) {
+    const char *name = e->name[i];
+    int how = wgsl_declares(bytes, size, name);
     if (how == 1) continue;
     if (how == 2)
       gk__say(why, why_size, "the WGSL text has no kernel '%s' (fn %s has no @compute attribute)",
-              names[i], names[i]);
+              name, name);
     else
-      gk__say(why, why_size, "the WGSL text has no kernel '%s' (no @compute fn %s)", names[i],
-              names[i]);
+      gk__say(why, why_size, "the WGSL text has no kernel '%s' (no @compute fn %s)", name, name);
     return GK_EFORMAT;
   }
   return GK_OK;
@@ -219,14 +219,12 @@ int gk__wgsl_check(const void *bytes, size_t size, const gk_image_info *row, cha
 /* ---- modules: the text ---------------------------------------------------- */
 
 static int wgsl_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
-                     void *bytes, size_t size, void **state) {
+                     const gk__entries *e, void *bytes, size_t size, void **state) {
   (void)dev;
-  char what[256];
   char *text = realloc(bytes, size + 1); /* bytes is ours either way */
   if (!text) {
     free(bytes);
-    gk__row_describe(row, what, sizeof what);
-    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", what);
+    return gk__fail(ar, GK_ENOMEM, "out of memory loading image %s", GK__WHAT(row));
   }
   text[size] = '\0';
   *state = text;
@@ -246,5 +244,20 @@ static int wgsl_kernel_info(void *state, const char *name, gk_kernel_info *out) 
 
 static void wgsl_unload(void *state) { free(state); }
 
-const gk__gpu_ops gk__wgsl_ops = {GK_BACKEND_WGSL, wgsl_load, wgsl_symbol, wgsl_kernel_info,
-                                  wgsl_unload, NULL, NULL};
+/* The host launches: libgk gives it the text and the launch data. */
+const gk__ops gk__wgsl_ops = {.load = wgsl_load, .symbol = wgsl_symbol,
+                              .kernel_info = wgsl_kernel_info, .unload = wgsl_unload,
+                              .launches = 1};
+
+/* ---- the backend --------------------------------------------------------- */
+
+static int spec_arch(char *arch, size_t size, const char *spec, char *why, size_t why_size) {
+  return gk__wgsl_arch_ok(arch, why, why_size);
+}
+
+const gk__backend gk__wgsl_backend = {
+    .id = GK_BACKEND_WGSL, .name = "wgsl", .detect = detect, .arch = spec_arch,
+    .valid = valid, .fits = fits,
+    .formats = {{"wgsl", wgsl_check}},
+    .ops = &gk__wgsl_ops,
+};

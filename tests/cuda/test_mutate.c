@@ -1,6 +1,6 @@
 /*
  * test_mutate.c ARCHIVE - the cubin and PTX checks (loader/cuda_arch.c, via
- * elf.c's gk__elf_check) on deterministic mutations of REAL nvcc images:
+ * unpack.c's gk__image_check) on deterministic mutations of REAL nvcc images:
  * flipped bits, header and section-header fields set to extreme values,
  * truncations. Each answer must be GK_OK or GK_EFORMAT with a reason, and
  * under the sanitizer build (GK_SANITIZE) any out-of-bounds read fails the
@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
           size_t at = ptx ? next() % size : (size_t)(shoff > 64 ? next() % shoff : 0);
           b[at] = (unsigned char)next();
         }
-        int rc = gk__elf_check(b, len, &im, why, sizeof why);
+        int rc = gk__image_check(b, len, &im, NULL, why, sizeof why);
         tested++;
         if (rc == GK_OK) {
           ok++;

@@ -49,7 +49,7 @@ static const char *const device_specs[] = {
 
 static void one_row(const gk_image_info *row, const uint8_t *data, size_t size) {
   char why[256];
-  int rc = gk__elf_check(data, size, row, why, sizeof why);
+  int rc = gk__image_check(data, size, row, NULL, why, sizeof why);
   if (rc != GK_OK && rc != GK_EFORMAT && rc != GK_ENOMEM) abort();
   if (rc != GK_OK && why[0] == '\0') abort(); /* a refusal says why */
   if (strcmp(row->format, "spirv") == 0) {
@@ -61,10 +61,10 @@ static void one_row(const gk_image_info *row, const uint8_t *data, size_t size) 
   gk__cuda_target ct;
   gk__amd_target at;
   int major, minor;
-  char names[8][GK__CUDA_NAME_MAX];
+  gk__entries entries;
   gk__cuda_parse_target(row->target, &ct);
   gk__cuda_toolkit_version(row->toolchain);
-  gk__cuda_entries(row->entry, names, 8);
+  gk__entries_parse(row->entry, &entries);
   gk__amd_parse(row->target, &at, why, sizeof why);
   gk__vk_version_parse(row->target, &major, &minor);
   gk__wgsl_arch_ok(row->target, why, sizeof why);
@@ -73,14 +73,7 @@ static void one_row(const gk_image_info *row, const uint8_t *data, size_t size) 
     long score;
     if (gk_device_parse(device_specs[d], &dev, NULL, 0) != GK_OK) abort();
     if (strcmp(gk_backend_name(dev.backend), row->backend) != 0) continue;
-    switch (dev.backend) {
-    case GK_BACKEND_CUDA: gk__cuda_fits(&dev, row, 0, &score, why, sizeof why); break;
-    case GK_BACKEND_ROCM: gk__rocm_fits(&dev, row, 0, &score, why, sizeof why); break;
-    case GK_BACKEND_VULKAN: gk__vk_fits(&dev, row, 0, &score, why, sizeof why); break;
-    case GK_BACKEND_WGSL: gk__wgsl_fits(&dev, row, 0, &score, why, sizeof why); break;
-    case GK_BACKEND_METAL: gk__metal_fits(&dev, row, 0, &score, why, sizeof why); break;
-    default: break;
-    }
+    gk__backend_of(dev.backend)->fits(&dev, row, 0, &score, why, sizeof why);
   }
 }
 

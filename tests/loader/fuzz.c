@@ -259,7 +259,7 @@ int gk_fuzz_one(const uint8_t *data, size_t size) {
   };
   char why[256];
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-    gk__elf_check(data, size, &rows[i], why, sizeof why);
+    gk__image_check(data, size, &rows[i], NULL, why, sizeof why);
   return rc == GK_OK;
 }
 

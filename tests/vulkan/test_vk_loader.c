@@ -42,8 +42,8 @@ static void spirv_header(uint32_t *w, uint32_t version) {
 static int check_words(const uint32_t *w, size_t nbytes, const char *target, char *why) {
   gk_image_info row = {0};
   row.kernel = "k", row.backend = "vulkan", row.target = target, row.variant = "";
-  row.format = "spirv";
-  return gk__elf_check(w, nbytes, &row, why, 256);
+  row.format = "spirv", row.entry = "[]";
+  return gk__image_check(w, nbytes, &row, NULL, why, 256);
 }
 
 static void test_spirv_header(void **state) {
