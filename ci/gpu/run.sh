@@ -9,8 +9,9 @@
 #   bench      bench/gpu.sh: bench/report.md and bench/gpu.json (with PyTorch)
 #   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
 #   racecheck  the same under racecheck
-#   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1, bits=4) and on
-#              flash_attention prefill and decode (ncu-*.txt)
+#   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1, bits=4), on
+#              flash_attention prefill and decode and on qmatmul_q8x_mm
+#              (m=512, bits=4) (ncu-*.txt)
 #   vulkan     tests/vulkan's test_vk_kernels on NVIDIA's Vulkan driver, with
 #              the loader unpacked from gpu-pack/debs
 # Each step has its own timeout and the run goes on past a failed one; all
@@ -77,8 +78,9 @@ step bench 200 env GK_GPU_ARCHIVE="$archive" GK_GPU_LIB_PATH="$pack/lib" \
 step memcheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" memcheck
 step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" racecheck
 # Nsight Compute on the first launch of each kernel the issues are about:
-# qmatmul and qmatmul_q8x at m = 1, BITS 4 (the warm-up launches), and
-# flash_attention's causal prefill and its decode at head_dim 128; ncu
+# qmatmul and qmatmul_q8x at m = 1, BITS 4 (the warm-up launches),
+# flash_attention's causal prefill and its split decode at head_dim 128, and
+# the int8 tensor-core qmatmul_q8x_mm at m = 512, BITS 4; ncu
 # replays each launch once per section, with the clocks left as they are
 # (--clock-control none: the lent card is never reconfigured).
 # shellcheck disable=SC2016
@@ -94,7 +96,8 @@ step ncu 150 sh -c 'prof() { # NAME KERNEL_REGEX COUNT FILTER
   }
   prof qmatmul "^qmatmul" 2 "qmatmul bits=4 m=1 " &&
   prof fa-prefill "^flash_attention" 1 "flash_attention prefill causal=1,dtype=f16,head_dim=128 " &&
-  prof fa-decode "^flash_attention" 1 "flash_attention decode "' \
+  prof fa-decode "^flash_attention" 1 "flash_attention decode " &&
+  prof q8x-mm "^qmatmul_q8x_mm" 1 "qmatmul bits=4 m=512 "' \
   sh
 vk=$out/vulkan-loader
 # shellcheck disable=SC2016
