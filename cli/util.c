@@ -81,24 +81,16 @@ int cli_archive_args(int argc, char **argv, const char *usage, const char **path
 }
 
 gk_archive *cli_open_archive(const char *cmd, const char *path, unsigned flags) {
-  gk_archive *ar = NULL;
-  gk_open_options opts = {0};
-  opts.flags = flags;
-  int rc = gk_archive_open_ex(path, &opts, &ar);
-  if (rc != GK_OK) {
-    const char *why = gk_last_error();
-    /* libgk's message already reads "cannot open archive 'PATH': ..." for
-     * most failures: say it once. */
-    if (why && *why && strstr(why, path))
-      cli_error(cmd, "%s", why);
-    else
-      cli_error(cmd, "cannot open archive '%s': %s", path,
-                why && *why ? why : gk_strerror(rc));
+  char err[2048];
+  gk_archive *ar = gkp_open_archive(path, flags, err, sizeof err);
+  if (!ar) {
+    cli_error(cmd, "%s", err);
     return NULL;
   }
   /* libgk reads the index when something needs it; every command here
    * lists or walks it, so read it now and fail like an open would. */
   size_t n;
+  int rc;
   if ((rc = gk_archive_count(ar, &n)) != GK_OK) {
     const char *why = gk_archive_errmsg(ar);
     cli_error(cmd, "%s", *why ? why : gk_strerror(rc));
