@@ -2,19 +2,19 @@
  * cmd_sign.c - gk keygen and gk sign: Ed25519 keys (libsodium) and signed
  * archives (docs/archive.md, "Signatures").
  *
- * libgk computes the digest and checks signatures; this file only makes
- * keys and writes the `signature` table, the one change a signed archive
- * has over the archive gk pack wrote. It works on a private copy: the
- * archive is copied beside the output, every check runs on that copy, the
- * row is added, the copy is checked again and renamed into place. So what
- * is signed is what was checked, and a reader never sees half a file.
+ * libgk computes the digest and checks signatures, and the packager writes
+ * the `signature` table (gkp_sign), the one change a signed archive has
+ * over the archive gk pack wrote; this file makes keys and signatures. It
+ * works on a private copy: the archive is copied beside the output, every
+ * check runs on that copy, the row is added, the copy is checked again and
+ * renamed into place. So what is signed is what was checked, and a reader
+ * never sees half a file.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <sodium.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "gkpack.h"
 #include "util.h"
 
 /* The first word of each key file: says what the file is, so a public key
@@ -321,56 +322,6 @@ static int check_images(gk_archive *ar, const char *path) {
   return 0;
 }
 
-/* The SQL that adds the signature. WITHOUT ROWID keeps the rows in key
- * order on disk, whatever order keys signed in. Triggers are off on this
- * connection: the file is untrusted until checked, and a trigger it
- * carried could otherwise run on our INSERT. */
-static int write_signature(const char *tmp, const uint8_t pk[32],
-                           const uint8_t sig[64], uint8_t (*drop)[32],
-                           size_t ndrop, char *err, size_t errsize) {
-  sqlite3 *db = NULL;
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE, NULL);
-  if (rc == SQLITE_OK) {
-    sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
-    sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
-    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL);
-    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, NULL);
-    rc = sqlite3_exec(db,
-                      "PRAGMA journal_mode=OFF; BEGIN; "
-                      "CREATE TABLE IF NOT EXISTS signature ("
-                      "public_key BLOB PRIMARY KEY NOT NULL "
-                      "CHECK (length(public_key) = 32), "
-                      "sig BLOB NOT NULL CHECK (length(sig) = 64)"
-                      ") WITHOUT ROWID",
-                      NULL, NULL, NULL);
-  }
-  for (size_t i = 0; rc == SQLITE_OK && i <= ndrop; i++) {
-    /* The stale signatures first, then ours (i == ndrop). */
-    rc = sqlite3_prepare_v2(db,
-                            i < ndrop ? "DELETE FROM signature WHERE "
-                                        "public_key = ?1"
-                                      : "INSERT OR REPLACE INTO signature "
-                                        "(public_key, sig) VALUES (?1, ?2)",
-                            -1, &st, NULL);
-    if (rc != SQLITE_OK) break;
-    sqlite3_bind_blob(st, 1, i < ndrop ? drop[i] : pk, 32, SQLITE_STATIC);
-    if (i == ndrop) sqlite3_bind_blob(st, 2, sig, 64, SQLITE_STATIC);
-    rc = sqlite3_step(st);
-    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
-    sqlite3_finalize(st);
-    st = NULL;
-  }
-  if (rc == SQLITE_OK) rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-  if (rc != SQLITE_OK)
-    snprintf(err, errsize, "%s", db ? sqlite3_errmsg(db) : "out of memory");
-  if (sqlite3_close(db) != SQLITE_OK && rc == SQLITE_OK) {
-    snprintf(err, errsize, "cannot close the database");
-    rc = SQLITE_ERROR;
-  }
-  return rc == SQLITE_OK ? 0 : -1;
-}
-
 /* fsync of the folder holding `path`, so the rename survives a crash. */
 static void sync_dir_of(const char *path) {
   char *copy = strdup(path);
@@ -493,7 +444,7 @@ int cmd_sign(int argc, char **argv) {
   } else {
     crypto_sign_detached(sig, NULL, digest, sizeof digest, sk);
     if (!already || ndrop)
-      if (write_signature(tmp, pk, sig, drop, ndrop, err, sizeof err) != 0) {
+      if (gkp_sign(tmp, pk, sig, *drop, ndrop, err, sizeof err) != 0) {
         cli_error("sign", "cannot add the signature to '%s': %s (is its "
                           "'signature' table malformed? 'gk pack' the build "
                           "again and sign that)",

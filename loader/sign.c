@@ -11,8 +11,8 @@
  * the digest's input is docs/archive.md, "Signatures"; it must not change
  * without a new magic, or every published signature stops verifying.
  *
- * libgk only reads signatures. Writing them (gk sign) is the CLI's job, as
- * writing archives is the packager's.
+ * libgk only reads signatures. Writing them is the packager's job
+ * (gkp_sign, which gk sign calls), as writing archives is.
  */
 #include <pthread.h>
 #include <stdio.h>

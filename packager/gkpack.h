@@ -85,6 +85,20 @@ int gkp_merge(const char *const *inputs, size_t n, const char *path, int level,
               char *err, size_t errsize);
 
 /*
+ * Writes signatures into the archive at `path` (docs/archive.md,
+ * "Signatures"): removes the rows of the ndrop public keys in drop (32
+ * bytes each, back to back: stale signatures), then adds or replaces the row of public key pk with sig, the
+ * Ed25519 signature of the archive's digest (gk_archive_digest), creating
+ * the `signature` table when there is none. Nothing else of the file
+ * changes, and the same archive and signatures give the same bytes. The
+ * file is changed in place without a journal: give a private copy, checked
+ * before and after (gk sign renames it into place). Returns 0, or -1 with
+ * SQLite's words in err.
+ */
+int gkp_sign(const char *path, const unsigned char pk[32], const unsigned char sig[64],
+             const unsigned char *drop, size_t ndrop, char *err, size_t errsize);
+
+/*
  * Opens the archive at `path` with libgk (gk_archive_open_ex with
  * gk_open_options.flags = flags), or says why not in err as every gk
  * command does: libgk's message, which names the file. NULL on failure.
