@@ -12,12 +12,16 @@
 
 /* One image to pack. Strings are borrowed for the duration of the call.
  * entry_json: JSON array text ("[\"qmatmul\"]"); launch_json: JSON object
- * text ("{}" or NULL for none). */
+ * text ("{}" or NULL for none). sha256: the 32 bytes of the image's
+ * SHA-256 when the caller has checked the image against it already (a
+ * manifest's, a read archive's row), which the archive then records
+ * without hashing the image again; NULL: gk pack hashes it. */
 typedef struct gkp_image {
   const char *kernel, *backend, *target, *variant, *format;
   const char *entry_json, *launch_json, *toolchain;
   const void *data;
   size_t size;
+  const unsigned char *sha256;
 } gkp_image;
 
 /* One row of the archive's `meta` table (docs/archive.md). Borrowed. */

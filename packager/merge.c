@@ -351,7 +351,9 @@ int gkp_merge(const char *const *inputs, size_t n, const char *path, int level,
       }
       continue;
     }
-    ims[nims++] = r.v[i].im;
+    /* libgk checked the image against this SHA-256 as it read it. */
+    ims[nims] = r.v[i].im;
+    ims[nims++].sha256 = r.v[i].sha;
   }
   if (conflicts) {
     addf(err, errsize, &len, "\n(%zu conflicting row%s; rebuild the parts from one source "
