@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cmd.h"
 #include "util.h"
 
@@ -31,6 +32,20 @@ static const char diff_usage[] =
   "           skipped: {added: [{backend, target?, reason, was}], removed:\n"
   "           [{backend, target?, reason, now}]}, unchanged} on stdout; was/now\n"
   "           is 'built' or 'absent'\n";
+
+typedef struct diff_args {
+  const char *paths[2]; /* OLD, NEW */
+  int json;
+} diff_args;
+
+static const cli_option diff_opts[] = {
+  CLI_FLAG("--json", NULL, diff_args, json),
+  CLI_END};
+/* "-" is an archive here: a file of that name. */
+static const cli_command diff_cmd = {
+  .name = "diff", .usage = diff_usage, .opts = diff_opts, .args = offsetof(diff_args, paths),
+  .max_args = 2, .refuse = "takes two archives, OLD and NEW; '%s' is a third",
+  .flags = CLI_DASH};
 
 /* A key of 1 to 4 fields of a row, with the row it came from. */
 typedef struct key {
@@ -208,26 +223,13 @@ static void print_side(const char *what, const char *label, json_t *arr) {
 }
 
 int cmd_diff(int argc, char **argv) {
-  const char *paths[2] = {NULL, NULL};
-  int json = 0, rc = EXIT_FAIL, np = 0;
+  diff_args a = {0};
+  int rc = EXIT_FAIL, st = cli_parse(&diff_cmd, argc, argv, &a);
+  if (st >= 0) return st;
+  const char *const *paths = a.paths;
+  int json = a.json;
   side s[2] = {{0}};
-  for (int i = 1; i < argc; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(diff_usage, stdout);
-      return EXIT_OK;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      json = 1;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      cli_error("diff", "unknown option '%s' (see 'gk diff --help')", argv[i]);
-      return EXIT_USAGE;
-    } else if (np == 2) {
-      cli_error("diff", "takes two archives, OLD and NEW; '%s' is a third", argv[i]);
-      return EXIT_USAGE;
-    } else {
-      paths[np++] = argv[i];
-    }
-  }
-  if (np != 2) {
+  if (!paths[1]) {
     cli_error("diff", "needs two archives, OLD and NEW (see 'gk diff --help')");
     return EXIT_USAGE;
   }

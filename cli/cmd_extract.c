@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cmd.h"
 #include "outfile.h"
 #include "util.h"
@@ -38,6 +39,22 @@ static const char extract_usage[] =
   "  --kernel K, --variant V, --backend B, --target T   exact-match filters\n"
   "  --json          {archive, dir, images: [{kernel, backend, target, variant,\n"
   "                  format, path, size, sha256}]} on stdout\n";
+
+typedef struct extract_args {
+  const char *path, *dir, *kernel, *variant, *backend, *target;
+  int json;
+} extract_args;
+
+static const cli_option extract_opts[] = {
+  CLI_VALUE("--out", "-o", "DIR", extract_args, dir),
+  CLI_VALUE("--kernel", NULL, "K", extract_args, kernel),
+  CLI_VALUE("--variant", NULL, "V", extract_args, variant),
+  CLI_VALUE("--backend", NULL, "B", extract_args, backend),
+  CLI_VALUE("--target", NULL, "T", extract_args, target),
+  CLI_FLAG("--json", NULL, extract_args, json),
+  CLI_END};
+static const cli_command extract_cmd = {
+  .name = "extract", .usage = extract_usage, .opts = extract_opts, CLI_ARCHIVE(extract_args)};
 
 /* A name that may become one path component: a narrow alphabet, nothing
  * hidden, no option lookalike, bounded length. */
@@ -236,35 +253,15 @@ static int write_manifest(int dirfd, const pick *p, size_t n) {
 }
 
 int cmd_extract(int argc, char **argv) {
-  const char *path = NULL, *dir = NULL, *fk = NULL, *fv = NULL, *fb = NULL, *ft = NULL;
-  int json = 0, bad = 0, rc = EXIT_FAIL, dirfd = -1, made_dirs = 0;
+  extract_args a = {0};
+  int rc = EXIT_FAIL, dirfd = -1, made_dirs = 0, st = cli_parse(&extract_cmd, argc, argv, &a);
   size_t n = 0, np = 0;
   pick *picks = NULL;
   gk_archive *ar = NULL;
-  for (int i = 1; i < argc && !bad; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(extract_usage, stdout);
-      return EXIT_OK;
-    }
-    if (cli_opt(argc, argv, &i, "--out", "-o", &dir, &bad, "extract") ||
-        cli_opt(argc, argv, &i, "--kernel", NULL, &fk, &bad, "extract") ||
-        cli_opt(argc, argv, &i, "--variant", NULL, &fv, &bad, "extract") ||
-        cli_opt(argc, argv, &i, "--backend", NULL, &fb, &bad, "extract") ||
-        cli_opt(argc, argv, &i, "--target", NULL, &ft, &bad, "extract"))
-      continue;
-    if (strcmp(argv[i], "--json") == 0) {
-      json = 1;
-    } else if (argv[i][0] == '-') {
-      cli_error("extract", "unknown option '%s' (see 'gk extract --help')", argv[i]);
-      return EXIT_USAGE;
-    } else if (path) {
-      cli_error("extract", "one archive at a time ('%s' and '%s')", path, argv[i]);
-      return EXIT_USAGE;
-    } else {
-      path = argv[i];
-    }
-  }
-  if (bad) return EXIT_USAGE;
+  if (st >= 0) return st;
+  const char *path = a.path, *dir = a.dir, *fk = a.kernel, *fv = a.variant, *fb = a.backend,
+             *ft = a.target;
+  int json = a.json;
   if (!path || !dir || !*dir) {
     cli_error("extract", "needs an archive and -o DIR (see 'gk extract --help')");
     return EXIT_USAGE;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cmd.h"
 #include "util.h"
 
@@ -43,6 +44,21 @@ static const char probe_usage[] =
   "the driver's limits, or a --device spec's known ones. --json: {device,\n"
   "kernel, variant, backend, target, format, limits, launches: [{entry, grid |\n"
   "groups: [x, y, z], block: [x, y, z], shared, buffers?, scalars?}]}.\n";
+
+typedef struct probe_args {
+  const char *path, *device, *kernel;
+  int verbose, no_jit, json;
+} probe_args;
+
+static const cli_option probe_opts[] = {
+  CLI_VALUE("--device", NULL, "SPEC", probe_args, device),
+  CLI_VALUE("--kernel", NULL, "NAME", probe_args, kernel),
+  CLI_FLAG("--verbose", "-v", probe_args, verbose),
+  CLI_FLAG("--no-jit", NULL, probe_args, no_jit),
+  CLI_FLAG("--json", NULL, probe_args, json),
+  CLI_END};
+static const cli_command probe_cmd = {
+  .name = "probe", .usage = probe_usage, .opts = probe_opts, CLI_ARCHIVE(probe_args)};
 
 typedef struct kv {
   const char *kernel, *variant;
@@ -171,38 +187,18 @@ static json_t *backends_json(int print) {
 }
 
 int cmd_probe(int argc, char **argv) {
-  const char *path = NULL, *spec = NULL, *only = NULL;
-  int json = 0, bad = 0, rc = EXIT_OK, verbose = 0;
-  unsigned flags = 0;
+  probe_args a = {0};
+  int rc = EXIT_OK;
   gk_device dev;
   char desc[128], why[256] = "";
 
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--launch") == 0 && !cli_is_help(argv[1])) return cmd_probe_launch(argc, argv);
-  for (int i = 1; i < argc && !bad; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(probe_usage, stdout);
-      return EXIT_OK;
-    }
-    if (cli_opt(argc, argv, &i, "--device", NULL, &spec, &bad, "probe")) continue;
-    if (cli_opt(argc, argv, &i, "--kernel", NULL, &only, &bad, "probe")) continue;
-    if (strcmp(argv[i], "--json") == 0) {
-      json = 1;
-    } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
-      verbose = 1;
-    } else if (strcmp(argv[i], "--no-jit") == 0) {
-      flags |= GK_LOAD_NO_JIT;
-    } else if (argv[i][0] == '-') {
-      cli_error("probe", "unknown option '%s' (see 'gk probe --help')", argv[i]);
-      return EXIT_USAGE;
-    } else if (path) {
-      cli_error("probe", "one archive at a time ('%s' and '%s')", path, argv[i]);
-      return EXIT_USAGE;
-    } else {
-      path = argv[i];
-    }
-  }
-  if (bad) return EXIT_USAGE;
+  int st = cli_parse(&probe_cmd, argc, argv, &a);
+  if (st >= 0) return st;
+  const char *path = a.path, *spec = a.device, *only = a.kernel;
+  int json = a.json, verbose = a.verbose;
+  unsigned flags = a.no_jit ? GK_LOAD_NO_JIT : 0;
   if (only && !path) {
     cli_error("probe", "--kernel needs an archive (see 'gk probe --help')");
     return EXIT_USAGE;

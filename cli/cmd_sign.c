@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cmd.h"
 #include "gkpack.h"
 #include "util.h"
@@ -41,6 +42,20 @@ static const char keygen_usage[] =
   "  --out NAME  path of the key files, without extension\n"
   "  --json      {public, secret, key_id, public_key} on stdout\n";
 
+typedef struct keygen_args {
+  const char *name;
+  int json;
+} keygen_args;
+
+static const cli_option keygen_opts[] = {
+  CLI_VALUE("--out", "-o", "NAME", keygen_args, name),
+  CLI_FLAG("--json", NULL, keygen_args, json),
+  CLI_END};
+/* Anything but its options is refused, unknown options as well. */
+static const cli_command keygen_cmd = {
+  .name = "keygen", .usage = keygen_usage, .opts = keygen_opts,
+  .refuse = "unexpected argument '%s' (see 'gk keygen --help')", .flags = CLI_ANY_ARG};
+
 static const char sign_usage[] =
   "usage: gk sign ARCHIVE --key NAME.key [-o OUT] [--json]\n"
   "\n"
@@ -58,6 +73,19 @@ static const char sign_usage[] =
   "  -o, --output FILE  write the signed archive here instead of in place\n"
   "  --json             {archive, key_id, public_key, digest, signers,\n"
   "                     dropped} on stdout\n";
+
+typedef struct sign_args {
+  const char *path, *key, *out;
+  int json;
+} sign_args;
+
+static const cli_option sign_opts[] = {
+  CLI_VALUE("--key", NULL, "FILE", sign_args, key),
+  CLI_VALUE("--output", "-o", "FILE", sign_args, out),
+  CLI_FLAG("--json", NULL, sign_args, json),
+  CLI_END};
+static const cli_command sign_cmd = {
+  .name = "sign", .usage = sign_usage, .opts = sign_opts, CLI_ARCHIVE(sign_args)};
 
 /* ---- key files ---------------------------------------------------------- */
 
@@ -179,22 +207,11 @@ static int write_new_file(const char *cmd, const char *path, const char *text,
 }
 
 int cmd_keygen(int argc, char **argv) {
-  const char *name = NULL;
-  int json = 0, bad = 0;
-  for (int i = 1; i < argc && !bad; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(keygen_usage, stdout);
-      return EXIT_OK;
-    }
-    if (strcmp(argv[i], "--json") == 0) {
-      json = 1;
-    } else if (!cli_opt(argc, argv, &i, "--out", "-o", &name, &bad, "keygen")) {
-      cli_error("keygen", "unexpected argument '%s' (see 'gk keygen --help')",
-                argv[i]);
-      return EXIT_USAGE;
-    }
-  }
-  if (bad) return EXIT_USAGE;
+  keygen_args a = {0};
+  int parsed = cli_parse(&keygen_cmd, argc, argv, &a);
+  if (parsed >= 0) return parsed;
+  const char *name = a.name;
+  int json = a.json;
   if (!name || !*name) {
     cli_error("keygen", "needs --out NAME (see 'gk keygen --help')");
     return EXIT_USAGE;
@@ -335,30 +352,11 @@ static void sync_dir_of(const char *path) {
 }
 
 int cmd_sign(int argc, char **argv) {
-  const char *path = NULL, *keyfile = NULL, *out = NULL;
-  int json = 0, bad = 0, rc = EXIT_FAIL, fd = -1;
-  for (int i = 1; i < argc && !bad; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(sign_usage, stdout);
-      return EXIT_OK;
-    }
-    if (strcmp(argv[i], "--json") == 0 ||
-        cli_opt(argc, argv, &i, "--key", NULL, &keyfile, &bad, "sign") ||
-        cli_opt(argc, argv, &i, "--output", "-o", &out, &bad, "sign")) {
-      if (strcmp(argv[i], "--json") == 0) json = 1;
-      continue;
-    }
-    if (argv[i][0] == '-') {
-      cli_error("sign", "unknown option '%s' (see 'gk sign --help')", argv[i]);
-      return EXIT_USAGE;
-    }
-    if (path) {
-      cli_error("sign", "one archive at a time ('%s' and '%s')", path, argv[i]);
-      return EXIT_USAGE;
-    }
-    path = argv[i];
-  }
-  if (bad) return EXIT_USAGE;
+  sign_args a = {0};
+  int rc = EXIT_FAIL, fd = -1, st = cli_parse(&sign_cmd, argc, argv, &a);
+  if (st >= 0) return st;
+  const char *path = a.path, *keyfile = a.key, *out = a.out;
+  int json = a.json;
   if (!path || !keyfile) {
     cli_error("sign", "needs an archive and --key NAME.key (see 'gk sign --help')");
     return EXIT_USAGE;
