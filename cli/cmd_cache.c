@@ -198,14 +198,8 @@ static const char *day(int64_t t, char *buf, size_t size) {
   return buf;
 }
 
-static int cache_stats(int argc, char **argv) {
-  static const cli_command stats_cmd = {
-    .name = "cache stats", .usage = stats_usage, .opts = stats_opts, .refuse = UNKNOWN_ARG};
-  const char *cmd = stats_cmd.name;
-  cache_args ca = {0};
-  int st = cli_parse(&stats_cmd, argc, argv, &ca);
-  if (st >= 0) return st;
-  gkc_cache *c = open_cache(cmd, ca.dir);
+static int cache_stats(const char *cmd, const cache_args *ca) {
+  gkc_cache *c = open_cache(cmd, ca->dir);
   if (!c) return EXIT_FAIL;
   gkc_usage u;
   if (gkc_stats(c, &u) != 0) {
@@ -213,7 +207,7 @@ static int cache_stats(int argc, char **argv) {
     gkc_close(c);
     return EXIT_FAIL;
   }
-  if (ca.json) {
+  if (ca->json) {
     print_json(json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
                          "cache", gkc_dir(c), "objects", (json_int_t)u.objects,
                          "object_bytes", (json_int_t)u.object_bytes, "records",
@@ -272,26 +266,20 @@ static void on_finding(const gkc_finding *f, void *p) {
   printf("%-14s %s: %s\n", KIND_NAMES[f->kind], path, f->detail);
 }
 
-static int cache_verify(int argc, char **argv) {
-  static const cli_command verify_cmd = {
-    .name = "cache verify", .usage = verify_usage, .opts = verify_opts, .refuse = UNKNOWN_ARG};
-  const char *cmd = verify_cmd.name;
-  cache_args ca = {0};
-  int st = cli_parse(&verify_cmd, argc, argv, &ca);
-  if (st >= 0) return st;
-  gkc_cache *c = open_cache(cmd, ca.dir);
+static int cache_verify(const char *cmd, const cache_args *ca) {
+  gkc_cache *c = open_cache(cmd, ca->dir);
   if (!c) return EXIT_FAIL;
-  verify_ctx v = {gkc_dir(c), ca.json ? json_array() : NULL, 0};
+  verify_ctx v = {gkc_dir(c), ca->json ? json_array() : NULL, 0};
   gkc_verify_summary s;
-  if (gkc_verify(c, ca.fix ? GKC_FIX : 0, on_finding, &v, &s) != 0) {
+  if (gkc_verify(c, ca->fix ? GKC_FIX : 0, on_finding, &v, &s) != 0) {
     cli_error(cmd, "%s", gkc_errmsg(c));
     json_decref(v.findings);
     gkc_close(c);
     return EXIT_FAIL;
   }
-  if (ca.json) {
+  if (ca->json) {
     print_json(json_pack("{s:s, s:b, s:b, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:o}",
-                         "cache", gkc_dir(c), "consistent", v.problems_left == 0, "fixing", ca.fix,
+                         "cache", gkc_dir(c), "consistent", v.problems_left == 0, "fixing", ca->fix,
                          "checked", "objects", (json_int_t)s.objects, "records",
                          (json_int_t)s.records, "runs", (json_int_t)s.runs, "temps",
                          (json_int_t)s.temps, "problems", (json_int_t)s.problems,
@@ -306,14 +294,14 @@ static int cache_verify(int argc, char **argv) {
            (unsigned long long)s.runs, (unsigned long long)s.temps,
            (unsigned long long)s.problems, s.problems == 1 ? "" : "s",
            (unsigned long long)s.garbage);
-    if (ca.fix) printf("; fixed %llu (%s freed)", (unsigned long long)s.fixed,
+    if (ca->fix) printf("; fixed %llu (%s freed)", (unsigned long long)s.fixed,
                     human(s.fixed_bytes, a, sizeof a));
     printf("\n");
     if (v.problems_left)
       fprintf(stderr, "gk cache verify: '%s' is inconsistent: %llu problem%s left%s\n",
               gkc_dir(c), (unsigned long long)v.problems_left, v.problems_left == 1 ? "" : "s",
-              ca.fix ? "" : "; 'gk cache verify --fix' repairs them");
-    else if (s.garbage && !ca.fix)
+              ca->fix ? "" : "; 'gk cache verify --fix' repairs them");
+    else if (s.garbage && !ca->fix)
       fprintf(stderr, "gk cache verify: consistent; 'gk cache verify --fix' or 'gk cache gc' "
                       "removes the garbage\n");
   }
@@ -323,25 +311,19 @@ static int cache_verify(int argc, char **argv) {
 
 /* ---- gc ------------------------------------------------------------------------ */
 
-static int cache_gc(int argc, char **argv) {
-  static const cli_command gc_cmd = {
-    .name = "cache gc", .usage = gc_usage, .opts = gc_opts, .refuse = UNKNOWN_ARG};
-  const char *cmd = gc_cmd.name;
-  cache_args ca = {0};
-  int st = cli_parse(&gc_cmd, argc, argv, &ca);
-  if (st >= 0) return st;
+static int cache_gc(const char *cmd, const cache_args *ca) {
   uint64_t max;
-  if (!ca.max) {
+  if (!ca->max) {
     cli_error(cmd, "missing --max-size SIZE, the size to trim the cache to, e.g. 2G "
                    "(see 'gk cache gc --help')");
     return EXIT_USAGE;
   }
-  if (parse_size(ca.max, &max) != 0) {
+  if (parse_size(ca->max, &max) != 0) {
     cli_error(cmd, "bad size '%s' for --max-size: give bytes or a number with K, M, G or T "
-                   "(powers of 1024), e.g. 500M or 2G", ca.max);
+                   "(powers of 1024), e.g. 500M or 2G", ca->max);
     return EXIT_USAGE;
   }
-  gkc_cache *c = open_cache(cmd, ca.dir);
+  gkc_cache *c = open_cache(cmd, ca->dir);
   if (!c) return EXIT_FAIL;
   gkc_gc_result r;
   if (gkc_gc(c, max, &r) != 0) {
@@ -349,7 +331,7 @@ static int cache_gc(int argc, char **argv) {
     gkc_close(c);
     return EXIT_FAIL;
   }
-  if (ca.json) {
+  if (ca->json) {
     print_json(json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
                          "cache", gkc_dir(c), "max_bytes", (json_int_t)max, "before_bytes",
                          (json_int_t)r.before_bytes, "after_bytes", (json_int_t)r.after_bytes,
@@ -380,6 +362,18 @@ static int cache_gc(int argc, char **argv) {
 
 /* ---- dispatch ------------------------------------------------------------------ */
 
+/* The subcommands: their arguments, then what they do with them. */
+static const struct subcommand {
+  cli_command args;
+  int (*run)(const char *cmd, const cache_args *ca);
+} subcommands[] = {
+  {{.name = "cache stats", .usage = stats_usage, .opts = stats_opts, .refuse = UNKNOWN_ARG},
+   cache_stats},
+  {{.name = "cache verify", .usage = verify_usage, .opts = verify_opts, .refuse = UNKNOWN_ARG},
+   cache_verify},
+  {{.name = "cache gc", .usage = gc_usage, .opts = gc_opts, .refuse = UNKNOWN_ARG}, cache_gc},
+};
+
 int cmd_cache(int argc, char **argv) {
   if (argc < 2) {
     cli_error("cache", "needs a subcommand: stats, verify or gc (see 'gk cache --help')");
@@ -390,9 +384,13 @@ int cmd_cache(int argc, char **argv) {
     fputs(cache_usage, stdout);
     return EXIT_OK;
   }
-  if (strcmp(sub, "stats") == 0) return cache_stats(argc - 1, argv + 1);
-  if (strcmp(sub, "verify") == 0) return cache_verify(argc - 1, argv + 1);
-  if (strcmp(sub, "gc") == 0) return cache_gc(argc - 1, argv + 1);
+  for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++) {
+    const struct subcommand *c = &subcommands[i];
+    if (strcmp(sub, c->args.name + strlen("cache ")) != 0) continue;
+    cache_args ca = {0};
+    int st = cli_parse(&c->args, argc - 1, argv + 1, &ca);
+    return st >= 0 ? st : c->run(c->args.name, &ca);
+  }
   cli_error("cache", "unknown subcommand '%s': use stats, verify or gc (see 'gk cache --help')",
             sub);
   return EXIT_USAGE;

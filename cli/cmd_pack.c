@@ -79,6 +79,7 @@ int cmd_pack(int argc, char **argv) {
     cli_error("pack", "out of memory");
     return EXIT_FAIL;
   }
+  /* --merge anywhere makes every argument an archive (pack_arg). */
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--merge") == 0) a.merge = 1;
   if ((rc = cli_parse(&pack_cmd, argc, argv, &a)) >= 0) goto pack_out;
