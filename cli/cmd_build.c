@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cmd.h"
 #include "gkcache.h"
 #include "gkrecipes.h"
@@ -19,8 +20,7 @@
 
 static const char *const CMD = "build";
 
-static void usage(FILE *f) {
-  fputs(
+static const char build_usage[] =
     "usage: gk build --recipes DIR --out DIR [--backend NAME]...\n"
     "                [--targets BACKEND=T1,T2]... [--cache DIR] [-j N] [--strict]\n"
     "                [--json] [--shard I/N] [--remote-cache URL] [--container]\n"
@@ -93,9 +93,7 @@ static void usage(FILE *f) {
     "  --container-mount PATH\n"
     "                   also mount host PATH read-only, at the same place\n"
     "\n"
-    "Progress and errors go to stderr. Exit status: 0 built, 1 failed, 2 usage.\n",
-    f);
-}
+    "Progress and errors go to stderr. Exit status: 0 built, 1 failed, 2 usage.\n";
 
 /* What gk build checks each image with: libgk's own reader, so an image
  * that would not load never reaches a manifest (gkr_options.check_image). */
@@ -126,12 +124,10 @@ static int parse_jobs(const char *v, int *jobs) {
 
 /* What the remote cache options and their environment variables give. */
 typedef struct remote_args {
-  const char **headers; /* argv's and $GK_REMOTE_CACHE_HEADERS' lines */
-  size_t nheaders;
-  char *env_headers;    /* a copy of the variable, cut into lines */
+  cli_list headers;  /* argv's and $GK_REMOTE_CACHE_HEADERS' lines */
+  char *env_headers; /* a copy of the variable, cut into lines */
   const char *sign_key;
-  const char **trust;   /* argv's, then $GK_REMOTE_CACHE_TRUST's */
-  size_t ntrust;
+  cli_list trust; /* argv's, then $GK_REMOTE_CACHE_TRUST's */
   char *env_trust;
   unsigned char seed[32];
   unsigned char (*trusted)[32];
@@ -181,13 +177,14 @@ static int check_file(const char *opt, const char *path) {
  * checking each. Returns EXIT_OK, or the status to exit with (said why). */
 static int remote_setup(gkr_options *o, remote_args *ra) {
   char err[512];
-  if (split_env("GK_REMOTE_CACHE_HEADERS", '\n', &ra->env_headers, ra->headers, &ra->nheaders) ||
-      split_env("GK_REMOTE_CACHE_TRUST", ':', &ra->env_trust, ra->trust, &ra->ntrust)) {
+  if (split_env("GK_REMOTE_CACHE_HEADERS", '\n', &ra->env_headers, ra->headers.v,
+                &ra->headers.n) ||
+      split_env("GK_REMOTE_CACHE_TRUST", ':', &ra->env_trust, ra->trust.v, &ra->trust.n)) {
     cli_error(CMD, "out of memory");
     return EXIT_FAIL;
   }
-  for (size_t i = 0; i < ra->nheaders; i++)
-    if (gkc_check_header(ra->headers[i], err, sizeof err) != 0) {
+  for (size_t i = 0; i < ra->headers.n; i++)
+    if (gkc_check_header(ra->headers.v[i], err, sizeof err) != 0) {
       cli_error(CMD, "%s", err);
       return EXIT_USAGE;
     }
@@ -228,112 +225,83 @@ static int remote_setup(gkr_options *o, remote_args *ra) {
     if (cli_read_secret_key(CMD, ra->sign_key, ra->seed) != 0) return EXIT_FAIL;
     o->remote_sign_seed = ra->seed;
   }
-  if (ra->ntrust) {
-    if (!(ra->trusted = calloc(ra->ntrust, sizeof *ra->trusted))) {
+  if (ra->trust.n) {
+    if (!(ra->trusted = calloc(ra->trust.n, sizeof *ra->trusted))) {
       cli_error(CMD, "out of memory");
       return EXIT_FAIL;
     }
-    for (size_t i = 0; i < ra->ntrust; i++)
-      if (cli_read_public_key(CMD, ra->trust[i], ra->trusted[i]) != 0) return EXIT_FAIL;
+    for (size_t i = 0; i < ra->trust.n; i++)
+      if (cli_read_public_key(CMD, ra->trust.v[i], ra->trusted[i]) != 0) return EXIT_FAIL;
     o->remote_trusted = (const unsigned char(*)[32])ra->trusted;
-    o->nremote_trusted = ra->ntrust;
+    o->nremote_trusted = ra->trust.n;
   }
-  o->remote_headers = ra->headers;
-  o->nremote_headers = ra->nheaders;
+  o->remote_headers = ra->headers.v;
+  o->nremote_headers = ra->headers.n;
   return EXIT_OK;
 }
 
+/* What the command line and the environment give. */
+typedef struct build_args {
+  gkr_options o;
+  remote_args ra;
+  cli_list backends, kernels, targets, images, mounts;
+  int json;
+} build_args;
+
+static int take_jobs(void *field, const cli_arg *a) {
+  if (parse_jobs(a->value, field) == 0) return 0;
+  cli_error(a->cmd, "option '%s' needs a number of jobs from 1 to 1024, got '%s'", a->opt,
+            a->value);
+  return -1;
+}
+
+static const cli_option build_opts[] = {
+  CLI_VALUE("--recipes", NULL, "DIR", build_args, o.recipes_dir),
+  CLI_VALUE("--out", NULL, "DIR", build_args, o.out_dir),
+  CLI_TAKE("--kernel", NULL, "NAME", build_args, kernels, cli_add),
+  CLI_TAKE("--backend", NULL, "NAME", build_args, backends, cli_add),
+  CLI_TAKE("--targets", NULL, "BACKEND=T1,T2", build_args, targets, cli_add),
+  CLI_VALUE("--cache", NULL, "DIR", build_args, o.cache_dir),
+  {"--jobs", "-j", "N", offsetof(build_args, o.jobs), take_jobs, CLI_GLUED}, /* -j8 too */
+  CLI_FLAG("--strict", NULL, build_args, o.strict),
+  CLI_FLAG("--json", NULL, build_args, json),
+  CLI_VALUE("--shard", NULL, "I/N", build_args, o.shard),
+  CLI_VALUE("--remote-cache", NULL, "URL", build_args, o.remote_cache),
+  CLI_FLAG("--remote-cache-readonly", NULL, build_args, o.remote_readonly),
+  CLI_TAKE("--remote-cache-header", NULL, "'NAME: VALUE'", build_args, ra.headers, cli_add),
+  CLI_VALUE("--remote-cache-netrc", NULL, "FILE", build_args, o.remote_netrc),
+  CLI_VALUE("--remote-cache-ca", NULL, "FILE", build_args, o.remote_ca),
+  CLI_VALUE("--remote-cache-client-cert", NULL, "FILE", build_args, o.remote_client_cert),
+  CLI_VALUE("--remote-cache-client-key", NULL, "FILE", build_args, o.remote_client_key),
+  CLI_VALUE("--remote-cache-sign-key", NULL, "NAME.key", build_args, ra.sign_key),
+  CLI_TAKE("--remote-cache-trust", NULL, "NAME.pub", build_args, ra.trust, cli_add),
+  CLI_FLAG("--container", NULL, build_args, o.container),
+  CLI_TAKE("--container-image", NULL, "MODULE=IMAGE", build_args, images, cli_add),
+  CLI_TAKE("--container-mount", NULL, "PATH", build_args, mounts, cli_add),
+  CLI_END};
+static const cli_command build_cmd = {
+  .name = "build", .usage = build_usage, .opts = build_opts,
+  .refuse = "unexpected argument '%s'; the recipes folder is given with --recipes "
+            "(see 'gk build --help')"};
+
 int cmd_build(int argc, char **argv) {
-  gkr_options o = {0};
-  const char **backends = calloc((size_t)argc, sizeof *backends);
-  const char **targets = calloc((size_t)argc, sizeof *targets);
-  const char **images = calloc((size_t)argc, sizeof *images);
-  const char **mounts = calloc((size_t)argc, sizeof *mounts);
-  const char **kernels = calloc((size_t)argc, sizeof *kernels);
-  remote_args ra = {0};
-  ra.headers = calloc((size_t)argc + count_of("GK_REMOTE_CACHE_HEADERS", '\n'), sizeof(char *));
-  ra.trust = calloc((size_t)argc + count_of("GK_REMOTE_CACHE_TRUST", ':'), sizeof(char *));
-  int json = 0, bad = 0, status = EXIT_USAGE;
-  if (!backends || !targets || !images || !mounts || !kernels || !ra.headers || !ra.trust) {
-    free(backends);
-    free(kernels);
-    free(targets);
-    free(images);
-    free(mounts);
-    free(ra.headers);
-    free(ra.trust);
+  build_args a = {0};
+  gkr_options o;
+  remote_args *ra = &a.ra;
+  cli_list *lists[] = {&a.backends, &a.kernels, &a.targets, &a.images, &a.mounts};
+  int status = EXIT_USAGE, oom = 0;
+  for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
+    oom |= !(lists[i]->v = calloc((size_t)argc, sizeof(char *)));
+  ra->headers.v = calloc((size_t)argc + count_of("GK_REMOTE_CACHE_HEADERS", '\n'), sizeof(char *));
+  ra->trust.v = calloc((size_t)argc + count_of("GK_REMOTE_CACHE_TRUST", ':'), sizeof(char *));
+  if (oom || !ra->headers.v || !ra->trust.v) {
     cli_error(CMD, "out of memory");
-    return EXIT_FAIL;
+    status = EXIT_FAIL;
+    goto out;
   }
-  for (int i = 1; i < argc && !bad; i++) {
-    const char *a = argv[i], *v = NULL;
-    if (cli_is_help(a)) {
-      usage(stdout);
-      status = EXIT_OK;
-      goto out;
-    } else if (strcmp(a, "--json") == 0) {
-      json = 1;
-    } else if (strcmp(a, "--strict") == 0) {
-      o.strict = 1;
-    } else if (strcmp(a, "--container") == 0) {
-      o.container = 1;
-    } else if (strcmp(a, "--remote-cache-readonly") == 0) {
-      o.remote_readonly = 1;
-    } else if (cli_opt(argc, argv, &i, "--shard", NULL, &v, &bad, CMD)) {
-      o.shard = v;
-    } else if (cli_opt(argc, argv, &i, "--remote-cache", NULL, &v, &bad, CMD)) {
-      o.remote_cache = v;
-    } else if (cli_opt(argc, argv, &i, "--remote-cache-header", NULL, &v, &bad, CMD)) {
-      if (v) ra.headers[ra.nheaders++] = v;
-    } else if (cli_opt(argc, argv, &i, "--remote-cache-netrc", NULL, &v, &bad, CMD)) {
-      o.remote_netrc = v;
-    } else if (cli_opt(argc, argv, &i, "--remote-cache-ca", NULL, &v, &bad, CMD)) {
-      o.remote_ca = v;
-    } else if (cli_opt(argc, argv, &i, "--remote-cache-client-cert", NULL, &v, &bad, CMD)) {
-      o.remote_client_cert = v;
-    } else if (cli_opt(argc, argv, &i, "--remote-cache-client-key", NULL, &v, &bad, CMD)) {
-      o.remote_client_key = v;
-    } else if (cli_opt(argc, argv, &i, "--remote-cache-sign-key", NULL, &v, &bad, CMD)) {
-      ra.sign_key = v;
-    } else if (cli_opt(argc, argv, &i, "--remote-cache-trust", NULL, &v, &bad, CMD)) {
-      if (v) ra.trust[ra.ntrust++] = v;
-    } else if (cli_opt(argc, argv, &i, "--container-image", NULL, &v, &bad, CMD)) {
-      if (v) images[o.ncontainer_images++] = v;
-    } else if (cli_opt(argc, argv, &i, "--container-mount", NULL, &v, &bad, CMD)) {
-      if (v) mounts[o.ncontainer_mounts++] = v;
-    } else if (cli_opt(argc, argv, &i, "--recipes", NULL, &v, &bad, CMD)) {
-      o.recipes_dir = v;
-    } else if (cli_opt(argc, argv, &i, "--out", NULL, &v, &bad, CMD)) {
-      o.out_dir = v;
-    } else if (cli_opt(argc, argv, &i, "--cache", NULL, &v, &bad, CMD)) {
-      o.cache_dir = v;
-    } else if (cli_opt(argc, argv, &i, "--kernel", NULL, &v, &bad, CMD)) {
-      if (v) kernels[o.nkernels++] = v;
-    } else if (cli_opt(argc, argv, &i, "--backend", NULL, &v, &bad, CMD)) {
-      if (v) backends[o.nbackends++] = v;
-    } else if (cli_opt(argc, argv, &i, "--targets", NULL, &v, &bad, CMD)) {
-      if (v) targets[o.ntargets++] = v;
-    } else if (strncmp(a, "-j", 2) == 0 && a[2] != '\0') {
-      v = a + 2;
-      if (parse_jobs(v, &o.jobs) != 0) {
-        cli_error(CMD, "option '-j' needs a number of jobs from 1 to 1024, got '%s'", v);
-        bad = 1;
-      }
-    } else if (cli_opt(argc, argv, &i, "--jobs", "-j", &v, &bad, CMD)) {
-      if (v && parse_jobs(v, &o.jobs) != 0) {
-        cli_error(CMD, "option '%s' needs a number of jobs from 1 to 1024, got '%s'", a, v);
-        bad = 1;
-      }
-    } else if (a[0] == '-') {
-      cli_error(CMD, "unknown option '%s' (see 'gk build --help')", a);
-      bad = 1;
-    } else {
-      cli_error(CMD, "unexpected argument '%s'; the recipes folder is given with --recipes "
-                     "(see 'gk build --help')", a);
-      bad = 1;
-    }
-  }
-  if (bad) goto out;
+  if ((status = cli_parse(&build_cmd, argc, argv, &a)) >= 0) goto out;
+  status = EXIT_USAGE;
+  o = a.o;
   if (!o.recipes_dir || !*o.recipes_dir) {
     cli_error(CMD, "missing --recipes DIR, the folder of *.lua recipes (see 'gk build --help')");
     goto out;
@@ -352,31 +320,31 @@ int cmd_build(int argc, char **argv) {
   if (!o.remote_cache) o.remote_cache = env_or(NULL, "GK_REMOTE_CACHE");
   const char *ro = getenv("GK_REMOTE_CACHE_READONLY");
   if (ro && *ro && strcmp(ro, "0") != 0) o.remote_readonly = 1;
-  if ((status = remote_setup(&o, &ra)) != EXIT_OK) goto out;
-  status = EXIT_USAGE;
-  o.backends = backends;
-  o.kernels = kernels;
+  if ((status = remote_setup(&o, ra)) != EXIT_OK) goto out;
+  o.backends = a.backends.v;
+  o.nbackends = a.backends.n;
+  o.kernels = a.kernels.v;
+  o.nkernels = a.kernels.n;
+  o.targets = a.targets.v;
+  o.ntargets = a.targets.n;
+  o.container_images = a.images.v;
+  o.ncontainer_images = a.images.n;
+  o.container_mounts = a.mounts.v;
+  o.ncontainer_mounts = a.mounts.n;
   o.check_image = check_image;
-  o.targets = targets;
-  o.container_images = images;
-  o.container_mounts = mounts;
   o.log = stderr;
 
   char *summary = NULL;
-  status = gkr_build(&o, json ? &summary : NULL);
-  if (json && summary) printf("%s\n", summary);
+  status = gkr_build(&o, a.json ? &summary : NULL);
+  if (a.json && summary) printf("%s\n", summary);
   free(summary);
 out:
-  sodium_memzero(ra.seed, sizeof ra.seed);
-  free(ra.headers);
-  free(ra.trust);
-  free(ra.trusted);
-  free(ra.env_headers);
-  free(ra.env_trust);
-  free(backends);
-  free(targets);
-  free(images);
-  free(mounts);
-  free(kernels);
+  sodium_memzero(ra->seed, sizeof ra->seed);
+  free(ra->headers.v);
+  free(ra->trust.v);
+  free(ra->trusted);
+  free(ra->env_headers);
+  free(ra->env_trust);
+  for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) free(lists[i]->v);
   return status;
 }

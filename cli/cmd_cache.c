@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "args.h"
 #include "cmd.h"
 #include "gkcache.h"
 #include "util.h"
@@ -152,36 +153,34 @@ static gkc_cache *open_cache(const char *cmd, const char *dir) {
   return c;
 }
 
-/* The options every subcommand takes; `extra` handles the rest (returns 1
- * when it took argv[*i]). Returns -1 to go on, else the exit status. */
-typedef int (*extra_fn)(int argc, char **argv, int *i, int *bad, void *ctx);
+/* What the subcommands are given; each takes the options of its table. */
+typedef struct cache_args {
+  const char *dir, *max;
+  int json, fix;
+} cache_args;
 
-static int parse_args(const char *cmd, const char *usage, int argc, char **argv,
-                      const char **dir, int *json, extra_fn extra, void *ctx) {
-  int bad = 0;
-  for (int i = 1; i < argc && !bad; i++) {
-    const char *a = argv[i], *v = NULL;
-    if (cli_is_help(a)) {
-      fputs(usage, stdout);
-      return EXIT_OK;
-    } else if (strcmp(a, "--json") == 0) {
-      *json = 1;
-    } else if (cli_opt(argc, argv, &i, "--cache", NULL, &v, &bad, cmd)) {
-      if (v && !*v) {
-        cli_error(cmd, "option '--cache' needs a folder, got ''");
-        bad = 1;
-      }
-      *dir = v;
-    } else if (extra && extra(argc, argv, &i, &bad, ctx)) {
-      continue;
-    } else {
-      cli_error(cmd, "unknown %s '%s' (see 'gk %s --help')", a[0] == '-' ? "option" : "argument",
-                a, cmd);
-      bad = 1;
-    }
+static int take_dir(void *field, const cli_arg *a) {
+  if (!*a->value) {
+    cli_error(a->cmd, "option '--cache' needs a folder, got ''");
+    return -1;
   }
-  return bad ? EXIT_USAGE : -1;
+  *(const char **)field = a->value;
+  return 0;
 }
+
+/* An argument is none of theirs. */
+#define UNKNOWN_ARG "unknown argument '%s' (see 'gk %s --help')"
+
+/* The options every subcommand takes. */
+#define CACHE_OPTIONS                                                  \
+  CLI_TAKE("--cache", NULL, "DIR", cache_args, dir, take_dir),       \
+  CLI_FLAG("--json", NULL, cache_args, json)
+
+static const cli_option stats_opts[] = {CACHE_OPTIONS, CLI_END};
+static const cli_option verify_opts[] = {
+  CACHE_OPTIONS, CLI_FLAG("--fix", NULL, cache_args, fix), CLI_END};
+static const cli_option gc_opts[] = {
+  CACHE_OPTIONS, CLI_VALUE("--max-size", NULL, "SIZE", cache_args, max), CLI_END};
 
 static void print_json(json_t *j) {
   json_dumpf(j, stdout, JSON_INDENT(2));
@@ -199,12 +198,8 @@ static const char *day(int64_t t, char *buf, size_t size) {
   return buf;
 }
 
-static int cache_stats(int argc, char **argv) {
-  const char *cmd = "cache stats", *dir = NULL;
-  int json = 0;
-  int st = parse_args(cmd, stats_usage, argc, argv, &dir, &json, NULL, NULL);
-  if (st >= 0) return st;
-  gkc_cache *c = open_cache(cmd, dir);
+static int cache_stats(const char *cmd, const cache_args *ca) {
+  gkc_cache *c = open_cache(cmd, ca->dir);
   if (!c) return EXIT_FAIL;
   gkc_usage u;
   if (gkc_stats(c, &u) != 0) {
@@ -212,7 +207,7 @@ static int cache_stats(int argc, char **argv) {
     gkc_close(c);
     return EXIT_FAIL;
   }
-  if (json) {
+  if (ca->json) {
     print_json(json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
                          "cache", gkc_dir(c), "objects", (json_int_t)u.objects,
                          "object_bytes", (json_int_t)u.object_bytes, "records",
@@ -271,31 +266,20 @@ static void on_finding(const gkc_finding *f, void *p) {
   printf("%-14s %s: %s\n", KIND_NAMES[f->kind], path, f->detail);
 }
 
-static int take_fix(int argc, char **argv, int *i, int *bad, void *ctx) {
-  (void)argc, (void)bad;
-  if (strcmp(argv[*i], "--fix") != 0) return 0;
-  *(int *)ctx = 1;
-  return 1;
-}
-
-static int cache_verify(int argc, char **argv) {
-  const char *cmd = "cache verify", *dir = NULL;
-  int json = 0, fix = 0;
-  int st = parse_args(cmd, verify_usage, argc, argv, &dir, &json, take_fix, &fix);
-  if (st >= 0) return st;
-  gkc_cache *c = open_cache(cmd, dir);
+static int cache_verify(const char *cmd, const cache_args *ca) {
+  gkc_cache *c = open_cache(cmd, ca->dir);
   if (!c) return EXIT_FAIL;
-  verify_ctx v = {gkc_dir(c), json ? json_array() : NULL, 0};
+  verify_ctx v = {gkc_dir(c), ca->json ? json_array() : NULL, 0};
   gkc_verify_summary s;
-  if (gkc_verify(c, fix ? GKC_FIX : 0, on_finding, &v, &s) != 0) {
+  if (gkc_verify(c, ca->fix ? GKC_FIX : 0, on_finding, &v, &s) != 0) {
     cli_error(cmd, "%s", gkc_errmsg(c));
     json_decref(v.findings);
     gkc_close(c);
     return EXIT_FAIL;
   }
-  if (json) {
+  if (ca->json) {
     print_json(json_pack("{s:s, s:b, s:b, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:o}",
-                         "cache", gkc_dir(c), "consistent", v.problems_left == 0, "fixing", fix,
+                         "cache", gkc_dir(c), "consistent", v.problems_left == 0, "fixing", ca->fix,
                          "checked", "objects", (json_int_t)s.objects, "records",
                          (json_int_t)s.records, "runs", (json_int_t)s.runs, "temps",
                          (json_int_t)s.temps, "problems", (json_int_t)s.problems,
@@ -310,14 +294,14 @@ static int cache_verify(int argc, char **argv) {
            (unsigned long long)s.runs, (unsigned long long)s.temps,
            (unsigned long long)s.problems, s.problems == 1 ? "" : "s",
            (unsigned long long)s.garbage);
-    if (fix) printf("; fixed %llu (%s freed)", (unsigned long long)s.fixed,
+    if (ca->fix) printf("; fixed %llu (%s freed)", (unsigned long long)s.fixed,
                     human(s.fixed_bytes, a, sizeof a));
     printf("\n");
     if (v.problems_left)
       fprintf(stderr, "gk cache verify: '%s' is inconsistent: %llu problem%s left%s\n",
               gkc_dir(c), (unsigned long long)v.problems_left, v.problems_left == 1 ? "" : "s",
-              fix ? "" : "; 'gk cache verify --fix' repairs them");
-    else if (s.garbage && !fix)
+              ca->fix ? "" : "; 'gk cache verify --fix' repairs them");
+    else if (s.garbage && !ca->fix)
       fprintf(stderr, "gk cache verify: consistent; 'gk cache verify --fix' or 'gk cache gc' "
                       "removes the garbage\n");
   }
@@ -327,35 +311,19 @@ static int cache_verify(int argc, char **argv) {
 
 /* ---- gc ------------------------------------------------------------------------ */
 
-typedef struct gc_args {
-  const char *max;
-} gc_args;
-
-static int take_max(int argc, char **argv, int *i, int *bad, void *ctx) {
-  const char *v = NULL;
-  if (!cli_opt(argc, argv, i, "--max-size", NULL, &v, bad, "cache gc")) return 0;
-  if (v) ((gc_args *)ctx)->max = v;
-  return 1;
-}
-
-static int cache_gc(int argc, char **argv) {
-  const char *cmd = "cache gc", *dir = NULL;
-  int json = 0;
-  gc_args g = {NULL};
-  int st = parse_args(cmd, gc_usage, argc, argv, &dir, &json, take_max, &g);
-  if (st >= 0) return st;
+static int cache_gc(const char *cmd, const cache_args *ca) {
   uint64_t max;
-  if (!g.max) {
+  if (!ca->max) {
     cli_error(cmd, "missing --max-size SIZE, the size to trim the cache to, e.g. 2G "
                    "(see 'gk cache gc --help')");
     return EXIT_USAGE;
   }
-  if (parse_size(g.max, &max) != 0) {
+  if (parse_size(ca->max, &max) != 0) {
     cli_error(cmd, "bad size '%s' for --max-size: give bytes or a number with K, M, G or T "
-                   "(powers of 1024), e.g. 500M or 2G", g.max);
+                   "(powers of 1024), e.g. 500M or 2G", ca->max);
     return EXIT_USAGE;
   }
-  gkc_cache *c = open_cache(cmd, dir);
+  gkc_cache *c = open_cache(cmd, ca->dir);
   if (!c) return EXIT_FAIL;
   gkc_gc_result r;
   if (gkc_gc(c, max, &r) != 0) {
@@ -363,7 +331,7 @@ static int cache_gc(int argc, char **argv) {
     gkc_close(c);
     return EXIT_FAIL;
   }
-  if (json) {
+  if (ca->json) {
     print_json(json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
                          "cache", gkc_dir(c), "max_bytes", (json_int_t)max, "before_bytes",
                          (json_int_t)r.before_bytes, "after_bytes", (json_int_t)r.after_bytes,
@@ -394,6 +362,18 @@ static int cache_gc(int argc, char **argv) {
 
 /* ---- dispatch ------------------------------------------------------------------ */
 
+/* The subcommands: their arguments, then what they do with them. */
+static const struct subcommand {
+  cli_command args;
+  int (*run)(const char *cmd, const cache_args *ca);
+} subcommands[] = {
+  {{.name = "cache stats", .usage = stats_usage, .opts = stats_opts, .refuse = UNKNOWN_ARG},
+   cache_stats},
+  {{.name = "cache verify", .usage = verify_usage, .opts = verify_opts, .refuse = UNKNOWN_ARG},
+   cache_verify},
+  {{.name = "cache gc", .usage = gc_usage, .opts = gc_opts, .refuse = UNKNOWN_ARG}, cache_gc},
+};
+
 int cmd_cache(int argc, char **argv) {
   if (argc < 2) {
     cli_error("cache", "needs a subcommand: stats, verify or gc (see 'gk cache --help')");
@@ -404,9 +384,13 @@ int cmd_cache(int argc, char **argv) {
     fputs(cache_usage, stdout);
     return EXIT_OK;
   }
-  if (strcmp(sub, "stats") == 0) return cache_stats(argc - 1, argv + 1);
-  if (strcmp(sub, "verify") == 0) return cache_verify(argc - 1, argv + 1);
-  if (strcmp(sub, "gc") == 0) return cache_gc(argc - 1, argv + 1);
+  for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++) {
+    const struct subcommand *c = &subcommands[i];
+    if (strcmp(sub, c->args.name + strlen("cache ")) != 0) continue;
+    cache_args ca = {0};
+    int st = cli_parse(&c->args, argc - 1, argv + 1, &ca);
+    return st >= 0 ? st : c->run(c->args.name, &ca);
+  }
   cli_error("cache", "unknown subcommand '%s': use stats, verify or gc (see 'gk cache --help')",
             sub);
   return EXIT_USAGE;

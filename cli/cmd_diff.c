@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cmd.h"
 #include "util.h"
 
@@ -31,6 +32,20 @@ static const char diff_usage[] =
   "           skipped: {added: [{backend, target?, reason, was}], removed:\n"
   "           [{backend, target?, reason, now}]}, unchanged} on stdout; was/now\n"
   "           is 'built' or 'absent'\n";
+
+typedef struct diff_args {
+  const char *paths[2]; /* OLD, NEW */
+  int json;
+} diff_args;
+
+static const cli_option diff_opts[] = {
+  CLI_FLAG("--json", NULL, diff_args, json),
+  CLI_END};
+/* "-" is an archive here: a file of that name. */
+static const cli_command diff_cmd = {
+  .name = "diff", .usage = diff_usage, .opts = diff_opts, .args = offsetof(diff_args, paths),
+  .max_args = 2, .refuse = "takes two archives, OLD and NEW; '%s' is a third",
+  .flags = CLI_DASH};
 
 /* A key of 1 to 4 fields of a row, with the row it came from. */
 typedef struct key {
@@ -74,8 +89,8 @@ static int same_skip(const json_t *a, const json_t *b) {
 }
 
 /* The entries of `from`'s skipped list that `other` does not skip, each
- * with `field` saying whether `other` built it. Text lines unless quiet. */
-static json_t *skip_delta(const side *from, const side *other, const char *field, int quiet) {
+ * with `field` saying whether `other` built it ("built" or "absent"). */
+static json_t *skip_delta(const side *from, const side *other, const char *field) {
   json_t *out = json_array();
   for (size_t i = 0; i < json_array_size(from->skipped); i++) {
     json_t *e = json_array_get(from->skipped, i);
@@ -83,11 +98,19 @@ static json_t *skip_delta(const side *from, const side *other, const char *field
     for (size_t j = 0; j < json_array_size(other->skipped) && !in_other; j++)
       in_other = same_skip(e, json_array_get(other->skipped, j));
     if (in_other) continue;
-    int built = side_built(other, e);
     json_t *o = json_deep_copy(e);
-    json_object_set_new(o, field, json_string(built ? "built" : "absent"));
+    json_object_set_new(o, field, json_string(side_built(other, e) ? "built" : "absent"));
     json_array_append_new(out, o);
-    if (quiet) continue;
+  }
+  return out;
+}
+
+/* The text of skip_delta's entries: "was" for those the new archive skips,
+ * "now" for those it no longer does. */
+static void print_skips(json_t *list, const char *field) {
+  for (size_t i = 0; i < json_array_size(list); i++) {
+    json_t *e = json_array_get(list, i);
+    int built = !strcmp(json_string_value(json_object_get(e, field)), "built");
     const char *t = json_string_value(json_object_get(e, "target"));
     const char *why = json_string_value(json_object_get(e, "reason"));
     char name[512];
@@ -100,7 +123,6 @@ static json_t *skip_delta(const side *from, const side *other, const char *field
       printf("%s: %s%s\n", built ? "target moved from skipped to built" : "target no longer skipped",
              name, built ? " (now built)" : "");
   }
-  return out;
 }
 
 static int side_load(side *s, const char *path) {
@@ -207,162 +229,182 @@ static void print_side(const char *what, const char *label, json_t *arr) {
   }
 }
 
-int cmd_diff(int argc, char **argv) {
-  const char *paths[2] = {NULL, NULL};
-  int json = 0, rc = EXIT_FAIL, np = 0;
-  side s[2] = {{0}};
-  for (int i = 1; i < argc; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(diff_usage, stdout);
-      return EXIT_OK;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      json = 1;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      cli_error("diff", "unknown option '%s' (see 'gk diff --help')", argv[i]);
-      return EXIT_USAGE;
-    } else if (np == 2) {
-      cli_error("diff", "takes two archives, OLD and NEW; '%s' is a third", argv[i]);
-      return EXIT_USAGE;
-    } else {
-      paths[np++] = argv[i];
-    }
-  }
-  if (np != 2) {
-    cli_error("diff", "needs two archives, OLD and NEW (see 'gk diff --help')");
-    return EXIT_USAGE;
-  }
-  if (side_load(&s[0], paths[0]) || side_load(&s[1], paths[1]) ||
-      cli_build_notes("diff", paths[0], (void **)&s[0].skipped, (void **)&s[0].drivers) ||
-      cli_build_notes("diff", paths[1], (void **)&s[1].skipped, (void **)&s[1].drivers))
-    goto diff_out;
+/* The levels, coarse to fine. Images are keyed like the index. */
+static const struct level {
+  const char *name, *label; /* JSON member, text label */
+  int nf;
+  size_t off[4];
+  const char *names[4];
+} levels[] = {
+    {"targets", "target", 2,
+     {offsetof(gk_image_info, backend), offsetof(gk_image_info, target)},
+     {"backend", "target"}},
+    {"kernels", "kernel", 1, {offsetof(gk_image_info, kernel)}, {"kernel"}},
+    {"variants", "variant", 2,
+     {offsetof(gk_image_info, kernel), offsetof(gk_image_info, variant)},
+     {"kernel", "variant"}},
+    {"images", "image", 4,
+     {offsetof(gk_image_info, kernel), offsetof(gk_image_info, variant),
+      offsetof(gk_image_info, backend), offsetof(gk_image_info, target)},
+     {"kernel", "variant", "backend", "target"}},
+};
+#define NLEVELS (sizeof levels / sizeof levels[0])
 
-  /* The levels, coarse to fine. Images are keyed like the index. */
-  static const struct level {
-    const char *name, *label; /* JSON member, text label */
-    int nf;
-    size_t off[4];
-    const char *names[4];
-  } levels[] = {
-      {"targets", "target", 2,
-       {offsetof(gk_image_info, backend), offsetof(gk_image_info, target)},
-       {"backend", "target"}},
-      {"kernels", "kernel", 1, {offsetof(gk_image_info, kernel)}, {"kernel"}},
-      {"variants", "variant", 2,
-       {offsetof(gk_image_info, kernel), offsetof(gk_image_info, variant)},
-       {"kernel", "variant"}},
-      {"images", "image", 4,
-       {offsetof(gk_image_info, kernel), offsetof(gk_image_info, variant),
-        offsetof(gk_image_info, backend), offsetof(gk_image_info, target)},
-       {"kernel", "variant", "backend", "target"}},
-  };
-  json_t *root = json_pack("{s:s, s:s}", "old", paths[0], "new", paths[1]);
-  size_t unchanged = 0, differences = 0;
-  for (size_t L = 0; L < sizeof levels / sizeof levels[0]; L++) {
-    const struct level *lv = &levels[L];
-    size_t na, nb, a = 0, b = 0;
-    key *ka = keys_of(&s[0], lv->off, lv->nf, &na);
-    key *kb = keys_of(&s[1], lv->off, lv->nf, &nb);
-    if (!ka || !kb) {
-      free(ka);
-      free(kb);
-      json_decref(root);
-      cli_error("diff", "out of memory");
-      goto diff_out;
-    }
-    int images = !strcmp(lv->name, "images");
-    json_t *added = json_array(), *removed = json_array(), *changed = json_array();
-    key_nf = lv->nf;
-    /* Both sides sorted: one merge pass. */
-    while (a < na || b < nb) {
-      int c = a == na ? 1 : b == nb ? -1 : key_cmp(&ka[a], &kb[b]);
-      const key *k = c < 0 ? &ka[a] : &kb[b];
-      json_t *o = key_json(k, lv->names, lv->nf);
-      if (images && c != 0) json_object_set_new(o, "image", image_json(k->im));
-      if (c < 0) {
-        json_array_append_new(removed, o);
-        a++;
-      } else if (c > 0) {
-        json_array_append_new(added, o);
-        b++;
-      } else {
-        json_t *f = images ? changed_fields(ka[a].im, kb[b].im) : NULL;
-        if (f && json_array_size(f)) {
-          json_object_set_new(o, "fields", f);
-          json_object_set_new(o, "old", image_json(ka[a].im));
-          json_object_set_new(o, "new", image_json(kb[b].im));
-          json_array_append_new(changed, o);
-        } else {
-          unchanged += images;
-          json_decref(f);
-          json_decref(o);
-        }
-        a++;
-        b++;
-      }
-    }
-    differences += json_array_size(added) + json_array_size(removed) +
-                   json_array_size(changed);
-    if (!json) {
-      print_side(lv->label, "added", added);
-      print_side(lv->label, "removed", removed);
-      for (size_t i = 0; i < json_array_size(changed); i++) {
-        json_t *o = json_array_get(changed, i), *f = json_object_get(o, "fields");
-        json_t *po = json_object_get(o, "old"), *pn = json_object_get(o, "new");
-        char name[1024];
-        key k = {{json_string_value(json_object_get(o, "kernel")),
-                  json_string_value(json_object_get(o, "variant")),
-                  json_string_value(json_object_get(o, "backend")),
-                  json_string_value(json_object_get(o, "target"))}, NULL};
-        key_text(&k, 4, name, sizeof name);
-        printf("image changed: %s:", name);
-        for (size_t j = 0; j < json_array_size(f); j++) {
-          const char *fld = json_string_value(json_array_get(f, j));
-          json_t *vo = json_object_get(po, fld), *vn = json_object_get(pn, fld);
-          if (json_is_integer(vo))
-            printf("%s %s %lld -> %lld", j ? "," : "", fld,
-                   (long long)json_integer_value(vo), (long long)json_integer_value(vn));
-          else if (!strcmp(fld, "sha256"))
-            printf("%s sha256 %.16s -> %.16s", j ? "," : "", json_string_value(vo),
-                   json_string_value(vn));
-          else
-            printf("%s %s '%s' -> '%s'", j ? "," : "", fld, json_string_value(vo),
-                   json_string_value(vn));
-        }
-        putchar('\n');
-      }
-    }
-    json_t *lvo = json_pack("{s:o, s:o}", "added", added, "removed", removed);
-    if (images)
-      json_object_set_new(lvo, "changed", changed);
-    else
-      json_decref(changed);
-    json_object_set_new(root, lv->name, lvo);
+/* One level compared, {added, removed[, changed]}; *differences and
+ * *unchanged (images) grow by what it finds. NULL when out of memory. */
+static json_t *compare_level(const side s[2], const struct level *lv, size_t *differences,
+                             size_t *unchanged) {
+  size_t na, nb, a = 0, b = 0;
+  key *ka = keys_of(&s[0], lv->off, lv->nf, &na);
+  key *kb = keys_of(&s[1], lv->off, lv->nf, &nb);
+  if (!ka || !kb) {
     free(ka);
     free(kb);
+    return NULL;
   }
-  json_t *sk_added = skip_delta(&s[1], &s[0], "was", json);
-  json_t *sk_removed = skip_delta(&s[0], &s[1], "now", json);
+  int images = !strcmp(lv->name, "images");
+  json_t *added = json_array(), *removed = json_array(), *changed = json_array();
+  key_nf = lv->nf;
+  /* Both sides sorted: one merge pass. */
+  while (a < na || b < nb) {
+    int c = a == na ? 1 : b == nb ? -1 : key_cmp(&ka[a], &kb[b]);
+    const key *k = c < 0 ? &ka[a] : &kb[b];
+    json_t *o = key_json(k, lv->names, lv->nf);
+    if (images && c != 0) json_object_set_new(o, "image", image_json(k->im));
+    if (c < 0) {
+      json_array_append_new(removed, o);
+      a++;
+    } else if (c > 0) {
+      json_array_append_new(added, o);
+      b++;
+    } else {
+      json_t *f = images ? changed_fields(ka[a].im, kb[b].im) : NULL;
+      if (f && json_array_size(f)) {
+        json_object_set_new(o, "fields", f);
+        json_object_set_new(o, "old", image_json(ka[a].im));
+        json_object_set_new(o, "new", image_json(kb[b].im));
+        json_array_append_new(changed, o);
+      } else {
+        *unchanged += images;
+        json_decref(f);
+        json_decref(o);
+      }
+      a++;
+      b++;
+    }
+  }
+  free(ka);
+  free(kb);
+  *differences += json_array_size(added) + json_array_size(removed) + json_array_size(changed);
+  json_t *lvo = json_pack("{s:o, s:o}", "added", added, "removed", removed);
+  if (images)
+    json_object_set_new(lvo, "changed", changed);
+  else
+    json_decref(changed);
+  return lvo;
+}
+
+/* Everything gk diff says, as its --json object; NULL when out of memory. */
+static json_t *compare(const side s[2]) {
+  json_t *root = json_pack("{s:s, s:s}", "old", s[0].path, "new", s[1].path);
+  size_t unchanged = 0, differences = 0;
+  for (size_t L = 0; L < NLEVELS; L++) {
+    json_t *lvo = compare_level(s, &levels[L], &differences, &unchanged);
+    if (!lvo) {
+      json_decref(root);
+      return NULL;
+    }
+    json_object_set_new(root, levels[L].name, lvo);
+  }
+  json_t *sk_added = skip_delta(&s[1], &s[0], "was");
+  json_t *sk_removed = skip_delta(&s[0], &s[1], "now");
   differences += json_array_size(sk_added) + json_array_size(sk_removed);
   json_object_set_new(root, "skipped",
                       json_pack("{s:o, s:o}", "added", sk_added, "removed", sk_removed));
   json_object_set_new(root, "unchanged", json_integer((json_int_t)unchanged));
   json_object_set_new(root, "identical", json_boolean(differences == 0));
-  if (json) {
+  return root;
+}
+
+/* "image changed: KEY: sha256 OLD -> NEW, format 'a' -> 'b'" for each. */
+static void print_changed(json_t *changed) {
+  for (size_t i = 0; i < json_array_size(changed); i++) {
+    json_t *o = json_array_get(changed, i), *f = json_object_get(o, "fields");
+    json_t *po = json_object_get(o, "old"), *pn = json_object_get(o, "new");
+    char name[1024];
+    key k = {{json_string_value(json_object_get(o, "kernel")),
+              json_string_value(json_object_get(o, "variant")),
+              json_string_value(json_object_get(o, "backend")),
+              json_string_value(json_object_get(o, "target"))}, NULL};
+    key_text(&k, 4, name, sizeof name);
+    printf("image changed: %s:", name);
+    for (size_t j = 0; j < json_array_size(f); j++) {
+      const char *fld = json_string_value(json_array_get(f, j));
+      json_t *vo = json_object_get(po, fld), *vn = json_object_get(pn, fld);
+      if (json_is_integer(vo))
+        printf("%s %s %lld -> %lld", j ? "," : "", fld, (long long)json_integer_value(vo),
+               (long long)json_integer_value(vn));
+      else if (!strcmp(fld, "sha256"))
+        printf("%s sha256 %.16s -> %.16s", j ? "," : "", json_string_value(vo),
+               json_string_value(vn));
+      else
+        printf("%s %s '%s' -> '%s'", j ? "," : "", fld, json_string_value(vo),
+               json_string_value(vn));
+    }
+    putchar('\n');
+  }
+}
+
+/* The text form of compare's object. */
+static void print_text(json_t *root) {
+  for (size_t L = 0; L < NLEVELS; L++) {
+    json_t *lvo = json_object_get(root, levels[L].name);
+    print_side(levels[L].label, "added", json_object_get(lvo, "added"));
+    print_side(levels[L].label, "removed", json_object_get(lvo, "removed"));
+    print_changed(json_object_get(lvo, "changed"));
+  }
+  json_t *sk = json_object_get(root, "skipped");
+  print_skips(json_object_get(sk, "added"), "was");
+  print_skips(json_object_get(sk, "removed"), "now");
+  json_t *im = json_object_get(root, "images");
+  size_t unchanged = (size_t)json_integer_value(json_object_get(root, "unchanged"));
+  if (json_is_true(json_object_get(root, "identical")))
+    printf("no differences: %zu images in both\n", unchanged);
+  else
+    printf("images: %zu added, %zu removed, %zu changed, %zu unchanged\n",
+           json_array_size(json_object_get(im, "added")),
+           json_array_size(json_object_get(im, "removed")),
+           json_array_size(json_object_get(im, "changed")), unchanged);
+}
+
+int cmd_diff(int argc, char **argv) {
+  diff_args a = {0};
+  side s[2] = {{0}};
+  json_t *root = NULL;
+  int rc = cli_parse(&diff_cmd, argc, argv, &a);
+  if (rc >= 0) return rc;
+  if (!a.paths[1]) {
+    cli_error("diff", "needs two archives, OLD and NEW (see 'gk diff --help')");
+    return EXIT_USAGE;
+  }
+  rc = EXIT_FAIL;
+  if (side_load(&s[0], a.paths[0]) || side_load(&s[1], a.paths[1]) ||
+      cli_build_notes("diff", a.paths[0], (void **)&s[0].skipped, (void **)&s[0].drivers) ||
+      cli_build_notes("diff", a.paths[1], (void **)&s[1].skipped, (void **)&s[1].drivers))
+    goto diff_out;
+  if (!(root = compare(s))) {
+    cli_error("diff", "out of memory");
+    goto diff_out;
+  }
+  if (a.json) {
     json_dumpf(root, stdout, JSON_INDENT(2));
     putchar('\n');
   } else {
-    json_t *im = json_object_get(root, "images");
-    if (differences == 0)
-      printf("no differences: %zu images in both\n", unchanged);
-    else
-      printf("images: %zu added, %zu removed, %zu changed, %zu unchanged\n",
-             json_array_size(json_object_get(im, "added")),
-             json_array_size(json_object_get(im, "removed")),
-             json_array_size(json_object_get(im, "changed")), unchanged);
+    print_text(root);
   }
-  json_decref(root);
   rc = EXIT_OK;
 diff_out:
+  json_decref(root);
   for (int i = 0; i < 2; i++) {
     free(s[i].rows);
     json_decref(s[i].skipped);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cmd.h"
 #include "outfile.h"
 #include "util.h"
@@ -40,6 +41,20 @@ static const char embed_usage[] =
   "                    .incbin instead of spelling every byte: fast to build for\n"
   "                    large archives; the archive must stay at its absolute\n"
   "                    path until the .S is assembled (ELF targets)\n";
+
+typedef struct embed_args {
+  const char *path, *out, *sym;
+  int as, array;
+} embed_args;
+
+static const cli_option embed_opts[] = {
+  CLI_VALUE("--out", "-o", "OUT", embed_args, out),
+  CLI_VALUE("--symbol", NULL, "NAME", embed_args, sym),
+  CLI_FLAG("--array", NULL, embed_args, array),
+  CLI_FLAG("--asm", NULL, embed_args, as),
+  CLI_END};
+static const cli_command embed_cmd = {
+  .name = "embed", .usage = embed_usage, .opts = embed_opts, CLI_ARCHIVE(embed_args)};
 
 static void *read_all(const char *path, size_t *size) {
   FILE *f = fopen(path, "rb");
@@ -249,33 +264,14 @@ static int write_asm(FILE *f, const char *base, const char *abs, const char *sym
 }
 
 int cmd_embed(int argc, char **argv) {
-  const char *path = NULL, *out = NULL, *sym = NULL;
-  int as = 0, array = 0, bad = 0, rc = EXIT_FAIL;
+  embed_args a = {0};
+  int rc = cli_parse(&embed_cmd, argc, argv, &a);
   char defsym[256], hex[65], err[1024];
   unsigned char sha[32];
-  for (int i = 1; i < argc && !bad; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(embed_usage, stdout);
-      return EXIT_OK;
-    }
-    if (cli_opt(argc, argv, &i, "--out", "-o", &out, &bad, "embed") ||
-        cli_opt(argc, argv, &i, "--symbol", NULL, &sym, &bad, "embed"))
-      continue;
-    if (strcmp(argv[i], "--asm") == 0) {
-      as = 1;
-    } else if (strcmp(argv[i], "--array") == 0) {
-      array = 1;
-    } else if (argv[i][0] == '-') {
-      cli_error("embed", "unknown option '%s' (see 'gk embed --help')", argv[i]);
-      return EXIT_USAGE;
-    } else if (path) {
-      cli_error("embed", "one archive at a time ('%s' and '%s')", path, argv[i]);
-      return EXIT_USAGE;
-    } else {
-      path = argv[i];
-    }
-  }
-  if (bad) return EXIT_USAGE;
+  if (rc >= 0) return rc;
+  rc = EXIT_FAIL;
+  const char *path = a.path, *out = a.out, *sym = a.sym;
+  int as = a.as, array = a.array;
   if (!path || !out) {
     cli_error("embed", "needs an archive and -o OUT (see 'gk embed --help')");
     return EXIT_USAGE;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cmd.h"
 #include "outfile.h"
 #include "util.h"
@@ -38,6 +39,22 @@ static const char extract_usage[] =
   "  --kernel K, --variant V, --backend B, --target T   exact-match filters\n"
   "  --json          {archive, dir, images: [{kernel, backend, target, variant,\n"
   "                  format, path, size, sha256}]} on stdout\n";
+
+typedef struct extract_args {
+  const char *path, *dir, *kernel, *variant, *backend, *target;
+  int json;
+} extract_args;
+
+static const cli_option extract_opts[] = {
+  CLI_VALUE("--out", "-o", "DIR", extract_args, dir),
+  CLI_VALUE("--kernel", NULL, "K", extract_args, kernel),
+  CLI_VALUE("--variant", NULL, "V", extract_args, variant),
+  CLI_VALUE("--backend", NULL, "B", extract_args, backend),
+  CLI_VALUE("--target", NULL, "T", extract_args, target),
+  CLI_FLAG("--json", NULL, extract_args, json),
+  CLI_END};
+static const cli_command extract_cmd = {
+  .name = "extract", .usage = extract_usage, .opts = extract_opts, CLI_ARCHIVE(extract_args)};
 
 /* A name that may become one path component: a narrow alphabet, nothing
  * hidden, no option lookalike, bounded length. */
@@ -235,144 +252,151 @@ static int write_manifest(int dirfd, const pick *p, size_t n) {
   return rc;
 }
 
-int cmd_extract(int argc, char **argv) {
-  const char *path = NULL, *dir = NULL, *fk = NULL, *fv = NULL, *fb = NULL, *ft = NULL;
-  int json = 0, bad = 0, rc = EXIT_FAIL, dirfd = -1, made_dirs = 0;
-  size_t n = 0, np = 0;
-  pick *picks = NULL;
-  gk_archive *ar = NULL;
-  for (int i = 1; i < argc && !bad; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(extract_usage, stdout);
-      return EXIT_OK;
-    }
-    if (cli_opt(argc, argv, &i, "--out", "-o", &dir, &bad, "extract") ||
-        cli_opt(argc, argv, &i, "--kernel", NULL, &fk, &bad, "extract") ||
-        cli_opt(argc, argv, &i, "--variant", NULL, &fv, &bad, "extract") ||
-        cli_opt(argc, argv, &i, "--backend", NULL, &fb, &bad, "extract") ||
-        cli_opt(argc, argv, &i, "--target", NULL, &ft, &bad, "extract"))
-      continue;
-    if (strcmp(argv[i], "--json") == 0) {
-      json = 1;
-    } else if (argv[i][0] == '-') {
-      cli_error("extract", "unknown option '%s' (see 'gk extract --help')", argv[i]);
-      return EXIT_USAGE;
-    } else if (path) {
-      cli_error("extract", "one archive at a time ('%s' and '%s')", path, argv[i]);
-      return EXIT_USAGE;
-    } else {
-      path = argv[i];
-    }
-  }
-  if (bad) return EXIT_USAGE;
-  if (!path || !dir || !*dir) {
-    cli_error("extract", "needs an archive and -o DIR (see 'gk extract --help')");
-    return EXIT_USAGE;
-  }
-  if (!(ar = cli_open_archive("extract", path, 0))) return EXIT_FAIL;
+/* A row's name that file_name refused, quoted for a message. */
+static void bad_name(const pick *p, const char *what, char *out, size_t size) {
+  const char *v = !strcmp(what, "backend")  ? p->im.backend
+                  : !strcmp(what, "kernel") ? p->im.kernel
+                  : !strcmp(what, "target") ? p->im.target
+                  : !strcmp(what, "format") ? p->im.format
+                                            : p->im.variant;
+  quote(v, out, size);
+}
+
+/* The rows that match the filters, with their files: every name is checked
+ * before the first byte is written, so a bad row stops the whole
+ * extraction, not half of it. *np of them into *picks (the caller frees
+ * it); 0, or -1 having said why. */
+static int pick_images(gk_archive *ar, const extract_args *a, pick **picks, size_t *np) {
+  size_t n = 0;
   gk_archive_count(ar, &n);
-  if (!(picks = calloc(n ? n : 1, sizeof *picks))) {
+  if (!(*picks = calloc(n ? n : 1, sizeof **picks))) {
     cli_error("extract", "out of memory");
-    goto extract_out;
+    return -1;
   }
-  /* Every name is checked before the first byte is written: a bad row
-   * stops the whole extraction, not half of it. */
   for (size_t i = 0; i < n; i++) {
-    pick *p = &picks[np];
+    pick *p = &(*picks)[*np];
     const char *what = NULL;
     if (gk_archive_image(ar, i, &p->im) != GK_OK) {
-      cli_error("extract", "cannot read the index of '%s': %s", path, gk_archive_errmsg(ar));
-      goto extract_out;
+      cli_error("extract", "cannot read the index of '%s': %s", a->path, gk_archive_errmsg(ar));
+      return -1;
     }
-    if (!matches(fk, p->im.kernel) || !matches(fv, p->im.variant) ||
-        !matches(fb, p->im.backend) || !matches(ft, p->im.target))
+    if (!matches(a->kernel, p->im.kernel) || !matches(a->variant, p->im.variant) ||
+        !matches(a->backend, p->im.backend) || !matches(a->target, p->im.target))
       continue;
     p->index = i;
     if (!file_name(&p->im, p->file, sizeof p->file, &what)) {
       char shown[200];
-      const char *v = !strcmp(what, "backend")  ? p->im.backend
-                      : !strcmp(what, "kernel") ? p->im.kernel
-                      : !strcmp(what, "target") ? p->im.target
-                      : !strcmp(what, "format") ? p->im.format
-                                                : p->im.variant;
-      quote(v, shown, sizeof shown);
+      bad_name(p, what, shown, sizeof shown);
       cli_error("extract",
                 "archive '%s', row %zu: the %s '%s' is not a safe file name "
                 "(letters, digits, _ . - and for targets/variants : + = , only; "
                 "no leading '.' or '-', no '..'); nothing written",
-                path, i, what, shown);
-      goto extract_out;
+                a->path, i, what, shown);
+      return -1;
     }
     snprintf(p->rel, sizeof p->rel, "%s/%s/%s", p->im.backend, p->im.kernel, p->file);
-    np++;
+    (*np)++;
   }
-  if (np == 0) {
+  if (*np == 0) {
     cli_error("extract", "no image of archive '%s' matches%s%s%s%s%s%s%s%s (see 'gk ls %s')",
-              path, fk ? " --kernel " : "", fk ? fk : "", fv ? " --variant " : "",
-              fv ? fv : "", fb ? " --backend " : "", fb ? fb : "",
-              ft ? " --target " : "", ft ? ft : "", path);
-    goto extract_out;
+              a->path, a->kernel ? " --kernel " : "", a->kernel ? a->kernel : "",
+              a->variant ? " --variant " : "", a->variant ? a->variant : "",
+              a->backend ? " --backend " : "", a->backend ? a->backend : "",
+              a->target ? " --target " : "", a->target ? a->target : "", a->path);
+    return -1;
   }
   /* Distinct rows must not share a file ("bits=4" and "bits4" both give
    * bits4): one would silently replace the other. */
-  qsort(picks, np, sizeof *picks, pick_cmp);
-  for (size_t i = 1; i < np; i++)
-    if (!strcmp(picks[i].rel, picks[i - 1].rel)) {
+  qsort(*picks, *np, sizeof **picks, pick_cmp);
+  for (size_t i = 1; i < *np; i++) {
+    const pick *p = &(*picks)[i - 1], *q = &(*picks)[i];
+    if (!strcmp(q->rel, p->rel)) {
       cli_error("extract",
                 "archive '%s': variants '%s' and '%s' of %s would both be written "
                 "as %s; nothing written",
-                path, picks[i - 1].im.variant, picks[i].im.variant, picks[i].im.kernel,
-                picks[i].rel);
-      goto extract_out;
+                a->path, p->im.variant, q->im.variant, q->im.kernel, q->rel);
+      return -1;
     }
-  if ((dirfd = open_out_dir(dir, &made_dirs)) < 0) {
-    cli_error("extract", "cannot create or open folder '%s': %s", dir, strerror(errno));
-    goto extract_out;
   }
-  json_t *list = json_array();
+  return 0;
+}
+
+/* Writes the picked images and the manifest into DIR, or, failing, takes
+ * back what it wrote. 0, or -1 having said why. */
+static int write_all(gk_archive *ar, const extract_args *a, pick *picks, size_t np) {
+  int made_dirs = 0, dirfd = open_out_dir(a->dir, &made_dirs), rc = -1;
+  if (dirfd < 0) {
+    cli_error("extract", "cannot create or open folder '%s': %s", a->dir, strerror(errno));
+    return -1;
+  }
   for (size_t i = 0; i < np; i++) {
-    char err[1024], hex[65];
+    char err[1024];
     if (write_image(ar, dirfd, &picks[i], err, sizeof err) != 0) {
-      undo(dirfd, dir, picks, i, made_dirs);
-      cli_error("extract", "'%s' -> '%s': %s; nothing written", path, dir, err);
-      json_decref(list);
-      goto extract_out;
+      undo(dirfd, a->dir, picks, i, made_dirs);
+      cli_error("extract", "'%s' -> '%s': %s; nothing written", a->path, a->dir, err);
+      goto write_all_out;
     }
-    cli_hex(picks[i].im.sha256, hex);
-    json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:s}",
-                                          "kernel", picks[i].im.kernel, "backend",
-                                          picks[i].im.backend, "target", picks[i].im.target,
-                                          "variant", picks[i].im.variant, "format",
-                                          picks[i].im.format, "path", picks[i].rel, "size",
-                                          (json_int_t)picks[i].im.raw_size, "sha256", hex));
   }
   if (write_manifest(dirfd, picks, np) != 0) {
     int e = errno;
-    undo(dirfd, dir, picks, np - 1, made_dirs);
-    cli_error("extract", "cannot write '%s/manifest.json': %s; nothing written", dir,
+    undo(dirfd, a->dir, picks, np - 1, made_dirs);
+    cli_error("extract", "cannot write '%s/manifest.json': %s; nothing written", a->dir,
               strerror(e));
-    json_decref(list);
-    goto extract_out;
+    goto write_all_out;
   }
-  /* Listed once everything is written: a failure lists nothing. */
-  for (size_t i = 0; i < np && !json; i++) {
+  rc = 0;
+write_all_out:
+  close(dirfd);
+  return rc;
+}
+
+/* What was written: a line per image, or --json. */
+static void print_picks(const extract_args *a, const pick *picks, size_t np) {
+  json_t *list = json_array();
+  for (size_t i = 0; i < np; i++) {
+    const gk_image_info *im = &picks[i].im;
     char hex[65];
-    cli_hex(picks[i].im.sha256, hex);
-    printf("%s (%llu bytes, sha256 %.16s)\n", picks[i].rel,
-           (unsigned long long)picks[i].im.raw_size, hex);
+    cli_hex(im->sha256, hex);
+    if (!a->json)
+      printf("%s (%llu bytes, sha256 %.16s)\n", picks[i].rel,
+             (unsigned long long)im->raw_size, hex);
+    else
+      json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:s}",
+                                            "kernel", im->kernel, "backend", im->backend,
+                                            "target", im->target, "variant", im->variant,
+                                            "format", im->format, "path", picks[i].rel, "size",
+                                            (json_int_t)im->raw_size, "sha256", hex));
   }
-  if (json) {
-    json_t *root = json_pack("{s:s, s:s, s:o}", "archive", path, "dir", dir, "images", list);
+  if (a->json) {
+    json_t *root = json_pack("{s:s, s:s, s:o}", "archive", a->path, "dir", a->dir, "images",
+                             list);
     json_dumpf(root, stdout, JSON_INDENT(2));
     putchar('\n');
     json_decref(root);
   } else {
     json_decref(list);
-    fprintf(stderr, "gk extract: wrote %zu images and manifest.json to '%s'\n", np, dir);
+    fprintf(stderr, "gk extract: wrote %zu images and manifest.json to '%s'\n", np, a->dir);
   }
-  rc = EXIT_OK;
-extract_out:
-  if (dirfd >= 0) close(dirfd);
+}
+
+int cmd_extract(int argc, char **argv) {
+  extract_args a = {0};
+  size_t np = 0;
+  pick *picks = NULL;
+  gk_archive *ar = NULL;
+  int rc = cli_parse(&extract_cmd, argc, argv, &a);
+  if (rc >= 0) return rc;
+  if (!a.path || !a.dir || !*a.dir) {
+    cli_error("extract", "needs an archive and -o DIR (see 'gk extract --help')");
+    return EXIT_USAGE;
+  }
+  rc = EXIT_FAIL;
+  if ((ar = cli_open_archive("extract", a.path, 0)) && pick_images(ar, &a, &picks, &np) == 0 &&
+      write_all(ar, &a, picks, np) == 0) {
+    /* Listed once everything is written: a failure lists nothing. */
+    print_picks(&a, picks, np);
+    rc = EXIT_OK;
+  }
   free(picks);
   gk_archive_close(ar);
   return rc;

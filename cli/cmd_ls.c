@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "cmd.h"
 #include "gkpack.h"
 #include "util.h"
@@ -19,6 +20,18 @@ static const char ls_usage[] =
   "           packed_size, sha256, entry, launch, toolchain}]} on stdout, in\n"
   "           index order; with --meta one object, key -> value (JSON values\n"
   "           embedded)\n";
+
+typedef struct ls_args {
+  const char *path;
+  int meta, json;
+} ls_args;
+
+static const cli_option ls_opts[] = {
+  CLI_FLAG("--meta", NULL, ls_args, meta),
+  CLI_FLAG("--json", NULL, ls_args, json),
+  CLI_END};
+static const cli_command ls_cmd = {
+  .name = "ls", .usage = ls_usage, .opts = ls_opts, CLI_ARCHIVE(ls_args)};
 
 /* gk ls --meta: the meta table. Values that hold JSON (recipes, toolchains)
  * are embedded as JSON in --json output and listed one item a line in the
@@ -85,27 +98,21 @@ static json_t *row_json(const gk_image_info *im) {
 }
 
 int cmd_ls(int argc, char **argv) {
-  const char *path = NULL;
-  int json = 0, rc = EXIT_FAIL;
+  ls_args a = {0};
+  int rc = EXIT_FAIL, st = cli_parse(&ls_cmd, argc, argv, &a);
   size_t n = 0;
-
-  /* --meta is ours; the rest is the common "gk CMD FILE [--json]". */
-  int meta = 0, nargs = 0;
-  char **args = calloc((size_t)argc + 1, sizeof *args);
-  if (!args) return EXIT_FAIL;
-  for (int i = 0; i < argc; i++)
-    if (i == 0 || strcmp(argv[i], "--meta") != 0) args[nargs++] = argv[i];
-    else meta = 1;
-  int st = cli_archive_args(nargs, args, ls_usage, &path, &json);
-  free(args);
   if (st >= 0) return st;
-  if (meta) return show_meta(path, json);
-  gk_archive *ar = cli_open_archive("ls", path, 0);
+  if (!a.path) {
+    cli_error("ls", "needs an archive (see 'gk ls --help')");
+    return EXIT_USAGE;
+  }
+  if (a.meta) return show_meta(a.path, a.json);
+  gk_archive *ar = cli_open_archive("ls", a.path, 0);
   if (!ar) return EXIT_FAIL;
   gk_archive_count(ar, &n);
 
-  json_t *arr = json ? json_array() : NULL;
-  if (!json)
+  json_t *arr = a.json ? json_array() : NULL;
+  if (!a.json)
     printf("%-18s %-7s %-12s %-10s %-6s %10s %10s  %s\n", "KERNEL", "BACKEND",
            "TARGET", "VARIANT", "FORMAT", "SIZE", "PACKED", "SHA256");
   for (size_t i = 0; i < n; i++) {
@@ -115,7 +122,7 @@ int cmd_ls(int argc, char **argv) {
       cli_error("ls", "%s", gk_archive_errmsg(ar));
       goto ls_out;
     }
-    if (json) {
+    if (a.json) {
       json_array_append_new(arr, row_json(&im));
       continue;
     }
@@ -125,7 +132,7 @@ int cmd_ls(int argc, char **argv) {
            (unsigned long long)im.raw_size, (unsigned long long)im.packed_size,
            hex);
   }
-  if (json) {
+  if (a.json) {
     /* An object, like every other --json: room for more than the rows. */
     json_t *root = json_pack("{s:I, s:O}", "count", (json_int_t)n, "images", arr);
     json_dumpf(root, stdout, JSON_INDENT(2));

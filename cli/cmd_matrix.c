@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cmd.h"
 #include "outfile.h"
 #include "products.h"
@@ -36,6 +37,18 @@ static const char matrix_usage[] =
   "                 ptx-only | absent\n"
   "  --html FILE    write the same grid as one self-contained HTML page (inline\n"
   "                 CSS, no script, nothing fetched); '-' for stdout\n";
+
+typedef struct matrix_args {
+  const char *path, *html;
+  int json;
+} matrix_args;
+
+static const cli_option matrix_opts[] = {
+  CLI_FLAG("--json", NULL, matrix_args, json),
+  CLI_VALUE("--html", NULL, "FILE", matrix_args, html),
+  CLI_END};
+static const cli_command matrix_cmd = {
+  .name = "matrix", .usage = matrix_usage, .opts = matrix_opts, CLI_ARCHIVE(matrix_args)};
 
 typedef struct col {
   const char *backend, *target;
@@ -531,27 +544,11 @@ static void grid_html(const grid *g, const char *path, FILE *f) {
 }
 
 int cmd_matrix(int argc, char **argv) {
-  const char *path = NULL, *html = NULL;
-  int json = 0, bad = 0, rc = EXIT_FAIL;
-  for (int i = 1; i < argc && !bad; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(matrix_usage, stdout);
-      return EXIT_OK;
-    }
-    if (cli_opt(argc, argv, &i, "--html", NULL, &html, &bad, "matrix")) continue;
-    if (strcmp(argv[i], "--json") == 0) {
-      json = 1;
-    } else if (argv[i][0] == '-') {
-      cli_error("matrix", "unknown option '%s' (see 'gk matrix --help')", argv[i]);
-      return EXIT_USAGE;
-    } else if (path) {
-      cli_error("matrix", "one archive at a time ('%s' and '%s')", path, argv[i]);
-      return EXIT_USAGE;
-    } else {
-      path = argv[i];
-    }
-  }
-  if (bad) return EXIT_USAGE;
+  matrix_args a = {0};
+  int rc = EXIT_FAIL, st = cli_parse(&matrix_cmd, argc, argv, &a);
+  if (st >= 0) return st;
+  const char *path = a.path, *html = a.html;
+  int json = a.json;
   if (!path) {
     cli_error("matrix", "needs an archive (see 'gk matrix --help')");
     return EXIT_USAGE;

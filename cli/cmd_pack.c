@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cmd.h"
 #include "gkpack.h"
 #include "util.h"
@@ -42,45 +43,50 @@ static int check_image(const gkp_image *im, char *why, size_t why_size) {
   return gk_image_check(im->data, im->size, &row, why, why_size) == GK_OK ? 0 : -1;
 }
 
+typedef struct pack_args {
+  const char *dir, *out, *level;
+  int merge;
+  cli_list inputs; /* --merge: the archives */
+} pack_args;
+
+/* The arguments: one build folder, or with --merge (anywhere) archives. */
+static int pack_arg(void *fields, const cli_arg *a) {
+  pack_args *p = fields;
+  if (p->merge) return cli_add(&p->inputs, a);
+  if (p->dir) {
+    cli_error(a->cmd, "one folder only ('%s' and '%s'); to join archives use --merge", p->dir,
+              a->value);
+    return -1;
+  }
+  p->dir = a->value;
+  return 0;
+}
+
+static const cli_option pack_opts[] = {
+  CLI_VALUE("--output", "-o", "FILE", pack_args, out),
+  CLI_VALUE("--level", NULL, "N", pack_args, level),
+  CLI_FLAG("--merge", NULL, pack_args, merge),
+  CLI_END};
+static const cli_command pack_cmd = {
+  .name = "pack", .usage = pack_usage, .opts = pack_opts, .extra = pack_arg};
+
 int cmd_pack(int argc, char **argv) {
-  const char *dir = NULL, *out = NULL, *level_s = NULL;
-  const char **inputs = calloc((size_t)argc, sizeof *inputs);
-  size_t ninputs = 0;
-  int bad = 0, level = GKP_DEFAULT_LEVEL, merge = 0, rc = EXIT_USAGE;
+  pack_args a = {0};
+  int level = GKP_DEFAULT_LEVEL, rc = EXIT_USAGE;
   char err[4096];
 
-  if (!inputs) {
+  if (!(a.inputs.v = calloc((size_t)argc, sizeof *a.inputs.v))) {
     cli_error("pack", "out of memory");
     return EXIT_FAIL;
   }
+  /* --merge anywhere makes every argument an archive (pack_arg). */
   for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--merge") == 0) merge = 1;
-  for (int i = 1; i < argc && !bad; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(pack_usage, stdout);
-      rc = EXIT_OK;
-      goto pack_out;
-    }
-    if (strcmp(argv[i], "--merge") == 0 ||
-        cli_opt(argc, argv, &i, "--output", "-o", &out, &bad, "pack") ||
-        cli_opt(argc, argv, &i, "--level", NULL, &level_s, &bad, "pack"))
-      continue;
-    if (argv[i][0] == '-') {
-      cli_error("pack", "unknown option '%s' (see 'gk pack --help')", argv[i]);
-      goto pack_out;
-    }
-    if (merge) {
-      inputs[ninputs++] = argv[i];
-      continue;
-    }
-    if (dir) {
-      cli_error("pack", "one folder only ('%s' and '%s'); to join archives use "
-                        "--merge", dir, argv[i]);
-      goto pack_out;
-    }
-    dir = argv[i];
-  }
-  if (bad) goto pack_out;
+    if (strcmp(argv[i], "--merge") == 0) a.merge = 1;
+  if ((rc = cli_parse(&pack_cmd, argc, argv, &a)) >= 0) goto pack_out;
+  rc = EXIT_USAGE;
+  const char *dir = a.dir, *out = a.out, *level_s = a.level, **inputs = a.inputs.v;
+  size_t ninputs = a.inputs.n;
+  int merge = a.merge;
   if (merge && (ninputs == 0 || !out)) {
     cli_error("pack", "--merge needs archives to merge and -o FILE (see 'gk pack --help')");
     goto pack_out;
@@ -131,6 +137,6 @@ int cmd_pack(int argc, char **argv) {
   }
   rc = EXIT_OK;
 pack_out:
-  free(inputs);
+  free(a.inputs.v);
   return rc;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cmd.h"
 #include "products.h"
 #include "util.h"
@@ -47,6 +48,21 @@ static const char probe_usage[] =
   "kernel, variant, backend, target, format, limits, launches: [{entry, grid |\n"
   "groups: [x, y, z], block: [x, y, z], shared, buffers?, scalars?}]}.\n";
 
+typedef struct probe_args {
+  const char *path, *device, *kernel;
+  int verbose, no_jit, json;
+} probe_args;
+
+static const cli_option probe_opts[] = {
+  CLI_VALUE("--device", NULL, "SPEC", probe_args, device),
+  CLI_VALUE("--kernel", NULL, "NAME", probe_args, kernel),
+  CLI_FLAG("--verbose", "-v", probe_args, verbose),
+  CLI_FLAG("--no-jit", NULL, probe_args, no_jit),
+  CLI_FLAG("--json", NULL, probe_args, json),
+  CLI_END};
+static const cli_command probe_cmd = {
+  .name = "probe", .usage = probe_usage, .opts = probe_opts, CLI_ARCHIVE(probe_args)};
+
 typedef struct kv {
   const char *kernel, *variant;
 } kv;
@@ -81,11 +97,6 @@ static kv *distinct_kernels(gk_archive *ar, const char *only, size_t *count) {
   return all;
 }
 
-/*
- * Why each image of kernel/variant was or was not chosen for dev
- * (gk_archive_explain), as JSON, printed under the kernel's line unless
- * quiet. NULL when the loader cannot say (its message is on the archive).
- */
 /* One line's worth of why nothing fits: the device's backend has no image
  * of the kernel, or the first of its images and why that one does not. */
 static void short_reason(const json_t *cand, const char *backend, char *buf, size_t size) {
@@ -112,11 +123,16 @@ static int same_processor(const char *target, const char *arch) {
   size_t a = strcspn(arch, ":"), t = strcspn(target, ":");
   return a == t && strncmp(target, arch, a) == 0;
 }
-static json_t *candidates_json(gk_archive *ar, const gk_device *dev,
-                               const kv *k, unsigned flags, int quiet) {
+/* Why each image of k was or was not chosen for dev (gk_archive_explain),
+ * as JSON; *chosen is the row explain says a selection returns, or
+ * (size_t)-1 when none. NULL when the loader cannot say (its message is on
+ * the archive). */
+static json_t *candidates_json(gk_archive *ar, const gk_device *dev, const kv *k,
+                               unsigned flags, size_t *chosen) {
   size_t count = 0, cap = 16;
   gk_candidate *c = NULL;
   int st;
+  *chosen = (size_t)-1;
   /* The count may exceed the array: grow it and ask again. */
   for (;;) {
     gk_candidate *more = realloc(c, cap * sizeof *c);
@@ -137,16 +153,78 @@ static json_t *candidates_json(gk_archive *ar, const gk_device *dev,
   for (size_t i = 0; i < count; i++) {
     gk_image_info im;
     gk_archive_image(ar, c[i].index, &im);
+    if (c[i].chosen) *chosen = c[i].index;
     json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:b, s:b, s:s}", "backend",
                                          im.backend, "target", im.target, "format",
                                          im.format, "fits", c[i].fits, "chosen",
                                          c[i].chosen, "why", c[i].why));
-    if (!quiet)
-      printf("      %c %s %s (%s): %s\n", c[i].chosen ? '*' : c[i].fits ? '+' : '-',
-             im.backend, im.target, im.format, c[i].why);
   }
   free(c);
   return arr;
+}
+
+/* -v: a kernel's candidates under its line, marked '*' chosen, '+' fits,
+ * '-' does not (every one '-' when none was chosen). */
+static void print_candidates(const json_t *cand, int chosen) {
+  for (size_t j = 0; j < json_array_size(cand); j++) {
+    json_t *c = json_array_get(cand, j);
+    char mark = !chosen ? '-'
+                : json_is_true(json_object_get(c, "chosen")) ? '*'
+                : json_is_true(json_object_get(c, "fits"))   ? '+'
+                                                             : '-';
+    printf("      %c %s %s (%s): %s\n", mark, json_string_value(json_object_get(c, "backend")),
+           json_string_value(json_object_get(c, "target")),
+           json_string_value(json_object_get(c, "format")),
+           json_string_value(json_object_get(c, "why")));
+  }
+}
+
+/* What kernel/variant k gets on dev: the row explain chose, or why none
+ * (the selection's message, *missing counting it), as a JSON row with its
+ * candidates, printed unless --json. 0, or -1 when the loader could not
+ * explain. */
+static int probe_kernel(gk_archive *ar, const gk_device *dev, const kv *k, unsigned flags,
+                        const probe_args *a, json_t *rows, size_t *missing) {
+  size_t idx;
+  int st = GK_OK;
+  char unexplained[1024] = "";
+  json_t *row, *cand = candidates_json(ar, dev, k, flags, &idx);
+  if (!cand) snprintf(unexplained, sizeof unexplained, "%s", gk_archive_errmsg(ar));
+  /* Explain says which row a selection returns; a selection is asked
+   * only for what explain cannot give: why there is none. */
+  if (idx == (size_t)-1) st = gk_archive_select_ex(ar, dev, k->kernel, k->variant, flags, &idx);
+  if (st == GK_OK) {
+    gk_image_info im;
+    gk_archive_image(ar, idx, &im);
+    row = json_pack("{s:s, s:s, s:s, s:s, s:s}", "kernel", im.kernel, "variant", im.variant,
+                    "backend", im.backend, "target", im.target, "format", im.format);
+    if (!a->json) {
+      printf("  %-18s %-10s -> %s %s (%s)\n", im.kernel, *im.variant ? im.variant : "-",
+             im.backend, im.target, im.format);
+      if (a->verbose && cand) print_candidates(cand, 1);
+    }
+  } else {
+    row = json_pack("{s:s, s:s, s:s, s:s}", "kernel", k->kernel, "variant", k->variant, "error",
+                    gk_strerror(st), "message", gk_archive_errmsg(ar));
+    (*missing)++;
+    if (!a->json) {
+      /* Without -v, the candidates give a line's reason. */
+      char why_none[512];
+      if (a->verbose || !cand)
+        snprintf(why_none, sizeof why_none, "%s", gk_archive_errmsg(ar));
+      else
+        short_reason(cand, gk_backend_name(dev->backend), why_none, sizeof why_none);
+      printf("  %-18s %-10s -> none: %s\n", k->kernel, *k->variant ? k->variant : "-",
+             why_none);
+      if (a->verbose && cand) print_candidates(cand, 0);
+    }
+  }
+  json_object_set_new(row, "candidates", cand ? cand : json_array());
+  json_array_append_new(rows, row);
+  if (cand) return 0;
+  cli_error("probe", "cannot explain the choice for '%s' %s: %s", k->kernel, k->variant,
+            unexplained);
+  return -1;
 }
 
 /* Every backend's detection result: what an operator checks first. */
@@ -174,39 +252,19 @@ static json_t *backends_json(int print) {
 }
 
 int cmd_probe(int argc, char **argv) {
-  const char *path = NULL, *spec = NULL, *only = NULL;
-  int json = 0, bad = 0, rc = EXIT_OK, verbose = 0;
-  unsigned flags = 0;
+  probe_args a = {0};
+  int rc = EXIT_OK;
   gk_device dev;
   char desc[128], why[1024] = "", names[2048];
   const char *product = NULL;
 
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--launch") == 0 && !cli_is_help(argv[1])) return cmd_probe_launch(argc, argv);
-  for (int i = 1; i < argc && !bad; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(probe_usage, stdout);
-      return EXIT_OK;
-    }
-    if (cli_opt(argc, argv, &i, "--device", NULL, &spec, &bad, "probe")) continue;
-    if (cli_opt(argc, argv, &i, "--kernel", NULL, &only, &bad, "probe")) continue;
-    if (strcmp(argv[i], "--json") == 0) {
-      json = 1;
-    } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
-      verbose = 1;
-    } else if (strcmp(argv[i], "--no-jit") == 0) {
-      flags |= GK_LOAD_NO_JIT;
-    } else if (argv[i][0] == '-') {
-      cli_error("probe", "unknown option '%s' (see 'gk probe --help')", argv[i]);
-      return EXIT_USAGE;
-    } else if (path) {
-      cli_error("probe", "one archive at a time ('%s' and '%s')", path, argv[i]);
-      return EXIT_USAGE;
-    } else {
-      path = argv[i];
-    }
-  }
-  if (bad) return EXIT_USAGE;
+  int st = cli_parse(&probe_cmd, argc, argv, &a);
+  if (st >= 0) return st;
+  const char *path = a.path, *spec = a.device, *only = a.kernel;
+  int json = a.json;
+  unsigned flags = a.no_jit ? GK_LOAD_NO_JIT : 0;
   if (only && !path) {
     cli_error("probe", "--kernel needs an archive (see 'gk probe --help')");
     return EXIT_USAGE;
@@ -272,54 +330,8 @@ int cmd_probe(int argc, char **argv) {
     }
     json_t *rows = json_array();
     if (!json) printf("images:\n");
-    for (size_t i = 0; ks && i < n; i++) {
-      size_t idx;
-      char msg[1024] = "";
-      int st = gk_archive_select_ex(ar, &dev, ks[i].kernel, ks[i].variant, flags, &idx);
-      json_t *row;
-      if (st == GK_OK) {
-        gk_image_info im;
-        gk_archive_image(ar, idx, &im);
-        row = json_pack("{s:s, s:s, s:s, s:s, s:s}", "kernel", im.kernel,
-                        "variant", im.variant, "backend", im.backend, "target",
-                        im.target, "format", im.format);
-        if (!json)
-          printf("  %-18s %-10s -> %s %s (%s)\n", im.kernel,
-                 *im.variant ? im.variant : "-", im.backend, im.target, im.format);
-      } else {
-        row = json_pack("{s:s, s:s, s:s, s:s}", "kernel", ks[i].kernel,
-                        "variant", ks[i].variant, "error", gk_strerror(st),
-                        "message", gk_archive_errmsg(ar));
-        missing++;
-        snprintf(msg, sizeof msg, "%s", gk_archive_errmsg(ar));
-      }
-      /* Without -v the candidates are asked for quietly, to give a line's
-       * reason when none fits. */
-      json_t *cand = candidates_json(ar, &dev, &ks[i], flags, json || !verbose || st != GK_OK);
-      if (st != GK_OK && !json) {
-        char why_none[512];
-        if (verbose || !cand) snprintf(why_none, sizeof why_none, "%s", msg);
-        else short_reason(cand, gk_backend_name(dev.backend), why_none, sizeof why_none);
-        printf("  %-18s %-10s -> none: %s\n", ks[i].kernel,
-               *ks[i].variant ? ks[i].variant : "-", why_none);
-        if (verbose && cand) {
-          for (size_t j = 0; j < json_array_size(cand); j++) {
-            json_t *c = json_array_get(cand, j);
-            printf("      - %s %s (%s): %s\n", json_string_value(json_object_get(c, "backend")),
-                   json_string_value(json_object_get(c, "target")),
-                   json_string_value(json_object_get(c, "format")),
-                   json_string_value(json_object_get(c, "why")));
-          }
-        }
-      }
-      if (!cand) {
-        cli_error("probe", "cannot explain the choice for '%s' %s: %s", ks[i].kernel,
-                  ks[i].variant, gk_archive_errmsg(ar));
-        rc = EXIT_FAIL;
-      }
-      json_object_set_new(row, "candidates", cand ? cand : json_array());
-      json_array_append_new(rows, row);
-    }
+    for (size_t i = 0; ks && i < n; i++)
+      if (probe_kernel(ar, &dev, &ks[i], flags, &a, rows, &missing) != 0) rc = EXIT_FAIL;
     json_object_set_new(root, "images", rows);
     json_object_set_new(root, "missing", json_integer((json_int_t)missing));
     /* What the build skipped for this backend, and the driver it needs:

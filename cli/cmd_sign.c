@@ -2,26 +2,28 @@
  * cmd_sign.c - gk keygen and gk sign: Ed25519 keys (libsodium) and signed
  * archives (docs/archive.md, "Signatures").
  *
- * libgk computes the digest and checks signatures; this file only makes
- * keys and writes the `signature` table, the one change a signed archive
- * has over the archive gk pack wrote. It works on a private copy: the
- * archive is copied beside the output, every check runs on that copy, the
- * row is added, the copy is checked again and renamed into place. So what
- * is signed is what was checked, and a reader never sees half a file.
+ * libgk computes the digest and checks signatures, and the packager writes
+ * the `signature` table (gkp_sign), the one change a signed archive has
+ * over the archive gk pack wrote; this file makes keys and signatures. It
+ * works on a private copy: the archive is copied beside the output, every
+ * check runs on that copy, the row is added, the copy is checked again and
+ * renamed into place. So what is signed is what was checked, and a reader
+ * never sees half a file.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <sodium.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cmd.h"
+#include "gkpack.h"
 #include "util.h"
 
 /* The first word of each key file: says what the file is, so a public key
@@ -40,6 +42,20 @@ static const char keygen_usage[] =
   "  --out NAME  path of the key files, without extension\n"
   "  --json      {public, secret, key_id, public_key} on stdout\n";
 
+typedef struct keygen_args {
+  const char *name;
+  int json;
+} keygen_args;
+
+static const cli_option keygen_opts[] = {
+  CLI_VALUE("--out", "-o", "NAME", keygen_args, name),
+  CLI_FLAG("--json", NULL, keygen_args, json),
+  CLI_END};
+/* Anything but its options is refused, unknown options as well. */
+static const cli_command keygen_cmd = {
+  .name = "keygen", .usage = keygen_usage, .opts = keygen_opts,
+  .refuse = "unexpected argument '%s' (see 'gk keygen --help')", .flags = CLI_ANY_ARG};
+
 static const char sign_usage[] =
   "usage: gk sign ARCHIVE --key NAME.key [-o OUT] [--json]\n"
   "\n"
@@ -57,6 +73,19 @@ static const char sign_usage[] =
   "  -o, --output FILE  write the signed archive here instead of in place\n"
   "  --json             {archive, key_id, public_key, digest, signers,\n"
   "                     dropped} on stdout\n";
+
+typedef struct sign_args {
+  const char *path, *key, *out;
+  int json;
+} sign_args;
+
+static const cli_option sign_opts[] = {
+  CLI_VALUE("--key", NULL, "FILE", sign_args, key),
+  CLI_VALUE("--output", "-o", "FILE", sign_args, out),
+  CLI_FLAG("--json", NULL, sign_args, json),
+  CLI_END};
+static const cli_command sign_cmd = {
+  .name = "sign", .usage = sign_usage, .opts = sign_opts, CLI_ARCHIVE(sign_args)};
 
 /* ---- key files ---------------------------------------------------------- */
 
@@ -178,22 +207,11 @@ static int write_new_file(const char *cmd, const char *path, const char *text,
 }
 
 int cmd_keygen(int argc, char **argv) {
-  const char *name = NULL;
-  int json = 0, bad = 0;
-  for (int i = 1; i < argc && !bad; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(keygen_usage, stdout);
-      return EXIT_OK;
-    }
-    if (strcmp(argv[i], "--json") == 0) {
-      json = 1;
-    } else if (!cli_opt(argc, argv, &i, "--out", "-o", &name, &bad, "keygen")) {
-      cli_error("keygen", "unexpected argument '%s' (see 'gk keygen --help')",
-                argv[i]);
-      return EXIT_USAGE;
-    }
-  }
-  if (bad) return EXIT_USAGE;
+  keygen_args a = {0};
+  int parsed = cli_parse(&keygen_cmd, argc, argv, &a);
+  if (parsed >= 0) return parsed;
+  const char *name = a.name;
+  int json = a.json;
   if (!name || !*name) {
     cli_error("keygen", "needs --out NAME (see 'gk keygen --help')");
     return EXIT_USAGE;
@@ -321,56 +339,6 @@ static int check_images(gk_archive *ar, const char *path) {
   return 0;
 }
 
-/* The SQL that adds the signature. WITHOUT ROWID keeps the rows in key
- * order on disk, whatever order keys signed in. Triggers are off on this
- * connection: the file is untrusted until checked, and a trigger it
- * carried could otherwise run on our INSERT. */
-static int write_signature(const char *tmp, const uint8_t pk[32],
-                           const uint8_t sig[64], uint8_t (*drop)[32],
-                           size_t ndrop, char *err, size_t errsize) {
-  sqlite3 *db = NULL;
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE, NULL);
-  if (rc == SQLITE_OK) {
-    sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
-    sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
-    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL);
-    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, NULL);
-    rc = sqlite3_exec(db,
-                      "PRAGMA journal_mode=OFF; BEGIN; "
-                      "CREATE TABLE IF NOT EXISTS signature ("
-                      "public_key BLOB PRIMARY KEY NOT NULL "
-                      "CHECK (length(public_key) = 32), "
-                      "sig BLOB NOT NULL CHECK (length(sig) = 64)"
-                      ") WITHOUT ROWID",
-                      NULL, NULL, NULL);
-  }
-  for (size_t i = 0; rc == SQLITE_OK && i <= ndrop; i++) {
-    /* The stale signatures first, then ours (i == ndrop). */
-    rc = sqlite3_prepare_v2(db,
-                            i < ndrop ? "DELETE FROM signature WHERE "
-                                        "public_key = ?1"
-                                      : "INSERT OR REPLACE INTO signature "
-                                        "(public_key, sig) VALUES (?1, ?2)",
-                            -1, &st, NULL);
-    if (rc != SQLITE_OK) break;
-    sqlite3_bind_blob(st, 1, i < ndrop ? drop[i] : pk, 32, SQLITE_STATIC);
-    if (i == ndrop) sqlite3_bind_blob(st, 2, sig, 64, SQLITE_STATIC);
-    rc = sqlite3_step(st);
-    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
-    sqlite3_finalize(st);
-    st = NULL;
-  }
-  if (rc == SQLITE_OK) rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-  if (rc != SQLITE_OK)
-    snprintf(err, errsize, "%s", db ? sqlite3_errmsg(db) : "out of memory");
-  if (sqlite3_close(db) != SQLITE_OK && rc == SQLITE_OK) {
-    snprintf(err, errsize, "cannot close the database");
-    rc = SQLITE_ERROR;
-  }
-  return rc == SQLITE_OK ? 0 : -1;
-}
-
 /* fsync of the folder holding `path`, so the rename survives a crash. */
 static void sync_dir_of(const char *path) {
   char *copy = strdup(path);
@@ -383,182 +351,190 @@ static void sync_dir_of(const char *path) {
   free(copy);
 }
 
-int cmd_sign(int argc, char **argv) {
-  const char *path = NULL, *keyfile = NULL, *out = NULL;
-  int json = 0, bad = 0, rc = EXIT_FAIL, fd = -1;
-  for (int i = 1; i < argc && !bad; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(sign_usage, stdout);
-      return EXIT_OK;
-    }
-    if (strcmp(argv[i], "--json") == 0 ||
-        cli_opt(argc, argv, &i, "--key", NULL, &keyfile, &bad, "sign") ||
-        cli_opt(argc, argv, &i, "--output", "-o", &out, &bad, "sign")) {
-      if (strcmp(argv[i], "--json") == 0) json = 1;
-      continue;
-    }
-    if (argv[i][0] == '-') {
-      cli_error("sign", "unknown option '%s' (see 'gk sign --help')", argv[i]);
-      return EXIT_USAGE;
-    }
-    if (path) {
-      cli_error("sign", "one archive at a time ('%s' and '%s')", path, argv[i]);
-      return EXIT_USAGE;
-    }
-    path = argv[i];
+/* One signing: the key, and what gk sign learns of the archive's copy. */
+typedef struct signing {
+  uint8_t pk[32], sk[64], digest[32];
+  char id[17];                    /* the key's first 8 bytes in hex */
+  uint8_t (*signers)[32];         /* the keys the archive carries signatures of */
+  uint8_t (*drop)[32];            /* those whose signature no longer matches */
+  size_t nsigners, ndrop;
+  int already;                    /* it carries a valid signature by this key */
+  char *tmp;                      /* the private copy, beside the output */
+  int fd;
+} signing;
+
+static int load_key(const char *keyfile, signing *s) {
+  uint8_t seed[32];
+  if (sodium_init() < 0) {
+    cli_error("sign", "libsodium failed to initialise");
+    return -1;
   }
-  if (bad) return EXIT_USAGE;
-  if (!path || !keyfile) {
+  if (read_key_file("sign", keyfile, 1, seed) != 0) return -1;
+  crypto_sign_seed_keypair(s->pk, s->sk, seed);
+  sodium_memzero(seed, sizeof seed);
+  hex_of(s->pk, 8, s->id, sizeof s->id);
+  return 0;
+}
+
+/* The checks whose messages a user reads run on the archive itself, so
+ * they name it: every image, then the digest (in *digest). */
+static int check_archive(const char *path, uint8_t digest[32]) {
+  gk_archive *ar = cli_open_archive("sign", path, GK_OPEN_CHECK_IMAGES);
+  int rc = ar && check_images(ar, path) == 0 ? 0 : -1;
+  if (rc == 0 && gk_archive_digest(ar, digest) != GK_OK) {
+    cli_error("sign", "cannot sign '%s': %s", path, gk_archive_errmsg(ar));
+    rc = -1;
+  }
+  gk_archive_close(ar);
+  return rc;
+}
+
+/* The private copy of the archive everything below checks and changes. */
+static int copy_beside(const sign_args *a, signing *s) {
+  size_t n = strlen(a->out);
+  if (!(s->tmp = malloc(n + sizeof ".tmp-XXXXXX"))) {
+    cli_error("sign", "out of memory");
+    return -1;
+  }
+  memcpy(s->tmp, a->out, n);
+  memcpy(s->tmp + n, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
+  if ((s->fd = mkstemp(s->tmp)) < 0) {
+    cli_error("sign", "cannot write '%s' (temporary file beside it): %s", a->out,
+              strerror(errno));
+    free(s->tmp);
+    s->tmp = NULL;
+    return -1;
+  }
+  if (fchmod(s->fd, file_mode()) != 0 || copy_into(a->path, s->fd) != 0) {
+    cli_error("sign", "cannot copy '%s' to '%s': %s", a->path, s->tmp, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* The copy's digest, which must be the checked archive's (digest0), or the
+ * archive changed while it was copied; its signers, and which of them no
+ * longer match. */
+static int read_signers(const char *path, const uint8_t digest0[32], signing *s) {
+  gk_archive *ar = NULL;
+  int rc = -1;
+  if (gk_archive_open(s->tmp, &ar) != GK_OK || gk_archive_digest(ar, s->digest) != GK_OK ||
+      memcmp(s->digest, digest0, 32) != 0 ||
+      gk_archive_signers(ar, NULL, 0, &s->nsigners) != GK_OK) {
+    const char *why = ar ? gk_archive_errmsg(ar) : gk_last_error();
+    cli_error("sign", "'%s' changed while it was being signed%s%s%s; try again", path,
+              *why ? " (" : "", why, *why ? ")" : "");
+    goto signers_out;
+  }
+  s->signers = calloc(s->nsigners + 1, sizeof *s->signers);
+  s->drop = calloc(s->nsigners + 1, sizeof *s->drop);
+  if (!s->signers || !s->drop ||
+      gk_archive_signers(ar, s->signers, s->nsigners, &s->nsigners) != GK_OK) {
+    cli_error("sign", "cannot read the signatures of '%s'", path);
+    goto signers_out;
+  }
+  for (size_t i = 0; i < s->nsigners; i++) {
+    int valid = gk_archive_verify_signature(ar, s->signers[i]) == GK_OK;
+    if (memcmp(s->signers[i], s->pk, 32) == 0) s->already = valid;
+    if (!valid) memcpy(s->drop[s->ndrop++], s->signers[i], 32);
+  }
+  rc = 0;
+signers_out:
+  gk_archive_close(ar);
+  return rc;
+}
+
+/* Signs the copy (dropping the stale signatures), checks it and renames it
+ * into place. */
+static int publish(const sign_args *a, signing *s) {
+  uint8_t sig[64];
+  char err[512];
+  gk_archive *ar = NULL;
+  crypto_sign_detached(sig, NULL, s->digest, sizeof s->digest, s->sk);
+  if ((!s->already || s->ndrop) &&
+      gkp_sign(s->tmp, s->pk, sig, *s->drop, s->ndrop, err, sizeof err) != 0) {
+    cli_error("sign", "cannot add the signature to '%s': %s (is its "
+                      "'signature' table malformed? 'gk pack' the build "
+                      "again and sign that)",
+              a->path, err);
+    return -1;
+  }
+  /* What is published must verify: checked on the bytes about to be
+   * renamed into place, by the same code every reader runs. */
+  if (fsync(s->fd) != 0 || gk_archive_open(s->tmp, &ar) != GK_OK ||
+      gk_archive_verify_signature(ar, s->pk) != GK_OK) {
+    cli_error("sign", "the signed copy of '%s' does not verify: %s", a->path,
+              ar ? gk_archive_errmsg(ar) : gk_last_error());
+    gk_archive_close(ar);
+    return -1;
+  }
+  gk_archive_close(ar);
+  if (rename(s->tmp, a->out) != 0) {
+    cli_error("sign", "cannot rename '%s' to '%s': %s", s->tmp, a->out, strerror(errno));
+    return -1;
+  }
+  free(s->tmp);
+  s->tmp = NULL;
+  sync_dir_of(a->out);
+  for (size_t i = 0; i < s->ndrop; i++) {
+    char did[17];
+    hex_of(s->drop[i], 8, did, sizeof did);
+    fprintf(stderr,
+            "gk sign: dropped the signature by key %s: it no longer matches "
+            "the archive (its owner must sign it again)\n",
+            did);
+  }
+  fprintf(stderr, "gk sign: signed '%s' with key %s\n", a->out, s->id);
+  return 0;
+}
+
+static void print_json(const sign_args *a, const signing *s) {
+  char hex[65], dhex[65];
+  json_t *sg = json_array(), *dr = json_array();
+  for (size_t i = 0; i < s->nsigners; i++) {
+    int dropped = 0;
+    for (size_t j = 0; j < s->ndrop; j++) dropped |= memcmp(s->drop[j], s->signers[i], 32) == 0;
+    hex_of(s->signers[i], 32, hex, sizeof hex);
+    json_array_append_new(dropped ? dr : sg, json_string(hex));
+  }
+  hex_of(s->pk, 32, hex, sizeof hex);
+  if (!s->already) json_array_append_new(sg, json_string(hex));
+  hex_of(s->digest, 32, dhex, sizeof dhex);
+  json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "archive", a->out, "key_id", s->id,
+                        "public_key", hex, "digest", dhex, "signers", sg, "dropped", dr);
+  json_dumpf(o, stdout, JSON_INDENT(2));
+  putchar('\n');
+  json_decref(o);
+}
+
+int cmd_sign(int argc, char **argv) {
+  sign_args a = {0};
+  signing s = {.fd = -1};
+  uint8_t digest0[32];
+  int rc = cli_parse(&sign_cmd, argc, argv, &a);
+  if (rc >= 0) return rc;
+  if (!a.path || !a.key) {
     cli_error("sign", "needs an archive and --key NAME.key (see 'gk sign --help')");
     return EXIT_USAGE;
   }
-  if (!out) out = path;
-
-  uint8_t seed[32], pk[32], sk[64], sig[64], digest[32];
-  uint8_t(*signers)[32] = NULL, (*drop)[32] = NULL;
-  size_t nsigners = 0, ndrop = 0;
-  int already = 0;
-  char *tmp = NULL, err[512], id[17], hex[65];
-  gk_archive *ar = NULL;
-  if (sodium_init() < 0) {
-    cli_error("sign", "libsodium failed to initialise");
-    return EXIT_FAIL;
-  }
-  if (read_key_file("sign", keyfile, 1, seed) != 0) return EXIT_FAIL;
-  crypto_sign_seed_keypair(pk, sk, seed);
-  sodium_memzero(seed, sizeof seed);
-  hex_of(pk, 8, id, sizeof id);
-
-  /* The checks whose messages a user reads run on the archive itself, so
-   * they name it; the copy made next must then have the same digest, or
-   * the archive changed while it was being copied. */
-  uint8_t digest0[32];
-  if (!(ar = cli_open_archive("sign", path, GK_OPEN_CHECK_IMAGES)) || check_images(ar, path) != 0)
+  if (!a.out) a.out = a.path;
+  rc = EXIT_FAIL;
+  if (load_key(a.key, &s) != 0 || check_archive(a.path, digest0) != 0 ||
+      copy_beside(&a, &s) != 0 || read_signers(a.path, digest0, &s) != 0)
     goto sign_out;
-  if (gk_archive_digest(ar, digest0) != GK_OK) {
-    cli_error("sign", "cannot sign '%s': %s", path, gk_archive_errmsg(ar));
+  if (s.already && s.ndrop == 0 && strcmp(a.out, a.path) == 0)
+    fprintf(stderr, "gk sign: '%s' is already signed by key %s; nothing to do\n", a.path,
+            s.id);
+  else if (publish(&a, &s) != 0)
     goto sign_out;
-  }
-  gk_archive_close(ar);
-  ar = NULL;
-
-  /* The private copy everything below checks and changes. */
-  size_t n = strlen(out);
-  if (!(tmp = malloc(n + sizeof ".tmp-XXXXXX"))) {
-    cli_error("sign", "out of memory");
-    goto sign_out;
-  }
-  memcpy(tmp, out, n);
-  memcpy(tmp + n, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
-  if ((fd = mkstemp(tmp)) < 0) {
-    cli_error("sign", "cannot write '%s' (temporary file beside it): %s", out,
-              strerror(errno));
-    free(tmp);
-    tmp = NULL;
-    goto sign_out;
-  }
-  if (fchmod(fd, file_mode()) != 0 || copy_into(path, fd) != 0) {
-    cli_error("sign", "cannot copy '%s' to '%s': %s", path, tmp, strerror(errno));
-    goto sign_out;
-  }
-
-  if (gk_archive_open(tmp, &ar) != GK_OK ||
-      gk_archive_digest(ar, digest) != GK_OK ||
-      memcmp(digest, digest0, 32) != 0 ||
-      gk_archive_signers(ar, NULL, 0, &nsigners) != GK_OK) {
-    const char *why = ar ? gk_archive_errmsg(ar) : gk_last_error();
-    cli_error("sign", "'%s' changed while it was being signed%s%s%s; try again",
-              path, *why ? " (" : "", why, *why ? ")" : "");
-    goto sign_out;
-  }
-  signers = calloc(nsigners + 1, sizeof *signers);
-  drop = calloc(nsigners + 1, sizeof *drop);
-  if (!signers || !drop ||
-      gk_archive_signers(ar, signers, nsigners, &nsigners) != GK_OK) {
-    cli_error("sign", "cannot read the signatures of '%s'", path);
-    goto sign_out;
-  }
-  for (size_t i = 0; i < nsigners; i++) {
-    int valid = gk_archive_verify_signature(ar, signers[i]) == GK_OK;
-    if (memcmp(signers[i], pk, 32) == 0)
-      already = valid;
-    if (!valid) memcpy(drop[ndrop++], signers[i], 32);
-  }
-  gk_archive_close(ar);
-  ar = NULL;
-
-  if (already && ndrop == 0 && strcmp(out, path) == 0) {
-    fprintf(stderr, "gk sign: '%s' is already signed by key %s; nothing to do\n",
-            path, id);
-  } else {
-    crypto_sign_detached(sig, NULL, digest, sizeof digest, sk);
-    if (!already || ndrop)
-      if (write_signature(tmp, pk, sig, drop, ndrop, err, sizeof err) != 0) {
-        cli_error("sign", "cannot add the signature to '%s': %s (is its "
-                          "'signature' table malformed? 'gk pack' the build "
-                          "again and sign that)",
-                  path, err);
-        goto sign_out;
-      }
-    /* What is published must verify: checked on the bytes about to be
-     * renamed into place, by the same code every reader runs. */
-    if (fsync(fd) != 0 || gk_archive_open(tmp, &ar) != GK_OK ||
-        gk_archive_verify_signature(ar, pk) != GK_OK) {
-      cli_error("sign", "the signed copy of '%s' does not verify: %s", path,
-                ar ? gk_archive_errmsg(ar) : gk_last_error());
-      goto sign_out;
-    }
-    gk_archive_close(ar);
-    ar = NULL;
-    if (rename(tmp, out) != 0) {
-      cli_error("sign", "cannot rename '%s' to '%s': %s", tmp, out,
-                strerror(errno));
-      goto sign_out;
-    }
-    free(tmp);
-    tmp = NULL;
-    sync_dir_of(out);
-    for (size_t i = 0; i < ndrop; i++) {
-      char did[17];
-      hex_of(drop[i], 8, did, sizeof did);
-      fprintf(stderr,
-              "gk sign: dropped the signature by key %s: it no longer matches "
-              "the archive (its owner must sign it again)\n",
-              did);
-    }
-    fprintf(stderr, "gk sign: signed '%s' with key %s\n", out, id);
-  }
-  if (json) {
-    json_t *sg = json_array(), *dr = json_array();
-    for (size_t i = 0; i < nsigners; i++) {
-      int dropped = 0;
-      for (size_t j = 0; j < ndrop; j++)
-        dropped |= memcmp(drop[j], signers[i], 32) == 0;
-      hex_of(signers[i], 32, hex, sizeof hex);
-      json_array_append_new(dropped ? dr : sg, json_string(hex));
-    }
-    if (!already) {
-      hex_of(pk, 32, hex, sizeof hex);
-      json_array_append_new(sg, json_string(hex));
-    }
-    char dhex[65];
-    hex_of(digest, 32, dhex, sizeof dhex);
-    hex_of(pk, 32, hex, sizeof hex);
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "archive", out,
-                          "key_id", id, "public_key", hex, "digest", dhex,
-                          "signers", sg, "dropped", dr);
-    json_dumpf(o, stdout, JSON_INDENT(2));
-    putchar('\n');
-    json_decref(o);
-  }
+  if (a.json) print_json(&a, &s);
   rc = EXIT_OK;
 sign_out:
-  sodium_memzero(sk, sizeof sk);
-  gk_archive_close(ar);
-  if (fd >= 0) close(fd);
-  if (tmp) unlink(tmp);
-  free(tmp);
-  free(signers);
-  free(drop);
+  sodium_memzero(s.sk, sizeof s.sk);
+  if (s.fd >= 0) close(s.fd);
+  if (s.tmp) unlink(s.tmp);
+  free(s.tmp);
+  free(s.signers);
+  free(s.drop);
   return rc;
 }

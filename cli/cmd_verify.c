@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cmd.h"
 #include "util.h"
 
@@ -22,24 +23,29 @@ static const char verify_usage[] =
   "           {key_id, public_key, ok, error?}} on stdout; when the archive\n"
   "           or key cannot be read, {ok: false, archive, error}\n";
 
-int cmd_verify(int argc, char **argv) {
-  const char *path = NULL;
-  int json = 0;
-  size_t n = 0, bad = 0;
+typedef struct verify_args {
+  const char *path, *key;
+  int json;
+} verify_args;
 
-  /* --key is verify's own option; the rest is the common "FILE [--json]". */
-  const char *keyfile = NULL;
-  char **args = calloc((size_t)argc + 1, sizeof *args);
-  int nargs = 0, badopt = 0;
-  if (!args) return EXIT_FAIL;
-  for (int i = 0; i < argc && !badopt; i++)
-    if (i == 0 || !cli_opt(argc, argv, &i, "--key", NULL, &keyfile, &badopt,
-                           "verify"))
-      args[nargs++] = argv[i];
-  int st = badopt ? EXIT_USAGE
-                  : cli_archive_args(nargs, args, verify_usage, &path, &json);
-  free(args);
+static const cli_option verify_opts[] = {
+  CLI_VALUE("--key", NULL, "NAME.pub", verify_args, key),
+  CLI_FLAG("--json", NULL, verify_args, json),
+  CLI_END};
+static const cli_command verify_cmd = {
+  .name = "verify", .usage = verify_usage, .opts = verify_opts, CLI_ARCHIVE(verify_args)};
+
+int cmd_verify(int argc, char **argv) {
+  verify_args a = {0};
+  size_t n = 0, bad = 0;
+  int st = cli_parse(&verify_cmd, argc, argv, &a);
   if (st >= 0) return st;
+  if (!a.path) {
+    cli_error("verify", "needs an archive (see 'gk verify --help')");
+    return EXIT_USAGE;
+  }
+  const char *path = a.path, *keyfile = a.key;
+  int json = a.json;
   uint8_t pk[GK_PUBLIC_KEY_BYTES];
   gk_archive *ar = NULL;
   if ((keyfile && cli_read_public_key("verify", keyfile, pk) != 0) ||

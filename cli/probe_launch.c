@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cmd.h"
 #include "products.h"
 #include "util.h"
@@ -117,44 +118,56 @@ static int launches(const gk_image_info *row, const gk_device_limits *lim, value
   return rc;
 }
 
-int cmd_probe_launch(int argc, char **argv) {
-  const char *path = NULL, *spec = NULL, *kernel = NULL, *variant = NULL;
-  int json = 0, bad = 0, nvals = 0, rc;
-  unsigned flags = 0;
+/* What gk probe FILE --launch is asked. */
+typedef struct launch_args {
+  const char *path, *device;
+  int no_jit, json;
+  const char *kernel, *variant;
   value vals[MAX_VALUES];
-  for (int i = 1; i < argc && !bad; i++) {
-    if (cli_opt(argc, argv, &i, "--device", NULL, &spec, &bad, "probe")) continue;
-    if (strcmp(argv[i], "--json") == 0) {
-      json = 1;
-    } else if (strcmp(argv[i], "--no-jit") == 0) {
-      flags |= GK_LOAD_NO_JIT;
-    } else if (strcmp(argv[i], "--launch") == 0) {
-      if (i + 2 >= argc) {
-        cli_error("probe", "--launch needs KERNEL VARIANT ('-' for none) and name=value...");
-        return EXIT_USAGE;
-      }
-      kernel = argv[++i];
-      variant = argv[++i];
-      if (strcmp(variant, "-") == 0) variant = "";
-      while (i + 1 < argc && argv[i + 1][0] != '-' && strchr(argv[i + 1], '=')) {
-        const char *a = argv[++i], *eq = strchr(a, '=');
-        if (nvals == MAX_VALUES || eq == a) {
-          cli_error("probe", "--launch: '%s': at most %d name=value", a, MAX_VALUES);
-          return EXIT_USAGE;
-        }
-        vals[nvals++] = (value){a, (size_t)(eq - a), eq + 1, 0};
-      }
-    } else if (argv[i][0] == '-') {
-      cli_error("probe", "unknown option '%s' (see 'gk probe --help')", argv[i]);
-      return EXIT_USAGE;
-    } else if (path) {
-      cli_error("probe", "one archive at a time ('%s' and '%s')", path, argv[i]);
-      return EXIT_USAGE;
-    } else {
-      path = argv[i];
-    }
+  int nvals;
+} launch_args;
+
+/* --launch KERNEL VARIANT name=value...: the values run to the first
+ * argument that is an option or has no '='. */
+static int take_launch(void *field, const cli_arg *a) {
+  launch_args *l = field;
+  int *i = a->i;
+  if (*i + 2 >= a->argc) {
+    cli_error(a->cmd, "--launch needs KERNEL VARIANT ('-' for none) and name=value...");
+    return -1;
   }
-  if (bad) return EXIT_USAGE;
+  l->kernel = a->argv[++*i];
+  l->variant = a->argv[++*i];
+  if (strcmp(l->variant, "-") == 0) l->variant = "";
+  while (*i + 1 < a->argc && a->argv[*i + 1][0] != '-' && strchr(a->argv[*i + 1], '=')) {
+    const char *v = a->argv[++*i], *eq = strchr(v, '=');
+    if (l->nvals == MAX_VALUES || eq == v) {
+      cli_error(a->cmd, "--launch: '%s': at most %d name=value", v, MAX_VALUES);
+      return -1;
+    }
+    l->vals[l->nvals++] = (value){v, (size_t)(eq - v), eq + 1, 0};
+  }
+  return 0;
+}
+
+static const cli_option launch_opts[] = {
+  CLI_VALUE("--device", NULL, "SPEC", launch_args, device),
+  CLI_FLAG("--json", NULL, launch_args, json),
+  CLI_FLAG("--no-jit", NULL, launch_args, no_jit),
+  {"--launch", NULL, NULL, 0, take_launch, 0}, /* it takes the whole launch_args */
+  CLI_END};
+/* No usage: gk probe answers --help before it hands over. */
+static const cli_command launch_cmd = {
+  .name = "probe", .usage = NULL, .opts = launch_opts, CLI_ARCHIVE(launch_args)};
+
+int cmd_probe_launch(int argc, char **argv) {
+  launch_args l = {0};
+  int rc = cli_parse(&launch_cmd, argc, argv, &l);
+  if (rc >= 0) return rc;
+  const char *path = l.path, *spec = l.device, *kernel = l.kernel, *variant = l.variant;
+  int json = l.json, nvals = l.nvals;
+  unsigned flags = l.no_jit ? GK_LOAD_NO_JIT : 0;
+  value *vals = l.vals;
   if (!path) {
     cli_error("probe", "--launch needs an archive: gk probe FILE --launch KERNEL VARIANT ...");
     return EXIT_USAGE;

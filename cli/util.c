@@ -22,83 +22,21 @@ void cli_error(const char *cmd, const char *fmt, ...) {
 
 const char *cli_last_error(void) { return last_error; }
 
-int cli_opt(int argc, char **argv, int *i, const char *name, const char *alias,
-            const char **val, int *bad, const char *cmd) {
-  const char *a = argv[*i];
-  /* Where a command writes: -o, --out and --output are one option in
-   * every command (documented as -o, --out). */
-  if (strcmp(name, "--out") == 0 || strcmp(name, "--output") == 0) {
-    const char *other = name[5] ? "--out" : "--output";
-    if (strcmp(a, "-o") == 0) alias = "-o";
-    else if (strncmp(a, other, strlen(other)) == 0 &&
-             (a[strlen(other)] == '=' || a[strlen(other)] == '\0'))
-      name = other;
-  }
-  size_t n = strlen(name);
-  if (strncmp(a, name, n) == 0 && a[n] == '=') {
-    *val = a + n + 1;
-    return 1;
-  }
-  if (strcmp(a, name) != 0 && !(alias && strcmp(a, alias) == 0)) return 0;
-  if (*i + 1 >= argc) {
-    cli_error(cmd, "option '%s' needs a value (see 'gk %s --help')", a, cmd);
-    *bad = 1;
-    return 1;
-  }
-  *val = argv[++*i];
-  return 1;
-}
-
 int cli_is_help(const char *arg) {
   return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
 }
 
-int cli_archive_args(int argc, char **argv, const char *usage, const char **path,
-                     int *json) {
-  const char *cmd = argv[0];
-  *path = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(usage, stdout);
-      return EXIT_OK;
-    } else if (json && strcmp(argv[i], "--json") == 0) {
-      *json = 1;
-    } else if (argv[i][0] == '-') {
-      cli_error(cmd, "unknown option '%s' (see 'gk %s --help')", argv[i], cmd);
-      return EXIT_USAGE;
-    } else if (*path) {
-      cli_error(cmd, "one archive at a time ('%s' and '%s')", *path, argv[i]);
-      return EXIT_USAGE;
-    } else {
-      *path = argv[i];
-    }
-  }
-  if (!*path) {
-    cli_error(cmd, "needs an archive (see 'gk %s --help')", cmd);
-    return EXIT_USAGE;
-  }
-  return -1;
-}
-
 gk_archive *cli_open_archive(const char *cmd, const char *path, unsigned flags) {
-  gk_archive *ar = NULL;
-  gk_open_options opts = {0};
-  opts.flags = flags;
-  int rc = gk_archive_open_ex(path, &opts, &ar);
-  if (rc != GK_OK) {
-    const char *why = gk_last_error();
-    /* libgk's message already reads "cannot open archive 'PATH': ..." for
-     * most failures: say it once. */
-    if (why && *why && strstr(why, path))
-      cli_error(cmd, "%s", why);
-    else
-      cli_error(cmd, "cannot open archive '%s': %s", path,
-                why && *why ? why : gk_strerror(rc));
+  char err[2048];
+  gk_archive *ar = gkp_open_archive(path, flags, err, sizeof err);
+  if (!ar) {
+    cli_error(cmd, "%s", err);
     return NULL;
   }
   /* libgk reads the index when something needs it; every command here
    * lists or walks it, so read it now and fail like an open would. */
   size_t n;
+  int rc;
   if ((rc = gk_archive_count(ar, &n)) != GK_OK) {
     const char *why = gk_archive_errmsg(ar);
     cli_error(cmd, "%s", *why ? why : gk_strerror(rc));

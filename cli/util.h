@@ -1,5 +1,5 @@
-/* util.h - small helpers shared by the gk commands: option parsing, errors,
- * archive opening with a user-facing message. */
+/* util.h - small helpers shared by the gk commands: errors, archive opening
+ * with a user-facing message, build notes. Options: args.h. */
 #ifndef GK_CLI_UTIL_H
 #define GK_CLI_UTIL_H
 
@@ -17,27 +17,8 @@ void cli_error(const char *cmd, const char *fmt, ...)
  * that failed says in its "error". */
 const char *cli_last_error(void);
 
-/*
- * Matches argv[*i] against a long option taking a value: "--name VALUE" or
- * "--name=VALUE" (short aliases such as "-o" too when `alias` is not NULL).
- * "--out" and "--output" match -o, --out and --output alike.
- * On a match, *val is the value and *i advances past it; a missing value is
- * reported and makes *bad non-zero. Returns 1 on a match.
- */
-int cli_opt(int argc, char **argv, int *i, const char *name, const char *alias,
-            const char **val, int *bad, const char *cmd);
-
 /* True when arg is -h or --help. */
 int cli_is_help(const char *arg);
-
-/*
- * Parses the arguments of a command of the form "gk CMD FILE [--json]"
- * (json NULL: no --json option). Returns -1 when the command should go on
- * with *path set, or the exit status to return (--help printed, or a usage
- * error reported).
- */
-int cli_archive_args(int argc, char **argv, const char *usage, const char **path,
-                     int *json);
 
 /* Opens an archive (gk_open_options.flags = flags: GK_OPEN_CHECK_IMAGES
  * where images must match what a signature names) and reads its index, or

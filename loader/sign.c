@@ -11,8 +11,8 @@
  * the digest's input is docs/archive.md, "Signatures"; it must not change
  * without a new magic, or every published signature stops verifying.
  *
- * libgk only reads signatures. Writing them (gk sign) is the CLI's job, as
- * writing archives is the packager's.
+ * libgk only reads signatures. Writing them is the packager's job
+ * (gkp_sign, which gk sign calls), as writing archives is.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -23,6 +23,7 @@
 #include <sqlite3.h>
 
 #include "gk_internal.h"
+#include "gk_tools.h"
 
 /* The first bytes of the digest's input; docs/archive.md. */
 static const char digest_magic[] = "gllm-kernels archive digest v2\n";
@@ -83,33 +84,24 @@ static int has_table(gk_archive *ar, const char *name) {
   return found;
 }
 
-/* The meta rows, which the loader itself never reads: sorted by key in
- * SQLite's BINARY order (memcmp, then length), each key once, both
- * columns TEXT. A file breaking that was not written by gk pack. */
-static int hash_meta(gk_archive *ar, crypto_hash_sha256_state *h) {
+/* GK_OK when the archive has its `meta` table. */
+static int meta_table(gk_archive *ar) {
   int rc = has_table(ar, "meta");
-  if (rc <= 0)
-    return rc < 0 ? rc
-                  : gk__fail(ar, GK_ECORRUPT,
-                             "archive '%s' is corrupt: it has no table 'meta'",
-                             ar->name);
+  if (rc > 0) return GK_OK;
+  return rc < 0 ? rc
+                : gk__fail(ar, GK_ECORRUPT, "archive '%s' is corrupt: it has no table 'meta'",
+                           ar->name);
+}
+
+/* The meta rows, which the loader itself never uses, in the one form a
+ * digest may have: sorted by key in SQLite's BINARY order (memcmp, then
+ * length), each key once, both columns TEXT. A file breaking that was not
+ * written by gk pack. fn is called for each; *seen counts them. */
+static int each_meta(gk_archive *ar, gk__meta_fn fn, void *ctx, sqlite3_int64 *seen) {
   sqlite3_stmt *st = NULL;
   int status = GK_OK;
-  sqlite3_int64 n = 0;
-  /* Counted first: the count precedes the rows in the digest's input. */
-  rc = sqlite3_prepare_v2(ar->db, "SELECT count(*) FROM meta", -1, &st, NULL);
-  if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
-    n = sqlite3_column_int64(st, 0);
-  else
-    status = gk__fail(ar, GK_ECORRUPT,
-                      "archive '%s' is corrupt: cannot read 'meta': %s",
-                      ar->name, sqlite3_errmsg(ar->db));
-  sqlite3_finalize(st);
-  st = NULL;
-  if (status != GK_OK) return status;
-  put_u64(h, (uint64_t)n);
-
-  rc = sqlite3_prepare_v2(ar->db,
+  *seen = 0;
+  int rc = sqlite3_prepare_v2(ar->db,
                           "SELECT key, value FROM meta ORDER BY key COLLATE "
                           "BINARY",
                           -1, &st, NULL);
@@ -119,7 +111,6 @@ static int hash_meta(gk_archive *ar, crypto_hash_sha256_state *h) {
                     ar->name, sqlite3_errmsg(ar->db));
   char *prev = NULL;
   int prevn = 0;
-  sqlite3_int64 seen = 0;
   while (status == GK_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
     if (sqlite3_column_type(st, 0) != SQLITE_TEXT ||
         sqlite3_column_type(st, 1) != SQLITE_TEXT) {
@@ -155,21 +146,57 @@ static int hash_meta(gk_archive *ar, crypto_hash_sha256_state *h) {
     }
     memcpy(prev, k, (size_t)kn);
     prevn = kn;
-    put_str(h, k, (size_t)kn);
-    put_str(h, v, (size_t)vn);
-    seen++;
+    (*seen)++;
+    status = fn(ctx, k, (size_t)kn, v, (size_t)vn);
   }
   if (status == GK_OK && rc != SQLITE_DONE)
     status = gk__fail(ar, GK_ECORRUPT,
                       "archive '%s' is corrupt: cannot read 'meta': %s",
                       ar->name, sqlite3_errmsg(ar->db));
-  if (status == GK_OK && seen != n)
-    status = gk__fail(ar, GK_ECORRUPT,
-                      "archive '%s' is corrupt: 'meta' changed while read",
-                      ar->name);
   free(prev);
   sqlite3_finalize(st);
   return status;
+}
+
+static int hash_one_meta(void *h, const char *k, size_t kn, const char *v, size_t vn) {
+  put_str(h, k, kn);
+  put_str(h, v, vn);
+  return 0;
+}
+
+/* The meta rows as the digest takes them: their count, then each row. */
+static int hash_meta(gk_archive *ar, crypto_hash_sha256_state *h) {
+  int status = meta_table(ar);
+  if (status != GK_OK) return status;
+  sqlite3_stmt *st = NULL;
+  sqlite3_int64 n = 0, seen = 0;
+  /* Counted first: the count precedes the rows in the digest's input. */
+  int rc = sqlite3_prepare_v2(ar->db, "SELECT count(*) FROM meta", -1, &st, NULL);
+  if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
+    n = sqlite3_column_int64(st, 0);
+  else
+    status = gk__fail(ar, GK_ECORRUPT,
+                      "archive '%s' is corrupt: cannot read 'meta': %s",
+                      ar->name, sqlite3_errmsg(ar->db));
+  sqlite3_finalize(st);
+  if (status != GK_OK) return status;
+  put_u64(h, (uint64_t)n);
+  if ((status = each_meta(ar, hash_one_meta, h, &seen)) == GK_OK && seen != n)
+    status = gk__fail(ar, GK_ECORRUPT,
+                      "archive '%s' is corrupt: 'meta' changed while read",
+                      ar->name);
+  return status;
+}
+
+int gk__archive_meta(gk_archive *ar, gk__meta_fn fn, void *ctx) {
+  sqlite3_int64 seen;
+  int rc = meta_table(ar);
+  if (rc == GK_OK) rc = each_meta(ar, fn, ctx, &seen);
+  if (rc == GK_OK) {
+    free(ar->msg);
+    ar->msg = NULL;
+  }
+  return rc;
 }
 
 /* The rows as gk_archive_image gives them - exactly what selection and

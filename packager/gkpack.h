@@ -1,20 +1,27 @@
 /*
  * gkpack.h - writes fat archives (docs/archive.md). Build side only: the
- * loader never includes this.
+ * loader never includes this. Archives are read back (merging, metadata)
+ * through libgk, the format's one reader.
  */
 #ifndef GKPACK_H
 #define GKPACK_H
 
 #include <stddef.h>
 
+#include "gk.h"
+
 /* One image to pack. Strings are borrowed for the duration of the call.
  * entry_json: JSON array text ("[\"qmatmul\"]"); launch_json: JSON object
- * text ("{}" or NULL for none). */
+ * text ("{}" or NULL for none). sha256: the 32 bytes of the image's
+ * SHA-256 when the caller has checked the image against it already (a
+ * manifest's, a read archive's row), which the archive then records
+ * without hashing the image again; NULL: gk pack hashes it. */
 typedef struct gkp_image {
   const char *kernel, *backend, *target, *variant, *format;
   const char *entry_json, *launch_json, *toolchain;
   const void *data;
   size_t size;
+  const unsigned char *sha256;
 } gkp_image;
 
 /* One row of the archive's `meta` table (docs/archive.md). Borrowed. */
@@ -67,10 +74,11 @@ int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn chec
 /*
  * Merges the archives inputs[0..n) (partial archives from sharded or
  * per-platform builds) into one archive at `path`, written as gkp_write
- * does. Every image is decompressed and checked against its SHA-256 and
- * size first. Rows with the same key (kernel, backend, target, variant)
- * must be identical in every column; a pair that differs is a conflict,
- * and the merge fails naming the key and both archives. Metadata: the
+ * does. Every image is read through libgk first, which checks it (its
+ * stored bytes, its SHA-256 and size, its header against its row). Rows
+ * with the same key (kernel, backend, target, variant) must be identical
+ * in every column; a pair that differs is a conflict, and the merge fails
+ * naming the key and both archives. Metadata: the
  * recipes objects are joined (a name with two hashes is a conflict),
  * source_dirty is "true" if any input says so, else "unknown" if any does,
  * every other key must agree where present. The result equals the archive
@@ -81,10 +89,32 @@ int gkp_merge(const char *const *inputs, size_t n, const char *path, int level,
               char *err, size_t errsize);
 
 /*
+ * Writes signatures into the archive at `path` (docs/archive.md,
+ * "Signatures"): removes the rows of the ndrop public keys in drop (32
+ * bytes each, back to back: stale signatures), then adds or replaces the row of public key pk with sig, the
+ * Ed25519 signature of the archive's digest (gk_archive_digest), creating
+ * the `signature` table when there is none. Nothing else of the file
+ * changes, and the same archive and signatures give the same bytes. The
+ * file is changed in place without a journal: give a private copy, checked
+ * before and after (gk sign renames it into place). Returns 0, or -1 with
+ * SQLite's words in err.
+ */
+int gkp_sign(const char *path, const unsigned char pk[32], const unsigned char sig[64],
+             const unsigned char *drop, size_t ndrop, char *err, size_t errsize);
+
+/*
+ * Opens the archive at `path` with libgk (gk_archive_open_ex with
+ * gk_open_options.flags = flags), or says why not in err as every gk
+ * command does: libgk's message, which names the file. NULL on failure.
+ */
+gk_archive *gkp_open_archive(const char *path, unsigned flags, char *err, size_t errsize);
+
+/*
  * Reads the `meta` table of the archive at `path`, sorted by key, into
- * *out (an array of *n rows; free it with gkp_meta_free). Checks that the
- * file is a gllm-kernels archive of a known format version first. Returns
- * 0, or -1 with a sentence in err.
+ * *out (an array of *n rows; free it with gkp_meta_free), through libgk:
+ * the file must open as an archive, and its rows be what a signature's
+ * digest reads (each key once, text). Returns 0, or -1 with a sentence in
+ * err (libgk's message when it refused the archive).
  */
 int gkp_read_meta(const char *path, gkp_meta **out, size_t *n, char *err,
                   size_t errsize);

@@ -102,6 +102,7 @@ int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn chec
   json_error_t jerr;
   json_t *root = NULL, *list;
   gkp_image *ims = NULL;
+  unsigned char(*shas)[32] = NULL; /* each image's, checked against the manifest */
   char **texts = NULL; /* entry/launch JSON texts, two per image */
   gkp_meta *meta = NULL;
   char **metatexts = NULL;
@@ -137,8 +138,9 @@ int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn chec
   }
   n = json_array_size(list);
   ims = calloc(n ? n : 1, sizeof *ims);
+  shas = calloc(n ? n : 1, sizeof *shas);
   texts = calloc(2 * n + 1, sizeof *texts);
-  if (!ims || !texts) {
+  if (!ims || !shas || !texts) {
     gkp__seterr(err, errsize, "out of memory");
     goto dir_out;
   }
@@ -148,7 +150,6 @@ int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn chec
     const char *rel = str_field(o, "path"), *sha = str_field(o, "sha256");
     json_t *entry = json_object_get(o, "entry"), *launch = json_object_get(o, "launch");
     char ipath[4096];
-    unsigned char digest[32];
     size_t size = 0;
 
     im->kernel = str_field(o, "kernel");
@@ -177,8 +178,10 @@ int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn chec
       goto dir_out;
     }
     im->size = size;
-    crypto_hash_sha256(digest, im->data, size);
-    if (!hex_equal(digest, sha) ||
+    /* Hashed once: the archive records this digest (gkp_image.sha256). */
+    crypto_hash_sha256(shas[i], im->data, size);
+    im->sha256 = shas[i];
+    if (!hex_equal(shas[i], sha) ||
         (json_object_get(o, "size") &&
          json_integer_value(json_object_get(o, "size")) != (json_int_t)size)) {
       gkp__seterr(err, errsize,
@@ -238,6 +241,7 @@ dir_out:
   for (size_t i = 0; ims && i < n; i++) free((void *)ims[i].data);
   for (size_t i = 0; texts && i < 2 * n; i++) free(texts[i]);
   free(ims);
+  free(shas);
   free(texts);
   json_decref(root);
   return rc;

@@ -3,75 +3,43 @@
  * (gk ls --meta) and their images, to merge partial archives made by
  * sharded or per-platform builds into one (gk pack --merge).
  *
- * A partial archive comes from another machine (a CI artifact), so it is
- * treated like a manifest: checked before use. Each image is decompressed
- * and re-hashed; the merged archive is then written by gkp_write_meta from
- * the raw images, exactly as a single build of everything would write it,
- * which is what makes "shards then merge" byte-identical to one build.
+ * The format has one reader, libgk: archives are opened, listed and read
+ * through it, and it checks what it reads (header, schema, rows, each
+ * stored blob's and each image's SHA-256, the image's header against its
+ * row). A partial archive comes from another machine (a CI artifact), so
+ * every image is read that way before it is merged; the merged archive is
+ * then written by gkp_write_meta from the raw images, exactly as a single
+ * build of everything would write it, which is what makes "shards then
+ * merge" byte-identical to one build.
  */
 #include "gkpack.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <sodium.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zstd.h>
 
-#include "gk.h" /* for the format constants only */
+#include "gk.h"
+#include "gk_tools.h"
 #include "pack_internal.h"
 
-/* Opens an archive read-only and checks its identity, like the loader. */
-static sqlite3 *open_archive(const char *path, char *err, size_t errsize) {
-  sqlite3 *db = NULL;
-  sqlite3_stmt *s = NULL;
-  int app = 0, ver = -1;
-  /* SQLite says only "unable to open database file": ask the system why. */
-  FILE *probe = fopen(path, "rb");
-  if (!probe) {
-    gkp__seterr(err, errsize, "cannot open archive '%s': %s", path, strerror(errno));
-    return NULL;
+gk_archive *gkp_open_archive(const char *path, unsigned flags, char *err, size_t errsize) {
+  gk_archive *ar = NULL;
+  gk_open_options opts = {0};
+  opts.flags = flags;
+  int rc = gk_archive_open_ex(path, &opts, &ar);
+  if (rc != GK_OK) {
+    /* libgk's message reads "cannot open archive 'PATH': ..." for most
+     * failures: say it once. */
+    const char *why = gk_last_error();
+    if (*why && strstr(why, path))
+      gkp__seterr(err, errsize, "%s", why);
+    else
+      gkp__seterr(err, errsize, "cannot open archive '%s': %s", path,
+                  *why ? why : gk_strerror(rc));
   }
-  fclose(probe);
-  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-    gkp__seterr(err, errsize, "cannot open archive '%s': %s", path,
-                db ? sqlite3_errmsg(db) : "out of memory");
-    sqlite3_close(db);
-    return NULL;
-  }
-  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
-  sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
-  if (sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &s, NULL) == SQLITE_OK &&
-      sqlite3_step(s) == SQLITE_ROW)
-    app = sqlite3_column_int(s, 0);
-  sqlite3_finalize(s);
-  s = NULL;
-  if (app != (int)GK_ARCHIVE_APPLICATION_ID) {
-    gkp__seterr(err, errsize, "'%s' is not a gllm-kernels archive (no 'gkfa' "
-                "application id); give files written by 'gk pack'", path);
-    sqlite3_close(db);
-    return NULL;
-  }
-  if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL) == SQLITE_OK &&
-      sqlite3_step(s) == SQLITE_ROW)
-    ver = sqlite3_column_int(s, 0);
-  sqlite3_finalize(s);
-  if (ver != GK_ARCHIVE_FORMAT) {
-    gkp__seterr(err, errsize, "archive '%s' has format version %d; this gk knows %d (%s)",
-                path, ver, GK_ARCHIVE_FORMAT,
-                ver > GK_ARCHIVE_FORMAT ? "update gk"
-                                        : "an older gk wrote it; rebuild and repack it");
-    sqlite3_close(db);
-    return NULL;
-  }
-  return db;
-}
-
-static char *dup_col(sqlite3_stmt *s, int i) {
-  const unsigned char *t = sqlite3_column_text(s, i);
-  return strdup(t ? (const char *)t : "");
+  return ar;
 }
 
 void gkp_meta_free(gkp_meta *meta, size_t n) {
@@ -82,46 +50,48 @@ void gkp_meta_free(gkp_meta *meta, size_t n) {
   free(meta);
 }
 
-/* The meta rows of an open archive, sorted by key. */
-static int read_meta_db(sqlite3 *db, const char *path, gkp_meta **out, size_t *n,
+typedef struct meta_list {
+  gkp_meta *v;
+  size_t n, cap;
+} meta_list;
+
+static char *dup_n(const char *s, size_t n) {
+  char *d = malloc(n + 1);
+  if (d) {
+    memcpy(d, s, n);
+    d[n] = '\0';
+  }
+  return d;
+}
+
+static int add_meta(void *ctx, const char *k, size_t kn, const char *v, size_t vn) {
+  meta_list *m = ctx;
+  if (m->n == m->cap) {
+    size_t cap = m->cap ? 2 * m->cap : 16;
+    gkp_meta *p = realloc(m->v, cap * sizeof *p);
+    if (!p) return GK_ENOMEM;
+    m->v = p;
+    m->cap = cap;
+  }
+  gkp_meta *row = &m->v[m->n];
+  *row = (gkp_meta){dup_n(k, kn), dup_n(v, vn)};
+  m->n++; /* owned from here on, freed by gkp_meta_free */
+  return row->key && row->value ? 0 : GK_ENOMEM;
+}
+
+/* The meta rows of an open archive, sorted by key (libgk's order). */
+static int read_meta_ar(gk_archive *ar, const char *path, gkp_meta **out, size_t *n,
                         char *err, size_t errsize) {
-  sqlite3_stmt *s = NULL;
-  size_t cap = 16;
-  *n = 0;
-  *out = calloc(cap, sizeof **out);
-  if (!*out ||
-      sqlite3_prepare_v2(db, "SELECT key, value FROM meta ORDER BY key", -1, &s, NULL)) {
-    gkp__seterr(err, errsize, "cannot read the metadata of '%s': %s", path,
-                *out ? sqlite3_errmsg(db) : "out of memory");
-    goto meta_fail;
-  }
-  int rc;
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    if (*n == cap) {
-      gkp_meta *p = realloc(*out, 2 * cap * sizeof *p);
-      if (!p) {
-        gkp__seterr(err, errsize, "out of memory");
-        goto meta_fail;
-      }
-      *out = p;
-      cap *= 2;
-    }
-    (*out)[*n] = (gkp_meta){dup_col(s, 0), dup_col(s, 1)};
-    if (!(*out)[(*n)++].value) {
-      gkp__seterr(err, errsize, "out of memory");
-      goto meta_fail;
-    }
-  }
-  if (rc != SQLITE_DONE) {
-    gkp__seterr(err, errsize, "cannot read the metadata of '%s': %s", path,
-                sqlite3_errmsg(db));
-    goto meta_fail;
-  }
-  sqlite3_finalize(s);
-  return 0;
-meta_fail:
-  sqlite3_finalize(s);
-  gkp_meta_free(*out, *n);
+  meta_list m = {0};
+  int rc = gk__archive_meta(ar, add_meta, &m);
+  *out = m.v;
+  *n = m.n;
+  if (rc == GK_OK) return 0;
+  if (rc == GK_ENOMEM && !*gk_archive_errmsg(ar))
+    gkp__seterr(err, errsize, "out of memory reading '%s'", path);
+  else
+    gkp__seterr(err, errsize, "%s", gk_archive_errmsg(ar));
+  gkp_meta_free(m.v, m.n);
   *out = NULL;
   *n = 0;
   return -1;
@@ -131,10 +101,10 @@ int gkp_read_meta(const char *path, gkp_meta **out, size_t *n, char *err,
                   size_t errsize) {
   *out = NULL;
   *n = 0;
-  sqlite3 *db = open_archive(path, err, errsize);
-  if (!db) return -1;
-  int rc = read_meta_db(db, path, out, n, err, errsize);
-  sqlite3_close(db);
+  gk_archive *ar = gkp_open_archive(path, 0, err, errsize);
+  if (!ar) return -1;
+  int rc = read_meta_ar(ar, path, out, n, err, errsize);
+  gk_archive_close(ar);
   return rc;
 }
 
@@ -149,7 +119,7 @@ typedef struct row {
 
 typedef struct rows {
   row *v;
-  size_t n, cap;
+  size_t n;
 } rows;
 
 static void rows_free(rows *r) {
@@ -157,156 +127,60 @@ static void rows_free(rows *r) {
     gkp_image *im = &r->v[i].im;
     free((char *)im->kernel), free((char *)im->backend), free((char *)im->target);
     free((char *)im->variant), free((char *)im->format), free((char *)im->entry_json);
-    free((char *)im->launch_json), free((char *)im->toolchain), free((void *)im->data);
+    free((char *)im->launch_json), free((char *)im->toolchain), gk_free((void *)im->data);
   }
   free(r->v);
 }
 
-/* Decompresses a frame that must declare exactly `raw` bytes into dst,
- * against `prefix` when pn > 0 (a 'zstd-delta' blob). 0 or -1. */
-static int unframe(ZSTD_DCtx *dctx, void *dst, size_t raw, const void *z, size_t zn,
-                   const void *prefix, size_t pn) {
-  if (ZSTD_getFrameContentSize(z, zn) != (unsigned long long)raw) return -1;
-  ZSTD_DCtx_reset(dctx, ZSTD_reset_session_and_parameters);
-  if (pn && ZSTD_isError(ZSTD_DCtx_refPrefix(dctx, prefix, pn))) return -1;
-  size_t got = ZSTD_decompressDCtx(dctx, dst, raw, z, zn);
-  return ZSTD_isError(got) || got != raw ? -1 : 0;
-}
-
-/* The prefix a delta whose base is blob `id` was coded against: the raw
- * bytes of that blob's chain, root first, end to end (docs/archive.md),
- * malloc'ed, its size in *n. NULL when a blob of the chain is missing, is
- * damaged, or the chain is longer than `depth` (which a loop also is). */
-static unsigned char *read_chain(sqlite3_stmt *bs, ZSTD_DCtx *dctx, sqlite3_int64 id,
-                                 int depth, size_t *n) {
-  unsigned char *out = NULL, *pre = NULL;
-  void *frame = NULL;
-  size_t pn = 0, zn = 0;
-  sqlite3_int64 raw = -1, base = 0;
-  int delta = 0;
-  if (depth <= 0) return NULL;
-  sqlite3_reset(bs);
-  sqlite3_bind_int64(bs, 1, id);
-  if (sqlite3_step(bs) == SQLITE_ROW) {
-    const char *codec = (const char *)sqlite3_column_text(bs, 0);
-    delta = codec && strcmp(codec, "zstd-delta") == 0;
-    zn = (size_t)sqlite3_column_bytes(bs, 1);
-    raw = sqlite3_column_int64(bs, 2);
-    base = sqlite3_column_int64(bs, 3);
-    /* The statement is reused up the chain: keep the frame. */
-    if (codec && (delta || strcmp(codec, "zstd") == 0) &&
-        delta == (sqlite3_column_type(bs, 3) != SQLITE_NULL) && (frame = malloc(zn ? zn : 1)))
-      memcpy(frame, sqlite3_column_blob(bs, 1), zn);
-  }
-  sqlite3_reset(bs);
-  if (!frame || raw < 0 || (delta && !(pre = read_chain(bs, dctx, base, depth - 1, &pn))))
-    goto chain_out;
-  if ((out = malloc(pn + (size_t)raw + 1))) {
-    if (pn) memcpy(out, pre, pn);
-    if (unframe(dctx, out + pn, (size_t)raw, frame, zn, out, pn)) {
-      free(out);
-      out = NULL;
-    }
-  }
-  *n = pn + (size_t)raw;
-chain_out:
-  free(frame);
-  free(pre);
-  return out;
-}
-
-/* Reads every image of one archive, decompressed and checked. */
-static int read_rows(sqlite3 *db, const char *path, size_t from, rows *r, char *err,
+/* Reads every image of one archive (opened with GK_OPEN_CHECK_IMAGES), each
+ * checked by libgk as it is read. */
+static int read_rows(gk_archive *ar, const char *path, size_t from, rows *r, char *err,
                      size_t errsize) {
-  static const char sql[] =
-    "SELECT i.kernel, i.backend, i.target, i.variant, s.format, s.entry, s.launch,"
-    " s.toolchain, i.raw_size, i.sha256, b.codec, b.data, b.raw_size, b.base"
-    " FROM image i LEFT JOIN spec s ON s.id = i.spec LEFT JOIN blob b ON b.id = i.blob"
-    " ORDER BY i.kernel, i.backend, i.variant, i.target";
-  sqlite3_stmt *s = NULL, *bs = NULL;
-  ZSTD_DCtx *dctx = ZSTD_createDCtx();
-  if (!dctx) goto oom;
-  if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) ||
-      sqlite3_prepare_v2(db, "SELECT codec, data, raw_size, base FROM blob WHERE id = ?",
-                         -1, &bs, NULL)) {
-    gkp__seterr(err, errsize, "cannot read the index of '%s': %s", path, sqlite3_errmsg(db));
-    goto fail;
+  size_t n = 0;
+  if (gk_archive_count(ar, &n) != GK_OK) {
+    gkp__seterr(err, errsize, "%s", gk_archive_errmsg(ar));
+    return -1;
   }
-  int rc;
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    if (r->n == r->cap) {
-      size_t cap = r->cap ? 2 * r->cap : 64;
-      row *p = realloc(r->v, cap * sizeof *p);
-      if (!p) goto oom;
-      r->v = p;
-      r->cap = cap;
+  row *more = realloc(r->v, (r->n + n + 1) * sizeof *more);
+  if (!more) goto oom;
+  r->v = more;
+  for (size_t i = 0; i < n; i++) {
+    gk_image_info info;
+    if (gk_archive_image(ar, i, &info) != GK_OK) {
+      gkp__seterr(err, errsize, "%s", gk_archive_errmsg(ar));
+      return -1;
     }
     row *w = &r->v[r->n];
     memset(w, 0, sizeof *w);
     w->from = from;
+    memcpy(w->sha, info.sha256, 32);
     gkp_image *im = &w->im;
-    im->kernel = dup_col(s, 0), im->backend = dup_col(s, 1), im->target = dup_col(s, 2);
-    im->variant = dup_col(s, 3), im->format = dup_col(s, 4), im->entry_json = dup_col(s, 5);
-    im->launch_json = dup_col(s, 6), im->toolchain = dup_col(s, 7);
+    im->kernel = strdup(info.kernel), im->backend = strdup(info.backend);
+    im->target = strdup(info.target), im->variant = strdup(info.variant);
+    im->format = strdup(info.format), im->entry_json = strdup(info.entry);
+    im->launch_json = strdup(info.launch), im->toolchain = strdup(info.toolchain);
     r->n++; /* owned from here on, freed by rows_free */
-    if (sqlite3_column_type(s, 4) == SQLITE_NULL) {
-      gkp__seterr(err, errsize, "'%s': image %s %s %s %s names a spec row that is missing; "
-                  "rebuild that archive", path, im->kernel, im->backend,
-                  im->target, im->variant);
-      goto fail;
-    }
     if (!im->kernel || !im->backend || !im->target || !im->variant || !im->format ||
         !im->entry_json || !im->launch_json || !im->toolchain)
       goto oom;
-    sqlite3_int64 raw = sqlite3_column_int64(s, 8);
-    const void *sha = sqlite3_column_blob(s, 9);
-    const char *codec = (const char *)sqlite3_column_text(s, 10);
-    int delta = codec && strcmp(codec, "zstd-delta") == 0;
-    if (!sha || sqlite3_column_bytes(s, 9) != 32 || !codec ||
-        (!delta && strcmp(codec, "zstd") != 0) ||
-        delta != (sqlite3_column_type(s, 13) != SQLITE_NULL) ||
-        raw < 0 || sqlite3_column_int64(s, 12) != raw) {
-      gkp__seterr(err, errsize, "'%s': image %s %s %s %s has no valid blob (missing, "
-                  "unknown codec or sizes that disagree); repack it with 'gk pack'",
-                  path, im->kernel, im->backend, im->target, im->variant);
-      goto fail;
-    }
-    memcpy(w->sha, sha, 32);
-    void *data = malloc(raw ? (size_t)raw : 1), *base = NULL;
-    if (!data) goto oom;
+    void *data = NULL;
+    int rc = gk_archive_read(ar, i, &data, &im->size);
     im->data = data;
-    im->size = (size_t)raw;
-    size_t bn = 0;
-    if (delta)
-      base = read_chain(bs, dctx, sqlite3_column_int64(s, 13), GK_ARCHIVE_DELTA_DEPTH, &bn);
-    unsigned char check[32];
-    int bad = (delta && !base) ||
-              unframe(dctx, data, (size_t)raw, sqlite3_column_blob(s, 11),
-                      (size_t)sqlite3_column_bytes(s, 11), base, bn) ||
-              (crypto_hash_sha256(check, data, (size_t)raw),
-               memcmp(check, w->sha, 32) != 0);
-    free(base);
-    if (bad) {
+    if (rc == GK_ENOMEM) goto oom;
+    if (rc == GK_EHASH || rc == GK_ECORRUPT) {
       gkp__seterr(err, errsize, "'%s': image %s %s %s %s is damaged (it does not "
                   "decompress to its size and SHA-256); rebuild that archive",
                   path, im->kernel, im->backend, im->target, im->variant);
-      goto fail;
+      return -1;
+    }
+    if (rc != GK_OK) {
+      gkp__seterr(err, errsize, "%s", gk_archive_errmsg(ar));
+      return -1;
     }
   }
-  if (rc != SQLITE_DONE) {
-    gkp__seterr(err, errsize, "cannot read the index of '%s': %s", path, sqlite3_errmsg(db));
-    goto fail;
-  }
-  sqlite3_finalize(s);
-  sqlite3_finalize(bs);
-  ZSTD_freeDCtx(dctx);
   return 0;
 oom:
   gkp__seterr(err, errsize, "out of memory reading '%s'", path);
-fail:
-  sqlite3_finalize(s);
-  sqlite3_finalize(bs);
-  ZSTD_freeDCtx(dctx);
   return -1;
 }
 
@@ -431,10 +305,6 @@ int gkp_merge(const char *const *inputs, size_t n, const char *path, int level,
   size_t nims = 0, nout = 0;
   int rc = -1;
 
-  if (sodium_init() < 0) {
-    gkp__seterr(err, errsize, "libsodium failed to initialize");
-    goto merge_out;
-  }
   if (n == 0) {
     gkp__seterr(err, errsize, "nothing to merge: give one archive or more");
     goto merge_out;
@@ -442,13 +312,13 @@ int gkp_merge(const char *const *inputs, size_t n, const char *path, int level,
   for (size_t a = 0; a < n; a++) {
     gkp_meta *m = NULL;
     size_t nm = 0;
-    sqlite3 *db = open_archive(inputs[a], err, errsize);
-    if (!db) goto merge_out;
-    int bad = read_meta_db(db, inputs[a], &m, &nm, err, errsize) ||
+    gk_archive *ar = gkp_open_archive(inputs[a], GK_OPEN_CHECK_IMAGES, err, errsize);
+    if (!ar) goto merge_out;
+    int bad = read_meta_ar(ar, inputs[a], &m, &nm, err, errsize) ||
               merge_meta(meta, m, nm, inputs[a], inputs, origin, a, err, errsize) ||
-              read_rows(db, inputs[a], a, &r, err, errsize);
+              read_rows(ar, inputs[a], a, &r, err, errsize);
     gkp_meta_free(m, nm);
-    sqlite3_close(db);
+    gk_archive_close(ar);
     if (bad) goto merge_out;
   }
 
@@ -481,7 +351,9 @@ int gkp_merge(const char *const *inputs, size_t n, const char *path, int level,
       }
       continue;
     }
-    ims[nims++] = r.v[i].im;
+    /* libgk checked the image against this SHA-256 as it read it. */
+    ims[nims] = r.v[i].im;
+    ims[nims++].sha256 = r.v[i].sha;
   }
   if (conflicts) {
     addf(err, errsize, &len, "\n(%zu conflicting row%s; rebuild the parts from one source "

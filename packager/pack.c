@@ -347,8 +347,9 @@ static int list_blobs(writer *w, const gkp_image **sorted, size_t n, pblob **out
   }
   *nb = 0;
   for (size_t i = 0; i < n; i++) {
-    unsigned char sha[32];
-    crypto_hash_sha256(sha, sorted[i]->data, sorted[i]->size);
+    unsigned char own[32];
+    const unsigned char *sha = sorted[i]->sha256;
+    if (!sha) crypto_hash_sha256(own, sorted[i]->data, sorted[i]->size), sha = own;
     size_t b = 0;
     while (b < *nb && memcmp(blobs[b].sha, sha, 32) != 0) b++;
     if (b == *nb) {

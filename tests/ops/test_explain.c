@@ -47,7 +47,7 @@ static int setup(void **state) {
     im[i] = (gkp_image){mixed_rows[i].kernel, mixed_rows[i].backend,
                         mixed_rows[i].target, mixed_rows[i].variant,
                         mixed_rows[i].format, "[\"k\"]", "{}", "test",
-                        bytes, sizeof bytes};
+                        bytes, sizeof bytes, NULL};
   if (gkp_write(path, im, sizeof im / sizeof im[0], 1, err, sizeof err) != 0) {
     fprintf(stderr, "cannot write %s: %s\n", path, err);
     return -1;

@@ -80,8 +80,17 @@ expect_out "rocm gfx942: skipped, hipcc 5.2 cannot target it (this device's targ
 expect_err "have no image for rocm:gfx942" "probe says some kernels have no image"
 
 # Merging: the skipped lists are joined, and what another part built is no
-# longer skipped (the metal part built metal).
-"$MKARCHIVE" "$T/metal.gkfat" "k|metal|macos-metal3.0||metallib|=metallib" \
+# longer skipped (the metal part built metal). Merging reads each image
+# through libgk, which checks it against its row: the metal image is a
+# metallib whose function list holds the kernel 'k' (loader/metal_target.c).
+python3 - "$T/k.metallib" <<'PY'
+import struct, sys
+fn = b"NAME" + struct.pack("<H", 2) + b"k\0" + b"TYPE" + struct.pack("<H", 1) + b"\2" + b"ENDT"
+fl = struct.pack("<I", 1) + struct.pack("<I", 4 + len(fn)) + fn
+head = b"MTLB\1\x80\2\0" + bytes(16) + struct.pack("<QQ", 88, len(fl))
+open(sys.argv[1], "wb").write(head + bytes(88 - len(head)) + fl)
+PY
+"$MKARCHIVE" "$T/metal.gkfat" "k|metal|macos-metal3.0||metallib|@$T/k.metallib" \
   'meta:skipped=[{"backend":"cuda","reason":"nvcc not found"},{"backend":"rocm","target":"gfx942","reason":"no ROCm here"}]' ||
   fail "cannot write the metal part"
 run "$GK" pack --merge "$T/a.gkfat" "$T/metal.gkfat" -o "$T/m.gkfat"; expect_status 0 "merge"

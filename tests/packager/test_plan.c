@@ -101,7 +101,7 @@ static int setup(void **state) {
         if (!f->data[i]) return -1;
         make_image(f->data[i], k, t, v);
         f->im[i] = (gkp_image){f->kernel[i], "wgsl", f->target[i], f->variant[i], "wgsl",
-                               "[\"main\"]", "{}", "test", f->data[i], NCHUNK * CHUNK};
+                               "[\"main\"]", "{}", "test", f->data[i], NCHUNK * CHUNK, NULL};
       }
   *state = f;
   return 0;
