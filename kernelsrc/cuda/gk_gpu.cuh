@@ -222,6 +222,28 @@ GK_DEV uint32_t gk_pack_h2(float lo, float hi) {
 }
 
 /*
+ * The emulated twins' gather (gk_mma_16816, gk_mma_s8u8_16832: their
+ * fragments lie alike in 32-bit words): lane 4g + t receives the 8 words of
+ * rows g and g + 8 of A (ar[r]: words 0..3 from a[r] of lanes 4g .. 4g+3,
+ * words 4..7 from a[2 + r]) and of columns 2t and 2t + 1 of B (bc[col]:
+ * from b[0] and b[1] of lanes 4(2t + col) .. +3), in k order.
+ */
+GK_DEV void gk_mma_twin_gather(const uint32_t a[4], const uint32_t b[2], uint32_t ar[2][8],
+                               uint32_t bc[2][8]) {
+  const int lane = gk_lane(), g = lane / 4, t = lane % 4;
+  for (int u = 0; u < 4; u++) {
+    const int src = 4 * g + u;
+    ar[0][u] = GK_SHFL(a[0], src), ar[0][4 + u] = GK_SHFL(a[2], src);
+    ar[1][u] = GK_SHFL(a[1], src), ar[1][4 + u] = GK_SHFL(a[3], src);
+  }
+  for (int col = 0; col < 2; col++)
+    for (int u = 0; u < 4; u++) {
+      const int src = 4 * (2 * t + col) + u;
+      bc[col][u] = GK_SHFL(b[0], src), bc[col][4 + u] = GK_SHFL(b[1], src);
+    }
+}
+
+/*
  * mma.sync m16n8k16, f16 inputs, f32 accumulators: C += A B for the 32
  * lanes of a group together, A 16 x 16 (row-major), B 16 x 8 (column-major),
  * C 16 x 8. The fragments are the PTX ISA's ("Matrix Fragments for
@@ -253,21 +275,10 @@ GK_DEV void gk_mma_16816(float c[4], const uint32_t a[4], const uint32_t b[2]) {
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[2]), "r"(a[3]), "r"(b[1]));
 #else
-  const int lane = gk_lane(), g = lane / 4, t = lane % 4;
-  /* Pairs p = 0..7 (k = 2p, 2p+1) of rows g and g + 8 of A, from lanes
-   * 4g .. 4g+3, and of columns 2t and 2t + 1 of B, from lanes 4(2t + col)
-   * .. +3. */
+  /* Pairs p = 0..7 (k = 2p, 2p+1) of rows g and g + 8 of A and of columns
+   * 2t and 2t + 1 of B. */
   uint32_t ar[2][8], bc[2][8];
-  for (int u = 0; u < 4; u++) {
-    const int src = 4 * g + u;
-    ar[0][u] = GK_SHFL(a[0], src), ar[0][4 + u] = GK_SHFL(a[2], src);
-    ar[1][u] = GK_SHFL(a[1], src), ar[1][4 + u] = GK_SHFL(a[3], src);
-  }
-  for (int col = 0; col < 2; col++)
-    for (int u = 0; u < 4; u++) {
-      const int src = 4 * (2 * t + col) + u;
-      bc[col][u] = GK_SHFL(b[0], src), bc[col][4 + u] = GK_SHFL(b[1], src);
-    }
+  gk_mma_twin_gather(a, b, ar, bc);
   for (int r = 0; r < 2; r++)
     for (int col = 0; col < 2; col++) {
       float acc = c[2 * r + col];
@@ -326,21 +337,9 @@ GK_DEV void gk_mma_s8u8_16832(int d[4], const uint32_t a[4], const uint32_t b[2]
     d[2 * r] = e0, d[2 * r + 1] = e1;
   }
 #else
-  const int lane = gk_lane(), g = lane / 4, t = lane % 4;
-  /* Rows g and g + 8 of A (8 words each: words 0..3 from a[0]/a[1] of lanes
-   * 4g .. 4g+3, words 4..7 from a[2]/a[3]), columns 2t and 2t + 1 of B
-   * (from lanes 4(2t + col) .. +3). */
+  /* Rows g and g + 8 of A and columns 2t and 2t + 1 of B, 4 bytes a word. */
   uint32_t ar[2][8], bc[2][8];
-  for (int u = 0; u < 4; u++) {
-    const int src = 4 * g + u;
-    ar[0][u] = GK_SHFL(a[0], src), ar[0][4 + u] = GK_SHFL(a[2], src);
-    ar[1][u] = GK_SHFL(a[1], src), ar[1][4 + u] = GK_SHFL(a[3], src);
-  }
-  for (int col = 0; col < 2; col++)
-    for (int u = 0; u < 4; u++) {
-      const int src = 4 * (2 * t + col) + u;
-      bc[col][u] = GK_SHFL(b[0], src), bc[col][4 + u] = GK_SHFL(b[1], src);
-    }
+  gk_mma_twin_gather(a, b, ar, bc);
   for (int r = 0; r < 2; r++)
     for (int col = 0; col < 2; col++) {
       int acc = c;

@@ -172,6 +172,15 @@ static int q8x_round(float v) {
   return (int)r;
 }
 
+/* Room for one row of x rounded (qref_q8x_round): 0, or -1 (nothing held). */
+static int q8x_rows(int64_t nb, int8_t **xq, float **dx, float **sb) {
+  *xq = malloc((size_t)(nb * 32) + 1);
+  *dx = malloc((size_t)nb * sizeof **dx + 1), *sb = malloc((size_t)nb * sizeof **sb + 1);
+  if (*xq && *dx && *sb) return 0;
+  free(*xq), free(*dx), free(*sb);
+  return -1;
+}
+
 void qref_q8x_round(const float *x, int64_t nb, int8_t *xq, float *dx, float *sb) {
   for (int64_t b = 0; b < nb; b++) {
     const float *xb = x + 32 * b;
@@ -213,12 +222,9 @@ void qref_q8x_mm_row(int bits, const int8_t *xq, const float *dx, const float *s
 int qref_q8x_mm(int bits, const float *x, const unsigned char *w, int64_t m, int64_t n,
                 int64_t k, float *y) {
   const int64_t nb = k / 32;
-  int8_t *xq = malloc((size_t)(nb * 32) + 1);
-  float *dx = malloc((size_t)nb * sizeof *dx + 1), *sb = malloc((size_t)nb * sizeof *sb + 1);
-  if (!xq || !dx || !sb) {
-    free(xq), free(dx), free(sb);
-    return -1;
-  }
+  int8_t *xq;
+  float *dx, *sb;
+  if (q8x_rows(nb, &xq, &dx, &sb) != 0) return -1;
   for (int64_t i = 0; i < m; i++) {
     qref_q8x_round(x + i * k, nb, xq, dx, sb);
     qref_q8x_mm_row(bits, xq, dx, sb, w, n, nb, y + i * n);
@@ -230,12 +236,9 @@ int qref_q8x_mm(int bits, const float *x, const unsigned char *w, int64_t m, int
 int qref_q8x(int bits, const float *x, const unsigned char *w, int64_t m,
                          int64_t n, int64_t k, float *y, double *bound) {
   const int64_t nb = k / 32, bb = 4 + 4 * bits;
-  int8_t *xq = malloc((size_t)(nb * 32) + 1);
-  float *dx = malloc((size_t)nb * sizeof *dx + 1), *sb = malloc((size_t)nb * sizeof *sb + 1);
-  if (!xq || !dx || !sb) {
-    free(xq), free(dx), free(sb);
-    return -1;
-  }
+  int8_t *xq;
+  float *dx, *sb;
+  if (q8x_rows(nb, &xq, &dx, &sb) != 0) return -1;
   for (int64_t i = 0; i < m; i++) {
     qref_q8x_round(x + i * k, nb, xq, dx, sb);
     for (int64_t j = 0; j < n; j++) {
