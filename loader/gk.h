@@ -254,22 +254,15 @@ GK_API int gk_archive_image(gk_archive *ar, size_t i, gk_image_info *out);
  * against), the SHA-256 of its stored bytes must be the one its blob row
  * records (docs/archive.md, "Reading"); when the archive was opened with
  * trusted keys or GK_OPEN_CHECK_IMAGES, the SHA-256 of the decompressed
- * image must also be the row's. Then its ELF header is checked against the row
- * (cpu: 64-bit little-endian x86-64 shared object, target an x86-64 level;
- * cuda cubin: an EM_CUDA executable whose SM (e_flags, CUDA 13's layout or
- * the older one) is the row's, arch-specific ('a', the .nv.compat section)
- * exactly when the row says so, compiled for exactly the row's target and
- * by the row's toolkit (.note.nv.tkinfo, when present), with a kernel
- * section for every entry the row lists; cuda ptx: text whose .target is
- * the row's compute_XY and which declares every entry; rocm hsaco: an HSA
- * code object (EM_AMDGPU,
- * EI_OSABI 64, code object v3-v6) whose e_flags name the row's processor,
- * its xnack/sramecc settings ("gfx90a:xnack-" = off, "gfx90a" = any) and,
- * for generic targets, a generic version; spirv: its header; wgsl,
- * metallib: the hash alone). Sizes in the file are not believed: the blob must be exactly
- * one zstd frame declaring raw_size (for a delta-coded image, decompressed against its base
- * image's bytes, itself one plain frame: docs/archive.md, "Blobs"), and images over 1 GiB are
- * refused. SHA-256 is computed by OpenSSL's libcrypto when the system has it, else by libsodium.
+ * image must also be the row's. Then the image is checked against the row
+ * as gk_image_check does: its format's header fits the row's backend,
+ * target and toolchain, and it holds every entry the row lists (what each
+ * format's check reads: docs/archive.md, "Reading"). Sizes in the file are
+ * not believed: the blob must be exactly one zstd frame declaring raw_size
+ * (for a delta-coded image, decompressed against its base image's bytes,
+ * itself one plain frame: docs/archive.md, "Blobs"), and images over 1 GiB
+ * are refused. SHA-256 is computed by OpenSSL's libcrypto when the system
+ * has it, else by libsodium.
  * Errors: GK_EINVAL, GK_ERANGE, GK_ECORRUPT, GK_EHASH, GK_EFORMAT,
  * GK_ETOOBIG, GK_ENOMEM. *bytes is NULL on failure.
  */
