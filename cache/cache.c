@@ -45,7 +45,7 @@ struct gkc_cache {
 };
 
 static int fail(gkc_cache *c, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+    GK__PRINTF(2, 3);
 
 static int fail(gkc_cache *c, const char *fmt, ...) {
   va_list ap;
@@ -73,7 +73,7 @@ int gkc__is_hex64(const char *s) {
   return s && strlen(s) == GKC_HEX_LEN && gkc__is_hex(s, GKC_HEX_LEN);
 }
 
-static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *dupf(const char *fmt, ...) GK__PRINTF(1, 2);
 
 static char *dupf(const char *fmt, ...) {
   va_list ap;

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gk_compiler.h" /* GK__PRINTF */
 #include "gkcache.h"
 
 /* Does dependency `dep` (as a compiler wrote it; relative ones against
@@ -43,7 +44,7 @@ json_t *gkc__load_record(const char *path);
 /* dest <- data through a temporary in DIR/v1/tmp and a rename. */
 int gkc__write_atomic(gkc_cache *c, const char *dest, const char *data, size_t len);
 
-int gkc__fail(gkc_cache *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int gkc__fail(gkc_cache *c, const char *fmt, ...) GK__PRINTF(2, 3);
 int gkc__is_hex64(const char *s);
 /* 1 when the n bytes at s are lowercase hex digits. */
 int gkc__is_hex(const char *s, size_t n);

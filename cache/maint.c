@@ -469,7 +469,7 @@ typedef struct verifier {
 } verifier;
 
 static void report(verifier *v, gkc_finding_kind kind, const char *path, uint64_t bytes,
-                   int fixed, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+                   int fixed, const char *fmt, ...) GK__PRINTF(6, 7);
 
 static void report(verifier *v, gkc_finding_kind kind, const char *path, uint64_t bytes,
                    int fixed, const char *fmt, ...) {

@@ -242,7 +242,7 @@ int gkc__remote_can_get(const gkc__remote *r) { return r && r->get_on; }
 int gkc__remote_can_put(const gkc__remote *r) { return r && r->put_on; }
 
 static void warn_off(gkc__remote *r, int all, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+    GK__PRINTF(3, 4);
 
 /* Warns and turns the remote (or its uploads) off for the rest of the run. */
 static void warn_off(gkc__remote *r, int all, const char *fmt, ...) {

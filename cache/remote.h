@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gk_compiler.h" /* GK__PRINTF */
 #include "gkcache.h"
 
 typedef struct gkc__remote gkc__remote;
@@ -45,7 +46,7 @@ int gkc__remote_put(gkc__remote *r, const char *kind, const char *hex,
 /* Warns once per `what` (a short tag) that the remote sent something wrong;
  * does not switch it off. */
 void gkc__remote_warn_bad(gkc__remote *r, const char *what, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+    GK__PRINTF(3, 4);
 
 /* One output of an action result: a name and a digest. */
 typedef struct gkc__output {

@@ -29,6 +29,8 @@
  *   dispatch helper is in gk_vulkan.h. WGSL images are text handed to a
  *   WebGPU host (device "wgsl"). Metal loads metallibs on Apple systems
  *   only; elsewhere it reports GK_ENODEVICE saying so.
+ * - The kernels' CPU signatures (gk_qmatmul_fn ...), what to cast
+ *   gk_module_symbol's address to, are in gk_kernels.h, included below.
  */
 #ifndef GK_H
 #define GK_H
@@ -252,22 +254,15 @@ GK_API int gk_archive_image(gk_archive *ar, size_t i, gk_image_info *out);
  * against), the SHA-256 of its stored bytes must be the one its blob row
  * records (docs/archive.md, "Reading"); when the archive was opened with
  * trusted keys or GK_OPEN_CHECK_IMAGES, the SHA-256 of the decompressed
- * image must also be the row's. Then its ELF header is checked against the row
- * (cpu: 64-bit little-endian x86-64 shared object, target an x86-64 level;
- * cuda cubin: an EM_CUDA executable whose SM (e_flags, CUDA 13's layout or
- * the older one) is the row's, arch-specific ('a', the .nv.compat section)
- * exactly when the row says so, compiled for exactly the row's target and
- * by the row's toolkit (.note.nv.tkinfo, when present), with a kernel
- * section for every entry the row lists; cuda ptx: text whose .target is
- * the row's compute_XY and which declares every entry; rocm hsaco: an HSA
- * code object (EM_AMDGPU,
- * EI_OSABI 64, code object v3-v6) whose e_flags name the row's processor,
- * its xnack/sramecc settings ("gfx90a:xnack-" = off, "gfx90a" = any) and,
- * for generic targets, a generic version; spirv: its header; wgsl,
- * metallib: the hash alone). Sizes in the file are not believed: the blob must be exactly
- * one zstd frame declaring raw_size (for a delta-coded image, decompressed against its base
- * image's bytes, itself one plain frame: docs/archive.md, "Blobs"), and images over 1 GiB are
- * refused. SHA-256 is computed by OpenSSL's libcrypto when the system has it, else by libsodium.
+ * image must also be the row's. Then the image is checked against the row
+ * as gk_image_check does: its format's header fits the row's backend,
+ * target and toolchain, and it holds every entry the row lists (what each
+ * format's check reads: docs/archive.md, "Reading"). Sizes in the file are
+ * not believed: the blob must be exactly one zstd frame declaring raw_size
+ * (for a delta-coded image, decompressed against its base image's bytes,
+ * itself one plain frame: docs/archive.md, "Blobs"), and images over 1 GiB
+ * are refused. SHA-256 is computed by OpenSSL's libcrypto when the system
+ * has it, else by libsodium.
  * Errors: GK_EINVAL, GK_ERANGE, GK_ECORRUPT, GK_EHASH, GK_EFORMAT,
  * GK_ETOOBIG, GK_ENOMEM. *bytes is NULL on failure.
  */
@@ -776,66 +771,6 @@ GK_API int gk_module_launch(const gk_module *m, const char *entry,
                             const gk_arg *args, size_t nargs,
                             const gk_launch_options *opts);
 
-/* CPU ABI of the quantized matmul (kernel "qmatmul", variant "bits=N"):
- * y[i*n + j] = sum_t x[i*k + t] * W[j][t] for i < m, j < n, with W in the
- * block format of docs/weights.md (k a multiple of 32). The image splits a
- * call over its own persistent threads (all CPUs of the process, or
- * GK_NUM_THREADS; docs/kernels.md "CPU images"); y is the same whatever
- * the thread count. Calls from several threads at once are safe. */
-typedef void (*gk_qmatmul_fn)(const float *x, const void *w, float *y,
-                              int64_t m, int64_t n, int64_t k);
-
-/* The same image's faster path takes W in its packed layout (docs/weights.md,
- * "Packed layout": the same bytes rearranged, scales apart from codes).
- * Entry "qmatmul_repack" (gk_qmatmul_repack_fn) rewrites an n x k matrix W
- * into it at `out` (out == w: in place; no other overlap), once per weight
- * matrix; it returns 0, or -1 (nothing written) for a NULL pointer, a
- * negative n or k, or no memory for its one-row buffer (in place). Entry
- * "qmatmul_packed" (gk_qmatmul_fn) then computes exactly what "qmatmul"
- * computes on the original W, bit for bit. The layout depends only on BITS:
- * a matrix packed by any level's image is read by every level's. Entry
- * "qmatmul_q8x" (gk_qmatmul_fn) also reads the packed W but rounds x to
- * int8 per block of 32 first (integer products, as ggml's q8 activations):
- * faster, not qmatmul's y; its exact arithmetic is in docs/weights.md
- * ("int8 x"), the same bits on every level. */
-typedef int (*gk_qmatmul_repack_fn)(const void *w, void *out, int64_t n,
-                                    int64_t k);
-
-/* CPU ABIs of the rest of the kernel set; the exact semantics of each are
- * in docs/kernels.md. Single-threaded, reentrant (no global state, no heap),
- * and they write only their outputs.
- * flash_attention, variant "causal=C,dtype=T,head_dim=D": q, o are
- * [n_heads][sq][D], k, v [n_kv_heads][skv][D], all f16 (uint16_t bits) or
- * f32 as the variant says. */
-typedef void (*gk_flash_attention_fn)(const void *q, const void *k,
-                                      const void *v, void *o, int64_t n_heads,
-                                      int64_t n_kv_heads, int64_t sq,
-                                      int64_t skv, float scale);
-/* paged_attention and kv_append, variant "dtype=T,head_dim=D,page=P" (one
- * recipe; load both with the same variant): a paged KV cache, k_pool and
- * v_pool [n_pages][n_kv_heads][P][D]; sequence s's token j is slot j % P of
- * page block_table[s * max_pages + j / P]; its length is seq_lens[s], and
- * the sq query (or new) rows are its last sq tokens. q, o are
- * [n_seqs][n_heads][sq][D]; k_new, v_new [n_seqs][n_kv_heads][sq][D].
- * paged_attention is causal (bottom-right) and writes every row of o: an
- * invalid sequence (see gk_paged_check) gets NaN rows and is never read out
- * of bounds. kv_append writes the rows at positions seq_lens[s] - sq + i
- * (the caller counts the new tokens in seq_lens first) and skips an invalid
- * sequence or one with seq_lens[s] < sq. */
-typedef void (*gk_paged_attention_fn)(const void *q, const void *k_pool,
-                                      const void *v_pool,
-                                      const int32_t *block_table,
-                                      const int32_t *seq_lens, void *o,
-                                      int64_t n_seqs, int64_t n_heads,
-                                      int64_t n_kv_heads, int64_t sq,
-                                      int64_t max_pages, int64_t n_pages,
-                                      float scale);
-typedef void (*gk_kv_append_fn)(const void *k_new, const void *v_new,
-                                void *k_pool, void *v_pool,
-                                const int32_t *block_table,
-                                const int32_t *seq_lens, int64_t n_seqs,
-                                int64_t n_kv_heads, int64_t sq,
-                                int64_t max_pages, int64_t n_pages);
 /*
  * Checks a paged KV cache's block table on the host, by the rule the
  * kernels apply (docs/kernels.md, "paged_attention"): sequence s is valid
@@ -858,21 +793,12 @@ GK_API int gk_paged_check(const int32_t *block_table, const int32_t *seq_lens,
                           int64_t n_seqs, int64_t max_pages, int64_t n_pages,
                           int64_t page, int64_t min_len, int64_t *bad_seq,
                           char *msg, size_t msg_size);
-/* rmsnorm (no variant): y may be x. */
-typedef void (*gk_rmsnorm_fn)(const float *x, const float *w, float *y,
-                              int64_t rows, int64_t dim, float eps);
-/* rope (no variant): in place on x [n_tokens][n_heads][head_dim]. */
-typedef void (*gk_rope_fn)(float *x, const int32_t *pos, int64_t n_tokens,
-                           int64_t n_heads, int64_t head_dim, float theta_base);
-/* argmax (no variant). */
-typedef void (*gk_argmax_fn)(const float *x, int32_t *out, int64_t rows,
-                             int64_t n);
-/* sample (no variant): u[r] uniform in [0, 1) from the caller, one per row. */
-typedef void (*gk_sample_fn)(const float *logits, const float *u, int32_t *out,
-                             int64_t rows, int64_t n, float temperature,
-                             int32_t top_k, float top_p);
 
 #ifdef __cplusplus
 }
 #endif
+
+/* The kernels' CPU signatures (gk_qmatmul_fn ...). */
+#include "gk_kernels.h"
+
 #endif /* GK_H */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "gk.h"
+#include "gk_compiler.h" /* GK__PRINTF */
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -20,12 +21,6 @@ struct sqlite3_stmt;
  * read). Sizes come from an untrusted file: this bounds every allocation
  * made on its word. */
 #define GK__MAX_IMAGE ((uint64_t)1 << 30)
-
-#if defined(__GNUC__)
-#define GK__PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define GK__PRINTF(f, a)
-#endif
 
 /* ---- messages (status.c) ---------------------------------------------- */
 

@@ -44,7 +44,7 @@ const char *gk__vk_result_name(VkResult r) {
 
 static const char *const lib_names[] = {"libvulkan.so.1", "libvulkan.so", NULL};
 
-static void inst_close(vkinst *vi) {
+static void inst_close(gk__vkinst *vi) {
   if (vi->inst && vi->f.vkDestroyInstance) vi->f.vkDestroyInstance(vi->inst, NULL);
   gk__driver_close(&vi->drv);
   memset(vi, 0, sizeof *vi);
@@ -53,7 +53,7 @@ static void inst_close(vkinst *vi) {
 /* Opens libvulkan and creates an instance for the newest version both the
  * loader and libgk know (1.3): a device's usable version is the lower of
  * its own and the instance's. */
-static int inst_open(vkinst *vi, char *why, size_t why_size) {
+static int inst_open(gk__vkinst *vi, char *why, size_t why_size) {
   memset(vi, 0, sizeof *vi);
   int rc = gk__driver_open(GK_BACKEND_VULKAN, lib_names, &vi->drv, why, why_size);
   if (rc != GK_OK) return rc;
@@ -95,10 +95,10 @@ static int inst_open(vkinst *vi, char *why, size_t why_size) {
     return GK_ENODEVICE;
   }
   const char *missing = NULL;
-#define GK_VK_LOAD(name)                                                       \
+#define GK__VK_LOAD(name)                                                      \
   if (!(vi->f.name = (PFN_##name)gipa(vi->inst, #name)) && !missing) missing = #name;
-  GK_VK_INSTANCE(GK_VK_LOAD)
-#undef GK_VK_LOAD
+  GK__VK_INSTANCE(GK__VK_LOAD)
+#undef GK__VK_LOAD
   if (missing) {
     gk__say(why, why_size, "libvulkan does not give %s", missing);
     if (!vi->f.vkDestroyInstance) vi->inst = NULL; /* cannot destroy it */
@@ -131,14 +131,14 @@ static const char *type_name(VkPhysicalDeviceType t) {
 }
 
 static int phys_cmp(const void *a, const void *b) {
-  const vkphys *x = a, *y = b;
+  const gk__vkphys *x = a, *y = b;
   if (x->rank != y->rank) return y->rank - x->rank;
   return x->order < y->order ? -1 : x->order > y->order;
 }
 
 /* The compute queue family: one without graphics if there is one (it may
  * run beside a renderer), else any with compute. UINT32_MAX when none. */
-static uint32_t compute_family(const vkinst *vi, VkPhysicalDevice pd) {
+static uint32_t compute_family(const gk__vkinst *vi, VkPhysicalDevice pd) {
   VkQueueFamilyProperties q[32];
   uint32_t n = 32, best = UINT32_MAX;
   vi->f.vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, q);
@@ -153,7 +153,7 @@ static uint32_t compute_family(const vkinst *vi, VkPhysicalDevice pd) {
 #define MAX_PHYS 16
 
 /* The instance's devices that have a compute queue, best first. */
-static int enumerate(const vkinst *vi, vkphys *out, uint32_t *n, char *why,
+static int enumerate(const gk__vkinst *vi, gk__vkphys *out, uint32_t *n, char *why,
                      size_t why_size) {
   VkPhysicalDevice pd[MAX_PHYS];
   uint32_t count = MAX_PHYS;
@@ -164,7 +164,7 @@ static int enumerate(const vkinst *vi, vkphys *out, uint32_t *n, char *why,
   }
   uint32_t k = 0;
   for (uint32_t i = 0; i < count; i++) {
-    vkphys *p = &out[k];
+    gk__vkphys *p = &out[k];
     p->pd = pd[i];
     vi->f.vkGetPhysicalDeviceProperties(pd[i], &p->props);
     p->qfam = compute_family(vi, pd[i]);
@@ -179,7 +179,7 @@ static int enumerate(const vkinst *vi, vkphys *out, uint32_t *n, char *why,
 }
 
 /* A device's usable version: the lower of its own and the instance's. */
-static void describe(const vkinst *vi, const vkphys *p, int index, gk_device *d) {
+static void describe(const gk__vkinst *vi, const gk__vkphys *p, int index, gk_device *d) {
   uint32_t v = p->props.apiVersion < vi->api ? p->props.apiVersion : vi->api;
   memset(d, 0, sizeof *d);
   d->backend = GK_BACKEND_VULKAN;
@@ -207,8 +207,8 @@ static struct {
 } cache;
 
 static void fill_cache_locked(void) {
-  vkinst vi;
-  vkphys p[MAX_PHYS];
+  gk__vkinst vi;
+  gk__vkphys p[MAX_PHYS];
   uint32_t n = 0;
   memset(&cache, 0, sizeof cache);
   cache.status = inst_open(&vi, cache.why, sizeof cache.why);
@@ -297,7 +297,7 @@ void gk__vkc_ok(gk_vk *vk) {
 }
 
 static void vk_destroy(gk_vk *vk) {
-  vkfn *f = &vk->vi.f;
+  gk__vkfn *f = &vk->vi.f;
   if (vk->dev) {
     if (vk->fence) f->vkDestroyFence(vk->dev, vk->fence, NULL);
     if (vk->dpool) f->vkDestroyDescriptorPool(vk->dev, vk->dpool, NULL);
@@ -317,7 +317,7 @@ void gk__vkc_unref(gk_vk *vk) {
 
 /* Creates the logical device, its queue and what every dispatch reuses. */
 static int vk_create_device(gk_vk *vk, char *why, size_t why_size) {
-  vkfn *f = &vk->vi.f;
+  gk__vkfn *f = &vk->vi.f;
   float prio = 1.0f;
   VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qi.queueFamilyIndex = vk->phys.qfam;
@@ -333,11 +333,11 @@ static int vk_create_device(gk_vk *vk, char *why, size_t why_size) {
     goto fail;
   }
   const char *missing = NULL;
-#define GK_VK_LOAD(name)                                                       \
+#define GK__VK_LOAD(name)                                                      \
   if (!(f->name = (PFN_##name)f->vkGetDeviceProcAddr(vk->dev, #name)) && !missing) \
     missing = #name;
-  GK_VK_DEVICE(GK_VK_LOAD)
-#undef GK_VK_LOAD
+  GK__VK_DEVICE(GK__VK_LOAD)
+#undef GK__VK_LOAD
   if (missing) {
     gk__say(why, why_size, "the Vulkan driver of '%s' does not give %s",
         vk->desc.name, missing);
@@ -409,7 +409,7 @@ GK_API int gk_vk_open(const gk_device *dev, gk_vk **out, char *why,
   atomic_init(&vk->refs, 1);
   int rc = inst_open(&vk->vi, why, why_size);
   if (rc != GK_OK) goto fail;
-  vkphys p[MAX_PHYS];
+  gk__vkphys p[MAX_PHYS];
   uint32_t n = 0;
   if ((rc = enumerate(&vk->vi, p, &n, why, why_size)) != GK_OK) goto fail;
   if (index < 0 || (uint32_t)index >= n) {

@@ -16,8 +16,8 @@
 
 /* ---- the function table ------------------------------------------------ */
 
-#define GK_VK_GLOBAL(X) X(vkCreateInstance)
-#define GK_VK_INSTANCE(X)                                                      \
+#define GK__VK_GLOBAL(X) X(vkCreateInstance)
+#define GK__VK_INSTANCE(X)                                                     \
   X(vkDestroyInstance)                                                         \
   X(vkEnumeratePhysicalDevices)                                                \
   X(vkGetPhysicalDeviceProperties)                                             \
@@ -25,7 +25,7 @@
   X(vkGetPhysicalDeviceMemoryProperties)                                       \
   X(vkCreateDevice)                                                            \
   X(vkGetDeviceProcAddr)
-#define GK_VK_DEVICE(X)                                                        \
+#define GK__VK_DEVICE(X)                                                       \
   X(vkDestroyDevice)                                                           \
   X(vkGetDeviceQueue)                                                          \
   X(vkCreateShaderModule)                                                      \
@@ -64,33 +64,34 @@
   X(vkResetFences)                                                             \
   X(vkWaitForFences)
 
-typedef struct vkfn {
+typedef struct gk__vkfn {
   PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
   PFN_vkEnumerateInstanceVersion vkEnumerateInstanceVersion; /* 1.1+; may be NULL */
-#define GK_VK_FIELD(name) PFN_##name name;
-  GK_VK_GLOBAL(GK_VK_FIELD) GK_VK_INSTANCE(GK_VK_FIELD) GK_VK_DEVICE(GK_VK_FIELD)
-#undef GK_VK_FIELD
-} vkfn;
+#define GK__VK_FIELD(name) PFN_##name name;
+  GK__VK_GLOBAL(GK__VK_FIELD) GK__VK_INSTANCE(GK__VK_FIELD)
+  GK__VK_DEVICE(GK__VK_FIELD)
+#undef GK__VK_FIELD
+} gk__vkfn;
 
 /* A library and an instance. */
-typedef struct vkinst {
+typedef struct gk__vkinst {
   gk__driver drv;
-  vkfn f;
+  gk__vkfn f;
   VkInstance inst;
   uint32_t api; /* the version the instance was created for */
-} vkinst;
+} gk__vkinst;
 
-typedef struct vkphys {
+typedef struct gk__vkphys {
   VkPhysicalDevice pd;
   VkPhysicalDeviceProperties props;
   uint32_t qfam;
   int rank;
   uint32_t order;
-} vkphys;
+} gk__vkphys;
 
 struct gk_vk {
-  vkinst vi;
-  vkphys phys;
+  gk__vkinst vi;
+  gk__vkphys phys;
   VkPhysicalDeviceMemoryProperties mem;
   VkDevice dev;
   VkQueue queue;

@@ -40,7 +40,7 @@ static void mod_free(vkmod *md) {
   if (!md) return;
   gk_vk *vk = md->vk;
   if (vk && vk->dev) {
-    vkfn *f = &vk->vi.f;
+    gk__vkfn *f = &vk->vi.f;
     for (int i = 0; i < md->nentries; i++)
       if (md->e[i].pipe) f->vkDestroyPipeline(vk->dev, md->e[i].pipe, NULL);
     if (md->pl) f->vkDestroyPipelineLayout(vk->dev, md->pl, NULL);
@@ -55,7 +55,7 @@ static void mod_free(vkmod *md) {
 static int mod_build(vkmod *md, const void *bytes, size_t size, const gk_image_info *row,
                      gk_archive *ar) {
   gk_vk *vk = md->vk;
-  vkfn *f = &vk->vi.f;
+  gk__vkfn *f = &vk->vi.f;
   const VkPhysicalDeviceLimits *lim = &vk->phys.props.limits;
   const gk__spirv_info *in = &md->info;
   if (in->push_size > lim->maxPushConstantsSize)
@@ -273,7 +273,7 @@ GK_API int gk_vk_buffer_create(gk_vk *vk, size_t size, gk_vk_buffer **out) {
     return vk ? gk__vkc_fail(vk, GK_EINVAL, "gk_vk_buffer_create: %s",
                         !out ? "out is NULL" : "size is 0")
               : GK_EINVAL;
-  vkfn *f = &vk->vi.f;
+  gk__vkfn *f = &vk->vi.f;
   gk_vk_buffer *b = calloc(1, sizeof *b);
   if (!b) return gk__vkc_fail(vk, GK_ENOMEM, "out of memory for a buffer of %zu bytes", size);
   b->vk = vk;
@@ -343,7 +343,7 @@ GK_API int gk_vk_buffer_read(const gk_vk_buffer *b, size_t offset, void *dst, si
 
 GK_API void gk_vk_buffer_destroy(gk_vk_buffer *b) {
   if (!b) return;
-  vkfn *f = &b->vk->vi.f;
+  gk__vkfn *f = &b->vk->vi.f;
   /* Unmapped implicitly by vkFreeMemory. */
   f->vkDestroyBuffer(b->vk->dev, b->buf, NULL);
   f->vkFreeMemory(b->vk->dev, b->mem, NULL);
@@ -356,7 +356,7 @@ GK_API void gk_vk_buffer_destroy(gk_vk_buffer *b) {
 /* Records and runs one dispatch; the caller holds vk->mu. */
 static int dispatch_locked(gk_vk *vk, vkmod *md, vkentry *e, gk_vk_buffer *const *bufs,
                            const void *push, const uint32_t g[3]) {
-  vkfn *f = &vk->vi.f;
+  gk__vkfn *f = &vk->vi.f;
   VkResult r;
   const char *call = "vkResetDescriptorPool";
   VkDescriptorSet set = VK_NULL_HANDLE;

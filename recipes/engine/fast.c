@@ -62,6 +62,7 @@
 #include <lua.h>
 
 #include "engine.h"
+#include "gk_compiler.h" /* GK__PRINTF */
 #include "gkcache.h"
 #include "gkrecipes.h"
 
@@ -111,7 +112,7 @@ static int buf_add(buf *b, const char *s, size_t n) {
   return 0;
 }
 
-static int buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int buf_printf(buf *b, const char *fmt, ...) GK__PRINTF(2, 3);
 
 static int buf_printf(buf *b, const char *fmt, ...) {
   char small[PATH_MAX * 2 + 128];

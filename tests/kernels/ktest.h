@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "gk.h"
+#include "gk_compiler.h" /* GK__PRINTF */
 
 #define KTEST_NLEVELS 4
 extern const char *const ktest_levels[KTEST_NLEVELS];
@@ -40,7 +41,7 @@ void *ktest_load(ktest *t, int level, const char *kernel, const char *variant,
                  gk_module **mod);
 
 /* Names the case being run, for the fault handler (printf format). */
-void ktest_running(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void ktest_running(const char *fmt, ...) GK__PRINTF(1, 2);
 
 /* Seconds of CPU time this thread has used: timings of single-threaded
  * kernels that mean something on a busy (shared CI) machine too. */

@@ -13,7 +13,7 @@ P="$T/prefix"
 pc=$(find "$P" -name gk.pc)
 [ -n "$pc" ] || { fail "no gk.pc installed"; finish; }
 libdir=$(dirname "$(dirname "$pc")")
-for f in include/gk.h bin/gk; do [ -f "$P/$f" ] || fail "not installed: $f"; done
+for f in include/gk.h include/gk_kernels.h include/gk_vulkan.h bin/gk; do [ -f "$P/$f" ] || fail "not installed: $f"; done
 for f in libgk.a libgk.so libgk.so.0 cmake/gllm_kernels/gllm_kernelsConfig.cmake \
     cmake/gllm_kernels/gllm_kernelsConfigVersion.cmake cmake/gllm_kernels/gllm_kernelsTargets.cmake \
     cmake/gllm_kernels/gllm_kernelsStaticTargets.cmake cmake/gllm_kernels/gk_embed_archive.cmake; do
