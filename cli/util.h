@@ -6,13 +6,13 @@
 #include <stddef.h>
 
 #include "gk.h"
+#include "gk_compiler.h"
 
 /* Exit statuses of every command. */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 /* Prints "gk CMD: message\n" on stderr. */
-void cli_error(const char *cmd, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void cli_error(const char *cmd, const char *fmt, ...) GK__PRINTF(2, 3);
 /* The message of the last cli_error ("" before any): what a --json result
  * that failed says in its "error". */
 const char *cli_last_error(void);

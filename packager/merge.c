@@ -12,6 +12,7 @@
  * build of everything would write it, which is what makes "shards then
  * merge" byte-identical to one build.
  */
+#include "gk_compiler.h"
 #include "gkpack.h"
 
 #include <jansson.h>
@@ -210,8 +211,7 @@ static const char *row_diff(const row *a, const row *b) {
 }
 
 /* Appends to a message buffer, keeping it NUL-terminated when full. */
-static void addf(char *buf, size_t size, size_t *len, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+static void addf(char *buf, size_t size, size_t *len, const char *fmt, ...) GK__PRINTF(4, 5);
 static void addf(char *buf, size_t size, size_t *len, const char *fmt, ...) {
   if (!buf || *len + 1 >= size) return;
   va_list ap;
