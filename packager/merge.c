@@ -12,7 +12,6 @@
  * build of everything would write it, which is what makes "shards then
  * merge" byte-identical to one build.
  */
-#include "gk_compiler.h"
 #include "gkpack.h"
 
 #include <jansson.h>
@@ -22,6 +21,7 @@
 #include <string.h>
 
 #include "gk.h"
+#include "gk_compiler.h"
 #include "gk_tools.h"
 #include "pack_internal.h"
 
