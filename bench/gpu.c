@@ -35,6 +35,7 @@
 
 #include "cudrv.h"
 #include "gk.h"
+#include "kref.h"
 #include "qref.h"
 
 static cudrv cu;
@@ -292,8 +293,7 @@ static void bench_qmatmul(json_t *out, double copy_gbps) {
  * counters for `units` (sequence, KV head) pairs, a slot per 256 keys of
  * each. Launches on one stream may share it. */
 static cu_deviceptr ws_new(int64_t units, int64_t keys, int d, int64_t *bytes) {
-  const int64_t splits = keys > 0 ? (keys + 255) / 256 : 1;
-  *bytes = (units * 4 + 15) / 16 * 16 + units * splits * (32 + 16 * (int64_t)d) * 4;
+  *bytes = (int64_t)kref_attention_ws_bytes(units, keys, d);
   const cu_deviceptr p = dalloc((size_t)*bytes);
   ok(cu.cuMemsetD8(p, 0, (size_t)*bytes), "cuMemsetD8");
   return p;

@@ -661,6 +661,11 @@ void kref_guarded_free(void *p, size_t size) {
   munmap((unsigned char *)p + size - span, span + page);
 }
 
+size_t kref_attention_ws_bytes(int64_t units, int64_t keys, int d) {
+  const int64_t splits = keys > 0 ? (keys + 255) / 256 : 1;
+  return (size_t)((units * 4 + 15) / 16 * 16 + units * splits * (32 + 16 * (int64_t)d) * 4);
+}
+
 void kref_attention_tolerance(kref_dtype dt, int d, double scale_mul, int64_t skv,
                               double vmax, int p_f16, double *atol, double *rtol) {
   const double model = 0x1p-24 * (sqrt((double)d) * (1.0 + scale_mul) + 8.0 +

@@ -279,6 +279,13 @@ int kref_check_i32(const char *what, const int32_t *got, const int32_t *want,
 void kref_attention_tolerance(kref_dtype dt, int d, double scale_mul, int64_t skv,
                               double vmax, int p_f16, double *atol, double *rtol);
 
+/* Bytes of the workspace of attention's cross-block split on GPUs
+ * (docs/kernels.md, flash_attention, "GPU images") for `units` (sequence,
+ * KV head) pairs of up to `keys` keys each and head_dim d: the 32-bit
+ * counters padded to 16 bytes, then a slot of (32 + 16 d) floats per 256
+ * keys of each unit (one at least): room for every split the keys allow. */
+size_t kref_attention_ws_bytes(int64_t units, int64_t keys, int d);
+
 /* ---- memory ---- */
 
 /* size bytes ending right before an inaccessible page, so that a kernel

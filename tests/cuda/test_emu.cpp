@@ -414,9 +414,7 @@ static void check_q8x_mm(void) {
  * kernels.md): counters for `units` (sequence, KV head) pairs, then slots
  * for the splits `keys` keys may take (one per 256), per unit. */
 static std::vector<unsigned char> fa_workspace(long long units, long long keys, int d) {
-  const long long splits = keys > 0 ? (keys + 255) / 256 : 1;
-  const long long bytes = (units * 4 + 15) / 16 * 16 + units * splits * GK_FA_SLOT(d) * 4;
-  return std::vector<unsigned char>((size_t)bytes, 0);
+  return std::vector<unsigned char>(kref_attention_ws_bytes(units, keys, d), 0);
 }
 
 /* A call leaves the counters of `units` as it found them, zero; with

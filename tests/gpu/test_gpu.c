@@ -233,9 +233,7 @@ typedef struct fa_ws {
 } fa_ws;
 
 static fa_ws fa_ws_new(int64_t units, int64_t keys, int d) {
-  const int64_t splits = keys > 0 ? (keys + 255) / 256 : 1;
-  fa_ws w = {0, (size_t)((units * 4 + 15) / 16 * 16 + units * splits * (32 + 16 * d) * 4),
-             units};
+  fa_ws w = {0, kref_attention_ws_bytes(units, keys, d), units};
   void *zero = calloc(1, w.bytes);
   w.p = dnew(zero, w.bytes);
   free(zero);
