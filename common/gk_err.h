@@ -13,6 +13,10 @@
  * - The build side never prints its failures and never exits: the caller
  *   words them (the CLI: "gk pack: <sentence>") and picks the exit code.
  *   Progress and compiler output go to a log the caller gives.
+ * - One exception, kept on purpose: gkr_build (recipes/engine/gkrecipes.h)
+ *   is the whole of `gk build`; it reports on the build's log, as a
+ *   compiler does (many failures per run, each with its recipe and line),
+ *   and returns the command's exit status (GKR_*).
  * - At the Lua boundary (the gk.* functions the recipe engine hands to Lua)
  *   a gk_err becomes Lua's own convention: nil and the sentence, or a Lua
  *   error.
