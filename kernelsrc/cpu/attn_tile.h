@@ -14,6 +14,14 @@
  *               m' = max(m, t),  c = exp(m - m'),  p_j = exp(s_j - m')
  *               l' = l c + sum p_j,  acc' = acc c + sum p_j v_j
  *   row_out   o = acc / l (zeros when the row allowed no key), rounded once
+ * and, over them, a block of BQ query rows that share each tile of keys:
+ *   blk_begin q rows in f32 (times scale), their states, and how many keys
+ *             each may see
+ *   blk_tile  every row of the block against one tile (row_tile)
+ *   blk_end   their rows of o (row_out)
+ * The includer walks the tiles in between and says where each tile's f32
+ * keys and values lie (flash_attention: converted or in place; paged:
+ * gathered from pages).
  */
 #ifndef GK_ATTN_TILE_H
 #define GK_ATTN_TILE_H
@@ -158,6 +166,63 @@ static inline void row_out(elem *restrict orow, const float *restrict acc,
     vf_store(orow + d, y);
 #endif
   }
+}
+
+#define BQ 16 /* query rows sharing one tile of keys */
+
+/* A block of nr (1..BQ) query rows of one key/value head: all f32 scratch
+ * of an attention call (about 16 KB at HEAD_DIM 128), on the caller's
+ * stack. */
+typedef struct blk {
+  _Alignas(64) float qf[BQ][D];
+  _Alignas(64) float acc[BQ][D];
+  row st[BQ];
+  int64_t nallow[BQ]; /* row r sees keys 0 .. nallow[r] - 1 */
+  int64_t kend;       /* the largest nallow: tiles past it are not visited */
+  int nr;
+} blk;
+
+/*
+ * Starts a block: rows q[0 .. nr) (row r is query (r0 + r) % sq of its
+ * head: the G*sq rows of the heads that share a KV head are taken as one
+ * list) against skv keys. Causal is bottom-right aligned: query i sees
+ * keys j <= i + skv - sq.
+ */
+static inline void blk_begin(blk *b, const elem *q, int nr, int64_t r0, int64_t sq,
+                             int64_t skv, int causal, float scale) {
+  b->nr = nr;
+  b->kend = 0;
+  for (int r = 0; r < nr; r++) {
+    to_f32(b->qf[r], q + (int64_t)r * D, D, scale);
+    for (int d = 0; d < D; d++)
+      b->acc[r][d] = 0.0f;
+    b->st[r].m = -__builtin_inff();
+    b->st[r].l = 0.0f;
+    int64_t n = skv;
+    if (causal) {
+      const int64_t lim = (r0 + r) % sq + skv - sq + 1;
+      n = lim < 0 ? 0 : lim > skv ? skv : lim;
+    }
+    b->nallow[r] = n;
+    b->kend = n > b->kend ? n : b->kend;
+  }
+}
+
+/* Every row of the block against keys j0 .. j0 + nt - 1, held as f32 rows
+ * of D at kp and vp. */
+static inline void blk_tile(blk *b, int64_t j0, int nt, const float *kp, const float *vp) {
+  for (int r = 0; r < b->nr; r++) {
+    const int64_t left = b->nallow[r] - j0;
+    if (left <= 0)
+      continue;
+    row_tile(b->qf[r], kp, vp, left < nt ? (int)left : nt, &b->st[r], b->acc[r]);
+  }
+}
+
+/* The block's rows of o (o[0 .. nr)). */
+static inline void blk_end(const blk *b, elem *o) {
+  for (int r = 0; r < b->nr; r++)
+    row_out(o + (int64_t)r * D, b->acc[r], b->st[r].l);
 }
 
 #endif /* GK_ATTN_TILE_H */

@@ -37,10 +37,9 @@
 #if !defined(CAUSAL) || (CAUSAL != 0 && CAUSAL != 1)
 #error "flash_attention.c: compile with -DCAUSAL=0 or 1"
 #endif
-/* elem, D, BK, to_f32, row_tile: the row arithmetic paged_attention shares. */
+/* elem, D, BK, BQ and the block of rows (blk_*): the arithmetic
+ * paged_attention shares. */
 #include "attn_tile.h"
-
-#define BQ 16 /* query rows sharing one converted tile */
 
 /*
  * nr (1..BQ) consecutive query rows of one key/value head, the first being
@@ -49,53 +48,23 @@
 static void attend_block(const elem *q, const elem *kh, const elem *vh,
                          elem *o, int64_t r0, int nr, int64_t sq,
                          int64_t skv, float scale) {
-  _Alignas(64) float qf[BQ][D];
-  _Alignas(64) float acc[BQ][D];
-  row st[BQ];
-  int64_t nallow[BQ]; /* keys 0 .. nallow-1 are allowed */
-  int64_t kend = 0;
-  for (int r = 0; r < nr; r++) {
-    to_f32(qf[r], q + (int64_t)r * D, D, scale);
-    for (int d = 0; d < D; d++)
-      acc[r][d] = 0.0f;
-    st[r].m = -__builtin_inff();
-    st[r].l = 0.0f;
-#if CAUSAL
-    /* Bottom-right aligned: query i sees keys j <= i + skv - sq. */
-    const int64_t i = (r0 + r) % sq;
-    const int64_t lim = i + skv - sq + 1;
-    nallow[r] = lim < 0 ? 0 : lim > skv ? skv : lim;
-#else
-    (void)r0;
-    (void)sq;
-    nallow[r] = skv;
-#endif
-    kend = nallow[r] > kend ? nallow[r] : kend;
-  }
-
+  blk b;
+  blk_begin(&b, q, nr, r0, sq, skv, CAUSAL, scale);
 #if IS_F16
   _Alignas(64) float kt[BK * D];
   _Alignas(64) float vt[BK * D];
 #endif
-  for (int64_t j0 = 0; j0 < kend; j0 += BK) {
-    const int nt = (int)(kend - j0 < BK ? kend - j0 : BK);
+  for (int64_t j0 = 0; j0 < b.kend; j0 += BK) {
+    const int nt = (int)(b.kend - j0 < BK ? b.kend - j0 : BK);
 #if IS_F16
     to_f32(kt, kh + j0 * D, nt * D, 1.0f);
     to_f32(vt, vh + j0 * D, nt * D, 1.0f);
-    const float *kp = kt, *vp = vt;
+    blk_tile(&b, j0, nt, kt, vt);
 #else
-    const float *kp = kh + j0 * D, *vp = vh + j0 * D;
+    blk_tile(&b, j0, nt, kh + j0 * D, vh + j0 * D);
 #endif
-    for (int r = 0; r < nr; r++) {
-      const int64_t left = nallow[r] - j0;
-      if (left <= 0)
-        continue;
-      row_tile(qf[r], kp, vp, left < nt ? (int)left : nt, &st[r], acc[r]);
-    }
   }
-
-  for (int r = 0; r < nr; r++)
-    row_out(o + (int64_t)r * D, acc[r], st[r].l);
+  blk_end(&b, o);
 }
 
 /*

@@ -27,12 +27,12 @@
 #if !defined(PAGE) || (PAGE != 16 && PAGE != 64)
 #error "paged_attention.c: compile with -DPAGE=16 or 64"
 #endif
-/* elem, D, BK, to_f32, row_tile, row_out: flash_attention's row arithmetic. */
+/* elem, D, BK, BQ, to_f32 and the block of rows (blk_*): flash_attention's
+ * arithmetic. */
 #include "attn_tile.h"
 #include "../common/gk_paged.h"
 
 #define P PAGE
-#define BQ 16 /* query rows sharing one gathered tile */
 /* A tile starts at a multiple of BK: with P a multiple of BK it never
  * spans two pages and f32 keys can be used where they lie. */
 #define IN_PLACE (!IS_F16 && P % BK == 0)
@@ -56,32 +56,18 @@ static inline int64_t key_at(const pages *pg, int64_t j) {
  */
 static void attend_block(const elem *q, const pages *pg, elem *o, int64_t r0,
                          int nr, int64_t sq, int64_t len, float scale) {
-  _Alignas(64) float qf[BQ][D];
-  _Alignas(64) float acc[BQ][D];
-  row st[BQ];
-  int64_t nallow[BQ]; /* keys 0 .. nallow-1 are allowed */
-  int64_t kend = 0;
-  for (int r = 0; r < nr; r++) {
-    to_f32(qf[r], q + (int64_t)r * D, D, scale);
-    for (int d = 0; d < D; d++)
-      acc[r][d] = 0.0f;
-    st[r].m = -__builtin_inff();
-    st[r].l = 0.0f;
-    /* Query i is token len - sq + i: it sees keys j <= i + len - sq (never
-     * more than len, since i < sq; none when len - sq + i < 0). */
-    const int64_t lim = (r0 + r) % sq + len - sq + 1;
-    nallow[r] = lim < 0 ? 0 : lim;
-    kend = nallow[r] > kend ? nallow[r] : kend;
-  }
+  /* Query i is token len - sq + i: it sees keys j <= i + len - sq. */
+  blk b;
+  blk_begin(&b, q, nr, r0, sq, len, 1, scale);
 
 #if !IN_PLACE
   _Alignas(64) float kt[BK * D];
   _Alignas(64) float vt[BK * D];
 #endif
-  for (int64_t j0 = 0; j0 < kend; j0 += BK) {
-    const int nt = (int)(kend - j0 < BK ? kend - j0 : BK);
+  for (int64_t j0 = 0; j0 < b.kend; j0 += BK) {
+    const int nt = (int)(b.kend - j0 < BK ? b.kend - j0 : BK);
 #if IN_PLACE
-    const float *kp = pg->k + key_at(pg, j0), *vp = pg->v + key_at(pg, j0);
+    blk_tile(&b, j0, nt, pg->k + key_at(pg, j0), pg->v + key_at(pg, j0));
 #else
     /* Runs of consecutive slots of one page, each converted (f16) or
      * copied (f32, 16-token pages) into the tile. */
@@ -100,18 +86,10 @@ static void attend_block(const elem *q, const pages *pg, elem *o, int64_t r0,
 #endif
       u += run;
     }
-    const float *kp = kt, *vp = vt;
+    blk_tile(&b, j0, nt, kt, vt);
 #endif
-    for (int r = 0; r < nr; r++) {
-      const int64_t left = nallow[r] - j0;
-      if (left <= 0)
-        continue;
-      row_tile(qf[r], kp, vp, left < nt ? (int)left : nt, &st[r], acc[r]);
-    }
   }
-
-  for (int r = 0; r < nr; r++)
-    row_out(o + (int64_t)r * D, acc[r], st[r].l);
+  blk_end(&b, o);
 }
 
 /*
