@@ -58,7 +58,10 @@
 -- what the cache checks on later builds.
 --
 -- Adding a toolchain (nvcc, hipcc, glslang, xcrun, docker) is adding such a
--- file: no C changes.
+-- file: no C changes. Modules run in a sandbox (module_env): the safe parts
+-- of the standard library, their own `gk`, and a `require` of the shared
+-- libraries embedded from toolchains/lib/ only (require("lib/amdgpu"): the
+-- AMDGPU target IDs both rocm modules take).
 
 local errors = require("engine/errors")
 
@@ -100,7 +103,28 @@ end
 -- What a module sees as `gk`: the primitives plus run_cached.
 local module_gk = setmetatable({ run_cached = run_cached }, { __index = gk })
 
-local function module_env()
+local module_env
+
+-- A module's `require`: the libraries of toolchains/lib/ embedded in gk
+-- ("lib/amdgpu": what the rocm modules share), each run once per module in
+-- a sandbox like a module's. There is no other require: a module reads no
+-- file but through gk.*.
+local function lib_require(loaded)
+  return function(name)
+    if type(name) ~= "string" or not name:match("^lib/[%w_]+$") then
+      error(("require: '%s' is not a toolchain library (lib/NAME)"):format(tostring(name)), 2)
+    end
+    if loaded[name] == nil then
+      local text, chunkname = gk.embedded("toolchains/" .. name)
+      if not text then error(("require: no toolchain library '%s' in this gk"):format(name), 2) end
+      local chunk = assert(load(text, chunkname, "t", module_env()))
+      loaded[name] = chunk()
+    end
+    return loaded[name]
+  end
+end
+
+function module_env()
   local env = {
     assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs,
     pcall = pcall, select = select, tonumber = tonumber, tostring = tostring, type = type,
@@ -108,6 +132,7 @@ local function module_env()
     -- Each module its own `gk`, so that gk build --container can point
     -- one module's which/run/run_cached/stat into that module's image.
     gk = setmetatable({}, { __index = module_gk }),
+    require = lib_require({}),
   }
   for _, lib in ipairs({ "math", "string", "table", "utf8" }) do
     local copy = {}

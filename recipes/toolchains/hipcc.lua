@@ -24,21 +24,14 @@
 -- engine asks the rocm modules in name order; a target neither can build
 -- is skipped with both reasons.
 
+local amdgpu = require("lib/amdgpu")
+local split_target = amdgpu.split_target
+
 local hipcc = {
   backend = "rocm",
   format = "hsaco",
   ext = "hsaco",
-  -- Processors a recipe may name (with or without feature settings).
-  targets = {
-    "gfx900", "gfx902", "gfx904", "gfx906", "gfx908", "gfx909", "gfx90a", "gfx90c",
-    "gfx940", "gfx941", "gfx942", "gfx950",
-    "gfx1010", "gfx1011", "gfx1012", "gfx1013",
-    "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036",
-    "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153",
-    "gfx1200", "gfx1201",
-    "gfx9-generic", "gfx9-4-generic", "gfx10-1-generic", "gfx10-3-generic",
-    "gfx11-generic", "gfx12-generic",
-  },
+  targets = { table.unpack(amdgpu.targets) },
   -- What a recipe's rocm section builds unless it lists targets (for
   -- every rocm module: engine/dsl.lua takes the first module's list): the
   -- Instinct and Radeon processors in use, and the generic targets as the
@@ -49,20 +42,7 @@ local hipcc = {
     "gfx942", "gfx1100", "gfx1101", "gfx1102", "gfx1200", "gfx1201",
     "gfx9-generic", "gfx10-3-generic", "gfx11-generic", "gfx12-generic",
   },
-}
-
-local KNOWN = {}
-for _, t in ipairs(hipcc.targets) do KNOWN[t] = true end
-
--- Which processors have which target features (AMDGPUUsage, "AMDGPU
--- Processors" and "Generic Processors" tables).
-local FEATURES = {
-  xnack = { gfx900 = 1, gfx902 = 1, gfx904 = 1, gfx906 = 1, gfx908 = 1, gfx909 = 1,
-            gfx90a = 1, gfx90c = 1, gfx940 = 1, gfx941 = 1, gfx942 = 1, gfx950 = 1,
-            gfx1010 = 1, gfx1011 = 1, gfx1012 = 1, gfx1013 = 1,
-            ["gfx9-generic"] = 1, ["gfx9-4-generic"] = 1, ["gfx10-1-generic"] = 1 },
-  sramecc = { gfx906 = 1, gfx908 = 1, gfx90a = 1, gfx940 = 1, gfx941 = 1, gfx942 = 1,
-              gfx950 = 1, ["gfx9-4-generic"] = 1 },
+  check_target = amdgpu.check_target,
 }
 
 -- The ROCm release to suggest in a skip reason: RDNA3 device libraries from
@@ -80,38 +60,6 @@ local SINCE = {
 -- hipcc reads these; when one is set its answers are not cached per binary
 -- (the cache key of gk.run_cached is the program and its arguments only).
 local ENV = { "ROCM_PATH", "HIP_PATH", "HIP_CLANG_PATH", "DEVICE_LIB_PATH", "HIP_DEVICE_LIB_PATH" }
-
--- "gfx90a:sramecc+:xnack-" -> "gfx90a", { sramecc = "+", xnack = "-" }
-local function split_target(t)
-  local proc, rest = t:match("^(gfx[%w-]+)(.*)$")
-  if not proc then return nil end
-  local feats = {}
-  for name, sign in rest:gmatch(":([%a%d]+)([+-])") do
-    if feats[name] then return nil, ("'%s' sets %s twice"):format(t, name) end
-    feats[name] = sign
-  end
-  -- Everything after the processor must have been ":name+" / ":name-".
-  if rest:gsub(":[%a%d]+[+-]", "") ~= "" then return nil end
-  return proc, feats
-end
-
--- A target ID: a known processor plus feature settings it supports.
-function hipcc.check_target(t)
-  local proc, feats = split_target(t)
-  if not proc then
-    return nil, feats or ("'%s' is not a target ID like gfx90a or gfx90a:xnack+"):format(t)
-  end
-  if not KNOWN[proc] then return nil, ("unknown processor '%s'"):format(proc) end
-  for name in pairs(feats) do
-    if not FEATURES[name] then
-      return nil, ("'%s' in '%s' is not a target feature (sramecc, xnack)"):format(name, t)
-    end
-    if not FEATURES[name][proc] then
-      return nil, ("%s has no %s setting; write '%s' alone"):format(proc, name, proc)
-    end
-  end
-  return true
-end
 
 -- Runs a query whose answer depends only on the program (cached per binary).
 local function ask(argv)
@@ -193,7 +141,7 @@ function hipcc.command(job, p)
   local proc = split_target(job.target)
   local argv = { p.tool, "-O3", "-c", "--cuda-device-only", "--no-gpu-bundle-output",
                  "--offload-arch=" .. job.target }
-  if proc:match("%-generic$") then argv[#argv + 1] = "-mcode-object-version=6" end
+  if amdgpu.is_generic(proc) then argv[#argv + 1] = "-mcode-object-version=6" end
   for _, d in ipairs(job.defines) do argv[#argv + 1] = "-D" .. d end
   for _, f in ipairs(job.flags) do argv[#argv + 1] = f end
   for _, a in ipairs({ "-MD", "-MF", p.depfile, "-ffile-prefix-map=" .. p.srcdir .. "=.",

@@ -42,35 +42,17 @@
 -- driver's flag turns into), which gives the same bytes without 200 copies of
 -- that warning in a build log; README's "What runs here" says it once.
 
+local amdgpu = require("lib/amdgpu")
+local split_target, is_generic = amdgpu.split_target, amdgpu.is_generic
+
 local hipclang = {
   backend = "rocm",
   format = "hsaco",
   ext = "hsaco",
-  -- The processors hipcc.lua lists (a recipe may name any, either module
-  -- builds it); its default_targets are the backend's release set.
-  targets = {
-    "gfx900", "gfx902", "gfx904", "gfx906", "gfx908", "gfx909", "gfx90a", "gfx90c",
-    "gfx940", "gfx941", "gfx942", "gfx950",
-    "gfx1010", "gfx1011", "gfx1012", "gfx1013",
-    "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036",
-    "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153",
-    "gfx1200", "gfx1201",
-    "gfx9-generic", "gfx9-4-generic", "gfx10-1-generic", "gfx10-3-generic",
-    "gfx11-generic", "gfx12-generic",
-  },
-}
-
-local KNOWN = {}
-for _, t in ipairs(hipclang.targets) do KNOWN[t] = true end
-
--- As in hipcc.lua: which processors have which target features.
-local FEATURES = {
-  xnack = { gfx900 = 1, gfx902 = 1, gfx904 = 1, gfx906 = 1, gfx908 = 1, gfx909 = 1,
-            gfx90a = 1, gfx90c = 1, gfx940 = 1, gfx941 = 1, gfx942 = 1, gfx950 = 1,
-            gfx1010 = 1, gfx1011 = 1, gfx1012 = 1, gfx1013 = 1,
-            ["gfx9-generic"] = 1, ["gfx9-4-generic"] = 1, ["gfx10-1-generic"] = 1 },
-  sramecc = { gfx906 = 1, gfx908 = 1, gfx90a = 1, gfx940 = 1, gfx941 = 1, gfx942 = 1,
-              gfx950 = 1, ["gfx9-4-generic"] = 1 },
+  -- hipcc.lua's processors (a recipe may name any, either module builds
+  -- it); its default_targets are the backend's release set.
+  targets = { table.unpack(amdgpu.targets) },
+  check_target = amdgpu.check_target,
 }
 
 -- __oclc_ISA_version of the generic targets (ROCm device libraries,
@@ -87,35 +69,6 @@ local LIBS = { "hip", "ocml", "ockl", "oclc_daz_opt_off", "oclc_unsafe_math_off"
 
 local CLANG = "clang-19"
 
-local function split_target(t)
-  local proc, rest = t:match("^(gfx[%w-]+)(.*)$")
-  if not proc then return nil end
-  local feats = {}
-  for name, sign in rest:gmatch(":([%a%d]+)([+-])") do
-    if feats[name] then return nil, ("'%s' sets %s twice"):format(t, name) end
-    feats[name] = sign
-  end
-  if rest:gsub(":[%a%d]+[+-]", "") ~= "" then return nil end
-  return proc, feats
-end
-
-function hipclang.check_target(t)
-  local proc, feats = split_target(t)
-  if not proc then
-    return nil, feats or ("'%s' is not a target ID like gfx90a or gfx90a:xnack+"):format(t)
-  end
-  if not KNOWN[proc] then return nil, ("unknown processor '%s'"):format(proc) end
-  for name in pairs(feats) do
-    if not FEATURES[name] then
-      return nil, ("'%s' in '%s' is not a target feature (sramecc, xnack)"):format(name, t)
-    end
-    if not FEATURES[name][proc] then
-      return nil, ("%s has no %s setting; write '%s' alone"):format(proc, name, proc)
-    end
-  end
-  return true
-end
-
 -- "gfx1100" -> 11000, "gfx90a" -> 9010, "gfx11-generic" -> 11003.
 local function isa_version(proc)
   if GENERIC_ISA[proc] then return GENERIC_ISA[proc] end
@@ -123,8 +76,6 @@ local function isa_version(proc)
   if not major then return nil end
   return tonumber(major) * 1000 + tonumber(minor, 16) * 100 + tonumber(step, 16)
 end
-
-local function is_generic(proc) return proc:match("%-generic$") ~= nil end
 
 -- The oclc_isa_version file's name part: "1100", "90a", "11-generic".
 local function isa_name(proc) return proc:sub(4) end
