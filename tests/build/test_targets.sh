@@ -7,7 +7,8 @@
 #   can_build     a target the toolchain cannot produce is skipped with the
 #                 module's reason, per target, printed last and recorded in
 #                 the manifest; the rest builds; --strict refuses instead;
-#   file names    ':' of a target becomes '-' in the image's path only.
+#   file names    ':' of a target becomes '-' in the image's path only;
+#   require       a module loads toolchains/lib/ and nothing else.
 . "$(dirname "$0")/lib.sh"
 
 P=$T/p
@@ -91,5 +92,19 @@ run "$GK" build --recipes "$P/recipes" --out "$T/out3" --cache "$T/cache"
 expect_status 1 "can_build not a function"
 expect_err "toolchain module 'fake'" "names the module"
 expect_err "can_build must be a function or nil" "says what is wrong"
+
+# A module's require: the shared libraries of toolchains/lib/ and nothing
+# else (hipcc.lua and hipclang.lua take the AMDGPU target IDs from one).
+sed -i 's/^  can_build = 42, old_can_build = function(t, info)$/  can_build = function(t, info)/' \
+  "$P/recipes/toolchains/fake.lua"
+sed -i '1i local amdgpu = require("lib/amdgpu")\nassert(amdgpu.check_target("gfx90a:xnack+") and not amdgpu.check_target("gfx90a:bad+"))' \
+  "$P/recipes/toolchains/fake.lua"
+printf 'kernel "k" { fake { source = "../src/k.txt", targets = { "t1" } } }\n' >"$P/recipes/k.lua"
+run "$GK" build --recipes "$P/recipes" --out "$T/out4" --cache "$T/cache"
+expect_status 0 "a module requiring lib/amdgpu"
+sed -i '1i local os = require("os")' "$P/recipes/toolchains/fake.lua"
+run "$GK" build --recipes "$P/recipes" --out "$T/out4" --cache "$T/cache"
+expect_status 1 "a module requiring what is not a toolchain library"
+expect_err "require: 'os' is not a toolchain library (lib/NAME)" "says what require takes"
 
 finish
