@@ -46,7 +46,7 @@ for t in $targets; do
   dir=$build/fuzz/$t
   mkdir -p "$dir/corpus"
   seeds=$root/tests/fuzz/corpus/$t
-  [ "$t" = recipe ] && seeds="$seeds $root/tests/build/corpus"
+  [ "$t" = recipe ] && seeds="$seeds $root/tests/recipes/corpus"
   echo "== fuzz_$t: $secs s" >&2
   # Leaks are findings too (detect_leaks is on by default); the malloc
   # limit turns an allocation a hostile size could trigger into a finding.

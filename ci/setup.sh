@@ -33,7 +33,7 @@ os_id=$( (. /etc/os-release 2>/dev/null && echo "${ID:-}") || true)
 pkgs="$pkgs libcurl4-openssl-dev nginx-light podman runc git python3-yaml curl"
 # ROCm 5.2 from Debian: hipcc (clang 15) and the device libraries build the
 # rocm images; libhsa-runtime-dev gives <hsa/hsa.h>, against which
-# tests/rocm checks libgk's HSA declarations, and the runtime libgk dlopen()s
+# tests/backends/rocm checks libgk's HSA declarations, and the runtime libgk dlopen()s
 # (it answers "no ROCm device" on machines without an AMD GPU).
 pkgs="$pkgs hipcc rocm-device-libs libhsa-runtime-dev"
 # hipcc 5.2 cannot target gfx942, RDNA3/4 (gfx1100-1102, gfx1200/1201) or the
@@ -42,13 +42,13 @@ pkgs="$pkgs hipcc rocm-device-libs libhsa-runtime-dev"
 # (recipes/toolchains/hipclang.lua). libamdhip64-dev holds those headers.
 pkgs="$pkgs clang-19 lld-19 libamdhip64-dev"
 # Vulkan: the headers (libgk dlopen()s libvulkan; its types come from
-# <vulkan/vulkan.h>), Mesa's lavapipe (Vulkan on the CPU: tests/vulkan
+# <vulkan/vulkan.h>), Mesa's lavapipe (Vulkan on the CPU: tests/backends/vulkan
 # executes every kernel on it), glslang and spirv-val (the vulkan images).
 pkgs="$pkgs mesa-vulkan-drivers libvulkan-dev glslang-tools spirv-tools"
 # Robustness (ci/sanitize.sh, ci/fuzz.sh): valgrind memcheck of the loader
 # tests; clang 14 with its runtime libraries for libFuzzer (-DGK_FUZZ=ON).
 pkgs="$pkgs valgrind clang-14 libclang-rt-14-dev"
-# WGSL: tests/wgsl validates the images with Dawn (npm package `webgpu`).
+# WGSL: tests/backends/wgsl validates the images with Dawn (npm package `webgpu`).
 # Only where the commands are missing: a machine may have Node.js from
 # elsewhere, whose npm Debian's npm package would conflict with.
 command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"

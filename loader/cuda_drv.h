@@ -2,7 +2,7 @@
  * cuda_drv.h - the part of the CUDA driver API (libcuda) libgk calls,
  * declared here so that libgk builds and runs without the CUDA toolkit.
  * Not API. Names are gk__cu-prefixed so this header can sit beside the real
- * <cuda.h> in one file: tests/cuda/test_cuda_abi.c includes both and checks
+ * <cuda.h> in one file: tests/backends/cuda/test_cuda_abi.c includes both and checks
  * every value and prototype below against it.
  *
  * The prototypes are those of the CUDA 12.0 ABI (what cuGetProcAddress

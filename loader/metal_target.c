@@ -82,7 +82,7 @@ static int fits(const gk_device *dev, const gk_image_info *row, unsigned flags,
  * and that many bytes, up to "ENDT", which has no size. NAME holds the
  * function's name with its NUL; TYPE one byte, 2 for a kernel.
  * NO REAL METALLIB WAS CHECKED HERE: no Apple toolchain runs on these
- * machines, and tests/metal writes small files of this layout itself. The
+ * machines, and tests/backends/metal writes small files of this layout itself. The
  * reader is strict only where a wrong guess cannot refuse a real image: it
  * bounds every read by the image, walks the tags rather than trusting the
  * lengths, and reads only NAME and TYPE. */

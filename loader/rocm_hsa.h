@@ -2,7 +2,7 @@
  * rocm_hsa.h - the part of the HSA runtime API (ROCr, libhsa-runtime64)
  * libgk calls, declared here so that libgk builds without ROCm installed.
  * Not API. Names are gk__hsa_-prefixed so this header can sit beside the
- * real <hsa/hsa.h> in one file: tests/rocm/test_hsa_abi.c checks every
+ * real <hsa/hsa.h> in one file: tests/backends/rocm/test_hsa_abi.c checks every
  * value and layout below against it, test_hsa_proto.c every prototype
  * (HSA 1.1+, ROCm >= 3.5).
  *
@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #ifdef GK__HSA_REAL_TYPES
-/* Only for tests/rocm/test_hsa_proto.c: the real <hsa/hsa.h> types under
+/* Only for tests/backends/rocm/test_hsa_proto.c: the real <hsa/hsa.h> types under
  * our names, so that each prototype of GK__HSA_FUNCS can be compared with
  * the real one by the compiler. */
 typedef hsa_status_t gk__hsa_status;

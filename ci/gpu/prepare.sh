@@ -7,7 +7,7 @@
 #                          images for $GK_GPU_TARGETS (default sm_80, sm_90,
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
-#   gk, tests/gpu/test_gpu, bench/gk_bench_gpu, tests/vulkan/test_vk_kernels
+#   gk, tests/gpu/test_gpu, bench/gk_bench_gpu, tests/backends/vulkan/test_vk_kernels
 #                          (BUILD_DIR's layout, so bench/gpu.sh takes gpu-pack
 #                          as its BUILD_DIR)
 #   lib/                   the shared libraries beyond glibc that `ldd` lists
@@ -34,7 +34,7 @@ command -v nvcc >/dev/null 2>&1 || [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc"
   { echo "ci/gpu/prepare.sh: nvcc not found: the cuda images cannot be built here" >&2; exit 1; }
 
 rm -rf "$pack"
-mkdir -p "$pack/bench" "$pack/tests/gpu" "$pack/tests/vulkan" "$pack/lib" "$pack/debs"
+mkdir -p "$pack/bench" "$pack/tests/gpu" "$pack/tests/backends/vulkan" "$pack/lib" "$pack/debs"
 
 cache=$(sed -n 's/^GK_TEST_CACHE:PATH=//p' "$build/CMakeCache.txt")
 backends="--backend cpu --backend cuda"
@@ -50,7 +50,7 @@ fi
 "$build/gk" pack "$build/gpu-pack-images" -o "$pack/gpu.gkfat" >&2
 
 bins="gk bench/gk_bench_gpu tests/gpu/test_gpu"
-[ -x "$build/tests/vulkan/test_vk_kernels" ] && bins="$bins tests/vulkan/test_vk_kernels"
+[ -x "$build/tests/backends/vulkan/test_vk_kernels" ] && bins="$bins tests/backends/vulkan/test_vk_kernels"
 for b in $bins; do
   cp "$build/$b" "$pack/$b"
   # Libraries as ldd resolves them, under their soname; glibc's own stay.

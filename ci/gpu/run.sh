@@ -12,7 +12,7 @@
 #   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1, bits=4), on
 #              flash_attention prefill and decode and on qmatmul_q8x_mm
 #              (m=512, bits=4) (ncu-*.txt)
-#   vulkan     tests/vulkan's test_vk_kernels on NVIDIA's Vulkan driver, with
+#   vulkan     tests/backends/vulkan's test_vk_kernels on NVIDIA's Vulkan driver, with
 #              the loader unpacked from gpu-pack/debs
 # Each step has its own timeout and the run goes on past a failed one; all
 # of them share $GK_GPU_BUDGET seconds (default 330), so the call ends in
@@ -101,13 +101,13 @@ step ncu 150 sh -c 'prof() { # NAME KERNEL_REGEX COUNT FILTER
   sh
 vk=$out/vulkan-loader
 # shellcheck disable=SC2016
-step vulkan 90 sh -c '[ -x "$2/tests/vulkan/test_vk_kernels" ] ||
+step vulkan 90 sh -c '[ -x "$2/tests/backends/vulkan/test_vk_kernels" ] ||
     { echo "SKIP: gpu-pack has no test_vk_kernels"; exit 77; }
   ls "$2"/debs/*.deb >/dev/null 2>&1 ||
     { echo "SKIP: no Vulkan loader packages in $2/debs"; exit 77; }
   for d in "$2"/debs/*.deb; do dpkg -x "$d" "$1" || exit 1; done
   LD_LIBRARY_PATH="$2/lib:$1/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    "$2/tests/vulkan/test_vk_kernels" "$3"' sh "$vk" "$pack" "$archive"
+    "$2/tests/backends/vulkan/test_vk_kernels" "$3"' sh "$vk" "$pack" "$archive"
 
 echo "total $(($(date +%s) - start)) s; logs in $out" | tee -a "$out/summary.txt"
 exit $status

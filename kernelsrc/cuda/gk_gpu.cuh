@@ -2,7 +2,7 @@
  * gk_gpu.cuh - the little the GPU kernel bodies need from their compiler,
  * behind one set of names, so that the same bodies (kernelsrc/cuda/NAME.cuh)
  * compile as CUDA (nvcc), as HIP (hipcc, AMD) and as plain C++ on the host
- * under the test emulator (tests/cuda/emu, GK_GPU_EMULATE).
+ * under the test emulator (tests/backends/cuda/emu, GK_GPU_EMULATE).
  *
  * Conventions every body follows, and why:
  * - Cooperation below the block goes through a "group" of GK_GROUP = 32
@@ -30,7 +30,7 @@
 #define GK_GROUP 32
 
 #if defined(GK_GPU_EMULATE)
-/* The emulator (tests/cuda/emu/gk_emu.h) defines threadIdx, __syncthreads,
+/* The emulator (tests/backends/cuda/emu/gk_emu.h) defines threadIdx, __syncthreads,
  * __shared__, GK_SHFL_XOR, ... for host C++. */
 #include "gk_emu.h"
 
@@ -167,7 +167,7 @@ GK_DEV float gk_h2f(uint16_t h) {
 /*
  * The special instructions, one inline function each, with the emulator's
  * (and HIP's, until an AMD path is written) plain twin, written from the
- * PTX ISA's definition, so that tests/cuda checks the algorithm around
+ * PTX ISA's definition, so that tests/backends/cuda checks the algorithm around
  * them and a real GPU checks the instruction.
  */
 

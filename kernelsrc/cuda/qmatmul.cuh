@@ -31,7 +31,7 @@
  * of W), octet by octet in step order and column order inside an octet;
  * then the 32 lanes are added in a fixed butterfly. The order depends on k
  * only, not on m, MT or the grid: a row of x gives the same y bits in any
- * batch (tests/cuda checks this).
+ * batch (tests/backends/cuda checks this).
  *
  * Requirements (device pointers from cuMemAlloc/hipMalloc satisfy them):
  * x 16-byte aligned with k % 4 == 0 (rows are read as float4), w 4-byte

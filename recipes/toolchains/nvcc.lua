@@ -7,7 +7,7 @@
 --   nvcc -ptx -arch=compute_75 ...same...               (target compute_XY)
 -- run in the source's folder with SRC a bare file name. Neither writes a
 -- path of this machine into the image (no -G, no -lineinfo: those record the
--- source path); tests/cuda checks the images for the build folder's path.
+-- source path); tests/backends/cuda checks the images for the build folder's path.
 --
 -- The identity is "nvcc 13.0.88", the toolkit release. It is what the index
 -- records in `toolchain`, and the loader reads the release from it: PTX from

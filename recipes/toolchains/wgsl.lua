@@ -12,7 +12,7 @@
 -- -P leaves no line markers (no path of this machine in the text: the
 -- image is reproducible), -undef no predefined macros (`linux` or `unix`
 -- would otherwise be replaced in the text), and comments are dropped. The
--- text is checked by a real WGSL front end in the tests (tests/wgsl: Dawn).
+-- text is checked by a real WGSL front end in the tests (tests/backends/wgsl: Dawn).
 -- The target "webgpu" means core WebGPU: no optional feature (shader-f16
 -- and the like) is used.
 

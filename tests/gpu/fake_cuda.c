@@ -11,7 +11,7 @@
  * $FAKE_ARCHIVE). So a dry run proves that the programs load every image,
  * lay out every launch from its row, move the buffers and compare the
  * results as they will on a GPU; the kernel bodies themselves are checked
- * by the emulator (tests/cuda) and, on a lent GPU, by ci/gpu/run.sh.
+ * by the emulator (tests/backends/cuda) and, on a lent GPU, by ci/gpu/run.sh.
  * qmatmul_q8x's GPU entry reads W in the original block format and the CPU
  * entry the packed one: the double repacks W with the CPU image's
  * qmatmul_repack first. qmatmul_q8x_x and qmatmul_q8x_mm have no CPU

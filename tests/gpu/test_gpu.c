@@ -24,14 +24,14 @@
  * (images, device memory, launches) is gpu_run.c.
  *
  * Tolerances against the CPU image. Each side is within its error model of
- * the exact result (tests/kernels, tests/cuda/test_emu.cpp), so they may
+ * the exact result (tests/kernels, tests/backends/cuda/test_emu.cpp), so they may
  * differ by the sum of the two: qmatmul 1e-5 * sum_t |x_t w_t| (the bound
  * of docs/weights.md, which the CPU kernel meets with 250x to spare; the
  * GPU sums in another order), qmatmul_q8x the CPU's q8x bit for bit (the
  * arithmetic is defined operation by operation: docs/weights.md);
  * flash_attention the sum of both sides' error models (kref_attention_
  * tolerance: the GPU's f16 path rounds p to f16 for the tensor cores);
- * rmsnorm 1e-5 relative + 1e-6 (tests/vulkan's); rope twice the emulator's
+ * rmsnorm 1e-5 relative + 1e-6 (tests/backends/vulkan's); rope twice the emulator's
  * model (the angle in double on both); argmax and sample exact (sample's
  * data keeps every decision 1e-4 from flipping).
  *

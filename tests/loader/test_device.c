@@ -118,7 +118,7 @@ static void detect_gpu_backends_say_why(void **state) {
   for (int b = GK_BACKEND_CUDA; b <= GK_BACKEND_VULKAN; b++) {
     if (b == GK_BACKEND_CUDA || b == GK_BACKEND_ROCM || b == GK_BACKEND_VULKAN ||
         b == GK_BACKEND_METAL)
-      continue; /* implemented: tests/cuda, tests/rocm, tests/vulkan, tests/metal */
+      continue; /* implemented: tests/backends/cuda, tests/backends/rocm, tests/backends/vulkan, tests/backends/metal */
     gk_device d;
     memset(&d, 0x5a, sizeof d);
     gk_device copy = d;

@@ -307,7 +307,7 @@ static void gpu_devices_not_loadable_yet(void **state) {
   gk_device dev;
   gk_module *m = (gk_module *)1;
   /* An archive without images for a GPU says so before any driver is
-   * asked (tests/cuda loads cuda images). */
+   * asked (tests/backends/cuda loads cuda images). */
   assert_int_equal(gk_device_parse("cuda:sm_86", &dev, NULL, 0), GK_OK);
   assert_int_equal(gk_module_load(ar, &dev, "qmatmul", "bits=4", &m),
                    GK_ENOIMAGE);

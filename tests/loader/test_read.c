@@ -548,7 +548,7 @@ static void read_elf_checks(void **state) {
                       "built for x86-64 (e_machine 62), not CUDA");
   expect_format_error(fx_img_a, fx_img_a_size, "gfx90a", "rocm", "hsaco", GK_EFORMAT,
                       "not AMDGPU");
-  /* PTX is text with its own directives (tests/cuda checks real PTX). */
+  /* PTX is text with its own directives (tests/backends/cuda checks real PTX). */
   expect_format_error(text, sizeof text - 1, "compute_90", "cuda", "ptx",
                       GK_EFORMAT, "the PTX has no .version directive");
 
@@ -581,7 +581,7 @@ static void read_elf_checks(void **state) {
                         patches[i].msg);
   }
   /* A shared object's header with the CUDA machine is not a cubin either:
-   * cubins are executables (tests/cuda checks real ones). */
+   * cubins are executables (tests/backends/cuda checks real ones). */
   memcpy(b, fx_img_a, fx_img_a_size);
   put16(b + 18, 190);
   expect_format_error(b, fx_img_a_size, "sm_86", "cuda", "cubin", GK_EFORMAT,

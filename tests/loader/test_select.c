@@ -127,11 +127,11 @@ static void selection_table(void **state) {
       {"mixed", "cpu:x86-64-v2", "qmatmul", "bits=4", GK_ENOIMAGE,
        "no image of 'qmatmul' bits=4 fits cpu:x86-64-v2; archive '%s' has "
        "cpu x86-64-v3, cuda sm_86, rocm gfx90a"},
-      /* cuda selects (tests/cuda); an sm_75 gets nothing here. */
+      /* cuda selects (tests/backends/cuda); an sm_75 gets nothing here. */
       {"mixed", "cuda:sm_75,driver=12.4", "qmatmul", "bits=4", GK_ENOIMAGE,
        "no image of 'qmatmul' bits=4 fits cuda:sm_75,driver=12.4; archive '%s' "
        "has cuda sm_86, cpu x86-64-v3, rocm gfx90a"},
-      /* rocm selects (tests/rocm); a gfx1030 gets nothing here. */
+      /* rocm selects (tests/backends/rocm); a gfx1030 gets nothing here. */
       {"mixed", "rocm:gfx1030", "qmatmul", "bits=4", GK_ENOIMAGE,
        "no image of 'qmatmul' bits=4 fits rocm:gfx1030; archive '%s' has "
        "cpu x86-64-v3, cuda sm_86, rocm gfx90a"},

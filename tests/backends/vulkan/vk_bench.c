@@ -5,7 +5,7 @@
  * compute pipeline), and one dispatch of qmatmul m=1, n=4096, k=4096,
  * bits=4 through gk_vk_dispatch (descriptor set, push constants, submit,
  * wait). Prints medians of RUNS (default 15). Not a test: these machines
- * are noisy; run it by hand (README of tests/vulkan).
+ * are noisy; run it by hand (README of tests/backends/vulkan).
  */
 #include <stdio.h>
 #include <stdlib.h>

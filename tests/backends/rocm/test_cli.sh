@@ -36,7 +36,7 @@ n=$(grep -c '^ok   rocm ' "$T/stdout")
 #     kinds of blob, and every delta's base is a plain frame (depth 1).
 run "$GK" extract "$ARCHIVE" -o "$T/x" --backend rocm
 expect_status 0 "extract every rocm image"
-python3 "$(dirname "$0")/../common/check_extract.py" rocm 64 "$OUT" "$T/x" "$ARCHIVE" ||
+python3 "$(dirname "$0")/../../common/check_extract.py" rocm 64 "$OUT" "$T/x" "$ARCHIVE" ||
   fail "extracted rocm images differ from what gk build wrote (see above)"
 
 # --- a target ID with a feature: ':' becomes '-' in file names only.
@@ -50,7 +50,7 @@ assert all(i["format"] == "hsaco" and i["toolchain"].startswith("hipcc ") for i 
 
 # --- verify catches rows that lie about their target.
 cp "$ARCHIVE" "$T/bad.gkfat"
-python3 "$(dirname "$0")/../common/tamper.py" "$T/bad.gkfat" "
+python3 "$(dirname "$0")/../../common/tamper.py" "$T/bad.gkfat" "
 UPDATE image SET target = 'gfx908' WHERE kernel = 'rmsnorm' AND target = 'gfx906';
 UPDATE image SET target = 'gfx90a:xnack+' WHERE kernel = 'qmatmul' AND target = 'gfx90a:xnack-' AND variant = 'bits=4'" ||
   fail "cannot tamper with the archive"

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "../loader/fixture.h"
+#include "../../loader/fixture.h"
 #include "gk.h"
 
 /* A small file of the metallib layout loader/metal_target.c reads (no

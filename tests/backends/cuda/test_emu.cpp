@@ -1,6 +1,6 @@
 /*
  * test_emu.cpp ARCHIVE - the GPU kernel bodies (kernelsrc/cuda/NAME.cuh, the
- * very text nvcc compiles) run on an EMULATED GPU (tests/cuda/emu: threads
+ * very text nvcc compiles) run on an EMULATED GPU (tests/backends/cuda/emu: threads
  * as fibers, barriers and group shuffles) against the scalar references of
  * tests/common, launched the way a program launches the real images: block
  * and grid from the index's `launch` metadata of the archive's cuda rows,
@@ -905,7 +905,7 @@ int main(int argc, char **argv) {
     printf("FAIL: %s\n", gk_last_error());
     return 1;
   }
-  printf("cuda.emu: the kernel bodies on an EMULATED GPU (tests/cuda/emu), not a real one\n");
+  printf("cuda.emu: the kernel bodies on an EMULATED GPU (tests/backends/cuda/emu), not a real one\n");
   /* GK_EMU_ONLY=NAME runs the sections whose name contains NAME (while
    * working on one kernel; ctest runs them all). */
   const char *only = getenv("GK_EMU_ONLY");

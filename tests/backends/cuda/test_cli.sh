@@ -66,7 +66,7 @@ for i in m["images"]:
 #     kinds of blob, and every delta's base is a plain frame (depth 1).
 run "$GK" extract "$ARCHIVE" -o "$T/x" --backend cuda
 expect_status 0 "extract every cuda image"
-python3 "$(dirname "$0")/../common/check_extract.py" cuda 160 "$OUT" "$T/x" "$ARCHIVE" ||
+python3 "$(dirname "$0")/../../common/check_extract.py" cuda 160 "$OUT" "$T/x" "$ARCHIVE" ||
   fail "extracted cuda images differ from what gk build wrote (see above)"
 
 # --- no path of this machine: not the sources, the build folder, the cache.

@@ -20,7 +20,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "../loader/fixture.h"
+#include "../../loader/fixture.h"
 #include "gk.h"
 #include "gk_internal.h"
 #include "gk_vulkan.h"

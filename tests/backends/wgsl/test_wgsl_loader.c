@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "../loader/fixture.h"
+#include "../../loader/fixture.h"
 #include "gk.h"
 
 static const char *archive;

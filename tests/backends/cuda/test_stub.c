@@ -5,7 +5,7 @@
  * a machine with the toolkit but without the NVIDIA driver finds when a
  * build path leaks into the library path, and libgk must say "no CUDA
  * device" with that reason. The stub is reached through the resolver hook,
- * with dlsym on the file given (tests/cuda/CMakeLists.txt also runs `gk probe`
+ * with dlsym on the file given (tests/backends/cuda/CMakeLists.txt also runs `gk probe`
  * with LD_LIBRARY_PATH pointing at it, through the ordinary dlopen).
  * Exit 77 (SKIP) when the stub is not there.
  */

@@ -1,7 +1,7 @@
 /*
  * hsa_double.c - TEST DOUBLE of libhsa-runtime64 (see hsa_double.h). The
  * entry points have the HSA prototypes as loader/rocm_hsa.h declares them
- * (tests/rocm/test_hsa_abi.c checks those against the real <hsa/hsa.h>).
+ * (tests/backends/rocm/test_hsa_abi.c checks those against the real <hsa/hsa.h>).
  */
 #include "hsa_double.h"
 

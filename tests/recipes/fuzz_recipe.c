@@ -6,7 +6,7 @@
  *
  * With -DGK_FUZZ=ON (clang) tests/fuzz builds it as the libFuzzer binary
  * fuzz_recipe; otherwise tests/fuzz/replay.c gives it a main() that replays
- * the corpus (tests/build/corpus, tests/fuzz/corpus/recipe) under ctest.
+ * the corpus (tests/recipes/corpus, tests/fuzz/corpus/recipe) under ctest.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

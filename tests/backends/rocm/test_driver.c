@@ -36,7 +36,7 @@ static char **clang_archives;     /* argv[2...], NULL-terminated */
 #define MI210 "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"
 
 static void say_double(const char *what) {
-  print_message("TEST DOUBLE: libhsa-runtime64 is played by tests/rocm/hsa_double.c (%s)\n",
+  print_message("TEST DOUBLE: libhsa-runtime64 is played by tests/backends/rocm/hsa_double.c (%s)\n",
                 what);
 }
 
