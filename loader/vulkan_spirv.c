@@ -204,186 +204,206 @@ static uint32_t type_size(const idinfo *ids, uint32_t bound, uint32_t t) {
   return 0;
 }
 
-int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
-                      char *why, size_t why_size) {
-  const unsigned char *b = bytes;
-  int rc = spirv_check(bytes, size, NULL, NULL, why, why_size);
-  if (rc != GK_OK) return rc;
-  memset(out, 0, sizeof *out);
-  size_t nwords = size / 4;
-  uint32_t bound = rd32(b + 12);
-  idinfo *ids = calloc(bound, sizeof *ids);
-  if (!ids) {
-    gk__say(why, why_size, "out of memory reading the SPIR-V module");
-    return GK_ENOMEM;
-  }
-  /* Offsets of the OpMemberDecorate Offset instructions, read in a second
-   * pass once the push-constant block's type is known. */
-  rc = GK_EFORMAT;
-  for (size_t w = 5; w < nwords;) {
-    uint32_t word = rd32(b + 4 * w);
-    uint32_t op = word & 0xffff, len = word >> 16;
-    if (len == 0 || len > nwords - w) {
-      gk__say(why, why_size, "SPIR-V instruction at word %zu runs past the end",
-          w);
-      goto out;
-    }
-    const unsigned char *in = b + 4 * w;
+/* A module being reflected: its words, its ids, and where a failure is
+ * worded. */
+typedef struct spv {
+  const unsigned char *b;
+  size_t nwords;
+  uint32_t bound;
+  idinfo *ids;
+  char *why;
+  size_t why_size;
+} spv;
+
 #define ARG(i) ((i) < len ? rd32(in + 4 * (i)) : 0)
-#define ID_OK(x) ((x) != 0 && (x) < bound)
-    switch (op) {
-    case OP_CAPABILITY:
-      /* libgk creates devices with no optional feature enabled: a module
-       * that declares more than the core capabilities would be invalid
-       * usage there, so it is refused by name instead. */
-      if (len >= 2 && ARG(1) != CAP_MATRIX && ARG(1) != CAP_SHADER) {
-        gk__say(why, why_size, "the SPIR-V module needs capability %u, beyond the "
-            "core Shader capability libgk's devices enable", (unsigned)ARG(1));
-        goto out;
-      }
-      break;
-    case OP_ENTRY_POINT:
-      if (len >= 4 && ARG(1) == EXEC_GLCOMPUTE) {
-        if (out->nentries == GK__SPIRV_MAX_ENTRIES) {
-          gk__say(why, why_size, "the SPIR-V module has more than %d entry points",
-              GK__SPIRV_MAX_ENTRIES);
-          goto out;
-        }
-        gk__spirv_entry *e = &out->entries[out->nentries];
-        /* The name is a NUL-terminated string inside the instruction. */
-        size_t maxc = (size_t)(len - 3) * 4, n = 0;
-        const char *name = (const char *)(in + 12);
-        while (n < maxc && name[n]) n++;
-        if (n == maxc || n >= sizeof e->name) {
-          gk__say(why, why_size, "a SPIR-V entry point name is unterminated or "
-              "longer than %zu bytes", sizeof e->name - 1);
-          goto out;
-        }
-        memcpy(e->name, name, n);
-        e->name[n] = '\0';
-        e->id = ARG(2);
-        out->nentries++;
-      }
-      break;
-    case OP_EXECUTION_MODE:
-      if (len >= 6 && ARG(2) == MODE_LOCAL_SIZE) {
-        for (int i = 0; i < out->nentries; i++)
-          if (out->entries[i].id == ARG(1)) {
-            out->entries[i].local_size[0] = ARG(3);
-            out->entries[i].local_size[1] = ARG(4);
-            out->entries[i].local_size[2] = ARG(5);
-          }
-      } else if (len >= 3 && ARG(2) == MODE_LOCAL_SIZE_ID) {
-        gk__say(why, why_size, "the SPIR-V module sets its local size from "
-            "specialization constants (LocalSizeId), which libgk does not "
-            "resolve");
-        goto out;
-      }
-      break;
-    case OP_TYPE_INT:
-    case OP_TYPE_FLOAT:
-      if (len >= 3 && ID_OK(ARG(1))) {
-        ids[ARG(1)].op = (uint16_t)op;
-        ids[ARG(1)].a = ARG(2);
-      }
-      break;
-    case OP_TYPE_VECTOR:
-      if (len >= 4 && ID_OK(ARG(1))) {
-        ids[ARG(1)].op = (uint16_t)op;
-        ids[ARG(1)].a = ARG(2);
-        ids[ARG(1)].b = ARG(3);
-      }
-      break;
-    case OP_TYPE_STRUCT:
-      if (len >= 2 && ID_OK(ARG(1))) {
-        ids[ARG(1)].op = (uint16_t)op;
-        ids[ARG(1)].struct_at = (uint32_t)w;
-      }
-      break;
-    case OP_TYPE_POINTER:
-      if (len >= 4 && ID_OK(ARG(1))) {
-        ids[ARG(1)].op = (uint16_t)op;
-        ids[ARG(1)].a = ARG(2);
-        ids[ARG(1)].b = ARG(3);
-      }
-      break;
-    case OP_VARIABLE:
-      if (len >= 4 && ID_OK(ARG(2))) {
-        ids[ARG(2)].op = (uint16_t)op;
-        ids[ARG(2)].a = ARG(1);
-        ids[ARG(2)].b = ARG(3);
-      }
-      break;
-    case OP_DECORATE:
-      if (len >= 3 && ID_OK(ARG(1))) {
-        idinfo *t = &ids[ARG(1)];
-        switch (ARG(2)) {
-        case DEC_DESCRIPTOR_SET: t->set = ARG(3); t->flags |= F_SET; break;
-        case DEC_BINDING: t->binding = ARG(3); t->flags |= F_BINDING; break;
-        case DEC_BLOCK: t->flags |= F_BLOCK; break;
-        case DEC_BUFFER_BLOCK: t->flags |= F_BUFFER_BLOCK; break;
-        default: break;
-        }
-      }
-      break;
-    default: break;
+#define ID_OK(x) ((x) != 0 && (x) < m->bound)
+
+/* OpEntryPoint of a GLCompute shader at `in` (len words): its name and id. */
+static int read_entry_point(const spv *m, const unsigned char *in, uint32_t len,
+                            gk__spirv_info *out) {
+  if (out->nentries == GK__SPIRV_MAX_ENTRIES) {
+    gk__say(m->why, m->why_size, "the SPIR-V module has more than %d entry points",
+        GK__SPIRV_MAX_ENTRIES);
+    return GK_EFORMAT;
+  }
+  gk__spirv_entry *e = &out->entries[out->nentries];
+  /* The name is a NUL-terminated string inside the instruction. */
+  size_t maxc = (size_t)(len - 3) * 4, n = 0;
+  const char *name = (const char *)(in + 12);
+  while (n < maxc && name[n]) n++;
+  if (n == maxc || n >= sizeof e->name) {
+    gk__say(m->why, m->why_size, "a SPIR-V entry point name is unterminated or "
+        "longer than %zu bytes", sizeof e->name - 1);
+    return GK_EFORMAT;
+  }
+  memcpy(e->name, name, n);
+  e->name[n] = '\0';
+  e->id = ARG(2);
+  out->nentries++;
+  return GK_OK;
+}
+
+/* The instruction at word w (len words, op) into m->ids and out: types,
+ * variables, decorations, entry points and their local sizes;
+ * capabilities beyond the core are refused. */
+static int read_instruction(spv *m, size_t w, uint32_t op, uint32_t len,
+                            gk__spirv_info *out) {
+  const unsigned char *in = m->b + 4 * w;
+  idinfo *ids = m->ids;
+  switch (op) {
+  case OP_CAPABILITY:
+    /* libgk creates devices with no optional feature enabled: a module
+     * that declares more than the core capabilities would be invalid
+     * usage there, so it is refused by name instead. */
+    if (len >= 2 && ARG(1) != CAP_MATRIX && ARG(1) != CAP_SHADER) {
+      gk__say(m->why, m->why_size, "the SPIR-V module needs capability %u, beyond the "
+          "core Shader capability libgk's devices enable", (unsigned)ARG(1));
+      return GK_EFORMAT;
     }
+    break;
+  case OP_ENTRY_POINT:
+    if (len >= 4 && ARG(1) == EXEC_GLCOMPUTE) return read_entry_point(m, in, len, out);
+    break;
+  case OP_EXECUTION_MODE:
+    if (len >= 6 && ARG(2) == MODE_LOCAL_SIZE) {
+      for (int i = 0; i < out->nentries; i++)
+        if (out->entries[i].id == ARG(1)) {
+          out->entries[i].local_size[0] = ARG(3);
+          out->entries[i].local_size[1] = ARG(4);
+          out->entries[i].local_size[2] = ARG(5);
+        }
+    } else if (len >= 3 && ARG(2) == MODE_LOCAL_SIZE_ID) {
+      gk__say(m->why, m->why_size, "the SPIR-V module sets its local size from "
+          "specialization constants (LocalSizeId), which libgk does not "
+          "resolve");
+      return GK_EFORMAT;
+    }
+    break;
+  case OP_TYPE_INT:
+  case OP_TYPE_FLOAT:
+    if (len >= 3 && ID_OK(ARG(1))) {
+      ids[ARG(1)].op = (uint16_t)op;
+      ids[ARG(1)].a = ARG(2);
+    }
+    break;
+  case OP_TYPE_VECTOR:
+    if (len >= 4 && ID_OK(ARG(1))) {
+      ids[ARG(1)].op = (uint16_t)op;
+      ids[ARG(1)].a = ARG(2);
+      ids[ARG(1)].b = ARG(3);
+    }
+    break;
+  case OP_TYPE_STRUCT:
+    if (len >= 2 && ID_OK(ARG(1))) {
+      ids[ARG(1)].op = (uint16_t)op;
+      ids[ARG(1)].struct_at = (uint32_t)w;
+    }
+    break;
+  case OP_TYPE_POINTER:
+    if (len >= 4 && ID_OK(ARG(1))) {
+      ids[ARG(1)].op = (uint16_t)op;
+      ids[ARG(1)].a = ARG(2);
+      ids[ARG(1)].b = ARG(3);
+    }
+    break;
+  case OP_VARIABLE:
+    if (len >= 4 && ID_OK(ARG(2))) {
+      ids[ARG(2)].op = (uint16_t)op;
+      ids[ARG(2)].a = ARG(1);
+      ids[ARG(2)].b = ARG(3);
+    }
+    break;
+  case OP_DECORATE:
+    if (len >= 3 && ID_OK(ARG(1))) {
+      idinfo *t = &ids[ARG(1)];
+      switch (ARG(2)) {
+      case DEC_DESCRIPTOR_SET: t->set = ARG(3); t->flags |= F_SET; break;
+      case DEC_BINDING: t->binding = ARG(3); t->flags |= F_BINDING; break;
+      case DEC_BLOCK: t->flags |= F_BLOCK; break;
+      case DEC_BUFFER_BLOCK: t->flags |= F_BUFFER_BLOCK; break;
+      default: break;
+      }
+    }
+    break;
+  default: break;
+  }
+  return GK_OK;
+}
+
+/* The first pass, over every instruction; then every compute entry point
+ * must have a local size. */
+static int read_module(spv *m, gk__spirv_info *out) {
+  for (size_t w = 5; w < m->nwords;) {
+    uint32_t word = rd32(m->b + 4 * w);
+    uint32_t op = word & 0xffff, len = word >> 16;
+    if (len == 0 || len > m->nwords - w) {
+      gk__say(m->why, m->why_size, "SPIR-V instruction at word %zu runs past the end",
+          w);
+      return GK_EFORMAT;
+    }
+    int rc = read_instruction(m, w, op, len, out);
+    if (rc != GK_OK) return rc;
     w += len;
   }
-
   if (out->nentries == 0) {
-    gk__say(why, why_size, "the SPIR-V module has no compute (GLCompute) entry "
+    gk__say(m->why, m->why_size, "the SPIR-V module has no compute (GLCompute) entry "
         "point");
-    goto out;
+    return GK_EFORMAT;
   }
   for (int i = 0; i < out->nentries; i++) {
     const uint32_t *ls = out->entries[i].local_size;
     if (!ls[0] || !ls[1] || !ls[2]) {
-      gk__say(why, why_size, "SPIR-V entry point '%s' declares no local size",
+      gk__say(m->why, m->why_size, "SPIR-V entry point '%s' declares no local size",
           out->entries[i].name);
-      goto out;
+      return GK_EFORMAT;
     }
   }
+  return GK_OK;
+}
 
-  /* Descriptors and the push-constant block, from the variables. */
-  uint32_t push_type = 0;
-  for (uint32_t id = 1; id < bound; id++) {
+/* Descriptors (storage and uniform buffers of set 0, bindings 0..n-1) and
+ * the push-constant block's type (*push_type, 0: none), from the
+ * variables. */
+static int read_bindings(const spv *m, gk__spirv_info *out, uint32_t *push_type) {
+  const idinfo *ids = m->ids;
+  *push_type = 0;
+  for (uint32_t id = 1; id < m->bound; id++) {
     const idinfo *v = &ids[id];
     if (v->op != OP_VARIABLE) continue;
     uint32_t sc = v->b, ptr = v->a;
     uint32_t pointee = ID_OK(ptr) && ids[ptr].op == OP_TYPE_POINTER ? ids[ptr].b : 0;
     if (sc == SC_PUSH_CONSTANT) {
-      if (push_type) {
-        gk__say(why, why_size, "the SPIR-V module has two push-constant blocks");
-        goto out;
+      if (*push_type) {
+        gk__say(m->why, m->why_size, "the SPIR-V module has two push-constant blocks");
+        return GK_EFORMAT;
       }
-      push_type = pointee;
+      *push_type = pointee;
       continue;
     }
     if (sc != SC_UNIFORM && sc != SC_STORAGE_BUFFER && sc != SC_UNIFORM_CONSTANT)
       continue;
     if (!(v->flags & F_BINDING)) continue;
     if (sc == SC_UNIFORM_CONSTANT) {
-      gk__say(why, why_size, "the SPIR-V module binds an image or sampler "
+      gk__say(m->why, m->why_size, "the SPIR-V module binds an image or sampler "
           "(binding %u), which libgk's helper does not bind", v->binding);
-      goto out;
+      return GK_EFORMAT;
     }
     if (v->set != 0) {
-      gk__say(why, why_size, "the SPIR-V module uses descriptor set %u; libgk "
+      gk__say(m->why, m->why_size, "the SPIR-V module uses descriptor set %u; libgk "
           "binds set 0 only", v->set);
-      goto out;
+      return GK_EFORMAT;
     }
     if (v->binding >= GK__SPIRV_MAX_BINDINGS) {
-      gk__say(why, why_size, "the SPIR-V module uses binding %u; libgk binds 0..%d",
+      gk__say(m->why, m->why_size, "the SPIR-V module uses binding %u; libgk binds 0..%d",
           v->binding, GK__SPIRV_MAX_BINDINGS - 1);
-      goto out;
+      return GK_EFORMAT;
     }
     int storage = sc == SC_STORAGE_BUFFER ||
                   (ID_OK(pointee) && (ids[pointee].flags & F_BUFFER_BLOCK));
     uint32_t bit = 1u << v->binding;
     if ((out->storage_mask | out->uniform_mask) & bit) {
-      gk__say(why, why_size, "two SPIR-V variables share binding %u", v->binding);
-      goto out;
+      gk__say(m->why, m->why_size, "two SPIR-V variables share binding %u", v->binding);
+      return GK_EFORMAT;
     }
     if (storage)
       out->storage_mask |= bit;
@@ -393,47 +413,67 @@ int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
   uint32_t all = out->storage_mask | out->uniform_mask;
   while (all & (1u << out->nbindings)) out->nbindings++;
   if (all >> out->nbindings) {
-    gk__say(why, why_size, "the SPIR-V module's bindings are not 0..n-1 (mask "
+    gk__say(m->why, m->why_size, "the SPIR-V module's bindings are not 0..n-1 (mask "
         "0x%x); libgk's helper binds buffer i to binding i", (unsigned)all);
-    goto out;
+    return GK_EFORMAT;
   }
+  return GK_OK;
+}
 
-  if (push_type) {
-    if (!ID_OK(push_type) || ids[push_type].op != OP_TYPE_STRUCT) {
-      gk__say(why, why_size, "the SPIR-V push-constant block is not a struct");
-      goto out;
-    }
-    /* Members' types from the struct, their offsets from OpMemberDecorate. */
-    const unsigned char *st = b + 4 * (size_t)ids[push_type].struct_at;
-    uint32_t nmem = (rd32(st) >> 16) - 2;
-    for (size_t w = 5; w < nwords;) {
-      const unsigned char *in = b + 4 * w;
-      uint32_t word = rd32(in), op = word & 0xffff, len = word >> 16;
-      if (op == OP_MEMBER_DECORATE && len >= 5 && ARG(1) == push_type &&
-          ARG(3) == DEC_OFFSET) {
-        uint32_t member = ARG(2), off = ARG(4);
-        uint32_t ty = member < nmem ? rd32(st + 8 + 4 * (size_t)member) : 0;
-        uint32_t sz = type_size(ids, bound, ty);
-        if (!sz) {
-          gk__say(why, why_size, "push-constant member %u is not a scalar or "
-              "vector, which libgk does not size", (unsigned)member);
-          goto out;
-        }
-        if (off > 4096 || off + sz > 4096) {
-          gk__say(why, why_size, "push-constant member %u lies at offset %u",
-              (unsigned)member, (unsigned)off);
-          goto out;
-        }
-        if (off + sz > out->push_size) out->push_size = off + sz;
-      }
-      w += len; /* lengths were checked in the first pass */
-    }
+/* The push-constant block's size: its members' types from the struct, their
+ * offsets from OpMemberDecorate (a second pass over the instructions, whose
+ * lengths the first checked). */
+static int read_push_block(const spv *m, uint32_t push_type, gk__spirv_info *out) {
+  const idinfo *ids = m->ids;
+  if (!ID_OK(push_type) || ids[push_type].op != OP_TYPE_STRUCT) {
+    gk__say(m->why, m->why_size, "the SPIR-V push-constant block is not a struct");
+    return GK_EFORMAT;
   }
-  rc = GK_OK;
+  const unsigned char *st = m->b + 4 * (size_t)ids[push_type].struct_at;
+  uint32_t nmem = (rd32(st) >> 16) - 2;
+  for (size_t w = 5; w < m->nwords;) {
+    const unsigned char *in = m->b + 4 * w;
+    uint32_t word = rd32(in), op = word & 0xffff, len = word >> 16;
+    if (op == OP_MEMBER_DECORATE && len >= 5 && ARG(1) == push_type &&
+        ARG(3) == DEC_OFFSET) {
+      uint32_t member = ARG(2), off = ARG(4);
+      uint32_t ty = member < nmem ? rd32(st + 8 + 4 * (size_t)member) : 0;
+      uint32_t sz = type_size(ids, m->bound, ty);
+      if (!sz) {
+        gk__say(m->why, m->why_size, "push-constant member %u is not a scalar or "
+            "vector, which libgk does not size", (unsigned)member);
+        return GK_EFORMAT;
+      }
+      if (off > 4096 || off + sz > 4096) {
+        gk__say(m->why, m->why_size, "push-constant member %u lies at offset %u",
+            (unsigned)member, (unsigned)off);
+        return GK_EFORMAT;
+      }
+      if (off + sz > out->push_size) out->push_size = off + sz;
+    }
+    w += len;
+  }
+  return GK_OK;
+}
+
 #undef ARG
 #undef ID_OK
-out:
-  free(ids);
+
+int gk__spirv_reflect(const void *bytes, size_t size, gk__spirv_info *out,
+                      char *why, size_t why_size) {
+  int rc = spirv_check(bytes, size, NULL, NULL, why, why_size);
+  if (rc != GK_OK) return rc;
+  memset(out, 0, sizeof *out);
+  spv m = {bytes, size / 4, rd32((const unsigned char *)bytes + 12), NULL, why, why_size};
+  if (!(m.ids = calloc(m.bound, sizeof *m.ids))) {
+    gk__say(why, why_size, "out of memory reading the SPIR-V module");
+    return GK_ENOMEM;
+  }
+  uint32_t push_type = 0;
+  rc = read_module(&m, out);
+  if (rc == GK_OK) rc = read_bindings(&m, out, &push_type);
+  if (rc == GK_OK && push_type) rc = read_push_block(&m, push_type, out);
+  free(m.ids);
   return rc;
 }
 
