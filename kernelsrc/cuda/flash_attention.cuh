@@ -5,8 +5,9 @@
  *
  * Launch: blocks of FA_THREADS threads, grid (ceil(sq / FA_BLOCK_ROWS),
  * n_heads), or smaller (blocks loop over the query blocks and heads it
- * leaves). Block (x, h) owns query rows [x*FA_BLOCK_ROWS, +FA_BLOCK_ROWS)
- * of head h. Causal (bottom-right aligned): query row i may see key
+ * leaves). Block (x, h) owns query block x of head h, rows
+ * [x*FA_BLOCK_ROWS, +FA_BLOCK_ROWS), counted from the end when causal (the
+ * heaviest first). Causal (bottom-right aligned): query row i may see key
  * j <= i + skv - sq; key tiles past the last key any row of the block may
  * see are not loaded.
  *
@@ -197,10 +198,17 @@ GK_DEV void gk_fa_walk(const uint16_t *q, const KV &kv, uint16_t *o, int64_t n_h
     }
     return;
   }
+  /* Causal: the last query blocks see the most keys, so they go first
+   * (block x takes query block nqb - 1 - x): the GPU starts blocks in
+   * blockIdx order, and the light ones then fill the tail of the launch
+   * instead of the heavy ones (FlashAttention's "longest first"). */
+  const int64_t nqb = (sq + FA_BLOCK_ROWS - 1) / FA_BLOCK_ROWS;
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
-    for (int64_t qb = blockIdx.x; qb * FA_BLOCK_ROWS < sq; qb += gridDim.x)
+    for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x) {
+      const int64_t qb = Causal ? nqb - 1 - x : x;
       gk_fa_mma_prefill<Causal, D>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h,
                                    qb * FA_BLOCK_ROWS);
+    }
 }
 /* f32: the scalar path, without a cross-block split (the workspace is not
  * used). */
