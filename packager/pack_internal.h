@@ -2,18 +2,6 @@
 #ifndef GK_PACK_INTERNAL_H
 #define GK_PACK_INTERNAL_H
 
-#include <stdarg.h>
-#include <stdio.h>
-
-/* Formats a message into the caller's err buffer (NULL or 0: ignored). */
-static inline void gkp__seterr(char *err, size_t size, const char *fmt, ...) {
-  va_list ap;
-  if (!err || !size) return;
-  va_start(ap, fmt);
-  vsnprintf(err, size, fmt, ap);
-  va_end(ap);
-}
-
 #include <zstd.h>
 
 #include "gkpack.h"
@@ -59,6 +47,6 @@ size_t gkp__cell_size(long long rowid, const gkp_column *cols, size_t ncols,
 int gkp__page_order(const size_t *cell, size_t n, size_t page_size, size_t *order);
 
 /* Sets every blob's base (plan.c). */
-int gkp__plan_deltas(pblob *blobs, size_t nb, char *err, size_t errsize);
+int gkp__plan_deltas(pblob *blobs, size_t nb, gk_err *err);
 
 #endif

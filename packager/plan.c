@@ -210,7 +210,7 @@ static size_t search(plan_run *r) {
  * images alone.
  */
 static int choose_bases(gkp_zbuf *zb, pblob *blobs, const size_t *fam, size_t m,
-                        char *err, size_t errsize) {
+                        gk_err *err) {
   size_t *P = calloc(m, sizeof *P), *D = calloc(m * m, sizeof *D);
   size_t *cur = calloc(m, sizeof *cur);
   long *par = calloc(m, sizeof *par), *twin = calloc(m, sizeof *twin);
@@ -218,7 +218,7 @@ static int choose_bases(gkp_zbuf *zb, pblob *blobs, const size_t *fam, size_t m,
   int *dep = calloc(m, sizeof *dep), *hgt = calloc(m, sizeof *hgt);
   int rc = -1;
   if (!P || !D || !cur || !par || !twin || !none || !best || !dep || !hgt) {
-    gkp__seterr(err, errsize, "out of memory choosing delta bases");
+    gk_err_set(err, "out of memory choosing delta bases");
     goto bases_out;
   }
   for (size_t i = 0; i < m; i++)
@@ -227,8 +227,8 @@ static int choose_bases(gkp_zbuf *zb, pblob *blobs, const size_t *fam, size_t m,
       size_t z = gkp__zcompress(zb, a->data, a->size, i == j ? NULL : b->data,
                                i == j ? 0 : b->size, ESTIMATE_LEVEL);
       if (ZSTD_isError(z)) {
-        gkp__seterr(err, errsize, "cannot compress %s/%s/%s: %s", a->backend,
-                    a->kernel, a->target, ZSTD_getErrorName(z));
+        gk_err_set(err, "cannot compress %s/%s/%s: %s", a->backend,
+                   a->kernel, a->target, ZSTD_getErrorName(z));
         goto bases_out;
       }
       if (i == j) P[i] = z;
@@ -251,17 +251,13 @@ bases_out:
 }
 
 /* Sets every blob's base, family by family. */
-int gkp__plan_deltas(pblob *blobs, size_t nb, char *err, size_t errsize) {
+int gkp__plan_deltas(pblob *blobs, size_t nb, gk_err *err) {
   size_t *order = calloc(nb ? nb : 1, sizeof *order);
-  if (!order) {
-    gkp__seterr(err, errsize, "out of memory choosing delta bases");
-    return -1;
-  }
+  if (!order) return gk_err_set(err, "out of memory choosing delta bases");
   gkp_zbuf zb = {ZSTD_createCCtx(), NULL, 0};
   if (!zb.cctx) {
     free(order);
-    gkp__seterr(err, errsize, "out of memory choosing delta bases");
-    return -1;
+    return gk_err_set(err, "out of memory choosing delta bases");
   }
   for (size_t i = 0; i < nb; i++) order[i] = i, blobs[i].base = -1;
   sort_blobs = blobs;
@@ -271,7 +267,7 @@ int gkp__plan_deltas(pblob *blobs, size_t nb, char *err, size_t errsize) {
     while (j < nb && j - i < FAMILY_MAX &&
            family_cmp3(blobs[order[i]].im, blobs[order[j]].im) == 0)
       j++;
-    if (j - i > 1 && choose_bases(&zb, blobs, order + i, j - i, err, errsize)) {
+    if (j - i > 1 && choose_bases(&zb, blobs, order + i, j - i, err)) {
       gkp__zbuf_free(&zb);
       free(order);
       return -1;
