@@ -84,7 +84,7 @@ static const char schema_sql[] =
 typedef struct writer {
   sqlite3 *db;
   sqlite3_stmt *add_blob, *add_spec, *add_image;
-  gkp_zbuf z;          /* the final frames */
+  gkp__zbuf z;         /* the final frames */
   unsigned char *pbuf; /* a delta's prefix: its chain's raw bytes */
   size_t pcap;
   ZSTD_DCtx *dctx;     /* decodes each blob back (check_blob) */
@@ -100,7 +100,7 @@ static int db_fail(writer *w, const char *what) {
 /* The prefix blob b is coded against: the raw bytes of its ancestors,
  * root first, end to end (a reader decoding the chain from its root builds
  * exactly this buffer). Its size in *pn; 0 for a plain blob. */
-static int chain_prefix(writer *w, const pblob *blobs, size_t b, size_t *pn) {
+static int chain_prefix(writer *w, const gkp__blob *blobs, size_t b, size_t *pn) {
   long chain[GK_ARCHIVE_DELTA_DEPTH];
   int k = 0;
   size_t n = 0;
@@ -167,7 +167,7 @@ typedef struct frame {
 } frame;
 
 /* Codes blob b as planned into f. */
-static int code_blob(writer *w, const pblob *blobs, size_t b, int level, frame *f) {
+static int code_blob(writer *w, const gkp__blob *blobs, size_t b, int level, frame *f) {
   const gkp_image *im = blobs[b].im;
   long base = blobs[b].base;
   size_t pn = 0;
@@ -194,25 +194,25 @@ static int code_blob(writer *w, const pblob *blobs, size_t b, int level, frame *
   return 0;
 }
 
-static const char *codec_of(const pblob *b) { return b->base >= 0 ? "zstd-delta" : "zstd"; }
+static const char *codec_of(const gkp__blob *b) { return b->base >= 0 ? "zstd-delta" : "zstd"; }
 
 /* The bytes blob b's row takes in a leaf page (its columns as put_blob
  * binds them; the largest id stands for its own). */
-static size_t blob_cell(const pblob *blobs, size_t nb, size_t b, const frame *f) {
-  gkp_column c[] = {
-    {GKP_NULL, 0, 0}, /* id: the rowid */
-    {GKP_BLOB, 0, 32},
-    {GKP_INT, (long long)blobs[b].im->size, 0},
-    {GKP_TEXT, 0, strlen(codec_of(&blobs[b]))},
-    {blobs[b].base >= 0 ? GKP_INT : GKP_NULL, (long long)nb, 0},
-    {GKP_BLOB, 0, 32},
-    {GKP_BLOB, 0, f->n},
+static size_t blob_cell(const gkp__blob *blobs, size_t nb, size_t b, const frame *f) {
+  gkp__column c[] = {
+    {GKP__NULL, 0, 0}, /* id: the rowid */
+    {GKP__BLOB, 0, 32},
+    {GKP__INT, (long long)blobs[b].im->size, 0},
+    {GKP__TEXT, 0, strlen(codec_of(&blobs[b]))},
+    {blobs[b].base >= 0 ? GKP__INT : GKP__NULL, (long long)nb, 0},
+    {GKP__BLOB, 0, 32},
+    {GKP__BLOB, 0, f->n},
   };
   return gkp__cell_size((long long)nb, c, sizeof c / sizeof *c, PAGE_SIZE);
 }
 
 /* Writes blob b as row `id`, its base being row base_id. */
-static int put_blob(writer *w, const pblob *blobs, size_t b, const frame *f, size_t id,
+static int put_blob(writer *w, const gkp__blob *blobs, size_t b, const frame *f, size_t id,
                     size_t base_id) {
   sqlite3_stmt *s = w->add_blob;
   sqlite3_reset(s);
@@ -231,7 +231,7 @@ static int put_blob(writer *w, const pblob *blobs, size_t b, const frame *f, siz
 /* Codes every blob, then writes them in an order that fills the pages
  * (pages.c); id_of[b] is blob b's row. The frames are held until then: a
  * fraction of the raw images, which the caller holds already. */
-static int put_blobs(writer *w, const pblob *blobs, size_t nb, int level, size_t *id_of) {
+static int put_blobs(writer *w, const gkp__blob *blobs, size_t nb, int level, size_t *id_of) {
   frame *f = calloc(nb ? nb : 1, sizeof *f);
   size_t *cell = calloc(nb ? nb : 1, sizeof *cell), *order = calloc(nb ? nb : 1, sizeof *order);
   int rc = -1;
@@ -326,9 +326,9 @@ static int put_meta(writer *w, const gkp_meta **meta, size_t n) {
 
 /* The distinct images in the order the sorted rows first use them, and
  * for each row the index of its blob. */
-static int list_blobs(writer *w, const gkp_image **sorted, size_t n, pblob **out,
+static int list_blobs(writer *w, const gkp_image **sorted, size_t n, gkp__blob **out,
                       size_t *nb, size_t *row_blob) {
-  pblob *blobs = calloc(n ? n : 1, sizeof *blobs);
+  gkp__blob *blobs = calloc(n ? n : 1, sizeof *blobs);
   if (!blobs) return gk_err_set(w->err, "out of memory");
   *nb = 0;
   for (size_t i = 0; i < n; i++) {
@@ -352,7 +352,7 @@ static int list_blobs(writer *w, const gkp_image **sorted, size_t n, pblob **out
 static int write_db(writer *w, const char *tmp, const gkp_image **sorted,
                     size_t n, const gkp_meta **meta, size_t nmeta, int level) {
   char sql[256];
-  pblob *blobs = NULL;
+  gkp__blob *blobs = NULL;
   size_t nb = 0, nspec = 0, *row_blob = calloc(n ? n : 1, sizeof *row_blob);
   size_t *first_use = calloc(n ? n : 1, sizeof *first_use);
   size_t *id_of = calloc(n ? n : 1, sizeof *id_of); /* blob index -> row id */

@@ -123,9 +123,9 @@ static size_t index_of(int k, int t, int v) { return (size_t)((k * NT + t) * NV 
  * search without the twin rule wins (fewer roots), on rope's the one with. */
 static void chains_and_twins(void **state) {
   fixture *f = *state;
-  pblob b[N];
+  gkp__blob b[N];
   gk_err err = {""};
-  for (size_t i = 0; i < N; i++) b[i] = (pblob){.im = &f->im[i], .base = -7};
+  for (size_t i = 0; i < N; i++) b[i] = (gkp__blob){.im = &f->im[i], .base = -7};
   assert_int_equal(gkp__plan_deltas(b, N, &err), 0);
   size_t deltas = 0;
   for (size_t i = 0; i < N; i++) {
