@@ -39,9 +39,9 @@ static const cli_command ls_cmd = {
 static int show_meta(const char *path, int json) {
   gkp_meta *m = NULL;
   size_t n = 0;
-  char err[1024];
-  if (gkp_read_meta(path, &m, &n, err, sizeof err) != 0) {
-    cli_error("ls", "%s", err);
+  gk_err err;
+  if (gkp_read_meta(path, &m, &n, &err) != 0) {
+    cli_error("ls", "%.1023s", err.msg); /* cut where it always was */
     return EXIT_FAIL;
   }
   json_t *obj = json_object();

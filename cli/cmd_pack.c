@@ -73,7 +73,7 @@ static const cli_command pack_cmd = {
 int cmd_pack(int argc, char **argv) {
   pack_args a = {0};
   int level = GKP_DEFAULT_LEVEL, rc = EXIT_USAGE;
-  char err[4096];
+  gk_err err;
 
   if (!(a.inputs.v = calloc((size_t)argc, sizeof *a.inputs.v))) {
     cli_error("pack", "out of memory");
@@ -110,9 +110,9 @@ int cmd_pack(int argc, char **argv) {
     }
     level = (int)l;
   }
-  if (merge ? gkp_merge(inputs, ninputs, out, level, err, sizeof err)
-            : gkp_pack_dir(dir, out, level, check_image, err, sizeof err)) {
-    cli_error("pack", "%s", err);
+  if (merge ? gkp_merge(inputs, ninputs, out, level, &err)
+            : gkp_pack_dir(dir, out, level, check_image, &err)) {
+    cli_error("pack", "%s", err.msg);
     rc = EXIT_FAIL;
     goto pack_out;
   }

@@ -448,15 +448,16 @@ signers_out:
  * into place. */
 static int publish(const sign_args *a, signing *s) {
   uint8_t sig[64];
-  char err[512];
+  gk_err err;
   gk_archive *ar = NULL;
   crypto_sign_detached(sig, NULL, s->digest, sizeof s->digest, s->sk);
   if ((!s->already || s->ndrop) &&
-      gkp_sign(s->tmp, s->pk, sig, *s->drop, s->ndrop, err, sizeof err) != 0) {
-    cli_error("sign", "cannot add the signature to '%s': %s (is its "
+      gkp_sign(s->tmp, s->pk, sig, *s->drop, s->ndrop, &err) != 0) {
+    /* SQLite's words, cut at 511 bytes as they always were. */
+    cli_error("sign", "cannot add the signature to '%s': %.511s (is its "
                       "'signature' table malformed? 'gk pack' the build "
                       "again and sign that)",
-              a->path, err);
+              a->path, err.msg);
     return -1;
   }
   /* What is published must verify: checked on the bytes about to be

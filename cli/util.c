@@ -27,10 +27,10 @@ int cli_is_help(const char *arg) {
 }
 
 gk_archive *cli_open_archive(const char *cmd, const char *path, unsigned flags) {
-  char err[2048];
-  gk_archive *ar = gkp_open_archive(path, flags, err, sizeof err);
+  gk_err err;
+  gk_archive *ar = gkp_open_archive(path, flags, &err);
   if (!ar) {
-    cli_error(cmd, "%s", err);
+    cli_error(cmd, "%s", err.msg);
     return NULL;
   }
   /* libgk reads the index when something needs it; every command here
@@ -53,10 +53,10 @@ void cli_hex(const unsigned char *sha, char out[65]) {
 int cli_build_notes(const char *cmd, const char *path, void **skipped, void **drivers) {
   gkp_meta *m = NULL;
   size_t n = 0;
-  char err[1024];
+  gk_err err;
   json_t *sk = NULL, *dr = NULL;
-  if (gkp_read_meta(path, &m, &n, err, sizeof err) != 0) {
-    cli_error(cmd, "%s", err);
+  if (gkp_read_meta(path, &m, &n, &err) != 0) {
+    cli_error(cmd, "%.1023s", err.msg); /* cut where it always was */
     return -1;
   }
   for (size_t i = 0; i < n; i++) {

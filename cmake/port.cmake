@@ -40,7 +40,7 @@ endfunction()
 # from an unlinked temporary file.
 check_symbol_exists(memfd_create "sys/mman.h" GK_CHECK_MEMFD_CREATE)
 gk_port_define(MEMFD_CREATE "${GK_CHECK_MEMFD_CREATE}")
-# pipe2: close-on-exec pipes made atomically (recipes/engine/lproc.c);
+# pipe2: close-on-exec pipes made atomically (recipes/engine/spawn.c);
 # without it, pipe + fcntl(FD_CLOEXEC).
 check_symbol_exists(pipe2 "unistd.h" GK_CHECK_PIPE2)
 gk_port_define(PIPE2 "${GK_CHECK_PIPE2}")

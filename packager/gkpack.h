@@ -2,6 +2,11 @@
  * gkpack.h - writes fat archives (docs/archive.md). Build side only: the
  * loader never includes this. Archives are read back (merging, metadata)
  * through libgk, the format's one reader.
+ *
+ * Errors follow the build side's convention (common/gk_err.h): a function
+ * that fails returns -1 (NULL for a handle) with one sentence in the
+ * caller's gk_err, its last argument (NULL: no sentence), and leaves it
+ * alone when it succeeds.
  */
 #ifndef GKPACK_H
 #define GKPACK_H
@@ -9,6 +14,7 @@
 #include <stddef.h>
 
 #include "gk.h"
+#include "gk_err.h"
 
 /* One image to pack. Strings are borrowed for the duration of the call.
  * entry_json: JSON array text ("[\"qmatmul\"]"); launch_json: JSON object
@@ -41,10 +47,9 @@ typedef struct gkp_meta {
  * one zstd frame at `level`, plain or coded against a sibling "base" image
  * chosen from the images alone (docs/archive.md, "Blobs"); choosing costs
  * trial compressions of every pair in a family (backend, kernel, format).
- * Returns 0, or -1 with a sentence in err.
+ * Returns 0, or -1 with a sentence in *err.
  */
-int gkp_write(const char *path, const gkp_image *images, size_t n, int level,
-              char *err, size_t errsize);
+int gkp_write(const char *path, const gkp_image *images, size_t n, int level, gk_err *err);
 
 /*
  * gkp_write with metadata: the `meta` rows `meta[0..nmeta)` besides the ones
@@ -53,12 +58,12 @@ int gkp_write(const char *path, const gkp_image *images, size_t n, int level,
  * repeat. Rows go in key order: the same inputs give the same bytes.
  */
 int gkp_write_meta(const char *path, const gkp_image *images, size_t n,
-                   const gkp_meta *meta, size_t nmeta, int level, char *err,
-                   size_t errsize);
+                   const gkp_meta *meta, size_t nmeta, int level, gk_err *err);
 
 /* Checks one image against its row (header, entry points): 0, or -1 with a
  * sentence in why. The CLI passes libgk's gk_image_check; the packager
- * does not link libgk. */
+ * does not link libgk. This callback keeps the (why, why_size) buffer of
+ * gk_image_check, public loader API, rather than a gk_err. */
 typedef int (*gkp_check_fn)(const gkp_image *im, char *why, size_t why_size);
 
 /*
@@ -66,10 +71,9 @@ typedef int (*gkp_check_fn)(const gkp_image *im, char *why, size_t why_size);
  * reads each image, checks its size and SHA-256 against the manifest and,
  * when check is not NULL, the image against its row, and writes the archive
  * with gkp_write_meta (the manifest's meta and skipped list as metadata).
- * Returns 0, or -1 with a sentence in err naming the file at fault.
+ * Returns 0, or -1 with a sentence in *err naming the file at fault.
  */
-int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn check,
-                 char *err, size_t errsize);
+int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn check, gk_err *err);
 
 /*
  * Merges the archives inputs[0..n) (partial archives from sharded or
@@ -83,10 +87,9 @@ int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn chec
  * source_dirty is "true" if any input says so, else "unknown" if any does,
  * every other key must agree where present. The result equals the archive
  * one build of all the images would give. Returns 0, or -1 with a sentence
- * in err.
+ * in *err.
  */
-int gkp_merge(const char *const *inputs, size_t n, const char *path, int level,
-              char *err, size_t errsize);
+int gkp_merge(const char *const *inputs, size_t n, const char *path, int level, gk_err *err);
 
 /*
  * Writes signatures into the archive at `path` (docs/archive.md,
@@ -97,27 +100,26 @@ int gkp_merge(const char *const *inputs, size_t n, const char *path, int level,
  * changes, and the same archive and signatures give the same bytes. The
  * file is changed in place without a journal: give a private copy, checked
  * before and after (gk sign renames it into place). Returns 0, or -1 with
- * SQLite's words in err.
+ * SQLite's words in *err.
  */
 int gkp_sign(const char *path, const unsigned char pk[32], const unsigned char sig[64],
-             const unsigned char *drop, size_t ndrop, char *err, size_t errsize);
+             const unsigned char *drop, size_t ndrop, gk_err *err);
 
 /*
  * Opens the archive at `path` with libgk (gk_archive_open_ex with
- * gk_open_options.flags = flags), or says why not in err as every gk
- * command does: libgk's message, which names the file. NULL on failure.
+ * gk_open_options.flags = flags). NULL on failure, with the sentence every
+ * gk command gives in *err: libgk's message, which names the file.
  */
-gk_archive *gkp_open_archive(const char *path, unsigned flags, char *err, size_t errsize);
+gk_archive *gkp_open_archive(const char *path, unsigned flags, gk_err *err);
 
 /*
  * Reads the `meta` table of the archive at `path`, sorted by key, into
  * *out (an array of *n rows; free it with gkp_meta_free), through libgk:
  * the file must open as an archive, and its rows be what a signature's
  * digest reads (each key once, text). Returns 0, or -1 with a sentence in
- * err (libgk's message when it refused the archive).
+ * *err (libgk's message when it refused the archive).
  */
-int gkp_read_meta(const char *path, gkp_meta **out, size_t *n, char *err,
-                  size_t errsize);
+int gkp_read_meta(const char *path, gkp_meta **out, size_t *n, gk_err *err);
 void gkp_meta_free(gkp_meta *meta, size_t n);
 
 #endif

@@ -66,29 +66,20 @@ static int hex_equal(const unsigned char *sha, const char *hex) {
  * anything else as compact JSON with sorted keys, so that equal manifests
  * give equal archives. */
 static int meta_rows(json_t *root, const char *mpath, gkp_meta **out, char ***texts,
-                     size_t *n, char *err, size_t errsize) {
+                     size_t *n, gk_err *err) {
   json_t *m = json_object_get(root, "meta"), *v;
   const char *k;
   *n = 0;
   if (!m) return 0;
-  if (!json_is_object(m)) {
-    gkp__seterr(err, errsize, "%s: 'meta' must be an object", mpath);
-    return -1;
-  }
+  if (!json_is_object(m)) return gk_err_set(err, "%s: 'meta' must be an object", mpath);
   size_t cap = json_object_size(m);
   *out = calloc(cap ? cap : 1, sizeof **out);
   *texts = calloc(cap ? cap : 1, sizeof **texts);
-  if (!*out || !*texts) {
-    gkp__seterr(err, errsize, "out of memory");
-    return -1;
-  }
+  if (!*out || !*texts) return gk_err_set(err, "out of memory");
   json_object_foreach(m, k, v) {
     char *t = json_is_string(v) ? strdup(json_string_value(v))
                                 : json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-    if (!t) {
-      gkp__seterr(err, errsize, "out of memory");
-      return -1;
-    }
+    if (!t) return gk_err_set(err, "out of memory");
     (*texts)[*n] = t;
     (*out)[*n] = (gkp_meta){k, t};
     (*n)++;
@@ -96,8 +87,7 @@ static int meta_rows(json_t *root, const char *mpath, gkp_meta **out, char ***te
   return 0;
 }
 
-int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn check,
-                 char *err, size_t errsize) {
+int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn check, gk_err *err) {
   char mpath[4096];
   json_error_t jerr;
   json_t *root = NULL, *list;
@@ -109,21 +99,18 @@ int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn chec
   size_t n = 0, nmeta = 0;
   int rc = -1;
 
-  if (sodium_init() < 0) {
-    gkp__seterr(err, errsize, "libsodium failed to initialize");
-    return -1;
-  }
+  if (sodium_init() < 0) return gk_err_set(err, "libsodium failed to initialize");
   snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
   root = json_load_file(mpath, JSON_REJECT_DUPLICATES, &jerr);
   if (!root) {
     if (jerr.line <= 0) {
       /* jansson says "unable to open PATH: REASON"; the path is ours. */
       const char *why = strstr(jerr.text, ": ") ? strstr(jerr.text, ": ") + 2 : jerr.text;
-      gkp__seterr(err, errsize, "cannot read '%s': %s (run 'gk build --out %s' first)",
-             mpath, why, dir);
+      gk_err_set(err, "cannot read '%s': %s (run 'gk build --out %s' first)",
+                 mpath, why, dir);
     }
     else
-      gkp__seterr(err, errsize, "%s:%d: %s", mpath, jerr.line, jerr.text);
+      gk_err_set(err, "%s:%d: %s", mpath, jerr.line, jerr.text);
     return -1;
   }
   const char *fmt = str_field(root, "format");
@@ -131,9 +118,9 @@ int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn chec
   if (!fmt || strcmp(fmt, "gllm-kernels-manifest") ||
       json_integer_value(json_object_get(root, "version")) != 1 ||
       !json_is_array(list)) {
-    gkp__seterr(err, errsize,
-           "'%s' is not a gk build manifest (format 'gllm-kernels-manifest', "
-           "version 1, with an 'images' array)", mpath);
+    gk_err_set(err,
+               "'%s' is not a gk build manifest (format 'gllm-kernels-manifest', "
+               "version 1, with an 'images' array)", mpath);
     goto dir_out;
   }
   n = json_array_size(list);
@@ -141,7 +128,7 @@ int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn chec
   shas = calloc(n ? n : 1, sizeof *shas);
   texts = calloc(2 * n + 1, sizeof *texts);
   if (!ims || !shas || !texts) {
-    gkp__seterr(err, errsize, "out of memory");
+    gk_err_set(err, "out of memory");
     goto dir_out;
   }
   for (size_t i = 0; i < n; i++) {
@@ -161,20 +148,20 @@ int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn chec
     if (!im->kernel || !im->backend || !im->target || !im->variant ||
         !im->format || !rel || !sha || !json_is_array(entry) ||
         (launch && !json_is_object(launch))) {
-      gkp__seterr(err, errsize,
-             "%s: images[%zu] lacks one of kernel, backend, target, variant, "
-             "format, path, sha256 (strings) or entry (array)", mpath, i);
+      gk_err_set(err,
+                 "%s: images[%zu] lacks one of kernel, backend, target, variant, "
+                 "format, path, sha256 (strings) or entry (array)", mpath, i);
       goto dir_out;
     }
     if (!safe_relpath(rel)) {
-      gkp__seterr(err, errsize, "%s: images[%zu]: path '%s' leaves the folder", mpath,
-             i, rel);
+      gk_err_set(err, "%s: images[%zu]: path '%s' leaves the folder", mpath,
+                 i, rel);
       goto dir_out;
     }
     snprintf(ipath, sizeof ipath, "%s/%s", dir, rel);
     im->data = read_file(ipath, &size);
     if (!im->data) {
-      gkp__seterr(err, errsize, "cannot read image '%s': %s", ipath, strerror(errno));
+      gk_err_set(err, "cannot read image '%s': %s", ipath, strerror(errno));
       goto dir_out;
     }
     im->size = size;
@@ -184,39 +171,39 @@ int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn chec
     if (!hex_equal(shas[i], sha) ||
         (json_object_get(o, "size") &&
          json_integer_value(json_object_get(o, "size")) != (json_int_t)size)) {
-      gkp__seterr(err, errsize,
-             "image '%s' does not match its manifest entry (size or sha256 "
-             "differ): rebuild with 'gk build'", ipath);
+      gk_err_set(err,
+                 "image '%s' does not match its manifest entry (size or sha256 "
+                 "differ): rebuild with 'gk build'", ipath);
       goto dir_out;
     }
     texts[2 * i] = json_dumps(entry, JSON_COMPACT);
     texts[2 * i + 1] = launch ? json_dumps(launch, JSON_COMPACT | JSON_SORT_KEYS)
                               : strdup("{}");
     if (!texts[2 * i] || !texts[2 * i + 1]) {
-      gkp__seterr(err, errsize, "out of memory");
+      gk_err_set(err, "out of memory");
       goto dir_out;
     }
     im->entry_json = texts[2 * i];
     im->launch_json = texts[2 * i + 1];
     char why[512];
     if (check && check(im, why, sizeof why) != 0) {
-      gkp__seterr(err, errsize, "image '%s' (kernel '%s') does not fit its manifest entry: %s; "
-                  "fix the kernel's recipe and run 'gk build' again", ipath, im->kernel, why);
+      gk_err_set(err, "image '%s' (kernel '%s') does not fit its manifest entry: %s; "
+                 "fix the kernel's recipe and run 'gk build' again", ipath, im->kernel, why);
       goto dir_out;
     }
   }
-  if (meta_rows(root, mpath, &meta, &metatexts, &nmeta, err, errsize)) goto dir_out;
+  if (meta_rows(root, mpath, &meta, &metatexts, &nmeta, err)) goto dir_out;
   /* What the build could not make, and why, travels with the archive
    * (meta "skipped"): an operator reads it there, not in a CI log. */
   json_t *sk = json_object_get(root, "skipped");
   if (sk && !json_is_array(sk)) {
-    gkp__seterr(err, errsize, "%s: 'skipped' must be an array", mpath);
+    gk_err_set(err, "%s: 'skipped' must be an array", mpath);
     goto dir_out;
   }
   if (json_array_size(sk)) {
     if (json_object_get(json_object_get(root, "meta"), "skipped")) {
-      gkp__seterr(err, errsize, "%s: 'skipped' is both in 'meta' and beside it; "
-                  "gk build writes it beside 'meta' only", mpath);
+      gk_err_set(err, "%s: 'skipped' is both in 'meta' and beside it; "
+                 "gk build writes it beside 'meta' only", mpath);
       goto dir_out;
     }
     char *t = json_dumps(sk, JSON_COMPACT | JSON_SORT_KEYS);
@@ -226,13 +213,13 @@ int gkp_pack_dir(const char *dir, const char *path, int level, gkp_check_fn chec
     if (mt) metatexts = mt;
     if (!t || !more || !mt) {
       free(t);
-      gkp__seterr(err, errsize, "out of memory");
+      gk_err_set(err, "out of memory");
       goto dir_out;
     }
     metatexts[nmeta] = t;
     meta[nmeta++] = (gkp_meta){"skipped", t};
   }
-  rc = gkp_write_meta(path, ims, n, meta, nmeta, level, err, errsize);
+  rc = gkp_write_meta(path, ims, n, meta, nmeta, level, err);
 
 dir_out:
   for (size_t i = 0; i < nmeta; i++) free(metatexts[i]);

@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 #include <sodium.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,7 @@
 #include "gk_tools.h"
 #include "pack_internal.h"
 
-gk_archive *gkp_open_archive(const char *path, unsigned flags, char *err, size_t errsize) {
+gk_archive *gkp_open_archive(const char *path, unsigned flags, gk_err *err) {
   gk_archive *ar = NULL;
   gk_open_options opts = {0};
   opts.flags = flags;
@@ -35,10 +36,10 @@ gk_archive *gkp_open_archive(const char *path, unsigned flags, char *err, size_t
      * failures: say it once. */
     const char *why = gk_last_error();
     if (*why && strstr(why, path))
-      gkp__seterr(err, errsize, "%s", why);
+      gk_err_set(err, "%s", why);
     else
-      gkp__seterr(err, errsize, "cannot open archive '%s': %s", path,
-                  *why ? why : gk_strerror(rc));
+      gk_err_set(err, "cannot open archive '%s': %s", path,
+                 *why ? why : gk_strerror(rc));
   }
   return ar;
 }
@@ -82,29 +83,28 @@ static int add_meta(void *ctx, const char *k, size_t kn, const char *v, size_t v
 
 /* The meta rows of an open archive, sorted by key (libgk's order). */
 static int read_meta_ar(gk_archive *ar, const char *path, gkp_meta **out, size_t *n,
-                        char *err, size_t errsize) {
+                        gk_err *err) {
   meta_list m = {0};
   int rc = gk__archive_meta(ar, add_meta, &m);
   *out = m.v;
   *n = m.n;
   if (rc == GK_OK) return 0;
   if (rc == GK_ENOMEM && !*gk_archive_errmsg(ar))
-    gkp__seterr(err, errsize, "out of memory reading '%s'", path);
+    gk_err_set(err, "out of memory reading '%s'", path);
   else
-    gkp__seterr(err, errsize, "%s", gk_archive_errmsg(ar));
+    gk_err_set(err, "%s", gk_archive_errmsg(ar));
   gkp_meta_free(m.v, m.n);
   *out = NULL;
   *n = 0;
   return -1;
 }
 
-int gkp_read_meta(const char *path, gkp_meta **out, size_t *n, char *err,
-                  size_t errsize) {
+int gkp_read_meta(const char *path, gkp_meta **out, size_t *n, gk_err *err) {
   *out = NULL;
   *n = 0;
-  gk_archive *ar = gkp_open_archive(path, 0, err, errsize);
+  gk_archive *ar = gkp_open_archive(path, 0, err);
   if (!ar) return -1;
-  int rc = read_meta_ar(ar, path, out, n, err, errsize);
+  int rc = read_meta_ar(ar, path, out, n, err);
   gk_archive_close(ar);
   return rc;
 }
@@ -135,22 +135,16 @@ static void rows_free(rows *r) {
 
 /* Reads every image of one archive (opened with GK_OPEN_CHECK_IMAGES), each
  * checked by libgk as it is read. */
-static int read_rows(gk_archive *ar, const char *path, size_t from, rows *r, char *err,
-                     size_t errsize) {
+static int read_rows(gk_archive *ar, const char *path, size_t from, rows *r, gk_err *err) {
   size_t n = 0;
-  if (gk_archive_count(ar, &n) != GK_OK) {
-    gkp__seterr(err, errsize, "%s", gk_archive_errmsg(ar));
-    return -1;
-  }
+  if (gk_archive_count(ar, &n) != GK_OK) return gk_err_set(err, "%s", gk_archive_errmsg(ar));
   row *more = realloc(r->v, (r->n + n + 1) * sizeof *more);
   if (!more) goto oom;
   r->v = more;
   for (size_t i = 0; i < n; i++) {
     gk_image_info info;
-    if (gk_archive_image(ar, i, &info) != GK_OK) {
-      gkp__seterr(err, errsize, "%s", gk_archive_errmsg(ar));
-      return -1;
-    }
+    if (gk_archive_image(ar, i, &info) != GK_OK)
+      return gk_err_set(err, "%s", gk_archive_errmsg(ar));
     row *w = &r->v[r->n];
     memset(w, 0, sizeof *w);
     w->from = from;
@@ -169,20 +163,16 @@ static int read_rows(gk_archive *ar, const char *path, size_t from, rows *r, cha
     im->data = data;
     if (rc == GK_ENOMEM) goto oom;
     if (rc == GK_EHASH || rc == GK_ECORRUPT) {
-      gkp__seterr(err, errsize, "'%s': image %s %s %s %s is damaged (it does not "
-                  "decompress to its size and SHA-256); rebuild that archive",
-                  path, im->kernel, im->backend, im->target, im->variant);
+      gk_err_set(err, "'%s': image %s %s %s %s is damaged (it does not "
+                 "decompress to its size and SHA-256); rebuild that archive",
+                 path, im->kernel, im->backend, im->target, im->variant);
       return -1;
     }
-    if (rc != GK_OK) {
-      gkp__seterr(err, errsize, "%s", gk_archive_errmsg(ar));
-      return -1;
-    }
+    if (rc != GK_OK) return gk_err_set(err, "%s", gk_archive_errmsg(ar));
   }
   return 0;
 oom:
-  gkp__seterr(err, errsize, "out of memory reading '%s'", path);
-  return -1;
+  return gk_err_set(err, "out of memory reading '%s'", path);
 }
 
 static int key_cmp(const gkp_image *a, const gkp_image *b) {
@@ -210,13 +200,15 @@ static const char *row_diff(const row *a, const row *b) {
   return NULL;
 }
 
-/* Appends to a message buffer, keeping it NUL-terminated when full. */
-static void addf(char *buf, size_t size, size_t *len, const char *fmt, ...) GK__PRINTF(4, 5);
-static void addf(char *buf, size_t size, size_t *len, const char *fmt, ...) {
-  if (!buf || *len + 1 >= size) return;
+/* Appends to err's sentence from byte *len on, keeping it NUL-terminated
+ * when full. */
+static void addf(gk_err *err, size_t *len, const char *fmt, ...) GK__PRINTF(3, 4);
+static void addf(gk_err *err, size_t *len, const char *fmt, ...) {
+  size_t size = sizeof err->msg;
+  if (!err || *len + 1 >= size) return;
   va_list ap;
   va_start(ap, fmt);
-  int k = vsnprintf(buf + *len, size - *len, fmt, ap);
+  int k = vsnprintf(err->msg + *len, size - *len, fmt, ap);
   va_end(ap);
   if (k > 0) *len = *len + (size_t)k < size ? *len + (size_t)k : size - 1;
 }
@@ -224,8 +216,7 @@ static void addf(char *buf, size_t size, size_t *len, const char *fmt, ...) {
 /* Merged metadata, key -> value, as a JSON object of strings (jansson
  * keeps the keys; the writer sorts the rows). */
 static int merge_meta(json_t *acc, const gkp_meta *m, size_t n, const char *path,
-                      const char *const *inputs, json_t *origin, size_t from, char *err,
-                      size_t errsize) {
+                      const char *const *inputs, json_t *origin, size_t from, gk_err *err) {
   for (size_t i = 0; i < n; i++) {
     const char *k = m[i].key, *v = m[i].value;
     /* gk pack writes these itself for the merged archive. */
@@ -253,8 +244,8 @@ static int merge_meta(json_t *acc, const gkp_meta *m, size_t n, const char *path
                     ? json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
       json_decref(a), json_decref(b);
       if (!t) {
-        gkp__seterr(err, errsize, "cannot merge: the 'skipped' metadata of '%s' or '%s' "
-                    "is not a JSON array", first, path);
+        gk_err_set(err, "cannot merge: the 'skipped' metadata of '%s' or '%s' "
+                   "is not a JSON array", first, path);
         return -1;
       }
       json_object_set_new(acc, k, json_string(t));
@@ -267,10 +258,10 @@ static int merge_meta(json_t *acc, const gkp_meta *m, size_t n, const char *path
         json_object_foreach(b, name, x) {
           json_t *y = json_object_get(a, name);
           if (y && !json_equal(x, y)) {
-            gkp__seterr(err, errsize, "cannot merge: recipe '%s' differs between '%s' "
-                        "(%s) and '%s' (%s); the parts come from different sources",
-                        name, first, json_string_value(y) ? json_string_value(y) : "?",
-                        path, json_string_value(x) ? json_string_value(x) : "?");
+            gk_err_set(err, "cannot merge: recipe '%s' differs between '%s' "
+                       "(%s) and '%s' (%s); the parts come from different sources",
+                       name, first, json_string_value(y) ? json_string_value(y) : "?",
+                       path, json_string_value(x) ? json_string_value(x) : "?");
             json_decref(a), json_decref(b);
             return -1;
           }
@@ -280,24 +271,23 @@ static int merge_meta(json_t *acc, const gkp_meta *m, size_t n, const char *path
       char *t = bad ? NULL : json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS);
       json_decref(a), json_decref(b);
       if (!t) {
-        gkp__seterr(err, errsize, "cannot merge: the 'recipes' metadata of '%s' or '%s' "
-                    "is not a JSON object", first, path);
+        gk_err_set(err, "cannot merge: the 'recipes' metadata of '%s' or '%s' "
+                   "is not a JSON object", first, path);
         return -1;
       }
       json_object_set_new(acc, k, json_string(t));
       free(t);
     } else if (strcmp(h, v) != 0) {
-      gkp__seterr(err, errsize, "cannot merge: metadata '%s' is '%s' in '%s' but '%s' in "
-                  "'%s'; merge only parts built from the same source revision",
-                  k, h, first, v, path);
+      gk_err_set(err, "cannot merge: metadata '%s' is '%s' in '%s' but '%s' in "
+                 "'%s'; merge only parts built from the same source revision",
+                 k, h, first, v, path);
       return -1;
     }
   }
   return 0;
 }
 
-int gkp_merge(const char *const *inputs, size_t n, const char *path, int level,
-              char *err, size_t errsize) {
+int gkp_merge(const char *const *inputs, size_t n, const char *path, int level, gk_err *err) {
   rows r = {0};
   json_t *meta = json_object(), *origin = json_object();
   gkp_image *ims = NULL;
@@ -306,17 +296,17 @@ int gkp_merge(const char *const *inputs, size_t n, const char *path, int level,
   int rc = -1;
 
   if (n == 0) {
-    gkp__seterr(err, errsize, "nothing to merge: give one archive or more");
+    gk_err_set(err, "nothing to merge: give one archive or more");
     goto merge_out;
   }
   for (size_t a = 0; a < n; a++) {
     gkp_meta *m = NULL;
     size_t nm = 0;
-    gk_archive *ar = gkp_open_archive(inputs[a], GK_OPEN_CHECK_IMAGES, err, errsize);
+    gk_archive *ar = gkp_open_archive(inputs[a], GK_OPEN_CHECK_IMAGES, err);
     if (!ar) goto merge_out;
-    int bad = read_meta_ar(ar, inputs[a], &m, &nm, err, errsize) ||
-              merge_meta(meta, m, nm, inputs[a], inputs, origin, a, err, errsize) ||
-              read_rows(ar, inputs[a], a, &r, err, errsize);
+    int bad = read_meta_ar(ar, inputs[a], &m, &nm, err) ||
+              merge_meta(meta, m, nm, inputs[a], inputs, origin, a, err) ||
+              read_rows(ar, inputs[a], a, &r, err);
     gkp_meta_free(m, nm);
     gk_archive_close(ar);
     if (bad) goto merge_out;
@@ -327,7 +317,7 @@ int gkp_merge(const char *const *inputs, size_t n, const char *path, int level,
   qsort(r.v, r.n, sizeof *r.v, row_cmp);
   ims = calloc(r.n ? r.n : 1, sizeof *ims);
   if (!ims) {
-    gkp__seterr(err, errsize, "out of memory");
+    gk_err_set(err, "out of memory");
     goto merge_out;
   }
   size_t len = 0, conflicts = 0;
@@ -341,9 +331,8 @@ int gkp_merge(const char *const *inputs, size_t n, const char *path, int level,
         sodium_bin2hex(ha, sizeof ha, first->sha, 32);
         sodium_bin2hex(hb, sizeof hb, r.v[i].sha, 32);
         if (conflicts++ == 0)
-          addf(err, errsize, &len, "cannot merge: conflicting rows (same key, different %s):",
-               col);
-        addf(err, errsize, &len, "\n  %s %s %s %s: '%s' has sha256 %.16s, '%s' has %.16s%s%s",
+          addf(err, &len, "cannot merge: conflicting rows (same key, different %s):", col);
+        addf(err, &len, "\n  %s %s %s %s: '%s' has sha256 %.16s, '%s' has %.16s%s%s",
              r.v[i].im.kernel, r.v[i].im.backend, r.v[i].im.target,
              *r.v[i].im.variant ? r.v[i].im.variant : "-", inputs[first->from], ha,
              inputs[r.v[i].from], hb, strcmp(col, "sha256") ? "; they differ in " : "",
@@ -356,20 +345,20 @@ int gkp_merge(const char *const *inputs, size_t n, const char *path, int level,
     ims[nims++].sha256 = r.v[i].sha;
   }
   if (conflicts) {
-    addf(err, errsize, &len, "\n(%zu conflicting row%s; rebuild the parts from one source "
+    addf(err, &len, "\n(%zu conflicting row%s; rebuild the parts from one source "
          "and toolchain set)", conflicts, conflicts == 1 ? "" : "s");
     goto merge_out;
   }
 
   out_meta = calloc(json_object_size(meta) + 1, sizeof *out_meta);
   if (!out_meta) {
-    gkp__seterr(err, errsize, "out of memory");
+    gk_err_set(err, "out of memory");
     goto merge_out;
   }
   const char *k;
   json_t *v;
   json_object_foreach(meta, k, v) out_meta[nout++] = (gkp_meta){k, json_string_value(v)};
-  rc = gkp_write_meta(path, ims, nims, out_meta, nout, level, err, errsize);
+  rc = gkp_write_meta(path, ims, nims, out_meta, nout, level, err);
 
 merge_out:
   free(out_meta);

@@ -84,32 +84,30 @@ static const char schema_sql[] =
 typedef struct writer {
   sqlite3 *db;
   sqlite3_stmt *add_blob, *add_spec, *add_image;
-  gkp_zbuf z;          /* the final frames */
+  gkp__zbuf z;         /* the final frames */
   unsigned char *pbuf; /* a delta's prefix: its chain's raw bytes */
   size_t pcap;
   ZSTD_DCtx *dctx;     /* decodes each blob back (check_blob) */
   unsigned char *rbuf;
   size_t rcap;
-  char *err;
-  size_t errsize;
+  gk_err *err;
 } writer;
 
 static int db_fail(writer *w, const char *what) {
-  gkp__seterr(w->err, w->errsize, "%s: %s", what, sqlite3_errmsg(w->db));
-  return -1;
+  return gk_err_set(w->err, "%s: %s", what, sqlite3_errmsg(w->db));
 }
 
 /* The prefix blob b is coded against: the raw bytes of its ancestors,
  * root first, end to end (a reader decoding the chain from its root builds
  * exactly this buffer). Its size in *pn; 0 for a plain blob. */
-static int chain_prefix(writer *w, const pblob *blobs, size_t b, size_t *pn) {
+static int chain_prefix(writer *w, const gkp__blob *blobs, size_t b, size_t *pn) {
   long chain[GK_ARCHIVE_DELTA_DEPTH];
   int k = 0;
   size_t n = 0;
   for (long x = blobs[b].base; x >= 0; x = blobs[x].base) {
     if (k == GK_ARCHIVE_DELTA_DEPTH) { /* choose_bases never makes one */
-      gkp__seterr(w->err, w->errsize, "internal error: a delta chain deeper than %d",
-                  GK_ARCHIVE_DELTA_DEPTH);
+      gk_err_set(w->err, "internal error: a delta chain deeper than %d",
+                 GK_ARCHIVE_DELTA_DEPTH);
       return -1;
     }
     chain[k++] = x;
@@ -117,10 +115,7 @@ static int chain_prefix(writer *w, const pblob *blobs, size_t b, size_t *pn) {
   }
   if (n > w->pcap) {
     unsigned char *p = realloc(w->pbuf, n);
-    if (!p) {
-      gkp__seterr(w->err, w->errsize, "out of memory");
-      return -1;
-    }
+    if (!p) return gk_err_set(w->err, "out of memory");
     w->pbuf = p;
     w->pcap = n;
   }
@@ -150,17 +145,17 @@ static int check_blob(writer *w, const gkp_image *im, size_t zn, size_t pn) {
   size_t got = ZSTD_decompressDCtx(w->dctx, w->rbuf, w->rcap, w->z.buf, zn);
   if (ZSTD_isError(got) || got != im->size ||
       (im->size && memcmp(w->rbuf, im->data, im->size) != 0)) {
-    gkp__seterr(w->err, w->errsize,
-                "%s/%s/%s: its compressed blob does not decode to the image (%s): "
-                "a bug in gk pack or libzstd; please report it",
-                im->backend, im->kernel, im->target,
-                ZSTD_isError(got) ? ZSTD_getErrorName(got) : "other bytes");
+    gk_err_set(w->err,
+               "%s/%s/%s: its compressed blob does not decode to the image (%s): "
+               "a bug in gk pack or libzstd; please report it",
+               im->backend, im->kernel, im->target,
+               ZSTD_isError(got) ? ZSTD_getErrorName(got) : "other bytes");
     return -1;
   }
   return 0;
 oom:
-  gkp__seterr(w->err, w->errsize, "out of memory checking %s/%s/%s", im->backend,
-              im->kernel, im->target);
+  gk_err_set(w->err, "out of memory checking %s/%s/%s", im->backend,
+             im->kernel, im->target);
   return -1;
 }
 
@@ -172,7 +167,7 @@ typedef struct frame {
 } frame;
 
 /* Codes blob b as planned into f. */
-static int code_blob(writer *w, const pblob *blobs, size_t b, int level, frame *f) {
+static int code_blob(writer *w, const gkp__blob *blobs, size_t b, int level, frame *f) {
   const gkp_image *im = blobs[b].im;
   long base = blobs[b].base;
   size_t pn = 0;
@@ -180,15 +175,12 @@ static int code_blob(writer *w, const pblob *blobs, size_t b, int level, frame *
   size_t zn = gkp__zcompress(&w->z, im->data, im->size, base >= 0 ? w->pbuf : NULL,
                              pn, level);
   if (ZSTD_isError(zn)) {
-    gkp__seterr(w->err, w->errsize, "cannot compress %s/%s/%s: %s", im->backend,
-                im->kernel, im->target, ZSTD_getErrorName(zn));
+    gk_err_set(w->err, "cannot compress %s/%s/%s: %s", im->backend,
+               im->kernel, im->target, ZSTD_getErrorName(zn));
     return -1;
   }
   if (check_blob(w, im, zn, base >= 0 ? pn : 0)) return -1;
-  if (!(f->data = malloc(zn ? zn : 1))) {
-    gkp__seterr(w->err, w->errsize, "out of memory");
-    return -1;
-  }
+  if (!(f->data = malloc(zn ? zn : 1))) return gk_err_set(w->err, "out of memory");
   memcpy(f->data, w->z.buf, zn);
   f->n = zn;
   /* data_sha256 (docs/archive.md) binds the stored bytes to the blob's
@@ -202,25 +194,25 @@ static int code_blob(writer *w, const pblob *blobs, size_t b, int level, frame *
   return 0;
 }
 
-static const char *codec_of(const pblob *b) { return b->base >= 0 ? "zstd-delta" : "zstd"; }
+static const char *codec_of(const gkp__blob *b) { return b->base >= 0 ? "zstd-delta" : "zstd"; }
 
 /* The bytes blob b's row takes in a leaf page (its columns as put_blob
  * binds them; the largest id stands for its own). */
-static size_t blob_cell(const pblob *blobs, size_t nb, size_t b, const frame *f) {
-  gkp_column c[] = {
-    {GKP_NULL, 0, 0}, /* id: the rowid */
-    {GKP_BLOB, 0, 32},
-    {GKP_INT, (long long)blobs[b].im->size, 0},
-    {GKP_TEXT, 0, strlen(codec_of(&blobs[b]))},
-    {blobs[b].base >= 0 ? GKP_INT : GKP_NULL, (long long)nb, 0},
-    {GKP_BLOB, 0, 32},
-    {GKP_BLOB, 0, f->n},
+static size_t blob_cell(const gkp__blob *blobs, size_t nb, size_t b, const frame *f) {
+  gkp__column c[] = {
+    {GKP__NULL, 0, 0}, /* id: the rowid */
+    {GKP__BLOB, 0, 32},
+    {GKP__INT, (long long)blobs[b].im->size, 0},
+    {GKP__TEXT, 0, strlen(codec_of(&blobs[b]))},
+    {blobs[b].base >= 0 ? GKP__INT : GKP__NULL, (long long)nb, 0},
+    {GKP__BLOB, 0, 32},
+    {GKP__BLOB, 0, f->n},
   };
   return gkp__cell_size((long long)nb, c, sizeof c / sizeof *c, PAGE_SIZE);
 }
 
 /* Writes blob b as row `id`, its base being row base_id. */
-static int put_blob(writer *w, const pblob *blobs, size_t b, const frame *f, size_t id,
+static int put_blob(writer *w, const gkp__blob *blobs, size_t b, const frame *f, size_t id,
                     size_t base_id) {
   sqlite3_stmt *s = w->add_blob;
   sqlite3_reset(s);
@@ -239,12 +231,12 @@ static int put_blob(writer *w, const pblob *blobs, size_t b, const frame *f, siz
 /* Codes every blob, then writes them in an order that fills the pages
  * (pages.c); id_of[b] is blob b's row. The frames are held until then: a
  * fraction of the raw images, which the caller holds already. */
-static int put_blobs(writer *w, const pblob *blobs, size_t nb, int level, size_t *id_of) {
+static int put_blobs(writer *w, const gkp__blob *blobs, size_t nb, int level, size_t *id_of) {
   frame *f = calloc(nb ? nb : 1, sizeof *f);
   size_t *cell = calloc(nb ? nb : 1, sizeof *cell), *order = calloc(nb ? nb : 1, sizeof *order);
   int rc = -1;
   if (!f || !cell || !order) {
-    gkp__seterr(w->err, w->errsize, "out of memory");
+    gk_err_set(w->err, "out of memory");
     goto blobs_out;
   }
   for (size_t b = 0; b < nb; b++) {
@@ -252,7 +244,7 @@ static int put_blobs(writer *w, const pblob *blobs, size_t nb, int level, size_t
     cell[b] = blob_cell(blobs, nb, b, &f[b]);
   }
   if (gkp__page_order(cell, nb, PAGE_SIZE, order)) {
-    gkp__seterr(w->err, w->errsize, "out of memory");
+    gk_err_set(w->err, "out of memory");
     goto blobs_out;
   }
   for (size_t k = 0; k < nb; k++) id_of[order[k]] = k + 1;
@@ -303,17 +295,13 @@ static int put_image(writer *w, const gkp_image *im, size_t spec, size_t blob,
   return 0;
 }
 
-static int check_image(const gkp_image *im, char *err, size_t errsize) {
+static int check_image(const gkp_image *im, gk_err *err) {
   if (!im->kernel || !*im->kernel || !im->backend || !*im->backend ||
-      !im->target || !*im->target || !im->format || !*im->format) {
-    gkp__seterr(err, errsize, "image with an empty kernel, backend, target or format");
-    return -1;
-  }
-  if (!im->data && im->size) {
-    gkp__seterr(err, errsize, "image %s/%s/%s has no bytes", im->backend, im->kernel,
-           im->target);
-    return -1;
-  }
+      !im->target || !*im->target || !im->format || !*im->format)
+    return gk_err_set(err, "image with an empty kernel, backend, target or format");
+  if (!im->data && im->size)
+    return gk_err_set(err, "image %s/%s/%s has no bytes", im->backend, im->kernel,
+                      im->target);
   return 0;
 }
 
@@ -338,13 +326,10 @@ static int put_meta(writer *w, const gkp_meta **meta, size_t n) {
 
 /* The distinct images in the order the sorted rows first use them, and
  * for each row the index of its blob. */
-static int list_blobs(writer *w, const gkp_image **sorted, size_t n, pblob **out,
+static int list_blobs(writer *w, const gkp_image **sorted, size_t n, gkp__blob **out,
                       size_t *nb, size_t *row_blob) {
-  pblob *blobs = calloc(n ? n : 1, sizeof *blobs);
-  if (!blobs) {
-    gkp__seterr(w->err, w->errsize, "out of memory");
-    return -1;
-  }
+  gkp__blob *blobs = calloc(n ? n : 1, sizeof *blobs);
+  if (!blobs) return gk_err_set(w->err, "out of memory");
   *nb = 0;
   for (size_t i = 0; i < n; i++) {
     unsigned char own[32];
@@ -367,17 +352,16 @@ static int list_blobs(writer *w, const gkp_image **sorted, size_t n, pblob **out
 static int write_db(writer *w, const char *tmp, const gkp_image **sorted,
                     size_t n, const gkp_meta **meta, size_t nmeta, int level) {
   char sql[256];
-  pblob *blobs = NULL;
+  gkp__blob *blobs = NULL;
   size_t nb = 0, nspec = 0, *row_blob = calloc(n ? n : 1, sizeof *row_blob);
   size_t *first_use = calloc(n ? n : 1, sizeof *first_use);
   size_t *id_of = calloc(n ? n : 1, sizeof *id_of); /* blob index -> row id */
   int rc = -1;
   if (!row_blob || !first_use || !id_of) {
     free(row_blob), free(first_use), free(id_of);
-    gkp__seterr(w->err, w->errsize, "out of memory");
-    return -1;
+    return gk_err_set(w->err, "out of memory");
   }
-  if (list_blobs(w, sorted, n, &blobs, &nb, row_blob) || gkp__plan_deltas(blobs, nb, w->err, w->errsize))
+  if (list_blobs(w, sorted, n, &blobs, &nb, row_blob) || gkp__plan_deltas(blobs, nb, w->err))
     goto db_out;
   if (sqlite3_open_v2(tmp, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                       NULL) != SQLITE_OK) {
@@ -524,7 +508,7 @@ static int skip_cmp(const void *pa, const void *pb) {
  * what one part built, no other part's skip hides). *out is NULL when
  * nothing is left. -1 when the text is not such an array. */
 static int skipped_json(const char *text, const gkp_image **sorted, size_t n, char **out,
-                        char *err, size_t errsize) {
+                        gk_err *err) {
   json_t *arr = json_loads(text, 0, NULL), *res = NULL;
   size_t m = json_array_size(arr), k = 0;
   skip *v = calloc(m ? m : 1, sizeof *v);
@@ -553,13 +537,13 @@ static int skipped_json(const char *text, const gkp_image **sorted, size_t n, ch
   }
   rc = 0;
   if (json_array_size(res) && !(*out = json_dumps(res, JSON_COMPACT | JSON_SORT_KEYS))) {
-    gkp__seterr(err, errsize, "out of memory");
+    gk_err_set(err, "out of memory");
     rc = -1;
   }
   goto skipped_out;
 bad:
-  gkp__seterr(err, errsize, "archive metadata 'skipped' must be a JSON array of "
-              "{backend, target (optional), reason} strings; got '%.80s'", text);
+  gk_err_set(err, "archive metadata 'skipped' must be a JSON array of "
+             "{backend, target (optional), reason} strings; got '%.80s'", text);
 skipped_out:
   json_decref(arr);
   json_decref(res);
@@ -567,14 +551,12 @@ skipped_out:
   return rc;
 }
 
-int gkp_write(const char *path, const gkp_image *images, size_t n, int level,
-              char *err, size_t errsize) {
-  return gkp_write_meta(path, images, n, NULL, 0, level, err, errsize);
+int gkp_write(const char *path, const gkp_image *images, size_t n, int level, gk_err *err) {
+  return gkp_write_meta(path, images, n, NULL, 0, level, err);
 }
 
 int gkp_write_meta(const char *path, const gkp_image *images, size_t n,
-                   const gkp_meta *meta, size_t nmeta, int level, char *err,
-                   size_t errsize) {
+                   const gkp_meta *meta, size_t nmeta, int level, gk_err *err) {
   writer w = {0};
   const gkp_image **sorted = NULL;
   const gkp_meta **msorted = NULL;
@@ -584,31 +566,25 @@ int gkp_write_meta(const char *path, const gkp_image *images, size_t n,
   size_t nfixed = 3, ngiven = 0;
   int rc = -1, fd, no_driver = 1;
 
-  if (!path || (!images && n)) {
-    gkp__seterr(err, errsize, "no archive path or no images");
-    return -1;
-  }
-  if (sodium_init() < 0) {
-    gkp__seterr(err, errsize, "libsodium failed to initialize");
-    return -1;
-  }
+  if (!path || (!images && n)) return gk_err_set(err, "no archive path or no images");
+  if (sodium_init() < 0) return gk_err_set(err, "libsodium failed to initialize");
   sorted = calloc(n ? n : 1, sizeof *sorted);
   tmp = malloc(strlen(path) + 16);
   w.z.cctx = ZSTD_createCCtx();
   if (!sorted || !tmp || !w.z.cctx) {
-    gkp__seterr(err, errsize, "out of memory");
+    gk_err_set(err, "out of memory");
     goto pack_out;
   }
   for (size_t i = 0; i < n; i++) {
-    if (check_image(&images[i], err, errsize)) goto pack_out;
+    if (check_image(&images[i], err)) goto pack_out;
     sorted[i] = &images[i];
   }
   qsort(sorted, n, sizeof *sorted, image_cmp);
   for (size_t i = 1; i < n; i++)
     if (image_cmp(&sorted[i - 1], &sorted[i]) == 0) {
-      gkp__seterr(err, errsize, "two images for %s %s %s %s", sorted[i]->kernel,
-             sorted[i]->backend, sorted[i]->target,
-             sorted[i]->variant ? sorted[i]->variant : "");
+      gk_err_set(err, "two images for %s %s %s %s", sorted[i]->kernel,
+                 sorted[i]->backend, sorted[i]->target,
+                 sorted[i]->variant ? sorted[i]->variant : "");
       goto pack_out;
     }
 
@@ -616,12 +592,12 @@ int gkp_write_meta(const char *path, const gkp_image *images, size_t n,
   snprintf(generator, sizeof generator, "gk %d.%d.%d", GK_VERSION_MAJOR,
            GK_VERSION_MINOR, GK_VERSION_PATCH);
   if (!(toolchains = toolchains_json(sorted, n))) {
-    gkp__seterr(err, errsize, "out of memory");
+    gk_err_set(err, "out of memory");
     goto pack_out;
   }
   drivers = min_driver_json(sorted, n, &no_driver);
   if (!drivers && !no_driver) {
-    gkp__seterr(err, errsize, "out of memory");
+    gk_err_set(err, "out of memory");
     goto pack_out;
   }
   fixed[0] = (gkp_meta){"format", "gllm-kernels-archive"};
@@ -630,23 +606,23 @@ int gkp_write_meta(const char *path, const gkp_image *images, size_t n,
   if (drivers) fixed[nfixed++] = (gkp_meta){"min_driver", drivers};
   if (!(msorted = calloc(nmeta + nfixed, sizeof *msorted)) ||
       !(given = calloc(nmeta + 1, sizeof *given))) {
-    gkp__seterr(err, errsize, "out of memory");
+    gk_err_set(err, "out of memory");
     goto pack_out;
   }
   for (size_t i = 0; i < nfixed; i++) msorted[i] = &fixed[i];
   for (size_t i = 0; i < nmeta; i++) {
     if (!meta[i].key || !*meta[i].key || !meta[i].value) {
-      gkp__seterr(err, errsize, "archive metadata with an empty key or no value");
+      gk_err_set(err, "archive metadata with an empty key or no value");
       goto pack_out;
     }
     given[ngiven] = meta[i];
     /* "skipped" is kept in one form, whatever the parts said. */
     if (strcmp(meta[i].key, "skipped") == 0) {
       if (skipped) {
-        gkp__seterr(err, errsize, "archive metadata key 'skipped' given twice");
+        gk_err_set(err, "archive metadata key 'skipped' given twice");
         goto pack_out;
       }
-      if (skipped_json(meta[i].value, sorted, n, &skipped, err, errsize)) goto pack_out;
+      if (skipped_json(meta[i].value, sorted, n, &skipped, err)) goto pack_out;
       if (!skipped) continue;
       given[ngiven].value = skipped;
     }
@@ -656,11 +632,11 @@ int gkp_write_meta(const char *path, const gkp_image *images, size_t n,
   qsort(msorted, ngiven + nfixed, sizeof *msorted, meta_cmp);
   for (size_t i = 1; i < ngiven + nfixed; i++)
     if (strcmp(msorted[i - 1]->key, msorted[i]->key) == 0) {
-      gkp__seterr(err, errsize, "archive metadata key '%s' given twice%s", msorted[i]->key,
-                  strcmp(msorted[i]->key, "format") == 0 ||
-                  strcmp(msorted[i]->key, "generator") == 0 ||
-                  strcmp(msorted[i]->key, "min_driver") == 0 ||
-                  strcmp(msorted[i]->key, "toolchains") == 0 ? " (gk pack writes it itself)" : "");
+      gk_err_set(err, "archive metadata key '%s' given twice%s", msorted[i]->key,
+                 strcmp(msorted[i]->key, "format") == 0 ||
+                 strcmp(msorted[i]->key, "generator") == 0 ||
+                 strcmp(msorted[i]->key, "min_driver") == 0 ||
+                 strcmp(msorted[i]->key, "toolchains") == 0 ? " (gk pack writes it itself)" : "");
       goto pack_out;
     }
 
@@ -668,25 +644,24 @@ int gkp_write_meta(const char *path, const gkp_image *images, size_t n,
   sprintf(tmp, "%s.tmpXXXXXX", path);
   fd = mkstemp(tmp);
   if (fd < 0) {
-    gkp__seterr(err, errsize, "cannot write '%s' (temporary file beside it): %s", path,
-                strerror(errno));
+    gk_err_set(err, "cannot write '%s' (temporary file beside it): %s", path,
+               strerror(errno));
     goto pack_out;
   }
   close(fd);
   w.err = err;
-  w.errsize = errsize;
   if (write_db(&w, tmp, sorted, n, msorted, ngiven + nfixed, level)) {
-    /* SQLite's words ("database or disk is full") name no file: add it. */
-    char why[512];
-    snprintf(why, sizeof why, "%s", err);
-    gkp__seterr(err, errsize, "cannot write '%s': %s", path, why);
+    /* SQLite's words ("database or disk is full") name no file: put it
+     * before them, which keep their old 511-byte cut. */
+    if (err && strlen(err->msg) > 511) err->msg[511] = '\0';
+    gk_err_prefix(err, "cannot write '%s': ", path);
     goto pack_unlink;
   }
   writer_close(&w);
   /* mkstemp made the file 0600; an archive is meant to be shared. */
   chmod(tmp, 0644);
   if (sync_path(tmp, 0) || rename(tmp, path)) {
-    gkp__seterr(err, errsize, "cannot write '%s': %s", path, strerror(errno));
+    gk_err_set(err, "cannot write '%s': %s", path, strerror(errno));
     goto pack_unlink;
   }
   dircopy = strdup(path);

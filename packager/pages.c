@@ -28,11 +28,11 @@ static size_t varint_len(unsigned long long v) {
 }
 
 /* Serial type and body size of one column. */
-static void column(const gkp_column *c, unsigned long long *type, size_t *body) {
+static void column(const gkp__column *c, unsigned long long *type, size_t *body) {
   *type = 0, *body = 0;
   switch (c->kind) {
-  case GKP_NULL: *type = 0, *body = 0; return;
-  case GKP_INT: {
+  case GKP__NULL: *type = 0, *body = 0; return;
+  case GKP__INT: {
     long long v = c->i;
     static const size_t widths[] = {1, 2, 3, 4, 6, 8};
     if (v == 0 || v == 1) {
@@ -44,12 +44,12 @@ static void column(const gkp_column *c, unsigned long long *type, size_t *body) 
     *type = (unsigned long long)k + 1, *body = widths[k];
     return;
   }
-  case GKP_BLOB: *type = 12 + 2 * (unsigned long long)c->n, *body = c->n; return;
-  case GKP_TEXT: *type = 13 + 2 * (unsigned long long)c->n, *body = c->n; return;
+  case GKP__BLOB: *type = 12 + 2 * (unsigned long long)c->n, *body = c->n; return;
+  case GKP__TEXT: *type = 13 + 2 * (unsigned long long)c->n, *body = c->n; return;
   }
 }
 
-size_t gkp__cell_size(long long rowid, const gkp_column *cols, size_t ncols,
+size_t gkp__cell_size(long long rowid, const gkp__column *cols, size_t ncols,
                       size_t page_size) {
   size_t hdr = 0, body = 0;
   for (size_t i = 0; i < ncols; i++) {

@@ -31,7 +31,7 @@
  * chose trees 0.1% smaller for twice the time). */
 #define ESTIMATE_LEVEL 3
 
-size_t gkp__zcompress(gkp_zbuf *z, const void *src, size_t n, const void *prefix,
+size_t gkp__zcompress(gkp__zbuf *z, const void *src, size_t n, const void *prefix,
                       size_t pn, int level) {
   size_t bound = ZSTD_compressBound(n);
   if (bound > z->cap) {
@@ -50,7 +50,7 @@ size_t gkp__zcompress(gkp_zbuf *z, const void *src, size_t n, const void *prefix
   return ZSTD_compress2(z->cctx, z->buf, z->cap, src, n);
 }
 
-void gkp__zbuf_free(gkp_zbuf *z) {
+void gkp__zbuf_free(gkp__zbuf *z) {
   ZSTD_freeCCtx(z->cctx);
   free(z->buf);
   z->cctx = NULL, z->buf = NULL, z->cap = 0;
@@ -64,7 +64,7 @@ static int family_cmp3(const gkp_image *a, const gkp_image *b) {
 }
 
 /* qsort context is not in C11: the blob array for family_sort. */
-static const pblob *sort_blobs;
+static const gkp__blob *sort_blobs;
 static int family_sort(const void *pa, const void *pb) {
   size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
   int c = family_cmp3(sort_blobs[a].im, sort_blobs[b].im);
@@ -209,8 +209,8 @@ static size_t search(plan_run *r) {
  * measured 0.3% smaller for twice the trials). The choice depends on the
  * images alone.
  */
-static int choose_bases(gkp_zbuf *zb, pblob *blobs, const size_t *fam, size_t m,
-                        char *err, size_t errsize) {
+static int choose_bases(gkp__zbuf *zb, gkp__blob *blobs, const size_t *fam, size_t m,
+                        gk_err *err) {
   size_t *P = calloc(m, sizeof *P), *D = calloc(m * m, sizeof *D);
   size_t *cur = calloc(m, sizeof *cur);
   long *par = calloc(m, sizeof *par), *twin = calloc(m, sizeof *twin);
@@ -218,7 +218,7 @@ static int choose_bases(gkp_zbuf *zb, pblob *blobs, const size_t *fam, size_t m,
   int *dep = calloc(m, sizeof *dep), *hgt = calloc(m, sizeof *hgt);
   int rc = -1;
   if (!P || !D || !cur || !par || !twin || !none || !best || !dep || !hgt) {
-    gkp__seterr(err, errsize, "out of memory choosing delta bases");
+    gk_err_set(err, "out of memory choosing delta bases");
     goto bases_out;
   }
   for (size_t i = 0; i < m; i++)
@@ -227,8 +227,8 @@ static int choose_bases(gkp_zbuf *zb, pblob *blobs, const size_t *fam, size_t m,
       size_t z = gkp__zcompress(zb, a->data, a->size, i == j ? NULL : b->data,
                                i == j ? 0 : b->size, ESTIMATE_LEVEL);
       if (ZSTD_isError(z)) {
-        gkp__seterr(err, errsize, "cannot compress %s/%s/%s: %s", a->backend,
-                    a->kernel, a->target, ZSTD_getErrorName(z));
+        gk_err_set(err, "cannot compress %s/%s/%s: %s", a->backend,
+                   a->kernel, a->target, ZSTD_getErrorName(z));
         goto bases_out;
       }
       if (i == j) P[i] = z;
@@ -251,17 +251,13 @@ bases_out:
 }
 
 /* Sets every blob's base, family by family. */
-int gkp__plan_deltas(pblob *blobs, size_t nb, char *err, size_t errsize) {
+int gkp__plan_deltas(gkp__blob *blobs, size_t nb, gk_err *err) {
   size_t *order = calloc(nb ? nb : 1, sizeof *order);
-  if (!order) {
-    gkp__seterr(err, errsize, "out of memory choosing delta bases");
-    return -1;
-  }
-  gkp_zbuf zb = {ZSTD_createCCtx(), NULL, 0};
+  if (!order) return gk_err_set(err, "out of memory choosing delta bases");
+  gkp__zbuf zb = {ZSTD_createCCtx(), NULL, 0};
   if (!zb.cctx) {
     free(order);
-    gkp__seterr(err, errsize, "out of memory choosing delta bases");
-    return -1;
+    return gk_err_set(err, "out of memory choosing delta bases");
   }
   for (size_t i = 0; i < nb; i++) order[i] = i, blobs[i].base = -1;
   sort_blobs = blobs;
@@ -271,7 +267,7 @@ int gkp__plan_deltas(pblob *blobs, size_t nb, char *err, size_t errsize) {
     while (j < nb && j - i < FAMILY_MAX &&
            family_cmp3(blobs[order[i]].im, blobs[order[j]].im) == 0)
       j++;
-    if (j - i > 1 && choose_bases(&zb, blobs, order + i, j - i, err, errsize)) {
+    if (j - i > 1 && choose_bases(&zb, blobs, order + i, j - i, err)) {
       gkp__zbuf_free(&zb);
       free(order);
       return -1;

@@ -22,7 +22,7 @@ static const char table_sql[] =
   ") WITHOUT ROWID";
 
 int gkp_sign(const char *path, const unsigned char pk[32], const unsigned char sig[64],
-             const unsigned char *drop, size_t ndrop, char *err, size_t errsize) {
+             const unsigned char *drop, size_t ndrop, gk_err *err) {
   sqlite3 *db = NULL;
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
@@ -51,10 +51,9 @@ int gkp_sign(const char *path, const unsigned char pk[32], const unsigned char s
     st = NULL;
   }
   if (rc == SQLITE_OK) rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-  if (rc != SQLITE_OK && err && errsize)
-    snprintf(err, errsize, "%s", db ? sqlite3_errmsg(db) : "out of memory");
+  if (rc != SQLITE_OK) gk_err_set(err, "%s", db ? sqlite3_errmsg(db) : "out of memory");
   if (sqlite3_close(db) != SQLITE_OK && rc == SQLITE_OK) {
-    if (err && errsize) snprintf(err, errsize, "cannot close the database");
+    gk_err_set(err, "cannot close the database");
     rc = SQLITE_ERROR;
   }
   return rc == SQLITE_OK ? 0 : -1;

@@ -63,6 +63,7 @@
 
 #include "engine.h"
 #include "gk_compiler.h" /* GK__PRINTF */
+#include "gk_err.h"
 #include "gkcache.h"
 #include "gkrecipes.h"
 
@@ -408,14 +409,15 @@ static json_t *unique_lines(buf *b) {
 }
 
 /* Writes the record as the cache writes its files (gkc_write_file), unless
- * the file already says the same. */
-static const char *write_record(gkc_cache *c, const char *path, const char *text) {
+ * the file already says the same: 0, or -1 with the cache's sentence in
+ * *err. */
+static int write_record(gkc_cache *c, const char *path, const char *text, gk_err *err) {
   size_t len = strlen(text), olen;
   char *old = gkc_read_file(path, (size_t)64 << 20, &olen);
   int same = old && olen == len && memcmp(old, text, len) == 0;
   free(old);
-  if (same) return NULL;
-  return gkc_write_file(c, path, text, len) == 0 ? NULL : gkc_errmsg(c);
+  if (same) return 0;
+  return gkc_write_file(c, path, text, len) == 0 ? 0 : gk_err_set(err, "%s", gkc_errmsg(c));
 }
 
 /* gk.fast_save(cache, { {sha256, size}, ... }, summary) -> true | nil, why.
@@ -456,11 +458,12 @@ static int l_fast_save(lua_State *L) {
                           t->log.p ? t->log.p : "", t->log.len, "summary", summary);
   char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
   json_decref(doc);
-  const char *why = text ? write_record(*cp, t->record, text) : "out of memory";
+  gk_err err;
+  int rc = text ? write_record(*cp, t->record, text, &err) : gk_err_set(&err, "out of memory");
   free(text);
-  if (why) {
+  if (rc != 0) {
     lua_pushnil(L);
-    lua_pushfstring(L, "record '%s': %s", t->record, why);
+    lua_pushfstring(L, "record '%s': %s", t->record, err.msg);
     return 2;
   }
   lua_pushboolean(L, 1);
@@ -601,11 +604,11 @@ static int check_line(char *line, dirstat *ds, gkc_cache **cache, const char *ca
   }
 }
 
-/* Checks the record against the world; NULL when it holds, else why not
- * (for GK_BUILD_TRACE). *nchecks counts the checks made; ms[0] and ms[1] get
- * when the checks and the commands were done (ms since the monotonic clock's
- * origin). */
-static const char *check(gkr__trace *t, json_t *doc, size_t *nchecks, double ms[2]) {
+/* Checks the record against the world: 0 when it holds, else -1 with why
+ * not in *err (for GK_BUILD_TRACE). *nchecks counts the checks made; ms[0]
+ * and ms[1] get when the checks and the commands were done (ms since the
+ * monotonic clock's origin). */
+static int check(gkr__trace *t, json_t *doc, size_t *nchecks, double ms[2], gk_err *err) {
   json_t *fmt = json_object_get(doc, "format"), *env = json_object_get(doc, "env");
   json_t *cmds = json_object_get(doc, "commands");
   const char *key = json_string_value(json_object_get(doc, "key"));
@@ -615,14 +618,15 @@ static const char *check(gkr__trace *t, json_t *doc, size_t *nchecks, double ms[
       !json_is_array(cmds) || json_array_size(cmds) > MAX_COMMANDS || !checks ||
       !json_is_string(json_object_get(doc, "log")) ||
       !json_is_string(json_object_get(doc, "summary")))
-    return "the record is damaged";
-  if (!key || strcmp(key, t->key) != 0) return "other options, folder or gk binary";
+    return gk_err_set(err, "the record is damaged");
+  if (!key || strcmp(key, t->key) != 0)
+    return gk_err_set(err, "other options, folder or gk binary");
   const char *name;
   json_t *v;
   json_object_foreach(env, name, v) {
     const char *now = getenv(name);
     if (json_is_null(v) ? now != NULL : !now || strcmp(now, json_string_value(v) ? json_string_value(v) : "") != 0)
-      return "an environment variable changed";
+      return gk_err_set(err, "an environment variable changed");
   }
   /* The commands (git status) run while the files are checked. */
   command run[MAX_COMMANDS];
@@ -663,7 +667,7 @@ static const char *check(gkr__trace *t, json_t *doc, size_t *nchecks, double ms[
   }
   for (size_t i = 0; i < started; i++) stop_command(&run[i]);
   ms[1] = (double)now_ns(CLOCK_MONOTONIC) * 1e-6;
-  return why;
+  return why ? gk_err_set(err, "%s", why) : 0;
 }
 
 int gkr__fast_try(gkr__trace *t, FILE *log, char **summary) {
@@ -674,8 +678,9 @@ int gkr__fast_try(gkr__trace *t, FILE *log, char **summary) {
   json_t *doc = text ? json_loadb(text, len, 0, NULL) : NULL;
   free(text);
   double loaded = (double)(now_ns(CLOCK_MONOTONIC) - t0) * 1e-6, ms[2] = {0, 0};
+  gk_err miss;
   const char *why = !text ? "no record yet" : !doc ? "the record is damaged"
-                                                   : check(t, doc, &nchecks, ms);
+                    : check(t, doc, &nchecks, ms, &miss) != 0 ? miss.msg : NULL;
   char *sum = NULL;
   if (!why) {
     /* The last build's summary, but for how long this one took. */

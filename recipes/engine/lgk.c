@@ -35,13 +35,6 @@ static const char LOG_KEY = 'l';
 const char gkr__options_key = 'o';
 #define CACHE_MT GKR__CACHE_MT
 
-int gkr__fail_errno(lua_State *L, const char *what, const char *subject) {
-  int e = errno;
-  lua_pushnil(L);
-  lua_pushfstring(L, "%s '%s': %s", what, subject, strerror(e));
-  return 2;
-}
-
 static int push_ok(lua_State *L) {
   lua_pushboolean(L, 1);
   return 1;

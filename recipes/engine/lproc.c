@@ -1,13 +1,7 @@
 /*
  * lproc.c - processes for the recipe engine: gk.spawn / gk.wait (several
  * compilers at once, reaped as they finish) and gk.run (one command, output
- * captured, for toolchain probes).
- *
- * A child's stdin is /dev/null, so that a compiler never reads the terminal.
- * Whether exec worked is learned through a close-on-exec pipe: an empty read
- * means the exec happened, otherwise the child wrote its errno. That turns
- * "cc: No such file or directory" into a Lua error value instead of a child
- * exiting 127 with a message nobody asked for.
+ * captured, for toolchain probes). Children are started by spawn.c.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -29,39 +23,6 @@
 
 /* Registry key of the table pid -> true of children started by gk.spawn. */
 static const char CHILDREN = 'c';
-
-/* A pipe whose both ends are close-on-exec. pipe2 makes it so atomically;
- * elsewhere (macOS) fcntl follows pipe, which is as good here: only the
- * engine's thread forks and execs, so no child can be started between the
- * two calls and inherit the descriptors. */
-static int cloexec_pipe(int fd[2]) {
-#if GK_HAVE_PIPE2
-  return pipe2(fd, O_CLOEXEC);
-#else
-  if (pipe(fd) != 0) return -1;
-  if (fcntl(fd[0], F_SETFD, FD_CLOEXEC) != 0 || fcntl(fd[1], F_SETFD, FD_CLOEXEC) != 0) {
-    int e = errno;
-    close(fd[0]), close(fd[1]);
-    errno = e;
-    return -1;
-  }
-  return 0;
-#endif
-}
-
-/* The child's half: only async-signal-safe calls between fork and exec. */
-static void child(char **argv, const char *cwd, int in, int out, int err,
-                  int report) {
-  int e;
-  if (cwd && chdir(cwd) != 0) goto fail;
-  if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) goto fail;
-  execvp(argv[0], argv);
-fail:
-  e = errno;
-  ssize_t w = write(report, &e, sizeof e);
-  (void)w;
-  _exit(127);
-}
 
 /* Reads the argv table at index idx into a NULL-terminated array whose
  * strings stay owned by the Lua table (which the caller keeps on the stack). */
@@ -88,47 +49,6 @@ static const char *opt_string(lua_State *L, int idx, const char *field) {
   const char *s = lua_tostring(L, -1);
   lua_pop(L, 1); /* options table keeps the string alive */
   return s;
-}
-
-/* Forks and execs; returns the pid, or -1 with errno set (exec failures
- * included, the child then already reaped). The fast path (fast.c) runs
- * commands again through it. */
-pid_t gkr__start(char **argv, const char *cwd, int out, int err) {
-  int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (in < 0) return -1;
-  int rep[2];
-  if (cloexec_pipe(rep) != 0) {
-    close(in);
-    return -1;
-  }
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(rep[0]);
-    child(argv, cwd, in, out, err, rep[1]);
-  }
-  int e = errno;
-  close(in);
-  close(rep[1]);
-  if (pid < 0) {
-    close(rep[0]);
-    errno = e;
-    return -1;
-  }
-  int child_errno = 0;
-  ssize_t n;
-  do n = read(rep[0], &child_errno, sizeof child_errno);
-  while (n < 0 && errno == EINTR);
-  close(rep[0]);
-  if (n > 0) {
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
-    errno = child_errno;
-    return -1;
-  }
-  return pid;
-}
-
-int gkr__exit_code(int st) {
-  return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 255;
 }
 
 /* Exit status as one integer: the exit code, or 128 + signal number, plus a
@@ -249,8 +169,8 @@ static int l_run(lua_State *L) {
   /* Its output is not kept: a build that ran one cannot be checked later. */
   gkr__trace_off(gkr__trace_get(L), "it ran a command (gk.run)");
   int po[2], pe[2];
-  if (cloexec_pipe(po) != 0) return gkr__fail_errno(L, "cannot run", argv[0]);
-  if (cloexec_pipe(pe) != 0) {
+  if (gkr__cloexec_pipe(po) != 0) return gkr__fail_errno(L, "cannot run", argv[0]);
+  if (gkr__cloexec_pipe(pe) != 0) {
     close(po[0]), close(po[1]);
     return gkr__fail_errno(L, "cannot run", argv[0]);
   }

@@ -92,9 +92,9 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  char err[1024];
-  int rc = gkp_write_meta(argv[1], ims, (size_t)n, meta, (size_t)nmeta, 3, err, sizeof err);
-  if (rc != 0) fprintf(stderr, "mkarchive: %s\n", err);
+  gk_err err;
+  int rc = gkp_write_meta(argv[1], ims, (size_t)n, meta, (size_t)nmeta, 3, &err);
+  if (rc != 0) fprintf(stderr, "mkarchive: %s\n", err.msg);
   for (int i = 0; i < n; i++) {
     free(entries[i]);
     free(rows[i]);

@@ -40,7 +40,7 @@ static int setup(void **state) {
   (void)state;
   static const char bytes[] = "not read by selection";
   gkp_image im[sizeof mixed_rows / sizeof mixed_rows[0]];
-  char err[512];
+  gk_err err;
   if (!mkdtemp(dir)) return -1;
   snprintf(path, sizeof path, "%s/mixed.gkfat", dir);
   for (size_t i = 0; i < sizeof im / sizeof im[0]; i++)
@@ -48,8 +48,8 @@ static int setup(void **state) {
                         mixed_rows[i].target, mixed_rows[i].variant,
                         mixed_rows[i].format, "[\"k\"]", "{}", "test",
                         bytes, sizeof bytes, NULL};
-  if (gkp_write(path, im, sizeof im / sizeof im[0], 1, err, sizeof err) != 0) {
-    fprintf(stderr, "cannot write %s: %s\n", path, err);
+  if (gkp_write(path, im, sizeof im / sizeof im[0], 1, &err) != 0) {
+    fprintf(stderr, "cannot write %s: %s\n", path, err.msg);
     return -1;
   }
   return 0;

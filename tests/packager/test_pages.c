@@ -67,14 +67,14 @@ static long long query(sqlite3 *db, const char *sql) {
 }
 
 static size_t cell_of(long long id, const row *r) {
-  gkp_column c[] = {
-      {GKP_NULL, 0, 0},
-      {GKP_BLOB, 0, 32},
-      {GKP_INT, r->raw, 0},
-      {GKP_TEXT, 0, strlen(r->codec)},
-      {r->base ? GKP_INT : GKP_NULL, r->base, 0},
-      {GKP_BLOB, 0, 32},
-      {GKP_BLOB, 0, r->n},
+  gkp__column c[] = {
+      {GKP__NULL, 0, 0},
+      {GKP__BLOB, 0, 32},
+      {GKP__INT, r->raw, 0},
+      {GKP__TEXT, 0, strlen(r->codec)},
+      {r->base ? GKP__INT : GKP__NULL, r->base, 0},
+      {GKP__BLOB, 0, 32},
+      {GKP__BLOB, 0, r->n},
   };
   return gkp__cell_size(id, c, sizeof c / sizeof *c, PAGE);
 }

@@ -123,10 +123,10 @@ static size_t index_of(int k, int t, int v) { return (size_t)((k * NT + t) * NV 
  * search without the twin rule wins (fewer roots), on rope's the one with. */
 static void chains_and_twins(void **state) {
   fixture *f = *state;
-  pblob b[N];
-  char err[256] = "";
-  for (size_t i = 0; i < N; i++) b[i] = (pblob){.im = &f->im[i], .base = -7};
-  assert_int_equal(gkp__plan_deltas(b, N, err, sizeof err), 0);
+  gkp__blob b[N];
+  gk_err err = {""};
+  for (size_t i = 0; i < N; i++) b[i] = (gkp__blob){.im = &f->im[i], .base = -7};
+  assert_int_equal(gkp__plan_deltas(b, N, &err), 0);
   size_t deltas = 0;
   for (size_t i = 0; i < N; i++) {
     int d = 0;
@@ -169,13 +169,14 @@ static unsigned char *slurp(const char *path, size_t *n) {
  * and libgk reads each image back. */
 static void archive_order_and_reads(void **state) {
   fixture *f = *state;
-  char a[64], r[64], err[512] = "";
+  char a[64], r[64];
+  gk_err err = {""};
   snprintf(a, sizeof a, "%s/a.gkfat", f->dir);
   snprintf(r, sizeof r, "%s/r.gkfat", f->dir);
   gkp_image rev[N];
   for (size_t i = 0; i < N; i++) rev[i] = f->im[(i * 17 + 5) % N]; /* 17 is prime to N */
-  if (gkp_write(a, f->im, N, 3, err, sizeof err)) fail_msg("%s", err);
-  if (gkp_write(r, rev, N, 3, err, sizeof err)) fail_msg("%s", err);
+  if (gkp_write(a, f->im, N, 3, &err)) fail_msg("%s", err.msg);
+  if (gkp_write(r, rev, N, 3, &err)) fail_msg("%s", err.msg);
   size_t na, nr;
   unsigned char *pa = slurp(a, &na), *pr = slurp(r, &nr);
   assert_non_null(pa);
