@@ -644,35 +644,25 @@ local function trace(what)
     (gk.clock() - trace_t0) * 1e3, (gk.clock("cpu") - trace_c0) * 1e3), "trace")
 end
 
-function M.main(opts)
-  local t0 = gk.clock()
-  trace_t0 = nil
-  if opts.trace then trace_t0, trace_c0 = t0, gk.clock("cpu") end
-  local reg = toolchains.load(opts.recipes)
-  -- A usage error: said before anything (the cache, probes) is written.
-  if opts.shard then release.parse_shard(opts.shard) end
-
-  local wanted
-  if #opts.backends > 0 then
-    wanted = {}
-    local known = {}
-    for _, b in ipairs(reg.backends) do known[b] = true end
-    for _, b in ipairs(opts.backends) do
-      if not known[b] then
-        errors.raise(("unknown backend '%s' for --backend; known: %s"):format(b,
-          table.concat(reg.backends, ", ")), 2)
-      end
-      wanted[b] = true
+-- --backend NAME...: the backends asked for (nil: all), each known.
+local function wanted_backends(opts, reg)
+  if #opts.backends == 0 then return nil end
+  local wanted, known = {}, {}
+  for _, b in ipairs(reg.backends) do known[b] = true end
+  for _, b in ipairs(opts.backends) do
+    if not known[b] then
+      errors.raise(("unknown backend '%s' for --backend; known: %s"):format(b,
+        table.concat(reg.backends, ", ")), 2)
     end
+    wanted[b] = true
   end
+  return wanted
+end
 
-  local st = gk.stat(opts.out)
-  if st and st.type ~= "dir" then
-    errors.raise(("cannot use '%s' as --out: it is not a folder"):format(opts.out))
-  end
-
-  -- --targets BACKEND=T1,T2: those targets instead of every recipe's list
-  -- for that backend (a maintainer's "only sm_80 and sm_90 today").
+-- --targets BACKEND=T1,T2: those targets instead of every recipe's list
+-- for that backend (a maintainer's "only sm_80 and sm_90 today").
+-- Returns { backend = { targets } }.
+local function target_overrides(opts, reg)
   local override = {}
   for _, spec in ipairs(opts.targets or {}) do
     local b, list = spec:match("^([%w_]+)=(.*)$")
@@ -708,26 +698,29 @@ function M.main(opts)
     end
     override[b] = ts
   end
+  return override
+end
 
-  trace("toolchain modules")
-  local kernels = load_recipes(opts.recipes, reg)
-  -- --kernel NAME: only those kernels (a kernel author's edit-build loop).
-  if opts.kernels and #opts.kernels > 0 then
-    local byname, names, only = {}, {}, {}
-    for _, k in ipairs(kernels) do byname[k.name] = k; names[#names + 1] = k.name end
-    for _, n in ipairs(opts.kernels) do
-      if not byname[n] then
-        errors.raise(("unknown kernel '%s' for --kernel; the recipes in '%s' define: %s")
-          :format(n, opts.recipes, table.concat(names, ", ")), 2)
-      end
-      only[n] = true
+-- --kernel NAME: only those kernels (a kernel author's edit-build loop).
+local function only_kernels(kernels, opts)
+  if not opts.kernels or #opts.kernels == 0 then return kernels end
+  local byname, names, only = {}, {}, {}
+  for _, k in ipairs(kernels) do byname[k.name] = k; names[#names + 1] = k.name end
+  for _, n in ipairs(opts.kernels) do
+    if not byname[n] then
+      errors.raise(("unknown kernel '%s' for --kernel; the recipes in '%s' define: %s")
+        :format(n, opts.recipes, table.concat(names, ", ")), 2)
     end
-    local kept = {}
-    for _, k in ipairs(kernels) do if only[k.name] then kept[#kept + 1] = k end end
-    kernels = kept
+    only[n] = true
   end
-  trace("recipes")
-  -- Opened only now, so that a bad command line or recipe creates nothing.
+  local kept = {}
+  for _, k in ipairs(kernels) do if only[k.name] then kept[#kept + 1] = k end end
+  return kept
+end
+
+-- The cache, its direct-mode index and the remote cache behind it.
+-- Returns the cache and whether the index is used.
+local function open_cache(opts, reg)
   -- Absolute: compilers run elsewhere and write into the cache's tmp.
   local cache, cerr = gk.cache_open(join(assert(gk.cwd()), opts.cache))
   if not cache then errors.raise(cerr .. "; pass --cache DIR or set GK_CACHE_DIR") end
@@ -746,20 +739,13 @@ function M.main(opts)
     local ok, rerr = cache:set_remote(remote, opts.remote_readonly)
     if not ok then errors.raise(rerr, 2) end
   end
-  ctr, build_meta = nil, nil
-  if opts.container then
-    -- What the compiles read: the recipes and every source folder.
-    local roots = { assert(gk.realpath(opts.recipes)) }
-    for _, k in ipairs(kernels) do
-      for _, s in ipairs(k.sections) do
-        roots[#roots + 1] = gk.realpath(dirname(s.source)) or nil
-      end
-    end
-    ctr = container.setup(opts, reg, toolchains, cache, roots)
-  end
-  local jobs, skipped, built, tskipped = expand(kernels, reg, wanted, override)
-  trace("jobs and probes")
-  -- --strict: every target the recipes ask for must be built.
+  return cache, indexed
+end
+
+-- --strict: every target the recipes ask for must be built; and a backend
+-- asked for by name must be built: an empty result would otherwise pass
+-- silently into an archive.
+local function check_built(opts, skipped, built, tskipped)
   if opts.strict and #tskipped > 0 then
     local lines = {}
     for _, t in ipairs(tskipped) do
@@ -768,9 +754,6 @@ function M.main(opts)
     errors.raise(("--strict: %d target%s cannot be built here:\n%s"):format(#tskipped,
       #tskipped == 1 and "" or "s", table.concat(lines, "\n")))
   end
-
-  -- A backend asked for by name must be built: an empty result would
-  -- otherwise pass silently into an archive.
   for _, b in ipairs(opts.backends) do
     if skipped[b] then
       errors.raise(("cannot build backend '%s' asked for with --backend: %s"):format(b, skipped[b]))
@@ -779,15 +762,13 @@ function M.main(opts)
       gk.eprint(("gk build: note: no recipe in '%s' has a %s section\n"):format(opts.recipes, b))
     end
   end
+end
 
-  local shard_i, shard_n
-  if opts.shard then shard_i, shard_n = release.parse_shard(opts.shard) end
-  -- git status (for the manifest's meta) runs while the jobs are keyed and
-  -- looked up; the metadata covers every job, before --shard: each partial
-  -- archive then carries what a build of everything would.
-  local git, all_jobs = release.git_start(opts.recipes, cache), jobs
-  if shard_n then jobs = release.shard(jobs, built, shard_i, shard_n) end
-
+-- Keys every job and looks it up, while git status (for the manifest's
+-- meta) runs; the metadata covers every job, before --shard: each partial
+-- archive then carries what a build of everything would. Returns the jobs
+-- to compile and how many hits came from the remote cache.
+local function look_up(opts, cache, reg, jobs, all_jobs, git)
   local todo, remote_hits = {}, 0
   -- Under pcall so that git is waited for, and its output removed, on an
   -- error too.
@@ -807,25 +788,13 @@ function M.main(opts)
   build_meta = release.source_meta(opts.recipes, all_jobs, git)
   if not lok then errors.rethrow(lerr) end
   trace("source metadata")
-  local width = opts.jobs > 0 and opts.jobs or gk.cpus()
-  local failures, never = compile(todo, cache, width)
-  if #failures > 0 then
-    -- The first failure stops new jobs: say how many never ran, so that
-    -- -j1 does not read as "the others passed".
-    errors.raise(("%d of %d compile job%s failed%s; '%s' is left as it was"):format(#failures, #todo,
-      #todo == 1 and "" or "s",
-      never > 0 and (", %d not started after the first failure"):format(never) or "", opts.out))
-  end
+  return todo, remote_hits
+end
 
-  trace("compiles")
-  local written, manifest_written = write_out(opts.out, jobs, skipped, tskipped, cache, todo)
-  trace("output folder")
-  local iok, ierr = cache:index_save()
-  if not iok then gk.eprint(("gk build: warning: %s (the next build will be slower, not wrong)\n"):format(ierr)) end
-  trace("index saved")
-
-  -- Each backend's toolchains, in module order, with their image counts
-  -- when there are several: "hipcc ...: 96; clang ...: 160".
+-- Each backend's toolchains, in module order, with their image counts
+-- when there are several: "hipcc ...: 96; clang ...: 160" (built[b].label;
+-- .toolchain: the identities alone).
+local function label_backends(built, jobs)
   for _, b in pairs(built) do b.ids, b.count = {}, {} end
   for _, j in ipairs(jobs) do
     local b, id = built[j.backend], j.info.identity
@@ -848,6 +817,11 @@ function M.main(opts)
     b.toolchain = #ids > 0 and table.concat(ids, ", ") or b.first
     b.label = #ids > 1 and table.concat(parts, "; ") or b.toolchain
   end
+end
+
+-- The closing lines on the log, and the --json summary's backends and
+-- skipped lists.
+local function report(built, skipped, tskipped, n, compiled, remote_hits, shard_i, shard_n)
   local summary_backends = {}
   for _, b in ipairs(sorted_keys(built)) do
     gk.eprint(("gk build: %s: %d image%s (%s)\n"):format(b, built[b].images,
@@ -867,13 +841,76 @@ function M.main(opts)
     gk.eprint(("gk build: %s %s: skipped, %s\n"):format(t.backend, t.target, t.reason))
     summary_skipped[#summary_skipped + 1] = gk.json_object(t, { "backend", "target", "reason" })
   end
-  gk.eprint(("gk build: %d image%s, %d compiled, %d from cache%s\n"):format(#jobs,
-    #jobs == 1 and "" or "s", #todo, #jobs - #todo,
+  gk.eprint(("gk build: %d image%s, %d compiled, %d from cache%s\n"):format(n,
+    n == 1 and "" or "s", compiled, n - compiled,
     remote_hits > 0 and (" (%d from the remote cache)"):format(remote_hits) or ""))
   if shard_n then
     gk.eprint(("gk build: shard %d/%d\n"):format(shard_i, shard_n))
   end
+  return summary_backends, summary_skipped
+end
 
+-- One build (engine.c's gkr_build): options -> checked command line ->
+-- recipes -> jobs -> lookups -> compiles -> output folder -> report.
+function M.main(opts)
+  local t0 = gk.clock()
+  trace_t0 = nil
+  if opts.trace then trace_t0, trace_c0 = t0, gk.clock("cpu") end
+  local reg = toolchains.load(opts.recipes)
+  -- A usage error: said before anything (the cache, probes) is written.
+  if opts.shard then release.parse_shard(opts.shard) end
+  local wanted = wanted_backends(opts, reg)
+  local st = gk.stat(opts.out)
+  if st and st.type ~= "dir" then
+    errors.raise(("cannot use '%s' as --out: it is not a folder"):format(opts.out))
+  end
+  local override = target_overrides(opts, reg)
+  trace("toolchain modules")
+  local kernels = only_kernels(load_recipes(opts.recipes, reg), opts)
+  trace("recipes")
+
+  -- Opened only now, so that a bad command line or recipe creates nothing.
+  local cache, indexed = open_cache(opts, reg)
+  ctr, build_meta = nil, nil
+  if opts.container then
+    -- What the compiles read: the recipes and every source folder.
+    local roots = { assert(gk.realpath(opts.recipes)) }
+    for _, k in ipairs(kernels) do
+      for _, s in ipairs(k.sections) do
+        roots[#roots + 1] = gk.realpath(dirname(s.source)) or nil
+      end
+    end
+    ctr = container.setup(opts, reg, toolchains, cache, roots)
+  end
+  local jobs, skipped, built, tskipped = expand(kernels, reg, wanted, override)
+  trace("jobs and probes")
+  check_built(opts, skipped, built, tskipped)
+
+  local shard_i, shard_n
+  if opts.shard then shard_i, shard_n = release.parse_shard(opts.shard) end
+  local git, all_jobs = release.git_start(opts.recipes, cache), jobs
+  if shard_n then jobs = release.shard(jobs, built, shard_i, shard_n) end
+  local todo, remote_hits = look_up(opts, cache, reg, jobs, all_jobs, git)
+
+  local width = opts.jobs > 0 and opts.jobs or gk.cpus()
+  local failures, never = compile(todo, cache, width)
+  if #failures > 0 then
+    -- The first failure stops new jobs: say how many never ran, so that
+    -- -j1 does not read as "the others passed".
+    errors.raise(("%d of %d compile job%s failed%s; '%s' is left as it was"):format(#failures, #todo,
+      #todo == 1 and "" or "s",
+      never > 0 and (", %d not started after the first failure"):format(never) or "", opts.out))
+  end
+  trace("compiles")
+  local written, manifest_written = write_out(opts.out, jobs, skipped, tskipped, cache, todo)
+  trace("output folder")
+  local iok, ierr = cache:index_save()
+  if not iok then gk.eprint(("gk build: warning: %s (the next build will be slower, not wrong)\n"):format(ierr)) end
+  trace("index saved")
+
+  label_backends(built, jobs)
+  local summary_backends, summary_skipped =
+    report(built, skipped, tskipped, #jobs, #todo, remote_hits, shard_i, shard_n)
   local summary = gk.json_object({
     ok = true, images = #jobs, compiled = #todo, cached = #jobs - #todo, written = written,
     out = opts.out, manifest = join(opts.out, "manifest.json"), backends = summary_backends,
