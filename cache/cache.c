@@ -35,7 +35,7 @@
 struct gkc_cache {
   char *dir;
   char *root;  /* DIR/v1 */
-  char err[512];
+  gk_err err;  /* the last failure: gkc_errmsg */
   unsigned long counter;
   char host[9]; /* the host tag in temporary names (gkc__host_tag) */
   int lockfd;   /* DIR/v1/lock, opened on first use; -1 before */
@@ -44,21 +44,10 @@ struct gkc_cache {
   gkc__index *index;   /* the direct-mode index (index.c); NULL: none */
 };
 
-static int fail(gkc_cache *c, const char *fmt, ...)
-    GK__PRINTF(2, 3);
-
-static int fail(gkc_cache *c, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(c->err, sizeof c->err, fmt, ap);
-  va_end(ap);
-  return -1;
-}
-
 int gkc__fail(gkc_cache *c, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(c->err, sizeof c->err, fmt, ap);
+  gk_err_setv(&c->err, fmt, ap);
   va_end(ap);
   return -1;
 }
@@ -128,12 +117,9 @@ int gkc_default_dir(char *buf, size_t size) {
   return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
-int gkc_open(const char *dir, gkc_cache **out, char *err, size_t errsize) {
+int gkc_open(const char *dir, gkc_cache **out, gk_err *err) {
   *out = NULL;
-  if (sodium_init() < 0) {
-    if (err) snprintf(err, errsize, "cannot initialize libsodium");
-    return -1;
-  }
+  if (sodium_init() < 0) return gk_err_set(err, "cannot initialize libsodium");
   gkc_cache *c = calloc(1, sizeof *c);
   if (!c) goto oom;
   c->lockfd = -1;
@@ -152,9 +138,7 @@ int gkc_open(const char *dir, gkc_cache **out, char *err, size_t errsize) {
     goto oom;
   }
   if (gkc__mkdirs(tmp) != 0) {
-    if (err)
-      snprintf(err, errsize, "cannot create cache folder '%s': %s", tmp,
-               strerror(errno));
+    gk_err_set(err, "cannot create cache folder '%s': %s", tmp, strerror(errno));
     free(tmp);
     gkc_close(c);
     return -1;
@@ -173,8 +157,7 @@ int gkc_open(const char *dir, gkc_cache **out, char *err, size_t errsize) {
   *out = c;
   return 0;
 oom:
-  if (err) snprintf(err, errsize, "out of memory opening cache '%s'", dir);
-  return -1;
+  return gk_err_set(err, "out of memory opening cache '%s'", dir);
 }
 
 void gkc_close(gkc_cache *c) {
@@ -188,7 +171,7 @@ void gkc_close(gkc_cache *c) {
   free(c);
 }
 
-const char *gkc_errmsg(const gkc_cache *c) { return c ? c->err : ""; }
+const char *gkc_errmsg(const gkc_cache *c) { return c ? gk_err_msg(&c->err) : ""; }
 const char *gkc_dir(const gkc_cache *c) { return c->dir; }
 
 int gkc_temp_path(gkc_cache *c, const char *suffix, char *buf, size_t size) {
@@ -200,7 +183,7 @@ int gkc_temp_path(gkc_cache *c, const char *suffix, char *buf, size_t size) {
   sodium_bin2hex(rx, sizeof rx, r, sizeof r);
   int n = snprintf(buf, size, "%s/tmp/%s-%ld-%lu-%s%s", c->root, c->host,
                    (long)getpid(), ++c->counter, rx, suffix ? suffix : "");
-  return n < 0 || (size_t)n >= size ? fail(c, "temporary path too long") : 0;
+  return n < 0 || (size_t)n >= size ? gk_err_set(&c->err, "temporary path too long") : 0;
 }
 
 int gkc_object_path(const gkc_cache *c, const char *sha, char *buf,
@@ -283,9 +266,10 @@ json_t *gkc__load_record(const char *path) {
 
 int gkc_lookup(gkc_cache *c, const char *key, const char *base,
                gkc_result *out) {
-  if (!gkc__is_hex64(key)) return fail(c, "bad cache key '%s'", key ? key : "(null)");
+  if (!gkc__is_hex64(key)) return gk_err_set(&c->err, "bad cache key '%s'", key ? key : "(null)");
   char path[PATH_MAX];
-  if (record_path(c, key, path, sizeof path) != 0) return fail(c, "cache path too long");
+  if (record_path(c, key, path, sizeof path) != 0)
+    return gk_err_set(&c->err, "cache path too long");
   out->remote = 0;
   /* Direct mode's fast path: no record to read when the index knows key. */
   if (c->index && gkc__index_lookup(c, c->index, key, base, out)) return 1;
@@ -310,7 +294,7 @@ int gkc__write_atomic(gkc_cache *c, const char *dest, const char *data, size_t l
   char tmp[PATH_MAX];
   if (gkc_temp_path(c, ".part", tmp, sizeof tmp) != 0) return -1;
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) return fail(c, "cannot write '%s': %s", tmp, strerror(errno));
+  if (fd < 0) return gk_err_set(&c->err, "cannot write '%s': %s", tmp, strerror(errno));
   size_t off = 0;
   while (off < len) {
     ssize_t n = write(fd, data + off, len - off);
@@ -319,14 +303,14 @@ int gkc__write_atomic(gkc_cache *c, const char *dest, const char *data, size_t l
       int e = errno;
       close(fd);
       unlink(tmp);
-      return fail(c, "cannot write '%s': %s", tmp, strerror(e));
+      return gk_err_set(&c->err, "cannot write '%s': %s", tmp, strerror(e));
     }
     off += (size_t)n;
   }
   if (close(fd) != 0 || rename(tmp, dest) != 0) {
     int e = errno;
     unlink(tmp);
-    return fail(c, "cannot write '%s': %s", dest, strerror(e));
+    return gk_err_set(&c->err, "cannot write '%s': %s", dest, strerror(e));
   }
   return 0;
 }
@@ -334,13 +318,13 @@ int gkc__write_atomic(gkc_cache *c, const char *dest, const char *data, size_t l
 /* Names the image: its SHA-256 and size into *out. */
 static int hash_image(gkc_cache *c, const char *image, gkc_result *out) {
   int fd = open(image, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(c, "cannot read '%s': %s", image, strerror(errno));
+  if (fd < 0) return gk_err_set(&c->err, "cannot read '%s': %s", image, strerror(errno));
   unsigned char sha[32];
   uint64_t size;
   int rc = gkc__copy_fd(fd, -1, sha, &size);
   int e = errno;
   close(fd);
-  if (rc != 0) return fail(c, "cannot read '%s': %s", image, strerror(e));
+  if (rc != 0) return gk_err_set(&c->err, "cannot read '%s': %s", image, strerror(e));
   sodium_bin2hex(out->sha256, 65, sha, 32);
   out->size = size;
   return 0;
@@ -353,12 +337,12 @@ static int place_object(gkc_cache *c, const char *image, gkc_result *out) {
   int rc, e;
   char dest[PATH_MAX];
   if (gkc_object_path(c, out->sha256, dest, sizeof dest) != 0)
-    return fail(c, "cache path too long");
+    return gk_err_set(&c->err, "cache path too long");
   char *dir = dupf("%.*s", (int)(strrchr(dest, '/') - dest), dest);
   if (!dir || gkc__mkdirs(dir) != 0) {
     e = errno;
     free(dir);
-    return fail(c, "cannot create '%s' in the cache: %s", dest, strerror(e));
+    return gk_err_set(&c->err, "cannot create '%s' in the cache: %s", dest, strerror(e));
   }
   free(dir);
   struct stat st;
@@ -368,7 +352,8 @@ static int place_object(gkc_cache *c, const char *image, gkc_result *out) {
     return 0;
   }
   if (rename(image, dest) == 0) return 0;
-  if (errno != EXDEV) return fail(c, "cannot move '%s' into the cache: %s", image, strerror(errno));
+  if (errno != EXDEV)
+    return gk_err_set(&c->err, "cannot move '%s' into the cache: %s", image, strerror(errno));
   /* Another file system: copy through a temporary in the store. */
   char tmp[PATH_MAX];
   if (gkc_temp_path(c, ".part", tmp, sizeof tmp) != 0) return -1;
@@ -382,7 +367,7 @@ static int place_object(gkc_cache *c, const char *image, gkc_result *out) {
   if (rc == 0 && rename(tmp, dest) != 0) rc = -1, e = errno;
   if (rc != 0) {
     unlink(tmp);
-    return fail(c, "cannot copy '%s' into the cache: %s", image, strerror(e));
+    return gk_err_set(&c->err, "cannot copy '%s' into the cache: %s", image, strerror(e));
   }
   unlink(image);
   return 0;
@@ -402,7 +387,7 @@ static int hash_deps(gkc_cache *c, const char *base, const char *const *deps,
     const char *path = resolve(base, deps[i], buf, sizeof buf);
     if (!path) {
       json_decref(jdeps);
-      return fail(c, "dependency path too long: '%s'", deps[i]);
+      return gk_err_set(&c->err, "dependency path too long: '%s'", deps[i]);
     }
     if (gkc__hash_file_stamp(c, path, hex, &st) != 0) {
       json_decref(jdeps);
@@ -427,7 +412,7 @@ static int record_add(gkc_cache *c, const char *key, const gkc_result *r, json_t
   char rpath[PATH_MAX];
   if (record_path(c, key, rpath, sizeof rpath) != 0) {
     json_decref(jdeps);
-    return fail(c, "cache path too long");
+    return gk_err_set(&c->err, "cache path too long");
   }
   json_t *cands = json_array();
   json_array_append_new(cands, json_pack("{s:s, s:I, s:O}", "object", r->sha256, "size",
@@ -448,11 +433,11 @@ static int record_add(gkc_cache *c, const char *key, const gkc_result *r, json_t
                           "candidates", cands);
   char *text = json_dumps(rec, JSON_COMPACT);
   json_decref(rec);
-  if (!text) return fail(c, "out of memory writing a cache record");
+  if (!text) return gk_err_set(&c->err, "out of memory writing a cache record");
   char *dir = dupf("%.*s", (int)(strrchr(rpath, '/') - rpath), rpath);
   int rc = -1;
   if (!dir || gkc__mkdirs(dir) != 0)
-    fail(c, "cannot create '%s' in the cache: %s", rpath, strerror(errno));
+    gk_err_set(&c->err, "cannot create '%s' in the cache: %s", rpath, strerror(errno));
   else
     rc = gkc__write_atomic(c, rpath, text, strlen(text));
   free(dir);
@@ -465,7 +450,7 @@ int gkc_store(gkc_cache *c, const char *key, const char *base,
               gkc_result *out) {
   if (!gkc__is_hex64(key)) {
     unlink(image);
-    return fail(c, "bad cache key '%s'", key ? key : "(null)");
+    return gk_err_set(&c->err, "bad cache key '%s'", key ? key : "(null)");
   }
   json_t *jdeps = NULL;
   if (hash_deps(c, base, deps, ndeps, &jdeps) != 0) {
@@ -494,10 +479,10 @@ int gkc_store(gkc_cache *c, const char *key, const char *base,
 int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync) {
   char src[PATH_MAX];
   if (!gkc__is_hex64(r->sha256) || gkc_object_path(c, r->sha256, src, sizeof src) != 0)
-    return fail(c, "bad object name '%s'", r->sha256);
+    return gk_err_set(&c->err, "bad object name '%s'", r->sha256);
   int in = open(src, O_RDONLY | O_CLOEXEC);
   if (in < 0)
-    return fail(c, "cannot read cache object '%s': %s", src, strerror(errno));
+    return gk_err_set(&c->err, "cannot read cache object '%s': %s", src, strerror(errno));
   /* The temporary sits beside dest so that the rename stays on one file
    * system; its name says what it is if a crash leaves it behind. */
   char *tmp = dupf("%s.tmp.%ld.%lu", dest, (long)getpid(), ++c->counter);
@@ -505,7 +490,7 @@ int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync) {
   if (out < 0) {
     int e = errno;
     close(in);
-    fail(c, "cannot write '%s': %s", tmp ? tmp : dest, strerror(e));
+    gk_err_set(&c->err, "cannot write '%s': %s", tmp ? tmp : dest, strerror(e));
     free(tmp);
     return -1;
   }
@@ -518,7 +503,7 @@ int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync) {
   if (close(out) != 0 && rc == 0) rc = -1, e = errno;
   if (rc != 0) {
     unlink(tmp);
-    fail(c, "cannot copy '%s' to '%s': %s", src, tmp, strerror(e));
+    gk_err_set(&c->err, "cannot copy '%s' to '%s': %s", src, tmp, strerror(e));
     free(tmp);
     return -1;
   }
@@ -527,15 +512,15 @@ int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync) {
   if (size != r->size || strcmp(hex, r->sha256) != 0) {
     unlink(tmp);
     unlink(src);
-    fail(c, "cache object '%s' is damaged (removed it; build again to recompile)",
-         src);
+    gk_err_set(&c->err, "cache object '%s' is damaged (removed it; build again to recompile)",
+               src);
     free(tmp);
     return -1;
   }
   if (rename(tmp, dest) != 0) {
     e = errno;
     unlink(tmp);
-    fail(c, "cannot write '%s': %s", dest, strerror(e));
+    gk_err_set(&c->err, "cannot write '%s': %s", dest, strerror(e));
     free(tmp);
     return -1;
   }
@@ -561,8 +546,8 @@ int gkc__lock(gkc_cache *c) {
     char *path = dupf("%s/lock", c->root);
     int fd = path ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666) : -1;
     if (fd < 0) {
-      fail(c, "cannot open the cache's lock '%s': %s", path ? path : c->root,
-           strerror(errno));
+      gk_err_set(&c->err, "cannot open the cache's lock '%s': %s", path ? path : c->root,
+                 strerror(errno));
       free(path);
       return -1;
     }
@@ -571,7 +556,7 @@ int gkc__lock(gkc_cache *c) {
   }
   while (flock(c->lockfd, LOCK_EX) != 0)
     if (errno != EINTR)
-      return fail(c, "cannot lock the cache '%s': %s", c->dir, strerror(errno));
+      return gk_err_set(&c->err, "cannot lock the cache '%s': %s", c->dir, strerror(errno));
   return 0;
 }
 
@@ -608,9 +593,8 @@ int gkc_set_remote(gkc_cache *c, const char *url, int readonly, FILE *log) {
 }
 
 int gkc_set_remote_ex(gkc_cache *c, const char *url, const gkc_remote_options *o, FILE *log) {
-  char err[sizeof c->err];
-  gkc__remote *r = gkc__remote_open(url, o, log, err, sizeof err);
-  if (!r) return fail(c, "%s", err);
+  gkc__remote *r = gkc__remote_open(url, o, log, &c->err);
+  if (!r) return -1;
   gkc__remote_close(c->remote);
   c->remote = r;
   return 0;

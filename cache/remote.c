@@ -74,7 +74,7 @@ char *gkc_redact_url(const char *url) {
   return s;
 }
 
-int gkc_check_header(const char *h, char *err, size_t errsize) {
+int gkc_check_header(const char *h, gk_err *err) {
   /* RFC 9110: a token, a colon, a value on one line. Only the name is ever
    * quoted back: the value is a credential. */
   size_t n = 0;
@@ -91,9 +91,8 @@ int gkc_check_header(const char *h, char *err, size_t errsize) {
       else if (*q == 0x7f) why = "its value has a control character";
   }
   if (!why) return 0;
-  snprintf(err, errsize, "remote cache header '%.*s...' is not 'Name: value' (%s); e.g. "
-           "'Authorization: Bearer TOKEN'", (int)(n < 64 ? n : 64), h, why);
-  return -1;
+  return gk_err_set(err, "remote cache header '%.*s...' is not 'Name: value' (%s); e.g. "
+                    "'Authorization: Bearer TOKEN'", (int)(n < 64 ? n : 64), h, why);
 }
 
 /* Replaces every secret in text (NUL-terminated, size bytes) by "***". */
@@ -130,12 +129,11 @@ static char *dup_opt(const char *s, int *oom) {
 }
 
 /* Copies o's credentials and keys into r. 0, or -1 with err set. */
-static int take_options(gkc__remote *r, const gkc_remote_options *o, char *err,
-                        size_t errsize) {
+static int take_options(gkc__remote *r, const gkc_remote_options *o, gk_err *err) {
   int oom = 0;
   r->headers = curl_slist_append(NULL, "Expect:");
   for (size_t i = 0; r->headers && i < o->nheaders; i++) {
-    if (gkc_check_header(o->headers[i], err, errsize) != 0) return -1;
+    if (gkc_check_header(o->headers[i], err) != 0) return -1;
     struct curl_slist *l = curl_slist_append(r->headers, o->headers[i]);
     if (!l || add_secret(r, strchr(o->headers[i], ':') + 1, strlen(strchr(o->headers[i], ':') + 1)))
       oom = 1;
@@ -168,30 +166,29 @@ static int take_options(gkc__remote *r, const gkc_remote_options *o, char *err,
       oom = 1;
     }
   }
-  if (oom) snprintf(err, errsize, "out of memory opening the remote cache");
-  return oom ? -1 : 0;
+  return oom ? gk_err_set(err, "out of memory opening the remote cache") : 0;
 }
 
 gkc__remote *gkc__remote_open(const char *url, const gkc_remote_options *o, FILE *log,
-                              char *err, size_t errsize) {
+                              gk_err *err) {
   if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
     char *shown = gkc_redact_url(url);
-    snprintf(err, errsize, "remote cache '%s' is not an http:// or https:// URL; give the "
-             "base URL of a bazel-remote style cache (GET/PUT /ac/ and /cas/)",
-             shown ? shown : "?");
+    gk_err_set(err, "remote cache '%s' is not an http:// or https:// URL; give the "
+               "base URL of a bazel-remote style cache (GET/PUT /ac/ and /cas/)",
+               shown ? shown : "?");
     free(shown);
     return NULL;
   }
   static int global_done;
   if (!global_done) {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
-      snprintf(err, errsize, "cannot initialize libcurl for the remote cache");
+      gk_err_set(err, "cannot initialize libcurl for the remote cache");
       return NULL;
     }
     global_done = 1;
   }
   if (sodium_init() < 0) {
-    snprintf(err, errsize, "cannot initialize libsodium for the remote cache");
+    gk_err_set(err, "cannot initialize libsodium for the remote cache");
     return NULL;
   }
   gkc__remote *r = calloc(1, sizeof *r);
@@ -202,10 +199,10 @@ gkc__remote *gkc__remote_open(const char *url, const gkc_remote_options *o, FILE
   if (r && r->shown) r->curl = curl_easy_init();
   if (!r || !r->curl) {
     gkc__remote_close(r);
-    snprintf(err, errsize, "out of memory opening the remote cache");
+    gk_err_set(err, "out of memory opening the remote cache");
     return NULL;
   }
-  if (take_options(r, o, err, errsize) != 0) {
+  if (take_options(r, o, err) != 0) {
     gkc__remote_close(r);
     return NULL;
   }
@@ -648,21 +645,16 @@ static int find_signature(const unsigned char *buf, size_t len, unsigned char pk
 }
 
 int gkc__ac_check(const unsigned char *buf, size_t len, const char *key,
-                  const unsigned char (*trusted)[32], size_t ntrusted, char *why,
-                  size_t whysize) {
+                  const unsigned char (*trusted)[32], size_t ntrusted, gk_err *why) {
   unsigned char pk[32], sig[64];
   int f = find_signature(buf, len, pk, sig);
-  if (f <= 0) {
-    snprintf(why, whysize, f == 0 ? "it is not signed" : "its signature is malformed");
-    return -1;
-  }
+  if (f <= 0) return gk_err_set(why, f == 0 ? "it is not signed" : "its signature is malformed");
   size_t i = 0;
   while (i < ntrusted && sodium_memcmp(trusted[i], pk, 32) != 0) i++;
   if (i == ntrusted) {
     char id[65];
     sodium_bin2hex(id, sizeof id, pk, 32);
-    snprintf(why, whysize, "it is signed by key %.16s, which is not trusted", id);
-    return -1;
+    return gk_err_set(why, "it is signed by key %.16s, which is not trusted", id);
   }
   gkc__output o[8];
   int n = gkc__ac_decode(buf, len, o, 8);
@@ -671,8 +663,8 @@ int gkc__ac_check(const unsigned char *buf, size_t len, const char *key,
   int ok = m && crypto_sign_verify_detached(sig, m, ml, pk) == 0;
   free(m);
   if (!ok)
-    snprintf(why, whysize, "its signature does not match (the entry was changed, or "
-             "copied from another job's key)");
+    gk_err_set(why, "its signature does not match (the entry was changed, or "
+               "copied from another job's key)");
   return ok ? 0 : -1;
 }
 
@@ -723,14 +715,14 @@ int gkc__remote_lookup(gkc_cache *c, gkc__remote *r, const char *key, const char
   const char **paths = NULL;
   int hit = 0;
   if (!gkc__remote_can_get(r) || !gkc__remote_get(r, "ac", key, &ac, &acn)) return 0;
-  char why[160];
-  if (r->ntrusted && gkc__ac_check(ac, acn, key, r->trusted, r->ntrusted, why, sizeof why)) {
+  gk_err why;
+  if (r->ntrusted && gkc__ac_check(ac, acn, key, r->trusted, r->ntrusted, &why)) {
     /* One warning for the whole build: a cache full of unsigned entries
      * (trust just turned on) would otherwise print one per job. */
     if (!r->trust_warned) {
       fprintf(r->log, "gk build: warning: remote cache '%s': refusing /ac/%.12s...: %s; "
               "entries not signed by a trusted key are compiled here (not warned again)\n",
-              r->shown, key, why);
+              r->shown, key, why.msg);
       fflush(r->log);
       r->trust_warned = 1;
     }
