@@ -32,26 +32,6 @@
  * used is then exact to this resolution. */
 #define TOUCH_NS (3600LL * 1000000000LL)
 
-struct gkc_cache {
-  char *dir;
-  char *root;  /* DIR/v1 */
-  gk_err err;  /* the last failure: gkc_errmsg */
-  unsigned long counter;
-  char host[9]; /* the host tag in temporary names (gkc__host_tag) */
-  int lockfd;   /* DIR/v1/lock, opened on first use; -1 before */
-  gkc__hashes hashes; /* this build's file hashes (filehash.c) */
-  gkc__remote *remote; /* NULL: local only */
-  gkc__index *index;   /* the direct-mode index (index.c); NULL: none */
-};
-
-int gkc__fail(gkc_cache *c, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  gk_err_setv(&c->err, fmt, ap);
-  va_end(ap);
-  return -1;
-}
-
 int gkc__is_hex(const char *s, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
@@ -583,9 +563,6 @@ int gkc__put(gkc_cache *c, const char *key, const char *image, json_t *jdeps,
   return rc;
 }
 
-const char *gkc__root(const gkc_cache *c) { return c->root; }
-const char *gkc__host_tag(const gkc_cache *c) { return c->host; }
-
 int gkc_set_remote(gkc_cache *c, const char *url, int readonly, FILE *log) {
   gkc_remote_options o = {0};
   o.readonly = readonly;
@@ -602,8 +579,6 @@ int gkc_set_remote_ex(gkc_cache *c, const char *url, const gkc_remote_options *o
 
 /* ---- for index.c (the direct-mode index) ----------------------------------- */
 
-gkc__index **gkc__index_slot(gkc_cache *c) { return &c->index; }
-
 int gkc__object_ok(gkc_cache *c, const char *sha, int64_t size, gkc_result *out) {
   char opath[PATH_MAX];
   struct stat st;
@@ -617,10 +592,6 @@ int gkc__object_ok(gkc_cache *c, const char *sha, int64_t size, gkc_result *out)
 }
 
 /* ---- for gk build's fast path (gkcache.h) --------------------------------- */
-
-/* ---- for filehash.c ---------------------------------------------------------- */
-
-gkc__hashes *gkc__hashes_of(gkc_cache *c) { return &c->hashes; }
 
 int gkc_object_used(gkc_cache *c, const char *sha256, uint64_t size) {
   gkc_result r;

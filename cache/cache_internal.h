@@ -44,16 +44,11 @@ json_t *gkc__load_record(const char *path);
 /* dest <- data through a temporary in DIR/v1/tmp and a rename. */
 int gkc__write_atomic(gkc_cache *c, const char *dest, const char *data, size_t len);
 
-int gkc__fail(gkc_cache *c, const char *fmt, ...) GK__PRINTF(2, 3);
 int gkc__is_hex64(const char *s);
 /* 1 when the n bytes at s are lowercase hex digits. */
 int gkc__is_hex(const char *s, size_t n);
 /* mkdir -p; an existing folder is success (cache.c). */
 int gkc__mkdirs(const char *path);
-const char *gkc__root(const gkc_cache *c); /* DIR/v1 */
-/* 8 hex digits naming this host; temporaries are named
- * tmp/HOST-PID-COUNTER-RANDOM[SUFFIX]. */
-const char *gkc__host_tag(const gkc_cache *c);
 
 /* ---- the direct-mode index (index.c; gkcache.h: gkc_index_open) ---- */
 
@@ -73,8 +68,6 @@ int gkc__index_hash(gkc_cache *c, gkc__index *ix, const char *path, char hex[65]
 /* Keeps path (hashed this build) in the next index. */
 void gkc__index_use(gkc__index *ix, const char *path);
 
-/* ... and what cache.c lends it. */
-gkc__index **gkc__index_slot(gkc_cache *c);
 /* Does path still hash to want? stamp (size, inode, mtime_ns, ctime_ns;
  * NULL: none) answers without reading when the file still has it. */
 int gkc__check_file(gkc_cache *c, const char *path, const char *want, const int64_t *stamp);
@@ -106,8 +99,21 @@ typedef struct gkc__hashes {
   struct gkc__memo *slot;
   size_t cap, len;
 } gkc__hashes;
-gkc__hashes *gkc__hashes_of(gkc_cache *c);
 void gkc__hashes_free(gkc__hashes *h);
+
+/* The handle (gkcache.h), whose fields every part of the cache reads. */
+struct gkc_cache {
+  char *dir;
+  char *root;  /* DIR/v1 */
+  gk_err err;  /* the last failure: gkc_errmsg */
+  unsigned long counter;
+  char host[9]; /* 8 hex digits naming this host; temporaries are named
+                   tmp/HOST-PID-COUNTER-RANDOM[SUFFIX] */
+  int lockfd;   /* DIR/v1/lock, opened on first use; -1 before */
+  gkc__hashes hashes;         /* this build's file hashes (filehash.c) */
+  struct gkc__remote *remote; /* NULL: local only */
+  gkc__index *index;          /* the direct-mode index (index.c); NULL: none */
+};
 
 /* SHA-256 of the open descriptor in's remaining content, copied to the
  * descriptor out on the way unless out < 0; the byte count into *size

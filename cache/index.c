@@ -132,18 +132,17 @@ static void adopt(gkc__index *ix, json_t *doc) {
 }
 
 int gkc_index_open(gkc_cache *c, const char *name) {
-  gkc__index **slot = gkc__index_slot(c);
-  gkc__index_free(*slot);
-  *slot = NULL;
+  gkc__index_free(c->index);
+  c->index = NULL;
   gkc__index *ix = calloc(1, sizeof *ix);
   unsigned char h[32];
   char hex[65];
   crypto_hash_sha256(h, (const unsigned char *)name, strlen(name));
   sodium_bin2hex(hex, sizeof hex, h, sizeof h);
-  size_t n = strlen(gkc__root(c)) + 100;
+  size_t n = strlen(c->root) + 100;
   if (ix) ix->path = malloc(n);
   if (ix && ix->path)
-    snprintf(ix->path, n, "%s/index/%.2s/%s.json", gkc__root(c), hex, hex);
+    snprintf(ix->path, n, "%s/index/%.2s/%s.json", c->root, hex, hex);
   if (ix) {
     ix->paths = json_object();
     ix->files = json_array();
@@ -155,7 +154,7 @@ int gkc_index_open(gkc_cache *c, const char *name) {
   if (!ix || !ix->path || !ix->paths || !ix->files || !ix->set_ids || !ix->depsets ||
       !ix->keys || !ix->notes) {
     gkc__index_free(ix);
-    return gkc__fail(c, "out of memory opening the build index");
+    return gk_err_set(&c->err, "out of memory opening the build index");
   }
   ix->dirty = 1; /* until a loaded file is adopted */
   ix->old_text = gkc_read_file(ix->path, (size_t)256 << 20, &ix->old_len);
@@ -163,7 +162,7 @@ int gkc_index_open(gkc_cache *c, const char *name) {
     json_t *doc = json_loadb(ix->old_text, ix->old_len, 0, NULL);
     if (doc) adopt(ix, doc);
   }
-  *slot = ix;
+  c->index = ix;
   return 0;
 }
 
@@ -329,27 +328,27 @@ int gkc_file_matches(gkc_cache *c, const char *path, const char *sha256) {
 }
 
 int gkc_file_note(gkc_cache *c, const char *path, const char *sha256) {
-  if (!gkc__is_hex64(sha256)) return gkc__fail(c, "bad SHA-256 '%s'", sha256);
+  if (!gkc__is_hex64(sha256)) return gk_err_set(&c->err, "bad SHA-256 '%s'", sha256);
   if (gkc__memo_note(c, path, sha256) != 0) return -1;
-  gkc__index *ix = *gkc__index_slot(c);
+  gkc__index *ix = c->index;
   if (ix) use(ix, path);
   return 0;
 }
 
 const char *gkc_index_get(gkc_cache *c, const char *name) {
-  gkc__index *ix = *gkc__index_slot(c);
+  gkc__index *ix = c->index;
   json_t *v = ix && ix->old_notes ? json_object_get(ix->old_notes, name) : NULL;
   return json_string_value(v);
 }
 
 int gkc_index_set(gkc_cache *c, const char *name, const char *value) {
-  gkc__index *ix = *gkc__index_slot(c);
+  gkc__index *ix = c->index;
   if (!ix) return 0;
   const char *old = gkc_index_get(c, name);
   if (!old || strcmp(old, value) != 0) ix->dirty = 1;
   json_t *v = json_string(value);
   if (!v || json_object_set_new(ix->notes, name, v) != 0)
-    return gkc__fail(c, "cannot keep '%s' in the build index (not UTF-8?)", name);
+    return gk_err_set(&c->err, "cannot keep '%s' in the build index (not UTF-8?)", name);
   return 0;
 }
 
@@ -387,7 +386,7 @@ static int files_as_loaded(gkc_cache *c, gkc__index *ix) {
 }
 
 int gkc_index_save(gkc_cache *c) {
-  gkc__index *ix = *gkc__index_slot(c);
+  gkc__index *ix = c->index;
   if (!ix) return 0;
   if (!ix->dirty && files_as_loaded(c, ix)) return 0;
   json_t *files = json_array();
@@ -410,7 +409,7 @@ int gkc_index_save(gkc_cache *c) {
                           "notes", ix->notes);
   char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
   json_decref(doc);
-  if (!text) return gkc__fail(c, "out of memory writing the build index");
+  if (!text) return gk_err_set(&c->err, "out of memory writing the build index");
   size_t len = strlen(text);
   int rc = 0;
   if (!(ix->old_text && ix->old_len == len && memcmp(ix->old_text, text, len) == 0))
@@ -421,6 +420,6 @@ int gkc_index_save(gkc_cache *c) {
 
 int gkc_write_file(gkc_cache *c, const char *path, const char *data, size_t len) {
   if (mkdir_parent(path) != 0)
-    return gkc__fail(c, "cannot create the folder of '%s': %s", path, strerror(errno));
+    return gk_err_set(&c->err, "cannot create the folder of '%s': %s", path, strerror(errno));
   return gkc__write_atomic(c, path, data, len);
 }
