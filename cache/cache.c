@@ -11,11 +11,9 @@
 #include <jansson.h>
 #include <limits.h>
 #include <sodium.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,58 +29,6 @@
  * apart do not rewrite the inode of every object they hit; least recently
  * used is then exact to this resolution. */
 #define TOUCH_NS (3600LL * 1000000000LL)
-
-int gkc__is_hex(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
-  return 1;
-}
-
-int gkc__is_hex64(const char *s) {
-  return s && strlen(s) == GKC_HEX_LEN && gkc__is_hex(s, GKC_HEX_LEN);
-}
-
-static char *dupf(const char *fmt, ...) GK__PRINTF(1, 2);
-
-static char *dupf(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0) return NULL;
-  char *s = malloc((size_t)n + 1);
-  if (!s) return NULL;
-  va_start(ap, fmt);
-  vsnprintf(s, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  return s;
-}
-
-uint64_t gkc__fnv1a(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
-/* mkdir -p; an existing folder is success. Modifies nothing on failure
- * beyond the folders it managed to create. */
-int gkc__mkdirs(const char *path) {
-  char buf[PATH_MAX];
-  size_t n = strlen(path);
-  if (n == 0 || n >= sizeof buf) return errno = ENAMETOOLONG, -1;
-  memcpy(buf, path, n + 1);
-  for (size_t i = 1; i <= n; i++) {
-    if (buf[i] != '/' && buf[i] != '\0') continue;
-    char saved = buf[i];
-    buf[i] = '\0';
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-    buf[i] = saved;
-  }
-  struct stat st;
-  if (stat(path, &st) != 0) return -1;
-  if (!S_ISDIR(st.st_mode)) return errno = ENOTDIR, -1;
-  return 0;
-}
 
 int gkc_default_dir(char *buf, size_t size) {
   const char *env = getenv("GK_CACHE_DIR");
@@ -109,9 +55,9 @@ int gkc_open(const char *dir, gkc_cache **out, gk_err *err) {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   snprintf(c->host, sizeof c->host, "%08lx", (unsigned long)(gkc__fnv1a(host) & 0xffffffffu));
-  c->dir = dupf("%s", dir);
-  c->root = dupf("%s/v1", dir);
-  char *tmp = dupf("%s/v1/tmp", dir);
+  c->dir = gkc__dupf("%s", dir);
+  c->root = gkc__dupf("%s/v1", dir);
+  char *tmp = gkc__dupf("%s/v1/tmp", dir);
   if (!c->dir || !c->root || !tmp) {
     free(tmp);
     gkc_close(c);
@@ -131,7 +77,7 @@ int gkc_open(const char *dir, gkc_cache **out, gk_err *err) {
       "Signature: 8a477f597d28d172789f06886806bc55\n"
       "# This folder is a cache of gllm-kernels' gk build; "
       "it can be deleted at any time.\n";
-  char *tag = dupf("%s/CACHEDIR.TAG", dir);
+  char *tag = gkc__dupf("%s/CACHEDIR.TAG", dir);
   if (tag && access(tag, F_OK) != 0) gkc__write_atomic(c, tag, tag_text, sizeof tag_text - 1);
   free(tag);
   *out = c;
@@ -153,24 +99,6 @@ void gkc_close(gkc_cache *c) {
 
 const char *gkc_errmsg(const gkc_cache *c) { return c ? gk_err_msg(&c->err) : ""; }
 const char *gkc_dir(const gkc_cache *c) { return c->dir; }
-
-int gkc_temp_path(gkc_cache *c, const char *suffix, char *buf, size_t size) {
-  /* host tag + pid + counter is unique; the random part keeps apart two
-   * containers with one host name and pid namespaces of their own. */
-  unsigned char r[6];
-  char rx[13];
-  randombytes_buf(r, sizeof r);
-  sodium_bin2hex(rx, sizeof rx, r, sizeof r);
-  int n = snprintf(buf, size, "%s/tmp/%s-%ld-%lu-%s%s", c->root, c->host,
-                   (long)getpid(), ++c->counter, rx, suffix ? suffix : "");
-  return n < 0 || (size_t)n >= size ? gk_err_set(&c->err, "temporary path too long") : 0;
-}
-
-int gkc_object_path(const gkc_cache *c, const char *sha, char *buf,
-                    size_t size) {
-  int n = snprintf(buf, size, "%s/objects/%.2s/%s", c->root, sha, sha);
-  return n < 0 || (size_t)n >= size ? -1 : 0;
-}
 
 static int record_path(const gkc_cache *c, const char *key, char *buf,
                        size_t size) {
@@ -268,33 +196,6 @@ int gkc_lookup(gkc_cache *c, const char *key, const char *base,
   return hit;
 }
 
-/* Writes `data` to `dest` through a temporary file in the cache's tmp folder
- * and a rename: readers see the old file or the new one, never a part. */
-int gkc__write_atomic(gkc_cache *c, const char *dest, const char *data, size_t len) {
-  char tmp[PATH_MAX];
-  if (gkc_temp_path(c, ".part", tmp, sizeof tmp) != 0) return -1;
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) return gk_err_set(&c->err, "cannot write '%s': %s", tmp, strerror(errno));
-  size_t off = 0;
-  while (off < len) {
-    ssize_t n = write(fd, data + off, len - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      close(fd);
-      unlink(tmp);
-      return gk_err_set(&c->err, "cannot write '%s': %s", tmp, strerror(e));
-    }
-    off += (size_t)n;
-  }
-  if (close(fd) != 0 || rename(tmp, dest) != 0) {
-    int e = errno;
-    unlink(tmp);
-    return gk_err_set(&c->err, "cannot write '%s': %s", dest, strerror(e));
-  }
-  return 0;
-}
-
 /* Names the image: its SHA-256 and size into *out. */
 static int hash_image(gkc_cache *c, const char *image, gkc_result *out) {
   int fd = open(image, O_RDONLY | O_CLOEXEC);
@@ -318,7 +219,7 @@ static int place_object(gkc_cache *c, const char *image, gkc_result *out) {
   char dest[PATH_MAX];
   if (gkc_object_path(c, out->sha256, dest, sizeof dest) != 0)
     return gk_err_set(&c->err, "cache path too long");
-  char *dir = dupf("%.*s", (int)(strrchr(dest, '/') - dest), dest);
+  char *dir = gkc__dupf("%.*s", (int)(strrchr(dest, '/') - dest), dest);
   if (!dir || gkc__mkdirs(dir) != 0) {
     e = errno;
     free(dir);
@@ -414,7 +315,7 @@ static int record_add(gkc_cache *c, const char *key, const gkc_result *r, json_t
   char *text = json_dumps(rec, JSON_COMPACT);
   json_decref(rec);
   if (!text) return gk_err_set(&c->err, "out of memory writing a cache record");
-  char *dir = dupf("%.*s", (int)(strrchr(rpath, '/') - rpath), rpath);
+  char *dir = gkc__dupf("%.*s", (int)(strrchr(rpath, '/') - rpath), rpath);
   int rc = -1;
   if (!dir || gkc__mkdirs(dir) != 0)
     gk_err_set(&c->err, "cannot create '%s' in the cache: %s", rpath, strerror(errno));
@@ -465,7 +366,7 @@ int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync) {
     return gk_err_set(&c->err, "cannot read cache object '%s': %s", src, strerror(errno));
   /* The temporary sits beside dest so that the rename stays on one file
    * system; its name says what it is if a crash leaves it behind. */
-  char *tmp = dupf("%s.tmp.%ld.%lu", dest, (long)getpid(), ++c->counter);
+  char *tmp = gkc__dupf("%s.tmp.%ld.%lu", dest, (long)getpid(), ++c->counter);
   int out = tmp ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666) : -1;
   if (out < 0) {
     int e = errno;
@@ -519,29 +420,6 @@ int gkc__dep_matches(gkc_cache *c, const char *base, const char *dep, const char
 int gkc__hash_deps(gkc_cache *c, const char *base, const char *const *deps, size_t n,
                    json_t **out) {
   return hash_deps(c, base, deps, n, out);
-}
-
-int gkc__lock(gkc_cache *c) {
-  if (c->lockfd < 0) {
-    char *path = dupf("%s/lock", c->root);
-    int fd = path ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666) : -1;
-    if (fd < 0) {
-      gk_err_set(&c->err, "cannot open the cache's lock '%s': %s", path ? path : c->root,
-                 strerror(errno));
-      free(path);
-      return -1;
-    }
-    free(path);
-    c->lockfd = fd;
-  }
-  while (flock(c->lockfd, LOCK_EX) != 0)
-    if (errno != EINTR)
-      return gk_err_set(&c->err, "cannot lock the cache '%s': %s", c->dir, strerror(errno));
-  return 0;
-}
-
-void gkc__unlock(gkc_cache *c) {
-  if (c->lockfd >= 0) flock(c->lockfd, LOCK_UN);
 }
 
 int gkc__put(gkc_cache *c, const char *key, const char *image, json_t *jdeps,

@@ -13,6 +13,32 @@
 #include "gk_compiler.h" /* GK__PRINTF */
 #include "gkcache.h"
 
+/* ---- common.c: what every part uses ---- */
+
+/* 1 when the n bytes at s are lowercase hex digits; _hex64: s is a string
+ * of 64 of them (a key, a SHA-256). */
+int gkc__is_hex(const char *s, size_t n);
+int gkc__is_hex64(const char *s);
+
+/* A malloc'd sprintf; NULL when out of memory. */
+char *gkc__dupf(const char *fmt, ...) GK__PRINTF(1, 2);
+
+/* FNV-1a of a string: the memo's slots, the host tag. */
+uint64_t gkc__fnv1a(const char *s);
+
+/* mkdir -p; an existing folder is success. */
+int gkc__mkdirs(const char *path);
+
+/* dest <- data through a temporary in DIR/v1/tmp and a rename. 0, or -1
+ * with the message on the handle. */
+int gkc__write_atomic(gkc_cache *c, const char *dest, const char *data, size_t len);
+
+/* The cache's lock, DIR/v1/lock (flock, exclusive; blocks). Writers hold it
+ * while they put an object and its record in place, gc and verify --fix
+ * while they remove. Returns 0 or -1 (message on the handle). */
+int gkc__lock(gkc_cache *c);
+void gkc__unlock(gkc_cache *c);
+
 /* Does dependency `dep` (as a compiler wrote it; relative ones against
  * base) still have SHA-256 `want`? Memoized per build. */
 int gkc__dep_matches(gkc_cache *c, const char *base, const char *dep, const char *want);
@@ -31,24 +57,9 @@ int gkc__put(gkc_cache *c, const char *key, const char *image, json_t *jdeps,
 
 /* ---- for maint.c (gk cache verify, gc, stats) ---- */
 
-/* The cache's lock, DIR/v1/lock (flock, exclusive; blocks). Writers hold it
- * while they put an object and its record in place, gc and verify --fix
- * while they remove. Returns 0 or -1 (message on the handle). */
-int gkc__lock(gkc_cache *c);
-void gkc__unlock(gkc_cache *c);
-
 /* A key record (keys/XX/KEY.json), checked for its format; NULL when
  * missing, unreadable or not a record. */
 json_t *gkc__load_record(const char *path);
-
-/* dest <- data through a temporary in DIR/v1/tmp and a rename. */
-int gkc__write_atomic(gkc_cache *c, const char *dest, const char *data, size_t len);
-
-int gkc__is_hex64(const char *s);
-/* 1 when the n bytes at s are lowercase hex digits. */
-int gkc__is_hex(const char *s, size_t n);
-/* mkdir -p; an existing folder is success (cache.c). */
-int gkc__mkdirs(const char *path);
 
 /* ---- the direct-mode index (index.c; gkcache.h: gkc_index_open) ---- */
 
@@ -126,7 +137,5 @@ int gkc__hash_file_stamp(gkc_cache *c, const char *path, char hex[65], gkc__fsta
  * mtime_ns, ctime_ns] (NULL or anything else: none), answers without reading
  * when the file still has it. */
 int gkc__dep_matches_json(gkc_cache *c, const char *path, const char *want, json_t *jstamp);
-/* FNV-1a of a string: the memo's slots, the host tag. */
-uint64_t gkc__fnv1a(const char *s);
 
 #endif

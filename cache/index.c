@@ -22,14 +22,11 @@
 #include "gkcache.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define INDEX_FORMAT "gk-direct-index"
 
@@ -72,25 +69,6 @@ void gkc__index_free(gkc__index *ix) {
   json_decref(ix->keys);
   json_decref(ix->notes);
   free(ix);
-}
-
-char *gkc_read_file(const char *path, size_t cap, size_t *len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NULL;
-  struct stat st;
-  char *buf = NULL;
-  ssize_t n = -1;
-  if (fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < cap &&
-      (buf = malloc((size_t)st.st_size + 1)))
-    n = read(fd, buf, (size_t)st.st_size);
-  close(fd);
-  if (n != st.st_size) {
-    free(buf);
-    return NULL;
-  }
-  buf[n] = '\0';
-  *len = (size_t)n;
-  return buf;
 }
 
 /* Takes the parsed file if it has the expected shape; otherwise the index
