@@ -1,7 +1,5 @@
 /*
- * cache_internal.h - what the parts of the cache lend each other: cache.c
- * (store and lookup) to remote.c, maint.c and index.c, and filehash.c (the
- * hashes of the files a build reads) to cache.c and index.c. Not API.
+ * cache_internal.h - what the parts of the cache lend each other. Not API.
  */
 #ifndef GKC_CACHE_INTERNAL_H
 #define GKC_CACHE_INTERNAL_H
@@ -12,6 +10,42 @@
 
 #include "gk_compiler.h" /* GK__PRINTF */
 #include "gkcache.h"
+
+/* ---- the handle ---- */
+
+/* What identifies a file's version without reading it (git's index and
+ * ccache's inode cache use the same). ctime changes on any write, even one
+ * that restores mtime. */
+typedef struct gkc__fstamp {
+  int64_t size, ino, mtime_ns, ctime_ns;
+} gkc__fstamp;
+
+/* A stamp is trusted only for a file that had not changed for this long when
+ * it was hashed: on a file system with coarse time stamps, an edit right
+ * after hashing could otherwise keep the same stamp ("racy git"). */
+#define SETTLED_NS 2000000000LL
+
+/* This build's file hashes, one per path (filehash.c; in the handle). */
+typedef struct gkc__hashes {
+  struct gkc__memo *slot;
+  size_t cap, len;
+} gkc__hashes;
+
+typedef struct gkc__index gkc__index;
+
+/* The handle (gkcache.h), whose fields every part of the cache reads. */
+struct gkc_cache {
+  char *dir;
+  char *root;  /* DIR/v1 */
+  gk_err err;  /* the last failure: gkc_errmsg */
+  unsigned long counter;
+  char host[9]; /* 8 hex digits naming this host; temporaries are named
+                   tmp/HOST-PID-COUNTER-RANDOM[SUFFIX] */
+  int lockfd;   /* DIR/v1/lock, opened on first use; -1 before */
+  gkc__hashes hashes;         /* this build's file hashes (filehash.c) */
+  struct gkc__remote *remote; /* NULL: local only */
+  gkc__index *index;          /* the direct-mode index (index.c); NULL: none */
+};
 
 /* ---- common.c: what every part uses ---- */
 
@@ -39,9 +73,51 @@ int gkc__write_atomic(gkc_cache *c, const char *dest, const char *data, size_t l
 int gkc__lock(gkc_cache *c);
 void gkc__unlock(gkc_cache *c);
 
+/* ---- filehash.c: the hashes of the files a build reads ---- */
+
+void gkc__hashes_free(gkc__hashes *h);
+
+/* SHA-256 of the open descriptor in's remaining content, copied to the
+ * descriptor out on the way unless out < 0; the byte count into *size
+ * unless NULL. 0 or -1 (errno). */
+int gkc__copy_fd(int in, int out, unsigned char sha[32], uint64_t *size);
+/* Hashes path (once per build); its stamp, taken before reading, into
+ * *stamp. 0, or -1 with a message on the handle. */
+int gkc__hash_file_stamp(gkc_cache *c, const char *path, char hex[65], gkc__fstamp *stamp);
+/* Does the file at path still hash to want? jstamp, a record's [size, ino,
+ * mtime_ns, ctime_ns] (NULL or anything else: none), answers without reading
+ * when the file still has it. */
+int gkc__dep_matches_json(gkc_cache *c, const char *path, const char *want, json_t *jstamp);
+/* Does path still hash to want? stamp (size, inode, mtime_ns, ctime_ns;
+ * NULL: none) answers without reading when the file still has it. */
+int gkc__check_file(gkc_cache *c, const char *path, const char *want, const int64_t *stamp);
+/* path's memoized hash and stamp: 0 not hashed this build, 1 with a stamp
+ * that was settled when taken (safe to trust later), 2 with one that was not. */
+int gkc__memo_get(gkc_cache *c, const char *path, char hex[65], int64_t stamp[4]);
+/* path now has content hex (the build just wrote it): memoized with its stamp. */
+int gkc__memo_note(gkc_cache *c, const char *path, const char *hex);
+
+/* ---- store.c: the local store of objects and key records ---- */
+
+/* Path of key's record, DIR/v1/keys/XX/KEY.json. 0, or -1 when buf is too
+ * small. */
+int gkc__record_path(const gkc_cache *c, const char *key, char *buf, size_t size);
+
+/* A key record, checked for its format; NULL when missing, unreadable or
+ * not a record. */
+json_t *gkc__load_record(const char *path);
+
+/* Is candidate cand of a record usable (relative dependency paths against
+ * base)? 1 with *out filled (and the object's use recorded for gc), else 0. */
+int gkc__candidate_matches(gkc_cache *c, json_t *cand, const char *base, gkc_result *out);
+
 /* Does dependency `dep` (as a compiler wrote it; relative ones against
  * base) still have SHA-256 `want`? Memoized per build. */
 int gkc__dep_matches(gkc_cache *c, const char *base, const char *dep, const char *want);
+
+/* Is object sha present with size? 1 with *out filled (and its use recorded
+ * for gc), else 0. */
+int gkc__object_ok(gkc_cache *c, const char *sha, int64_t size, gkc_result *out);
 
 /* Hashes deps[0..n) into a record's dependency list ([path, sha256, stamp]
  * arrays). Returns 0 with *out (owned by the caller) or -1. */
@@ -55,15 +131,8 @@ int gkc__hash_deps(gkc_cache *c, const char *base, const char *const *deps, size
 int gkc__put(gkc_cache *c, const char *key, const char *image, json_t *jdeps,
              gkc_result *out);
 
-/* ---- for maint.c (gk cache verify, gc, stats) ---- */
+/* ---- index.c: the direct-mode index (gkcache.h: gkc_index_open) ---- */
 
-/* A key record (keys/XX/KEY.json), checked for its format; NULL when
- * missing, unreadable or not a record. */
-json_t *gkc__load_record(const char *path);
-
-/* ---- the direct-mode index (index.c; gkcache.h: gkc_index_open) ---- */
-
-typedef struct gkc__index gkc__index;
 void gkc__index_free(gkc__index *ix);
 /* gkc_lookup's fast path: 1 with *out filled when the index knows key for
  * base and every file of its dependency set is unchanged; 0 otherwise. */
@@ -78,64 +147,5 @@ void gkc__index_note(gkc_cache *c, gkc__index *ix, const char *key, const char *
 int gkc__index_hash(gkc_cache *c, gkc__index *ix, const char *path, char hex[65]);
 /* Keeps path (hashed this build) in the next index. */
 void gkc__index_use(gkc__index *ix, const char *path);
-
-/* Does path still hash to want? stamp (size, inode, mtime_ns, ctime_ns;
- * NULL: none) answers without reading when the file still has it. */
-int gkc__check_file(gkc_cache *c, const char *path, const char *want, const int64_t *stamp);
-/* path's memoized hash and stamp: 0 not hashed this build, 1 with a stamp
- * that was settled when taken (safe to trust later), 2 with one that was not. */
-int gkc__memo_get(gkc_cache *c, const char *path, char hex[65], int64_t stamp[4]);
-/* path now has content hex (the build just wrote it): memoized with its stamp. */
-int gkc__memo_note(gkc_cache *c, const char *path, const char *hex);
-/* Is object sha present with size? 1 with *out filled (and its use recorded
- * for gc), else 0. */
-int gkc__object_ok(gkc_cache *c, const char *sha, int64_t size, gkc_result *out);
-
-/* ---- file hashes (filehash.c) ---- */
-
-/* What identifies a file's version without reading it (git's index and
- * ccache's inode cache use the same). ctime changes on any write, even one
- * that restores mtime. */
-typedef struct gkc__fstamp {
-  int64_t size, ino, mtime_ns, ctime_ns;
-} gkc__fstamp;
-
-/* A stamp is trusted only for a file that had not changed for this long when
- * it was hashed: on a file system with coarse time stamps, an edit right
- * after hashing could otherwise keep the same stamp ("racy git"). */
-#define SETTLED_NS 2000000000LL
-
-/* This build's file hashes, one per path (filehash.c; in the handle). */
-typedef struct gkc__hashes {
-  struct gkc__memo *slot;
-  size_t cap, len;
-} gkc__hashes;
-void gkc__hashes_free(gkc__hashes *h);
-
-/* The handle (gkcache.h), whose fields every part of the cache reads. */
-struct gkc_cache {
-  char *dir;
-  char *root;  /* DIR/v1 */
-  gk_err err;  /* the last failure: gkc_errmsg */
-  unsigned long counter;
-  char host[9]; /* 8 hex digits naming this host; temporaries are named
-                   tmp/HOST-PID-COUNTER-RANDOM[SUFFIX] */
-  int lockfd;   /* DIR/v1/lock, opened on first use; -1 before */
-  gkc__hashes hashes;         /* this build's file hashes (filehash.c) */
-  struct gkc__remote *remote; /* NULL: local only */
-  gkc__index *index;          /* the direct-mode index (index.c); NULL: none */
-};
-
-/* SHA-256 of the open descriptor in's remaining content, copied to the
- * descriptor out on the way unless out < 0; the byte count into *size
- * unless NULL. 0 or -1 (errno). */
-int gkc__copy_fd(int in, int out, unsigned char sha[32], uint64_t *size);
-/* Hashes path (once per build); its stamp, taken before reading, into
- * *stamp. 0, or -1 with a message on the handle. */
-int gkc__hash_file_stamp(gkc_cache *c, const char *path, char hex[65], gkc__fstamp *stamp);
-/* Does the file at path still hash to want? jstamp, a record's [size, ino,
- * mtime_ns, ctime_ns] (NULL or anything else: none), answers without reading
- * when the file still has it. */
-int gkc__dep_matches_json(gkc_cache *c, const char *path, const char *want, json_t *jstamp);
 
 #endif
