@@ -142,10 +142,5 @@ int gkc__index_lookup(gkc_cache *c, gkc__index *ix, const char *key, const char 
  * dependency list `deps` (borrowed; paths relative to base). */
 void gkc__index_note(gkc_cache *c, gkc__index *ix, const char *key, const char *base,
                      const gkc_result *r, json_t *deps);
-/* gkc_hash_file's fast path: 1 with hex when the index's stamp of path still
- * holds; 0 otherwise. */
-int gkc__index_hash(gkc_cache *c, gkc__index *ix, const char *path, char hex[65]);
-/* Keeps path (hashed this build) in the next index. */
-void gkc__index_use(gkc__index *ix, const char *path);
 
 #endif

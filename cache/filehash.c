@@ -1,8 +1,9 @@
 /*
  * filehash.c - the SHA-256 of every file a build reads, each read at most
  * once per build, and not at all when a stamp recorded with its hash shows
- * it unchanged (git's index does the same). cache.c asks here whether a
- * record's dependencies still hold; index.c keeps the stamps across builds.
+ * it unchanged (git's index does the same). store.c asks here whether a
+ * record's dependencies still hold; index.c keeps the stamps across builds
+ * (and answers gkc_hash_file, whose first try is the index's stamp).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cache_internal.h"
@@ -120,16 +121,6 @@ int gkc__hash_file_stamp(gkc_cache *c, const char *path, char hex[65], gkc__fsta
   sodium_bin2hex(hex, 65, sha, 32);
   to_stamp(&st, stamp);
   memo_put(c, path, hex, stamp, taken);
-  return 0;
-}
-
-int gkc_hash_file(gkc_cache *c, const char *path, char hex[65]) {
-  gkc__fstamp st;
-  /* The index's stamp for path, when it still holds, spares the read. */
-  gkc__index *ix = c->index;
-  if (ix && gkc__index_hash(c, ix, path, hex)) return 0;
-  if (gkc__hash_file_stamp(c, path, hex, &st) != 0) return -1;
-  if (ix) gkc__index_use(ix, path);
   return 0;
 }
 

@@ -1,7 +1,10 @@
 /*
  * index.c - direct mode's index: one file per build name that lets a no-op
  * build answer every lookup with a stat per file instead of reading every
- * key's record (gkcache.h, gkc_index_open, is the manual).
+ * key's record (gkcache.h, gkc_index_open, is the manual). The public
+ * functions on a build's own files are here too (gkc_hash_file,
+ * gkc_file_matches, gkc_file_note): each asks the index first, then the
+ * memo of filehash.c.
  *
  * The file, compact JSON:
  *   { "format": "gk-direct-index", "version": 1,
@@ -157,8 +160,6 @@ static json_int_t use(gkc__index *ix, const char *path) {
   return n;
 }
 
-void gkc__index_use(gkc__index *ix, const char *path) { use(ix, path); }
-
 /* The new index's depset for the file positions in `list` (consumed). */
 static json_int_t use_set(gkc__index *ix, json_t *list) {
   size_t cap = json_array_size(list) * 21 + 1, len = 0;
@@ -283,7 +284,9 @@ void gkc__index_note(gkc_cache *c, gkc__index *ix, const char *key, const char *
                                                  (json_int_t)r->size, (int)n));
 }
 
-int gkc__index_hash(gkc_cache *c, gkc__index *ix, const char *path, char hex[65]) {
+/* gkc_hash_file's fast path: 1 with hex when the index's stamp of path still
+ * holds; 0 otherwise. */
+static int index_hash(gkc_cache *c, gkc__index *ix, const char *path, char hex[65]) {
   json_t *pos = ix->old_paths ? json_object_get(ix->old_paths, path) : NULL;
   const char *p, *sha;
   int64_t stamp[4];
@@ -297,6 +300,16 @@ int gkc__index_hash(gkc_cache *c, gkc__index *ix, const char *path, char hex[65]
   memcpy(hex, sha, 65);
   use(ix, path);
   return 1;
+}
+
+int gkc_hash_file(gkc_cache *c, const char *path, char hex[65]) {
+  gkc__fstamp st;
+  /* The index's stamp for path, when it still holds, spares the read. */
+  gkc__index *ix = c->index;
+  if (ix && index_hash(c, ix, path, hex)) return 0;
+  if (gkc__hash_file_stamp(c, path, hex, &st) != 0) return -1;
+  if (ix) use(ix, path);
+  return 0;
 }
 
 int gkc_file_matches(gkc_cache *c, const char *path, const char *sha256) {
