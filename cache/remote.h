@@ -1,6 +1,7 @@
 /*
- * remote.h - the HTTP half of the remote cache (remote.c), used by cache.c
- * only. Not API: gkcache.h describes what a user of the cache sees.
+ * remote.h - the HTTP half of the remote cache (remote.c, and the entries'
+ * encoding in remote_ac.c), used by cache.c only. Not API: gkcache.h
+ * describes what a user of the cache sees.
  *
  * The server speaks bazel-remote's HTTP/1.1 REST layout, which plain
  * WebDAV servers (nginx dav_methods PUT) serve too:
