@@ -1,5 +1,8 @@
 /*
- * cache.c - the content-addressed compile cache (gkcache.h is the manual).
+ * cache.c - the content-addressed compile cache (gkcache.h is the manual):
+ * the public functions that tie the local store (store.c), the direct-mode
+ * index (index.c) and the remote cache (remote.c) together. The other
+ * files' public functions are theirs (cache_internal.h: who calls whom).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "gkcache.h"

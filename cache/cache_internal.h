@@ -1,5 +1,27 @@
 /*
  * cache_internal.h - what the parts of the cache lend each other. Not API.
+ *
+ * Who calls whom. The files are layers: each calls only files below it, so
+ * there is no cycle (docs/cache.md, "The code"):
+ *
+ *   cache.c      the public API: open, lookup, store, fetch, the remote;
+ *                ties the local store, the index and the remote together
+ *                  -> remote, index, store, filehash, common
+ *   maint.c      gk cache stats, verify, gc        -> store, common
+ *   remote.c     the remote cache: HTTP client and protocol (remote.h)
+ *                  -> remote_ac, store, common, curl_load
+ *   remote_ac.c  its entries: ActionResult protobuf and signatures
+ *   index.c      direct mode's index; gkc_hash_file and gkc_file_*, which
+ *                ask it first   -> store, filehash, common
+ *   store.c      objects and key records: put, candidates, object checks
+ *                  -> filehash, common
+ *   filehash.c   this build's file hashes (the memo)   -> common
+ *   common.c     what all use: hex names, paths, atomic writes, the lock
+ *   curl_load.c  libcurl's functions, through dlopen
+ *
+ * The sections below go from the bottom up (remote.h declares what
+ * remote.c and remote_ac.c lend). The handle's struct is here for every
+ * file to read.
  */
 #ifndef GKC_CACHE_INTERNAL_H
 #define GKC_CACHE_INTERNAL_H

@@ -2,8 +2,8 @@
  * store.c - the local store: objects named by their SHA-256 and the key
  * records that list, for each job key, the candidates a lookup may use
  * (gkcache.h, "How a job is looked up"). cache.c and remote.c put into it
- * and read from it; it calls filehash.c for the hashes of the files a
- * record depends on.
+ * and look up in it, index.c checks its objects, maint.c reads its records;
+ * it asks filehash.c for the hashes of the files a record depends on.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cache_internal.h"
