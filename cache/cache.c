@@ -1,5 +1,8 @@
 /*
- * cache.c - the content-addressed compile cache (gkcache.h is the manual).
+ * cache.c - the content-addressed compile cache (gkcache.h is the manual):
+ * the public functions that tie the local store (store.c), the direct-mode
+ * index (index.c) and the remote cache (remote.c) together. The other
+ * files' public functions are theirs (cache_internal.h: who calls whom).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "gkcache.h"
@@ -11,109 +14,10 @@
 #include <jansson.h>
 #include <limits.h>
 #include <sodium.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-
-/* A record keeps this many candidates per key, newest first: enough for a
- * source whose includes depend on the flags, small enough to scan fast. */
-#define MAX_CANDIDATES 8
-#define RECORD_FORMAT "gk-cache-record"
-
-/* A hit moves its object's mtime to now, which is how gk cache gc knows
- * what was used last (atime is not: relatime and noatime filesystems do not
- * keep it). Only an mtime older than this is moved, so that builds seconds
- * apart do not rewrite the inode of every object they hit; least recently
- * used is then exact to this resolution. */
-#define TOUCH_NS (3600LL * 1000000000LL)
-
-struct gkc_cache {
-  char *dir;
-  char *root;  /* DIR/v1 */
-  char err[512];
-  unsigned long counter;
-  char host[9]; /* the host tag in temporary names (gkc__host_tag) */
-  int lockfd;   /* DIR/v1/lock, opened on first use; -1 before */
-  gkc__hashes hashes; /* this build's file hashes (filehash.c) */
-  gkc__remote *remote; /* NULL: local only */
-  gkc__index *index;   /* the direct-mode index (index.c); NULL: none */
-};
-
-static int fail(gkc_cache *c, const char *fmt, ...)
-    GK__PRINTF(2, 3);
-
-static int fail(gkc_cache *c, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(c->err, sizeof c->err, fmt, ap);
-  va_end(ap);
-  return -1;
-}
-
-int gkc__fail(gkc_cache *c, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(c->err, sizeof c->err, fmt, ap);
-  va_end(ap);
-  return -1;
-}
-
-int gkc__is_hex(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
-  return 1;
-}
-
-int gkc__is_hex64(const char *s) {
-  return s && strlen(s) == GKC_HEX_LEN && gkc__is_hex(s, GKC_HEX_LEN);
-}
-
-static char *dupf(const char *fmt, ...) GK__PRINTF(1, 2);
-
-static char *dupf(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0) return NULL;
-  char *s = malloc((size_t)n + 1);
-  if (!s) return NULL;
-  va_start(ap, fmt);
-  vsnprintf(s, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  return s;
-}
-
-uint64_t gkc__fnv1a(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
-/* mkdir -p; an existing folder is success. Modifies nothing on failure
- * beyond the folders it managed to create. */
-int gkc__mkdirs(const char *path) {
-  char buf[PATH_MAX];
-  size_t n = strlen(path);
-  if (n == 0 || n >= sizeof buf) return errno = ENAMETOOLONG, -1;
-  memcpy(buf, path, n + 1);
-  for (size_t i = 1; i <= n; i++) {
-    if (buf[i] != '/' && buf[i] != '\0') continue;
-    char saved = buf[i];
-    buf[i] = '\0';
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-    buf[i] = saved;
-  }
-  struct stat st;
-  if (stat(path, &st) != 0) return -1;
-  if (!S_ISDIR(st.st_mode)) return errno = ENOTDIR, -1;
-  return 0;
-}
 
 int gkc_default_dir(char *buf, size_t size) {
   const char *env = getenv("GK_CACHE_DIR");
@@ -128,12 +32,9 @@ int gkc_default_dir(char *buf, size_t size) {
   return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
-int gkc_open(const char *dir, gkc_cache **out, char *err, size_t errsize) {
+int gkc_open(const char *dir, gkc_cache **out, gk_err *err) {
   *out = NULL;
-  if (sodium_init() < 0) {
-    if (err) snprintf(err, errsize, "cannot initialize libsodium");
-    return -1;
-  }
+  if (sodium_init() < 0) return gk_err_set(err, "cannot initialize libsodium");
   gkc_cache *c = calloc(1, sizeof *c);
   if (!c) goto oom;
   c->lockfd = -1;
@@ -143,18 +44,16 @@ int gkc_open(const char *dir, gkc_cache **out, char *err, size_t errsize) {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   snprintf(c->host, sizeof c->host, "%08lx", (unsigned long)(gkc__fnv1a(host) & 0xffffffffu));
-  c->dir = dupf("%s", dir);
-  c->root = dupf("%s/v1", dir);
-  char *tmp = dupf("%s/v1/tmp", dir);
+  c->dir = gkc__dupf("%s", dir);
+  c->root = gkc__dupf("%s/v1", dir);
+  char *tmp = gkc__dupf("%s/v1/tmp", dir);
   if (!c->dir || !c->root || !tmp) {
     free(tmp);
     gkc_close(c);
     goto oom;
   }
   if (gkc__mkdirs(tmp) != 0) {
-    if (err)
-      snprintf(err, errsize, "cannot create cache folder '%s': %s", tmp,
-               strerror(errno));
+    gk_err_set(err, "cannot create cache folder '%s': %s", tmp, strerror(errno));
     free(tmp);
     gkc_close(c);
     return -1;
@@ -167,14 +66,13 @@ int gkc_open(const char *dir, gkc_cache **out, char *err, size_t errsize) {
       "Signature: 8a477f597d28d172789f06886806bc55\n"
       "# This folder is a cache of gllm-kernels' gk build; "
       "it can be deleted at any time.\n";
-  char *tag = dupf("%s/CACHEDIR.TAG", dir);
+  char *tag = gkc__dupf("%s/CACHEDIR.TAG", dir);
   if (tag && access(tag, F_OK) != 0) gkc__write_atomic(c, tag, tag_text, sizeof tag_text - 1);
   free(tag);
   *out = c;
   return 0;
 oom:
-  if (err) snprintf(err, errsize, "out of memory opening cache '%s'", dir);
-  return -1;
+  return gk_err_set(err, "out of memory opening cache '%s'", dir);
 }
 
 void gkc_close(gkc_cache *c) {
@@ -188,104 +86,15 @@ void gkc_close(gkc_cache *c) {
   free(c);
 }
 
-const char *gkc_errmsg(const gkc_cache *c) { return c ? c->err : ""; }
+const char *gkc_errmsg(const gkc_cache *c) { return c ? gk_err_msg(&c->err) : ""; }
 const char *gkc_dir(const gkc_cache *c) { return c->dir; }
-
-int gkc_temp_path(gkc_cache *c, const char *suffix, char *buf, size_t size) {
-  /* host tag + pid + counter is unique; the random part keeps apart two
-   * containers with one host name and pid namespaces of their own. */
-  unsigned char r[6];
-  char rx[13];
-  randombytes_buf(r, sizeof r);
-  sodium_bin2hex(rx, sizeof rx, r, sizeof r);
-  int n = snprintf(buf, size, "%s/tmp/%s-%ld-%lu-%s%s", c->root, c->host,
-                   (long)getpid(), ++c->counter, rx, suffix ? suffix : "");
-  return n < 0 || (size_t)n >= size ? fail(c, "temporary path too long") : 0;
-}
-
-int gkc_object_path(const gkc_cache *c, const char *sha, char *buf,
-                    size_t size) {
-  int n = snprintf(buf, size, "%s/objects/%.2s/%s", c->root, sha, sha);
-  return n < 0 || (size_t)n >= size ? -1 : 0;
-}
-
-static int record_path(const gkc_cache *c, const char *key, char *buf,
-                       size_t size) {
-  int n = snprintf(buf, size, "%s/keys/%.2s/%s.json", c->root, key, key);
-  return n < 0 || (size_t)n >= size ? -1 : 0;
-}
-
-/* Resolves a dependency path against base into buf. */
-static const char *resolve(const char *base, const char *dep, char *buf,
-                           size_t size) {
-  if (dep[0] == '/' || !base || !*base) return dep;
-  int n = snprintf(buf, size, "%s/%s", base, dep);
-  return n < 0 || (size_t)n >= size ? NULL : buf;
-}
-
-/* A candidate is usable when all its dependencies still hash the same and
- * its object is present with the recorded size. */
-static int64_t ts_ns(struct timespec t) {
-  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-/* Records a use of the object at path whose mtime is `mtime` (see
- * TOUCH_NS). Best effort: a read-only cache is still a cache. */
-static void touch_used(const char *path, struct timespec mtime) {
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  if (ts_ns(mtime) < ts_ns(now) - TOUCH_NS) utimensat(AT_FDCWD, path, NULL, 0);
-}
-
-static int candidate_matches(gkc_cache *c, json_t *cand, const char *base,
-                             gkc_result *out) {
-  const char *obj = json_string_value(json_object_get(cand, "object"));
-  json_t *jsize = json_object_get(cand, "size");
-  json_t *deps = json_object_get(cand, "deps");
-  if (!gkc__is_hex64(obj) || !json_is_integer(jsize) || !json_is_array(deps)) return 0;
-  size_t i;
-  json_t *d;
-  json_array_foreach(deps, i, d) {
-    const char *p = json_string_value(json_array_get(d, 0));
-    const char *h = json_string_value(json_array_get(d, 1));
-    char buf[PATH_MAX];
-    const char *path = p ? resolve(base, p, buf, sizeof buf) : NULL;
-    if (!path || !gkc__is_hex64(h) || !gkc__dep_matches_json(c, path, h, json_array_get(d, 2)))
-      return 0;
-  }
-  char opath[PATH_MAX];
-  struct stat st;
-  if (gkc_object_path(c, obj, opath, sizeof opath) != 0 || stat(opath, &st) != 0 ||
-      (json_int_t)st.st_size != json_integer_value(jsize))
-    return 0;
-  touch_used(opath, st.st_mtim);
-  memcpy(out->sha256, obj, 65);
-  out->size = (uint64_t)st.st_size;
-  return 1;
-}
-
-json_t *gkc__load_record(const char *path) {
-  /* One read and json_loadb: json_load_file reads a character at a time. */
-  size_t n;
-  char *buf = gkc_read_file(path, (size_t)64 << 20, &n);
-  json_t *rec = buf ? json_loadb(buf, n, 0, NULL) : NULL;
-  free(buf);
-  if (!rec) return NULL;
-  if (!json_is_object(rec) ||
-      !json_is_array(json_object_get(rec, "candidates")) ||
-      !json_is_string(json_object_get(rec, "format")) ||
-      strcmp(json_string_value(json_object_get(rec, "format")), RECORD_FORMAT) != 0) {
-    json_decref(rec);
-    return NULL;
-  }
-  return rec;
-}
 
 int gkc_lookup(gkc_cache *c, const char *key, const char *base,
                gkc_result *out) {
-  if (!gkc__is_hex64(key)) return fail(c, "bad cache key '%s'", key ? key : "(null)");
+  if (!gkc__is_hex64(key)) return gk_err_set(&c->err, "bad cache key '%s'", key ? key : "(null)");
   char path[PATH_MAX];
-  if (record_path(c, key, path, sizeof path) != 0) return fail(c, "cache path too long");
+  if (gkc__record_path(c, key, path, sizeof path) != 0)
+    return gk_err_set(&c->err, "cache path too long");
   out->remote = 0;
   /* Direct mode's fast path: no record to read when the index knows key. */
   if (c->index && gkc__index_lookup(c, c->index, key, base, out)) return 1;
@@ -294,7 +103,7 @@ int gkc_lookup(gkc_cache *c, const char *key, const char *base,
   size_t i;
   json_t *cand;
   json_array_foreach(json_object_get(rec, "candidates"), i, cand) {
-    if ((hit = candidate_matches(c, cand, base, out))) {
+    if ((hit = gkc__candidate_matches(c, cand, base, out))) {
       if (c->index) gkc__index_note(c, c->index, key, base, out, json_object_get(cand, "deps"));
       break;
     }
@@ -304,171 +113,15 @@ int gkc_lookup(gkc_cache *c, const char *key, const char *base,
   return hit;
 }
 
-/* Writes `data` to `dest` through a temporary file in the cache's tmp folder
- * and a rename: readers see the old file or the new one, never a part. */
-int gkc__write_atomic(gkc_cache *c, const char *dest, const char *data, size_t len) {
-  char tmp[PATH_MAX];
-  if (gkc_temp_path(c, ".part", tmp, sizeof tmp) != 0) return -1;
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) return fail(c, "cannot write '%s': %s", tmp, strerror(errno));
-  size_t off = 0;
-  while (off < len) {
-    ssize_t n = write(fd, data + off, len - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      close(fd);
-      unlink(tmp);
-      return fail(c, "cannot write '%s': %s", tmp, strerror(e));
-    }
-    off += (size_t)n;
-  }
-  if (close(fd) != 0 || rename(tmp, dest) != 0) {
-    int e = errno;
-    unlink(tmp);
-    return fail(c, "cannot write '%s': %s", dest, strerror(e));
-  }
-  return 0;
-}
-
-/* Names the image: its SHA-256 and size into *out. */
-static int hash_image(gkc_cache *c, const char *image, gkc_result *out) {
-  int fd = open(image, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(c, "cannot read '%s': %s", image, strerror(errno));
-  unsigned char sha[32];
-  uint64_t size;
-  int rc = gkc__copy_fd(fd, -1, sha, &size);
-  int e = errno;
-  close(fd);
-  if (rc != 0) return fail(c, "cannot read '%s': %s", image, strerror(e));
-  sodium_bin2hex(out->sha256, 65, sha, 32);
-  out->size = size;
-  return 0;
-}
-
-/* Moves the image named by hash_image into the object store. */
-static int place_object(gkc_cache *c, const char *image, gkc_result *out) {
-  unsigned char sha[32];
-  uint64_t size = out->size;
-  int rc, e;
-  char dest[PATH_MAX];
-  if (gkc_object_path(c, out->sha256, dest, sizeof dest) != 0)
-    return fail(c, "cache path too long");
-  char *dir = dupf("%.*s", (int)(strrchr(dest, '/') - dest), dest);
-  if (!dir || gkc__mkdirs(dir) != 0) {
-    e = errno;
-    free(dir);
-    return fail(c, "cannot create '%s' in the cache: %s", dest, strerror(e));
-  }
-  free(dir);
-  struct stat st;
-  if (stat(dest, &st) == 0 && (uint64_t)st.st_size == size) {
-    unlink(image); /* the same bytes are already there */
-    touch_used(dest, st.st_mtim);
-    return 0;
-  }
-  if (rename(image, dest) == 0) return 0;
-  if (errno != EXDEV) return fail(c, "cannot move '%s' into the cache: %s", image, strerror(errno));
-  /* Another file system: copy through a temporary in the store. */
-  char tmp[PATH_MAX];
-  if (gkc_temp_path(c, ".part", tmp, sizeof tmp) != 0) return -1;
-  int in = open(image, O_RDONLY | O_CLOEXEC);
-  int outfd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  uint64_t copied = 0;
-  rc = in >= 0 && outfd >= 0 ? gkc__copy_fd(in, outfd, sha, &copied) : -1;
-  e = errno;
-  if (in >= 0) close(in);
-  if (outfd >= 0 && close(outfd) != 0 && rc == 0) rc = -1, e = errno;
-  if (rc == 0 && rename(tmp, dest) != 0) rc = -1, e = errno;
-  if (rc != 0) {
-    unlink(tmp);
-    return fail(c, "cannot copy '%s' into the cache: %s", image, strerror(e));
-  }
-  unlink(image);
-  return 0;
-}
-
-/* Hashes the dependencies into the record's form: [path, sha256, stamp]
- * (the stamp only for a file that had settled when it was read). */
-static int hash_deps(gkc_cache *c, const char *base, const char *const *deps,
-                     size_t ndeps, json_t **out) {
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  int64_t settled = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec - SETTLED_NS;
-  json_t *jdeps = json_array();
-  for (size_t i = 0; i < ndeps; i++) {
-    char buf[PATH_MAX], hex[65];
-    gkc__fstamp st;
-    const char *path = resolve(base, deps[i], buf, sizeof buf);
-    if (!path) {
-      json_decref(jdeps);
-      return fail(c, "dependency path too long: '%s'", deps[i]);
-    }
-    if (gkc__hash_file_stamp(c, path, hex, &st) != 0) {
-      json_decref(jdeps);
-      return -1;
-    }
-    if (st.mtime_ns < settled && st.ctime_ns < settled)
-      json_array_append_new(jdeps, json_pack("[ss[IIII]]", deps[i], hex,
-                                             (json_int_t)st.size, (json_int_t)st.ino,
-                                             (json_int_t)st.mtime_ns,
-                                             (json_int_t)st.ctime_ns));
-    else
-      json_array_append_new(jdeps, json_pack("[ss]", deps[i], hex));
-  }
-  *out = jdeps;
-  return 0;
-}
-
-/* Adds a candidate (object r, dependencies jdeps: consumed) to key's
- * record, newest first; an older candidate with the same dependency hashes
- * is replaced rather than kept twice. */
-static int record_add(gkc_cache *c, const char *key, const gkc_result *r, json_t *jdeps) {
-  char rpath[PATH_MAX];
-  if (record_path(c, key, rpath, sizeof rpath) != 0) {
-    json_decref(jdeps);
-    return fail(c, "cache path too long");
-  }
-  json_t *cands = json_array();
-  json_array_append_new(cands, json_pack("{s:s, s:I, s:O}", "object", r->sha256, "size",
-                                         (json_int_t)r->size, "deps", jdeps));
-  json_t *old = gkc__load_record(rpath);
-  if (old) {
-    size_t i;
-    json_t *cand;
-    json_array_foreach(json_object_get(old, "candidates"), i, cand) {
-      if (json_array_size(cands) >= MAX_CANDIDATES) break;
-      if (!json_equal(json_object_get(cand, "deps"), jdeps))
-        json_array_append(cands, cand);
-    }
-    json_decref(old);
-  }
-  json_decref(jdeps);
-  json_t *rec = json_pack("{s:s, s:i, s:o}", "format", RECORD_FORMAT, "version", 1,
-                          "candidates", cands);
-  char *text = json_dumps(rec, JSON_COMPACT);
-  json_decref(rec);
-  if (!text) return fail(c, "out of memory writing a cache record");
-  char *dir = dupf("%.*s", (int)(strrchr(rpath, '/') - rpath), rpath);
-  int rc = -1;
-  if (!dir || gkc__mkdirs(dir) != 0)
-    fail(c, "cannot create '%s' in the cache: %s", rpath, strerror(errno));
-  else
-    rc = gkc__write_atomic(c, rpath, text, strlen(text));
-  free(dir);
-  free(text);
-  return rc;
-}
-
 int gkc_store(gkc_cache *c, const char *key, const char *base,
               const char *image, const char *const *deps, size_t ndeps,
               gkc_result *out) {
   if (!gkc__is_hex64(key)) {
     unlink(image);
-    return fail(c, "bad cache key '%s'", key ? key : "(null)");
+    return gk_err_set(&c->err, "bad cache key '%s'", key ? key : "(null)");
   }
   json_t *jdeps = NULL;
-  if (hash_deps(c, base, deps, ndeps, &jdeps) != 0) {
+  if (gkc__hash_deps(c, base, deps, ndeps, &jdeps) != 0) {
     unlink(image);
     return -1;
   }
@@ -494,18 +147,18 @@ int gkc_store(gkc_cache *c, const char *key, const char *base,
 int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync) {
   char src[PATH_MAX];
   if (!gkc__is_hex64(r->sha256) || gkc_object_path(c, r->sha256, src, sizeof src) != 0)
-    return fail(c, "bad object name '%s'", r->sha256);
+    return gk_err_set(&c->err, "bad object name '%s'", r->sha256);
   int in = open(src, O_RDONLY | O_CLOEXEC);
   if (in < 0)
-    return fail(c, "cannot read cache object '%s': %s", src, strerror(errno));
+    return gk_err_set(&c->err, "cannot read cache object '%s': %s", src, strerror(errno));
   /* The temporary sits beside dest so that the rename stays on one file
    * system; its name says what it is if a crash leaves it behind. */
-  char *tmp = dupf("%s.tmp.%ld.%lu", dest, (long)getpid(), ++c->counter);
+  char *tmp = gkc__dupf("%s.tmp.%ld.%lu", dest, (long)getpid(), ++c->counter);
   int out = tmp ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666) : -1;
   if (out < 0) {
     int e = errno;
     close(in);
-    fail(c, "cannot write '%s': %s", tmp ? tmp : dest, strerror(e));
+    gk_err_set(&c->err, "cannot write '%s': %s", tmp ? tmp : dest, strerror(e));
     free(tmp);
     return -1;
   }
@@ -518,7 +171,7 @@ int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync) {
   if (close(out) != 0 && rc == 0) rc = -1, e = errno;
   if (rc != 0) {
     unlink(tmp);
-    fail(c, "cannot copy '%s' to '%s': %s", src, tmp, strerror(e));
+    gk_err_set(&c->err, "cannot copy '%s' to '%s': %s", src, tmp, strerror(e));
     free(tmp);
     return -1;
   }
@@ -527,79 +180,21 @@ int gkc_fetch(gkc_cache *c, const gkc_result *r, const char *dest, int sync) {
   if (size != r->size || strcmp(hex, r->sha256) != 0) {
     unlink(tmp);
     unlink(src);
-    fail(c, "cache object '%s' is damaged (removed it; build again to recompile)",
-         src);
+    gk_err_set(&c->err, "cache object '%s' is damaged (removed it; build again to recompile)",
+               src);
     free(tmp);
     return -1;
   }
   if (rename(tmp, dest) != 0) {
     e = errno;
     unlink(tmp);
-    fail(c, "cannot write '%s': %s", dest, strerror(e));
+    gk_err_set(&c->err, "cannot write '%s': %s", dest, strerror(e));
     free(tmp);
     return -1;
   }
   free(tmp);
   return 0;
 }
-
-/* ---- for remote.c (cache_internal.h) ------------------------------------ */
-
-int gkc__dep_matches(gkc_cache *c, const char *base, const char *dep, const char *want) {
-  char buf[PATH_MAX];
-  const char *path = resolve(base, dep, buf, sizeof buf);
-  return path && gkc__is_hex64(want) && gkc__dep_matches_json(c, path, want, NULL);
-}
-
-int gkc__hash_deps(gkc_cache *c, const char *base, const char *const *deps, size_t n,
-                   json_t **out) {
-  return hash_deps(c, base, deps, n, out);
-}
-
-int gkc__lock(gkc_cache *c) {
-  if (c->lockfd < 0) {
-    char *path = dupf("%s/lock", c->root);
-    int fd = path ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666) : -1;
-    if (fd < 0) {
-      fail(c, "cannot open the cache's lock '%s': %s", path ? path : c->root,
-           strerror(errno));
-      free(path);
-      return -1;
-    }
-    free(path);
-    c->lockfd = fd;
-  }
-  while (flock(c->lockfd, LOCK_EX) != 0)
-    if (errno != EINTR)
-      return fail(c, "cannot lock the cache '%s': %s", c->dir, strerror(errno));
-  return 0;
-}
-
-void gkc__unlock(gkc_cache *c) {
-  if (c->lockfd >= 0) flock(c->lockfd, LOCK_UN);
-}
-
-int gkc__put(gkc_cache *c, const char *key, const char *image, json_t *jdeps,
-             gkc_result *out) {
-  /* Hashing, the slow part, happens before the lock. Under it, the object and
-   * the record that points at it appear together as far as gk cache gc is
-   * concerned (gc holds the lock while it removes), and two builds recording
-   * the same key no longer lose one another's candidate. A lock that cannot
-   * be had (a filesystem without flock) costs only those two guarantees. */
-  if (hash_image(c, image, out) != 0) {
-    json_decref(jdeps);
-    return -1;
-  }
-  int locked = gkc__lock(c) == 0;
-  int rc = place_object(c, image, out);
-  if (rc == 0) rc = record_add(c, key, out, jdeps);
-  else json_decref(jdeps);
-  if (locked) gkc__unlock(c);
-  return rc;
-}
-
-const char *gkc__root(const gkc_cache *c) { return c->root; }
-const char *gkc__host_tag(const gkc_cache *c) { return c->host; }
 
 int gkc_set_remote(gkc_cache *c, const char *url, int readonly, FILE *log) {
   gkc_remote_options o = {0};
@@ -608,35 +203,14 @@ int gkc_set_remote(gkc_cache *c, const char *url, int readonly, FILE *log) {
 }
 
 int gkc_set_remote_ex(gkc_cache *c, const char *url, const gkc_remote_options *o, FILE *log) {
-  char err[sizeof c->err];
-  gkc__remote *r = gkc__remote_open(url, o, log, err, sizeof err);
-  if (!r) return fail(c, "%s", err);
+  gkc__remote *r = gkc__remote_open(url, o, log, &c->err);
+  if (!r) return -1;
   gkc__remote_close(c->remote);
   c->remote = r;
   return 0;
 }
 
-/* ---- for index.c (the direct-mode index) ----------------------------------- */
-
-gkc__index **gkc__index_slot(gkc_cache *c) { return &c->index; }
-
-int gkc__object_ok(gkc_cache *c, const char *sha, int64_t size, gkc_result *out) {
-  char opath[PATH_MAX];
-  struct stat st;
-  if (!gkc__is_hex64(sha) || gkc_object_path(c, sha, opath, sizeof opath) != 0 ||
-      stat(opath, &st) != 0 || (int64_t)st.st_size != size)
-    return 0;
-  touch_used(opath, st.st_mtim);
-  memcpy(out->sha256, sha, 65);
-  out->size = (uint64_t)st.st_size;
-  return 1;
-}
-
 /* ---- for gk build's fast path (gkcache.h) --------------------------------- */
-
-/* ---- for filehash.c ---------------------------------------------------------- */
-
-gkc__hashes *gkc__hashes_of(gkc_cache *c) { return &c->hashes; }
 
 int gkc_object_used(gkc_cache *c, const char *sha256, uint64_t size) {
   gkc_result r;

@@ -1,7 +1,27 @@
 /*
- * cache_internal.h - what the parts of the cache lend each other: cache.c
- * (store and lookup) to remote.c, maint.c and index.c, and filehash.c (the
- * hashes of the files a build reads) to cache.c and index.c. Not API.
+ * cache_internal.h - what the parts of the cache lend each other. Not API.
+ *
+ * Who calls whom. The files are layers: each calls only files below it, so
+ * there is no cycle (docs/cache.md, "The code"):
+ *
+ *   cache.c      the public API: open, lookup, store, fetch, the remote;
+ *                ties the local store, the index and the remote together
+ *                  -> remote, index, store, filehash, common
+ *   maint.c      gk cache stats, verify, gc        -> store, common
+ *   remote.c     the remote cache: HTTP client and protocol (remote.h)
+ *                  -> remote_ac, store, common, curl_load
+ *   remote_ac.c  its entries: ActionResult protobuf and signatures
+ *   index.c      direct mode's index; gkc_hash_file and gkc_file_*, which
+ *                ask it first   -> store, filehash, common
+ *   store.c      objects and key records: put, candidates, object checks
+ *                  -> filehash, common
+ *   filehash.c   this build's file hashes (the memo)   -> common
+ *   common.c     what all use: hex names, paths, atomic writes, the lock
+ *   curl_load.c  libcurl's functions, through dlopen
+ *
+ * The sections below go from the bottom up (remote.h declares what
+ * remote.c and remote_ac.c lend). The handle's struct is here for every
+ * file to read.
  */
 #ifndef GKC_CACHE_INTERNAL_H
 #define GKC_CACHE_INTERNAL_H
@@ -13,81 +33,7 @@
 #include "gk_compiler.h" /* GK__PRINTF */
 #include "gkcache.h"
 
-/* Does dependency `dep` (as a compiler wrote it; relative ones against
- * base) still have SHA-256 `want`? Memoized per build. */
-int gkc__dep_matches(gkc_cache *c, const char *base, const char *dep, const char *want);
-
-/* Hashes deps[0..n) into a record's dependency list ([path, sha256, stamp]
- * arrays). Returns 0 with *out (owned by the caller) or -1. */
-int gkc__hash_deps(gkc_cache *c, const char *base, const char *const *deps, size_t n,
-                   json_t **out);
-
-/* Moves the file `image` into the object store, named by its hash, and adds
- * it as a candidate for key with dependency list jdeps (consumed), both
- * under the cache's lock. 0 with *out filled, or -1 (image left to the
- * caller). */
-int gkc__put(gkc_cache *c, const char *key, const char *image, json_t *jdeps,
-             gkc_result *out);
-
-/* ---- for maint.c (gk cache verify, gc, stats) ---- */
-
-/* The cache's lock, DIR/v1/lock (flock, exclusive; blocks). Writers hold it
- * while they put an object and its record in place, gc and verify --fix
- * while they remove. Returns 0 or -1 (message on the handle). */
-int gkc__lock(gkc_cache *c);
-void gkc__unlock(gkc_cache *c);
-
-/* A key record (keys/XX/KEY.json), checked for its format; NULL when
- * missing, unreadable or not a record. */
-json_t *gkc__load_record(const char *path);
-
-/* dest <- data through a temporary in DIR/v1/tmp and a rename. */
-int gkc__write_atomic(gkc_cache *c, const char *dest, const char *data, size_t len);
-
-int gkc__fail(gkc_cache *c, const char *fmt, ...) GK__PRINTF(2, 3);
-int gkc__is_hex64(const char *s);
-/* 1 when the n bytes at s are lowercase hex digits. */
-int gkc__is_hex(const char *s, size_t n);
-/* mkdir -p; an existing folder is success (cache.c). */
-int gkc__mkdirs(const char *path);
-const char *gkc__root(const gkc_cache *c); /* DIR/v1 */
-/* 8 hex digits naming this host; temporaries are named
- * tmp/HOST-PID-COUNTER-RANDOM[SUFFIX]. */
-const char *gkc__host_tag(const gkc_cache *c);
-
-/* ---- the direct-mode index (index.c; gkcache.h: gkc_index_open) ---- */
-
-typedef struct gkc__index gkc__index;
-void gkc__index_free(gkc__index *ix);
-/* gkc_lookup's fast path: 1 with *out filled when the index knows key for
- * base and every file of its dependency set is unchanged; 0 otherwise. */
-int gkc__index_lookup(gkc_cache *c, gkc__index *ix, const char *key, const char *base,
-                      gkc_result *out);
-/* A hit through a record, or a store: key -> r, with the record's
- * dependency list `deps` (borrowed; paths relative to base). */
-void gkc__index_note(gkc_cache *c, gkc__index *ix, const char *key, const char *base,
-                     const gkc_result *r, json_t *deps);
-/* gkc_hash_file's fast path: 1 with hex when the index's stamp of path still
- * holds; 0 otherwise. */
-int gkc__index_hash(gkc_cache *c, gkc__index *ix, const char *path, char hex[65]);
-/* Keeps path (hashed this build) in the next index. */
-void gkc__index_use(gkc__index *ix, const char *path);
-
-/* ... and what cache.c lends it. */
-gkc__index **gkc__index_slot(gkc_cache *c);
-/* Does path still hash to want? stamp (size, inode, mtime_ns, ctime_ns;
- * NULL: none) answers without reading when the file still has it. */
-int gkc__check_file(gkc_cache *c, const char *path, const char *want, const int64_t *stamp);
-/* path's memoized hash and stamp: 0 not hashed this build, 1 with a stamp
- * that was settled when taken (safe to trust later), 2 with one that was not. */
-int gkc__memo_get(gkc_cache *c, const char *path, char hex[65], int64_t stamp[4]);
-/* path now has content hex (the build just wrote it): memoized with its stamp. */
-int gkc__memo_note(gkc_cache *c, const char *path, const char *hex);
-/* Is object sha present with size? 1 with *out filled (and its use recorded
- * for gc), else 0. */
-int gkc__object_ok(gkc_cache *c, const char *sha, int64_t size, gkc_result *out);
-
-/* ---- file hashes (filehash.c) ---- */
+/* ---- the handle ---- */
 
 /* What identifies a file's version without reading it (git's index and
  * ccache's inode cache use the same). ctime changes on any write, even one
@@ -106,7 +52,51 @@ typedef struct gkc__hashes {
   struct gkc__memo *slot;
   size_t cap, len;
 } gkc__hashes;
-gkc__hashes *gkc__hashes_of(gkc_cache *c);
+
+typedef struct gkc__index gkc__index;
+
+/* The handle (gkcache.h), whose fields every part of the cache reads. */
+struct gkc_cache {
+  char *dir;
+  char *root;  /* DIR/v1 */
+  gk_err err;  /* the last failure: gkc_errmsg */
+  unsigned long counter;
+  char host[9]; /* 8 hex digits naming this host; temporaries are named
+                   tmp/HOST-PID-COUNTER-RANDOM[SUFFIX] */
+  int lockfd;   /* DIR/v1/lock, opened on first use; -1 before */
+  gkc__hashes hashes;         /* this build's file hashes (filehash.c) */
+  struct gkc__remote *remote; /* NULL: local only */
+  gkc__index *index;          /* the direct-mode index (index.c); NULL: none */
+};
+
+/* ---- common.c: what every part uses ---- */
+
+/* 1 when the n bytes at s are lowercase hex digits; _hex64: s is a string
+ * of 64 of them (a key, a SHA-256). */
+int gkc__is_hex(const char *s, size_t n);
+int gkc__is_hex64(const char *s);
+
+/* A malloc'd sprintf; NULL when out of memory. */
+char *gkc__dupf(const char *fmt, ...) GK__PRINTF(1, 2);
+
+/* FNV-1a of a string: the memo's slots, the host tag. */
+uint64_t gkc__fnv1a(const char *s);
+
+/* mkdir -p; an existing folder is success. */
+int gkc__mkdirs(const char *path);
+
+/* dest <- data through a temporary in DIR/v1/tmp and a rename. 0, or -1
+ * with the message on the handle. */
+int gkc__write_atomic(gkc_cache *c, const char *dest, const char *data, size_t len);
+
+/* The cache's lock, DIR/v1/lock (flock, exclusive; blocks). Writers hold it
+ * while they put an object and its record in place, gc and verify --fix
+ * while they remove. Returns 0 or -1 (message on the handle). */
+int gkc__lock(gkc_cache *c);
+void gkc__unlock(gkc_cache *c);
+
+/* ---- filehash.c: the hashes of the files a build reads ---- */
+
 void gkc__hashes_free(gkc__hashes *h);
 
 /* SHA-256 of the open descriptor in's remaining content, copied to the
@@ -120,7 +110,59 @@ int gkc__hash_file_stamp(gkc_cache *c, const char *path, char hex[65], gkc__fsta
  * mtime_ns, ctime_ns] (NULL or anything else: none), answers without reading
  * when the file still has it. */
 int gkc__dep_matches_json(gkc_cache *c, const char *path, const char *want, json_t *jstamp);
-/* FNV-1a of a string: the memo's slots, the host tag. */
-uint64_t gkc__fnv1a(const char *s);
+/* Does path still hash to want? stamp (size, inode, mtime_ns, ctime_ns;
+ * NULL: none) answers without reading when the file still has it. */
+int gkc__check_file(gkc_cache *c, const char *path, const char *want, const int64_t *stamp);
+/* path's memoized hash and stamp: 0 not hashed this build, 1 with a stamp
+ * that was settled when taken (safe to trust later), 2 with one that was not. */
+int gkc__memo_get(gkc_cache *c, const char *path, char hex[65], int64_t stamp[4]);
+/* path now has content hex (the build just wrote it): memoized with its stamp. */
+int gkc__memo_note(gkc_cache *c, const char *path, const char *hex);
+
+/* ---- store.c: the local store of objects and key records ---- */
+
+/* Path of key's record, DIR/v1/keys/XX/KEY.json. 0, or -1 when buf is too
+ * small. */
+int gkc__record_path(const gkc_cache *c, const char *key, char *buf, size_t size);
+
+/* A key record, checked for its format; NULL when missing, unreadable or
+ * not a record. */
+json_t *gkc__load_record(const char *path);
+
+/* Is candidate cand of a record usable (relative dependency paths against
+ * base)? 1 with *out filled (and the object's use recorded for gc), else 0. */
+int gkc__candidate_matches(gkc_cache *c, json_t *cand, const char *base, gkc_result *out);
+
+/* Does dependency `dep` (as a compiler wrote it; relative ones against
+ * base) still have SHA-256 `want`? Memoized per build. */
+int gkc__dep_matches(gkc_cache *c, const char *base, const char *dep, const char *want);
+
+/* Is object sha present with size? 1 with *out filled (and its use recorded
+ * for gc), else 0. */
+int gkc__object_ok(gkc_cache *c, const char *sha, int64_t size, gkc_result *out);
+
+/* Hashes deps[0..n) into a record's dependency list ([path, sha256, stamp]
+ * arrays). Returns 0 with *out (owned by the caller) or -1. */
+int gkc__hash_deps(gkc_cache *c, const char *base, const char *const *deps, size_t n,
+                   json_t **out);
+
+/* Moves the file `image` into the object store, named by its hash, and adds
+ * it as a candidate for key with dependency list jdeps (consumed), both
+ * under the cache's lock. 0 with *out filled, or -1 (image left to the
+ * caller). */
+int gkc__put(gkc_cache *c, const char *key, const char *image, json_t *jdeps,
+             gkc_result *out);
+
+/* ---- index.c: the direct-mode index (gkcache.h: gkc_index_open) ---- */
+
+void gkc__index_free(gkc__index *ix);
+/* gkc_lookup's fast path: 1 with *out filled when the index knows key for
+ * base and every file of its dependency set is unchanged; 0 otherwise. */
+int gkc__index_lookup(gkc_cache *c, gkc__index *ix, const char *key, const char *base,
+                      gkc_result *out);
+/* A hit through a record, or a store: key -> r, with the record's
+ * dependency list `deps` (borrowed; paths relative to base). */
+void gkc__index_note(gkc_cache *c, gkc__index *ix, const char *key, const char *base,
+                     const gkc_result *r, json_t *deps);
 
 #endif

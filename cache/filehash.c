@@ -1,8 +1,9 @@
 /*
  * filehash.c - the SHA-256 of every file a build reads, each read at most
  * once per build, and not at all when a stamp recorded with its hash shows
- * it unchanged (git's index does the same). cache.c asks here whether a
- * record's dependencies still hold; index.c keeps the stamps across builds.
+ * it unchanged (git's index does the same). store.c asks here whether a
+ * record's dependencies still hold; index.c keeps the stamps across builds
+ * (and answers gkc_hash_file, whose first try is the index's stamp).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cache_internal.h"
@@ -53,7 +54,7 @@ int gkc__copy_fd(int in, int out, unsigned char sha[32], uint64_t *size) {
 }
 
 static struct gkc__memo *memo_slot(gkc_cache *c, const char *path) {
-  const gkc__hashes *h = gkc__hashes_of(c);
+  const gkc__hashes *h = &c->hashes;
   if (h->cap == 0) return NULL;
   size_t mask = h->cap - 1;
   for (size_t i = gkc__fnv1a(path) & mask;; i = (i + 1) & mask)
@@ -77,7 +78,7 @@ static int64_t now_ns(void) {
  * content: a stamp already SETTLED_NS old then cannot hide a later edit. */
 static void memo_put(gkc_cache *c, const char *path, const char *hex,
                      const gkc__fstamp *st, int64_t taken) {
-  gkc__hashes *h = gkc__hashes_of(c);
+  gkc__hashes *h = &c->hashes;
   if (h->len * 2 >= h->cap) {
     size_t cap = h->cap ? h->cap * 2 : 64;
     struct gkc__memo *old = h->slot;
@@ -110,26 +111,16 @@ int gkc__hash_file_stamp(gkc_cache *c, const char *path, char hex[65], gkc__fsta
   }
   int64_t taken = now_ns();
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return gkc__fail(c, "cannot read '%s': %s", path, strerror(errno));
+  if (fd < 0) return gk_err_set(&c->err, "cannot read '%s': %s", path, strerror(errno));
   struct stat st;
   unsigned char sha[32];
   int rc = fstat(fd, &st) == 0 ? gkc__copy_fd(fd, -1, sha, NULL) : -1;
   int e = errno;
   close(fd);
-  if (rc != 0) return gkc__fail(c, "cannot read '%s': %s", path, strerror(e));
+  if (rc != 0) return gk_err_set(&c->err, "cannot read '%s': %s", path, strerror(e));
   sodium_bin2hex(hex, 65, sha, 32);
   to_stamp(&st, stamp);
   memo_put(c, path, hex, stamp, taken);
-  return 0;
-}
-
-int gkc_hash_file(gkc_cache *c, const char *path, char hex[65]) {
-  gkc__fstamp st;
-  /* The index's stamp for path, when it still holds, spares the read. */
-  gkc__index *ix = *gkc__index_slot(c);
-  if (ix && gkc__index_hash(c, ix, path, hex)) return 0;
-  if (gkc__hash_file_stamp(c, path, hex, &st) != 0) return -1;
-  if (ix) gkc__index_use(ix, path);
   return 0;
 }
 
@@ -184,7 +175,8 @@ int gkc__memo_get(gkc_cache *c, const char *path, char hex[65], int64_t stamp[4]
 int gkc__memo_note(gkc_cache *c, const char *path, const char *hex) {
   struct stat st;
   int64_t taken = now_ns();
-  if (stat(path, &st) != 0) return gkc__fail(c, "cannot read '%s': %s", path, strerror(errno));
+  if (stat(path, &st) != 0)
+    return gk_err_set(&c->err, "cannot read '%s': %s", path, strerror(errno));
   gkc__fstamp f;
   to_stamp(&st, &f);
   memo_put(c, path, hex, &f, taken);
@@ -192,7 +184,7 @@ int gkc__memo_note(gkc_cache *c, const char *path, const char *hex) {
 }
 
 int gkc_files_each(gkc_cache *c, gkc_file_fn fn, void *ctx) {
-  const gkc__hashes *h = gkc__hashes_of(c);
+  const gkc__hashes *h = &c->hashes;
   for (size_t i = 0; i < h->cap; i++) {
     const struct gkc__memo *m = &h->slot[i];
     if (!m->path) continue;

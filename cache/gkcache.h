@@ -46,8 +46,10 @@
  * mounts.
  *
  * Threads: a handle is not thread-safe; use one handle per thread.
- * Errors: functions returning int give -1 on failure and leave a sentence
- * naming the file at fault in gkc_errmsg().
+ * Errors: the build side's convention (common/gk_err.h). Functions returning
+ * int give -1 on failure and leave a sentence naming the file at fault in
+ * the handle's gk_err, read with gkc_errmsg(); those without a handle
+ * (gkc_open, gkc_check_header) put it in the caller's gk_err instead.
  */
 #ifndef GKCACHE_H
 #define GKCACHE_H
@@ -55,6 +57,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "gk_err.h"
 
 typedef struct gkc_cache gkc_cache;
 
@@ -82,7 +86,7 @@ int gkc_default_dir(char *buf, size_t size);
  * returned; on failure *out is NULL, -1 is returned and a sentence is in
  * err (which may be NULL).
  */
-int gkc_open(const char *dir, gkc_cache **out, char *err, size_t errsize);
+int gkc_open(const char *dir, gkc_cache **out, gk_err *err);
 
 /* Closes a handle; NULL is a no-op. */
 void gkc_close(gkc_cache *c);
@@ -191,8 +195,9 @@ typedef struct gkc_remote_options {
 int gkc_set_remote_ex(gkc_cache *c, const char *url, const gkc_remote_options *o, FILE *log);
 
 /* Is h a header gkc_set_remote_ex accepts ("Name: value" on one line)? 0,
- * or -1 with a sentence in err that quotes the name, never the value. */
-int gkc_check_header(const char *h, char *err, size_t errsize);
+ * or -1 with a sentence in err (may be NULL) that quotes the name, never
+ * the value. */
+int gkc_check_header(const char *h, gk_err *err);
 
 /* url with any user:password part replaced by "***", for messages and keys
  * (malloc'd; NULL when out of memory). */

@@ -1,7 +1,10 @@
 /*
  * index.c - direct mode's index: one file per build name that lets a no-op
  * build answer every lookup with a stat per file instead of reading every
- * key's record (gkcache.h, gkc_index_open, is the manual).
+ * key's record (gkcache.h, gkc_index_open, is the manual). The public
+ * functions on a build's own files are here too (gkc_hash_file,
+ * gkc_file_matches, gkc_file_note): each asks the index first, then the
+ * memo of filehash.c.
  *
  * The file, compact JSON:
  *   { "format": "gk-direct-index", "version": 1,
@@ -22,14 +25,11 @@
 #include "gkcache.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define INDEX_FORMAT "gk-direct-index"
 
@@ -74,25 +74,6 @@ void gkc__index_free(gkc__index *ix) {
   free(ix);
 }
 
-char *gkc_read_file(const char *path, size_t cap, size_t *len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NULL;
-  struct stat st;
-  char *buf = NULL;
-  ssize_t n = -1;
-  if (fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < cap &&
-      (buf = malloc((size_t)st.st_size + 1)))
-    n = read(fd, buf, (size_t)st.st_size);
-  close(fd);
-  if (n != st.st_size) {
-    free(buf);
-    return NULL;
-  }
-  buf[n] = '\0';
-  *len = (size_t)n;
-  return buf;
-}
-
 /* Takes the parsed file if it has the expected shape; otherwise the index
  * starts empty (a damaged or foreign file is no error: it is a hint). */
 static void adopt(gkc__index *ix, json_t *doc) {
@@ -132,18 +113,17 @@ static void adopt(gkc__index *ix, json_t *doc) {
 }
 
 int gkc_index_open(gkc_cache *c, const char *name) {
-  gkc__index **slot = gkc__index_slot(c);
-  gkc__index_free(*slot);
-  *slot = NULL;
+  gkc__index_free(c->index);
+  c->index = NULL;
   gkc__index *ix = calloc(1, sizeof *ix);
   unsigned char h[32];
   char hex[65];
   crypto_hash_sha256(h, (const unsigned char *)name, strlen(name));
   sodium_bin2hex(hex, sizeof hex, h, sizeof h);
-  size_t n = strlen(gkc__root(c)) + 100;
+  size_t n = strlen(c->root) + 100;
   if (ix) ix->path = malloc(n);
   if (ix && ix->path)
-    snprintf(ix->path, n, "%s/index/%.2s/%s.json", gkc__root(c), hex, hex);
+    snprintf(ix->path, n, "%s/index/%.2s/%s.json", c->root, hex, hex);
   if (ix) {
     ix->paths = json_object();
     ix->files = json_array();
@@ -155,7 +135,7 @@ int gkc_index_open(gkc_cache *c, const char *name) {
   if (!ix || !ix->path || !ix->paths || !ix->files || !ix->set_ids || !ix->depsets ||
       !ix->keys || !ix->notes) {
     gkc__index_free(ix);
-    return gkc__fail(c, "out of memory opening the build index");
+    return gk_err_set(&c->err, "out of memory opening the build index");
   }
   ix->dirty = 1; /* until a loaded file is adopted */
   ix->old_text = gkc_read_file(ix->path, (size_t)256 << 20, &ix->old_len);
@@ -163,7 +143,7 @@ int gkc_index_open(gkc_cache *c, const char *name) {
     json_t *doc = json_loadb(ix->old_text, ix->old_len, 0, NULL);
     if (doc) adopt(ix, doc);
   }
-  *slot = ix;
+  c->index = ix;
   return 0;
 }
 
@@ -179,8 +159,6 @@ static json_int_t use(gkc__index *ix, const char *path) {
   json_object_set_new_nocheck(ix->paths, path, json_integer(n));
   return n;
 }
-
-void gkc__index_use(gkc__index *ix, const char *path) { use(ix, path); }
 
 /* The new index's depset for the file positions in `list` (consumed). */
 static json_int_t use_set(gkc__index *ix, json_t *list) {
@@ -306,7 +284,9 @@ void gkc__index_note(gkc_cache *c, gkc__index *ix, const char *key, const char *
                                                  (json_int_t)r->size, (int)n));
 }
 
-int gkc__index_hash(gkc_cache *c, gkc__index *ix, const char *path, char hex[65]) {
+/* gkc_hash_file's fast path: 1 with hex when the index's stamp of path still
+ * holds; 0 otherwise. */
+static int index_hash(gkc_cache *c, gkc__index *ix, const char *path, char hex[65]) {
   json_t *pos = ix->old_paths ? json_object_get(ix->old_paths, path) : NULL;
   const char *p, *sha;
   int64_t stamp[4];
@@ -322,6 +302,16 @@ int gkc__index_hash(gkc_cache *c, gkc__index *ix, const char *path, char hex[65]
   return 1;
 }
 
+int gkc_hash_file(gkc_cache *c, const char *path, char hex[65]) {
+  gkc__fstamp st;
+  /* The index's stamp for path, when it still holds, spares the read. */
+  gkc__index *ix = c->index;
+  if (ix && index_hash(c, ix, path, hex)) return 0;
+  if (gkc__hash_file_stamp(c, path, hex, &st) != 0) return -1;
+  if (ix) use(ix, path);
+  return 0;
+}
+
 int gkc_file_matches(gkc_cache *c, const char *path, const char *sha256) {
   char hex[65];
   return gkc__is_hex64(sha256) && gkc_hash_file(c, path, hex) == 0 &&
@@ -329,27 +319,27 @@ int gkc_file_matches(gkc_cache *c, const char *path, const char *sha256) {
 }
 
 int gkc_file_note(gkc_cache *c, const char *path, const char *sha256) {
-  if (!gkc__is_hex64(sha256)) return gkc__fail(c, "bad SHA-256 '%s'", sha256);
+  if (!gkc__is_hex64(sha256)) return gk_err_set(&c->err, "bad SHA-256 '%s'", sha256);
   if (gkc__memo_note(c, path, sha256) != 0) return -1;
-  gkc__index *ix = *gkc__index_slot(c);
+  gkc__index *ix = c->index;
   if (ix) use(ix, path);
   return 0;
 }
 
 const char *gkc_index_get(gkc_cache *c, const char *name) {
-  gkc__index *ix = *gkc__index_slot(c);
+  gkc__index *ix = c->index;
   json_t *v = ix && ix->old_notes ? json_object_get(ix->old_notes, name) : NULL;
   return json_string_value(v);
 }
 
 int gkc_index_set(gkc_cache *c, const char *name, const char *value) {
-  gkc__index *ix = *gkc__index_slot(c);
+  gkc__index *ix = c->index;
   if (!ix) return 0;
   const char *old = gkc_index_get(c, name);
   if (!old || strcmp(old, value) != 0) ix->dirty = 1;
   json_t *v = json_string(value);
   if (!v || json_object_set_new(ix->notes, name, v) != 0)
-    return gkc__fail(c, "cannot keep '%s' in the build index (not UTF-8?)", name);
+    return gk_err_set(&c->err, "cannot keep '%s' in the build index (not UTF-8?)", name);
   return 0;
 }
 
@@ -387,7 +377,7 @@ static int files_as_loaded(gkc_cache *c, gkc__index *ix) {
 }
 
 int gkc_index_save(gkc_cache *c) {
-  gkc__index *ix = *gkc__index_slot(c);
+  gkc__index *ix = c->index;
   if (!ix) return 0;
   if (!ix->dirty && files_as_loaded(c, ix)) return 0;
   json_t *files = json_array();
@@ -410,7 +400,7 @@ int gkc_index_save(gkc_cache *c) {
                           "notes", ix->notes);
   char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
   json_decref(doc);
-  if (!text) return gkc__fail(c, "out of memory writing the build index");
+  if (!text) return gk_err_set(&c->err, "out of memory writing the build index");
   size_t len = strlen(text);
   int rc = 0;
   if (!(ix->old_text && ix->old_len == len && memcmp(ix->old_text, text, len) == 0))
@@ -421,6 +411,6 @@ int gkc_index_save(gkc_cache *c) {
 
 int gkc_write_file(gkc_cache *c, const char *path, const char *data, size_t len) {
   if (mkdir_parent(path) != 0)
-    return gkc__fail(c, "cannot create the folder of '%s': %s", path, strerror(errno));
+    return gk_err_set(&c->err, "cannot create the folder of '%s': %s", path, strerror(errno));
   return gkc__write_atomic(c, path, data, len);
 }

@@ -130,7 +130,7 @@ static int temp_is_stale(gkc_cache *c, const char *name, int beside, int64_t age
     return pid > 0 && !pid_alive(pid) && age > PID_TEMP_NS;
   }
   if (strlen(name) > 9 && name[8] == '-' && gkc__is_hex(name, 8)) {
-    if (strncmp(name, gkc__host_tag(c), 8) != 0) return 0;
+    if (strncmp(name, c->host, 8) != 0) return 0;
     p = name + 9;
     pid = read_num(&p);
     return pid > 0 && *p == '-' && !pid_alive(pid);
@@ -237,19 +237,19 @@ static void odds_free(odds *o) {
  * (may be NULL: ignored). A missing folder is empty. Returns 0 or -1.
  */
 static int walk(gkc_cache *c, unsigned which, int temps, files *out, odds *other) {
-  const char *root = gkc__root(c);
+  const char *root = c->root;
   int64_t now = now_ns();
   for (int k = 0; k < NKINDS; k++) {
     if (!(which & (1u << k))) continue;
     char *top = join(root, ENTRY_DIRS[k]);
-    if (!top) return gkc__fail(c, "out of memory walking the cache");
+    if (!top) return gk_err_set(&c->err, "out of memory walking the cache");
     DIR *d = opendir(top);
     if (!d) {
       int e = errno;
       free(top);
       if (e == ENOENT) continue;
-      return gkc__fail(c, "cannot read cache folder '%s/%s': %s", root, ENTRY_DIRS[k],
-                       strerror(e));
+      return gk_err_set(&c->err, "cannot read cache folder '%s/%s': %s", root, ENTRY_DIRS[k],
+                        strerror(e));
     }
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -265,7 +265,7 @@ static int walk(gkc_cache *c, unsigned which, int temps, files *out, odds *other
           free(sub);
           closedir(d);
           free(top);
-          return gkc__fail(c, "out of memory walking the cache");
+          return gk_err_set(&c->err, "out of memory walking the cache");
         }
         free(sub);
         continue;
@@ -311,7 +311,7 @@ static int walk(gkc_cache *c, unsigned which, int temps, files *out, odds *other
           free(sub);
           closedir(d);
           free(top);
-          return gkc__fail(c, "out of memory walking the cache");
+          return gk_err_set(&c->err, "out of memory walking the cache");
         }
       }
       if (sd) closedir(sd);
@@ -334,7 +334,7 @@ static int walk(gkc_cache *c, unsigned which, int temps, files *out, odds *other
           free(p);
           closedir(d);
           free(tmp);
-          return gkc__fail(c, "out of memory walking the cache");
+          return gk_err_set(&c->err, "out of memory walking the cache");
         }
         free(p);
       }
@@ -411,12 +411,12 @@ static int rewrite_record(gkc_cache *c, const char *path, json_t *rec, const cha
   if (n == 0) {
     json_decref(kept);
     if (unlink(path) != 0 && errno != ENOENT)
-      return gkc__fail(c, "cannot remove '%s': %s", path, strerror(errno));
+      return gk_err_set(&c->err, "cannot remove '%s': %s", path, strerror(errno));
     return 0;
   }
   json_object_set_new(rec, "candidates", kept);
   char *text = json_dumps(rec, JSON_COMPACT);
-  if (!text) return gkc__fail(c, "out of memory rewriting '%s'", path);
+  if (!text) return gk_err_set(&c->err, "out of memory rewriting '%s'", path);
   int rc = gkc__write_atomic(c, path, text, strlen(text));
   free(text);
   return rc;
@@ -535,17 +535,17 @@ static int recheck_record(verifier *v, files *objs, file *r) {
   char *keep = calloc(n ? n : 1, 1);
   if (!keep) {
     json_decref(rec);
-    return gkc__fail(v->c, "out of memory checking '%s'", r->path);
+    return gk_err_set(&v->c->err, "out of memory checking '%s'", r->path);
   }
   const char **why = calloc(n ? n : 1, sizeof *why);
   char (*bufs)[160] = calloc(n ? n : 1, sizeof *bufs);
   if (!why || !bufs) {
     free(keep), free(why), free(bufs), json_decref(rec);
-    return gkc__fail(v->c, "out of memory checking '%s'", r->path);
+    return gk_err_set(&v->c->err, "out of memory checking '%s'", r->path);
   }
   for (size_t i = 0; i < n; i++) {
     json_t *cand = json_array_get(cands, i);
-    why[i] = candidate_fault(objs, cand, gkc__root(v->c), bufs[i], sizeof bufs[i]);
+    why[i] = candidate_fault(objs, cand, v->c->root, bufs[i], sizeof bufs[i]);
     keep[i] = why[i] == NULL;
     bad += !keep[i];
     const char *obj;
@@ -584,7 +584,7 @@ int gkc_verify(gkc_cache *c, unsigned flags, gkc_finding_fn fn, void *ctx,
     if (fs.v[i].kind != OBJECTS) continue;
     file *o = files_add(&objs);
     if (!o) {
-      gkc__fail(c, "out of memory verifying the cache");
+      gk_err_set(&c->err, "out of memory verifying the cache");
       goto verify_out;
     }
     *o = fs.v[i];
@@ -848,7 +848,7 @@ int gkc_gc(gkc_cache *c, uint64_t max_bytes, gkc_gc_result *out) {
   rc = 0;
   goto gc_out;
 gc_oom:
-  gkc__fail(c, "out of memory trimming the cache");
+  gk_err_set(&c->err, "out of memory trimming the cache");
 gc_out:
   gkc__unlock(c);
   for (size_t r = 0; r < nrecs && recs; r++) {

@@ -1,6 +1,7 @@
 /*
- * remote.h - the HTTP half of the remote cache (remote.c), used by cache.c
- * only. Not API: gkcache.h describes what a user of the cache sees.
+ * remote.h - the HTTP half of the remote cache (remote.c, and the entries'
+ * encoding in remote_ac.c), used by cache.c only. Not API: gkcache.h
+ * describes what a user of the cache sees.
  *
  * The server speaks bazel-remote's HTTP/1.1 REST layout, which plain
  * WebDAV servers (nginx dav_methods PUT) serve too:
@@ -25,9 +26,10 @@ typedef struct gkc__remote gkc__remote;
 
 /* Opens a client for base URL `url` (http:// or https://) with the
  * credentials and keys of o (gkcache.h; copied). Returns NULL with a
- * sentence in err for a URL or header it cannot use; nothing is sent yet. */
+ * sentence in err (may be NULL) for a URL or header it cannot use; nothing
+ * is sent yet. */
 gkc__remote *gkc__remote_open(const char *url, const gkc_remote_options *o, FILE *log,
-                              char *err, size_t errsize);
+                              gk_err *err);
 void gkc__remote_close(gkc__remote *r);
 
 /* Whether downloads / uploads are still on. */
@@ -80,10 +82,10 @@ int gkc__ac_encode_signed(const gkc__output *outs, size_t n, const char *key,
                           const unsigned char sk[64], unsigned char **buf, size_t *len);
 
 /* Is the entry buf signed for key by one of trusted[0..ntrusted)? 0 when it
- * is; -1 otherwise, with the reason in why ("it is not signed", ...). */
+ * is; -1 otherwise, with the reason in why ("it is not signed", ...; may be
+ * NULL). */
 int gkc__ac_check(const unsigned char *buf, size_t len, const char *key,
-                  const unsigned char (*trusted)[32], size_t ntrusted, char *why,
-                  size_t whysize);
+                  const unsigned char (*trusted)[32], size_t ntrusted, gk_err *why);
 
 /*
  * The protocol, on top of the above. An action-cache entry for a job key is

@@ -176,7 +176,7 @@ static int check_file(const char *opt, const char *path) {
 /* Fills o's credentials and keys from the options and the environment,
  * checking each. Returns EXIT_OK, or the status to exit with (said why). */
 static int remote_setup(gkr_options *o, remote_args *ra) {
-  char err[512];
+  gk_err err;
   if (split_env("GK_REMOTE_CACHE_HEADERS", '\n', &ra->env_headers, ra->headers.v,
                 &ra->headers.n) ||
       split_env("GK_REMOTE_CACHE_TRUST", ':', &ra->env_trust, ra->trust.v, &ra->trust.n)) {
@@ -184,8 +184,8 @@ static int remote_setup(gkr_options *o, remote_args *ra) {
     return EXIT_FAIL;
   }
   for (size_t i = 0; i < ra->headers.n; i++)
-    if (gkc_check_header(ra->headers.v[i], err, sizeof err) != 0) {
-      cli_error(CMD, "%s", err);
+    if (gkc_check_header(ra->headers.v[i], &err) != 0) {
+      cli_error(CMD, "%s", err.msg);
       return EXIT_USAGE;
     }
   o->remote_netrc = env_or(o->remote_netrc, "GK_REMOTE_CACHE_NETRC");

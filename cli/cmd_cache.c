@@ -145,9 +145,9 @@ static gkc_cache *open_cache(const char *cmd, const char *dir) {
     return NULL;
   }
   gkc_cache *c = NULL;
-  char err[512];
-  if (gkc_open(dir, &c, err, sizeof err) != 0) {
-    cli_error(cmd, "%s", err);
+  gk_err err;
+  if (gkc_open(dir, &c, &err) != 0) {
+    cli_error(cmd, "%s", err.msg);
     return NULL;
   }
   return c;

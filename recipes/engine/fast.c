@@ -595,7 +595,7 @@ static int check_line(char *line, dirstat *ds, gkc_cache **cache, const char *ca
   }
   case 'O': {
     if (!rest) return 0;
-    if (!*cache && gkc_open(cache_dir, cache, NULL, 0) != 0) return 0;
+    if (!*cache && gkc_open(cache_dir, cache, NULL) != 0) return 0;
     int64_t size = field(&rest);
     return size >= 0 && gkc_object_used(*cache, path, (uint64_t)size) == 1;
   }

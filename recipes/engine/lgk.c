@@ -492,10 +492,10 @@ static int l_cache_open(lua_State *L) {
   gkc_cache **ud = lua_newuserdatauv(L, sizeof *ud, 0);
   *ud = NULL;
   luaL_setmetatable(L, CACHE_MT);
-  char err[512];
-  if (gkc_open(dir, ud, err, sizeof err) != 0) {
+  gk_err err;
+  if (gkc_open(dir, ud, &err) != 0) {
     lua_pushnil(L);
-    lua_pushstring(L, err);
+    lua_pushstring(L, err.msg);
     return 2;
   }
   return 1;

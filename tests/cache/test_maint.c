@@ -100,8 +100,8 @@ static int setup(void **state) {
   strcpy(fx->root, "/tmp/gk-test-maint-XXXXXX");
   assert_non_null(mkdtemp(fx->root));
   snprintf(fx->cache, sizeof fx->cache, "%s/cache", fx->root);
-  char err[256];
-  assert_int_equal(gkc_open(fx->cache, &fx->c, err, sizeof err), 0);
+  gk_err err;
+  assert_int_equal(gkc_open(fx->cache, &fx->c, &err), 0);
   *state = fx;
   return 0;
 }
@@ -376,8 +376,9 @@ static void test_concurrent_records(void **state) {
     if (kids[k] != 0) continue;
     close(go[1]);
     gkc_cache *c;
-    char err[256], b;
-    if (gkc_open(fx->cache, &c, err, sizeof err) != 0) _exit(2);
+    gk_err err;
+    char b;
+    if (gkc_open(fx->cache, &c, &err) != 0) _exit(2);
     if (read(go[0], &b, 1) != 0) _exit(3); /* all start when the pipe closes */
     for (int j = 0; j < NKEYS; j++) {
       char img[PATH_MAX], key[65];

@@ -112,7 +112,8 @@ static void signed_entries(void **state) {
   crypto_sign_seed_keypair(pk, sk, seed);
   memset(seed, 2, sizeof seed);
   crypto_sign_seed_keypair(pk2, sk2, seed);
-  char key[65], other[65], why[200];
+  char key[65], other[65];
+  gk_err why;
   memset(key, 'c', 64), key[64] = '\0';
   memset(other, 'd', 64), other[64] = '\0';
   gkc__output in[2], out[4];
@@ -127,15 +128,15 @@ static void signed_entries(void **state) {
   memcpy(keys[0], pk2, 32);
   memcpy(keys[1], pk, 32);
   const unsigned char(*trusted)[32] = (const unsigned char(*)[32])keys;
-  assert_int_equal(gkc__ac_check(buf, len, key, trusted, 2, why, sizeof why), 0);
+  assert_int_equal(gkc__ac_check(buf, len, key, trusted, 2, &why), 0);
   /* Another signer, another job key, an unsigned entry, another image. */
-  assert_int_equal(gkc__ac_check(buf, len, key, trusted, 1, why, sizeof why), -1);
-  assert_non_null(strstr(why, "not trusted"));
-  assert_int_equal(gkc__ac_check(buf, len, other, trusted, 2, why, sizeof why), -1);
-  assert_non_null(strstr(why, "does not match"));
+  assert_int_equal(gkc__ac_check(buf, len, key, trusted, 1, &why), -1);
+  assert_non_null(strstr(why.msg, "not trusted"));
+  assert_int_equal(gkc__ac_check(buf, len, other, trusted, 2, &why), -1);
+  assert_non_null(strstr(why.msg, "does not match"));
   assert_int_equal(gkc__ac_encode(in, 2, &plain, &plen), 0);
-  assert_int_equal(gkc__ac_check(plain, plen, key, trusted, 2, why, sizeof why), -1);
-  assert_string_equal(why, "it is not signed");
+  assert_int_equal(gkc__ac_check(plain, plen, key, trusted, 2, &why), -1);
+  assert_string_equal(why.msg, "it is not signed");
   free(plain);
   in[0].hash[0] = 'b';
   assert_int_equal(gkc__ac_encode(in, 2, &plain, &plen), 0);
@@ -149,7 +150,7 @@ static void signed_entries(void **state) {
   gkc__ac_encode(tmp, 2, &orig, &olen);
   sig_at = olen;
   memcpy(forged + plen, buf + sig_at, len - sig_at);
-  assert_int_equal(gkc__ac_check(forged, plen + len - sig_at, key, trusted, 2, why, sizeof why), -1);
+  assert_int_equal(gkc__ac_check(forged, plen + len - sig_at, key, trusted, 2, &why), -1);
   free(orig);
   free(forged);
   free(plain);
@@ -158,7 +159,7 @@ static void signed_entries(void **state) {
   for (size_t n = 0; n < len; n++) {
     unsigned char *cut = malloc(n ? n : 1);
     memcpy(cut, buf, n);
-    assert_int_equal(gkc__ac_check(cut, n, key, trusted, 2, why, sizeof why), -1);
+    assert_int_equal(gkc__ac_check(cut, n, key, trusted, 2, &why), -1);
     free(cut);
   }
   srand(11);
@@ -167,7 +168,7 @@ static void signed_entries(void **state) {
     memcpy(m, buf, len);
     size_t at = (size_t)rand() % len;
     m[at] ^= (unsigned char)(1 + rand() % 255);
-    assert_int_equal(gkc__ac_check(m, len, key, trusted, 2, why, sizeof why), -1);
+    assert_int_equal(gkc__ac_check(m, len, key, trusted, 2, &why), -1);
     free(m);
   }
   free(buf);

@@ -65,8 +65,8 @@ static int setup(void **state) {
   char h[PATH_MAX];
   snprintf(h, sizeof h, "%s/header.h", fx->src);
   write_file(h, "#define A 1\n");
-  char err[256];
-  assert_int_equal(gkc_open(fx->cache, &fx->c, err, sizeof err), 0);
+  gk_err err;
+  assert_int_equal(gkc_open(fx->cache, &fx->c, &err), 0);
   *state = fx;
   return 0;
 }
@@ -84,8 +84,8 @@ static int teardown(void **state) {
 /* A fresh handle: memoized hashes are per handle, as they are per build. */
 static void reopen(fixture *fx) {
   gkc_close(fx->c);
-  char err[256];
-  assert_int_equal(gkc_open(fx->cache, &fx->c, err, sizeof err), 0);
+  gk_err err;
+  assert_int_equal(gkc_open(fx->cache, &fx->c, &err), 0);
 }
 
 static void test_miss_then_hit(void **state) {
@@ -255,10 +255,10 @@ static void test_default_dir(void **state) {
 static void test_open_failure(void **state) {
   (void)state;
   gkc_cache *c = (gkc_cache *)1;
-  char err[256];
-  assert_int_equal(gkc_open("/proc/self/no/such/cache", &c, err, sizeof err), -1);
+  gk_err err;
+  assert_int_equal(gkc_open("/proc/self/no/such/cache", &c, &err), -1);
   assert_null(c);
-  assert_non_null(strstr(err, "/proc/self/no/such/cache"));
+  assert_non_null(strstr(err.msg, "/proc/self/no/such/cache"));
   gkc_close(NULL);
 }
 
