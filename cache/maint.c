@@ -703,65 +703,85 @@ typedef struct grec {
   size_t n;
 } grec;
 
-int gkc_gc(gkc_cache *c, uint64_t max_bytes, gkc_gc_result *out) {
-  gkc_gc_result local;
-  if (!out) out = &local;
-  memset(out, 0, sizeof *out);
-  files fs = {0}, objs = {0};
-  odds other = {0};
-  grec *recs = NULL, **refs = NULL;
-  size_t nrecs = 0;
-  file **order = NULL;
-  int rc = -1;
-  if (gkc__lock(c) != 0) return -1;
-  if (walk(c, ALL_ENTRIES, 1, &fs, &other) != 0) goto gc_out;
+/* What a gc works on: every entry (fs), the objects moved out of it and
+ * sorted by name (objs), the other files (other), the records with the
+ * objects they name (recs) and, per object, the records naming it (refs,
+ * from the object's ref_off). total: the bytes that would remain. */
+typedef struct gc_plan {
+  files fs, objs;
+  odds other;
+  grec *recs, **refs;
+  size_t nrecs;
+  file **order;
+  uint64_t total;
+} gc_plan;
 
-  for (size_t i = 0; i < other.n; i++) {
-    odd *x = &other.v[i];
+enum { KEEP, REMOVE };
+
+static void gc_free(gc_plan *p) {
+  for (size_t r = 0; r < p->nrecs && p->recs; r++) {
+    json_decref(p->recs[r].rec);
+    free(p->recs[r].objs);
+  }
+  free(p->recs);
+  free(p->refs);
+  free(p->order);
+  files_free(&p->fs);
+  files_free(&p->objs);
+  odds_free(&p->other);
+}
+
+/* Temporaries no live writer can still rename into place. */
+static void gc_remove_temps(gkc_cache *c, gc_plan *p, gkc_gc_result *out) {
+  for (size_t i = 0; i < p->other.n; i++) {
+    odd *x = &p->other.v[i];
     if (x->temp && temp_is_stale(c, base_name(x->path), x->beside, x->age) &&
         rm_rf(x->path) == 0)
       out->removed_temps++, out->removed_temp_bytes += x->bytes;
   }
+}
 
-  uint64_t total = 0;
-  size_t nruns = 0;
-  for (size_t i = 0; i < fs.n; i++) {
-    total += fs.v[i].bytes;
-    if (fs.v[i].kind == OBJECTS) {
-      file *o = files_add(&objs);
-      if (!o) goto gc_oom;
-      *o = fs.v[i];
-      fs.v[i].path = NULL;
-    } else if (fs.v[i].kind == KEYS) {
-      nrecs++;
+/* The objects out of fs, sorted by name; the total size and the number of
+ * records and runs. 0, or -1 out of memory. */
+static int gc_sort_entries(gc_plan *p, size_t *nruns) {
+  *nruns = 0;
+  for (size_t i = 0; i < p->fs.n; i++) {
+    p->total += p->fs.v[i].bytes;
+    if (p->fs.v[i].kind == OBJECTS) {
+      file *o = files_add(&p->objs);
+      if (!o) return -1;
+      *o = p->fs.v[i];
+      p->fs.v[i].path = NULL;
+    } else if (p->fs.v[i].kind == KEYS) {
+      p->nrecs++;
     } else {
-      nruns++; /* runs and indexes: derived, small, trimmed last */
+      (*nruns)++; /* runs and indexes: derived, small, trimmed last */
     }
   }
-  out->before_bytes = out->after_bytes = total;
-  if (objs.n) qsort(objs.v, objs.n, sizeof *objs.v, by_name);
-  if (total <= max_bytes) {
-    rc = 0;
-    goto gc_out;
-  }
+  if (p->objs.n) qsort(p->objs.v, p->objs.n, sizeof *p->objs.v, by_name);
+  return 0;
+}
 
-  recs = calloc(nrecs ? nrecs : 1, sizeof *recs);
-  if (!recs) goto gc_oom;
-  nrecs = 0;
-  for (size_t i = 0; i < fs.n; i++) {
-    if (fs.v[i].kind != KEYS) continue;
-    grec *g = &recs[nrecs++];
-    g->f = &fs.v[i];
+/* Each record with the objects its candidates name (counted in the
+ * object's and the record's live), then the reverse index refs. 0, or -1
+ * out of memory. */
+static int gc_link(gc_plan *p) {
+  size_t nrecs = p->nrecs;
+  p->nrecs = 0; /* counts the records loaded, for gc_free */
+  if (!(p->recs = calloc(nrecs ? nrecs : 1, sizeof *p->recs))) return -1;
+  for (size_t i = 0; i < p->fs.n; i++) {
+    if (p->fs.v[i].kind != KEYS) continue;
+    grec *g = &p->recs[p->nrecs++];
+    g->f = &p->fs.v[i];
     g->rec = gkc__load_record(g->f->path);
     json_t *cands = json_object_get(g->rec, "candidates");
     g->n = json_array_size(cands);
-    g->objs = calloc(g->n ? g->n : 1, sizeof *g->objs);
-    if (!g->objs) goto gc_oom;
+    if (!(g->objs = calloc(g->n ? g->n : 1, sizeof *g->objs))) return -1;
     for (size_t k = 0; k < g->n; k++) {
       const char *obj;
       json_int_t size;
       file *o = candidate_shape(json_array_get(cands, k), &obj, &size)
-                    ? find_object(&objs, obj) : NULL;
+                    ? find_object(&p->objs, obj) : NULL;
       if (o && o->size == size) {
         g->objs[k] = o;
         o->live++;
@@ -769,58 +789,65 @@ int gkc_gc(gkc_cache *c, uint64_t max_bytes, gkc_gc_result *out) {
       }
     }
   }
-
   /* The reverse index: for each object, the records whose candidates name
    * it (a record once per candidate). */
   size_t nrefs = 0;
-  for (size_t i = 0; i < objs.n; i++) {
-    objs.v[i].ref_off = nrefs;
-    nrefs += objs.v[i].live;
-    objs.v[i].live = 0;
+  for (size_t i = 0; i < p->objs.n; i++) {
+    p->objs.v[i].ref_off = nrefs;
+    nrefs += p->objs.v[i].live;
+    p->objs.v[i].live = 0;
   }
-  refs = malloc((nrefs ? nrefs : 1) * sizeof *refs);
-  if (!refs) goto gc_oom;
-  for (size_t r = 0; r < nrecs; r++)
-    for (size_t k = 0; k < recs[r].n; k++) {
-      file *o = recs[r].objs[k];
-      if (o) refs[o->ref_off + o->live++] = &recs[r];
+  if (!(p->refs = malloc((nrefs ? nrefs : 1) * sizeof *p->refs))) return -1;
+  for (size_t r = 0; r < p->nrecs; r++)
+    for (size_t k = 0; k < p->recs[r].n; k++) {
+      file *o = p->recs[r].objs[k];
+      if (o) p->refs[o->ref_off + o->live++] = &p->recs[r];
     }
+  return 0;
+}
 
-  /* Decide, then act: records first (so that no record ever points at a
-   * removed object, even for a moment), objects after. Records without a
-   * usable candidate (dangling, or not parsing) go whatever the size. */
-  enum { KEEP, REMOVE };
-  for (size_t r = 0; r < nrecs; r++)
-    if (recs[r].f->live == 0) total -= recs[r].f->bytes;
-  order = malloc((objs.n + nruns + 1) * sizeof *order);
-  if (!order) goto gc_oom;
-  for (size_t i = 0; i < objs.n; i++) order[i] = &objs.v[i];
-  qsort(order, objs.n, sizeof *order, by_use);
-  for (size_t i = 0; i < objs.n && total > max_bytes; i++) {
-    file *o = order[i];
+/* Marks what goes until the total fits max_bytes: records without a usable
+ * candidate (dangling, or not parsing) whatever the size; objects in
+ * by_use order, and with each the records left with no candidate; then
+ * kept runs and direct-mode indexes, oldest first: each spares a later
+ * build some work, none holds anything a build cannot redo. 0, or -1 out
+ * of memory. */
+static int gc_choose(gc_plan *p, size_t nruns, uint64_t max_bytes) {
+  for (size_t r = 0; r < p->nrecs; r++)
+    if (p->recs[r].f->live == 0) p->total -= p->recs[r].f->bytes;
+  if (!(p->order = malloc((p->objs.n + nruns + 1) * sizeof *p->order))) return -1;
+  for (size_t i = 0; i < p->objs.n; i++) p->order[i] = &p->objs.v[i];
+  qsort(p->order, p->objs.n, sizeof *p->order, by_use);
+  for (size_t i = 0; i < p->objs.n && p->total > max_bytes; i++) {
+    file *o = p->order[i];
     o->state = REMOVE;
-    total -= o->bytes;
+    p->total -= o->bytes;
     for (size_t k = 0; k < o->live; k++) {
-      file *rf = refs[o->ref_off + k]->f;
-      if (--rf->live == 0) total -= rf->bytes;
+      file *rf = p->refs[o->ref_off + k]->f;
+      if (--rf->live == 0) p->total -= rf->bytes;
     }
   }
-  /* Then kept runs and direct-mode indexes, oldest first: each spares a
-   * later build some work, none holds anything a build cannot redo. */
   size_t nr = 0;
-  for (size_t i = 0; i < fs.n; i++)
-    if (fs.v[i].kind == RUNS || fs.v[i].kind == INDEX) order[nr++] = &fs.v[i];
-  qsort(order, nr, sizeof *order, by_mtime);
-  for (size_t i = 0; i < nr && total > max_bytes; i++) {
-    order[i]->state = REMOVE;
-    total -= order[i]->bytes;
+  for (size_t i = 0; i < p->fs.n; i++)
+    if (p->fs.v[i].kind == RUNS || p->fs.v[i].kind == INDEX) p->order[nr++] = &p->fs.v[i];
+  qsort(p->order, nr, sizeof *p->order, by_mtime);
+  for (size_t i = 0; i < nr && p->total > max_bytes; i++) {
+    p->order[i]->state = REMOVE;
+    p->total -= p->order[i]->bytes;
   }
+  return 0;
+}
 
-  for (size_t r = 0; r < nrecs; r++) {
-    grec *g = &recs[r];
+/* Does what gc_choose decided: records first (so that no record ever
+ * points at a removed object, even for a moment: one left with no
+ * candidate is removed, one that lost some is rewritten), objects after,
+ * then runs and indexes. 0, or -1 out of memory. */
+static int gc_act(gkc_cache *c, gc_plan *p, gkc_gc_result *out) {
+  for (size_t r = 0; r < p->nrecs; r++) {
+    grec *g = &p->recs[r];
     size_t dropped = 0;
     char *keep = calloc(g->n ? g->n : 1, 1);
-    if (!keep) goto gc_oom;
+    if (!keep) return -1;
     for (size_t k = 0; k < g->n; k++) {
       keep[k] = g->f->live > 0 && g->objs[k] && g->objs[k]->state == KEEP;
       dropped += !keep[k];
@@ -832,34 +859,45 @@ int gkc_gc(gkc_cache *c, uint64_t max_bytes, gkc_gc_result *out) {
     }
     free(keep);
   }
-  for (size_t i = 0; i < objs.n; i++) {
-    file *o = &objs.v[i];
+  for (size_t i = 0; i < p->objs.n; i++) {
+    file *o = &p->objs.v[i];
     if (o->state == REMOVE && unlink(o->path) == 0)
       out->removed_objects++, out->removed_object_bytes += o->bytes;
   }
-  for (size_t i = 0; i < fs.n; i++)
-    if ((fs.v[i].kind == RUNS || fs.v[i].kind == INDEX) && fs.v[i].state == REMOVE &&
-        unlink(fs.v[i].path) == 0)
+  for (size_t i = 0; i < p->fs.n; i++)
+    if ((p->fs.v[i].kind == RUNS || p->fs.v[i].kind == INDEX) && p->fs.v[i].state == REMOVE &&
+        unlink(p->fs.v[i].path) == 0)
       out->removed_runs++;
+  return 0;
+}
 
+int gkc_gc(gkc_cache *c, uint64_t max_bytes, gkc_gc_result *out) {
+  gkc_gc_result local;
+  if (!out) out = &local;
+  memset(out, 0, sizeof *out);
+  gc_plan p = {0};
+  size_t nruns = 0;
+  int rc = -1;
+  if (gkc__lock(c) != 0) return -1;
+  if (walk(c, ALL_ENTRIES, 1, &p.fs, &p.other) != 0) goto out;
+  gc_remove_temps(c, &p, out);
+  if (gc_sort_entries(&p, &nruns) != 0) goto oom;
+  out->before_bytes = out->after_bytes = p.total;
+  if (p.total <= max_bytes) {
+    rc = 0;
+    goto out;
+  }
+  if (gc_link(&p) != 0 || gc_choose(&p, nruns, max_bytes) != 0 || gc_act(c, &p, out) != 0)
+    goto oom;
   /* Measured again: a rewritten record may take other room than before. */
   gkc_usage u;
   if (gkc_stats(c, &u) == 0) out->after_bytes = u.total_bytes;
   rc = 0;
-  goto gc_out;
-gc_oom:
+  goto out;
+oom:
   gk_err_set(&c->err, "out of memory trimming the cache");
-gc_out:
+out:
   gkc__unlock(c);
-  for (size_t r = 0; r < nrecs && recs; r++) {
-    json_decref(recs[r].rec);
-    free(recs[r].objs);
-  }
-  free(recs);
-  free(refs);
-  free(order);
-  files_free(&fs);
-  files_free(&objs);
-  odds_free(&other);
+  gc_free(&p);
   return rc;
 }

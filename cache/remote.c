@@ -404,13 +404,6 @@ int gkc__remote_put(gkc__remote *r, const char *kind, const char *hex,
 
 #define DEPS_FORMAT "gk-remote-deps"
 
-static int is_hex64(const char *s) {
-  size_t i = 0;
-  for (; s[i]; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
-  return i == 64;
-}
-
 static int sha_is(const unsigned char *data, size_t len, const char *hex) {
   unsigned char sha[32];
   char got[65];
@@ -469,7 +462,7 @@ int gkc__remote_lookup(gkc_cache *c, gkc__remote *r, const char *key, const char
     if (strcmp(o[i].path, "image") == 0) image = &o[i];
     if (strcmp(o[i].path, "deps.json") == 0) deps = &o[i];
   }
-  if (!image || !deps || !is_hex64(image->hash) || !is_hex64(deps->hash)) {
+  if (!image || !deps || !gkc__is_hex64(image->hash) || !gkc__is_hex64(deps->hash)) {
     gkc__remote_warn_bad(r, "ac", "/ac/%.12s... is not an action result of gk build", key);
     goto lookup_out;
   }

@@ -75,15 +75,7 @@ int gkc__candidate_matches(gkc_cache *c, json_t *cand, const char *base, gkc_res
     if (!path || !gkc__is_hex64(h) || !gkc__dep_matches_json(c, path, h, json_array_get(d, 2)))
       return 0;
   }
-  char opath[PATH_MAX];
-  struct stat st;
-  if (gkc_object_path(c, obj, opath, sizeof opath) != 0 || stat(opath, &st) != 0 ||
-      (json_int_t)st.st_size != json_integer_value(jsize))
-    return 0;
-  touch_used(opath, st.st_mtim);
-  memcpy(out->sha256, obj, 65);
-  out->size = (uint64_t)st.st_size;
-  return 1;
+  return gkc__object_ok(c, obj, (int64_t)json_integer_value(jsize), out);
 }
 
 int gkc__dep_matches(gkc_cache *c, const char *base, const char *dep, const char *want) {
