@@ -203,9 +203,23 @@ int gkc__hash_deps(gkc_cache *c, const char *base, const char *const *deps, size
   return 0;
 }
 
+/* Do two dependency lists name the same files with the same hashes? Their
+ * stamps do not count: two builds that hash one file, one before it has
+ * settled (no stamp) and one after, describe the same candidate. */
+static int same_hashes(json_t *a, json_t *b) {
+  if (!json_is_array(a) || !json_is_array(b) || json_array_size(a) != json_array_size(b))
+    return 0;
+  for (size_t i = 0; i < json_array_size(a); i++) {
+    json_t *x = json_array_get(a, i), *y = json_array_get(b, i);
+    for (size_t f = 0; f < 2; f++)
+      if (!json_equal(json_array_get(x, f), json_array_get(y, f))) return 0;
+  }
+  return 1;
+}
+
 /* Adds a candidate (object r, dependencies jdeps: consumed) to key's
  * record, newest first; an older candidate with the same dependency hashes
- * is replaced rather than kept twice. */
+ * (same_hashes) is replaced rather than kept twice. */
 static int record_add(gkc_cache *c, const char *key, const gkc_result *r, json_t *jdeps) {
   char rpath[PATH_MAX];
   if (gkc__record_path(c, key, rpath, sizeof rpath) != 0) {
@@ -221,7 +235,7 @@ static int record_add(gkc_cache *c, const char *key, const gkc_result *r, json_t
     json_t *cand;
     json_array_foreach(json_object_get(old, "candidates"), i, cand) {
       if (json_array_size(cands) >= MAX_CANDIDATES) break;
-      if (!json_equal(json_object_get(cand, "deps"), jdeps))
+      if (!same_hashes(json_object_get(cand, "deps"), jdeps))
         json_array_append(cands, cand);
     }
     json_decref(old);
