@@ -493,7 +493,7 @@ static int start_command(json_t *c, command *run) {
     if (!(argv[i] = (char *)json_string_value(json_array_get(a, i)))) return -1;
   argv[n] = NULL;
   int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) return -1;
+  if (gkr__cloexec_pipe(p) != 0) return -1;
   int err = json_is_true(json_object_get(c, "quiet")) ? open("/dev/null", O_WRONLY | O_CLOEXEC)
                                                       : p[1];
   run->pid = err < 0 ? -1 : gkr__start(argv, json_string_value(json_object_get(c, "cwd")), p[1], err);
