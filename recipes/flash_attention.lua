@@ -1,8 +1,8 @@
 -- flash_attention.lua - attention with online softmax over key tiles
 -- (docs/kernels.md): o = softmax(scale * q k^T) v, grouped-query heads,
--- optional bottom-right causal mask; f16 or f32 tensors.
+-- optional bottom-right causal mask; f16, bf16 or f32 tensors.
 kernel "flash_attention" {
-  params = { causal = { 0, 1 }, dtype = { "f16", "f32" }, head_dim = { 64, 128 } },
+  params = { causal = { 0, 1 }, dtype = { "f16", "bf16", "f32" }, head_dim = { 64, 128 } },
   cpu {
     source  = "../kernelsrc/cpu/flash_attention.c",
     entry   = { "flash_attention" },
@@ -39,7 +39,7 @@ kernel "flash_attention" {
   vulkan {
     source  = "../kernelsrc/vulkan/flash_attention.comp",
     entry   = { "flash_attention" },
-    launch  = { -- tensors of dtype in u32 words (f16: two per word, low half first)
+    launch  = { -- tensors of dtype in u32 words (f16, bf16: two per word, low half first)
       local_size = { 64, 1, 1 },
       groups = { "sq", "n_heads", 1 },
       bindings = {

@@ -4,8 +4,8 @@
 -- addressed per sequence by a block table of int32 page ids and a length;
 -- the sq query tokens are each sequence's last sq (causal, bottom-right).
 -- Two kernels, one file: they share the layout and the variant, so a host
--- loads both with one variant string. f16 or f32 tensors.
-local params = { dtype = { "f16", "f32" }, head_dim = { 64, 128 }, page = { 16, 64 } }
+-- loads both with one variant string. f16, bf16 or f32 tensors.
+local params = { dtype = { "f16", "bf16", "f32" }, head_dim = { 64, 128 }, page = { 16, 64 } }
 local cpu_targets = { "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4" }
 
 kernel "paged_attention" {
@@ -15,7 +15,7 @@ kernel "paged_attention" {
     entry   = { "paged_attention" },
     targets = cpu_targets,
   },
-  -- CUDA: flash_attention's schedules (tensor cores for f16) with the keys
+  -- CUDA: flash_attention's schedules (tensor cores for f16 and bf16) with the keys
   -- found through the block table (kernelsrc/cuda/paged_attention.cuh).
   -- Not built for ROCm: its HIP build would run the tensor-core path
   -- through the shuffle twin, and every target costs CI minutes.
@@ -38,7 +38,7 @@ kernel "paged_attention" {
   vulkan {
     source  = "../kernelsrc/vulkan/paged_attention.comp",
     entry   = { "paged_attention" },
-    launch  = { -- tensors of dtype in u32 words (f16: two per word, low half first)
+    launch  = { -- tensors of dtype in u32 words (f16, bf16: two per word, low half first)
       local_size = { 64, 1, 1 },
       groups = { "sq", "n_heads", "n_seqs" },
       bindings = {

@@ -17,33 +17,51 @@
 
 /* ---- element types ---- */
 
-size_t kref_dtype_size(kref_dtype dtype) { return dtype == KREF_F16 ? 2 : 4; }
+size_t kref_dtype_size(kref_dtype dtype) { return dtype == KREF_F32 ? 4 : 2; }
 
 const char *kref_dtype_name(kref_dtype dtype) {
-  return dtype == KREF_F16 ? "f16" : "f32";
+  return dtype == KREF_F16 ? "f16" : dtype == KREF_BF16 ? "bf16" : "f32";
 }
 
 int kref_dtype_parse(const char *name, kref_dtype *out) {
-  if (name && strcmp(name, "f16") == 0) {
-    *out = KREF_F16;
-    return 0;
-  }
-  if (name && strcmp(name, "f32") == 0) {
-    *out = KREF_F32;
-    return 0;
-  }
+  static const kref_dtype all[] = KREF_DTYPES;
+  for (int i = 0; name && i < KREF_N_DTYPES; i++)
+    if (strcmp(name, kref_dtype_name(all[i])) == 0) {
+      *out = all[i];
+      return 0;
+    }
   return -1;
+}
+
+/* bfloat16 is the high half of a binary32: decoding is a shift, exact. */
+static float bf16_decode(uint16_t h) {
+  const uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* A float rounded to bfloat16, nearest even; a NaN becomes the quiet NaN
+ * 0x7fc0 with the float's sign. */
+static uint16_t bf16_encode(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if (isnan(f))
+    return (uint16_t)((u >> 16 & 0x8000u) | 0x7fc0u);
+  return (uint16_t)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
 }
 
 double kref_get(kref_dtype dtype, const void *a, size_t i) {
   if (dtype == KREF_F16)
     return qref_f16_decode(((const uint16_t *)a)[i]);
+  if (dtype == KREF_BF16)
+    return bf16_decode(((const uint16_t *)a)[i]);
   return ((const float *)a)[i];
 }
 
-/* Rounding a double to binary16 through float would round twice; go
- * through float only when that is exact enough: binary16 needs 11 bits and
- * a float keeps 24, but a double that lies just off a binary16 tie could
+/* Rounding a double to binary16 (or bfloat16) through float would round
+ * twice; go through float only when that is exact enough: binary16 needs
+ * 11 bits (bfloat16 8) and a float keeps 24, but a double that lies just off a binary16 tie could
  * land on the tie in float. So round to float with the sticky bit kept:
  * if the float is not exact, nudge it one ulp toward the double. */
 static float to_float_sticky(double x) {
@@ -61,6 +79,8 @@ static float to_float_sticky(double x) {
 void kref_set(kref_dtype dtype, void *a, size_t i, double value) {
   if (dtype == KREF_F16)
     ((uint16_t *)a)[i] = qref_f16_encode(to_float_sticky(value));
+  else if (dtype == KREF_BF16)
+    ((uint16_t *)a)[i] = bf16_encode(to_float_sticky(value));
   else
     ((float *)a)[i] = (float)value;
 }
@@ -667,7 +687,7 @@ size_t kref_attention_ws_bytes(int64_t units, int64_t keys, int d) {
 }
 
 void kref_attention_tolerance(kref_dtype dt, int d, double scale_mul, int64_t skv,
-                              double vmax, int p_f16, double *atol, double *rtol) {
+                              double vmax, int p_16, double *atol, double *rtol) {
   const double model = 0x1p-24 * (sqrt((double)d) * (1.0 + scale_mul) + 8.0 +
                                   sqrt((double)skv) + (double)skv / 32.0);
   *atol = 4.0 * model * vmax;
@@ -675,8 +695,11 @@ void kref_attention_tolerance(kref_dtype dt, int d, double scale_mul, int64_t sk
   if (dt == KREF_F16) {
     *atol += 0x1p-24;
     *rtol = 0x1p-10;
+    if (p_16) *atol += 0x1p-11 * (1.0 + (double)skv * 0x1p-14) * vmax;
+  } else if (dt == KREF_BF16) {
+    *rtol = 0x1p-7;
+    if (p_16) *atol += 0x1p-8 * vmax;
   }
-  if (p_f16) *atol += 0x1p-11 * (1.0 + (double)skv * 0x1p-14) * vmax;
 }
 
 const kref_sample_case kref_sample_cases[] = {

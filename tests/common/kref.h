@@ -38,16 +38,21 @@
 
 typedef enum kref_dtype {
   KREF_F32 = 0, /* IEEE binary32, float */
-  KREF_F16 = 1  /* IEEE binary16, uint16_t bits */
+  KREF_F16 = 1, /* IEEE binary16, uint16_t bits */
+  KREF_BF16 = 2 /* bfloat16: the high half of a binary32, uint16_t bits */
 } kref_dtype;
 
-/* Bytes per element: 4 or 2. */
+/* The dtypes of the attention variants, in the order tests walk them. */
+#define KREF_DTYPES {KREF_F16, KREF_BF16, KREF_F32}
+#define KREF_N_DTYPES 3
+
+/* Bytes per element: 4 or 2 (f16, bf16). */
 size_t kref_dtype_size(kref_dtype dtype);
-/* "f32" or "f16" (the variant values of docs/kernels.md). */
+/* "f32", "f16" or "bf16" (the variant values of docs/kernels.md). */
 const char *kref_dtype_name(kref_dtype dtype);
-/* Parses "f32"/"f16"; 0 on success, -1 for anything else. */
+/* Parses "f32"/"f16"/"bf16"; 0 on success, -1 for anything else. */
 int kref_dtype_parse(const char *name, kref_dtype *out);
-/* Element i of a dtype array, as a double (f16 decoded exactly). */
+/* Element i of a dtype array, as a double (f16, bf16 decoded exactly). */
 double kref_get(kref_dtype dtype, const void *a, size_t i);
 /* Stores a double into element i, rounded once to dtype (nearest even). */
 void kref_set(kref_dtype dtype, void *a, size_t i, double value);
@@ -75,7 +80,7 @@ int ref_flash_attention(int causal, kref_dtype dtype, int head_dim,
  * [page][head_dim], block_table [n_seqs][max_pages], seq_lens [n_seqs].
  * Sequence s is invalid when seq_lens[s] < 0, ceil(seq_lens[s] / page) >
  * max_pages, or one of its first ceil(seq_lens[s] / page) table entries is
- * outside [0, n_pages): all its o rows are then NaN (f32 0x7fc00000, f16
+ * outside [0, n_pages): all its o rows are then NaN (f32 0x7fc00000, bf16 0x7fc0, f16
  * 0x7e00) and its pages are not read. Otherwise query row i (token
  * seq_lens[s] - sq + i) attends to the keys j < seq_lens[s] with j <= i +
  * seq_lens[s] - sq, key j being slot j % page of page block_table[s][j /
@@ -271,13 +276,16 @@ int kref_check_i32(const char *what, const int32_t *got, const int32_t *want,
  * standard deviation sqrt(d/9), so 3 sigma is sqrt(d) and |s| <= scale *
  * sqrt(d) = scale_mul. For f16 the output is rounded once (half an ulp) and
  * so is the reference (another half): one f16 ulp relative, 2^-24 absolute
- * for subnormals, on top. p_f16: the weights p are rounded to f16 before
- * they multiply v (the GPUs' tensor-core path, as FlashAttention-2 does):
- * each p off by 2^-11 relative, or 2^-25 absolute below f16's normals,
- * and l >= 1, so o moves by at most 2^-11 (1 + skv 2^-14) vmax more.
+ * for subnormals, on top; for bf16 (8 significant bits) one bf16 ulp,
+ * 2^-7 relative. p_16: the weights p are rounded to the 16-bit dtype
+ * before they multiply v (the GPUs' tensor-core path, as FlashAttention-2
+ * does), and l >= 1: for f16 each p is off by 2^-11 relative, or 2^-25
+ * absolute below f16's normals, so o moves by at most 2^-11 (1 + skv
+ * 2^-14) vmax more; for bf16 (f32's exponent range: no subnormal that
+ * matters) by 2^-8 relative, so 2^-8 vmax more. Ignored for f32.
  */
 void kref_attention_tolerance(kref_dtype dt, int d, double scale_mul, int64_t skv,
-                              double vmax, int p_f16, double *atol, double *rtol);
+                              double vmax, int p_16, double *atol, double *rtol);
 
 /* Bytes of the workspace of attention's cross-block split on GPUs
  * (docs/kernels.md, flash_attention, "GPU images") for `units` (sequence,
