@@ -18,8 +18,8 @@
  * - flash_attention f16, 32 query / 8 KV heads: head_dim 128 decode
  *   (sq = 1, skv = 8192; causal=0, since with one query row the bottom-right
  *   causal mask allows every key, and PyTorch's is_causal would not) and
- *   prefill 4096 x 4096 causal and not, head_dim 64 prefill too. Inputs
- *   rotate like W.
+ *   prefill 4096 x 4096 causal and not, head_dim 64 prefill too; bf16
+ *   prefill at head_dim 128, causal and not. Inputs rotate like W.
  * Each case: two launches of warm-up (the second timed alone), then --runs
  * runs (default 10), each a batch of launches back to back between two
  * events (as many as take about 1 ms, at least one), so that the time of
@@ -301,21 +301,25 @@ static cu_deviceptr ws_new(int64_t units, int64_t keys, int d, int64_t *bytes) {
 
 static void bench_attention(json_t *out, double copy_gbps) {
   static const struct {
-    const char *kind;
+    const char *kind, *dtype;
     int causal, d;
     int64_t sq, skv;
-  } full[] = {{"decode", 0, 128, 1, 8192},      {"decode", 0, 128, 1, 32768},
-              {"prefill", 0, 128, 4096, 4096},  {"prefill", 1, 128, 4096, 4096},
-              {"prefill", 0, 64, 4096, 4096},   {"prefill", 1, 64, 4096, 4096}},
-    small[] = {{"decode", 0, 128, 1, 512}, {"prefill", 1, 128, 256, 256}};
-  const int ncases = quick ? 2 : 6;
+  } full[] = {{"decode", "f16", 0, 128, 1, 8192},      {"decode", "f16", 0, 128, 1, 32768},
+              {"prefill", "f16", 0, 128, 4096, 4096},  {"prefill", "f16", 1, 128, 4096, 4096},
+              {"prefill", "f16", 0, 64, 4096, 4096},   {"prefill", "f16", 1, 64, 4096, 4096},
+              {"prefill", "bf16", 0, 128, 4096, 4096}, {"prefill", "bf16", 1, 128, 4096, 4096}},
+    small[] = {{"decode", "f16", 0, 128, 1, 512}, {"prefill", "f16", 1, 128, 256, 256},
+               {"prefill", "bf16", 1, 128, 256, 256}};
+  const int ncases = quick ? 3 : 8;
   const int64_t H = 32, HK = 8;
   for (int c = 0; c < ncases; c++) {
     const int causal = quick ? small[c].causal : full[c].causal, D = quick ? small[c].d : full[c].d;
     const int64_t SQ = quick ? small[c].sq : full[c].sq, SKV = quick ? small[c].skv : full[c].skv;
     const char *kind = quick ? small[c].kind : full[c].kind;
+    const char *dtype = quick ? small[c].dtype : full[c].dtype;
+    const int bf16 = strcmp(dtype, "bf16") == 0;
     char variant[64], name[160];
-    snprintf(variant, sizeof variant, "causal=%d,dtype=f16,head_dim=%d", causal, D);
+    snprintf(variant, sizeof variant, "causal=%d,dtype=%s,head_dim=%d", causal, dtype, D);
     snprintf(name, sizeof name, "flash_attention %s %s sq=%lld skv=%lld h=%lld/%lld ", kind,
              variant, (long long)SQ, (long long)SKV, (long long)H, (long long)HK);
     if (!wanted(name)) continue;
@@ -328,12 +332,11 @@ static void bench_attention(json_t *out, double copy_gbps) {
     const size_t qb = (size_t)(H * SQ * D) * 2, kb = (size_t)(HK * SKV * D) * 2,
                  set = qb + 2 * kb;
     const int copies = copies_for(set);
-    /* One set of q, k, v in [-1, 1) as f16, then its copies. */
+    /* One set of q, k, v in [-1, 1) as f16 or bf16, then its copies. */
     uint16_t *h = malloc(set);
     qref_rng r;
     qref_seed(&r, (uint64_t)(SQ + SKV + D));
-    for (size_t i = 0; i < set / 2; i++)
-      h[i] = qref_f16_encode((float)(2.0 * qref_uniform(&r) - 1.0));
+    kref_fill(&r, bf16 ? KREF_BF16 : KREF_F16, h, set / 2, -1.0, 1.0);
     int64_t wsb;
     cu_deviceptr in = dalloc(set * (size_t)copies), o = dalloc(qb), ws = ws_new(HK, SKV, D, &wsb);
     ok(cu.cuMemcpyHtoD(in, h, set), "cuMemcpyHtoD");
@@ -363,7 +366,7 @@ static void bench_attention(json_t *out, double copy_gbps) {
           out, json_pack("{s:s, s:s, s:i, s:s, s:i, s:I, s:I, s:I, s:I, s:s, s:f, s:f, s:i, "
                          "s:i, s:i, s:f, s:I, s:f, s:f}",
                          "kernel", "flash_attention", "kind", kind, "causal", causal, "dtype",
-                         "f16", "head_dim", D, "heads", (json_int_t)H, "kv_heads",
+                         dtype, "head_dim", D, "heads", (json_int_t)H, "kv_heads",
                          (json_int_t)HK, "sq", (json_int_t)SQ, "skv", (json_int_t)SKV,
                          "target", gk_module_info(m)->target, "us", t.us, "best_us",
                          t.best_us, "runs", t.runs, "batch", t.batch, "copies", copies,

@@ -92,19 +92,21 @@ for c in k["qmatmul"]:
           f"{c['tflops']:.2f} | " + (f"{g['us']:.1f} | **{c['vs_torch']:.2f}**" if g else " | ")
           + " |")
 print()
-print("flash_attention f16, 32 query / 8 KV heads (FLOPs 4 x sq x skv x D x heads, halved when "
-      "causal); PyTorch: `scaled_dot_product_attention` f16, the faster of `enable_gqa=True` and "
-      "K/V expanded to 32 heads beforehand.")
+print("flash_attention, 32 query / 8 KV heads (FLOPs 4 x sq x skv x D x heads, halved when "
+      "causal); PyTorch: `scaled_dot_product_attention` of the same dtype, the faster of "
+      "`enable_gqa=True` and K/V expanded to 32 heads beforehand.")
 print()
-print("| case | D | sq x skv | causal | image | us | TFLOP/s | K+V GB/s (of copy) | PyTorch us | PyTorch TFLOP/s | vs PyTorch |")
-print("|---|---:|---|---:|---|---:|---:|---|---:|---:|---:|")
+print("| case | dtype | D | sq x skv | causal | image | us | TFLOP/s | K+V GB/s (of copy) | PyTorch us | PyTorch TFLOP/s | vs PyTorch |")
+print("|---|---|---:|---|---:|---|---:|---:|---|---:|---:|---:|")
 for c in k["flash_attention"]:
-    name = "%s d%d sq%d skv%d c%d" % (c["kind"], c["head_dim"], c["sq"], c["skv"], c["causal"])
+    dt = c.get("dtype", "f16")
+    name = "%s d%d sq%d skv%d c%d%s" % (c["kind"], c["head_dim"], c["sq"], c["skv"], c["causal"],
+                                        " bf16" if dt == "bf16" else "")
     s = sdpa.get(name)
     if s:
         c["torch_us"], c["vs_torch"] = s["us"], s["us"] / c["us"]
     bw = f"{c['kv_gbps']:.0f} ({c['copy_ratio']:.2f})" if c["kind"] == "decode" else ""
-    print(f"| {c['kind']} | {c['head_dim']} | {c['sq']} x {c['skv']} | {c['causal']} | "
+    print(f"| {c['kind']} | {dt} | {c['head_dim']} | {c['sq']} x {c['skv']} | {c['causal']} | "
           f"{c['target']} | {c['us']:.1f} | {c['tflops']:.2f} | {bw} | "
           + (f"{s['us']:.1f} | {s['tflops']:.1f} | **{c['vs_torch']:.2f}**" if s else " | | ")
           + " |")

@@ -104,14 +104,16 @@ def main():
     for c in kernels["flash_attention"]:
         h, hk, sq, skv, d, causal = (c["heads"], c["kv_heads"], c["sq"], c["skv"], c["head_dim"],
                                      bool(c["causal"]))
-        name = "%s d%d sq%d skv%d c%d" % (c["kind"], d, sq, skv, c["causal"])
+        bf16 = c.get("dtype") == "bf16"
+        dt = torch.bfloat16 if bf16 else torch.float16
+        name = "%s d%d sq%d skv%d c%d%s" % (c["kind"], d, sq, skv, c["causal"], " bf16" if bf16 else "")
         kw = dict(is_causal=causal)
         if causal and sq != skv:  # docs/kernels.md aligns the mask bottom-right
             from torch.nn.attention.bias import causal_lower_right
             kw = dict(attn_mask=causal_lower_right(sq, skv))
-        sets = [(torch.rand(1, h, sq, d, dtype=torch.float16, device=dev) * 2 - 1,
-                 torch.rand(1, hk, skv, d, dtype=torch.float16, device=dev) * 2 - 1,
-                 torch.rand(1, hk, skv, d, dtype=torch.float16, device=dev) * 2 - 1)
+        sets = [(torch.rand(1, h, sq, d, dtype=dt, device=dev) * 2 - 1,
+                 torch.rand(1, hk, skv, d, dtype=dt, device=dev) * 2 - 1,
+                 torch.rand(1, hk, skv, d, dtype=dt, device=dev) * 2 - 1)
                 for _ in range(copies_for(2 * (h * sq + 2 * hk * skv) * d, l2))]
         row = dict(name=name, heads=h, kv_heads=hk, sq=sq, skv=skv, head_dim=d, causal=c["causal"])
         try:

@@ -1,6 +1,9 @@
 /*
- * fa_mma.cuh - flash_attention's f16 path on tensor cores (FlashAttention-2's
- * schedule), included by flash_attention.cuh, which says the semantics.
+ * fa_mma.cuh - flash_attention's f16 and bf16 path on tensor cores
+ * (FlashAttention-2's schedule), included by flash_attention.cuh, which
+ * says the semantics. H, the element type (gk_f16 or gk_bf16, gk_gpu.cuh),
+ * picks the mma instruction and how P and o are rounded; K, V and Q move
+ * as 16-bit bits whatever they mean.
  *
  * A block of FA_THREADS (4 groups of 32: warps) streams keys and values in
  * tiles of FA_KEYS<D> (32 keys for D = 128, 64 for D = 64) through two
@@ -11,7 +14,7 @@
  * whole call, by a slice of the tile: S = Q K^T on gk_mma_16816 (K's
  * fragments by ldmatrix), the online softmax on those fragments in f32
  * registers (a row is shared by the 4 lanes of a quad: two xor shuffles),
- * and P, rounded to f16, reused in registers as the A operand of O += P V
+ * and P, rounded to H, reused in registers as the A operand of O += P V
  * (V's fragments by ldmatrix.trans). The score matrix never leaves
  * registers. Lane 4g + t holds fragment rows g and g + 8 (r = 0, 1 below)
  * and, of each 8-wide tile of S or O, columns 2t and 2t + 1.
@@ -120,7 +123,7 @@ GK_DEV void gk_fa_state_init(gk_fa_state<D> &st) {
  * j <= qpos + skv - sq); sl: the scale times log2(e), so that
  * exp(s * scale - m) = exp2(s * sl - m').
  */
-template <int Causal, int D, int NT>
+template <int Causal, int D, int NT, class H>
 GK_DEV void gk_fa_mma_step(const gk_fa_smem<D> &sm, int stage, const uint32_t (*qa)[4],
                            int nt0, int64_t k0, int64_t skv, int64_t sq,
                            const int64_t qpos[2], float sl, gk_fa_state<D> &st) {
@@ -137,8 +140,8 @@ GK_DEV void gk_fa_mma_step(const gk_fa_smem<D> &sm, int stage, const uint32_t (*
     for (int kk = 0; kk < D / 16; kk += 2) {
       uint32_t b[4];
       gk_ldmatrix_x4(b, kr + kk * 16);
-      gk_mma_16816(s[nt], qa[kk], b);
-      gk_mma_16816(s[nt], qa[kk + 1], b + 2);
+      gk_mma_16816<H>(s[nt], qa[kk], b);
+      gk_mma_16816<H>(s[nt], qa[kk + 1], b + 2);
     }
   }
 
@@ -180,28 +183,28 @@ GK_DEV void gk_fa_mma_step(const gk_fa_smem<D> &sm, int stage, const uint32_t (*
    * transposes V's 8 x 8 blocks of (keys, d) as they lie: lane L's row
    * address is key 8 (i & 1) + L % 8 of matrix i = L / 8, d tile i >> 1. */
   if (NT == 1) {
-    const uint32_t pa[2] = {gk_pack_h2(s[0][0], s[0][1]), gk_pack_h2(s[0][2], s[0][3])};
+    const uint32_t pa[2] = {H::pack2(s[0][0], s[0][1]), H::pack2(s[0][2], s[0][3])};
     const uint16_t *vr =
         &sm.tile.v[stage][(nt0 * 8 + lane % 8) * S::RP + 8 * (lane / 8)];
     for (int d = 0; d < D / 8; d += 4) {
       uint32_t b[4]; /* d tiles d .. d + 3, keys 0 .. 7 */
       gk_ldmatrix_x4_trans(b, vr + d * 8);
-      for (int u = 0; u < 4; u++) gk_mma_1688(st.acc[d + u], pa, b[u]);
+      for (int u = 0; u < 4; u++) gk_mma_1688<H>(st.acc[d + u], pa, b[u]);
     }
   } else {
     for (int kk = 0; kk < NT / 2; kk++) {
-      const uint32_t pa[4] = {gk_pack_h2(s[2 * kk][0], s[2 * kk][1]),
-                              gk_pack_h2(s[2 * kk][2], s[2 * kk][3]),
-                              gk_pack_h2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                              gk_pack_h2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      const uint32_t pa[4] = {H::pack2(s[2 * kk][0], s[2 * kk][1]),
+                              H::pack2(s[2 * kk][2], s[2 * kk][3]),
+                              H::pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                              H::pack2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
       const int mi = lane / 8;
       const uint16_t *vr = &sm.tile.v[stage][((nt0 + 2 * kk) * 8 + 8 * (mi & 1) + lane % 8) *
                                                  S::RP + 8 * (mi >> 1)];
       for (int d = 0; d < D / 8; d += 2) {
         uint32_t b[4]; /* d tiles d, d + 1, keys 0 .. 7 and 8 .. 15 of each */
         gk_ldmatrix_x4_trans(b, vr + d * 8);
-        gk_mma_16816(st.acc[d], pa, b);
-        gk_mma_16816(st.acc[d + 1], pa, b + 2);
+        gk_mma_16816<H>(st.acc[d], pa, b);
+        gk_mma_16816<H>(st.acc[d + 1], pa, b + 2);
       }
     }
   }
@@ -220,8 +223,9 @@ GK_DEV void gk_fa_mma_q(const uint16_t *q, const int64_t qrow[2], uint32_t (*qa)
     }
 }
 
-/* o row orow[r] (< 0: not stored) = the state's fragment row r / l. */
-template <int D>
+/* o row orow[r] (< 0: not stored) = the state's fragment row r / l,
+ * rounded to H. */
+template <int D, class H>
 GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const gk_fa_state<D> &st) {
   const int t = gk_lane() % 4;
   for (int r = 0; r < 2; r++) {
@@ -229,7 +233,7 @@ GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const gk_fa_stat
     const float inv = st.l[r] > 0.0f ? 1.0f / st.l[r] : 0.0f;
     for (int d = 0; d < D / 8; d++)
       *(uint32_t *)(o + orow[r] * D + d * 8 + 2 * t) =
-          gk_pack_h2(st.acc[d][2 * r] * inv, st.acc[d][2 * r + 1] * inv);
+          H::pack2(st.acc[d][2 * r] * inv, st.acc[d][2 * r + 1] * inv);
   }
 }
 
@@ -240,7 +244,7 @@ GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const gk_fa_stat
  * gk_fa_mma_step<NT> on n-tiles nt0 .. nt0 + NT - 1 of every tile. The next
  * tile's copy is in flight while this one is worked on.
  */
-template <int Causal, int D, int NT, class KV>
+template <int Causal, int D, int NT, class H, class KV>
 GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t kb,
                            int64_t ke, int64_t sq, const uint32_t (*qa)[4], int nt0,
                            const int64_t qpos[2], float scale, gk_fa_state<D> &st) {
@@ -256,14 +260,14 @@ GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t 
       gk_cp_async_wait<0>();
     }
     __syncthreads();
-    gk_fa_mma_step<Causal, D, NT>(sm, (int)(j & 1), qa, nt0, k0, kv.n, sq, qpos, sl, st);
+    gk_fa_mma_step<Causal, D, NT, H>(sm, (int)(j & 1), qa, nt0, k0, kv.n, sq, qpos, sl, st);
     __syncthreads(); /* read before the copy after next overwrites it */
   }
 }
 
 /* Prefill: query rows [row0, row0 + FA_BLOCK_ROWS) of head h (q and o
  * [n_heads][sq][D], from row h * sq + i) against kv. */
-template <int Causal, int D, class KV>
+template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                               int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
                               int64_t h, int64_t row0) {
@@ -277,10 +281,10 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
   gk_fa_mma_q<D>(q, rows, qa);
   gk_fa_state<D> st;
   gk_fa_state_init<D>(st);
-  gk_fa_mma_keys<Causal, D, S::KEYS / 8>(sm, kv, hk, 0,
-                                         gk_fa_kend(Causal, sq, skv, row0, FA_BLOCK_ROWS), sq,
-                                         qa, 0, qpos, scale, st);
-  gk_fa_mma_store<D>(o, rows, st);
+  gk_fa_mma_keys<Causal, D, S::KEYS / 8, H>(sm, kv, hk, 0,
+                                            gk_fa_kend(Causal, sq, skv, row0, FA_BLOCK_ROWS), sq,
+                                            qa, 0, qpos, scale, st);
+  gk_fa_mma_store<D, H>(o, rows, st);
 }
 
 /*
@@ -300,7 +304,7 @@ struct gk_fa_split {
 };
 
 /* The last block's merge of the n slots into o; rows as gk_fa_mma_decode's. */
-template <int D>
+template <int D, class H>
 GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, int64_t group,
                               int64_t sq) {
   const int w = gk_group(), lane = gk_lane();
@@ -322,7 +326,7 @@ GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, in
     const int64_t row = (hk * group + fr / sq) * sq + fr % sq;
     for (int e = 0; e < D / 64; e++)
       *(uint32_t *)(o + row * D + 2 * lane + 64 * e) =
-          gk_pack_h2(acc[2 * e] * inv, acc[2 * e + 1] * inv);
+          H::pack2(acc[2 * e] * inv, acc[2 * e + 1] * inv);
   }
 }
 
@@ -334,7 +338,7 @@ GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, in
  * m = max m_w, l = sum l_w 2^(m_w - m), o likewise, into o (one split) or
  * into its slot (gk_fa_split).
  */
-template <int Causal, int D, class KV>
+template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                              int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
                              int64_t hk, int64_t kb, int64_t ke, const gk_fa_split &sp) {
@@ -352,7 +356,7 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   gk_fa_mma_q<D>(q, rows, qa);
   gk_fa_state<D> st;
   gk_fa_state_init<D>(st);
-  gk_fa_mma_keys<Causal, D, NT>(sm, kv, hk, kb, ke, sq, qa, NT * w, qpos, scale, st);
+  gk_fa_mma_keys<Causal, D, NT, H>(sm, kv, hk, kb, ke, sq, qa, NT * w, qpos, scale, st);
 
   /* The merge: each group's state into shared memory (the stages are no
    * longer read: gk_fa_mma_keys ends with a barrier), then group w combines
@@ -389,7 +393,7 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
       if (slot)
         slot[32 + fr * D + d] = a, slot[32 + fr * D + d + 1] = b;
       else
-        *(uint32_t *)(o + row * D + d) = gk_pack_h2(a * inv, b * inv);
+        *(uint32_t *)(o + row * D + d) = H::pack2(a * inv, b * inv);
     }
   }
   if (!slot) return; /* uniform */
@@ -402,7 +406,7 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   __syncthreads();
   if (!last) return; /* uniform */
   gk_threadfence(); /* the others' slots after their counts */
-  gk_fa_split_merge<D>(sp, o, hk, group, sq);
+  gk_fa_split_merge<D, H>(sp, o, hk, group, sq);
   if (threadIdx.x == 0) *sp.count = 0u;
 }
 

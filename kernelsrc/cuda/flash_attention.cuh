@@ -1,7 +1,7 @@
 /*
  * flash_attention.cuh - attention with an online softmax over key tiles
- * (docs/kernels.md), on GPUs. Template: causal mask, element type (float,
- * or uint16_t holding binary16), head dimension D (64 or 128).
+ * (docs/kernels.md), on GPUs. Template: causal mask, element type (gk_f32,
+ * gk_f16 or gk_bf16: gk_gpu.cuh's tags), head dimension D (64 or 128).
  *
  * Launch: blocks of FA_THREADS threads, grid (ceil(sq / FA_BLOCK_ROWS),
  * n_heads), or smaller (blocks loop over the query blocks and heads it
@@ -17,12 +17,14 @@
  * o / l is rounded to the element type once; a row with no allowed key
  * (causal and sq > skv) has l = 0 and is written as zeros.
  *
- * f16: tensor cores, FlashAttention-2's schedule, and for decode (a KV
- * head's queries in one 16-row fragment) the heads sharing a KV head packed
- * together and the keys split over the block's warps: fa_mma.cuh.
+ * f16 and bf16: tensor cores, FlashAttention-2's schedule, and for decode
+ * (a KV head's queries in one 16-row fragment) the heads sharing a KV head
+ * packed together and the keys split over the block's warps: fa_mma.cuh.
+ * Turing (sm_75) has no bf16 mma: its bf16 image runs the scalar path.
  *
  * f32: no tensor-core path keeps f32's precision (tf32 rounds inputs to 10
- * bits), so the f32 variant runs the scalar FMA path: groups of 32 lanes,
+ * bits), so the f32 variant runs the scalar FMA path (elements converted
+ * to f32 as they are loaded, rounded once as they are stored): groups of 32 lanes,
  * lane j scores key j of a 32-key tile, lane l accumulates output
  * dimensions l, l+32, ...; Q tile FA_ROWS x D, K tile 32 x (D+1) and V
  * tile 32 x D in shared memory (40.6 KB for D = 128, 20.4 KB for D = 64).
@@ -50,10 +52,11 @@ GK_DEV int64_t gk_fa_kend(int Causal, int64_t sq, int64_t skv, int64_t row0, int
 #include "fa_mma.cuh"
 
 /* Query rows [row0, row0 + FA_ROWS) of head h against kv (fa_mma.cuh's
- * locators), by the whole block. */
-template <int Causal, int D, class KV>
-GK_DEV void gk_fa_block(const float *q, const KV &kv, float *o, int64_t n_heads,
-                        int64_t n_kv_heads, int64_t sq, float scale, int64_t h, int64_t row0) {
+ * locators), by the whole block; elements of type Dt. */
+template <int Causal, int D, class Dt, class KV>
+GK_DEV void gk_fa_block(const typename Dt::elem *q, const KV &kv, typename Dt::elem *o,
+                        int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale, int64_t h,
+                        int64_t row0) {
   static_assert(D % GK_GROUP == 0, "head_dim must be a multiple of 32");
   constexpr int DPL = D / GK_GROUP; /* output dimensions per lane */
   __shared__ float sq_t[FA_ROWS][D];
@@ -70,7 +73,7 @@ GK_DEV void gk_fa_block(const float *q, const KV &kv, float *o, int64_t n_heads,
   for (int e = tid; e < FA_ROWS * D; e += FA_THREADS) {
     const int r = e / D, c = e % D;
     const int64_t row = row0 + r;
-    sq_t[r][c] = row < sq ? q[(h * sq + row) * D + c] : 0.0f;
+    sq_t[r][c] = row < sq ? Dt::load(q[(h * sq + row) * D + c]) : 0.0f;
   }
 
   float mx[FA_RPG], l[FA_RPG], acc[FA_RPG][DPL];
@@ -87,8 +90,8 @@ GK_DEV void gk_fa_block(const float *q, const KV &kv, float *o, int64_t n_heads,
       const int64_t key = k0 + r;
       const bool in = key < skv;
       const int64_t at = in ? gk_kv_row(kv, hk, key) + c : 0;
-      sk_t[r][c] = in ? kv.k[at] : 0.0f;
-      sv_t[r][c] = in ? kv.v[at] : 0.0f;
+      sk_t[r][c] = in ? Dt::load(kv.k[at]) : 0.0f;
+      sv_t[r][c] = in ? Dt::load(kv.v[at]) : 0.0f;
     }
     __syncthreads();
 
@@ -125,7 +128,7 @@ GK_DEV void gk_fa_block(const float *q, const KV &kv, float *o, int64_t n_heads,
     if (row >= sq) continue;
     const float inv = l[rr] > 0.0f ? 1.0f / l[rr] : 0.0f;
     for (int c = 0; c < DPL; c++)
-      o[(h * sq + row) * D + lane + c * GK_GROUP] = acc[rr][c] * inv;
+      o[(h * sq + row) * D + lane + c * GK_GROUP] = Dt::store(acc[rr][c] * inv);
   }
 }
 
@@ -167,17 +170,17 @@ GK_DEV gk_fa_ws gk_fa_ws_seq(const gk_fa_ws &w, int64_t s, int64_t n_kv_heads) {
 #define FA_SPLIT_KEYS 256
 
 /* The grid's walk over one sequence's queries q and o ([n_heads][sq][D])
- * and its keys and values kv: query blocks x, x + gridDim.x, ... of heads
+ * and its keys and values kv, on tensor cores (fa_mma.cuh; H gk_f16 or
+ * gk_bf16): query blocks x, x + gridDim.x, ... of heads
  * y, y + gridDim.y, ... A decode (every query of a KV head's heads in one
  * fragment) is cut into units instead, (KV head, split): n splits of at
  * least FA_SPLIT_KEYS keys each, as many as the keys and the workspace
  * allow (never more, whatever the grid: the results do not depend on it),
  * unit u to block u, u + blocks, ... in the x-fastest order of (x, y).
- * Uniform over the block, so every barrier inside is reached by all. f16
- * on tensor cores (fa_mma.cuh), f32 on FMAs (see the top). */
-template <int Causal, int D, class KV>
-GK_DEV void gk_fa_walk(const uint16_t *q, const KV &kv, uint16_t *o, int64_t n_heads,
-                       int64_t n_kv_heads, int64_t sq, float scale, const gk_fa_ws &ws) {
+ * Uniform over the block, so every barrier inside is reached by all. */
+template <int Causal, int D, class H, class KV>
+GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t n_heads,
+                           int64_t n_kv_heads, int64_t sq, float scale, const gk_fa_ws &ws) {
   typedef gk_fa_smem<D> S;
   __shared__ __attribute__((aligned(16))) gk_fa_smem<D> sm;
   if ((n_heads / n_kv_heads) * sq <= 16) {
@@ -193,8 +196,8 @@ GK_DEV void gk_fa_walk(const uint16_t *q, const KV &kv, uint16_t *o, int64_t n_h
       const int64_t kb = tiles * i / n * S::KEYS, ke = tiles * (i + 1) / n * S::KEYS;
       const gk_fa_split sp = {n, i, ws.count ? ws.count + hk : nullptr,
                               ws.slots ? ws.slots + hk * ws.splits * GK_FA_SLOT(D) : nullptr};
-      gk_fa_mma_decode<Causal, D>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, hk, kb,
-                                  ke < kend ? ke : kend, sp);
+      gk_fa_mma_decode<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, hk, kb,
+                                     ke < kend ? ke : kend, sp);
     }
     return;
   }
@@ -206,31 +209,53 @@ GK_DEV void gk_fa_walk(const uint16_t *q, const KV &kv, uint16_t *o, int64_t n_h
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
     for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x) {
       const int64_t qb = Causal ? nqb - 1 - x : x;
-      gk_fa_mma_prefill<Causal, D>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h,
-                                   qb * FA_BLOCK_ROWS);
+      gk_fa_mma_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h,
+                                      qb * FA_BLOCK_ROWS);
     }
 }
-/* f32: the scalar path, without a cross-block split (the workspace is not
- * used). */
-template <int Causal, int D, class KV>
-GK_DEV void gk_fa_walk(const float *q, const KV &kv, float *o, int64_t n_heads,
-                       int64_t n_kv_heads, int64_t sq, float scale, const gk_fa_ws &) {
+/* The scalar path (f32, and bf16 on sm_75), without a cross-block split
+ * (the workspace is not used). */
+template <int Causal, int D, class Dt, class KV>
+GK_DEV void gk_fa_walk_fma(const typename Dt::elem *q, const KV &kv, typename Dt::elem *o,
+                           int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale) {
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
     for (int64_t qb = blockIdx.x; qb * FA_BLOCK_ROWS < sq; qb += gridDim.x)
       for (int64_t r = qb * FA_BLOCK_ROWS; r < (qb + 1) * FA_BLOCK_ROWS && r < sq; r += FA_ROWS)
-        gk_fa_block<Causal, D>(q, kv, o, n_heads, n_kv_heads, sq, scale, h, r);
+        gk_fa_block<Causal, D, Dt>(q, kv, o, n_heads, n_kv_heads, sq, scale, h, r);
+}
+/* Tensor cores for the 16-bit types that have them here (Dt::half), the
+ * scalar path for the rest: one of the two is instantiated. */
+template <int Causal, int D, class Dt, class KV>
+GK_DEV void gk_fa_walk(const typename Dt::elem *q, const KV &kv, typename Dt::elem *o,
+                       int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
+                       const gk_fa_ws &ws, gk_bool<true>) {
+  gk_fa_walk_mma<Causal, D, Dt>(q, kv, o, n_heads, n_kv_heads, sq, scale, ws);
+}
+template <int Causal, int D, class Dt, class KV>
+GK_DEV void gk_fa_walk(const typename Dt::elem *q, const KV &kv, typename Dt::elem *o,
+                       int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
+                       const gk_fa_ws &, gk_bool<false>) {
+  gk_fa_walk_fma<Causal, D, Dt>(q, kv, o, n_heads, n_kv_heads, sq, scale);
+}
+template <int Causal, int D, class Dt, class KV>
+GK_DEV void gk_fa_walk(const typename Dt::elem *q, const KV &kv, typename Dt::elem *o,
+                       int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
+                       const gk_fa_ws &ws) {
+  gk_fa_walk<Causal, D, Dt>(q, kv, o, n_heads, n_kv_heads, sq, scale, ws,
+                            gk_bool<(bool)Dt::half>());
 }
 
-template <int Causal, typename T, int D>
+template <int Causal, class Dt, int D>
 GK_DEV void gk_flash_attention(const void *q, const void *k, const void *v, void *o,
                                int64_t n_heads, int64_t n_kv_heads, int64_t sq,
                                int64_t skv, float scale, void *ws, int64_t ws_bytes) {
   if (n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads != 0 || sq <= 0 ||
       skv < 0)
     return; /* uniform over the grid */
+  typedef typename Dt::elem T;
   const gk_kv_contig<T> kv = {(const T *)k, (const T *)v, skv, D};
-  gk_fa_walk<Causal, D>((const T *)q, kv, (T *)o, n_heads, n_kv_heads, sq, scale,
-                        gk_fa_ws_of<D>(ws, ws_bytes, n_kv_heads));
+  gk_fa_walk<Causal, D, Dt>((const T *)q, kv, (T *)o, n_heads, n_kv_heads, sq, scale,
+                            gk_fa_ws_of<D>(ws, ws_bytes, n_kv_heads));
 }
 
 #endif /* GK_FLASH_ATTENTION_CUH */

@@ -221,6 +221,69 @@ GK_DEV uint32_t gk_pack_h2(float lo, float hi) {
 #endif
 }
 
+/* bfloat16 (the high half of a binary32) -> f32: a shift, exact. */
+GK_DEV float gk_bf2f(uint16_t h) { return gk_q_f32_from_bits((uint32_t)h << 16); }
+
+/* A float rounded to bfloat16, nearest even, in integers (every device and
+ * the emulator give the same bits); a NaN becomes the quiet NaN 0x7fc0 with
+ * its sign. */
+GK_DEV uint16_t gk_f2bf(float f) {
+  const uint32_t u = gk_q_f32_to_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16 & 0x8000u) | 0x7fc0u);
+  return (uint16_t)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
+}
+
+/* Two floats rounded to bfloat16 (nearest even), packed: lo in bits 0-15.
+ * sm_80 and newer: one cvt (its NaN is 0x7fff, still a NaN). */
+GK_DEV uint32_t gk_pack_bf2(float lo, float hi) {
+#if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
+  uint32_t d;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+  return d;
+#else
+  return (uint32_t)gk_f2bf(lo) | (uint32_t)gk_f2bf(hi) << 16;
+#endif
+}
+
+/*
+ * Attention's element types, as tags: Dt::elem is how a tensor holds one
+ * (f16 and bf16: uint16_t bits), Dt::load reads one exactly into a float,
+ * Dt::store rounds a float to it (nearest even), Dt::pack2 rounds two into
+ * one 32-bit word (lo first), and Dt::half says whether the tensor-core
+ * path (fa_mma.cuh) takes it. GK_BF16_MMA: whether this device has bf16
+ * mma (sm_80 and newer; the twins everywhere else but sm_75's code).
+ */
+/* A compile-time bool as a type, to pick an overload (C++14: no if constexpr
+ * outside nvcc's branches). */
+template <bool B>
+struct gk_bool {};
+
+#if defined(GK_GPU_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define GK_BF16_MMA 0
+#else
+#define GK_BF16_MMA 1
+#endif
+struct gk_f32 {
+  typedef float elem;
+  enum { half = 0, bf16 = 0 };
+  GK_DEV float load(float x) { return x; }
+  GK_DEV float store(float x) { return x; }
+};
+struct gk_f16 {
+  typedef uint16_t elem;
+  enum { half = 1, bf16 = 0 };
+  GK_DEV float load(uint16_t x) { return gk_h2f(x); }
+  GK_DEV uint16_t store(float x) { return gk_q_f32_to_f16(x); }
+  GK_DEV uint32_t pack2(float lo, float hi) { return gk_pack_h2(lo, hi); }
+};
+struct gk_bf16 {
+  typedef uint16_t elem;
+  enum { half = GK_BF16_MMA, bf16 = 1 };
+  GK_DEV float load(uint16_t x) { return gk_bf2f(x); }
+  GK_DEV uint16_t store(float x) { return gk_f2bf(x); }
+  GK_DEV uint32_t pack2(float lo, float hi) { return gk_pack_bf2(lo, hi); }
+};
+
 /*
  * The emulated twins' gather (gk_mma_16816, gk_mma_s8u8_16832: their
  * fragments lie alike in 32-bit words): lane 4g + t receives the 8 words of
@@ -244,28 +307,40 @@ GK_DEV void gk_mma_twin_gather(const uint32_t a[4], const uint32_t b[2], uint32_
 }
 
 /*
- * mma.sync m16n8k16, f16 inputs, f32 accumulators: C += A B for the 32
+ * mma.sync m16n8k16, f16 (H = gk_f16) or bf16 (gk_bf16) inputs, f32
+ * accumulators: C += A B for the 32
  * lanes of a group together, A 16 x 16 (row-major), B 16 x 8 (column-major),
  * C 16 x 8. The fragments are the PTX ISA's ("Matrix Fragments for
- * mma.m16n8k16 with floating point type"): lane 4g + t holds
+ * mma.m16n8k16 with floating point type"), the same for both types: lane
+ * 4g + t holds
  *   a[0] = A[g][2t, 2t+1]   a[1] = A[g+8][2t, 2t+1]
- *   a[2] = A[g][2t+8, +9]   a[3] = A[g+8][2t+8, +9]   (f16 pairs, low first)
+ *   a[2] = A[g][2t+8, +9]   a[3] = A[g+8][2t+8, +9]   (16-bit pairs, low first)
  *   b[0] = B[2t, 2t+1][g]   b[1] = B[2t+8, 2t+9][g]
  *   c[0], c[1] = C[g][2t, 2t+1]   c[2], c[3] = C[g+8][2t, 2t+1].
  * sm_80 and newer: one instruction; sm_75 (Turing): two m16n8k8 (the k
- * halves, same fragments). The twin (the emulator, and HIP until an AMD
+ * halves, same fragments), f16 only (Turing has no bf16 mma). The twin (the
+ * emulator, and HIP until an AMD
  * matrix path is written) gathers the operands with 32 shuffles and sums
  * the 16 products of each element in k order with fmaf: the products are
- * exact in f32, the hardware's summation order inside one instruction is
+ * exact in f32 (11 or 8 significant bits each), the hardware's summation
+ * order inside one instruction is
  * not specified, so the two may differ in the last bits of c.
  */
+template <class H = gk_f16>
 GK_DEV void gk_mma_16816(float c[4], const uint32_t a[4], const uint32_t b[2]) {
 #if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  if constexpr (H::bf16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #elif defined(GK_GPU_NVIDIA)
+  static_assert(!H::bf16, "no bf16 mma before sm_80");
   asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
                "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
@@ -284,24 +359,33 @@ GK_DEV void gk_mma_16816(float c[4], const uint32_t a[4], const uint32_t b[2]) {
       float acc = c[2 * r + col];
       for (int p = 0; p < 8; p++)
         for (int e = 0; e < 2; e++)
-          acc = fmaf(gk_h2f((uint16_t)(ar[r][p] >> (16 * e))),
-                     gk_h2f((uint16_t)(bc[col][p] >> (16 * e))), acc);
+          acc = fmaf(H::load((uint16_t)(ar[r][p] >> (16 * e))),
+                     H::load((uint16_t)(bc[col][p] >> (16 * e))), acc);
       c[2 * r + col] = acc;
     }
 #endif
 }
 
-/* mma.sync m16n8k8, f16 inputs, f32 accumulators (sm_75 and newer): the
- * first half of gk_mma_16816, with its fragments a[0], a[1] and b[0]. */
+/* mma.sync m16n8k8, f16 (sm_75 and newer) or bf16 (sm_80 and newer)
+ * inputs, f32 accumulators: the first half of gk_mma_16816, with its
+ * fragments a[0], a[1] and b[0]. */
+template <class H = gk_f16>
 GK_DEV void gk_mma_1688(float c[4], const uint32_t a[2], uint32_t b) {
 #if defined(GK_GPU_NVIDIA)
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
-               "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(b));
+  static_assert(!H::bf16 || GK_BF16_MMA, "no bf16 mma before sm_80");
+  if constexpr (H::bf16)
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(b));
+  else
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(b));
 #else
   const uint32_t a4[4] = {a[0], a[1], 0u, 0u}, b2[2] = {b, 0u};
-  gk_mma_16816(c, a4, b2); /* the zero half adds exact zeros */
+  gk_mma_16816<H>(c, a4, b2); /* the zero half adds exact zeros */
 #endif
 }
 

@@ -1,8 +1,8 @@
 /*
  * paged_attention.cuh - attention over a paged KV cache, and kv_append,
  * which writes new rows into its pages (docs/kernels.md), on GPUs.
- * Template: element type (uint16_t holding binary16, or float), head
- * dimension D, page size Page. The layout and the one validity rule are
+ * Template: element type (gk_f32, gk_f16 or gk_bf16: gk_gpu.cuh's tags),
+ * head dimension D, page size Page. The layout and the one validity rule are
  * kernelsrc/common/gk_paged.h's.
  *
  * paged_attention is flash_attention (causal) run per sequence with its
@@ -43,10 +43,12 @@ GK_DEV bool gk_paged_block_ok(const int32_t *bt, int32_t len, int64_t page, int6
 }
 
 /* A quiet NaN of each element type. */
-GK_DEV void gk_pa_nan(float *p) { *p = gk_q_f32_from_bits(0x7fc00000u); }
-GK_DEV void gk_pa_nan(uint16_t *p) { *p = 0x7e00u; }
+/* The quiet NaN of an invalid sequence's rows, of each element type. */
+GK_DEV void gk_pa_nan(gk_f32, float *p) { *p = gk_q_f32_from_bits(0x7fc00000u); }
+GK_DEV void gk_pa_nan(gk_f16, uint16_t *p) { *p = 0x7e00u; }
+GK_DEV void gk_pa_nan(gk_bf16, uint16_t *p) { *p = 0x7fc0u; }
 
-template <typename T, int D, int Page>
+template <class Dt, int D, int Page>
 GK_DEV void gk_paged_attention(const void *q, const void *k_pool, const void *v_pool,
                                const int32_t *block_table, const int32_t *seq_lens, void *o,
                                int64_t n_seqs, int64_t n_heads, int64_t n_kv_heads,
@@ -55,6 +57,7 @@ GK_DEV void gk_paged_attention(const void *q, const void *k_pool, const void *v_
   if (n_seqs <= 0 || n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads != 0 ||
       sq <= 0 || max_pages < 0 || n_pages < 0)
     return; /* uniform over the grid */
+  typedef typename Dt::elem T;
   const int64_t rows = n_heads * sq * D; /* elements of a sequence's q, o */
   const gk_fa_ws wsall = gk_fa_ws_of<D>(ws, ws_bytes, n_seqs * n_kv_heads);
   for (int64_t s = blockIdx.z; s < n_seqs; s += gridDim.z) {
@@ -66,21 +69,22 @@ GK_DEV void gk_paged_attention(const void *q, const void *k_pool, const void *v_
       const int64_t nb = (int64_t)gridDim.x * gridDim.y;
       const int64_t b = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
       for (int64_t e = b * FA_THREADS + threadIdx.x; e < rows; e += nb * FA_THREADS)
-        gk_pa_nan(os + e);
+        gk_pa_nan(Dt(), os + e);
       continue;
     }
     const gk_kv_paged<T> kv = {(const T *)k_pool, (const T *)v_pool, len, D, bt, Page,
                                n_kv_heads};
-    gk_fa_walk<1, D>((const T *)q + s * rows, kv, os, n_heads, n_kv_heads, sq, scale,
-                     gk_fa_ws_seq<D>(wsall, s, n_kv_heads));
+    gk_fa_walk<1, D, Dt>((const T *)q + s * rows, kv, os, n_heads, n_kv_heads, sq, scale,
+                         gk_fa_ws_seq<D>(wsall, s, n_kv_heads));
   }
 }
 
-template <typename T, int D, int Page>
+template <class Dt, int D, int Page>
 GK_DEV void gk_kv_append(const void *k_new, const void *v_new, void *k_pool, void *v_pool,
                          const int32_t *block_table, const int32_t *seq_lens, int64_t n_seqs,
                          int64_t n_kv_heads, int64_t sq, int64_t max_pages, int64_t n_pages) {
   if (n_seqs <= 0 || n_kv_heads <= 0 || sq <= 0 || max_pages < 0 || n_pages < 0) return;
+  typedef typename Dt::elem T;
   constexpr int CHUNKS = D * (int)sizeof(T) / 16; /* 16-byte pieces of a row */
   for (int64_t s = blockIdx.z; s < n_seqs; s += gridDim.z) {
     const int32_t *bt = block_table + s * max_pages;

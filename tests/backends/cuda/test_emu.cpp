@@ -439,6 +439,12 @@ static void fa_workspace_check(const char *what, const std::vector<unsigned char
   }
 }
 
+/* bf16 as sm_75's image takes it: the scalar FMA path (its Dt::half is 0
+ * there, GK_BF16_MMA), which the emulator would not run otherwise. */
+struct bf16_fma : gk_bf16 {
+  enum { half = 0 };
+};
+
 static void check_attention(void) {
   const int before = failures;
   static const std::vector<std::string> params = {
@@ -460,8 +466,12 @@ static void check_attention(void) {
       {8, 2, 2, 1100, 1.0}, /* speculative decode, 5 splits of a KV head */
   };
   for (int causal = 0; causal <= 1; causal++)
-    for (kref_dtype dt : {KREF_F16, KREF_F32})
+    for (kref_dtype dt : KREF_DTYPES)
+      for (int fma : {0, 1})
       for (int d : {64, 128}) {
+        /* bf16 twice: on the tensor-core path, and on the scalar path that
+         * sm_75's image runs (no bf16 mma on Turing). */
+        if (fma && dt != KREF_BF16) continue;
         char variant[64];
         snprintf(variant, sizeof variant, "causal=%d,dtype=%s,head_dim=%d", causal,
                  kref_dtype_name(dt), d);
@@ -481,8 +491,8 @@ static void check_attention(void) {
           ref_flash_attention(causal, dt, d, q.data(), k.data(), v.data(), want.data(), s.h,
                               s.hk, s.sq, s.skv, scale);
           char what[160];
-          snprintf(what, sizeof what, "flash_attention %s h=%lld kvh=%lld sq=%lld skv=%lld",
-                   variant, s.h, s.hk, s.sq, s.skv);
+          snprintf(what, sizeof what, "flash_attention %s%s h=%lld kvh=%lld sq=%lld skv=%lld",
+                   variant, fma ? " (sm_75's scalar path)" : "", s.h, s.hk, s.sq, s.skv);
           const void *qp = q.data(), *kp = k.data(), *vp = v.data();
           void *op = o.data();
           /* The workspace for every split this shape may take, and more. */
@@ -493,25 +503,32 @@ static void check_attention(void) {
 #define FA_CALL(C, T, D) \
   gk_flash_attention<C, T, D>(qp, kp, vp, op, s.h, s.hk, s.sq, s.skv, scale, wsp, ws_bytes)
             if (dt == KREF_F16) {
-              if (d == 64) causal ? FA_CALL(1, uint16_t, 64) : FA_CALL(0, uint16_t, 64);
-              else causal ? FA_CALL(1, uint16_t, 128) : FA_CALL(0, uint16_t, 128);
+              if (d == 64) causal ? FA_CALL(1, gk_f16, 64) : FA_CALL(0, gk_f16, 64);
+              else causal ? FA_CALL(1, gk_f16, 128) : FA_CALL(0, gk_f16, 128);
+            } else if (dt == KREF_BF16 && fma) {
+              if (d == 64) causal ? FA_CALL(1, bf16_fma, 64) : FA_CALL(0, bf16_fma, 64);
+              else causal ? FA_CALL(1, bf16_fma, 128) : FA_CALL(0, bf16_fma, 128);
+            } else if (dt == KREF_BF16) {
+              if (d == 64) causal ? FA_CALL(1, gk_bf16, 64) : FA_CALL(0, gk_bf16, 64);
+              else causal ? FA_CALL(1, gk_bf16, 128) : FA_CALL(0, gk_bf16, 128);
             } else {
-              if (d == 64) causal ? FA_CALL(1, float, 64) : FA_CALL(0, float, 64);
-              else causal ? FA_CALL(1, float, 128) : FA_CALL(0, float, 128);
+              if (d == 64) causal ? FA_CALL(1, gk_f32, 64) : FA_CALL(0, gk_f32, 64);
+              else causal ? FA_CALL(1, gk_f32, 128) : FA_CALL(0, gk_f32, 128);
             }
 #undef FA_CALL
           };
           const std::map<std::string, long long> vars = {
               {"n_heads", s.h}, {"n_kv_heads", s.hk}, {"sq", s.sq}, {"skv", s.skv}};
           if (!run(what, L, params, vars, body)) continue;
-          /* kref's error model; f16 runs on tensor cores, with p in f16. */
+          /* kref's error model; f16 and bf16 run on tensor cores, with p
+           * rounded to their type. */
+          const bool mma = dt != KREF_F32 && !fma;
           double vmax = 0.0, atol, rtol;
           for (size_t i = 0; i < kn; i++) vmax = fmax(vmax, fabs(kref_get(dt, v.data(), i)));
-          kref_attention_tolerance(dt, d, s.scale_mul, s.skv, vmax, dt == KREF_F16, &atol,
-                                   &rtol);
+          kref_attention_tolerance(dt, d, s.scale_mul, s.skv, vmax, mma, &atol, &rtol);
           failures += kref_check(what, dt, o.data(), want.data(), (int64_t)qn, atol, rtol, NULL);
-          /* f16 decodes over more than 256 keys split across blocks. */
-          const bool split = dt == KREF_F16 && s.h / s.hk * s.sq <= 16 && s.skv > 256;
+          /* f16 and bf16 decodes over more than 256 keys split across blocks. */
+          const bool split = mma && s.h / s.hk * s.sq <= 16 && s.skv > 256;
           fa_workspace_check(what, wsv, s.hk, split);
           std::vector<unsigned char> full = o;
           run(what, L, params, vars, body, true);
@@ -541,12 +558,13 @@ static void check_attention(void) {
             }
         }
       }
-  SECTION_OK(before, "ok: flash_attention 8 variants x %zu shapes\n", sizeof shapes / sizeof shapes[0]);
+  SECTION_OK(before, "ok: flash_attention 12 variants (bf16 on both paths) x %zu shapes\n",
+             sizeof shapes / sizeof shapes[0]);
 }
 
 /* ---- paged_attention, kv_append --------------------------------------------- */
 
-/* Calls f(T(), D, P) with the element type and the compile-time head_dim
+/* Calls f(Dt(), D, P) with the element type's tag and the compile-time head_dim
  * and page (std::integral_constant) of a paged variant. */
 template <class F>
 static void paged_variant(kref_dtype dt, int d, int page, F f) {
@@ -559,7 +577,12 @@ static void paged_variant(kref_dtype dt, int d, int page, F f) {
       page == 16 ? f(t, integral_constant<int, 128>(), integral_constant<int, 16>())
                  : f(t, integral_constant<int, 128>(), integral_constant<int, 64>());
   };
-  dt == KREF_F16 ? dims(uint16_t()) : dims(float());
+  if (dt == KREF_F16)
+    dims(gk_f16());
+  else if (dt == KREF_BF16)
+    dims(gk_bf16());
+  else
+    dims(gk_f32());
 }
 
 /* The GPU bodies against tests/common's references on a batch that mixes
@@ -590,7 +613,7 @@ static void check_paged(void) {
       {3, 2, 1, 20, {90, 7, 40},
        {KREF_PAGED_OK, KREF_PAGED_OK, KREF_PAGED_PAGE_PAST_POOL}},
   };
-  for (kref_dtype dt : {KREF_F16, KREF_F32})
+  for (kref_dtype dt : KREF_DTYPES)
     for (int d : {64, 128})
       for (int page : {16, 64}) {
         char variant[64];
@@ -661,14 +684,15 @@ static void check_paged(void) {
               {"n_seqs", c.n_seqs}, {"n_heads", c.h}, {"n_kv_heads", c.hk}, {"sq", c.sq},
               {"max_pages", max_pages}, {"ws_bytes", ws_bytes}};
           if (run(what, Lp, pa_params, pa_vars, attend)) {
-            /* f16 decodes over more than 256 keys split across blocks. */
-            fa_workspace_check(what, wsv, c.n_seqs * c.hk,
-                               dt == KREF_F16 && c.h / c.hk * c.sq <= 16);
+            /* f16 and bf16 decodes over more than 256 keys split across
+             * blocks. */
+            const bool mma = dt != KREF_F32;
+            fa_workspace_check(what, wsv, c.n_seqs * c.hk, mma && c.h / c.hk * c.sq <= 16);
             double vmax = 0.0, atol, rtol;
             int32_t longest = 0;
             for (size_t i = 0; i < pn; i++) vmax = fmax(vmax, fabs(kref_get(dt, vp.data(), i)));
             for (long long i = 0; i < c.n_seqs; i++) longest = std::max(longest, lens[i]);
-            kref_attention_tolerance(dt, d, 1.0, longest, vmax, dt == KREF_F16, &atol, &rtol);
+            kref_attention_tolerance(dt, d, 1.0, longest, vmax, mma, &atol, &rtol);
             failures += kref_check(what, dt, o.data(), want.data(), (int64_t)qn, atol, rtol,
                                    NULL);
             for (size_t i = qn * es; i < o.size(); i++)
@@ -681,7 +705,7 @@ static void check_paged(void) {
           free(table);
         }
       }
-  SECTION_OK(before, "ok: paged_attention and kv_append 8 variants x 2 batches (invalid "
+  SECTION_OK(before, "ok: paged_attention and kv_append 12 variants x 2 batches (invalid "
                      "sequences included)\n");
 }
 
