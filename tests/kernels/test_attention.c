@@ -3,7 +3,7 @@
  * loaded by libgk through its public API, against the scalar reference of
  * tests/common/kref.h (full score rows in double).
  *
- * Every variant (causal 0/1 x dtype f16/f32 x head_dim 64/128) on every
+ * Every variant (causal 0/1 x dtype f16/bf16/f32 x head_dim 64/128) on every
  * x86-64 level this CPU runs (levels above it are SKIPped, saying so), on
  * shapes that take each path of the kernel: decode (sq = 1), sq = skv, sq <
  * skv, sq > skv (causal rows with no key are zeros), skv = 0, skv shorter
@@ -89,7 +89,7 @@ static int tensors_make(tensors *t, kref_dtype dt, int causal, int d,
 static int run_case(gk_flash_attention_fn fn, const char *what, kref_dtype dt,
                     int d, const shape *s, const tensors *t, double *worst) {
   const float scale = (float)(s->scale_mul / sqrt((double)d));
-  /* NaN in o (f32 and f16 alike: 0xff bytes) shows an element never
+  /* NaN in o (f32, f16 and bf16 alike: 0xff bytes) shows an element never
    * written; the guard must stay as it was. */
   memset(t->o, 0xff, t->qo_n * t->es);
   for (size_t i = 0; i < GUARD * t->es; i++)
@@ -197,10 +197,11 @@ int main(int argc, char **argv) {
   if (rc != 0)
     return rc;
   int failures = 0;
+  const kref_dtype dts[] = KREF_DTYPES;
   for (int causal = 0; causal <= 1; causal++)
-    for (int dt = 0; dt < 2; dt++)
+    for (int i = 0; i < KREF_N_DTYPES; i++)
       for (int d = 64; d <= 128; d *= 2)
-        failures += check_variant(&kt, causal, dt ? KREF_F32 : KREF_F16, d);
+        failures += check_variant(&kt, causal, dts[i], d);
   for (int causal = 0; causal <= 1; causal++)
     failures += time_decode(&kt, causal);
   failures += kt.failures;
