@@ -4,15 +4,18 @@
  * kernelsrc/common/gk_quant.h (gk_q_f32_to_f16, also used by GPU
  * backends) against qref_f16_encode, and kernelsrc/cpu/gk_cpu.h (vector
  * f16 and bf16 loads and stores, exp, and the double exp/log/sin/cos/sqrt
- * that keep the images free of libm) against libm. Built at this build's default -march, so the
- * SSE2 layer of gk_cpu.h (the one with hand-written f16 loads) is the one
- * tested here; the AVX levels are exercised through the kernel images.
+ * that keep the images free of libm) against libm. Built at this build's
+ * default -march (the SSE2 layer of gk_cpu.h, the one with hand-written f16
+ * loads) and again for x86-64-v3 and v4 (test_kmath_v3, _v4: their F16C,
+ * FMA and vector bf16 code), which say SKIP on a CPU without those
+ * instructions.
  */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -283,7 +286,9 @@ static void double_math(void **state) {
   assert_true(gk_log_d(0x1p-1070) == log(0x1p-1070)); /* subnormal input */
 }
 
-int main(void) {
+/* Kept out of main so that no instruction of the level runs before the
+ * CPU check. */
+static __attribute__((noinline)) int kmath_tests(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(encode_edges), cmocka_unit_test(encode_known),
       cmocka_unit_test(encode_random), cmocka_unit_test(load_h_all),
@@ -292,4 +297,20 @@ int main(void) {
       cmocka_unit_test(double_math),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+int main(void) {
+#if defined(__AVX512F__)
+  if (!__builtin_cpu_supports("avx512f")) {
+    printf("SKIP: this CPU has no AVX-512F (test_kmath_v4 is built for x86-64-v4)\n");
+    return 77;
+  }
+#elif defined(__AVX2__)
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
+      !__builtin_cpu_supports("f16c")) {
+    printf("SKIP: this CPU has no AVX2/FMA/F16C (test_kmath_v3 is built for x86-64-v3)\n");
+    return 77;
+  }
+#endif
+  return kmath_tests();
 }
