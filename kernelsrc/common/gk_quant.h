@@ -135,6 +135,28 @@ GK_QFN uint16_t gk_q_f32_to_f16(float f) {
 }
 
 /*
+ * bfloat16 (the high half of a binary32) -> binary32: a shift, exact for
+ * every pattern (a NaN stays a NaN).
+ */
+GK_QFN float gk_q_bf16_to_f32(uint16_t h) { return gk_q_f32_from_bits((uint32_t)h << 16); }
+
+/*
+ * binary32 -> bfloat16, rounded to nearest, ties to even, on the bits alone:
+ * adding 0x7fff plus the lowest kept bit carries into the kept half exactly
+ * when the dropped half is above the tie, or on it with an odd kept half (a
+ * carry into the exponent gives the next binade, or infinity). A NaN
+ * becomes the quiet NaN 0x7fc0 with its sign (the carry could make it an
+ * infinity). Every backend's bf16 output follows this rule (docs/
+ * kernels.md); the vector units and shaders write it in their own
+ * instructions.
+ */
+GK_QFN uint16_t gk_q_f32_to_bf16(float f) {
+  const uint32_t u = gk_q_f32_to_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16 & 0x8000u) | 0x7fc0u);
+  return (uint16_t)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
+}
+
+/*
  * Code j (0..31) of a block whose code bytes start at `codes`: bits
  * [j*bits, j*bits + bits) of the little-endian bit stream. Because bits
  * divides 8, a code never straddles a byte.

@@ -4,9 +4,11 @@
  * paged_attention.c), so that both compute a row the same way: scores of
  * BK keys, the online-softmax update and the weighted sum of the values.
  *
- * The includer compiles with -DDTYPE=f16|f32 and -DHEAD_DIM=64|128 (the
- * recipe engine passes string values as bare tokens: -DDTYPE=f16) and gets
- * `elem` (the tensors' element type), IS_F16, D, BK and these functions:
+ * The includer compiles with -DDTYPE=f16|bf16|f32 and -DHEAD_DIM=64|128
+ * (the recipe engine passes string values as bare tokens: -DDTYPE=f16) and
+ * gets `elem` (the tensors' element type), IS_F32 (1 when elements are
+ * f32 and can be used where they lie; f16 and bf16 are converted), D, BK
+ * and these functions:
  *   to_f32    n elements of DTYPE as f32 times a factor (k, v tiles; q
  *             pre-multiplied by scale)
  *   row_tile  one row against the first nv (1..BK) keys of a tile held as
@@ -32,21 +34,37 @@
 #error "compile with -DHEAD_DIM=64 or 128"
 #endif
 
-/* DTYPE is a bare token (f16 or f32): paste it onto a prefix to test it. */
+/* DTYPE is a bare token (f16, bf16 or f32): paste it onto a prefix to test
+ * it. vf_load_e and vf_store_e move GK_VL elements of DTYPE as f32 (the
+ * 16-bit types converted exactly on the way in, rounded to nearest even on
+ * the way out). */
 #define FA_DTYPE_f16 1
 #define FA_DTYPE_f32 2
+#define FA_DTYPE_bf16 3
 #define FA_CAT2(a, b) a##b
 #define FA_CAT(a, b) FA_CAT2(a, b)
 #if !defined(DTYPE)
-#error "compile with -DDTYPE=f16 or f32"
+#error "compile with -DDTYPE=f16, bf16 or f32"
 #elif FA_CAT(FA_DTYPE_, DTYPE) == 1
-#define IS_F16 1
+#define IS_F32 0
 typedef uint16_t elem;
+#define vf_load_e vf_load_h
+#define vf_store_e vf_store_h
+#define ELEM_QNAN 0x7e00 /* paged_attention's rows of an invalid sequence */
+#elif FA_CAT(FA_DTYPE_, DTYPE) == 3
+#define IS_F32 0
+typedef uint16_t elem;
+#define vf_load_e vf_load_b
+#define vf_store_e vf_store_b
+#define ELEM_QNAN 0x7fc0
 #elif FA_CAT(FA_DTYPE_, DTYPE) == 2
-#define IS_F16 0
+#define IS_F32 1
 typedef float elem;
+#define vf_load_e vf_load
+#define vf_store_e vf_store
+#define ELEM_QNAN __builtin_nanf("")
 #else
-#error "DTYPE must be f16 or f32"
+#error "DTYPE must be f16, bf16 or f32"
 #endif
 
 #define D HEAD_DIM
@@ -63,11 +81,7 @@ static inline void to_f32(float *restrict dst, const elem *restrict src, int n,
                           float mul) {
   const vf vm = vf_set1(mul);
   for (int d = 0; d < n; d += GK_VL)
-#if IS_F16
-    vf_store(dst + d, vf_mul(vf_load_h(src + d), vm));
-#else
-    vf_store(dst + d, vf_mul(vf_load(src + d), vm));
-#endif
+    vf_store(dst + d, vf_mul(vf_load_e(src + d), vm));
 }
 
 /* s[0..KB) = dot(q, key j) for the KB keys at kp (D floats apart). */
@@ -159,12 +173,7 @@ static inline void row_out(elem *restrict orow, const float *restrict acc,
                            float l) {
   const vf vinv = vf_set1(l > 0.0f ? 1.0f / l : 0.0f);
   for (int d = 0; d < D; d += GK_VL) {
-    const vf y = vf_mul(vf_load(acc + d), vinv);
-#if IS_F16
-    vf_store_h(orow + d, y);
-#else
-    vf_store(orow + d, y);
-#endif
+    vf_store_e(orow + d, vf_mul(vf_load(acc + d), vinv));
   }
 }
 

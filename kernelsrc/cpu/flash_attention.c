@@ -7,7 +7,7 @@
  * q, o: [n_heads][sq][D]; k, v: [n_kv_heads][skv][D]; all of DTYPE.
  *
  * One source, built once per (CAUSAL, DTYPE, HEAD_DIM, x86-64 level) by the
- * cpu recipe with -DCAUSAL=0|1 -DDTYPE=f16|f32 -DHEAD_DIM=64|128 (the
+ * cpu recipe with -DCAUSAL=0|1 -DDTYPE=f16|bf16|f32 -DHEAD_DIM=64|128 (the
  * recipe engine passes string values as bare tokens: -DDTYPE=f16).
  *
  * The algorithm. The query rows that share a key/value head are contiguous
@@ -23,15 +23,16 @@
  * sq x skv matrix is never formed. Tiles past every row's last allowed key
  * (causal) are not visited at all.
  *
- * Where the time goes. For f16 a tile of k and v is converted to f32 once
- * per block (F16C on x86-64-v3 and v4, gk_quant.h below) and used by all
+ * Where the time goes. For f16 and bf16 a tile of k and v is converted to
+ * f32 once per block (f16: F16C on x86-64-v3 and v4, gk_quant.h below;
+ * bf16: a widening shift on every level) and used by all
  * BQ rows, so with grouped-query attention a decode step converts each key
  * once for all G heads. Scores take KB keys at a time (KB independent FMA
  * chains sharing each load of q); the accumulator of a row is held in
  * registers in chunks of at most 8 vectors while a tile's values are added.
  *
  * No heap, no global state: all scratch is on the stack of the call (about
- * 50 KB for f16 at HEAD_DIM 128, 17 KB for f32), so concurrent calls are
+ * 50 KB for f16 and bf16 at HEAD_DIM 128, 17 KB for f32), so concurrent calls are
  * safe; a thread running it needs that much stack.
  */
 #if !defined(CAUSAL) || (CAUSAL != 0 && CAUSAL != 1)
@@ -50,13 +51,13 @@ static void attend_block(const elem *q, const elem *kh, const elem *vh,
                          int64_t skv, float scale) {
   blk b;
   blk_begin(&b, q, nr, r0, sq, skv, CAUSAL, scale);
-#if IS_F16
+#if !IS_F32
   _Alignas(64) float kt[BK * D];
   _Alignas(64) float vt[BK * D];
 #endif
   for (int64_t j0 = 0; j0 < b.kend; j0 += BK) {
     const int nt = (int)(b.kend - j0 < BK ? b.kend - j0 : BK);
-#if IS_F16
+#if !IS_F32
     to_f32(kt, kh + j0 * D, nt * D, 1.0f);
     to_f32(vt, vh + j0 * D, nt * D, 1.0f);
     blk_tile(&b, j0, nt, kt, vt);

@@ -15,6 +15,11 @@
  *   x86-64(-v2) SSE2, xmm, GK_VL 4, multiply then add (no FMA), f16 loads
  *               with integer SSE2, f16 stores in C (gk_quant.h)
  *   other       plain C, GK_VL 1
+ * bfloat16 (vf_load_b, vf_store_b) is integer work on every level: a load
+ * widens each 16-bit pattern and shifts it into the high half of a float
+ * (exact), a store rounds to nearest even by adding 0x7fff plus the kept
+ * part's lowest bit and keeps the high half; a NaN becomes the quiet NaN
+ * 0x7fc0 with its sign (gk_q_f32_to_bf16, gk_quant.h, is the scalar rule).
  */
 #ifndef GK_CPU_H
 #define GK_CPU_H
@@ -72,6 +77,21 @@ static inline void vf_store_h(uint16_t *p, vf a) {
   _mm256_storeu_si256((__m256i *)p,
                       _mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
+static inline vf vf_load_b(const uint16_t *p) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(
+      _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+}
+static inline void vf_store_b(uint16_t *p, vf a) {
+  const __m512i u = _mm512_castps_si512(a);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(
+      _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+  const __m512i qnan = _mm512_or_si512(
+      _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x8000)),
+      _mm512_set1_epi32(0x7fc0));
+  r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), qnan);
+  _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(r));
+}
 static inline float vf_hsum(vf a) {
   /* The 64-bit-lane extract is plain AVX-512F (the f32x8 one needs DQ). */
   __m256 h = _mm256_add_ps(_mm512_castps512_ps256(a),
@@ -122,6 +142,24 @@ static inline vf vf_load_h(const uint16_t *p) {
 static inline void vf_store_h(uint16_t *p, vf a) {
   _mm_storeu_si128((__m128i *)p,
                    _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+static inline vf vf_load_b(const uint16_t *p) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(
+      _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+static inline void vf_store_b(uint16_t *p, vf a) {
+  const __m256i u = _mm256_castps_si256(a);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  __m256i r = _mm256_srli_epi32(
+      _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+  const __m256i qnan = _mm256_or_si256(
+      _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x8000)),
+      _mm256_set1_epi32(0x7fc0));
+  r = _mm256_blendv_epi8(r, qnan, _mm256_castps_si256(_mm256_cmp_ps(a, a, _CMP_UNORD_Q)));
+  /* Every lane is 0 .. 0xffff, so the unsigned saturating pack is exact; it
+   * packs within 128-bit halves, and the permute brings lanes 0..7 together. */
+  const __m256i h = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xd8);
+  _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(h));
 }
 static inline float vf_hsum(vf a) {
   __m128 q = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
@@ -193,6 +231,25 @@ static inline void vf_store_h(uint16_t *p, vf a) {
   for (int l = 0; l < 4; l++)
     p[l] = gk_q_f32_to_f16(t[l]);
 }
+/* bfloat16 with SSE2 alone: interleaving zeros below the patterns puts each
+ * in the high half of a lane; the store sign-extends the low half of each
+ * lane so that the signed saturating pack (SSE2 has no unsigned one for
+ * 32-bit lanes) keeps its 16 bits exactly. */
+static inline vf vf_load_b(const uint16_t *p) {
+  return _mm_castsi128_ps(
+      _mm_unpacklo_epi16(_mm_setzero_si128(), _mm_loadl_epi64((const __m128i *)p)));
+}
+static inline void vf_store_b(uint16_t *p, vf a) {
+  const __m128i u = _mm_castps_si128(a);
+  const __m128i lsb = _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(1));
+  __m128i r = _mm_srli_epi32(_mm_add_epi32(u, _mm_add_epi32(lsb, _mm_set1_epi32(0x7fff))), 16);
+  const __m128i qnan = _mm_or_si128(
+      _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(0x8000)), _mm_set1_epi32(0x7fc0));
+  const __m128i nan = _mm_castps_si128(_mm_cmpunord_ps(a, a));
+  r = _mm_or_si128(_mm_and_si128(nan, qnan), _mm_andnot_si128(nan, r));
+  r = _mm_srai_epi32(_mm_slli_epi32(r, 16), 16);
+  _mm_storel_epi64((__m128i *)p, _mm_packs_epi32(r, r));
+}
 static inline float vf_hsum(vf a) {
   a = _mm_add_ps(a, _mm_movehl_ps(a, a));
   a = _mm_add_ss(a, _mm_shuffle_ps(a, a, 0x55));
@@ -229,6 +286,8 @@ static inline vf vi_to_f(vi a) { return (float)a; }
 static inline vf vi_pow2(vi n) { return gk_q_f32_from_bits((uint32_t)(n + 127) << 23); }
 static inline vf vf_load_h(const uint16_t *p) { return gk_q_f16_to_f32(*p); }
 static inline void vf_store_h(uint16_t *p, vf a) { *p = gk_q_f32_to_f16(a); }
+static inline vf vf_load_b(const uint16_t *p) { return gk_q_bf16_to_f32(*p); }
+static inline void vf_store_b(uint16_t *p, vf a) { *p = gk_q_f32_to_bf16(a); }
 static inline float vf_hsum(vf a) { return a; }
 static inline float vf_hmax(vf a) { return a; }
 

@@ -22,11 +22,12 @@
 #error "kv_append.c: compile with -DPAGE=16 or 64"
 #endif
 #define KA_DTYPE_f16 2
+#define KA_DTYPE_bf16 2
 #define KA_DTYPE_f32 4
 #define KA_CAT2(a, b) a##b
 #define KA_CAT(a, b) KA_CAT2(a, b)
 #if !defined(DTYPE) || (KA_CAT(KA_DTYPE_, DTYPE) != 2 && KA_CAT(KA_DTYPE_, DTYPE) != 4)
-#error "kv_append.c: compile with -DDTYPE=f16 or f32"
+#error "kv_append.c: compile with -DDTYPE=f16, bf16 or f32"
 #endif
 
 #define D HEAD_DIM
@@ -34,7 +35,7 @@
 #define ROW_F ((D * ES) / 4)       /* a row, as 32-bit words moved as floats */
 
 /* One row: bits moved through float vectors (loads and stores do not touch
- * a NaN's payload), so f16 pairs travel unchanged too. */
+ * a NaN's payload), so f16 and bf16 pairs travel unchanged too. */
 static inline void copy_row(void *restrict dst, const void *restrict src) {
   float *d = (float *)dst;
   const float *s = (const float *)src;

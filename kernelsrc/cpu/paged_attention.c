@@ -12,17 +12,17 @@
  * gets NaN rows and its pages are never read.
  *
  * One source, built per (DTYPE, HEAD_DIM, PAGE, x86-64 level) by the cpu
- * recipe with -DDTYPE=f16|f32 -DHEAD_DIM=64|128 -DPAGE=16|64.
+ * recipe with -DDTYPE=f16|bf16|f32 -DHEAD_DIM=64|128 -DPAGE=16|64.
  *
  * The arithmetic of a row is flash_attention's (attn_tile.h): the online
  * softmax over tiles of BK = 32 keys in f32, rounded to DTYPE once, so
  * paged and contiguous K/V give the same bits for the same keys. Only the
  * tile's keys come from pages: the G*sq query rows that share a KV head
  * are taken in blocks of BQ, and each tile of keys is gathered once per
- * block (f16: converted to f32 while gathered; f32 with 64-token pages: a
- * tile lies inside one page and is read in place). Like flash_attention it
- * runs on the caller's thread with all scratch on the stack (about 50 KB
- * for f16 at HEAD_DIM 128).
+ * block (f16, bf16: converted to f32 while gathered; f32 with 64-token
+ * pages: a tile lies inside one page and is read in place). Like
+ * flash_attention it runs on the caller's thread with all scratch on the
+ * stack (about 50 KB for f16 and bf16 at HEAD_DIM 128).
  */
 #if !defined(PAGE) || (PAGE != 16 && PAGE != 64)
 #error "paged_attention.c: compile with -DPAGE=16 or 64"
@@ -35,7 +35,7 @@
 #define P PAGE
 /* A tile starts at a multiple of BK: with P a multiple of BK it never
  * spans two pages and f32 keys can be used where they lie. */
-#define IN_PLACE (!IS_F16 && P % BK == 0)
+#define IN_PLACE (IS_F32 && P % BK == 0)
 
 /* The key/value pools of one KV head, as a sequence's table sees them. */
 typedef struct pages {
@@ -69,13 +69,13 @@ static void attend_block(const elem *q, const pages *pg, elem *o, int64_t r0,
 #if IN_PLACE
     blk_tile(&b, j0, nt, pg->k + key_at(pg, j0), pg->v + key_at(pg, j0));
 #else
-    /* Runs of consecutive slots of one page, each converted (f16) or
+    /* Runs of consecutive slots of one page, each converted (f16, bf16) or
      * copied (f32, 16-token pages) into the tile. */
     for (int u = 0; u < nt;) {
       const int64_t j = j0 + u, at = key_at(pg, j);
       int run = (int)(P - j % P);
       run = run < nt - u ? run : nt - u;
-#if IS_F16
+#if !IS_F32
       to_f32(kt + u * D, pg->k + at, run * D, 1.0f);
       to_f32(vt + u * D, pg->v + at, run * D, 1.0f);
 #else
@@ -113,13 +113,10 @@ GK_KERNEL_EXPORT void paged_attention(const void *q, const void *k_pool,
     const int32_t len = seq_lens[s];
     elem *os = (elem *)o + s * seq_elems;
     if (!gk_paged_seq_ok(bt, len, P, max_pages, n_pages)) {
-      /* Quiet NaN, every row of the sequence: visibly not an answer. */
+      /* Quiet NaN, every row of the sequence: visibly not an answer (f32
+       * 0x7fc00000, f16 0x7e00, bf16 0x7fc0). */
       for (int64_t e = 0; e < seq_elems; e++)
-#if IS_F16
-        os[e] = 0x7e00;
-#else
-        os[e] = __builtin_nanf("");
-#endif
+        os[e] = ELEM_QNAN;
       continue;
     }
     const elem *qs = (const elem *)q + s * seq_elems;

@@ -221,18 +221,6 @@ GK_DEV uint32_t gk_pack_h2(float lo, float hi) {
 #endif
 }
 
-/* bfloat16 (the high half of a binary32) -> f32: a shift, exact. */
-GK_DEV float gk_bf2f(uint16_t h) { return gk_q_f32_from_bits((uint32_t)h << 16); }
-
-/* A float rounded to bfloat16, nearest even, in integers (every device and
- * the emulator give the same bits); a NaN becomes the quiet NaN 0x7fc0 with
- * its sign. */
-GK_DEV uint16_t gk_f2bf(float f) {
-  const uint32_t u = gk_q_f32_to_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16 & 0x8000u) | 0x7fc0u);
-  return (uint16_t)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
-}
-
 /* Two floats rounded to bfloat16 (nearest even), packed: lo in bits 0-15.
  * sm_80 and newer: one cvt (its NaN is 0x7fff, still a NaN). */
 GK_DEV uint32_t gk_pack_bf2(float lo, float hi) {
@@ -241,7 +229,7 @@ GK_DEV uint32_t gk_pack_bf2(float lo, float hi) {
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
   return d;
 #else
-  return (uint32_t)gk_f2bf(lo) | (uint32_t)gk_f2bf(hi) << 16;
+  return (uint32_t)gk_q_f32_to_bf16(lo) | (uint32_t)gk_q_f32_to_bf16(hi) << 16;
 #endif
 }
 
@@ -279,8 +267,8 @@ struct gk_f16 {
 struct gk_bf16 {
   typedef uint16_t elem;
   enum { half = GK_BF16_MMA, bf16 = 1 };
-  GK_DEV float load(uint16_t x) { return gk_bf2f(x); }
-  GK_DEV uint16_t store(float x) { return gk_f2bf(x); }
+  GK_DEV float load(uint16_t x) { return gk_q_bf16_to_f32(x); }
+  GK_DEV uint16_t store(float x) { return gk_q_f32_to_bf16(x); }
   GK_DEV uint32_t pack2(float lo, float hi) { return gk_pack_bf2(lo, hi); }
 };
 

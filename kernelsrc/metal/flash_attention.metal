@@ -2,18 +2,25 @@
 // grouped heads, optional bottom-right causal mask, online softmax over key
 // tiles (docs/kernels.md); the algorithm of
 // kernelsrc/vulkan/flash_attention.comp. ONE source: -DCAUSAL=0|1
-// -DDTYPE=f16|f32 -DHEAD_DIM=64|128.
-// Buffers, tensors of DTYPE as uint words (f16: two per word, low half
-// first): 0 q, 1 k, 2 v, 3 o, 4 params (n_heads, n_kv_heads, sq, skv as
+// -DDTYPE=f16|bf16|f32 -DHEAD_DIM=64|128.
+// Buffers, tensors of DTYPE as uint words (f16, bf16: two per word, low
+// half first): 0 q, 1 k, 2 v, 3 o, 4 params (n_heads, n_kv_heads, sq, skv as
 // uint, scale float). Dispatch: (sq, n_heads, 1) threadgroups of 64.
 #include "gk_common.h"
 
-// DTYPE is a bare word: test it by pasting (f16 and f32 are not defined).
+// DTYPE is a bare word: test it by pasting (f16, bf16 and f32 are not
+// defined).
 #define GK_CAT2(a, b) a##b
 #define GK_CAT(a, b) GK_CAT2(a, b)
-#define GK_IS_f16 1
+#define GK_DT_f16 1
+#define GK_DT_bf16 2
+#define GK_DT_f32 3
+#define GK_DT GK_CAT(GK_DT_, DTYPE)
 #if !defined(CAUSAL) || !defined(DTYPE) || !defined(HEAD_DIM)
-#error "flash_attention.metal needs -DCAUSAL=0|1 -DDTYPE=f16|f32 -DHEAD_DIM=64|128"
+#error "flash_attention.metal needs -DCAUSAL=0|1 -DDTYPE=f16|bf16|f32 -DHEAD_DIM=64|128"
+#endif
+#if GK_DT != 1 && GK_DT != 2 && GK_DT != 3
+#error "DTYPE must be f16, bf16 or f32"
 #endif
 
 constant constexpr uint WG = 64u;
@@ -21,9 +28,13 @@ constant constexpr uint D = HEAD_DIM;
 constant constexpr uint PER = HEAD_DIM / 64;
 struct Params { uint n_heads, n_kv_heads, sq, skv; float scale; };
 
-#if GK_CAT(GK_IS_, DTYPE)
+#if GK_DT == 1
 static inline float load(device const uint *b, uint e) {
   return gk_f16_to_f32((b[e >> 1] >> ((e & 1u) * 16u)) & 0xffffu);
+}
+#elif GK_DT == 2
+static inline float load(device const uint *b, uint e) {
+  return gk_bf16_to_f32(ushort((b[e >> 1] >> ((e & 1u) * 16u)) & 0xffffu));
 }
 #else
 static inline float load(device const uint *b, uint e) { return as_type<float>(b[e]); }
@@ -86,9 +97,13 @@ kernel void flash_attention(device const uint *qw [[buffer(0)]], device const ui
       }
       for (uint d = 0u; d < PER; d++) res[t + d * WG] = l > 0.0f ? acc[d] / l : 0.0f;
       threadgroup_barrier(mem_flags::mem_threadgroup);
-#if GK_CAT(GK_IS_, DTYPE)
+#if GK_DT == 1
       for (uint e = t; e < D / 2u; e += WG)
         ow[qbase / 2u + e] = gk_f32_to_f16(res[2u * e]) | (gk_f32_to_f16(res[2u * e + 1u]) << 16);
+#elif GK_DT == 2
+      for (uint e = t; e < D / 2u; e += WG)
+        ow[qbase / 2u + e] =
+            uint(gk_f32_to_bf16(res[2u * e])) | (uint(gk_f32_to_bf16(res[2u * e + 1u])) << 16);
 #else
       for (uint e = t; e < D; e += WG) ow[qbase + e] = as_type<uint>(res[e]);
 #endif

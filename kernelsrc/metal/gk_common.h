@@ -1,6 +1,6 @@
 // gk_common.h - arithmetic every Metal kernel shares: the algorithms of
-// kernelsrc/vulkan/gk_common.glsl in MSL. binary16 travels in uint words
-// and is decoded with integer operations (exact, and the same bits as every
+// kernelsrc/vulkan/gk_common.glsl in MSL. binary16 and bfloat16 travel in
+// uint words and are decoded with integer operations (exact, and the same bits as every
 // other backend), NaN tests look at bits, and sin/cos have their own range
 // reduction. The toolchain builds with -fno-fast-math: Metal's default fast
 // math would let the compiler assume no NaN or infinity.
@@ -44,6 +44,19 @@ inline uint gk_f32_to_f16(float f) {
 }
 
 inline bool gk_isnan(float f) { return (as_type<uint>(f) & 0x7fffffffu) > 0x7f800000u; }
+
+// bfloat16 with bit operations alone (Metal's `bfloat` type needs Metal
+// 3.1): the pattern h is the high half of a binary32, exactly.
+inline float gk_bf16_to_f32(ushort h) { return as_type<float>(uint(h) << 16); }
+
+// float -> bfloat16 bits, nearest even: 0x7fff plus the lowest kept bit
+// carries into the kept half exactly when it should; a NaN becomes the
+// quiet NaN 0x7fc0 with its sign.
+inline ushort gk_f32_to_bf16(float f) {
+  uint u = as_type<uint>(f);
+  if (gk_isnan(f)) return ushort(((u >> 16) & 0x8000u) | 0x7fc0u);
+  return ushort((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
 inline bool gk_isinf(float f) { return (as_type<uint>(f) & 0x7fffffffu) == 0x7f800000u; }
 
 // float2(sin a, cos a): Cody-Waite by pi/2 in three parts, Cephes' sinf and

@@ -2,10 +2,10 @@
 // grouped-query heads and an optional bottom-right causal mask, online
 // softmax over key tiles: the score matrix is never materialized
 // (docs/kernels.md). ONE source for the variant: -DCAUSAL=0|1,
-// -DDTYPE=f16|f32, -DHEAD_DIM=64|128.
+// -DDTYPE=f16|bf16|f32, -DHEAD_DIM=64|128.
 //
-// Bindings (set 0), all of DTYPE, read as uint words (f16: two elements per
-// word, low half first, so no 16-bit storage feature is needed):
+// Bindings (set 0), all of DTYPE, read as uint words (f16, bf16: two
+// elements per word, low half first, so no 16-bit storage feature is needed):
 //   0 q [n_heads][sq][D], 1 k [n_kv_heads][skv][D], 2 v [n_kv_heads][skv][D],
 //   3 o [n_heads][sq][D].
 // Push constants: n_heads, n_kv_heads, sq, skv (uint), scale (float).
@@ -16,18 +16,20 @@
 // updates the running maximum, invocation t turns its score into a weight,
 // and every invocation accumulates the weighted values of the D/64
 // dimensions it owns. The running sum l is formed by every invocation in
-// the same order, so all agree on it. Output is rounded to DTYPE once.
+// the same order, so all agree on it. Output is rounded to DTYPE once
+// (f16, bf16: to nearest even, in integer arithmetic).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "gk_common.glsl"
 
 #define f16 1
 #define f32 2
+#define bf16 3
 #if !defined(CAUSAL) || !defined(DTYPE) || !defined(HEAD_DIM)
-#error "flash_attention.comp needs -DCAUSAL=0|1 -DDTYPE=f16|f32 -DHEAD_DIM=64|128"
+#error "flash_attention.comp needs -DCAUSAL=0|1 -DDTYPE=f16|bf16|f32 -DHEAD_DIM=64|128"
 #endif
-#if DTYPE != f16 && DTYPE != f32
-#error "DTYPE must be f16 or f32"
+#if DTYPE != f16 && DTYPE != bf16 && DTYPE != f32
+#error "DTYPE must be f16, bf16 or f32"
 #endif
 #if HEAD_DIM != 64 && HEAD_DIM != 128
 #error "HEAD_DIM must be 64 or 128"
@@ -54,6 +56,8 @@ shared float res[HEAD_DIM];
 // Element e (in elements) of a DTYPE tensor held in uint words.
 #if DTYPE == f16
 #define LOAD(buf, e) gk_f16_to_f32((buf[(e) >> 1] >> (((e) & 1u) * 16u)) & 0xffffu)
+#elif DTYPE == bf16
+#define LOAD(buf, e) gk_bf16_to_f32((buf[(e) >> 1] >> (((e) & 1u) * 16u)) & 0xffffu)
 #else
 #define LOAD(buf, e) uintBitsToFloat(buf[e])
 #endif
@@ -114,6 +118,9 @@ void main() {
 #if DTYPE == f16
       for (uint e = t; e < D / 2u; e += WG)
         ow[qbase / 2u + e] = gk_f32_to_f16(res[2u * e]) | (gk_f32_to_f16(res[2u * e + 1u]) << 16);
+#elif DTYPE == bf16
+      for (uint e = t; e < D / 2u; e += WG)
+        ow[qbase / 2u + e] = gk_pack_bf16x2(res[2u * e], res[2u * e + 1u]);
 #else
       for (uint e = t; e < D; e += WG) ow[qbase + e] = floatBitsToUint(res[e]);
 #endif

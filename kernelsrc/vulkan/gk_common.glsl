@@ -1,6 +1,6 @@
 // gk_common.glsl - arithmetic every Vulkan kernel shares, written so that it
-// needs no device feature beyond Vulkan 1.1 core: binary16 travels in uint
-// words (no 16-bit storage extension), NaN tests look at bits (fast-math
+// needs no device feature beyond Vulkan 1.1 core: binary16 and bfloat16
+// travel in uint words (no 16-bit storage extension), NaN tests look at bits (fast-math
 // compilers may fold isnan away), and sin/cos have their own range reduction
 // (the Vulkan spec promises only 2^-11 absolute error for the built-ins,
 // and only on [-pi, pi]).
@@ -49,6 +49,29 @@ uint gk_f32_to_f16(float f) {
 // A NaN by its bits: exponent all ones and a non-zero mantissa.
 bool gk_isnan(float f) {
   return (floatBitsToUint(f) & 0x7fffffffu) > 0x7f800000u;
+}
+
+// bfloat16 is the high half of a binary32: the low 16 bits of h, shifted
+// into place, are the float exactly.
+float gk_bf16_to_f32(uint h) {
+  return uintBitsToFloat(h << 16);
+}
+
+// binary32 -> bfloat16 bits, rounded to nearest even in integer arithmetic:
+// adding 0x7fff plus the lowest kept bit carries into the kept half exactly
+// when the dropped half is above the tie, or on it with an odd kept half
+// (a carry into the exponent gives the next binade or infinity). A NaN
+// becomes the quiet NaN 0x7fc0 with its sign (the carry could make it an
+// infinity).
+uint gk_f32_to_bf16(float f) {
+  uint u = floatBitsToUint(f);
+  if (gk_isnan(f)) return ((u >> 16) & 0x8000u) | 0x7fc0u;
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+
+// Two floats rounded to bfloat16 in one word, a in the low half.
+uint gk_pack_bf16x2(float a, float b) {
+  return gk_f32_to_bf16(a) | (gk_f32_to_bf16(b) << 16);
 }
 
 // An infinity by its bits.

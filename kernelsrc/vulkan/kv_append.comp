@@ -2,9 +2,9 @@
 // (docs/kernels.md, "kv_append"): row i of sequence s, KV head hk, goes to
 // position seq_lens[s] - sq + i, slot pos % PAGE of page block_table[s]
 // [pos / PAGE]. A sequence that is invalid (kernelsrc/common/gk_paged.h) or
-// shorter than sq is skipped. ONE source for the variant: -DDTYPE=f16|f32,
-// -DHEAD_DIM=64|128, -DPAGE=16|64 (DTYPE only sets the row's size: this is
-// a copy of uint words, f16 two per word).
+// shorter than sq is skipped. ONE source for the variant:
+// -DDTYPE=f16|bf16|f32, -DHEAD_DIM=64|128, -DPAGE=16|64 (DTYPE only sets
+// the row's size: this is a copy of uint words, f16 and bf16 two per word).
 //
 // Bindings (set 0): 0 k_new, 1 v_new [n_seqs][n_kv_heads][sq][D], 2 k_pool,
 // 3 v_pool [n_pages][n_kv_heads][PAGE][D], 4 block_table [n_seqs]
@@ -17,11 +17,12 @@
 
 #define f16 1
 #define f32 2
+#define bf16 3
 #if !defined(DTYPE) || !defined(HEAD_DIM) || !defined(PAGE)
-#error "kv_append.comp needs -DDTYPE=f16|f32 -DHEAD_DIM=64|128 -DPAGE=16|64"
+#error "kv_append.comp needs -DDTYPE=f16|bf16|f32 -DHEAD_DIM=64|128 -DPAGE=16|64"
 #endif
-#if DTYPE != f16 && DTYPE != f32
-#error "DTYPE must be f16 or f32"
+#if DTYPE != f16 && DTYPE != bf16 && DTYPE != f32
+#error "DTYPE must be f16, bf16 or f32"
 #endif
 #if HEAD_DIM != 64 && HEAD_DIM != 128
 #error "HEAD_DIM must be 64 or 128"
@@ -32,7 +33,7 @@
 
 #define WG 64u
 #define P uint(PAGE)
-#if DTYPE == f16
+#if DTYPE == f16 || DTYPE == bf16
 #define WORDS uint(HEAD_DIM / 2) // uint words per row
 #else
 #define WORDS uint(HEAD_DIM)

@@ -2,11 +2,11 @@
 // for sequence s of length L = seq_lens[s], head h and query row i (token
 // L - sq + i), o = softmax(scale * q k^T) v over the keys j < L with j <=
 // i + L - sq, key j being slot j % PAGE of page block_table[s][j / PAGE] of
-// the pools. ONE source for the variant: -DDTYPE=f16|f32,
+// the pools. ONE source for the variant: -DDTYPE=f16|bf16|f32,
 // -DHEAD_DIM=64|128, -DPAGE=16|64.
 //
-// Bindings (set 0), tensors of DTYPE read as uint words (f16: two elements
-// per word, low half first, so no 16-bit storage feature is needed):
+// Bindings (set 0), tensors of DTYPE read as uint words (f16, bf16: two
+// elements per word, low half first, so no 16-bit storage feature is needed):
 //   0 q [n_seqs][n_heads][sq][D], 1 k_pool, 2 v_pool [n_pages][n_kv_heads]
 //   [PAGE][D], 3 block_table [n_seqs][max_pages] int, 4 seq_lens [n_seqs]
 //   int, 5 o [n_seqs][n_heads][sq][D].
@@ -19,18 +19,20 @@
 // key t's row (kept in shared memory for the value pass), scores it, and
 // the online softmax proceeds as there. Before anything is read the
 // workgroup checks its sequence (the rule of kernelsrc/common/gk_paged.h,
-// each invocation a share of the pages): an invalid one gets NaN rows.
+// each invocation a share of the pages): an invalid one gets NaN rows (f16
+// 0x7e00, bf16 0x7fc0, f32 0x7fc00000).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "gk_common.glsl"
 
 #define f16 1
 #define f32 2
+#define bf16 3
 #if !defined(DTYPE) || !defined(HEAD_DIM) || !defined(PAGE)
-#error "paged_attention.comp needs -DDTYPE=f16|f32 -DHEAD_DIM=64|128 -DPAGE=16|64"
+#error "paged_attention.comp needs -DDTYPE=f16|bf16|f32 -DHEAD_DIM=64|128 -DPAGE=16|64"
 #endif
-#if DTYPE != f16 && DTYPE != f32
-#error "DTYPE must be f16 or f32"
+#if DTYPE != f16 && DTYPE != bf16 && DTYPE != f32
+#error "DTYPE must be f16, bf16 or f32"
 #endif
 #if HEAD_DIM != 64 && HEAD_DIM != 128
 #error "HEAD_DIM must be 64 or 128"
@@ -66,6 +68,10 @@ shared uint bad;        // the sequence is invalid
 #if DTYPE == f16
 #define LOAD(buf, e) gk_f16_to_f32((buf[(e) >> 1] >> (((e) & 1u) * 16u)) & 0xffffu)
 #define NAN_WORD 0x7e007e00u
+#define WORDS (D / 2u)
+#elif DTYPE == bf16
+#define LOAD(buf, e) gk_bf16_to_f32((buf[(e) >> 1] >> (((e) & 1u) * 16u)) & 0xffffu)
+#define NAN_WORD 0x7fc07fc0u
 #define WORDS (D / 2u)
 #else
 #define LOAD(buf, e) uintBitsToFloat(buf[e])
@@ -145,6 +151,9 @@ void main() {
 #if DTYPE == f16
         for (uint e = t; e < D / 2u; e += WG)
           ow[qbase / 2u + e] = gk_f32_to_f16(res[2u * e]) | (gk_f32_to_f16(res[2u * e + 1u]) << 16);
+#elif DTYPE == bf16
+        for (uint e = t; e < D / 2u; e += WG)
+          ow[qbase / 2u + e] = gk_pack_bf16x2(res[2u * e], res[2u * e + 1u]);
 #else
         for (uint e = t; e < D; e += WG) ow[qbase + e] = floatBitsToUint(res[e]);
 #endif

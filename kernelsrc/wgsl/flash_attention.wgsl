@@ -1,20 +1,26 @@
 // flash_attention.wgsl - o = softmax(scale * q k^T) v per query row, grouped
 // heads, optional bottom-right causal mask, online softmax over key tiles
 // (docs/kernels.md); the algorithm of kernelsrc/vulkan/flash_attention.comp.
-// ONE source: -DCAUSAL=0|1 -DDTYPE=f16|f32 -DHEAD_DIM=64|128.
-// Bindings (group 0), tensors of DTYPE as u32 words (f16: two per word, low
-// half first; core WebGPU needs no shader-f16 feature): 0 q, 1 k, 2 v,
+// ONE source: -DCAUSAL=0|1 -DDTYPE=f16|bf16|f32 -DHEAD_DIM=64|128.
+// Bindings (group 0), tensors of DTYPE as u32 words (f16, bf16: two per
+// word, low half first; core WebGPU needs no shader-f16 feature): 0 q, 1 k, 2 v,
 // 3 o, 4 params (uniform: n_heads, n_kv_heads, sq, skv as u32, scale as
 // f32). Dispatch: (sq, n_heads, 1) workgroups; any count >= 1.
 #include "gk_common.wgsl"
 
-// DTYPE is a bare word (f16 or f32, which are also WGSL type names): test
-// it by pasting, never by defining f16/f32 themselves.
+// DTYPE is a bare word (f16, bf16 or f32; f16 and f32 are also WGSL type
+// names): test it by pasting, never by defining f16/f32 themselves.
 #define GK_CAT2(a, b) a##b
 #define GK_CAT(a, b) GK_CAT2(a, b)
-#define GK_IS_f16 1
+#define GK_DT_f16 1
+#define GK_DT_bf16 2
+#define GK_DT_f32 3
+#define GK_DT GK_CAT(GK_DT_, DTYPE)
 #if !defined(CAUSAL) || !defined(DTYPE) || !defined(HEAD_DIM)
-#error "flash_attention.wgsl needs -DCAUSAL=0|1 -DDTYPE=f16|f32 -DHEAD_DIM=64|128"
+#error "flash_attention.wgsl needs -DCAUSAL=0|1 -DDTYPE=f16|bf16|f32 -DHEAD_DIM=64|128"
+#endif
+#if GK_DT != 1 && GK_DT != 2 && GK_DT != 3
+#error "DTYPE must be f16, bf16 or f32"
 #endif
 #if HEAD_DIM != 64 && HEAD_DIM != 128
 #error "HEAD_DIM must be 64 or 128"
@@ -36,10 +42,14 @@ var<workgroup> qs: array<f32, HEAD_DIM>;
 var<workgroup> ps: array<f32, 64>;
 var<workgroup> res: array<f32, HEAD_DIM>;
 
-#if GK_CAT(GK_IS_, DTYPE)
+#if GK_DT == 1
 fn load_q(e: u32) -> f32 { return gk_f16_to_f32((qw[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu); }
 fn load_k(e: u32) -> f32 { return gk_f16_to_f32((kw[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu); }
 fn load_v(e: u32) -> f32 { return gk_f16_to_f32((vw[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu); }
+#elif GK_DT == 2
+fn load_q(e: u32) -> f32 { return gk_bf16_to_f32((qw[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu); }
+fn load_k(e: u32) -> f32 { return gk_bf16_to_f32((kw[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu); }
+fn load_v(e: u32) -> f32 { return gk_bf16_to_f32((vw[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu); }
 #else
 fn load_q(e: u32) -> f32 { return bitcast<f32>(qw[e]); }
 fn load_k(e: u32) -> f32 { return bitcast<f32>(kw[e]); }
@@ -111,9 +121,13 @@ fn flash_attention(@builtin(local_invocation_index) t: u32,
         res[t + d * WG] = r;
       }
       workgroupBarrier();
-#if GK_CAT(GK_IS_, DTYPE)
+#if GK_DT == 1
       for (var e = t; e < D / 2u; e = e + WG) {
         ow[qbase / 2u + e] = gk_f32_to_f16(res[2u * e]) | (gk_f32_to_f16(res[2u * e + 1u]) << 16u);
+      }
+#elif GK_DT == 2
+      for (var e = t; e < D / 2u; e = e + WG) {
+        ow[qbase / 2u + e] = gk_pack_bf16x2(res[2u * e], res[2u * e + 1u]);
       }
 #else
       for (var e = t; e < D; e = e + WG) { ow[qbase + e] = bitcast<u32>(res[e]); }

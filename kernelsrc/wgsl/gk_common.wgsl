@@ -1,7 +1,7 @@
 // gk_common.wgsl - arithmetic every WGSL kernel shares (the same algorithms
-// as kernelsrc/vulkan/gk_common.glsl): binary16 in u32 words decoded and
-// encoded with integer operations (core WebGPU, no shader-f16 feature, and
-// exact whatever a driver does with f16 subnormals), NaN tests on bits, and
+// as kernelsrc/vulkan/gk_common.glsl): binary16 and bfloat16 in u32 words
+// decoded and encoded with integer operations (core WebGPU, no shader-f16
+// feature, and exact whatever a driver does with f16 subnormals), NaN tests on bits, and
 // sin/cos with their own range reduction.
 // Included by the C preprocessor (recipes/toolchains/wgsl.lua).
 
@@ -40,6 +40,25 @@ fn gk_f32_to_f16(f: f32) -> u32 {
 
 fn gk_isnan(f: f32) -> bool {
   return (bitcast<u32>(f) & 0x7fffffffu) > 0x7f800000u;
+}
+
+// bfloat16 (low 16 bits of h) -> f32: the high half of a binary32, exact.
+fn gk_bf16_to_f32(h: u32) -> f32 {
+  return bitcast<f32>(h << 16u);
+}
+
+// f32 -> bfloat16 bits, nearest even: 0x7fff plus the lowest kept bit
+// carries into the kept half exactly when it should; a NaN becomes the
+// quiet NaN 0x7fc0 with its sign.
+fn gk_f32_to_bf16(f: f32) -> u32 {
+  let u = bitcast<u32>(f);
+  if (gk_isnan(f)) { return ((u >> 16u) & 0x8000u) | 0x7fc0u; }
+  return (u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u;
+}
+
+// Two floats rounded to bfloat16 in one word, a in the low half.
+fn gk_pack_bf16x2(a: f32, b: f32) -> u32 {
+  return gk_f32_to_bf16(a) | (gk_f32_to_bf16(b) << 16u);
 }
 
 fn gk_isinf(f: f32) -> bool {

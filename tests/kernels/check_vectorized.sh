@@ -81,7 +81,7 @@ check() {
 check qmatmul fma bits1 bits2 bits4 bits8
 fa=
 for c in 0 1; do
-  for t in f16 f32; do
+  for t in f16 bf16 f32; do
     for d in 64 128; do
       fa="$fa causal$c.dtype$t.head_dim$d"
     done
@@ -90,7 +90,7 @@ done
 # shellcheck disable=SC2086 # the variants are words
 check flash_attention fma $fa
 pa=
-for t in f16 f32; do
+for t in f16 bf16 f32; do
   for d in 64 128; do
     for p in 16 64; do
       pa="$pa dtype$t.head_dim$d.page$p"

@@ -3,7 +3,7 @@
  * loaded by libgk through its public API, against the scalar reference of
  * tests/common/kref.h (full score rows in double).
  *
- * Every variant (causal 0/1 x dtype f16/f32 x head_dim 64/128) on every
+ * Every variant (causal 0/1 x dtype f16/bf16/f32 x head_dim 64/128) on every
  * x86-64 level this CPU runs (levels above it are SKIPped, saying so), on
  * shapes that take each path of the kernel: decode (sq = 1), sq = skv, sq <
  * skv, sq > skv (causal rows with no key are zeros), skv = 0, skv shorter
@@ -12,7 +12,10 @@
  * skv (2048), and peaked softmaxes (large scale) where the running maximum
  * moves from tile to tile. Inputs end right before an inaccessible page and
  * the output is followed by guard values, so reading or writing past a
- * tensor fails. Finally the decode case the kernel is tuned for (32 heads,
+ * tensor fails. bf16 is also checked bit for bit against the f32 variant
+ * of the same level on the same (widened) inputs, rounded to nearest even:
+ * the bf16 arithmetic is f32's plus one rounding, and kref's tolerance
+ * (one bf16 ulp) would let a truncating kernel pass. Finally the decode case the kernel is tuned for (32 heads,
  * skv 4096, head_dim 128, f16) is timed on each level and checked too.
  */
 #include <math.h>
@@ -89,7 +92,7 @@ static int tensors_make(tensors *t, kref_dtype dt, int causal, int d,
 static int run_case(gk_flash_attention_fn fn, const char *what, kref_dtype dt,
                     int d, const shape *s, const tensors *t, double *worst) {
   const float scale = (float)(s->scale_mul / sqrt((double)d));
-  /* NaN in o (f32 and f16 alike: 0xff bytes) shows an element never
+  /* NaN in o (f32, f16 and bf16 alike: 0xff bytes) shows an element never
    * written; the guard must stay as it was. */
   memset(t->o, 0xff, t->qo_n * t->es);
   for (size_t i = 0; i < GUARD * t->es; i++)
@@ -116,17 +119,60 @@ static int run_case(gk_flash_attention_fn fn, const char *what, kref_dtype dt,
   return bad;
 }
 
+/* bf16: o must be the f32 kernel's o on the same inputs (widened exactly),
+ * rounded once to nearest even (kref_set rounds a float exactly so). 0 when
+ * it is. */
+static int check_bf16_rounding(gk_flash_attention_fn fn32, const char *what, int d,
+                               const shape *s, const tensors *t) {
+  const float scale = (float)(s->scale_mul / sqrt((double)d));
+  const size_t n = 2 * t->qo_n + 2 * t->kv_n;
+  float *w = malloc((n + 1) * sizeof *w);
+  if (!w) {
+    printf("FAIL: out of memory making test data\n");
+    return 1;
+  }
+  float *q = w, *k = q + t->qo_n, *v = k + t->kv_n, *o = v + t->kv_n;
+  for (size_t i = 0; i < t->qo_n; i++)
+    q[i] = (float)kref_get(KREF_BF16, t->q, i);
+  for (size_t i = 0; i < t->kv_n; i++) {
+    k[i] = (float)kref_get(KREF_BF16, t->k, i);
+    v[i] = (float)kref_get(KREF_BF16, t->v, i);
+  }
+  fn32(q, k, v, o, s->n_heads, s->n_kv_heads, s->sq, s->skv, scale);
+  int bad = 0;
+  for (size_t i = 0; i < t->qo_n && !bad; i++) {
+    uint16_t want, got;
+    kref_set(KREF_BF16, &want, 0, o[i]);
+    memcpy(&got, t->o + i * 2, 2);
+    if (got != want) {
+      printf("FAIL: %s h=%lld sq=%lld skv=%lld: o[%zu] = bf16 0x%04x, the f32 variant's %a "
+             "rounded to nearest even is 0x%04x\n", what, (long long)s->n_heads,
+             (long long)s->sq, (long long)s->skv, i, got, (double)o[i], want);
+      bad = 1;
+    }
+  }
+  free(w);
+  return bad;
+}
+
 static int check_variant(ktest *kt, int causal, kref_dtype dt, int d) {
   char variant[64], what[128];
   snprintf(variant, sizeof variant, "causal=%d,dtype=%s,head_dim=%d", causal,
            kref_dtype_name(dt), d);
   gk_module *mods[KTEST_NLEVELS] = {0};
-  gk_flash_attention_fn fns[KTEST_NLEVELS] = {0};
+  gk_module *mods32[KTEST_NLEVELS] = {0};
+  gk_flash_attention_fn fns[KTEST_NLEVELS] = {0}, fns32[KTEST_NLEVELS] = {0};
   double worst[KTEST_NLEVELS] = {0};
   int failures = 0;
-  for (int l = 0; l <= kt->host_level; l++)
+  char variant32[64];
+  snprintf(variant32, sizeof variant32, "causal=%d,dtype=f32,head_dim=%d", causal, d);
+  for (int l = 0; l <= kt->host_level; l++) {
     fns[l] = (gk_flash_attention_fn)ktest_load(kt, l, "flash_attention", variant,
                                                &mods[l]);
+    if (dt == KREF_BF16)
+      fns32[l] = (gk_flash_attention_fn)ktest_load(kt, l, "flash_attention", variant32,
+                                                   &mods32[l]);
+  }
   for (size_t c = 0; c < NSHAPES; c++) {
     tensors t;
     const uint64_t seed = 7000u + 100u * (unsigned)c + 10u * (unsigned)dt +
@@ -141,6 +187,8 @@ static int check_variant(ktest *kt, int causal, kref_dtype dt, int d) {
         continue;
       snprintf(what, sizeof what, "flash_attention %s %s", variant, ktest_levels[l]);
       failures += run_case(fns[l], what, dt, d, &shapes[c], &t, &worst[l]);
+      if (fns32[l])
+        failures += check_bf16_rounding(fns32[l], what, d, &shapes[c], &t);
     }
     tensors_free(&t);
   }
@@ -149,6 +197,7 @@ static int check_variant(ktest *kt, int causal, kref_dtype dt, int d) {
       printf("ok: flash_attention %s %-9s %zu shapes, worst error %.2f of tolerance\n",
              variant, ktest_levels[l], NSHAPES, worst[l]);
     gk_module_unload(mods[l]);
+    gk_module_unload(mods32[l]);
   }
   return failures;
 }
@@ -197,10 +246,11 @@ int main(int argc, char **argv) {
   if (rc != 0)
     return rc;
   int failures = 0;
+  const kref_dtype dts[] = KREF_DTYPES;
   for (int causal = 0; causal <= 1; causal++)
-    for (int dt = 0; dt < 2; dt++)
+    for (int i = 0; i < KREF_N_DTYPES; i++)
       for (int d = 64; d <= 128; d *= 2)
-        failures += check_variant(&kt, causal, dt ? KREF_F32 : KREF_F16, d);
+        failures += check_variant(&kt, causal, dts[i], d);
   for (int causal = 0; causal <= 1; causal++)
     failures += time_decode(&kt, causal);
   failures += kt.failures;

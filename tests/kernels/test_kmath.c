@@ -3,16 +3,19 @@
  * against computations that do not use it: the binary16 encoder of
  * kernelsrc/common/gk_quant.h (gk_q_f32_to_f16, also used by GPU
  * backends) against qref_f16_encode, and kernelsrc/cpu/gk_cpu.h (vector
- * f16 loads, exp, and the double exp/log/sin/cos/sqrt that keep the images
- * free of libm) against libm. Built at this build's default -march, so the
- * SSE2 layer of gk_cpu.h (the one with hand-written f16 loads) is the one
- * tested here; the AVX levels are exercised through the kernel images.
+ * f16 and bf16 loads and stores, exp, and the double exp/log/sin/cos/sqrt
+ * that keep the images free of libm) against libm. Built at this build's
+ * default -march (the SSE2 layer of gk_cpu.h, the one with hand-written f16
+ * loads) and again for x86-64-v3 and v4 (test_kmath_v3, _v4: their F16C,
+ * FMA and vector bf16 code), which say SKIP on a CPU without those
+ * instructions.
  */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -156,6 +159,71 @@ static void store_h(void **state) {
   }
 }
 
+/* vf_load_b for all 65536 patterns: exactly the pattern in the high half. */
+static void load_b_all(void **state) {
+  (void)state;
+  int bad = 0;
+  for (uint32_t h0 = 0; h0 <= 0xffff; h0 += GK_VL) {
+    uint16_t in[GK_VL];
+    float out[GK_VL];
+    for (int l = 0; l < GK_VL; l++)
+      in[l] = (uint16_t)(h0 + (uint32_t)l);
+    vf_store(out, vf_load_b(in));
+    for (int l = 0; l < GK_VL; l++)
+      if (bits_of(out[l]) != (uint32_t)in[l] << 16 && bad++ < 5)
+        print_error("bfloat16 0x%04x: got 0x%08x\n", (unsigned)in[l], (unsigned)bits_of(out[l]));
+  }
+  assert_int_equal(bad, 0);
+}
+
+/* f rounded to bfloat16 without the kernels' integer trick: the nearer of
+ * the two bfloat16 values around it, compared in double, the even one on a
+ * tie (past the largest finite value the next one up is 2^128: infinity). */
+static uint16_t bf16_nearest(float f) {
+  const uint32_t u = bits_of(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u)
+    return (uint16_t)(sign | 0x7fc0u);
+  if (a == 0x7f800000u)
+    return (uint16_t)(sign | 0x7f80u);
+  const uint32_t m = a >> 16;
+  const double x = float_of(a), lo = float_of(m << 16);
+  const double hi = m + 1 == 0x7f80u ? 0x1p128 : (double)float_of((m + 1) << 16);
+  const uint32_t r = x - lo < hi - x ? m : x - lo > hi - x ? m + 1 : (m & 1u) ? m + 1 : m;
+  return (uint16_t)(sign | r);
+}
+
+/* vf_store_b rounds to nearest even: random patterns (NaNs, infinities,
+ * subnormals, values past the largest bfloat16 included) and exact ties. */
+static void store_b(void **state) {
+  (void)state;
+  qref_rng r;
+  qref_seed(&r, 23);
+  int bad = 0;
+  for (int i = 0; i < 200000; i++) {
+    float in[GK_VL];
+    uint16_t out[GK_VL];
+    for (int l = 0; l < GK_VL; l++) {
+      uint32_t u = (uint32_t)(qref_uniform(&r) * 4294967296.0);
+      if (i % 4 == 1)
+        u = (u & 0xffff0000u) | 0x8000u; /* a tie */
+      else if (i % 4 == 2)
+        u = (u & 0x80000000u) | 0x7f7f0000u | (u & 0xffffu); /* near the top */
+      in[l] = float_of(u);
+    }
+    vf_store_b(out, vf_load(in));
+    for (int l = 0; l < GK_VL; l++)
+      if (out[l] != bf16_nearest(in[l]) && bad++ < 5)
+        print_error("0x%08x: got bfloat16 0x%04x, expected 0x%04x\n",
+                    (unsigned)bits_of(in[l]), (unsigned)out[l], (unsigned)bf16_nearest(in[l]));
+  }
+  assert_int_equal(bad, 0);
+  assert_int_equal(gk_q_f32_to_bf16(1.0f), 0x3f80);
+  assert_int_equal(gk_q_f32_to_bf16(float_of(0x3f808000u)), 0x3f80); /* tie, even below */
+  assert_int_equal(gk_q_f32_to_bf16(float_of(0x3f818000u)), 0x3f82); /* tie, even above */
+  assert_int_equal(gk_q_f32_to_bf16(float_of(0x7f7f8000u)), 0x7f80); /* to infinity */
+  assert_int_equal(gk_q_f32_to_bf16(float_of(0xffc00001u)), 0xffc0); /* NaN keeps its sign */
+}
+
 /* vf_exp and gk_expf: within 3 ulp of e^x where e^x is a normal float,
  * exactly 0 below that (and for -inf), exactly 1 at 0. */
 static void exp_f32(void **state) {
@@ -218,12 +286,31 @@ static void double_math(void **state) {
   assert_true(gk_log_d(0x1p-1070) == log(0x1p-1070)); /* subnormal input */
 }
 
-int main(void) {
+/* Kept out of main so that no instruction of the level runs before the
+ * CPU check. */
+static __attribute__((noinline)) int kmath_tests(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(encode_edges), cmocka_unit_test(encode_known),
       cmocka_unit_test(encode_random), cmocka_unit_test(load_h_all),
-      cmocka_unit_test(store_h),      cmocka_unit_test(exp_f32),
+      cmocka_unit_test(store_h),      cmocka_unit_test(load_b_all),
+      cmocka_unit_test(store_b),      cmocka_unit_test(exp_f32),
       cmocka_unit_test(double_math),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+int main(void) {
+#if defined(__AVX512F__)
+  if (!__builtin_cpu_supports("avx512f")) {
+    printf("SKIP: this CPU has no AVX-512F (test_kmath_v4 is built for x86-64-v4)\n");
+    return 77;
+  }
+#elif defined(__AVX2__)
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
+      !__builtin_cpu_supports("f16c")) {
+    printf("SKIP: this CPU has no AVX2/FMA/F16C (test_kmath_v3 is built for x86-64-v3)\n");
+    return 77;
+  }
+#endif
+  return kmath_tests();
 }

@@ -4,7 +4,7 @@
  * against the scalar references of tests/common/kref.h, and libgk's
  * gk_paged_check against the same rule.
  *
- * Every variant (dtype f16/f32 x head_dim 64/128 x page 16/64) on every
+ * Every variant (dtype f16/bf16/f32 x head_dim 64/128 x page 16/64) on every
  * x86-64 level this CPU runs, on batches that mix what a serving loop
  * meets: decode and prefill chunks (sq 1, 5, 7: not a multiple of any
  * tile), sequences of length 0, 1 and shorter than sq (rows with no key
@@ -138,7 +138,8 @@ static void label(char *buf, size_t n, const char *what, const pcase *c,
 }
 
 /* paged_attention against the reference, and the NaN rows of invalid
- * sequences bit for bit (f16 0x7e00, f32 0x7fc00000). 0 when right. */
+ * sequences bit for bit (f16 0x7e00, bf16 0x7fc0, f32 0x7fc00000). 0 when
+ * right. */
 static int check_attention(gk_paged_attention_fn fn, const char *what, const pcase *c,
                            data *t, double *worst) {
   const float scale = case_scale(c, t->d);
@@ -167,13 +168,14 @@ static int check_attention(gk_paged_attention_fn fn, const char *what, const pca
   kref_attention_tolerance(t->dt, t->d, c->scale_mul, longest, vmax, 0, &atol, &rtol);
   int bad = kref_check(lab, t->dt, t->o, t->want, (int64_t)t->qo_n, atol, rtol, worst);
   const size_t per_seq = t->qo_n / (size_t)c->n_seqs;
+  const uint32_t qnan = t->dt == KREF_F16 ? 0x7e00u : t->dt == KREF_BF16 ? 0x7fc0u : 0x7fc00000u;
   for (int64_t s = 0; s < c->n_seqs && !bad; s++) {
     if (is_valid(c->kind[s]))
       continue;
     for (size_t e = (size_t)s * per_seq; e < (size_t)(s + 1) * per_seq && !bad; e++) {
       uint32_t bits = 0;
       memcpy(&bits, t->o + e * t->es, t->es);
-      if (bits != (t->es == 2 ? 0x7e00u : 0x7fc00000u)) {
+      if (bits != qnan) {
         printf("FAIL: %s: invalid sequence %lld, element %zu = 0x%x, not the quiet NaN\n",
                lab, (long long)s, e, bits);
         bad = 1;
@@ -409,10 +411,11 @@ int main(int argc, char **argv) {
   if (rc != 0)
     return rc;
   int failures = check_messages();
-  for (int dt = 0; dt < 2; dt++)
+  const kref_dtype dts[] = KREF_DTYPES;
+  for (int i = 0; i < KREF_N_DTYPES; i++)
     for (int d = 64; d <= 128; d *= 2)
       for (int page = 16; page <= 64; page *= 4)
-        failures += check_variant(&kt, dt ? KREF_F32 : KREF_F16, d, page);
+        failures += check_variant(&kt, dts[i], d, page);
   failures += kt.failures;
   ktest_close(&kt);
   if (failures)

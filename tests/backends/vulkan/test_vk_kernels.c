@@ -138,11 +138,63 @@ static void test_qmatmul(void) {
 /* Tolerance. Scores are f32 dot products (D terms), weights f32 exp
  * (Vulkan: within 3 + 2|x| ulp), sums in f32: on data in [-1, 1) the
  * output (a convex combination of v rows, |o| <= 1) is off by a few 1e-7.
- * f32 outputs: 1e-5 absolute. f16 outputs are rounded once from f32, so a
- * value near a rounding boundary may round the other way: one f16 ulp
- * (2^-10 relative, 2^-24 for subnormals) plus the f32 error. */
-static void fa_case(gk_module *m, int causal, kref_dtype dt, int D, int64_t H, int64_t HK,
-                    int64_t SQ, int64_t SKV) {
+ * f32 outputs: 1e-5 absolute. f16 and bf16 outputs are rounded once from
+ * f32, so a value near a rounding boundary may round the other way: one ulp
+ * of the dtype plus the f32 error (f16 2^-10 relative, 2^-24 for
+ * subnormals; bf16 2^-7 relative, as kref_attention_tolerance says: it
+ * keeps f32's exponent range, so no subnormal is reached here). */
+static void attn_tolerance(kref_dtype dt, double *atol, double *rtol) {
+  *atol = dt == KREF_F16 ? 1e-5 + 5.9604644775390625e-8 : 1e-5;
+  *rtol = dt == KREF_F16 ? 0x1p-10 : dt == KREF_BF16 ? 0x1p-7 : 0;
+}
+
+/* bf16's o is the f32 arithmetic rounded once to nearest even, which the
+ * tolerance above (one bf16 ulp) cannot tell from truncation: so o is also
+ * compared with the f32 variant's o on the same inputs (widened exactly),
+ * rounded here. Both are one driver's code for the same operations, but it
+ * may fuse or order them differently, so an f32 value within 16 f32 ulps
+ * of the midpoint between two bf16 values may round either way. */
+static void bf16_rounding_case(gk_module *m32, const char *what, const void *q, const void *k,
+                               const void *v, const uint16_t *got, int64_t H, int64_t HK,
+                               int64_t SQ, int64_t SKV, float scale, size_t nq, size_t nk) {
+  float *w = malloc((2 * nq + 2 * nk + 1) * sizeof *w);
+  float *qf = w, *kf = qf + nq, *vf = kf + nk;
+  for (size_t i = 0; i < nq; i++) qf[i] = (float)kref_get(KREF_BF16, q, i);
+  for (size_t i = 0; i < nk; i++) {
+    kf[i] = (float)kref_get(KREF_BF16, k, i);
+    vf[i] = (float)kref_get(KREF_BF16, v, i);
+  }
+  gk_vk_buffer *b[4] = {buf(qf, nq * 4), buf(kf, nk * 4), buf(vf, nk * 4), buf(NULL, nq * 4)};
+  struct {
+    uint32_t n_heads, n_kv_heads, sq, skv;
+    float scale;
+  } push = {(uint32_t)H, (uint32_t)HK, (uint32_t)SQ, (uint32_t)SKV, scale};
+  cases++;
+  if (run(m32, "flash_attention", b, 4, &push, sizeof push, (uint32_t)SQ, (uint32_t)H) != GK_OK) {
+    failures++;
+  } else {
+    const float *o = gk_vk_buffer_map(b[3]);
+    for (size_t i = 0; i < nq; i++) {
+      uint32_t u;
+      memcpy(&u, &o[i], 4);
+      const uint32_t low = u & 0xffffu;
+      const uint32_t off_tie = low > 0x8000u ? low - 0x8000u : 0x8000u - low;
+      uint16_t want;
+      kref_set(KREF_BF16, &want, 0, o[i]);
+      if (got[i] != want && off_tie > 16u) {
+        printf("FAIL: %s: o[%zu] = bf16 0x%04x, the f32 variant's 0x%08x rounded to nearest "
+               "even is 0x%04x\n", what, i, got[i], u, want);
+        failures++;
+        break;
+      }
+    }
+  }
+  for (int i = 0; i < 4; i++) gk_vk_buffer_destroy(b[i]);
+  free(w);
+}
+
+static void fa_case(gk_module *m, gk_module *m32, int causal, kref_dtype dt, int D, int64_t H,
+                    int64_t HK, int64_t SQ, int64_t SKV) {
   qref_rng r;
   qref_seed(&r, (uint64_t)(causal * 7 + dt * 131 + D * 17 + H * 5 + SQ * 1009 + SKV));
   size_t es = kref_dtype_size(dt);
@@ -171,9 +223,12 @@ static void fa_case(gk_module *m, int causal, kref_dtype dt, int D, int64_t H, i
     snprintf(what, sizeof what, "flash_attention causal=%d dtype=%s head_dim=%d h=%lld/%lld sq=%lld skv=%lld",
              causal, kref_dtype_name(dt), D, (long long)H, (long long)HK, (long long)SQ,
              (long long)SKV);
-    double atol = dt == KREF_F32 ? 1e-5 : 1e-5 + 5.9604644775390625e-8;
-    double rtol = dt == KREF_F32 ? 0 : 1.0 / 1024;
+    double atol, rtol;
+    attn_tolerance(dt, &atol, &rtol);
     failures += kref_check(what, dt, gk_vk_buffer_map(b[3]), want, (int64_t)nq, atol, rtol, NULL);
+    if (m32)
+      bf16_rounding_case(m32, what, q, k, v, gk_vk_buffer_map(b[3]), H, HK, SQ, SKV, scale, nq,
+                         nk);
   }
   for (int i = 0; i < 4; i++) gk_vk_buffer_destroy(b[i]);
 out:
@@ -186,18 +241,25 @@ static void test_flash_attention(void) {
    * zeros), equal heads with skv past two tiles. */
   static const int64_t shapes[][4] = {
       {4, 2, 5, 37}, {4, 1, 1, 200}, {2, 2, 70, 70}, {2, 1, 9, 4}, {2, 2, 3, 130}};
+  const kref_dtype dts[] = KREF_DTYPES;
   for (int causal = 0; causal <= 1; causal++)
-    for (int dti = 0; dti < 2; dti++)
+    for (int dti = 0; dti < KREF_N_DTYPES; dti++)
       for (int D = 64; D <= 128; D *= 2) {
-        kref_dtype dt = dti ? KREF_F32 : KREF_F16;
+        kref_dtype dt = dts[dti];
         char variant[64];
         snprintf(variant, sizeof variant, "causal=%d,dtype=%s,head_dim=%d", causal,
                  kref_dtype_name(dt), D);
-        gk_module *m = load("flash_attention", variant);
+        gk_module *m = load("flash_attention", variant), *m32 = NULL;
         if (!m) continue;
+        if (dt == KREF_BF16) {
+          snprintf(variant, sizeof variant, "causal=%d,dtype=f32,head_dim=%d", causal, D);
+          m32 = load("flash_attention", variant);
+        }
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-          fa_case(m, causal, dt, D, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]);
+          fa_case(m, m32, causal, dt, D, shapes[s][0], shapes[s][1], shapes[s][2],
+                  shapes[s][3]);
         gk_module_unload(m);
+        gk_module_unload(m32);
       }
 }
 
@@ -234,9 +296,9 @@ static int dispatch3(gk_module *m, const char *entry, gk_vk_buffer **b, size_t n
 }
 
 /* Tolerance: flash_attention's (above): f32 scores, exps and sums on keys
- * in [-1, 1) over at most ~130 keys: 1e-5 absolute; f16 one ulp more.
- * Invalid sequences: every element the quiet NaN (kref_check matches NaN
- * with NaN). kv_append: the pools byte for byte as ref_kv_append leaves
+ * in [-1, 1) over at most ~130 keys: 1e-5 absolute; f16, bf16 one ulp
+ * more. Invalid sequences: every element the quiet NaN, bit for bit (f16
+ * 0x7e00, bf16 0x7fc0, f32 0x7fc00000). kv_append: the pools byte for byte as ref_kv_append leaves
  * them; then paged_attention on them against ref_flash_attention (causal)
  * on each valid sequence's K/V gathered contiguous. */
 static void paged_case(gk_module *pa, gk_module *ka, kref_dtype dt, int D, int P,
@@ -260,8 +322,8 @@ static void paged_case(gk_module *pa, gk_module *ka, kref_dtype dt, int D, int P
   kref_fill(&r, dt, kn, nnew, -1, 1);
   kref_fill(&r, dt, vn, nnew, -1, 1);
   const float scale = (float)(1.0 / sqrt((double)D));
-  const double atol = dt == KREF_F32 ? 1e-5 : 1e-5 + 5.9604644775390625e-8;
-  const double rtol = dt == KREF_F32 ? 0 : 1.0 / 1024;
+  double atol, rtol;
+  attn_tolerance(dt, &atol, &rtol);
   char what[200];
   int n = snprintf(what, sizeof what, "dtype=%s head_dim=%d page=%d seqs=%lld h=%lld/%lld sq=%lld lens",
                    kref_dtype_name(dt), D, P, (long long)c->n_seqs, (long long)c->n_heads,
@@ -289,8 +351,24 @@ static void paged_case(gk_module *pa, gk_module *ka, kref_dtype dt, int D, int P
   snprintf(lab, sizeof lab, "paged_attention %s", what);
   if (dispatch3(pa, "paged_attention", b, 6, &push, sizeof push, g) != GK_OK)
     failures++;
-  else
+  else {
     failures += kref_check(lab, dt, gk_vk_buffer_map(b[5]), want, (int64_t)nq, atol, rtol, NULL);
+    const uint32_t qnan = dt == KREF_F16 ? 0x7e00u : dt == KREF_BF16 ? 0x7fc0u : 0x7fc00000u;
+    const size_t per = nq / (size_t)c->n_seqs;
+    const unsigned char *o = gk_vk_buffer_map(b[5]);
+    for (int64_t s = 0; s < c->n_seqs; s++)
+      for (size_t e = (size_t)s * per; c->kind[s] != KREF_PAGED_OK && e < (size_t)(s + 1) * per;
+           e++) {
+        uint32_t bits = 0;
+        memcpy(&bits, o + e * es, es);
+        if (bits != qnan) {
+          printf("FAIL: %s: invalid sequence %lld, element %zu = 0x%x, not the quiet NaN\n", lab,
+                 (long long)s, e, bits);
+          failures++;
+          break;
+        }
+      }
+  }
 
   /* kv_append into the same pool buffers; the reference on host copies. */
   ref_kv_append(dt, D, P, kn, vn, kp, vp, table, lens, c->n_seqs, c->n_kv_heads, c->sq,
@@ -350,10 +428,11 @@ static void paged_case(gk_module *pa, gk_module *ka, kref_dtype dt, int D, int P
 }
 
 static void test_paged(void) {
-  for (int dti = 0; dti < 2; dti++)
+  const kref_dtype dts[] = KREF_DTYPES;
+  for (int dti = 0; dti < KREF_N_DTYPES; dti++)
     for (int D = 64; D <= 128; D *= 2)
       for (int P = 16; P <= 64; P *= 4) {
-        kref_dtype dt = dti ? KREF_F32 : KREF_F16;
+        kref_dtype dt = dts[dti];
         char variant[64];
         snprintf(variant, sizeof variant, "dtype=%s,head_dim=%d,page=%d", kref_dtype_name(dt),
                  D, P);
