@@ -6,6 +6,9 @@
 #   probe      gk probe: the device libgk finds and what each kernel gets
 #   test       tests/gpu's test_gpu: every cuda kernel x variant x entry
 #              point against the CPU images, every image the card runs
+#   wgmma      the prefill on wgmma (gpu-pack/wgmma.gkfat, sm_90a): test_gpu
+#              against gpu.gkfat's CPU images, then gk_bench_gpu's prefill
+#              cases (beside bench's, which time the default sm_90a image)
 #   bench      bench/gpu.sh: bench/report.md and bench/gpu.json (with PyTorch)
 #   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
 #   racecheck  the same under racecheck
@@ -15,17 +18,17 @@
 #   vulkan     tests/backends/vulkan's test_vk_kernels on NVIDIA's Vulkan driver, with
 #              the loader unpacked from gpu-pack/debs
 # Each step has its own timeout and the run goes on past a failed one; all
-# of them share $GK_GPU_BUDGET seconds (default 330), so the call ends in
-# about 6 minutes. $GK_GPU_STEPS picks steps (default all, in that order).
+# of them share $GK_GPU_BUDGET seconds (default 390), so the call ends in
+# about 7 minutes. $GK_GPU_STEPS picks steps (default all, in that order).
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
-budget=${GK_GPU_BUDGET:-330}
-steps=${GK_GPU_STEPS:-smi probe test bench memcheck racecheck ncu vulkan}
+budget=${GK_GPU_BUDGET:-390}
+steps=${GK_GPU_STEPS:-smi probe test wgmma bench memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -71,6 +74,11 @@ step smi 30 sh -c 'nvidia-smi || exit 1; nvidia-smi -q; uname -a; ldd --version 
     echo "PyTorch: not importable"'
 step probe 30 env "$libs" "$pack/gk" probe "$archive"
 step test 150 env "$libs" "$test_gpu" "$archive"
+# shellcheck disable=SC2016
+step wgmma 60 sh -c '[ -f "$2/wgmma.gkfat" ] || { echo "SKIP: gpu-pack has no wgmma.gkfat"; exit 77; }
+  env "$1" "$2/tests/gpu/test_gpu" "$2/wgmma.gkfat" "$2/gpu.gkfat" || exit 1
+  env "$1" "$2/bench/gk_bench_gpu" "$2/wgmma.gkfat" --json "$3/wgmma-bench.json" \
+    --filter "flash_attention prefill"' sh "$libs" "$pack" "$out"
 # The sh -c texts below expand their own $1, $2... in the inner shell.
 # shellcheck disable=SC2016
 step bench 200 env GK_GPU_ARCHIVE="$archive" GK_GPU_LIB_PATH="$pack/lib" \

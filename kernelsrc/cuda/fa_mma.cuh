@@ -42,7 +42,8 @@
 #include "gk_gpu.cuh"
 
 /* The block's shared memory (one, declared by the caller for both
- * schedules): two stages of the tile, or (decode, at the end) the merge. */
+ * schedules): two stages of the tile (as ldmatrix reads them, or as wgmma
+ * does), or (decode, at the end) the merge. */
 template <int D>
 struct gk_fa_smem {
   enum {
@@ -53,6 +54,9 @@ struct gk_fa_smem {
     struct {
       uint16_t k[2][KEYS * RP], v[2][KEYS * RP]; /* [stage][key * RP + d] */
     } tile;
+    struct { /* wgmma's core matrices (fa_wgmma.cuh) */
+      uint16_t k[2][KEYS * D], v[2][KEYS * D];
+    } wg;
     struct {
       float m[FA_GROUPS][16], l[FA_GROUPS][16], o[FA_GROUPS][16][D];
     } merge;
@@ -116,23 +120,15 @@ GK_DEV void gk_fa_state_init(gk_fa_state<D> &st) {
     for (int e = 0; e < 4; e++) st.acc[d][e] = 0.0f;
 }
 
-/*
- * The group's step over keys [k0 + 8 nt0, k0 + 8 (nt0 + NT)) of `stage`:
- * S, the online softmax, O += P V. NT is 1, or even. qpos[r]: the query
- * position of fragment row r (the causal mask: key j allowed when
- * j <= qpos + skv - sq); sl: the scale times log2(e), so that
- * exp(s * scale - m) = exp2(s * sl - m').
- */
-template <int Causal, int D, int NT, class H>
-GK_DEV void gk_fa_mma_step(const gk_fa_smem<D> &sm, int stage, const uint32_t (*qa)[4],
-                           int nt0, int64_t k0, int64_t skv, int64_t sq,
-                           const int64_t qpos[2], float sl, gk_fa_state<D> &st) {
+/* S = Q K^T for the group's n-tiles nt0 .. nt0 + NT - 1 of `stage`: s[nt]
+ * the m16n8 fragment of keys 8 (nt0 + nt) .. + 7. B[k][n] = K[n][k]: rows
+ * of K are B's columns as they lie; one ldmatrix.x4 gives the B fragments
+ * of two 16-wide steps of d. */
+template <int D, int NT, class H>
+GK_DEV void gk_fa_scores_mma(const gk_fa_smem<D> &sm, int stage, const uint32_t (*qa)[4],
+                             int nt0, float (*s)[4]) {
   typedef gk_fa_smem<D> S;
-  static_assert(NT == 1 || NT % 2 == 0, "a step is 8 keys or a multiple of 16");
-  const int lane = gk_lane(), t = lane % 4;
-  /* S = Q K^T. B[k][n] = K[n][k]: rows of K are B's columns as they lie;
-   * one ldmatrix.x4 gives the B fragments of two 16-wide steps of d. */
-  float s[NT][4];
+  const int lane = gk_lane();
   for (int nt = 0; nt < NT; nt++) {
     for (int e = 0; e < 4; e++) s[nt][e] = 0.0f;
     const uint16_t *kr =
@@ -144,13 +140,26 @@ GK_DEV void gk_fa_mma_step(const gk_fa_smem<D> &sm, int stage, const uint32_t (*
       gk_mma_16816<H>(s[nt], qa[kk + 1], b + 2);
     }
   }
+}
 
-  /* The online softmax on the fragments; -inf marks a key not allowed. */
+/*
+ * The online softmax on the scores s of keys kb .. kb + 8 NT - 1 (the
+ * fragments of gk_fa_scores_mma): masks the keys not allowed (-inf), moves
+ * the state's max, rescales its sum and output, and leaves the weights
+ * p = exp2(s sl - max) in s. qpos[r]: the query position of fragment row r
+ * (the causal mask: key j allowed when j <= qpos + skv - sq); sl: the scale
+ * times log2(e), so that exp(s * scale - m) = exp2(s * sl - m').
+ */
+template <int Causal, int D, int NT>
+GK_DEV void gk_fa_softmax(float (*s)[4], int64_t kb, int64_t skv, int64_t sq,
+                          const int64_t qpos[2], float sl, gk_fa_state<D> &st) {
+  const int t = gk_lane() % 4;
+  /* -inf marks a key not allowed. */
   float tmax[2] = {-INFINITY, -INFINITY};
   for (int nt = 0; nt < NT; nt++)
     for (int e = 0; e < 4; e++) {
       const int r = e >> 1;
-      const int64_t key = k0 + (nt0 + nt) * 8 + 2 * t + (e & 1);
+      const int64_t key = kb + nt * 8 + 2 * t + (e & 1);
       const bool allowed = key < skv && (!Causal || key <= qpos[r] + (skv - sq));
       s[nt][e] = allowed ? s[nt][e] * sl : -INFINITY;
       tmax[r] = fmaxf(tmax[r], s[nt][e]);
@@ -177,11 +186,28 @@ GK_DEV void gk_fa_mma_step(const gk_fa_smem<D> &sm, int stage, const uint32_t (*
   }
   for (int d = 0; d < D / 8; d++)
     for (int e = 0; e < 4; e++) st.acc[d][e] *= alpha[e >> 1];
+}
 
-  /* O += P V: S tiles of 8 keys are the A fragments of P in registers (two
-   * make one of k = 16); V's B fragments by ldmatrix.trans, which
-   * transposes V's 8 x 8 blocks of (keys, d) as they lie: lane L's row
-   * address is key 8 (i & 1) + L % 8 of matrix i = L / 8, d tile i >> 1. */
+/* The A fragment of P (k = 16 keys) from the weights of n-tiles 2 kk and
+ * 2 kk + 1, rounded to H: the m16n8 C fragments are A's halves. */
+template <class H>
+GK_DEV void gk_fa_p_frag(const float (*s)[4], int kk, uint32_t pa[4]) {
+  pa[0] = H::pack2(s[2 * kk][0], s[2 * kk][1]);
+  pa[1] = H::pack2(s[2 * kk][2], s[2 * kk][3]);
+  pa[2] = H::pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+  pa[3] = H::pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+}
+
+/* O += P V for the group's n-tiles nt0 .. nt0 + NT - 1 of `stage`: S tiles
+ * of 8 keys are the A fragments of P in registers (two make one of k = 16);
+ * V's B fragments by ldmatrix.trans, which transposes V's 8 x 8 blocks of
+ * (keys, d) as they lie: lane L's row address is key 8 (i & 1) + L % 8 of
+ * matrix i = L / 8, d tile i >> 1. */
+template <int D, int NT, class H>
+GK_DEV void gk_fa_pv_mma(const gk_fa_smem<D> &sm, int stage, const float (*s)[4], int nt0,
+                         gk_fa_state<D> &st) {
+  typedef gk_fa_smem<D> S;
+  const int lane = gk_lane();
   if (NT == 1) {
     const uint32_t pa[2] = {H::pack2(s[0][0], s[0][1]), H::pack2(s[0][2], s[0][3])};
     const uint16_t *vr =
@@ -208,6 +234,21 @@ GK_DEV void gk_fa_mma_step(const gk_fa_smem<D> &sm, int stage, const uint32_t (*
       }
     }
   }
+}
+
+/*
+ * The group's step over keys [k0 + 8 nt0, k0 + 8 (nt0 + NT)) of `stage`:
+ * S, the online softmax, O += P V. NT is 1, or even.
+ */
+template <int Causal, int D, int NT, class H>
+GK_DEV void gk_fa_mma_step(const gk_fa_smem<D> &sm, int stage, const uint32_t (*qa)[4],
+                           int nt0, int64_t k0, int64_t skv, int64_t sq,
+                           const int64_t qpos[2], float sl, gk_fa_state<D> &st) {
+  static_assert(NT == 1 || NT % 2 == 0, "a step is 8 keys or a multiple of 16");
+  float s[NT][4];
+  gk_fa_scores_mma<D, NT, H>(sm, stage, qa, nt0, s);
+  gk_fa_softmax<Causal, D, NT>(s, k0 + 8 * nt0, skv, sq, qpos, sl, st);
+  gk_fa_pv_mma<D, NT, H>(sm, stage, s, nt0, st);
 }
 
 /* This lane's part of 16 query rows as A fragments: fragment row r of the

@@ -50,6 +50,21 @@ GK_DEV int64_t gk_fa_kend(int Causal, int64_t sq, int64_t skv, int64_t row0, int
 }
 
 #include "fa_mma.cuh"
+#include "fa_wgmma.cuh"
+
+/* A prefill block on wgmma (H::wgmma) or on mma.sync. */
+template <int Causal, int D, class H, class KV>
+GK_DEV void gk_fa_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
+                          int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale, int64_t h,
+                          int64_t row0, gk_bool<true>) {
+  gk_fa_wg_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, row0);
+}
+template <int Causal, int D, class H, class KV>
+GK_DEV void gk_fa_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
+                          int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale, int64_t h,
+                          int64_t row0, gk_bool<false>) {
+  gk_fa_mma_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, row0);
+}
 
 /* Query rows [row0, row0 + FA_ROWS) of head h against kv (fa_mma.cuh's
  * locators), by the whole block; elements of type Dt. */
@@ -209,8 +224,8 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
     for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x) {
       const int64_t qb = Causal ? nqb - 1 - x : x;
-      gk_fa_mma_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h,
-                                      qb * FA_BLOCK_ROWS);
+      gk_fa_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h,
+                                  qb * FA_BLOCK_ROWS, gk_bool<(bool)H::wgmma>());
     }
 }
 /* The scalar path (f32, and bf16 on sm_75), without a cross-block split

@@ -237,10 +237,22 @@ GK_DEV uint32_t gk_pack_bf2(float lo, float hi) {
  * Attention's element types, as tags: Dt::elem is how a tensor holds one
  * (f16 and bf16: uint16_t bits), Dt::load reads one exactly into a float,
  * Dt::store rounds a float to it (nearest even), Dt::pack2 rounds two into
- * one 32-bit word (lo first), and Dt::half says whether the tensor-core
- * path (fa_mma.cuh) takes it. GK_BF16_MMA: whether this device has bf16
+ * one 32-bit word (lo first), Dt::half says whether the tensor-core
+ * path (fa_mma.cuh) takes it and Dt::wgmma whether its prefill runs on
+ * wgmma (fa_wgmma.cuh). GK_BF16_MMA: whether this device has bf16
  * mma (sm_80 and newer; the twins everywhere else but sm_75's code).
  */
+/* Whether flash_attention's prefill runs on wgmma (fa_wgmma.cuh): only in
+ * an sm_90a compilation, and only with -DGK_FA_WGMMA=1, which no recipe
+ * sets until the path has run on a GPU (ci/gpu builds a second archive
+ * with it, tested and timed beside the default). */
+#if defined(GK_GPU_NVIDIA) && defined(__CUDA_ARCH_FEAT_SM90_ALL) && defined(GK_FA_WGMMA) && \
+    GK_FA_WGMMA
+#define GK_FA_WGMMA_ON 1
+#else
+#define GK_FA_WGMMA_ON 0
+#endif
+
 /* A compile-time bool as a type, to pick an overload (C++14: no if constexpr
  * outside nvcc's branches). */
 template <bool B>
@@ -253,20 +265,20 @@ struct gk_bool {};
 #endif
 struct gk_f32 {
   typedef float elem;
-  enum { half = 0, bf16 = 0 };
+  enum { half = 0, bf16 = 0, wgmma = 0 };
   GK_DEV float load(float x) { return x; }
   GK_DEV float store(float x) { return x; }
 };
 struct gk_f16 {
   typedef uint16_t elem;
-  enum { half = 1, bf16 = 0 };
+  enum { half = 1, bf16 = 0, wgmma = GK_FA_WGMMA_ON };
   GK_DEV float load(uint16_t x) { return gk_h2f(x); }
   GK_DEV uint16_t store(float x) { return gk_q_f32_to_f16(x); }
   GK_DEV uint32_t pack2(float lo, float hi) { return gk_pack_h2(lo, hi); }
 };
 struct gk_bf16 {
   typedef uint16_t elem;
-  enum { half = GK_BF16_MMA, bf16 = 1 };
+  enum { half = GK_BF16_MMA, bf16 = 1, wgmma = GK_FA_WGMMA_ON };
   GK_DEV float load(uint16_t x) { return gk_q_bf16_to_f32(x); }
   GK_DEV uint16_t store(float x) { return gk_q_f32_to_bf16(x); }
   GK_DEV uint32_t pack2(float lo, float hi) { return gk_pack_bf2(lo, hi); }

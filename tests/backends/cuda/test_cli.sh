@@ -38,8 +38,8 @@ kv = {}
 for i in d["images"]:
     if i["backend"] == "cuda":
         kv.setdefault((i["kernel"], i["variant"]), set()).add(i["target"])
-# qmatmul 4 + flash_attention 8 + paged_attention 8 + kv_append 8 + 4 kernels
-assert len(kv) == 32, sorted(kv)
+# qmatmul 4 + flash_attention 12 + paged_attention 12 + kv_append 12 + 4 kernels
+assert len(kv) == 44, sorted(kv)
 for k, ts in kv.items():
     assert ts == want, (k, sorted(ts))' "$T/stdout"
 py 'import json, sys
@@ -172,7 +172,7 @@ py 'import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["device"] == "cuda:sm_86", d["device"]
 ims = d["images"]
-assert len(ims) == 32, len(ims)
+assert len(ims) == 44, len(ims)
 for i in ims:
     assert i.get("target") == "sm_86" and i.get("format") == "cubin", i' "$T/stdout"
 run "$GK" probe "$ARCHIVE" --device cuda:sm_121 --json

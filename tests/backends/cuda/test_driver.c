@@ -171,7 +171,7 @@ static void load_every_kernel(void **state) {
   };
   const char *kv[64][2];
   size_t nk = kernels_of(ar, kv, 64);
-  assert_int_equal(nk, 32); /* qmatmul 4, flash_attention 8, paged_attention 8, kv_append 8, 4 more */
+  assert_int_equal(nk, 44); /* qmatmul 4, flash_attention 12, paged_attention 12, kv_append 12, 4 more */
   for (size_t d = 0; d < sizeof devs / sizeof devs[0]; d++) {
     cud_defaults(&D);
     D.major = devs[d].major;

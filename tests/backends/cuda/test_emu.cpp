@@ -444,6 +444,15 @@ static void fa_workspace_check(const char *what, const std::vector<unsigned char
 struct bf16_fma : gk_bf16 {
   enum { half = 0 };
 };
+/* f16 and bf16 with the prefill on wgmma (fa_wgmma.cuh), as an sm_90a
+ * image built with -DGK_FA_WGMMA=1 takes them: through gk_wgmma.cuh's
+ * twins here. */
+struct f16_wg : gk_f16 {
+  enum { wgmma = 1 };
+};
+struct bf16_wg : gk_bf16 {
+  enum { wgmma = 1 };
+};
 
 static void check_attention(void) {
   const int before = failures;
@@ -467,17 +476,21 @@ static void check_attention(void) {
   };
   for (int causal = 0; causal <= 1; causal++)
     for (kref_dtype dt : KREF_DTYPES)
-      for (int fma : {0, 1})
+      for (int path : {0, 1, 2})
       for (int d : {64, 128}) {
-        /* bf16 twice: on the tensor-core path, and on the scalar path that
-         * sm_75's image runs (no bf16 mma on Turing). */
-        if (fma && dt != KREF_BF16) continue;
+        /* Path 0: the default. 1: bf16 on the scalar path that sm_75's
+         * image runs (no bf16 mma on Turing). 2: f16 and bf16 prefill on
+         * wgmma. */
+        const bool fma = path == 1, wg = path == 2;
+        if ((fma && dt != KREF_BF16) || (wg && dt == KREF_F32)) continue;
         char variant[64];
         snprintf(variant, sizeof variant, "causal=%d,dtype=%s,head_dim=%d", causal,
                  kref_dtype_name(dt), d);
         launch L;
         if (!read_launch("flash_attention", variant, &L)) continue;
         for (const shape &s : shapes) {
+          /* A decode never takes the prefill on wgmma. */
+          if (wg && s.h / s.hk * s.sq <= 16) continue;
           const size_t es = kref_dtype_size(dt), qn = (size_t)(s.h * s.sq * d),
                        kn = (size_t)(s.hk * s.skv * d);
           std::vector<unsigned char> q(qn * es + 1), k(kn * es + 1), v(kn * es + 1),
@@ -492,7 +505,8 @@ static void check_attention(void) {
                               s.hk, s.sq, s.skv, scale);
           char what[160];
           snprintf(what, sizeof what, "flash_attention %s%s h=%lld kvh=%lld sq=%lld skv=%lld",
-                   variant, fma ? " (sm_75's scalar path)" : "", s.h, s.hk, s.sq, s.skv);
+                   variant, fma ? " (sm_75's scalar path)" : wg ? " (wgmma)" : "", s.h, s.hk,
+                   s.sq, s.skv);
           const void *qp = q.data(), *kp = k.data(), *vp = v.data();
           void *op = o.data();
           /* The workspace for every split this shape may take, and more. */
@@ -502,7 +516,13 @@ static void check_attention(void) {
           auto body = [&]() {
 #define FA_CALL(C, T, D) \
   gk_flash_attention<C, T, D>(qp, kp, vp, op, s.h, s.hk, s.sq, s.skv, scale, wsp, ws_bytes)
-            if (dt == KREF_F16) {
+            if (dt == KREF_F16 && wg) {
+              if (d == 64) causal ? FA_CALL(1, f16_wg, 64) : FA_CALL(0, f16_wg, 64);
+              else causal ? FA_CALL(1, f16_wg, 128) : FA_CALL(0, f16_wg, 128);
+            } else if (dt == KREF_BF16 && wg) {
+              if (d == 64) causal ? FA_CALL(1, bf16_wg, 64) : FA_CALL(0, bf16_wg, 64);
+              else causal ? FA_CALL(1, bf16_wg, 128) : FA_CALL(0, bf16_wg, 128);
+            } else if (dt == KREF_F16) {
               if (d == 64) causal ? FA_CALL(1, gk_f16, 64) : FA_CALL(0, gk_f16, 64);
               else causal ? FA_CALL(1, gk_f16, 128) : FA_CALL(0, gk_f16, 128);
             } else if (dt == KREF_BF16 && fma) {
@@ -538,8 +558,10 @@ static void check_attention(void) {
           }
           fa_workspace_check(what, wsv, s.hk, split);
           /* No workspace, and one for 2 splits: no split, or fewer; the same
-           * error model. */
+           * error model. The split does not depend on the element type:
+           * checked on f16 and f32 (the emulator's time is CI's). */
           for (long long units : {0LL, 2LL}) {
+            if (path != 0 || dt == KREF_BF16) break;
             std::vector<unsigned char> small = fa_workspace(s.hk, units * 256 - 255, d);
             wsp = units ? small.data() : nullptr;
             ws_bytes = units ? (long long)small.size() : 0;
@@ -558,7 +580,8 @@ static void check_attention(void) {
             }
         }
       }
-  SECTION_OK(before, "ok: flash_attention 12 variants (bf16 on both paths) x %zu shapes\n",
+  SECTION_OK(before, "ok: flash_attention 12 variants (bf16 also on sm_75's path, f16 and bf16 "
+                     "also on wgmma) x %zu shapes\n",
              sizeof shapes / sizeof shapes[0]);
 }
 
@@ -567,7 +590,7 @@ static void check_attention(void) {
 /* Calls f(Dt(), D, P) with the element type's tag and the compile-time head_dim
  * and page (std::integral_constant) of a paged variant. */
 template <class F>
-static void paged_variant(kref_dtype dt, int d, int page, F f) {
+static void paged_variant(kref_dtype dt, int d, int page, bool wg, F f) {
   auto dims = [&](auto t) {
     using std::integral_constant;
     if (d == 64)
@@ -578,9 +601,9 @@ static void paged_variant(kref_dtype dt, int d, int page, F f) {
                  : f(t, integral_constant<int, 128>(), integral_constant<int, 64>());
   };
   if (dt == KREF_F16)
-    dims(gk_f16());
+    wg ? dims(f16_wg()) : dims(gk_f16());
   else if (dt == KREF_BF16)
-    dims(gk_bf16());
+    wg ? dims(bf16_wg()) : dims(gk_bf16());
   else
     dims(gk_f32());
 }
@@ -614,8 +637,10 @@ static void check_paged(void) {
        {KREF_PAGED_OK, KREF_PAGED_OK, KREF_PAGED_PAGE_PAST_POOL}},
   };
   for (kref_dtype dt : KREF_DTYPES)
+    for (int wg : {0, 1}) /* the prefill on wgmma (f16_wg) too */
     for (int d : {64, 128})
       for (int page : {16, 64}) {
+        if (wg && dt == KREF_F32) continue;
         char variant[64];
         snprintf(variant, sizeof variant, "dtype=%s,head_dim=%d,page=%d", kref_dtype_name(dt),
                  d, page);
@@ -624,6 +649,8 @@ static void check_paged(void) {
             !read_launch("kv_append", variant, &Lk))
           continue;
         for (const pcase &c : cases) {
+          /* wgmma is the prefill's: its batch, on one page size. */
+          if (wg && (page == 16 || c.h / c.hk * c.sq <= 16)) continue;
           qref_rng r;
           qref_seed(&r, 4242 + c.sq + d + page);
           int32_t lens[4];
@@ -651,7 +678,7 @@ static void check_paged(void) {
           void *kpp = kp2.data(), *vpp = vp2.data();
           const void *knp = kn.data(), *vnp = vn.data();
           auto append = [&]() {
-            paged_variant(dt, d, page, [&](auto t, auto dd, auto pp) {
+            paged_variant(dt, d, page, wg, [&](auto t, auto dd, auto pp) {
               gk_kv_append<decltype(t), decltype(dd)::value, decltype(pp)::value>(
                   knp, vnp, kpp, vpp, table, lens, c.n_seqs, c.hk, c.sq, max_pages, n_pages);
             });
@@ -663,8 +690,8 @@ static void check_paged(void) {
             failures++;
           }
           /* paged_attention on the appended pools. */
-          snprintf(what, sizeof what, "paged_attention %s n_seqs=%lld h=%lld kvh=%lld sq=%lld",
-                   variant, c.n_seqs, c.h, c.hk, c.sq);
+          snprintf(what, sizeof what, "paged_attention %s%s n_seqs=%lld h=%lld kvh=%lld sq=%lld",
+                   variant, wg ? " (wgmma)" : "", c.n_seqs, c.h, c.hk, c.sq);
           const float scale = (float)(1.0 / sqrt((double)d));
           ref_paged_attention(dt, d, page, q.data(), kp.data(), vp.data(), table, lens,
                               want.data(), c.n_seqs, c.h, c.hk, c.sq, max_pages, n_pages, scale);
@@ -674,7 +701,7 @@ static void check_paged(void) {
           void *wsp = wsv.data();
           const long long ws_bytes = (long long)wsv.size();
           auto attend = [&]() {
-            paged_variant(dt, d, page, [&](auto t, auto dd, auto pp) {
+            paged_variant(dt, d, page, wg, [&](auto t, auto dd, auto pp) {
               gk_paged_attention<decltype(t), decltype(dd)::value, decltype(pp)::value>(
                   qp, kpc, vpc, table, lens, op, c.n_seqs, c.h, c.hk, c.sq, max_pages, n_pages,
                   scale, wsp, ws_bytes);

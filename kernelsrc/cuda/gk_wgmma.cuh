@@ -1,0 +1,242 @@
+/*
+ * gk_wgmma.cuh - Hopper's warpgroup matrix multiply (wgmma, sm_90a), one
+ * inline function per instruction with the emulator's plain twin, as
+ * gk_gpu.cuh does for mma.sync: the emulator (tests/backends/cuda) checks
+ * the tiling and the shared-memory layout around them, a real H100/H200
+ * checks the instructions (tests/gpu's wgmma rows).
+ *
+ * What a caller relies on (PTX ISA, "Asynchronous Warpgroup Level Matrix
+ * Multiply-Accumulate"; CUTLASS's GMMA traits say the same):
+ * - A warpgroup is 4 consecutive warps, the first one's index a multiple
+ *   of 4 (here: a block of 128 threads is one warpgroup). All 128 threads
+ *   execute each wgmma instruction together.
+ * - D (m64nN, f32) += A (m64k16, in registers) x B (k16nN, shared memory).
+ *   Warp w holds rows 16w .. 16w + 15 of A and D, in mma.sync's m16n8k16
+ *   fragments: lane 4g + t holds A[16w + g][2t, 2t+1] (a[0]), row + 8
+ *   (a[1]), and the same at k + 8 (a[2], a[3]); and of each 8 columns j of
+ *   D, d[4j .. 4j+3] = D[16w + g][8j + 2t, +1] and D[16w + g + 8][...].
+ *   So a warp's mma.sync fragments of 16 rows are its share of wgmma's.
+ * - B is described by a 64-bit matrix descriptor (gk_wgmma_desc): start
+ *   address, leading byte offset (LBO) and stride byte offset (SBO), each
+ *   in 16-byte units, no swizzle. B is stored as 8 x 8 "core matrices" of
+ *   128 contiguous bytes (8 rows of 16 bytes). Without swizzle, SBO is the
+ *   step between core matrices along N and LBO along K, for both majors:
+ *     K-major (TransB 0, B[k][n] with k contiguous): element (k, n) at
+ *       start + (n / 8) SBO + (k / 8) LBO + (n % 8) 16 + (k % 8) 2
+ *     N-major (TransB 1, n contiguous):
+ *       start + (n / 8) SBO + (k / 8) LBO + (k % 8) 16 + (n % 8) 2
+ * - Ordering: wgmma runs asynchronously. gk_wgmma_fence before the first
+ *   wgmma that reads registers written since (the accumulators, A);
+ *   gk_wgmma_commit closes a group, gk_wgmma_wait<0> waits for all of them
+ *   (before D is read or written by anything else, or B's shared memory is
+ *   overwritten). Shared memory written by the threads (stores, cp.async)
+ *   is read by wgmma through the async proxy: each writing thread runs
+ *   gk_fence_proxy_async after its writes land, before the barrier that
+ *   precedes the wgmma.
+ * GK_WGMMA_HW is 1 where the instructions exist (an sm_90a compilation);
+ * elsewhere the twins run (the emulator; nvcc for other targets compiles
+ * them but no body calls them there).
+ */
+#ifndef GK_WGMMA_CUH
+#define GK_WGMMA_CUH
+
+#include "gk_gpu.cuh"
+
+#if defined(GK_GPU_NVIDIA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define GK_WGMMA_HW 1
+#else
+#define GK_WGMMA_HW 0
+#endif
+
+/*
+ * The descriptor of B at p (16-byte aligned, in shared memory) with the
+ * two offsets in bytes (multiples of 16, below 256 KB), no swizzle, base
+ * offset 0. On the GPU the start is p's shared-window address; the
+ * emulator has no shared window, so there the start is p's offset from
+ * `base` (the block's shared struct, which the twin is given too).
+ */
+GK_DEV uint64_t gk_wgmma_desc(const void *base, const void *p, uint32_t lbo, uint32_t sbo) {
+#if GK_WGMMA_HW
+  (void)base;
+  const uint32_t start = (uint32_t)__cvta_generic_to_shared(p);
+#else
+  const uint32_t start = (uint32_t)((const char *)p - (const char *)base);
+#endif
+  return (uint64_t)((start & 0x3ffffu) >> 4) | (uint64_t)((lbo & 0x3ffffu) >> 4) << 16 |
+         (uint64_t)((sbo & 0x3ffffu) >> 4) << 32;
+}
+
+GK_DEV void gk_wgmma_fence(void) {
+#if GK_WGMMA_HW
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+GK_DEV void gk_wgmma_commit(void) {
+#if GK_WGMMA_HW
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int N>
+GK_DEV void gk_wgmma_wait(void) {
+#if GK_WGMMA_HW
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+/* This thread's shared-memory writes, made visible to the async proxy. */
+GK_DEV void gk_fence_proxy_async(void) {
+#if GK_WGMMA_HW
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+#if GK_WGMMA_HW
+template <class H, int TransB>
+GK_DEV void gk_wgmma_rs_n32(float *d, const uint32_t a[4], uint64_t desc) {
+  if constexpr (H::bf16)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+        "}, {%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+          "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+          "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1), "n"(TransB));
+  else
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+        "}, {%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+          "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+          "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1), "n"(TransB));
+}
+template <class H, int TransB>
+GK_DEV void gk_wgmma_rs_n64(float *d, const uint32_t a[4], uint64_t desc) {
+  if constexpr (H::bf16)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+          "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+          "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+          "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+          "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1), "n"(TransB));
+  else
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+          "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+          "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+          "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+          "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1), "n"(TransB));
+}
+template <class H, int TransB>
+GK_DEV void gk_wgmma_rs_n128(float *d, const uint32_t a[4], uint64_t desc) {
+  if constexpr (H::bf16)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+          "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+          "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+          "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+          "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+          "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+          "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+          "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1), "n"(TransB));
+  else
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+          "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+          "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+          "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+          "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+          "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+          "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+          "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1), "n"(TransB));
+}
+#endif
+
+/*
+ * wgmma.mma_async m64nNk16, f32 accumulators, A (H: gk_f16 or gk_bf16
+ * values) in registers, B by descriptor (TransB 0: K-major, 1: N-major), D
+ * += A B with d this thread's N / 2 accumulators (above). The twin: each
+ * thread sums its elements' 16 products in k order with fmaf (exact
+ * products, as gk_mma_16816's twin), rows of A gathered from the quad that
+ * holds them, B read through the descriptor's layout from base + start.
+ */
+template <class H, int N, int TransB>
+GK_DEV void gk_wgmma(float *d, const uint32_t a[4], uint64_t desc, const void *base) {
+  static_assert(N == 32 || N == 64 || N == 128, "wgmma N: 32, 64 or 128");
+#if GK_WGMMA_HW
+  (void)base;
+  if constexpr (N == 32)
+    gk_wgmma_rs_n32<H, TransB>(d, a, desc);
+  else if constexpr (N == 64)
+    gk_wgmma_rs_n64<H, TransB>(d, a, desc);
+  else
+    gk_wgmma_rs_n128<H, TransB>(d, a, desc);
+#else
+  const char *start = (const char *)base + ((desc & 0x3fffu) << 4);
+  const uint32_t lbo = (uint32_t)((desc >> 16) & 0x3fffu) << 4;
+  const uint32_t sbo = (uint32_t)((desc >> 32) & 0x3fffu) << 4;
+  const int lane = gk_lane(), g = lane / 4, t = lane % 4;
+  uint32_t ar[2][8]; /* rows g, g + 8 of this warp's A: k pairs 0..7 */
+  for (int u = 0; u < 4; u++) {
+    const int src = 4 * g + u;
+    ar[0][u] = GK_SHFL(a[0], src), ar[0][4 + u] = GK_SHFL(a[2], src);
+    ar[1][u] = GK_SHFL(a[1], src), ar[1][4 + u] = GK_SHFL(a[3], src);
+  }
+  for (int j = 0; j < N / 8; j++)
+    for (int e = 0; e < 4; e++) {
+      const int r = e >> 1, n = 8 * j + 2 * t + (e & 1);
+      float acc = d[4 * j + e];
+      for (int k = 0; k < 16; k++) {
+        const uint32_t off = (uint32_t)(n / 8) * sbo + (uint32_t)(k / 8) * lbo +
+                             (TransB ? (uint32_t)(k % 8) * 16 + (uint32_t)(n % 8) * 2
+                                     : (uint32_t)(n % 8) * 16 + (uint32_t)(k % 8) * 2);
+        uint16_t b;
+        memcpy(&b, start + off, 2);
+        const uint16_t av = (uint16_t)(ar[r][k / 2] >> (16 * (k % 2)));
+        acc = fmaf(H::load(av), H::load(b), acc);
+      }
+      d[4 * j + e] = acc;
+    }
+#endif
+}
+
+#endif /* GK_WGMMA_CUH */
