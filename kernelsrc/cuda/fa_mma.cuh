@@ -306,18 +306,27 @@ GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t 
   }
 }
 
-/* Prefill: query rows [row0, row0 + FA_BLOCK_ROWS) of head h (q and o
- * [n_heads][sq][D], from row h * sq + i) against kv. */
+/* A prefill block's fragment rows of this lane (group w takes rows
+ * row0 + 16 w .. + 15 of head h): their query positions, and their rows of
+ * q and o ([n_heads][sq][D], from row h * sq + i; -1 past sq). */
+GK_DEV void gk_fa_prefill_rows(int64_t h, int64_t sq, int64_t row0, int64_t qpos[2],
+                               int64_t rows[2]) {
+  const int64_t rbase = row0 + 16 * gk_group() + gk_lane() / 4;
+  for (int r = 0; r < 2; r++) {
+    qpos[r] = rbase + 8 * r;
+    rows[r] = qpos[r] < sq ? h * sq + qpos[r] : -1;
+  }
+}
+
+/* Prefill: query rows [row0, row0 + FA_BLOCK_ROWS) of head h against kv. */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                               int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
                               int64_t h, int64_t row0) {
   typedef gk_fa_smem<D> S;
   const int64_t hk = h / (n_heads / n_kv_heads), skv = kv.n;
-  const int64_t rbase = row0 + 16 * gk_group() + gk_lane() / 4;
-  const int64_t qpos[2] = {rbase, rbase + 8};
-  int64_t rows[2];
-  for (int r = 0; r < 2; r++) rows[r] = qpos[r] < sq ? h * sq + qpos[r] : -1;
+  int64_t qpos[2], rows[2];
+  gk_fa_prefill_rows(h, sq, row0, qpos, rows);
   uint32_t qa[D / 16][4];
   gk_fa_mma_q<D>(q, rows, qa);
   gk_fa_state<D> st;

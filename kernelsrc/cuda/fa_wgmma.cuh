@@ -37,7 +37,9 @@
 template <int D, class KV>
 GK_DEV void gk_fa_wg_load(gk_fa_smem<D> &sm, int stage, const KV &kv, int64_t hk, int64_t k0) {
   typedef gk_fa_smem<D> S;
-  for (int e = (int)threadIdx.x; e < S::KEYS * (D / 8); e += FA_THREADS) {
+  static_assert(S::KEYS * (D / 8) % FA_THREADS == 0, "whole rounds of 16-byte chunks");
+  for (int i = 0; i < S::KEYS * (D / 8) / FA_THREADS; i++) { /* the same count everywhere */
+    const int e = i * FA_THREADS + (int)threadIdx.x;
     const int r = 8 * (e / D) + e % 8, c = (e / 8) % (D / 8) * 8;
     const int64_t key = k0 + r;
     const bool in = key < kv.n;
@@ -86,10 +88,8 @@ GK_DEV void gk_fa_wg_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
                              int64_t h, int64_t row0) {
   typedef gk_fa_smem<D> S;
   const int64_t hk = h / (n_heads / n_kv_heads), skv = kv.n;
-  const int64_t rbase = row0 + 16 * gk_group() + gk_lane() / 4;
-  const int64_t qpos[2] = {rbase, rbase + 8};
-  int64_t rows[2];
-  for (int r = 0; r < 2; r++) rows[r] = qpos[r] < sq ? h * sq + qpos[r] : -1;
+  int64_t qpos[2], rows[2];
+  gk_fa_prefill_rows(h, sq, row0, qpos, rows);
   uint32_t qa[D / 16][4];
   gk_fa_mma_q<D>(q, rows, qa);
   gk_fa_state<D> st;
