@@ -454,6 +454,28 @@ struct bf16_wg : gk_bf16 {
   enum { wgmma = 1 };
 };
 
+/* Calls f(Dt(), C, D) with the element tag of dtype dt on `path` (0: the
+ * default, 1: sm_75's scalar path, 2: wgmma) and the compile-time causal
+ * flag and head_dim (std::integral_constant). */
+template <class F>
+static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
+  auto dims = [&](auto t) {
+    using std::integral_constant;
+    typedef integral_constant<int, 0> c0;
+    typedef integral_constant<int, 1> c1;
+    if (d == 64)
+      causal ? f(t, c1(), integral_constant<int, 64>()) : f(t, c0(), integral_constant<int, 64>());
+    else
+      causal ? f(t, c1(), integral_constant<int, 128>()) : f(t, c0(), integral_constant<int, 128>());
+  };
+  if (dt == KREF_F16)
+    path == 2 ? dims(f16_wg()) : dims(gk_f16());
+  else if (dt == KREF_BF16)
+    path == 2 ? dims(bf16_wg()) : path == 1 ? dims(bf16_fma()) : dims(gk_bf16());
+  else
+    dims(gk_f32());
+}
+
 static void check_attention(void) {
   const int before = failures;
   static const std::vector<std::string> params = {
@@ -522,28 +544,10 @@ static void check_attention(void) {
           void *wsp = wsv.data();
           long long ws_bytes = (long long)wsv.size();
           auto body = [&]() {
-#define FA_CALL(C, T, D) \
-  gk_flash_attention<C, T, D>(qp, kp, vp, op, s.h, s.hk, s.sq, s.skv, scale, wsp, ws_bytes)
-            if (dt == KREF_F16 && wg) {
-              if (d == 64) causal ? FA_CALL(1, f16_wg, 64) : FA_CALL(0, f16_wg, 64);
-              else causal ? FA_CALL(1, f16_wg, 128) : FA_CALL(0, f16_wg, 128);
-            } else if (dt == KREF_BF16 && wg) {
-              if (d == 64) causal ? FA_CALL(1, bf16_wg, 64) : FA_CALL(0, bf16_wg, 64);
-              else causal ? FA_CALL(1, bf16_wg, 128) : FA_CALL(0, bf16_wg, 128);
-            } else if (dt == KREF_F16) {
-              if (d == 64) causal ? FA_CALL(1, gk_f16, 64) : FA_CALL(0, gk_f16, 64);
-              else causal ? FA_CALL(1, gk_f16, 128) : FA_CALL(0, gk_f16, 128);
-            } else if (dt == KREF_BF16 && fma) {
-              if (d == 64) causal ? FA_CALL(1, bf16_fma, 64) : FA_CALL(0, bf16_fma, 64);
-              else causal ? FA_CALL(1, bf16_fma, 128) : FA_CALL(0, bf16_fma, 128);
-            } else if (dt == KREF_BF16) {
-              if (d == 64) causal ? FA_CALL(1, gk_bf16, 64) : FA_CALL(0, gk_bf16, 64);
-              else causal ? FA_CALL(1, gk_bf16, 128) : FA_CALL(0, gk_bf16, 128);
-            } else {
-              if (d == 64) causal ? FA_CALL(1, gk_f32, 64) : FA_CALL(0, gk_f32, 64);
-              else causal ? FA_CALL(1, gk_f32, 128) : FA_CALL(0, gk_f32, 128);
-            }
-#undef FA_CALL
+            fa_variant(dt, path, causal, d, [&](auto t, auto c, auto dd) {
+              gk_flash_attention<decltype(c)::value, decltype(t), decltype(dd)::value>(
+                  qp, kp, vp, op, s.h, s.hk, s.sq, s.skv, scale, wsp, ws_bytes);
+            });
           };
           const std::map<std::string, long long> vars = {
               {"n_heads", s.h}, {"n_kv_heads", s.hk}, {"sq", s.sq}, {"skv", s.skv}};
