@@ -317,7 +317,8 @@ static void bench_attention(json_t *out, double copy_gbps) {
     const int64_t SQ = quick ? small[c].sq : full[c].sq, SKV = quick ? small[c].skv : full[c].skv;
     const char *kind = quick ? small[c].kind : full[c].kind;
     const char *dtype = quick ? small[c].dtype : full[c].dtype;
-    const int bf16 = strcmp(dtype, "bf16") == 0;
+    kref_dtype dt = KREF_F16;
+    kref_dtype_parse(dtype, &dt);
     char variant[64], name[160];
     snprintf(variant, sizeof variant, "causal=%d,dtype=%s,head_dim=%d", causal, dtype, D);
     snprintf(name, sizeof name, "flash_attention %s %s sq=%lld skv=%lld h=%lld/%lld ", kind,
@@ -336,7 +337,7 @@ static void bench_attention(json_t *out, double copy_gbps) {
     uint16_t *h = malloc(set);
     qref_rng r;
     qref_seed(&r, (uint64_t)(SQ + SKV + D));
-    kref_fill(&r, bf16 ? KREF_BF16 : KREF_F16, h, set / 2, -1.0, 1.0);
+    kref_fill(&r, dt, h, set / 2, -1.0, 1.0);
     int64_t wsb;
     cu_deviceptr in = dalloc(set * (size_t)copies), o = dalloc(qb), ws = ws_new(HK, SKV, D, &wsb);
     ok(cu.cuMemcpyHtoD(in, h, set), "cuMemcpyHtoD");

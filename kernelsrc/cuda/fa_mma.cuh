@@ -219,10 +219,8 @@ GK_DEV void gk_fa_pv_mma(const gk_fa_smem<D> &sm, int stage, const float (*s)[4]
     }
   } else {
     for (int kk = 0; kk < NT / 2; kk++) {
-      const uint32_t pa[4] = {H::pack2(s[2 * kk][0], s[2 * kk][1]),
-                              H::pack2(s[2 * kk][2], s[2 * kk][3]),
-                              H::pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                              H::pack2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      uint32_t pa[4];
+      gk_fa_p_frag<H>(s, kk, pa);
       const int mi = lane / 8;
       const uint16_t *vr = &sm.tile.v[stage][((nt0 + 2 * kk) * 8 + 8 * (mi & 1) + lane % 8) *
                                                  S::RP + 8 * (mi >> 1)];

@@ -233,15 +233,6 @@ GK_DEV uint32_t gk_pack_bf2(float lo, float hi) {
 #endif
 }
 
-/*
- * Attention's element types, as tags: Dt::elem is how a tensor holds one
- * (f16 and bf16: uint16_t bits), Dt::load reads one exactly into a float,
- * Dt::store rounds a float to it (nearest even), Dt::pack2 rounds two into
- * one 32-bit word (lo first), Dt::half says whether the tensor-core
- * path (fa_mma.cuh) takes it and Dt::wgmma whether its prefill runs on
- * wgmma (fa_wgmma.cuh). GK_BF16_MMA: whether this device has bf16
- * mma (sm_80 and newer; the twins everywhere else but sm_75's code).
- */
 /* Whether flash_attention's prefill runs on wgmma (fa_wgmma.cuh): only in
  * an sm_90a compilation, and only with -DGK_FA_WGMMA=1, which no recipe
  * sets until the path has run on a GPU (ci/gpu builds a second archive
@@ -263,6 +254,15 @@ struct gk_bool {};
 #else
 #define GK_BF16_MMA 1
 #endif
+/*
+ * Attention's element types, as tags: Dt::elem is how a tensor holds one
+ * (f16 and bf16: uint16_t bits), Dt::load reads one exactly into a float,
+ * Dt::store rounds a float to it (nearest even), Dt::pack2 rounds two into
+ * one 32-bit word (lo first), Dt::half says whether the tensor-core
+ * path (fa_mma.cuh) takes it and Dt::wgmma whether its prefill runs on
+ * wgmma (fa_wgmma.cuh). GK_BF16_MMA: whether this device has bf16
+ * mma (sm_80 and newer; the twins everywhere else but sm_75's code).
+ */
 struct gk_f32 {
   typedef float elem;
   enum { half = 0, bf16 = 0, wgmma = 0 };
@@ -289,16 +289,21 @@ struct gk_bf16 {
  * fragments lie alike in 32-bit words): lane 4g + t receives the 8 words of
  * rows g and g + 8 of A (ar[r]: words 0..3 from a[r] of lanes 4g .. 4g+3,
  * words 4..7 from a[2 + r]) and of columns 2t and 2t + 1 of B (bc[col]:
- * from b[0] and b[1] of lanes 4(2t + col) .. +3), in k order.
+ * from b[0] and b[1] of lanes 4(2t + col) .. +3), in k order. gk_mma_twin_rows is
+ * the A half alone (gk_wgmma's twin reads B from shared memory).
  */
-GK_DEV void gk_mma_twin_gather(const uint32_t a[4], const uint32_t b[2], uint32_t ar[2][8],
-                               uint32_t bc[2][8]) {
-  const int lane = gk_lane(), g = lane / 4, t = lane % 4;
+GK_DEV void gk_mma_twin_rows(const uint32_t a[4], uint32_t ar[2][8]) {
+  const int g = gk_lane() / 4;
   for (int u = 0; u < 4; u++) {
     const int src = 4 * g + u;
     ar[0][u] = GK_SHFL(a[0], src), ar[0][4 + u] = GK_SHFL(a[2], src);
     ar[1][u] = GK_SHFL(a[1], src), ar[1][4 + u] = GK_SHFL(a[3], src);
   }
+}
+GK_DEV void gk_mma_twin_gather(const uint32_t a[4], const uint32_t b[2], uint32_t ar[2][8],
+                               uint32_t bc[2][8]) {
+  const int t = gk_lane() % 4;
+  gk_mma_twin_rows(a, ar);
   for (int col = 0; col < 2; col++)
     for (int u = 0; u < 4; u++) {
       const int src = 4 * (2 * t + col) + u;

@@ -172,13 +172,9 @@ GK_DEV void gk_wgmma(float *d, const uint32_t a[4], uint64_t desc, const void *b
   const char *start = (const char *)base + ((desc & 0x3fffu) << 4);
   const uint32_t lbo = (uint32_t)((desc >> 16) & 0x3fffu) << 4;
   const uint32_t sbo = (uint32_t)((desc >> 32) & 0x3fffu) << 4;
-  const int lane = gk_lane(), g = lane / 4, t = lane % 4;
+  const int t = gk_lane() % 4;
   uint32_t ar[2][8]; /* rows g, g + 8 of this warp's A: k pairs 0..7 */
-  for (int u = 0; u < 4; u++) {
-    const int src = 4 * g + u;
-    ar[0][u] = GK_SHFL(a[0], src), ar[0][4 + u] = GK_SHFL(a[2], src);
-    ar[1][u] = GK_SHFL(a[1], src), ar[1][4 + u] = GK_SHFL(a[3], src);
-  }
+  gk_mma_twin_rows(a, ar);
   for (int j = 0; j < N / 8; j++)
     for (int e = 0; e < 4; e++) {
       const int r = e >> 1, n = 8 * j + 2 * t + (e & 1);

@@ -42,11 +42,6 @@ GK_DEV bool gk_paged_block_ok(const int32_t *bt, int32_t len, int64_t page, int6
   return bad == 0;
 }
 
-/* A quiet NaN of each element type. */
-/* The quiet NaN of an invalid sequence's rows, of each element type. */
-GK_DEV void gk_pa_nan(gk_f32, float *p) { *p = gk_q_f32_from_bits(0x7fc00000u); }
-GK_DEV void gk_pa_nan(gk_f16, uint16_t *p) { *p = 0x7e00u; }
-GK_DEV void gk_pa_nan(gk_bf16, uint16_t *p) { *p = 0x7fc0u; }
 
 template <class Dt, int D, int Page>
 GK_DEV void gk_paged_attention(const void *q, const void *k_pool, const void *v_pool,
@@ -65,11 +60,13 @@ GK_DEV void gk_paged_attention(const void *q, const void *k_pool, const void *v_
     const int32_t len = seq_lens[s];
     T *os = (T *)o + s * rows;
     if (!gk_paged_block_ok(bt, len, Page, max_pages, n_pages)) {
-      /* Every block of the sequence writes its share of the NaN rows. */
+      /* Every block of the sequence writes its share of the NaN rows: the
+       * quiet NaN rounded to the element type. */
+      const T nan = Dt::store(gk_q_f32_from_bits(0x7fc00000u));
       const int64_t nb = (int64_t)gridDim.x * gridDim.y;
       const int64_t b = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
       for (int64_t e = b * FA_THREADS + threadIdx.x; e < rows; e += nb * FA_THREADS)
-        gk_pa_nan(Dt(), os + e);
+        os[e] = nan; /* f32 0x7fc00000, f16 0x7e00, bf16 0x7fc0 */
       continue;
     }
     const gk_kv_paged<T> kv = {(const T *)k_pool, (const T *)v_pool, len, D, bt, Page,
