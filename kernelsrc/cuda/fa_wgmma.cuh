@@ -69,13 +69,12 @@ GK_DEV void gk_fa_wg_step(const gk_fa_smem<D> &sm, int stage, const uint32_t (*q
   gk_wgmma_commit();
   gk_wgmma_wait<0>();
   gk_fa_softmax<Causal, D, NT>(s, k0, skv, sq, qpos, sl, st);
+  uint32_t pa[S::KEYS / 16][4];
+  for (int kk = 0; kk < S::KEYS / 16; kk++) gk_fa_p_frag<H>(s, kk, pa[kk]);
   gk_wgmma_fence(); /* the output was rescaled, P written */
-  for (int kk = 0; kk < S::KEYS / 16; kk++) { /* keys 16 kk .. 16 kk + 15 */
-    uint32_t pa[4];
-    gk_fa_p_frag<H>(s, kk, pa);
-    gk_wgmma<H, D, 1>(&st.acc[0][0], pa,
+  for (int kk = 0; kk < S::KEYS / 16; kk++) /* keys 16 kk .. 16 kk + 15 */
+    gk_wgmma<H, D, 1>(&st.acc[0][0], pa[kk],
                       gk_wgmma_desc(&sm, &sm.wg.v[stage][16 * kk * D], ROW8, CM), &sm);
-  }
   gk_wgmma_commit();
   gk_wgmma_wait<0>();
 }

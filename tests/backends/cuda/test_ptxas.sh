@@ -1,0 +1,48 @@
+#!/bin/sh
+# test_ptxas.sh SRCDIR: what ptxas says of the tensor-core attention on
+# Hopper, where no GPU is needed to hear it. Every f16/bf16 variant of
+# flash_attention and paged_attention is compiled for sm_90a with the wgmma
+# prefill (-DGK_FA_WGMMA=1, fa_wgmma.cuh) as the recipes' nvcc.lua does
+# (-O3 -std=c++17), and fails on:
+# - C7520 "wgmma.mma_async instructions are serialized" (or any other
+#   "Potential Performance Loss"): each wgmma waited on before the next;
+# - C7519 "warpgroup.arrive is injected ... by compiler": registers a wgmma
+#   reads written after the wgmma.fence (the cause of C7520 before);
+# - register spills.
+# Exit 77 (SKIP) without nvcc.
+set -u
+SRC=$1
+nvcc=$(command -v nvcc || true)
+for d in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
+  [ -z "$nvcc" ] && [ -n "$d" ] && [ -x "$d/bin/nvcc" ] && nvcc=$d/bin/nvcc
+done
+if [ -z "$nvcc" ]; then
+  echo "SKIP: nvcc not found (PATH, \$CUDA_HOME, \$CUDA_PATH, /usr/local/cuda); install the CUDA toolkit"
+  exit 77
+fi
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+failures=0 n=0
+check() { # NAME FLAGS...: compile SRC/NAME.cu with FLAGS, judge ptxas's words
+  name=$1; shift
+  what="$name.cu $*"
+  if ! "$nvcc" -cubin -arch=sm_90a -O3 -std=c++17 -DGK_FA_WGMMA=1 -Xptxas -v "$@" \
+       -o "$T/out.cubin" "$SRC/$name.cu" >"$T/log" 2>&1; then
+    echo "FAIL: nvcc $what:"; cat "$T/log"; failures=$((failures + 1)); return
+  fi
+  n=$((n + 1))
+  if grep -E "Performance Loss|C7519|C7520" "$T/log" >/dev/null; then
+    echo "FAIL: $what:"; grep -E "Performance Loss|C75" "$T/log"; failures=$((failures + 1))
+  fi
+  if grep "spill" "$T/log" | grep -vE " 0 bytes spill stores, 0 bytes spill loads" >/dev/null; then
+    echo "FAIL: $what spills registers:"; grep "spill" "$T/log"; failures=$((failures + 1))
+  fi
+}
+for dt in f16 bf16; do
+  for d in 64 128; do
+    for c in 0 1; do check flash_attention -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c; done
+    for p in 16 64; do check paged_attention -DDTYPE=$dt -DHEAD_DIM=$d -DPAGE=$p; done
+  done
+done
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "ok: $n sm_90a wgmma images: no serialized wgmma, no compiler-inserted arrive, no spills"
