@@ -33,7 +33,7 @@
  *   ranges of whole tiles, whose states meet in the caller's workspace
  *   and are merged by the last block to finish.
  * Shared memory: 34 KB for D = 128, 36 KB for D = 64 (the decode merge
- * reuses it).
+ * reuses it); 48 KB in an image with the wgmma prefill (fa_wgmma.cuh).
  */
 #ifndef GK_FA_MMA_CUH
 #define GK_FA_MMA_CUH
@@ -42,21 +42,26 @@
 #include "gk_gpu.cuh"
 
 /* The block's shared memory (one, declared by the caller for both
- * schedules): two stages of the tile (as ldmatrix reads them, or as wgmma
- * does), or (decode, at the end) the merge. */
+ * schedules): two stages of the tile (as ldmatrix reads them), or the
+ * wgmma prefill's stages (two of K, one of V, in tiles twice as long), or
+ * (decode, at the end) the merge. 48 KB at most: static shared memory,
+ * no opt-in needed. */
 template <int D>
 struct gk_fa_smem {
   enum {
-    KEYS = D == 128 ? 32 : 64, /* keys a tile: two stages fit 48 KB */
-    RP = D + 8,                /* a padded row, in halves */
+    KEYS = D == 128 ? 32 : 64,     /* keys a tile: two stages fit 48 KB */
+    WG_KEYS = D == 128 ? 64 : 128, /* keys a wgmma tile: 3 x 16 KB */
+    RP = D + 8,                    /* a padded row, in halves */
   };
   union {
     struct {
       uint16_t k[2][KEYS * RP], v[2][KEYS * RP]; /* [stage][key * RP + d] */
     } tile;
+#if GK_FA_WGMMA_ON || defined(GK_GPU_EMULATE) /* the other images stay at 34-36 KB */
     struct { /* wgmma's core matrices (fa_wgmma.cuh) */
-      uint16_t k[2][KEYS * D], v[2][KEYS * D];
+      uint16_t k[2][WG_KEYS * D], v[WG_KEYS * D];
     } wg;
+#endif
     struct {
       float m[FA_GROUPS][16], l[FA_GROUPS][16], o[FA_GROUPS][16][D];
     } merge;
@@ -447,12 +452,10 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   if (!slot) return; /* uniform */
 
   /* Count in; the last of the n merges them all. */
-  __shared__ unsigned last;
   gk_threadfence(); /* this thread's slot writes before the count */
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(sp.count, 1u) == (unsigned)(sp.n - 1);
-  __syncthreads();
-  if (!last) return; /* uniform */
+  if (!gk_block_any(threadIdx.x == 0 && atomicAdd(sp.count, 1u) == (unsigned)(sp.n - 1)))
+    return; /* uniform */
   gk_threadfence(); /* the others' slots after their counts */
   gk_fa_split_merge<D, H>(sp, o, hk, group, sq);
   if (threadIdx.x == 0) *sp.count = 0u;

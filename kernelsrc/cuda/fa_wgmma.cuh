@@ -4,16 +4,18 @@
  * flash_attention.cuh after fa_mma.cuh, whose schedule it keeps: a block
  * of 4 warps owns 64 query rows, warp w rows 16w .. 16w + 15 as mma
  * fragments (Q in registers for the whole call), K and V stream through
- * two shared-memory stages by cp.async, the online softmax runs on the
- * score fragments in f32 registers (gk_fa_softmax) and P, rounded to H,
- * stays in registers as the A operand of O += P V.
+ * shared memory by cp.async, the online softmax runs on the score
+ * fragments in f32 registers (gk_fa_softmax) and P, rounded to H, stays
+ * in registers as the A operand of O += P V.
  *
  * What changes is who multiplies. The 4 warps are one warpgroup, and each
  * product is one wgmma for all 64 rows: S (64 x KEYS) += Q (64 x 16) K^T
  * for each 16 columns of d, then O (64 x D) += P (64 x 16) V for each 16
- * keys. The tensor cores read K and V from shared memory once for the
- * block, where mma.sync has every warp read all of them through ldmatrix
- * (the bound of the mma.sync schedule at 16 rows a warp, docs/kernels.md).
+ * keys, in tiles of WG_KEYS = 64 keys (D = 128) or 128 (D = 64), twice
+ * the mma.sync path's: S is m64n64 or m64n128 a wgmma. The tensor cores
+ * read K and V from shared memory once for the block, where mma.sync has
+ * every warp read all of them through ldmatrix (the bound of the mma.sync
+ * schedule at 16 rows a warp, docs/kernels.md).
  *
  * The stages hold K and V as wgmma's core matrices without swizzle
  * (gk_fa_smem's `wg`): element (key n, d) at n / 8 * 8D + d / 8 * 64 +
@@ -31,61 +33,81 @@
 
 #include "gk_wgmma.cuh"
 
-/* Starts copying keys [k0, k0 + KEYS) of KV head hk into `stage` of the
- * wgmma layout (zeros past kv.n), by the whole block, as one cp.async
- * group per thread. Chunk e (16 bytes) lands at element 8 e. */
-template <int D, class KV>
-GK_DEV void gk_fa_wg_load(gk_fa_smem<D> &sm, int stage, const KV &kv, int64_t hk, int64_t k0) {
-  typedef gk_fa_smem<D> S;
-  static_assert(S::KEYS * (D / 8) % FA_THREADS == 0, "whole rounds of 16-byte chunks");
-  for (int i = 0; i < S::KEYS * (D / 8) / FA_THREADS; i++) { /* the same count everywhere */
+/* Starts copying keys [k0, k0 + WG_KEYS) of KV head hk of src (kv.k or
+ * kv.v) into `stage` in the wgmma layout (zeros past kv.n), by the whole
+ * block; the caller commits the group. Chunk e (16 bytes) lands at element
+ * 8 e. */
+template <int D, class KV, typename T>
+GK_DEV void gk_fa_wg_load(uint16_t *stage, const T *src, const KV &kv, int64_t hk, int64_t k0) {
+  constexpr int KEYS = gk_fa_smem<D>::WG_KEYS;
+  static_assert(KEYS * (D / 8) % FA_THREADS == 0, "whole rounds of 16-byte chunks");
+  for (int i = 0; i < KEYS * (D / 8) / FA_THREADS; i++) { /* the same count everywhere */
     const int e = i * FA_THREADS + (int)threadIdx.x;
     const int r = 8 * (e / D) + e % 8, c = (e / 8) % (D / 8) * 8;
     const int64_t key = k0 + r;
     const bool in = key < kv.n;
-    const int64_t at = in ? gk_kv_row(kv, hk, key) + c : 0;
-    gk_cp_async16(&sm.wg.k[stage][8 * e], kv.k + at, in);
-    gk_cp_async16(&sm.wg.v[stage][8 * e], kv.v + at, in);
+    gk_cp_async16(&stage[8 * e], src + (in ? gk_kv_row(kv, hk, key) + c : 0), in);
   }
-  gk_cp_async_commit();
 }
 
-/* The block's step over the KEYS keys from k0 in `stage`: S by wgmma, the
- * online softmax, O += P V by wgmma. Every thread of the block calls it. */
-template <int Causal, int D, class H>
-GK_DEV void gk_fa_wg_step(const gk_fa_smem<D> &sm, int stage, const uint32_t (*qa)[4],
-                          int64_t k0, int64_t skv, int64_t sq, const int64_t qpos[2], float sl,
-                          gk_fa_state<D> &st) {
+/* This thread's copies of the groups that must have landed (all but the
+ * newest n), made visible to the block and to the tensor cores. */
+template <int N>
+GK_DEV void gk_fa_wg_landed(void) {
+  gk_cp_async_wait<N>();
+  gk_fence_proxy_async(); /* this thread's copies, for the tensor cores */
+  __syncthreads();
+}
+
+/* The scores of the WG_KEYS keys in K stage `ks`: S = Q K^T by D / 16
+ * wgmma m64nWG_KEYSk16, waited for. */
+template <int D, class H>
+GK_DEV void gk_fa_wg_scores(const gk_fa_smem<D> &sm, int ks, const uint32_t (*qa)[4],
+                            float (*s)[4]) {
   typedef gk_fa_smem<D> S;
-  constexpr int NT = S::KEYS / 8;
   constexpr uint32_t CM = 128, ROW8 = 16 * D; /* bytes: a core matrix, 8 keys */
-  float s[NT][4];
-  for (int nt = 0; nt < NT; nt++)
+  for (int nt = 0; nt < S::WG_KEYS / 8; nt++)
     for (int e = 0; e < 4; e++) s[nt][e] = 0.0f;
   gk_wgmma_fence();
   for (int kk = 0; kk < D / 16; kk++) /* d = 16 kk .. + 15: core matrices 2 kk, 2 kk + 1 */
-    gk_wgmma<H, S::KEYS, 0>(&s[0][0], qa[kk],
-                            gk_wgmma_desc(&sm, &sm.wg.k[stage][128 * kk], CM, ROW8), &sm);
+    gk_wgmma<H, S::WG_KEYS, 0>(&s[0][0], qa[kk],
+                               gk_wgmma_desc(&sm, &sm.wg.k[ks][128 * kk], CM, ROW8), &sm);
   gk_wgmma_commit();
   gk_wgmma_wait<0>();
-  gk_fa_softmax<Causal, D, NT>(s, k0, skv, sq, qpos, sl, st);
-  uint32_t pa[S::KEYS / 16][4];
-  for (int kk = 0; kk < S::KEYS / 16; kk++) gk_fa_p_frag<H>(s, kk, pa[kk]);
+}
+
+/* O += P V for the V stage, P's fragments all rounded before the fence:
+ * a register of a wgmma's A written after the fence makes ptxas insert a
+ * warpgroup arrive of its own and, in a divergent path, wait on every
+ * wgmma (C7520; tests/backends/cuda/test_ptxas.sh). Waited for. */
+template <int D, class H>
+GK_DEV void gk_fa_wg_pv(const gk_fa_smem<D> &sm, const float (*s)[4], gk_fa_state<D> &st) {
+  typedef gk_fa_smem<D> S;
+  constexpr uint32_t CM = 128, ROW8 = 16 * D;
+  uint32_t pa[S::WG_KEYS / 16][4];
+  for (int kk = 0; kk < S::WG_KEYS / 16; kk++) gk_fa_p_frag<H>(s, kk, pa[kk]);
   gk_wgmma_fence(); /* the output was rescaled, P written */
-  for (int kk = 0; kk < S::KEYS / 16; kk++) /* keys 16 kk .. 16 kk + 15 */
+  for (int kk = 0; kk < S::WG_KEYS / 16; kk++) /* keys 16 kk .. 16 kk + 15 */
     gk_wgmma<H, D, 1>(&st.acc[0][0], pa[kk],
-                      gk_wgmma_desc(&sm, &sm.wg.v[stage][16 * kk * D], ROW8, CM), &sm);
+                      gk_wgmma_desc(&sm, &sm.wg.v[16 * kk * D], ROW8, CM), &sm);
   gk_wgmma_commit();
   gk_wgmma_wait<0>();
 }
 
 /* Prefill as gk_fa_mma_prefill, on wgmma: query rows [row0, row0 +
- * FA_BLOCK_ROWS) of head h against kv, through the two stages. */
+ * FA_BLOCK_ROWS) of head h against kv, in tiles of WG_KEYS keys. K has two
+ * stages, V one (48 KB in all): K of the next tile is copied while this one
+ * is worked on; V of the next tile once P V has read this one, while the
+ * next scores and softmax run. The cp.async groups of a thread, in order:
+ * K0, V0, then K(j+1) at the start of step j and V(j+1) at its end (empty
+ * past the last tile), so K(j) is in when 2 groups are left in flight and
+ * V(j) when 1 is. */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_wg_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                              int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
                              int64_t h, int64_t row0) {
   typedef gk_fa_smem<D> S;
+  constexpr int KEYS = S::WG_KEYS;
   const int64_t hk = h / (n_heads / n_kv_heads), skv = kv.n;
   int64_t qpos[2], rows[2];
   gk_fa_prefill_rows(h, sq, row0, qpos, rows);
@@ -96,18 +118,24 @@ GK_DEV void gk_fa_wg_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   const float sl = scale * 1.4426950408889634f;
   const int64_t ke = gk_fa_kend(Causal, sq, skv, row0, FA_BLOCK_ROWS);
   __syncthreads(); /* the previous use of the stages is over */
-  if (ke > 0) gk_fa_wg_load<D>(sm, 0, kv, hk, 0);
-  for (int64_t k0 = 0, j = 0; k0 < ke; k0 += S::KEYS, j++) {
-    if (k0 + S::KEYS < ke) {
-      gk_fa_wg_load<D>(sm, (int)((j + 1) & 1), kv, hk, k0 + S::KEYS);
-      gk_cp_async_wait<1>(); /* this tile's group has landed */
-    } else {
-      gk_cp_async_wait<0>();
-    }
-    gk_fence_proxy_async(); /* this thread's copies, for the tensor cores */
-    __syncthreads();
-    gk_fa_wg_step<Causal, D, H>(sm, (int)(j & 1), qa, k0, skv, sq, qpos, sl, st);
-    __syncthreads(); /* read (waited for) before the copy after next overwrites it */
+  if (ke > 0) gk_fa_wg_load<D>(sm.wg.k[0], kv.k, kv, hk, 0);
+  gk_cp_async_commit();
+  if (ke > 0) gk_fa_wg_load<D>(sm.wg.v, kv.v, kv, hk, 0);
+  gk_cp_async_commit();
+  for (int64_t k0 = 0, j = 0; k0 < ke; k0 += KEYS, j++) {
+    const int ks = (int)(j & 1);
+    const bool next = k0 + KEYS < ke;
+    if (next) gk_fa_wg_load<D>(sm.wg.k[ks ^ 1], kv.k, kv, hk, k0 + KEYS);
+    gk_cp_async_commit();
+    gk_fa_wg_landed<2>(); /* K(j) */
+    float s[KEYS / 8][4];
+    gk_fa_wg_scores<D, H>(sm, ks, qa, s);
+    gk_fa_softmax<Causal, D, KEYS / 8>(s, k0, skv, sq, qpos, sl, st);
+    gk_fa_wg_landed<1>(); /* V(j) */
+    gk_fa_wg_pv<D, H>(sm, s, st);
+    __syncthreads(); /* every warp's wgmma has read K(j) and V(j) */
+    if (next) gk_fa_wg_load<D>(sm.wg.v, kv.v, kv, hk, k0 + KEYS);
+    gk_cp_async_commit();
   }
   gk_fa_mma_store<D, H>(o, rows, st);
 }

@@ -485,13 +485,17 @@ GK_DEV void gk_ldmatrix_x4_trans(uint32_t r[4], const uint16_t *row) {
  * the 16 bytes with zeros instead (src is not read). A thread's copies are
  * grouped by gk_cp_async_commit and waited for by gk_cp_async_wait<N> (at
  * most N of its groups still in flight); a barrier then makes them visible
- * to the block. Before sm_80, and in the twin, the copy happens at once.
+ * to the block. Before sm_80 the copy happens at once. The emulator lands
+ * it as late as the PTX ISA allows: at the gk_cp_async_wait that must see
+ * it (tests/backends/cuda/emu), so a missing wait reads stale data there.
  */
 GK_DEV void gk_cp_async16(void *dst, const void *src, bool full) {
 #if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
   const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
                :: "r"(a), "l"(src), "r"(full ? 16 : 0) : "memory");
+#elif defined(GK_GPU_EMULATE)
+  gk_emu_cp_async(dst, full ? src : nullptr, 16);
 #else
   uint4 v = {0u, 0u, 0u, 0u};
   if (full) v = *(const uint4 *)src;
@@ -505,6 +509,8 @@ GK_DEV void gk_cp_async4(void *dst, const void *src, bool full) {
   const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
                :: "r"(a), "l"(src), "r"(full ? 4 : 0) : "memory");
+#elif defined(GK_GPU_EMULATE)
+  gk_emu_cp_async(dst, full ? src : nullptr, 4);
 #else
   *(uint32_t *)dst = full ? *(const uint32_t *)src : 0u;
 #endif
@@ -512,14 +518,22 @@ GK_DEV void gk_cp_async4(void *dst, const void *src, bool full) {
 GK_DEV void gk_cp_async_commit(void) {
 #if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;" ::: "memory");
+#elif defined(GK_GPU_EMULATE)
+  gk_emu_cp_async_commit();
 #endif
 }
 template <int N>
 GK_DEV void gk_cp_async_wait(void) {
 #if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+#elif defined(GK_GPU_EMULATE)
+  gk_emu_cp_async_wait(N);
 #endif
 }
+
+/* Whether pred holds in any thread of the block: a barrier that every
+ * thread of the block reaches (__syncthreads_or; no shared variable). */
+GK_DEV bool gk_block_any(bool pred) { return __syncthreads_or(pred ? 1 : 0) != 0; }
 
 /* A float rounded to the nearest integer, ties to even (|v| < 2^31). */
 GK_DEV int gk_rint(float v) {

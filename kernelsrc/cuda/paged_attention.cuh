@@ -27,19 +27,15 @@
 #define KV_THREADS 64
 
 /* gk_paged_seq_ok by the whole block: the table entries are checked by
- * every thread a few each, then agreed on through shared memory. */
+ * every thread a few each, then agreed on by a vote of the block. */
 GK_DEV bool gk_paged_block_ok(const int32_t *bt, int32_t len, int64_t page, int64_t max_pages,
                               int64_t n_pages) {
-  __shared__ unsigned bad;
   if (len < 0 || gk_paged_used(len, page) > max_pages) return false; /* uniform */
   const int64_t used = gk_paged_used(len, page);
-  __syncthreads(); /* a previous reader of `bad` is done */
-  if (threadIdx.x == 0) bad = 0;
-  __syncthreads();
+  bool bad = false;
   for (int64_t j = threadIdx.x; j < used; j += blockDim.x)
-    if (bt[j] < 0 || bt[j] >= n_pages) atomicAdd(&bad, 1u);
-  __syncthreads();
-  return bad == 0;
+    if (bt[j] < 0 || bt[j] >= n_pages) bad = true;
+  return !gk_block_any(bad);
 }
 
 

@@ -942,6 +942,30 @@ static int shuffled[64];
 static void shuffle(void) {
   shuffled[threadIdx.x] = GK_SHFL_XOR((int)threadIdx.x, 1) + 1000 * GK_SHFL((int)threadIdx.x, 31);
 }
+/* cp.async lands at the wait that must see it, not before; a vote. */
+static int votes[64][3];
+static uint32_t seen[64][4];
+static void async_copies(void) {
+  __shared__ __attribute__((aligned(16))) uint32_t st[64][2][4];
+  static const uint32_t src[2][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}};
+  const unsigned t = threadIdx.x;
+  for (int i = 0; i < 4; i++) st[t][0][i] = st[t][1][i] = 0;
+  gk_cp_async16(st[t][0], src[0], true);
+  gk_cp_async_commit();
+  gk_cp_async16(st[t][1], src[1], true);
+  gk_cp_async_commit();
+  seen[t][0] = st[t][0][0]; /* 0: in flight */
+  gk_cp_async_wait<1>();
+  seen[t][1] = st[t][0][0] + 10 * st[t][1][0]; /* 1: the older group only */
+  gk_cp_async_wait<0>();
+  seen[t][2] = st[t][1][3]; /* 8 */
+  gk_cp_async16(st[t][0], src[1], false); /* zeros, never committed: lands at the end */
+  gk_cp_async_wait<0>();
+  seen[t][3] = st[t][0][1]; /* 2 */
+  votes[t][0] = __syncthreads_or(t == 37);
+  votes[t][1] = __syncthreads_or(0);
+  votes[t][2] = __syncthreads_or(t < 64);
+}
 static void check_emulator(void) {
   const int before = failures;
   gk_emu_dim3 g = {1, 1, 1}, b = {64, 1, 1};
@@ -953,7 +977,17 @@ static void check_emulator(void) {
   CHECK(gk_emu_launch(g, b, [](void *) { shuffle(); }, NULL) == 0, "emulator: shuffles");
   for (int t = 0; t < 64; t++)
     CHECK(shuffled[t] == (t ^ 1) + 1000 * (t / 32 * 32 + 31), "emulator: shuffle of thread %d", t);
-  SECTION_OK(before, "ok: the emulator stops at divergent barriers and shuffles by group\n");
+  CHECK(gk_emu_launch(g, b, [](void *) { async_copies(); }, NULL) == 0, "emulator: cp.async");
+  for (int t = 0; t < 64; t++) {
+    CHECK(seen[t][0] == 0 && seen[t][1] == 1 && seen[t][2] == 8 && seen[t][3] == 2,
+          "emulator: thread %d's cp.async landed at the wrong wait (saw %u %u %u %u, want 0 1 8 2)",
+          t, seen[t][0], seen[t][1], seen[t][2], seen[t][3]);
+    CHECK(votes[t][0] == 1 && votes[t][1] == 0 && votes[t][2] == 1,
+          "emulator: thread %d's __syncthreads_or gave %d %d %d, want 1 0 1", t, votes[t][0],
+          votes[t][1], votes[t][2]);
+  }
+  SECTION_OK(before, "ok: the emulator stops at divergent barriers, shuffles by group, lands "
+                     "cp.async at its wait and votes\n");
 }
 
 int main(int argc, char **argv) {

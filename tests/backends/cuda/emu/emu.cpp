@@ -36,11 +36,21 @@ namespace {
 
 enum wait_kind { RUNNING, AT_BLOCK_BARRIER, AT_GROUP_BARRIER, DONE };
 
+/* A cp.async in flight: its bytes, where they go, and the number of the
+ * thread's commit group it belongs to. */
+struct async_copy {
+  char *dst;
+  unsigned char bytes[16];
+  unsigned n, group;
+};
+
 struct fiber {
   ucontext_t ctx;
   char *stack;
   wait_kind wait;
   unsigned gen; /* the barrier generation it waits to see pass */
+  std::vector<async_copy> copies; /* in flight, in issue order */
+  unsigned committed;             /* groups committed so far */
 };
 
 /* 256 KB each: the bodies keep small arrays on the stack. */
@@ -52,6 +62,7 @@ struct block_state {
   int cur;
   ucontext_t sched;
   unsigned block_gen, block_arrived;
+  int vote[2]; /* __syncthreads_or of generation g, in vote[g & 1] */
   std::vector<unsigned> group_gen, group_arrived;
   std::vector<uint64_t> slots; /* one shuffle value per thread */
   gk_emu_body body;
@@ -79,9 +90,23 @@ void yield_to_scheduler(void) {
   resume_point();
 }
 
+/* Writes the copies of fiber f in groups below `below`, in issue order. */
+void land_copies(fiber &f, unsigned below) {
+  size_t kept = 0;
+  for (size_t i = 0; i < f.copies.size(); i++) {
+    async_copy &c = f.copies[i];
+    if (c.group < below)
+      memcpy(c.dst, c.bytes, c.n);
+    else
+      f.copies[kept++] = c;
+  }
+  f.copies.resize(kept);
+}
+
 void fiber_main(void) {
   ASAN_FINISH(NULL, &S->sched_bottom, &S->sched_size);
   S->body(S->ctx);
+  land_copies(S->fibers[S->cur], ~0u); /* a kernel's copies complete */
   S->fibers[S->cur].wait = DONE;
   /* uc_link returns to the scheduler; this stack is done with. */
   ASAN_START(NULL, S->sched_bottom, S->sched_size);
@@ -103,12 +128,42 @@ void gk_emu_syncthreads(void) {
   unsigned n = (unsigned)S->fibers.size();
   if (++S->block_arrived == n) {
     S->block_arrived = 0;
+    /* Every thread is here: none has voted in the next generation yet,
+     * and this one's votes are read before the one after it ends. */
+    S->vote[(S->block_gen + 1) & 1] = 0;
     S->block_gen++;
     return;
   }
   f.wait = AT_BLOCK_BARRIER;
   f.gen = S->block_gen;
   yield_to_scheduler();
+}
+
+int gk_emu_syncthreads_or(int pred) {
+  const unsigned g = S->block_gen;
+  if (pred) S->vote[g & 1] = 1;
+  gk_emu_syncthreads();
+  return S->vote[g & 1];
+}
+
+void gk_emu_cp_async(void *dst, const void *src, unsigned bytes) {
+  fiber &f = S->fibers[S->cur];
+  async_copy c;
+  c.dst = (char *)dst;
+  c.n = bytes;
+  c.group = f.committed;
+  if (src)
+    memcpy(c.bytes, src, bytes);
+  else
+    memset(c.bytes, 0, bytes);
+  f.copies.push_back(c);
+}
+
+void gk_emu_cp_async_commit(void) { S->fibers[S->cur].committed++; }
+
+void gk_emu_cp_async_wait(int n) {
+  fiber &f = S->fibers[S->cur];
+  land_copies(f, f.committed > (unsigned)n ? f.committed - (unsigned)n : 0u);
 }
 
 static void group_barrier(void) {
@@ -162,6 +217,8 @@ __attribute__((noinline)) static void make_fiber(block_state &st, fiber &f) {
   f.ctx.uc_stack.ss_size = STACK;
   f.ctx.uc_link = &st.sched;
   f.wait = RUNNING;
+  f.copies.clear();
+  f.committed = 0;
   makecontext(&f.ctx, fiber_main, 0);
 }
 
@@ -169,6 +226,7 @@ static int run_block(block_state &st) {
   size_t n = st.fibers.size();
   for (size_t i = 0; i < n; i++) make_fiber(st, st.fibers[i]);
   st.block_gen = st.block_arrived = 0;
+  st.vote[0] = st.vote[1] = 0;
   for (size_t g = 0; g < st.group_gen.size(); g++) st.group_gen[g] = st.group_arrived[g] = 0;
   for (;;) {
     bool ran = false, live = false;

@@ -51,6 +51,20 @@ struct uint4 {
 
 void gk_emu_syncthreads(void);
 #define __syncthreads() gk_emu_syncthreads()
+/* __syncthreads_or: a barrier that returns nonzero when pred is nonzero in
+ * any thread of the block. */
+int gk_emu_syncthreads_or(int pred);
+#define __syncthreads_or(pred) gk_emu_syncthreads_or(pred)
+
+/* cp.async as sm_80's (gk_gpu.cuh's gk_cp_async16): the bytes of src
+ * (zeros for NULL) are read at issue and written to dst as late as the PTX
+ * ISA allows, when this thread's gk_emu_cp_async_wait(n) leaves at most n
+ * of its committed groups in flight (or when the thread ends), so a read
+ * of a stage before its wait sees the stage's old bytes. Copies not yet
+ * committed are not waited for, as on the GPU. */
+void gk_emu_cp_async(void *dst, const void *src, unsigned bytes);
+void gk_emu_cp_async_commit(void);
+void gk_emu_cp_async_wait(int n);
 
 /* Exchanges 64 bits among the group: every lane publishes v, then reads the
  * value of lane `src` (absolute lane in the group). */
