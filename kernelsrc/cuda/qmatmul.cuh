@@ -90,6 +90,27 @@ GK_DEV float gk_qm_code(uint32_t h, int p) {
   return gk_q_f32_from_bits((h & (GK_QMASK(Bits) << p)) | 0x4b000000u) - 8388608.0f;
 }
 
+/* The octet's 8 weights, each fmaf(d, q, m) (see the top). BITS 1: a
+ * weight is one of the block's two, fmaf(d, 0, m) or fmaf(d, 1, m) (the
+ * same floats, NaN and infinities included), picked by its bit: a select
+ * instead of the mask, subtract and fmaf (1 and 2 bits are bound by these
+ * instructions, not by memory: docs/kernels.md, "Speed on GPUs"). */
+template <int Bits>
+GK_DEV void gk_qm_weights(const uint32_t *h, float d, float mo, float wv[8]) {
+  typedef gk_qm_octet<Bits> octet;
+  if (Bits == 1) {
+    const float w0 = fmaf(d, 0.0f, mo), w1 = fmaf(d, 1.0f, mo);
+    for (int u = 0; u < 8; u++) wv[u] = (h[0] >> u) & 1u ? w1 : w0;
+    return;
+  }
+  for (int hh = 0; hh < octet::HALVES; hh++)
+    for (int u = 0; u < octet::PER_HALF; u++) {
+      const int p = Bits * u;
+      const float dp = d * (1.0f / (float)(1u << p)); /* d * 2^-p, exact */
+      wv[hh * octet::PER_HALF + u] = fmaf(dp, gk_qm_code<Bits>(h[hh], p), mo);
+    }
+}
+
 /*
  * One group: rows j0 .. j0 + QM_WROWS - 1 of W (those < n) against rows
  * i0 .. i0 + MT - 1 of x (those < m).
@@ -130,14 +151,8 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
       const float mo = gk_h2f((uint16_t)(head >> 16));
       uint32_t h[octet::HALVES];
       octet::load(blk + 1, s, h);
-      /* The octet's 8 weights, each fmaf(d, q, m) (see the top). */
       float wv[8];
-      for (int hh = 0; hh < octet::HALVES; hh++)
-        for (int u = 0; u < octet::PER_HALF; u++) {
-          const int p = Bits * u;
-          const float dp = d * (1.0f / (float)(1u << p)); /* d * 2^-p, exact */
-          wv[hh * octet::PER_HALF + u] = fmaf(dp, gk_qm_code<Bits>(h[hh], p), mo);
-        }
+      gk_qm_weights<Bits>(h, d, mo, wv);
       for (int i = 0; i < MT; i++) {
         if (i >= xrows) break;
         float a = acc[r][i];
