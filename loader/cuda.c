@@ -20,8 +20,10 @@
  * current for the load only (push/pop); cuLibraryLoadData (12.0+) with
  * cuLibraryGetKernel + cuKernelGetFunction, else cuModuleLoadDataEx with
  * cuModuleGetFunction. Every entry point the row lists is resolved at load,
- * so a module either has all its kernels or does not load. PTX gets a JIT
- * error log, quoted in the message when the driver cannot compile it.
+ * so a module either has all its kernels or does not load; one whose
+ * launch needs more than 48 KB of shared memory is opted in there, or
+ * refused when the device cannot give it. PTX gets a JIT error log, quoted
+ * in the message when the driver cannot compile it.
  *
  * libcuda starts threads in cuInit and is not written to be unloaded: once
  * opened it is pinned (RTLD_NODELETE), so closing our handle only drops a
@@ -292,6 +294,56 @@ static int load_fail(gk_archive *ar, const cuda_module *cm, const gk_image_info 
                   log ? log : "");
 }
 
+/* What every block may use without asking: static + dynamic shared memory
+ * up to CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 48 KB on every GPU
+ * since sm_20. Past it a function must be opted in. */
+#define SHARED_DEFAULT 49152
+
+/* The dynamic shared memory of each entry whose launch has some (e->shared):
+ * static + dynamic must fit the device's opt-in limit, else the load is
+ * refused here, naming the entry and the device, rather than every launch
+ * failing with CUDA_ERROR_INVALID_VALUE; past 48 KB the function is opted
+ * in once (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES), so that
+ * launches need no call of their own, libgk's or a caller's with the
+ * CUfunction of gk_module_symbol. The module's context is current. */
+static int opt_in_shared(gk_archive *ar, const cuda_module *cm, const gk_image_info *row,
+                         const char *arch) {
+  char st[96], name[128] = "", device[200];
+  int optin = -1;
+  for (int i = 0; i < cm->e.n; i++) {
+    uint32_t dyn = cm->e.shared[i];
+    int stat = 0;
+    if (dyn == 0) continue;
+    const char *step = "cuFuncGetAttribute(SHARED_SIZE_BYTES)";
+    gk__cu_result r =
+        cm->c.cuFuncGetAttribute(&stat, GK__CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, cm->fns[i]);
+    if (r == GK__CUDA_SUCCESS && optin < 0) {
+      step = "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)";
+      r = cm->c.cuDeviceGetAttribute(
+          &optin, GK__CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, cm->dev);
+    }
+    if (r == GK__CUDA_SUCCESS && (uint64_t)stat + dyn > (uint64_t)optin) {
+      if (cm->c.cuDeviceGetName(name, (int)sizeof name, cm->dev) != GK__CUDA_SUCCESS)
+        name[0] = '\0';
+      name[sizeof name - 1] = '\0';
+      snprintf(device, sizeof device, "CUDA device %d (%s%s%s)", cm->index, name,
+               *name ? ", " : "", arch);
+      return gk__shared_refused(ar, row, cm->e.name[i], (uint64_t)stat, dyn, (uint64_t)optin,
+                                device);
+    }
+    if (r == GK__CUDA_SUCCESS && (uint64_t)stat + dyn > SHARED_DEFAULT) {
+      step = "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)";
+      r = cm->c.cuFuncSetAttribute(cm->fns[i], GK__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                   (int)dyn);
+    }
+    if (r != GK__CUDA_SUCCESS)
+      return gk__fail(ar, GK_EDRIVER, "cannot load image %s: kernel '%s' (%u bytes of dynamic "
+                      "shared memory): %s failed with %s", GK__WHAT(row), cm->e.name[i], dyn,
+                      step, result_text(&cm->c, r, st, sizeof st));
+  }
+  return GK_OK;
+}
+
 static int cuda_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
                      const gk__entries *e, void *bytes, size_t size, void **state) {
   char why[512], st[96];
@@ -388,6 +440,10 @@ static int cuda_load(gk_archive *ar, const gk_device *dev, const gk_image_info *
                     cm->e.name[i], step, result_text(&cm->c, r, st, sizeof st));
       goto fail;
     }
+  }
+  if (r == GK__CUDA_SUCCESS && (rc = opt_in_shared(ar, cm, row, here.arch)) != GK_OK) {
+    cm->c.cuCtxPopCurrent(&popped);
+    goto fail;
   }
   cm->c.cuCtxPopCurrent(&popped);
   if (r != GK__CUDA_SUCCESS) {

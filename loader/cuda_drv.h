@@ -55,13 +55,15 @@ enum {
   GK__CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z = 7,
   GK__CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
   GK__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
-  GK__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+  GK__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  GK__CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 };
 /* CUfunction_attribute */
 enum {
   GK__CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
   GK__CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
-  GK__CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3
+  GK__CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,
+  GK__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 };
 /* CUjit_option: the JIT's error log, for PTX that does not compile. */
 enum {
@@ -117,6 +119,8 @@ typedef gk__cu_result (*gk__cu_get_proc_address_v1)(const char *symbol,
     (gk__cu_module module))                                                     \
   X(cuFuncGetAttribute, "cuFuncGetAttribute", 2020, 1, gk__cu_result,           \
     (int *value, int attrib, gk__cu_function fn))                               \
+  X(cuFuncSetAttribute, "cuFuncSetAttribute", 9000, 1, gk__cu_result,           \
+    (gk__cu_function fn, int attrib, int value))                                \
   X(cuFuncGetParamInfo, "cuFuncGetParamInfo", 12040, 0, gk__cu_result,          \
     (gk__cu_function fn, size_t index, size_t *offset, size_t *size))           \
   X(cuLibraryLoadData, "cuLibraryLoadData", 12000, 0, gk__cu_result,            \

@@ -420,12 +420,24 @@ typedef struct gk_module gk_module;
  * really there (GK_ENODEVICE otherwise, naming both), and a driver that
  * refuses the image gives GK_EDRIVER in words ("PTX from CUDA 13.0 needs a
  * driver >= 13.0; this driver is 12.4", the JIT's log for bad PTX). The
- * module holds a primary-context reference until unloaded. The module does
- * not reference the archive: it may
- * outlive it. *out is NULL on failure. Errors: GK_EINVAL, those of
+ * module holds a primary-context reference until unloaded.
+ * Dynamic shared memory (CUDA, ROCm): an entry whose launch has `shared`
+ * > 0 is checked at load against the device: its static shared memory
+ * (gk_kernel_info's group_segment_size) plus `shared` must fit what the
+ * device gives one block (CUDA: CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_
+ * PER_BLOCK_OPTIN, 99 KB on sm_86, 227 KB on sm_90; ROCm: the size of the
+ * agent's group segment, the LDS), else GK_EINVAL with a message naming
+ * the entry, the bytes, the device and what to do. On CUDA a function
+ * whose static + dynamic shared memory is above 48 KB is opted in once, at
+ * load (cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+ * shared)), so its CUfunction launches with the row's `shared` from
+ * gk_module_launch or from the caller's own cuLaunchKernel alike.
+ * The module does not reference the archive: it may
+ * outlive it. *out is NULL on failure. Errors: GK_EINVAL (also: the
+ * launch's shared memory does not fit the device), those of
  * gk_archive_select and gk_archive_read, GK_ENODEVICE, GK_EDRIVER (dlopen
- * failed, or the driver refused the image: the message names the call and
- * its status). Detail in gk_archive_errmsg(ar).
+ * failed, or the driver refused the image or the opt-in: the message names
+ * the call and its status). Detail in gk_archive_errmsg(ar).
  */
 GK_API int gk_module_load(gk_archive *ar, const gk_device *dev,
                           const char *kernel, const char *variant,
@@ -446,7 +458,8 @@ GK_API const gk_device *gk_module_device(const gk_module *m);
  * packet's kernel_object field takes, as (uint64_t)(uintptr_t). CUDA: the
  * CUfunction of entry `name` (one the row lists) in the device's primary
  * context, for cuLaunchKernel with that context current (cudaSetDevice or
- * cuCtxSetCurrent); block, grid and parameters are in the row's `launch`
+ * cuCtxSetCurrent); block, grid, dynamic shared memory (opted in at load
+ * when past 48 KB) and parameters are in the row's `launch`
  * (docs/kernels.md, "Launching on GPUs"). Vulkan: a
  * const gk_vk_entry * (gk_vulkan.h: the VkPipeline and its layouts). WGSL:
  * the shader text (const char *, NUL-terminated, owned by the module) when
@@ -466,7 +479,9 @@ GK_API void *gk_module_symbol(const gk_module *m, const char *name);
  * driver is older than 12.4): the kernel argument
  * segment (size and alignment of the buffer the dispatch points to), the
  * static group segment (LDS, "shared memory") and the private segment
- * (scratch) per work-item. CPU modules report the sizes as 0.
+ * (scratch) per work-item. CPU modules report the sizes as 0. A launch's
+ * shared memory per block is group_segment_size plus its dynamic part,
+ * gk_launch_dims.shared (what gk_module_load checked against the device).
  */
 typedef struct gk_kernel_info {
   uint64_t object;
@@ -666,7 +681,10 @@ typedef struct gk_launch gk_launch;
  * holds an object keyed by the entry's name gives that one; otherwise one
  * object describes every entry of the row. `entry` NULL: the row's only
  * launch. What it refuses, a launch at run time would refuse too: the
- * recipe engine calls it on every section when it reads a recipe.
+ * recipe engine calls it on every section when it reads a recipe. That
+ * includes a `shared` above what any GPU of the backend gives one block
+ * (CUDA 232448 bytes, sm_90's and sm_100's opt-in limit; ROCm 327680, the
+ * LDS of gfx1250); the limit of one device is checked by gk_module_load.
  * On failure *out is NULL; GK_EINVAL (NULL argument, a cpu row), or
  * GK_ECORRUPT (not JSON, a field missing or of the wrong shape, a bad
  * expression), with gk_last_error() saying which field and why. Free with
@@ -692,7 +710,9 @@ typedef struct gk_launch_dims {
   uint32_t grid[3];    /* blocks / workgroups per axis: what cuLaunchKernel's
                           grid, an AQL packet's grid_size / workgroup size,
                           vkCmdDispatch and WebGPU's dispatchWorkgroups take */
-  uint32_t shared;     /* dynamic shared memory, bytes (cuda, rocm) */
+  uint32_t shared;     /* dynamic shared memory, bytes (cuda, rocm): the
+                          row's `shared`, cuLaunchKernel's sharedMemBytes,
+                          added to the AQL packet's group segment */
   uint32_t nbuffers;   /* vulkan, wgsl, metal: the buffers bound, in order */
   uint32_t scalar_size; /* bytes of `scalars` (0 on cuda and rocm) */
   /* vulkan: the push constants; wgsl: the uniform buffer's bytes; metal:

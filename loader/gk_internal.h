@@ -98,6 +98,10 @@ void gk__cpu_set_level_cap(int level);
 typedef struct gk__entries {
   int n; /* -1: the column is not a JSON array of at most GK__ENTRY_MAX names */
   char name[GK__ENTRY_MAX][GK__NAME_MAX];
+  /* Each entry's dynamic shared memory in bytes (its launch's `shared`),
+   * set by module.c before a GPU backend's load; 0 when the launch has
+   * none or does not parse. */
+  uint32_t shared[GK__ENTRY_MAX];
 } gk__entries;
 /* Parses an entry column into *e; returns e->n. */
 int gk__entries_parse(const char *json, gk__entries *e);
@@ -384,6 +388,15 @@ gk_backend gk__launch_backend(const gk_launch *L);
  * gk_launch_nparams(L). GK_OK, or GK_EINVAL (size is not the row's). */
 int gk__launch_args_from_scalars(const gk_launch *L, const void *bytes,
                                  size_t size, gk_arg *args);
+/* The row's dynamic shared memory of launch L (cuda, rocm; 0 elsewhere). */
+uint32_t gk__launch_shared(const gk_launch *L);
+/* A GPU load's refusal of entry `entry` of `row`, whose launch asks for
+ * more shared memory per block than `device` (its words: "CUDA device 0
+ * (NAME, sm_86)") allows: static (the image's) + dynamic (the launch's)
+ * > limit. Says what to do; returns GK_EINVAL, set on ar. */
+int gk__shared_refused(gk_archive *ar, const gk_image_info *row, const char *entry,
+                       uint64_t static_bytes, uint32_t dynamic, uint64_t limit,
+                       const char *device);
 /* The parsed launch of entry `name` of module m, with its limits; NULL with
  * *status (GK_ENOSYMBOL, GK_ECORRUPT: gk_last_error() set) otherwise. */
 const gk_launch *gk__module_launch(const gk_module *m, const char *name,

@@ -49,6 +49,7 @@ int gk__entries_parse(const char *json, gk__entries *e) {
   const char *p = json;
   int n = 0;
   e->n = -1;
+  memset(e->shared, 0, sizeof e->shared);
   if (!p) return -1;
   while (isspace((unsigned char)*p)) p++;
   if (*p++ != '[') return -1;

@@ -327,13 +327,28 @@ static int read_counts(gk_launch *L, json_t *o, const char *key) {
   return GK_OK;
 }
 
+/* The most shared memory (static + dynamic) any GPU of the backend gives
+ * one block: CUDA's opt-in limit of sm_90 and sm_100, 227 KB (sm_80 163
+ * KB, sm_86/89/120 99 KB, sm_75 64 KB); AMD's LDS of gfx1250, 320 KB (64
+ * KB on most, 160 on gfx950). A `shared` above it can never launch, so the
+ * parse refuses it, and gk build with it; what one device allows is
+ * checked when a module is loaded on it. */
+#define SHARED_MAX_CUDA 232448
+#define SHARED_MAX_ROCM 327680
+
 /* cuda, rocm: params ["x:ptr", "m:i64", ...]. */
 static int read_cuda(gk_launch *L, json_t *o) {
   int rc;
   if ((rc = read_block(L, o, "block", 1024)) != GK_OK) return rc;
   json_t *s = json_object_get(o, "shared"), *ps = json_object_get(o, "params");
-  if (!json_is_integer(s) || json_integer_value(s) < 0 || json_integer_value(s) > 0x7fffffff)
+  int cuda = L->backend == GK_BACKEND_CUDA;
+  json_int_t max = cuda ? SHARED_MAX_CUDA : SHARED_MAX_ROCM;
+  if (!json_is_integer(s) || json_integer_value(s) < 0)
     return bad(L, "'shared' must be a number of bytes");
+  if (json_integer_value(s) > max)
+    return bad(L, "'shared' is %lld bytes, more than any %s GPU gives one block (%lld, %s); "
+               "make it smaller", (long long)json_integer_value(s), cuda ? "NVIDIA" : "AMD",
+               (long long)max, cuda ? "sm_90 and sm_100 opted in" : "gfx1250's LDS");
   L->shared = (uint32_t)json_integer_value(s);
   if (!json_is_array(ps)) return bad(L, "'params' must be an array of \"name:type\"");
   static const struct { const char *n; gk_arg_type t; } types[] = {
@@ -579,6 +594,7 @@ GK_API int gk_launch_eval(const gk_launch *L, const gk_device_limits *lim, const
 
 gk_backend gk__launch_backend(const gk_launch *L) { return L->backend; }
 const char *gk__launch_what(const gk_launch *L) { return L->what; }
+uint32_t gk__launch_shared(const gk_launch *L) { return L->shared; }
 
 int gk__launch_args_from_scalars(const gk_launch *L, const void *bytes, size_t size,
                                  gk_arg *args) {

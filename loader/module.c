@@ -28,23 +28,44 @@ struct gk_module {
   gk_device_limits lim;
 };
 
-/* Parses each entry's launch and asks the device's limits, once, so that a
- * loaded module stays immutable (and its launches thread-safe). A launch
- * that does not parse does not stop the load: the module's symbols are
- * still good, and the launch calls report why. */
-static void prepare_launches(gk_module *m, const gk__entries *e) {
+/* Parses each entry's launch, once, so that a loaded module stays
+ * immutable (and its launches thread-safe), and before the backend's load,
+ * which reads each entry's dynamic shared memory from e->shared (CUDA opts
+ * a function in past 48 KB there; both GPU backends refuse what the device
+ * cannot give). A launch that does not parse does not stop the load: the
+ * module's symbols are still good, and the launch calls report why. */
+static void parse_launches(gk_module *m, gk__entries *e) {
   char saved[1024];
   gk__strlcpy(saved, gk_last_error(), sizeof saved); /* an open's message */
+  for (int i = 0; i < e->n; i++) {
+    if (gk_launch_parse(&m->info, e->name[i], &m->launch[i]) != GK_OK)
+      m->launch_err[i] = strdup(gk_last_error());
+    e->shared[i] = m->launch[i] ? gk__launch_shared(m->launch[i]) : 0;
+  }
+  m->e = *e;
+  gk__set_last_error(GK_OK, "%s", saved);
+}
+
+/* The device's limits, asked once the backend has loaded the image. */
+static void ask_limits(gk_module *m) {
   gk_device_limits_known(&m->dev, &m->lim);
   if (m->ops->limits) {
     gk_device_limits l;
     if (m->ops->limits(m->state, &l) == GK_OK) m->lim = l;
   }
-  m->e = *e;
-  for (int i = 0; i < m->e.n; i++)
-    if (gk_launch_parse(&m->info, m->e.name[i], &m->launch[i]) != GK_OK)
-      m->launch_err[i] = strdup(gk_last_error());
-  gk__set_last_error(GK_OK, "%s", saved);
+}
+
+int gk__shared_refused(gk_archive *ar, const gk_image_info *row, const char *entry,
+                       uint64_t static_bytes, uint32_t dynamic, uint64_t limit,
+                       const char *device) {
+  return gk__fail(ar, GK_EINVAL,
+                  "cannot load image %s: entry '%s' needs %llu bytes of shared memory per "
+                  "block (%llu static + %u dynamic, the launch's `shared`), and %s allows "
+                  "at most %llu; use an image built for a GPU with more shared memory, or "
+                  "a smaller `shared` in the recipe's launch",
+                  GK__WHAT(row), entry, (unsigned long long)(static_bytes + dynamic),
+                  (unsigned long long)static_bytes, dynamic, device,
+                  (unsigned long long)limit);
 }
 
 const gk_launch *gk__module_launch(const gk_module *m, const char *name,
@@ -159,11 +180,12 @@ GK_API int gk_module_load_ex(gk_archive *ar, const gk_device *dev,
   }
   m->dev = *dev;
   m->ops = ops;
+  if (ops->launches) parse_launches(m, &e);
   if ((rc = ops->load(ar, dev, row, &e, bytes, size, &m->state)) != GK_OK) { /* takes bytes */
     gk_module_unload(m);
     return rc;
   }
-  if (ops->launches) prepare_launches(m, &e);
+  if (ops->launches) ask_limits(m);
   *out = m;
   return GK_OK;
 }

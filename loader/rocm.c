@@ -194,6 +194,17 @@ static int find_agent(const hsa *h, int index, gk__hsa_agent *out, char *arch,
   return GK_OK;
 }
 
+/* The marketing name when the runtime has one ("AMD Instinct MI210"),
+ * else the agent's name ("gfx90a"); "" when neither answers. */
+static void agent_name(const hsa *h, gk__hsa_agent agent, char name[GK__HSA_NAME_SIZE + 1]) {
+  memset(name, 0, GK__HSA_NAME_SIZE + 1);
+  if (h->hsa_agent_get_info(agent, GK__HSA_AMD_AGENT_INFO_PRODUCT_NAME, name) !=
+          GK__HSA_STATUS_SUCCESS ||
+      !name[0])
+    h->hsa_agent_get_info(agent, GK__HSA_AGENT_INFO_NAME, name);
+  name[GK__HSA_NAME_SIZE] = '\0';
+}
+
 int gk__rocm_detect(gk_device *out, int asked, char *why, size_t why_size) {
   hsa h;
   gk__hsa_agent agent;
@@ -203,14 +214,8 @@ int gk__rocm_detect(gk_device *out, int asked, char *why, size_t why_size) {
   if (rc != GK_OK) return rc;
   rc = find_agent(&h, 0, &agent, d.arch, sizeof d.arch, why, why_size);
   if (rc == GK_OK) {
-    char name[GK__HSA_NAME_SIZE + 1] = "";
-    /* The marketing name when the runtime has one ("AMD Instinct MI210"),
-     * else the agent's name ("gfx90a"). */
-    if (h.hsa_agent_get_info(agent, GK__HSA_AMD_AGENT_INFO_PRODUCT_NAME, name) !=
-            GK__HSA_STATUS_SUCCESS ||
-        !name[0])
-      h.hsa_agent_get_info(agent, GK__HSA_AGENT_INFO_NAME, name);
-    name[GK__HSA_NAME_SIZE] = '\0';
+    char name[GK__HSA_NAME_SIZE + 1];
+    agent_name(&h, agent, name);
     d.backend = GK_BACKEND_ROCM;
     d.index = 0;
     gk__strlcpy(d.name, name[0] ? name : d.arch, sizeof d.name);
@@ -269,6 +274,9 @@ static void rocm_unload(void *state) {
   free(rm);
 }
 
+static int check_shared(gk_archive *ar, const rocm_module *rm, const gk_image_info *row,
+                        const gk__entries *e, int index, const char *arch);
+
 static int rocm_load(gk_archive *ar, const gk_device *dev, const gk_image_info *row,
                      const gk__entries *e, void *bytes, size_t size, void **state) {
   char why[512], st[160];
@@ -326,6 +334,7 @@ static int rocm_load(gk_archive *ar, const gk_device *dev, const gk_image_info *
   step = "hsa_executable_freeze";
   s = h->hsa_executable_freeze(rm->exe, NULL);
   if (s != GK__HSA_STATUS_SUCCESS) goto driver_fail;
+  if ((rc = check_shared(ar, rm, row, e, dev->index, here.arch)) != GK_OK) goto fail;
   *state = rm;
   return GK_OK;
 
@@ -384,8 +393,11 @@ static void *rocm_symbol(void *state, const char *name) {
 
 /* ---- launches ------------------------------------------------------------ */
 
+/* The agent's first region of segment `segment`: a global one must also
+ * carry the kernarg flag (the kernarg ring's), the group one is the LDS. */
 typedef struct region_pick {
   const hsa *h;
+  unsigned segment;
   gk__hsa_region found;
 } region_pick;
 
@@ -395,15 +407,64 @@ static gk__hsa_status on_region(gk__hsa_region r, void *data) {
   uint32_t flags = 0;
   if (p->h->hsa_region_get_info(r, GK__HSA_REGION_INFO_SEGMENT, &segment) !=
           GK__HSA_STATUS_SUCCESS ||
-      segment != GK__HSA_REGION_SEGMENT_GLOBAL)
+      segment != p->segment)
     return GK__HSA_STATUS_SUCCESS;
-  if (p->h->hsa_region_get_info(r, GK__HSA_REGION_INFO_GLOBAL_FLAGS, &flags) ==
-          GK__HSA_STATUS_SUCCESS &&
-      (flags & GK__HSA_REGION_GLOBAL_FLAG_KERNARG)) {
-    p->found = r;
-    return GK__HSA_STATUS_INFO_BREAK;
+  if (segment == GK__HSA_REGION_SEGMENT_GLOBAL &&
+      (p->h->hsa_region_get_info(r, GK__HSA_REGION_INFO_GLOBAL_FLAGS, &flags) !=
+           GK__HSA_STATUS_SUCCESS ||
+       !(flags & GK__HSA_REGION_GLOBAL_FLAG_KERNARG)))
+    return GK__HSA_STATUS_SUCCESS;
+  p->found = r;
+  return GK__HSA_STATUS_INFO_BREAK;
+}
+
+/* Region `segment` of rm's agent into *out; SUCCESS when found, else the
+ * iteration's status (SUCCESS with no region: out stays 0). */
+static gk__hsa_status find_region(const rocm_module *rm, unsigned segment,
+                                  gk__hsa_region *out) {
+  region_pick p = {.h = &rm->h, .segment = segment};
+  gk__hsa_status s = rm->h.hsa_agent_iterate_regions(rm->agent, on_region, &p);
+  *out = p.found;
+  return s == GK__HSA_STATUS_INFO_BREAK ? GK__HSA_STATUS_SUCCESS : s;
+}
+
+/* The group segment (LDS) a launch asks for, the kernel descriptor's
+ * static part plus the row's dynamic `shared`, must fit the agent's: the
+ * size of its group region, what HIP reports as sharedMemPerBlock (ROCr
+ * answers 0 for that region's ALLOC_MAX_SIZE). Checked at load for each
+ * entry that has dynamic shared memory, so that a row for a bigger GPU is
+ * refused by name rather than as a dispatch the packet processor fails. */
+static int check_shared(gk_archive *ar, const rocm_module *rm, const gk_image_info *row,
+                        const gk__entries *e, int index, const char *arch) {
+  char st[160], name[GK__HSA_NAME_SIZE + 1], device[200];
+  size_t limit = 0;
+  for (int i = 0; i < e->n; i++) {
+    gk_kernel_info k;
+    int rc;
+    if (e->shared[i] == 0) continue;
+    if ((rc = rocm_kernel_info((void *)rm, e->name[i], &k)) != GK_OK)
+      return gk__fail(ar, rc, "cannot load image %s: kernel '%s': %s", GK__WHAT(row),
+                      e->name[i], rc == GK_ENOSYMBOL ? "the code object has no descriptor of it"
+                                                     : "its descriptor cannot be read");
+    if (!limit) {
+      gk__hsa_region group;
+      gk__hsa_status s = find_region(rm, GK__HSA_REGION_SEGMENT_GROUP, &group);
+      if (s == GK__HSA_STATUS_SUCCESS && group.handle)
+        s = rm->h.hsa_region_get_info(group, GK__HSA_REGION_INFO_SIZE, &limit);
+      if (s != GK__HSA_STATUS_SUCCESS || !group.handle || !limit)
+        return gk__fail(ar, GK_EDRIVER, "cannot load image %s on ROCm device %d (%s): the GPU "
+                        "agent reports no group segment size (%s)", GK__WHAT(row), index, arch,
+                        status_text(&rm->h, s, st, sizeof st));
+    }
+    if ((uint64_t)k.group_segment_size + e->shared[i] > limit) {
+      agent_name(&rm->h, rm->agent, name);
+      snprintf(device, sizeof device, "ROCm device %d (%s%s%s)", index, name, *name ? ", " : "",
+               arch);
+      return gk__shared_refused(ar, row, e->name[i], k.group_segment_size, e->shared[i], limit,
+                                device);
+    }
   }
-  return GK__HSA_STATUS_SUCCESS;
+  return GK_OK;
 }
 
 /* The kernarg ring, and the module's queue when the caller brings none.
@@ -413,14 +474,14 @@ static int launch_setup(rocm_module *rm, const gk_launch *L, int own_queue) {
   char st[160];
   gk__hsa_status s;
   if (!rm->kernarg) {
-    region_pick p = {.h = h};
-    s = h->hsa_agent_iterate_regions(rm->agent, on_region, &p);
-    if ((s != GK__HSA_STATUS_SUCCESS && s != GK__HSA_STATUS_INFO_BREAK) || !p.found.handle)
+    gk__hsa_region kernarg;
+    s = find_region(rm, GK__HSA_REGION_SEGMENT_GLOBAL, &kernarg);
+    if (s != GK__HSA_STATUS_SUCCESS || !kernarg.handle)
       return gk__set_last_error(GK_EDRIVER, "%s: the GPU agent has no kernarg memory region "
                                 "(hsa_agent_iterate_regions: %s)",
                                 gk__launch_what(L), status_text(h, s, st, sizeof st));
     void *mem = NULL;
-    s = h->hsa_memory_allocate(p.found, (size_t)KERNARG_SLOTS * KERNARG_SLOT, &mem);
+    s = h->hsa_memory_allocate(kernarg, (size_t)KERNARG_SLOTS * KERNARG_SLOT, &mem);
     if (s != GK__HSA_STATUS_SUCCESS || !mem)
       return gk__set_last_error(GK_EDRIVER, "%s: hsa_memory_allocate of %u bytes of kernarg "
                                 "memory failed with %s", gk__launch_what(L),

@@ -74,8 +74,12 @@ int cudrv_open(cudrv *d, const char *path, int ordinal, char *why, size_t why_si
   return 0;
 }
 
+/* The default allows 48 KB less the function's static shared memory, so
+ * `shared` alone cannot tell whether the opt-in is needed; setting the
+ * attribute to what the launch takes is right at any size the device
+ * allows. */
 cu_result cudrv_allow_shared(cudrv *d, cu_function f, unsigned shared) {
-  if (shared <= 48 * 1024) return CUDRV_SUCCESS;
+  if (shared == 0) return CUDRV_SUCCESS;
   return d->cuFuncSetAttribute(f, CUDRV_FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared);
 }
 

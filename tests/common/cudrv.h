@@ -125,7 +125,8 @@ int cudrv_open(cudrv *d, const char *path, int ordinal, char *why, size_t why_si
 void cudrv_close(cudrv *d);
 
 /* Lets f take `shared` bytes of dynamic shared memory (a launch row's
- * "shared"): past 48 KB a kernel must opt in, else its launches fail. */
+ * "shared"): past 48 KB, static + dynamic, a kernel must opt in, else its
+ * launches fail; it opts in whenever shared > 0. */
 cu_result cudrv_allow_shared(cudrv *d, cu_function f, unsigned shared);
 
 /* "CUDA_ERROR_ILLEGAL_ADDRESS (700)", in d's buffer (valid until the next

@@ -77,7 +77,8 @@ EXPORT cu_result cuDeviceGetName(char *name, int len, int dev) {
   snprintf(name, (size_t)len, "Fake H200 (test double)");
   return OK;
 }
-/* Compute capability 9.0, 132 SMs, 50 MB of L2, CUDA's launch limits. */
+/* Compute capability 9.0, 132 SMs, 50 MB of L2, CUDA's launch limits and
+ * sm_90's opt-in shared memory (libgk asks it when a row has `shared`). */
 EXPORT cu_result cuDeviceGetAttribute(int *v, int attr, int dev) {
   (void)dev;
   switch (attr) {
@@ -90,6 +91,7 @@ EXPORT cu_result cuDeviceGetAttribute(int *v, int attr, int dev) {
   case 1: *v = 1024; break;                   /* MAX_THREADS_PER_BLOCK */
   case 5: *v = 2147483647; break;             /* MAX_GRID_DIM_X */
   case 6: case 7: *v = 65535; break;          /* Y, Z */
+  case 97: *v = 232448; break;               /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: 227 KB */
   default: *v = 0;
   }
   return OK;
@@ -225,6 +227,8 @@ EXPORT cu_result cuFuncGetAttribute(int *v, int attr, void *f) {
   *v = 0;
   return OK;
 }
+/* libgk opts a function in to more than 48 KB of dynamic shared memory at
+ * load (MAX_DYNAMIC_SHARED_SIZE_BYTES); the CPU images need nothing. */
 EXPORT cu_result cuFuncSetAttribute(void *f, int attr, int v) {
   (void)f, (void)attr, (void)v;
   return OK;

@@ -215,6 +215,14 @@ static void shapes(void **state) {
   assert_int_equal(d.grid[0], 9);
   assert_int_equal(d.shared, 4096);
   gk_launch_free(L);
+  /* The most shared memory any GPU gives a block parses (227 KB on CUDA,
+   * 320 KB on ROCm); a byte more is refused below. */
+  L = parse_as("cuda", "{\"block\": [32,1,1], \"shared\": 232448, \"params\": [], "
+                       "\"grid\": [1,1,1]}", NULL);
+  gk_launch_free(L);
+  L = parse_as("rocm", "{\"block\": [32,1,1], \"shared\": 327680, \"params\": [], "
+                       "\"grid\": [1,1,1]}", NULL);
+  gk_launch_free(L);
 
   /* Vulkan: buffers, then push constants laid out at their offsets. */
   const char *vk =
@@ -272,6 +280,11 @@ static void shapes(void **state) {
       {"cuda", "{\"block\": [0, 1, 1]}", "block[0] must be a number in 1..1024"},
       {"cuda", "{\"block\": [64, 64, 1]}", "4096 threads"},
       {"cuda", "{\"block\": [32,1,1], \"shared\": -1}", "'shared'"},
+      {"cuda", "{\"block\": [32,1,1], \"shared\": 232449}",
+       "'shared' is 232449 bytes, more than any NVIDIA GPU gives one block (232448, sm_90 and "
+       "sm_100 opted in); make it smaller"},
+      {"rocm", "{\"block\": [32,1,1], \"shared\": 327681}",
+       "more than any AMD GPU gives one block (327680, gfx1250's LDS)"},
       {"cuda", "{\"block\": [32,1,1], \"shared\": 0}", "'params' must be an array"},
       {"cuda", "{\"block\": [32,1,1], \"shared\": 0, \"params\": [\"x\"]}", "NAME:TYPE"},
       {"cuda", "{\"block\": [32,1,1], \"shared\": 0, \"params\": [\"x:f64\"]}", "NAME:TYPE"},

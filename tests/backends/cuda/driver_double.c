@@ -30,15 +30,19 @@ enum {
 };
 
 /* Handles: addresses inside these arrays, so libgk can only pass back what
- * it was given. */
-static char contexts[4], libraries[64], modules[64], kernels[64], functions[64];
+ * it was given. Kernel and function KPI * i + k are kernel k of image i. */
+#define KPI 16 /* kernels per image */
+static char contexts[4], libraries[64], modules[64], kernels[64 * KPI], functions[64 * KPI];
 static int ctx_depth;
+/* Each function's MAX_DYNAMIC_SHARED_SIZE_BYTES. */
+static int max_dynamic[64 * KPI];
 
 /* The image of the library or module handle i, for kernel lookups. */
 static struct {
   char *text; /* a copy: cubin bytes, or PTX text */
   size_t size;
   int ptx;
+  char names[KPI][64]; /* its kernels looked up so far, in order */
 } images[64];
 
 /* ---- the image checks (what a driver would refuse) ------------------------ */
@@ -154,6 +158,7 @@ static int cuDeviceGetAttribute(int *v, int attrib, int dev) {
   else if (attrib == 1) *v = 1024;        /* MAX_THREADS_PER_BLOCK */
   else if (attrib == 5) *v = 2147483647;  /* MAX_GRID_DIM_X */
   else if (attrib == 6 || attrib == 7) *v = 65535;
+  else if (attrib == 97) *v = D->optin; /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
   else return INVALID_VALUE;
   return SUCCESS;
 }
@@ -215,6 +220,10 @@ static int new_image(const void *image, char *table, void **out, int *forced_log
       memcpy(images[i].text, image, size);
       images[i].size = size;
       images[i].ptx = ptx;
+      memset(images[i].names, 0, sizeof images[i].names);
+      /* The driver's default: 48 KB in all, less the static part. */
+      for (int k = 0; k < KPI; k++)
+        max_dynamic[i * KPI + k] = D->static_shared < 49152 ? 49152 - D->static_shared : 0;
       *out = &table[i];
       return SUCCESS;
     }
@@ -258,12 +267,14 @@ static int slot_of(void *h, char *table) {
 }
 
 static int lookup(void **out, void *h, char *table, const char *name) {
-  int s = slot_of(h, table);
+  int s = slot_of(h, table), k = 0;
   D->lookups++;
   if (s < 0) return INVALID_HANDLE;
   if (D->get_kernel_result) return D->get_kernel_result;
   if (!has_kernel(s, name)) return NOT_FOUND;
-  *out = &kernels[s];
+  while (k < KPI - 1 && images[s].names[k][0] && strcmp(images[s].names[k], name)) k++;
+  snprintf(images[s].names[k], sizeof images[s].names[k], "%s", name);
+  *out = &kernels[s * KPI + k];
   return SUCCESS;
 }
 static int cuModuleGetFunction(void **fn, void *mod, const char *name) {
@@ -271,11 +282,16 @@ static int cuModuleGetFunction(void **fn, void *mod, const char *name) {
   if (r == SUCCESS) *fn = &functions[(char *)*fn - kernels];
   return r;
 }
+static int function_of(void *fn) {
+  return (char *)fn < functions || (char *)fn >= functions + sizeof functions
+             ? -1
+             : (int)((char *)fn - functions);
+}
 static int cuLibraryGetKernel(void **k, void *lib, const char *name) {
   return lookup(k, lib, libraries, name);
 }
 static int cuKernelGetFunction(void **fn, void *k) {
-  if ((char *)k < kernels || (char *)k >= kernels + 64) return INVALID_HANDLE;
+  if ((char *)k < kernels || (char *)k >= kernels + sizeof kernels) return INVALID_HANDLE;
   if (ctx_depth == 0) return INVALID_CONTEXT; /* per context: needs a current one */
   *fn = &functions[(char *)k - kernels];
   return SUCCESS;
@@ -291,15 +307,33 @@ static int unload(void *h, char *table) {
 static int cuModuleUnload(void *mod) { return unload(mod, modules); }
 static int cuLibraryUnload(void *lib) { return unload(lib, libraries); }
 static int cuFuncGetAttribute(int *v, int attrib, void *fn) {
-  if ((char *)fn < functions || (char *)fn >= functions + 64) return INVALID_HANDLE;
-  if (attrib == 1) *v = 123; /* static shared memory */
+  int f = function_of(fn);
+  if (f < 0) return INVALID_HANDLE;
+  if (attrib == 1) *v = D->static_shared; /* SHARED_SIZE_BYTES */
   else if (attrib == 3) *v = 0;
+  else if (attrib == 8) *v = max_dynamic[f]; /* MAX_DYNAMIC_SHARED_SIZE_BYTES */
   else return INVALID_VALUE;
+  return SUCCESS;
+}
+/* Only MAX_DYNAMIC_SHARED_SIZE_BYTES, up to the opt-in limit less static. */
+static int cuFuncSetAttribute(void *fn, int attrib, int value) {
+  int f = function_of(fn);
+  if (f < 0) return INVALID_HANDLE;
+  if (D->nset_attr < 16) {
+    D->set_attr[D->nset_attr].fn = fn;
+    D->set_attr[D->nset_attr].attrib = attrib;
+    D->set_attr[D->nset_attr].value = value;
+  }
+  D->nset_attr++;
+  if (attrib != 8 || value < 0 || (long long)D->static_shared + value > D->optin)
+    return INVALID_VALUE;
+  if (D->set_attr_result) return D->set_attr_result;
+  max_dynamic[f] = value;
   return SUCCESS;
 }
 /* Two 8-byte parameters, for the kernarg arithmetic. */
 static int cuFuncGetParamInfo(void *fn, size_t index, size_t *off, size_t *size) {
-  if ((char *)fn < functions || (char *)fn >= functions + 64) return INVALID_HANDLE;
+  if (function_of(fn) < 0) return INVALID_HANDLE;
   if (index >= 2) return INVALID_VALUE;
   *off = index * 8;
   *size = 8;
@@ -312,13 +346,15 @@ static int cuFuncGetParamInfo(void *fn, size_t index, size_t *off, size_t *size)
 static int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                           unsigned by, unsigned bz, unsigned shared, void *stream,
                           void **params, void **extra) {
-  if ((char *)fn < functions || (char *)fn >= functions + 64) return INVALID_HANDLE;
+  int f = function_of(fn);
+  if (f < 0) return INVALID_HANDLE;
   if (ctx_depth == 0) return INVALID_CONTEXT;
   if (!gx || !gy || !gz || gy > 65535 || gz > 65535 || gx > 2147483647u) return INVALID_VALUE;
   if (!bx || !by || !bz || (unsigned long long)bx * by * bz > 1024) return INVALID_VALUE;
   if (extra || (D->launch_nparams && !params)) return INVALID_VALUE;
+  if (shared > (unsigned)max_dynamic[f]) return INVALID_VALUE; /* not opted in */
   D->launches++;
-  D->launch_fn = (int)((char *)fn - functions);
+  D->launch_fn = f;
   D->launch_ctx_depth = ctx_depth;
   D->grid[0] = gx, D->grid[1] = gy, D->grid[2] = gz;
   D->block[0] = bx, D->block[1] = by, D->block[2] = bz;
@@ -351,6 +387,7 @@ static const struct {
     {"cuModuleGetFunction", "cuModuleGetFunction", (void *)cuModuleGetFunction},
     {"cuModuleUnload", "cuModuleUnload", (void *)cuModuleUnload},
     {"cuFuncGetAttribute", "cuFuncGetAttribute", (void *)cuFuncGetAttribute},
+    {"cuFuncSetAttribute", "cuFuncSetAttribute", (void *)cuFuncSetAttribute},
     {"cuFuncGetParamInfo", "cuFuncGetParamInfo", (void *)cuFuncGetParamInfo},
     {"cuLibraryLoadData", "cuLibraryLoadData", (void *)cuLibraryLoadData},
     {"cuLibraryGetKernel", "cuLibraryGetKernel", (void *)cuLibraryGetKernel},
@@ -414,6 +451,8 @@ void cud_defaults(cud *d) {
   d->driver_version = 13000;
   d->name = "Test Double GPU (not a real device)";
   d->sms = 46;
+  d->optin = 101376; /* sm_86: 99 KB */
+  d->static_shared = 123;
   d->gpa2 = 1;
   d->library = 1;
 }

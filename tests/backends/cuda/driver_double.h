@@ -12,7 +12,16 @@
  * device and whose toolkit ("release X.Y" in its header) is not newer than
  * the double's driver version, else CUDA_ERROR_INVALID_PTX /
  * CUDA_ERROR_UNSUPPORTED_PTX_VERSION. Kernels are found by name in the
- * image (".text.NAME" in a cubin, ".entry NAME" in PTX).
+ * image (".text.NAME" in a cubin, ".entry NAME" in PTX); each kernel of an
+ * image is a function of its own.
+ *
+ * Shared memory as the driver API documents it: every function has
+ * `static_shared` bytes of static shared memory and may launch with up to
+ * 48 KB - static of dynamic shared memory, until cuFuncSetAttribute(
+ * MAX_DYNAMIC_SHARED_SIZE_BYTES) raises that, which it refuses past the
+ * device's opt-in limit (`optin`, attribute 97) minus static; a launch
+ * asking for more dynamic shared memory than its function allows fails
+ * with CUDA_ERROR_INVALID_VALUE.
  *
  * One double per process (the driver API has no user pointer): cud_install
  * sets it, and libgk's resolver asks it for every entry point.
@@ -29,6 +38,8 @@ typedef struct cud {
   int driver_version; /* 13000 */
   const char *name;   /* cuDeviceGetName */
   int sms;            /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
+  int optin;          /* CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+  int static_shared;  /* every function's CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
   int init_result;    /* what cuInit returns */
   /* Which ways of finding entry points it offers: */
   int gpa2, gpa1; /* cuGetProcAddress_v2 / cuGetProcAddress */
@@ -40,6 +51,7 @@ typedef struct cud {
   const char *jit_log;   /* written to the JIT error log on a forced failure */
   int get_kernel_result; /* returned by cuLibraryGetKernel/cuModuleGetFunction */
   int launch_result;     /* returned by cuLaunchKernel, after its checks */
+  int set_attr_result;   /* returned by cuFuncSetAttribute, after its checks */
 
   /* What it saw: */
   int inits, loads, unloads, retains, releases, pushes, pops, lookups;
@@ -60,10 +72,17 @@ typedef struct cud {
   unsigned grid[3], block[3], shared;
   void *stream;
   unsigned char params[16][8];
+  /* Every cuFuncSetAttribute call, in order (the first 16). */
+  struct {
+    void *fn;
+    int attrib, value;
+  } set_attr[16];
+  int nset_attr;
 } cud;
 
-/* Sensible defaults: one sm_86 device with 46 SMs, driver 13.0, cuGetProcAddress_v2,
- * the library API, nothing forced. */
+/* Sensible defaults: one sm_86 device with 46 SMs and 99 KB of opt-in
+ * shared memory, 123 bytes of static shared memory per function, driver
+ * 13.0, cuGetProcAddress_v2, the library API, nothing forced. */
 void cud_defaults(cud *d);
 /* Makes d the double libgk talks to (gk_driver_set_resolver for cuda).
  * d must outlive its use; cud_remove() restores dlopen. */

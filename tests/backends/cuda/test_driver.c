@@ -377,6 +377,118 @@ static void launch_kernels(void **state) {
   gk_archive_close(ar);
 }
 
+/* ---- dynamic shared memory ----------------------------------------------- */
+
+/* An archive of one row: the real sm_86 cubin of qmatmul bits=4 (its four
+ * entries) with a hand-written launch of `shared` bytes of dynamic shared
+ * memory, except for qmatmul_q8x_x, whose own launch has none. */
+static char *shared_archive(gk_archive *real, unsigned shared) {
+  size_t count, row = (size_t)-1;
+  gk_image_info im;
+  assert_int_equal(gk_archive_count(real, &count), GK_OK);
+  for (size_t i = 0; i < count && row == (size_t)-1; i++) {
+    assert_int_equal(gk_archive_image(real, i, &im), GK_OK);
+    if (!strcmp(im.kernel, "qmatmul") && !strcmp(im.variant, "bits=4") &&
+        !strcmp(im.target, "sm_86"))
+      row = i;
+  }
+  assert_true(row != (size_t)-1);
+  void *bytes;
+  size_t size;
+  assert_int_equal(gk_archive_read(real, row, &bytes, &size), GK_OK);
+  char launch[512], name[64];
+  snprintf(launch, sizeof launch,
+           "{\"block\": [128, 1, 1], \"grid\": [1, 1, 1], \"shared\": %u, \"params\": [],"
+           " \"qmatmul_q8x_x\": {\"block\": [128, 1, 1], \"grid\": [1, 1, 1], \"shared\": 0,"
+           " \"params\": []}}", shared);
+  fx_image row_im = {im.kernel, im.backend, im.target, im.variant, .format = im.format,
+                     .entry = im.entry, .launch = launch, .toolchain = im.toolchain,
+                     .data = bytes, .size = size};
+  snprintf(name, sizeof name, "shared%u.gkfat", shared);
+  char *path = fx_path(name);
+  fx_write(path, &row_im, 1);
+  gk_free(bytes);
+  return path;
+}
+
+/* Past 48 KB (static + dynamic) each function is opted in once at load,
+ * to exactly its launch's bytes; below, nothing is asked; past the
+ * device's opt-in limit the load is refused, saying what to do. The
+ * double's launches fail when a function was not opted in. */
+static void dynamic_shared_memory(void **state) {
+  (void)state;
+  gk_archive *real = real_archive();
+  if (!real) skip();
+  static const char *const opted[] = {"qmatmul", "qmatmul_q8x", "qmatmul_q8x_mm"};
+  static const struct {
+    unsigned shared;
+    int calls; /* cuFuncSetAttribute calls at load */
+  } cases[] = {
+      {49152 - 123, 0}, /* 48 KB with the double's 123 static bytes: the default */
+      {49152 - 122, 3}, /* one byte more */
+      {101376 - 123, 3}, /* all of sm_86's 99 KB */
+  };
+  gk_archive *ar;
+  gk_module *m;
+  gk_launch_dims d;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    char *path = shared_archive(real, cases[c].shared);
+    D.nset_attr = 0;
+    assert_int_equal(gk_archive_open(path, &ar), GK_OK);
+    if (gk_module_load(ar, NULL, "qmatmul", "bits=4", &m) != GK_OK)
+      fail_msg("shared %u: %s", cases[c].shared, gk_archive_errmsg(ar));
+    assert_int_equal(D.nset_attr, cases[c].calls);
+    for (int i = 0; i < cases[c].calls; i++) {
+      assert_ptr_equal(D.set_attr[i].fn, gk_module_symbol(m, opted[i]));
+      assert_int_equal(D.set_attr[i].attrib, 8); /* MAX_DYNAMIC_SHARED_SIZE_BYTES */
+      assert_int_equal(D.set_attr[i].value, cases[c].shared);
+    }
+    /* Launches pass the bytes (and only the load opts in). */
+    assert_int_equal(gk_module_launch(m, "qmatmul_q8x_mm", NULL, 0, NULL), GK_OK);
+    assert_int_equal(D.shared, cases[c].shared);
+    assert_int_equal(gk_module_launch(m, "qmatmul_q8x_x", NULL, 0, NULL), GK_OK);
+    assert_int_equal(D.shared, 0);
+    assert_int_equal(gk_module_launch_dims(m, "qmatmul", NULL, 0, &d), GK_OK);
+    assert_int_equal(d.shared, cases[c].shared);
+    assert_int_equal(D.nset_attr, cases[c].calls);
+    gk_module_unload(m);
+    gk_archive_close(ar);
+    free(path);
+  }
+
+  /* One byte past the opt-in limit: refused at load, before any opt-in. */
+  char *path = shared_archive(real, 101376 - 122);
+  D.nset_attr = 0;
+  assert_int_equal(gk_archive_open(path, &ar), GK_OK);
+  assert_int_equal(gk_module_load(ar, NULL, "qmatmul", "bits=4", &m), GK_EINVAL);
+  const char *msg = gk_archive_errmsg(ar);
+  assert_contains(msg, "cannot load image 'qmatmul' bits=4 cuda sm_86: entry 'qmatmul' needs "
+                       "101377 bytes of shared memory per block (123 static + 101254 dynamic");
+  assert_contains(msg, "CUDA device 0 (Test Double GPU (not a real device), sm_86) allows at "
+                       "most 101376");
+  assert_contains(msg, "use an image built for a GPU with more shared memory, or a smaller "
+                       "`shared` in the recipe's launch");
+  assert_int_equal(D.nset_attr, 0);
+  /* ... which a device with more (sm_90's 227 KB, say) gives. */
+  D.optin = 232448;
+  assert_int_equal(gk_module_load(ar, NULL, "qmatmul", "bits=4", &m), GK_OK);
+  assert_int_equal(D.nset_attr, 3);
+  gk_module_unload(m);
+  /* The driver refusing the opt-in: its status, in words. */
+  D.set_attr_result = 1;
+  assert_int_equal(gk_module_load(ar, NULL, "qmatmul", "bits=4", &m), GK_EDRIVER);
+  assert_contains(gk_archive_errmsg(ar),
+                  "kernel 'qmatmul' (101254 bytes of dynamic shared memory): "
+                  "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) failed with "
+                  "CUDA_ERROR_INVALID_VALUE (1)");
+  assert_int_equal(D.pushes, D.pops);
+  assert_int_equal(D.retains, D.releases);
+  assert_int_equal(D.loads, D.unloads);
+  gk_archive_close(ar);
+  free(path);
+  gk_archive_close(real);
+}
+
 int main(int argc, char **argv) {
   archive_path = argc > 1 ? argv[1] : NULL;
   const struct CMUnitTest tests[] = {
@@ -389,6 +501,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(load_every_kernel, setup_each, teardown_each),
       cmocka_unit_test_setup_teardown(load_refusals, setup_each, teardown_each),
       cmocka_unit_test_setup_teardown(launch_kernels, setup_each, teardown_each),
+      cmocka_unit_test_setup_teardown(dynamic_shared_memory, setup_each, teardown_each),
   };
   printf("cuda.driver_double: libcuda is a TEST DOUBLE here (driver_double.c)\n");
   return cmocka_run_group_tests_name("cuda.driver_double", tests, NULL, NULL);

@@ -307,7 +307,13 @@ static gk__hsa_status hd_symbol_get_info(gk__hsa_executable_symbol sym, unsigned
 
 /* ---- launches ------------------------------------------------------------ */
 
-#define KERNARG_REGION 0x300u /* + agent: the one region of each GPU agent */
+/* Regions, + the agent's index: its kernarg region, a fine-grained global
+ * one that is not for kernargs, its group region (LDS). */
+#define KERNARG_REGION 0x300u
+#define FINE_REGION 0x400u
+#define GROUP_REGION 0x500u
+
+static uint32_t group_size(void) { return cfg.group_size ? cfg.group_size : 65536; }
 
 typedef struct alloc {
   unsigned char *p;
@@ -317,6 +323,7 @@ static alloc allocs[16];
 
 typedef struct dq {
   gk__hsa_queue q; /* first: the hsa_queue_t * libgk gets */
+  int agent;
   uint64_t write, read;
 } dq;
 
@@ -324,22 +331,33 @@ static gk__hsa_status hd_iterate_regions(gk__hsa_agent a, gk__hsa_region_cb cb, 
   int i = agent_of(a);
   if (i < 0) return ST_INVALID_AGENT;
   if (!cfg.agents[i].gpu) return ST_OK;
-  /* A fine-grained region first, which is not for kernargs, then the one. */
-  gk__hsa_status s = cb((gk__hsa_region){0x400u + (uint64_t)i}, data);
-  if (s != ST_OK) return s;
-  return cb((gk__hsa_region){KERNARG_REGION + (uint64_t)i}, data);
+  /* The group region and a fine-grained one first, which are not for
+   * kernargs, then the one. */
+  static const uint64_t order[] = {GROUP_REGION, FINE_REGION, KERNARG_REGION};
+  for (int k = 0; k < 3; k++) {
+    gk__hsa_status s = cb((gk__hsa_region){order[k] + (uint64_t)i}, data);
+    if (s != ST_OK) return s;
+  }
+  return ST_OK;
 }
 
 static gk__hsa_status hd_region_get_info(gk__hsa_region r, unsigned attr, void *value) {
-  if (r.handle < KERNARG_REGION || r.handle >= 0x400u + (uint64_t)cfg.nagents)
+  uint64_t base = r.handle & ~0xffull;
+  if ((base != KERNARG_REGION && base != FINE_REGION && base != GROUP_REGION) ||
+      r.handle - base >= (uint64_t)cfg.nagents)
     return ST_INVALID_ARGUMENT;
   if (attr == GK__HSA_REGION_INFO_SEGMENT) {
-    *(unsigned *)value = GK__HSA_REGION_SEGMENT_GLOBAL;
+    *(unsigned *)value =
+        base == GROUP_REGION ? GK__HSA_REGION_SEGMENT_GROUP : GK__HSA_REGION_SEGMENT_GLOBAL;
     return ST_OK;
   }
-  if (attr == GK__HSA_REGION_INFO_GLOBAL_FLAGS) {
+  if (attr == GK__HSA_REGION_INFO_SIZE && base == GROUP_REGION) {
+    *(size_t *)value = group_size();
+    return ST_OK;
+  }
+  if (attr == GK__HSA_REGION_INFO_GLOBAL_FLAGS && base != GROUP_REGION) {
     /* hsa_region_global_flag_t: KERNARG 1, FINE_GRAINED 2 */
-    *(uint32_t *)value = r.handle < 0x400u ? GK__HSA_REGION_GLOBAL_FLAG_KERNARG | 2u : 2u;
+    *(uint32_t *)value = base == KERNARG_REGION ? GK__HSA_REGION_GLOBAL_FLAG_KERNARG | 2u : 2u;
     return ST_OK;
   }
   return ST_INVALID_ARGUMENT;
@@ -347,7 +365,7 @@ static gk__hsa_status hd_region_get_info(gk__hsa_region r, unsigned attr, void *
 
 static gk__hsa_status hd_memory_allocate(gk__hsa_region r, size_t n, void **ptr) {
   if (log_.live_inits <= 0) return ST_NOT_INITIALIZED;
-  if (r.handle < KERNARG_REGION || r.handle >= 0x400u + (uint64_t)cfg.nagents || !n || !ptr)
+  if (r.handle < KERNARG_REGION || r.handle >= FINE_REGION + (uint64_t)cfg.nagents || !n || !ptr)
     return ST_INVALID_ARGUMENT;
   for (size_t i = 0; i < sizeof allocs / sizeof allocs[0]; i++)
     if (!allocs[i].p) {
@@ -355,7 +373,7 @@ static gk__hsa_status hd_memory_allocate(gk__hsa_region r, size_t n, void **ptr)
       allocs[i].n = n;
       /* Garbage, so that a byte libgk forgets to write shows. */
       memset(allocs[i].p, 0xa5, n);
-      if (r.handle < 0x400u) log_.kernarg_allocs_live++;
+      if (r.handle < FINE_REGION) log_.kernarg_allocs_live++;
       *ptr = allocs[i].p;
       return ST_OK;
     }
@@ -396,6 +414,7 @@ static gk__hsa_status hd_queue_create_fn(gk__hsa_agent a, uint32_t size, uint32_
   d->q.doorbell_signal.handle = (uint64_t)(uintptr_t)d;
   d->q.size = size;
   d->q.id = 0xd0b1;
+  d->agent = i;
   log_.queues_live++;
   *out = &d->q;
   return ST_OK;
@@ -452,6 +471,12 @@ static int take(dq *d, const gk__hsa_dispatch_packet *p) {
     snprintf(log_.bad_packet, sizeof log_.bad_packet,
              "packet %llu: kernarg address %p is not %u bytes of kernarg memory aligned to 8",
              (unsigned long long)d->read, (const void *)ka, s->kernarg);
+    return 0;
+  }
+  if (p->group_segment_size > group_size()) {
+    snprintf(log_.bad_packet, sizeof log_.bad_packet,
+             "packet %llu: a group segment of %u bytes; agent %d has %u",
+             (unsigned long long)d->read, p->group_segment_size, d->agent, group_size());
     return 0;
   }
   memcpy(log_.packet, p, 64);

@@ -12,13 +12,15 @@
  * a log of what libgk asked, so tests can check the calls balance.
  *
  * Launches: it has one kernarg region per GPU agent (hsa_memory_allocate
- * gives host memory and remembers it), creates queues of 64-byte packet
- * slots, and when a doorbell is rung it takes every packet up to the
- * doorbell's value as a packet processor would: it checks the header
- * (a kernel dispatch, published), that the kernel object is one it handed
- * out and the kernarg address lies in kernarg memory, aligned as the
- * descriptor asks; it records the packet and the kernarg segment's bytes,
- * then marks the slot INVALID and advances the read index. No kernel runs.
+ * gives host memory and remembers it) and one group region (the LDS, of
+ * `group_size` bytes), creates queues of 64-byte packet slots, and when a
+ * doorbell is rung it takes every packet up to the doorbell's value as a
+ * packet processor would: it checks the header (a kernel dispatch,
+ * published), that the kernel object is one it handed out, the kernarg
+ * address lies in kernarg memory, aligned as the descriptor asks, and the
+ * group segment fits the agent's LDS; it records the packet and the
+ * kernarg segment's bytes, then marks the slot INVALID and advances the
+ * read index. No kernel runs.
  */
 #ifndef GK_TEST_HSA_DOUBLE_H
 #define GK_TEST_HSA_DOUBLE_H
@@ -38,6 +40,8 @@ typedef struct hd_config {
   int nagents;
   unsigned load_status; /* nonzero: hsa_executable_load_agent_code_object
                            returns this instead of checking */
+  uint32_t group_size;  /* every GPU agent's group region (LDS) in bytes;
+                           0: 65536, what most AMD GPUs have */
 } hd_config;
 
 typedef struct hd_log {

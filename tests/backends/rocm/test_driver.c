@@ -505,6 +505,49 @@ static void clang_images(void **state) {
   assert_true(done > 0);
 }
 
+/* A row whose launch has dynamic shared memory: the packet's group segment
+ * is the descriptor's static part (AE_GROUP) plus it, and an agent whose
+ * LDS cannot hold both refuses the load, naming the entry and the agent. */
+static void dynamic_shared_memory(void **state) {
+  (void)state;
+  say_double("MI210, 64 KB of LDS and then 63 KB");
+  static const char *const k[] = {"qmatmul", NULL};
+  size_t n;
+  unsigned char *co = ae_make(AE_V4, 0x3f | 0x500, k, &n);
+  fx_image im = {"qmatmul", "rocm", "gfx90a", "bits=4", .format = "hsaco",
+                 .launch = "{\"block\": [256, 1, 1], \"grid\": [\"n\", 1, 1], "
+                           "\"shared\": 64000, \"params\": [\"x:ptr\", \"n:i64\"]}",
+                 .data = co, .size = n};
+  char *path = fx_path("shared.gkfat");
+  fx_write(path, &im, 1);
+  free(co);
+  hd_config c = {.nagents = 1, .agents = {{1, MI210, "AMD Instinct MI210"}}};
+  hd_install(&c);
+  gk_archive *ar;
+  gk_module *m;
+  assert_int_equal(gk_archive_open(path, &ar), GK_OK);
+  assert_int_equal(gk_module_load(ar, NULL, "qmatmul", "bits=4", &m), GK_OK);
+  launch_and_check(m, "qmatmul", NULL);
+  gk__hsa_dispatch_packet p;
+  memcpy(&p, hd_get_log()->packet, sizeof p);
+  assert_int_equal(p.group_segment_size, AE_GROUP + 64000);
+  gk_module_unload(m);
+
+  c.group_size = 64512; /* the dynamic part alone would fit */
+  hd_install(&c);
+  assert_int_equal(gk_module_load(ar, NULL, "qmatmul", "bits=4", &m), GK_EINVAL);
+  assert_string_equal(gk_archive_errmsg(ar),
+                      "cannot load image 'qmatmul' bits=4 rocm gfx90a: entry 'qmatmul' needs "
+                      "65024 bytes of shared memory per block (1024 static + 64000 dynamic, the "
+                      "launch's `shared`), and ROCm device 0 (AMD Instinct MI210, "
+                      "gfx90a:sramecc+:xnack-) allows at most 64512; use an image built for a "
+                      "GPU with more shared memory, or a smaller `shared` in the recipe's launch");
+  assert_balanced();
+  gk_archive_close(ar);
+  hd_remove();
+  free(path);
+}
+
 int main(int argc, char **argv) {
   real_archive = argc > 1 ? argv[1] : NULL;
   clang_archives = argc > 2 ? argv + 2 : NULL;
@@ -513,6 +556,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(detect_none),
       cmocka_unit_test(load_symbols_unload),
       cmocka_unit_test(load_refusals),
+      cmocka_unit_test(dynamic_shared_memory),
       cmocka_unit_test(real_images),
       cmocka_unit_test(clang_images),
   };
