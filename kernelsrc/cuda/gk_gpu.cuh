@@ -13,9 +13,10 @@
  * - A group shuffle is executed by all 32 threads of the group together
  *   (CUDA's full mask): bodies never return early from inside a group, they
  *   clamp indices and mask the result instead.
- * - No dynamic shared memory: every __shared__ array has a size known at
- *   compile time (below the 48 KB every device gives without opting in), so
- *   launching needs no cuFuncSetAttribute.
+ * - No dynamic shared memory yet: every __shared__ array has a size known
+ *   at compile time, 48 KB at most (what every device gives without opting
+ *   in), and every launch row's `shared` is 0. libgk would opt a row's
+ *   `shared` past 48 KB in at load (docs/kernels.md, "Launching on GPUs").
  * - Arithmetic the CPU backend shares (binary16 codes, the quantized block
  *   format) comes from kernelsrc/common/gk_quant.h.
  * - Entry points are `extern "C" GK_KERNEL void name(...)` in the thin .cu
