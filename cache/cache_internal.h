@@ -7,14 +7,17 @@
  *   cache.c      the public API: open, lookup, store, fetch, the remote;
  *                ties the local store, the index and the remote together
  *                  -> remote, index, store, filehash, common
- *   maint.c      gk cache stats, verify, gc        -> store, common
+ *   verify.c     gk cache verify                   -> walk, store, common
+ *   gc.c         gk cache gc                       -> walk, store, common
+ *   walk.c       what stats, verify and gc share: the walk of the entry
+ *                folders, temporaries; gk cache stats      -> common
  *   remote.c     the remote cache: HTTP client and protocol (remote.h)
  *                  -> remote_ac, store, common, curl_load
  *   remote_ac.c  its entries: ActionResult protobuf and signatures
  *   index.c      direct mode's index; gkc_hash_file and gkc_file_*, which
  *                ask it first   -> store, filehash, common
- *   store.c      objects and key records: put, candidates, object checks
- *                  -> filehash, common
+ *   store.c      objects and key records: put, candidates, rewrites,
+ *                object checks   -> filehash, common
  *   filehash.c   this build's file hashes (the memo)   -> common
  *   common.c     what all use: hex names, paths, atomic writes, the lock
  *   curl_load.c  libcurl's functions, through dlopen
@@ -153,6 +156,12 @@ int gkc__hash_deps(gkc_cache *c, const char *base, const char *const *deps, size
 int gkc__put(gkc_cache *c, const char *key, const char *image, json_t *jdeps,
              gkc_result *out);
 
+/* Is candidate cand well formed? Its object's name and size into *obj, *size. */
+int gkc__candidate_shape(json_t *cand, const char **obj, json_int_t *size);
+
+/* Rewrites path as rec with only the candidates keep[i] marks (none: removes it). 0 or -1. */
+int gkc__rewrite_record(gkc_cache *c, const char *path, json_t *rec, const char *keep);
+
 /* ---- index.c: the direct-mode index (gkcache.h: gkc_index_open) ---- */
 
 void gkc__index_free(gkc__index *ix);
@@ -164,5 +173,61 @@ int gkc__index_lookup(gkc_cache *c, gkc__index *ix, const char *key, const char 
  * dependency list `deps` (borrowed; paths relative to base). */
 void gkc__index_note(gkc_cache *c, gkc__index *ix, const char *key, const char *base,
                      const gkc_result *r, json_t *deps);
+
+/* ---- walk.c: the entry folders, as stats, verify and gc walk them ---- */
+
+/* The kinds of entry, each a folder (walk.c: ENTRY_DIRS); a walk takes a
+ * bit mask of them (1 << OBJECTS ...). */
+enum { OBJECTS, KEYS, RUNS, INDEX, NKINDS };
+#define ALL_ENTRIES ((1u << NKINDS) - 1)
+
+/* One file met by a walk of an entry folder. */
+typedef struct gkc__file {
+  char *path;
+  char name[72];  /* the entry's name: 64 hex digits, less ".json" */
+  int kind;       /* OBJECTS, KEYS, RUNS, INDEX */
+  uint64_t bytes; /* disk usage */
+  int64_t size, mtime;
+  int state;      /* per pass */
+  size_t live;    /* usable candidates (records); candidates naming it (objects) */
+  size_t ref_off; /* gc: where its records start in the reverse index */
+} gkc__file;
+
+typedef struct gkc__files {
+  gkc__file *v;
+  size_t n, cap;
+} gkc__files;
+
+/* What a walk does with something that is not an entry. */
+typedef struct gkc__odd {
+  char *path;
+  uint64_t bytes;
+  int64_t age;
+  int temp; /* 1: a temporary (judged by gkc__temp_is_stale), 0: a stray */
+  int beside;
+} gkc__odd;
+
+typedef struct gkc__odds {
+  gkc__odd *v;
+  size_t n, cap;
+} gkc__odds;
+
+/* Entries in `which` into out (objects sorted), the rest into other (walk.c). 0 or -1. */
+int gkc__walk(gkc_cache *c, unsigned which, int temps, gkc__files *out, gkc__odds *other);
+/* A zeroed file appended to f; NULL when out of memory. */
+gkc__file *gkc__files_add(gkc__files *f);
+/* Frees f's paths and array and empties it; likewise gkc__odds_free. */
+void gkc__files_free(gkc__files *f);
+void gkc__odds_free(gkc__odds *o);
+/* qsort order of gkc__file by name. */
+int gkc__by_name(const void *a, const void *b);
+/* The object named sha in objs (sorted by name), or NULL. */
+gkc__file *gkc__find_object(gkc__files *objs, const char *sha);
+/* Is the temporary `name` (a base name) abandoned by its writer? */
+int gkc__temp_is_stale(gkc_cache *c, const char *name, int beside, int64_t age);
+/* The base name of a path (what follows its last '/'). */
+const char *gkc__base_name(const char *path);
+/* rm -rf without following links; 0, or -1 when something stays. */
+int gkc__rm_rf(const char *path);
 
 #endif

@@ -208,7 +208,7 @@ char *gkc_redact_url(const char *url);
 int gkc_object_path(const gkc_cache *c, const char *sha256, char *buf,
                     size_t size);
 
-/* ---- maintenance: gk cache stats, verify, gc (maint.c) -------------------
+/* ---- maintenance: gk cache stats, verify, gc (walk.c, verify.c, gc.c) ----
  *
  * Sizes are disk usage, as du counts it (st_blocks * 512): what a limit on
  * the cache is meant to bound. "Entries" are objects, key records, kept

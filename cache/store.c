@@ -2,8 +2,9 @@
  * store.c - the local store: objects named by their SHA-256 and the key
  * records that list, for each job key, the candidates a lookup may use
  * (gkcache.h, "How a job is looked up"). cache.c and remote.c put into it
- * and look up in it, index.c checks its objects, maint.c reads its records;
- * it asks filehash.c for the hashes of the files a record depends on.
+ * and look up in it, index.c checks its objects, verify.c and gc.c read its
+ * records and rewrite them with fewer candidates (gkc__rewrite_record); it
+ * asks filehash.c for the hashes of the files a record depends on.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cache_internal.h"
@@ -111,6 +112,39 @@ json_t *gkc__load_record(const char *path) {
     return NULL;
   }
   return rec;
+}
+
+/* Is candidate `cand` well formed? Its object's name into *obj. */
+int gkc__candidate_shape(json_t *cand, const char **obj, json_int_t *size) {
+  *obj = json_string_value(json_object_get(cand, "object"));
+  json_t *js = json_object_get(cand, "size");
+  *size = json_integer_value(js);
+  return gkc__is_hex64(*obj) && json_is_integer(js) &&
+         json_is_array(json_object_get(cand, "deps"));
+}
+
+/* Writes rec back to path with only the candidates whose `keep` is set, or
+ * removes the file when none is kept. Returns 0 or -1. */
+int gkc__rewrite_record(gkc_cache *c, const char *path, json_t *rec, const char *keep) {
+  json_t *cands = json_object_get(rec, "candidates");
+  json_t *kept = json_array();
+  size_t i, n = 0;
+  json_t *cand;
+  json_array_foreach(cands, i, cand) {
+    if (keep[i]) json_array_append(kept, cand), n++;
+  }
+  if (n == 0) {
+    json_decref(kept);
+    if (unlink(path) != 0 && errno != ENOENT)
+      return gk_err_set(&c->err, "cannot remove '%s': %s", path, strerror(errno));
+    return 0;
+  }
+  json_object_set_new(rec, "candidates", kept);
+  char *text = json_dumps(rec, JSON_COMPACT);
+  if (!text) return gk_err_set(&c->err, "out of memory rewriting '%s'", path);
+  int rc = gkc__write_atomic(c, path, text, strlen(text));
+  free(text);
+  return rc;
 }
 
 /* Names the image: its SHA-256 and size into *out. */
