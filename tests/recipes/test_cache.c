@@ -236,7 +236,7 @@ static void test_stamp_sees_rewrite(void **state) {
    * (two concurrent builds store a key so: cache.concurrent). */
   char rec[PATH_MAX];
   snprintf(rec, sizeof rec, "%s/v1/keys/11/%s.json", fx->cache, KEY1);
-  size_t len;
+  size_t len = 0;
   char *text = read_file(rec, &len);
   assert_non_null(text);
   text[len < (1 << 16) ? len : (1 << 16) - 1] = '\0';
