@@ -12,7 +12,10 @@
 #                          wgmma (kernelsrc/cuda/fa_wgmma.cuh), which no
 #                          recipe turns on until a GPU has passed it; run.sh
 #                          tests and times it beside gpu.gkfat's
-#   gk, tests/gpu/test_gpu, bench/gk_bench_gpu, tests/backends/vulkan/test_vk_kernels
+#   tests/gpu/wgmma_probe.cubin  one wgmma per shape (tests/gpu/wgmma_probe.cu,
+#                          sm_90a), which test_wgmma_probe checks first
+#   gk, tests/gpu/test_gpu, tests/gpu/test_wgmma_probe, bench/gk_bench_gpu,
+#   tests/backends/vulkan/test_vk_kernels
 #                          (BUILD_DIR's layout, so bench/gpu.sh takes gpu-pack
 #                          as its BUILD_DIR)
 #   lib/                   the shared libraries beyond glibc that `ldd` lists
@@ -32,10 +35,11 @@ pack=$root/gpu-pack
 limit=$((64 * 1024 * 1024))
 
 "$root/ci/configure.sh" "$build" >/dev/null
-for f in gk bench/gk_bench_gpu tests/gpu/test_gpu; do
+for f in gk bench/gk_bench_gpu tests/gpu/test_gpu tests/gpu/test_wgmma_probe; do
   [ -x "$build/$f" ] || { echo "ci/gpu/prepare.sh: $build/$f was not built" >&2; exit 1; }
 done
-command -v nvcc >/dev/null 2>&1 || [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ] ||
+nvcc=$(command -v nvcc || echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc")
+[ -x "$nvcc" ] ||
   { echo "ci/gpu/prepare.sh: nvcc not found: the cuda images cannot be built here" >&2; exit 1; }
 
 rm -rf "$pack"
@@ -71,7 +75,10 @@ done
   --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
 "$build/gk" pack "$exp/images" -o "$pack/wgmma.gkfat" >&2
 
-bins="gk bench/gk_bench_gpu tests/gpu/test_gpu"
+"$nvcc" -cubin -arch=sm_90a -O3 -std=c++17 -I"$root/kernelsrc/cuda" \
+  -o "$pack/tests/gpu/wgmma_probe.cubin" "$root/tests/gpu/wgmma_probe.cu"
+
+bins="gk bench/gk_bench_gpu tests/gpu/test_gpu tests/gpu/test_wgmma_probe"
 [ -x "$build/tests/backends/vulkan/test_vk_kernels" ] && bins="$bins tests/backends/vulkan/test_vk_kernels"
 for b in $bins; do
   cp "$build/$b" "$pack/$b"

@@ -6,9 +6,11 @@
 #   probe      gk probe: the device libgk finds and what each kernel gets
 #   test       tests/gpu's test_gpu: every cuda kernel x variant x entry
 #              point against the CPU images, every image the card runs
-#   wgmma      the prefill on wgmma (gpu-pack/wgmma.gkfat, sm_90a): test_gpu
-#              against gpu.gkfat's CPU images, then gk_bench_gpu's prefill
-#              cases (beside bench's, which time the default sm_90a image)
+#   wgmma      the prefill on wgmma (gpu-pack/wgmma.gkfat, sm_90a): first
+#              test_wgmma_probe (one wgmma per shape, D against A B), then
+#              test_gpu against gpu.gkfat's CPU images, then gk_bench_gpu's
+#              prefill cases (beside bench's, which time the default sm_90a
+#              image)
 #   bench      bench/gpu.sh: bench/report.md and bench/gpu.json (with PyTorch)
 #   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
 #   racecheck  the same under racecheck
@@ -23,7 +25,7 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
@@ -76,6 +78,8 @@ step probe 30 env "$libs" "$pack/gk" probe "$archive"
 step test 150 env "$libs" "$test_gpu" "$archive"
 # shellcheck disable=SC2016
 step wgmma 60 sh -c '[ -f "$2/wgmma.gkfat" ] || { echo "SKIP: gpu-pack has no wgmma.gkfat"; exit 77; }
+  env "$1" "$2/tests/gpu/test_wgmma_probe" "$2/tests/gpu/wgmma_probe.cubin"; r=$?
+  [ "$r" -eq 0 ] || exit "$r"
   env "$1" "$2/tests/gpu/test_gpu" "$2/wgmma.gkfat" "$2/gpu.gkfat" || exit 1
   env "$1" "$2/bench/gk_bench_gpu" "$2/wgmma.gkfat" --json "$3/wgmma-bench.json" \
     --filter "flash_attention prefill"' sh "$libs" "$pack" "$out"

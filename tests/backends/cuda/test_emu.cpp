@@ -24,6 +24,7 @@
 #include "rmsnorm.cuh"
 #include "rope.cuh"
 #include "sample.cuh"
+#include "../../gpu/wgmma_probe.cuh"
 
 extern "C" {
 #include "kref.h"
@@ -990,6 +991,50 @@ static void check_emulator(void) {
                      "cp.async at its wait and votes\n");
 }
 
+/* tests/gpu's wgmma probe (one wgmma per shape, D against A B, which
+ * test_wgmma_probe runs on a Hopper GPU), here through gk_wgmma's twin:
+ * the probe's own staging and fragments agree with the layout the twin
+ * reads. Small integers: exact in any order. */
+template <int N, int T>
+static void wgmma_probe_one(void) {
+  static uint16_t ha[64 * 16], hb[16 * N];
+  static float a[64 * 16], b[16 * N], want[64 * N], got[64 * N];
+  unsigned seed = 12345u + 7u * N + T; /* test_wgmma_probe.c's values */
+  for (int i = 0; i < 64 * 16; i++) {
+    seed = seed * 1103515245u + 12345u;
+    a[i] = (float)((int)(seed >> 16) % 7 - 3);
+    ha[i] = gk_q_f32_to_f16(a[i]);
+  }
+  for (int i = 0; i < 16 * N; i++) {
+    seed = seed * 1103515245u + 12345u;
+    b[i] = (float)((int)(seed >> 16) % 5 - 2) + (float)(i % 3) * 0.25f;
+    hb[i] = gk_q_f32_to_f16(b[i]);
+  }
+  for (int i = 0; i < 64; i++)
+    for (int j = 0; j < N; j++) {
+      float acc = 0.0f;
+      for (int k = 0; k < 16; k++) acc += a[i * 16 + k] * b[k * N + j];
+      want[i * N + j] = acc;
+    }
+  gk_emu_dim3 g = {1, 1, 1}, bl = {128, 1, 1};
+  CHECK(gk_emu_launch(g, bl, [](void *) { gk_wgmma_probe<N, T>(ha, hb, got); }, NULL) == 0,
+        "wgmma probe n%d t%d: the launch", N, T);
+  int bad = 0;
+  for (int i = 0; i < 64 * N; i++) bad += got[i] != want[i];
+  CHECK(bad == 0, "wgmma probe n%d t%d: %d of %d elements of D differ from A B", N, T, bad,
+        64 * N);
+}
+static void check_wgmma_probe(void) {
+  const int before = failures;
+  wgmma_probe_one<32, 0>();
+  wgmma_probe_one<32, 1>();
+  wgmma_probe_one<64, 0>();
+  wgmma_probe_one<64, 1>();
+  wgmma_probe_one<128, 0>();
+  wgmma_probe_one<128, 1>();
+  SECTION_OK(before, "ok: tests/gpu's wgmma probe, 6 shapes, D = A B through the twin\n");
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 2 || access(argv[1], R_OK) != 0) {
@@ -1013,7 +1058,8 @@ int main(int argc, char **argv) {
                   {"q8x", check_q8x},           {"q8x_mm", check_q8x_mm},
                   {"rmsnorm", check_rmsnorm},   {"rope", check_rope},
                   {"argmax", check_argmax},     {"sample", check_sample},
-                  {"attention", check_attention}, {"paged", check_paged}};
+                  {"attention", check_attention}, {"paged", check_paged},
+                  {"wgmma_probe", check_wgmma_probe}};
   for (const auto &sec : sections)
     if (!only || strstr(sec.name, only)) sec.check();
   gk_archive_close(archive);

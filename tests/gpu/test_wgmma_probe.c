@@ -1,0 +1,201 @@
+/*
+ * test_wgmma_probe.c - runs wgmma_probe.cu's six entries (one wgmma
+ * m64nNk16 f16 each, N 32, 64, 128, B K-major and N-major) on a real
+ * Hopper GPU and compares D with A B computed here. The values are small
+ * integers, so every product and sum is exact in f32 whatever order the
+ * tensor cores add in: D must be equal, element for element.
+ *
+ * On a mismatch it says which reading of the stage the GPU's D matches
+ * instead (the descriptor's two offsets swapped, B's major flipped), so a
+ * wrong assumption in kernelsrc/cuda/gk_wgmma.cuh is named, not just seen.
+ *
+ *   test_wgmma_probe CUBIN [--libcuda PATH]
+ *
+ * Exit 0 (all equal), 1 (a mismatch or a driver failure), 77 (SKIP: no
+ * NVIDIA GPU, or not compute capability 9.0, the only one an sm_90a cubin
+ * loads on).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../kernelsrc/common/gk_quant.h"
+#include "cudrv.h"
+
+enum { M = 64, K = 16, NMAX = 128, STAGE = K * NMAX };
+
+/* The stage's element (k, n) as the instruction reads it for offsets lbo
+ * and sbo (in halves) and major t: gk_wgmma.cuh's rule. */
+static int hw_at(int k, int n, int lbo, int sbo, int t) {
+  return n / 8 * sbo + k / 8 * lbo + (t ? k % 8 * 8 + n % 8 : n % 8 * 8 + k % 8);
+}
+
+/* D = A B with B read from the stage through (lbo, sbo, t); 0 when an
+ * address falls outside it. */
+static int reading(const float *a, const float *stage, int n, int lbo, int sbo, int t, float *d) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < n; j++) {
+      float s = 0.0f;
+      for (int k = 0; k < K; k++) {
+        const int at = hw_at(k, j, lbo, sbo, t);
+        if (at < 0 || at >= STAGE) return 0;
+        s += a[i * K + k] * stage[at];
+      }
+      d[i * n + j] = s;
+    }
+  return 1;
+}
+
+static int equal(const float *x, const float *y, int n) {
+  return memcmp(x, y, sizeof(float) * (size_t)(M * n)) == 0;
+}
+
+static int probe(cudrv *gpu, cu_module mod, int n, int t) {
+  char name[64];
+  snprintf(name, sizeof name, "wgmma_probe_n%d_t%d", n, t);
+  const char *what = t ? "N-major" : "K-major";
+  /* The layout wgmma_probe.cuh stages B in (offsets in halves). */
+  const int lbo = t ? 8 * n : 64, sbo = t ? 64 : 128;
+  static uint16_t ha[M * K], hb[K * NMAX];
+  static float a[M * K], b[K * NMAX], stage[STAGE], want[M * NMAX], got[M * NMAX],
+      alt[M * NMAX];
+  unsigned seed = 12345u + 7u * (unsigned)n + (unsigned)t;
+  for (int i = 0; i < M * K; i++) {
+    seed = seed * 1103515245u + 12345u;
+    a[i] = (float)((int)(seed >> 16) % 7 - 3);
+    ha[i] = gk_q_f32_to_f16(a[i]);
+  }
+  for (int i = 0; i < K * n; i++) {
+    seed = seed * 1103515245u + 12345u;
+    b[i] = (float)((int)(seed >> 16) % 5 - 2) + (float)(i % 3) * 0.25f;
+    hb[i] = gk_q_f32_to_f16(b[i]);
+  }
+  for (int i = 0; i < STAGE; i++) stage[i] = 1e30f; /* not written: never read */
+  for (int k = 0; k < K; k++)
+    for (int j = 0; j < n; j++) stage[hw_at(k, j, lbo, sbo, t)] = b[k * n + j];
+  reading(a, stage, n, lbo, sbo, t, want);
+
+  cu_function f;
+  cu_deviceptr da = 0, db = 0, dd = 0;
+  cu_result r;
+  const char *step = "cuModuleGetFunction";
+  if ((r = gpu->cuModuleGetFunction(&f, mod, name)) != CUDRV_SUCCESS) goto driver;
+  step = "cuMemAlloc";
+  if ((r = gpu->cuMemAlloc(&da, sizeof ha)) != CUDRV_SUCCESS ||
+      (r = gpu->cuMemAlloc(&db, sizeof hb)) != CUDRV_SUCCESS ||
+      (r = gpu->cuMemAlloc(&dd, sizeof got)) != CUDRV_SUCCESS)
+    goto driver;
+  step = "cuMemcpyHtoD";
+  if ((r = gpu->cuMemcpyHtoD(da, ha, sizeof ha)) != CUDRV_SUCCESS ||
+      (r = gpu->cuMemcpyHtoD(db, hb, sizeof hb)) != CUDRV_SUCCESS ||
+      (r = gpu->cuMemsetD8(dd, 0xff, sizeof got)) != CUDRV_SUCCESS)
+    goto driver;
+  void *params[] = {&da, &db, &dd};
+  step = "cuLaunchKernel";
+  if ((r = gpu->cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, NULL, params, NULL)) != CUDRV_SUCCESS)
+    goto driver;
+  step = "cuCtxSynchronize";
+  if ((r = gpu->cuCtxSynchronize()) != CUDRV_SUCCESS) goto driver;
+  step = "cuMemcpyDtoH";
+  if ((r = gpu->cuMemcpyDtoH(got, dd, sizeof(float) * (size_t)(M * n))) != CUDRV_SUCCESS)
+    goto driver;
+  gpu->cuMemFree(da);
+  gpu->cuMemFree(db);
+  gpu->cuMemFree(dd);
+
+  if (equal(got, want, n)) {
+    printf("ok: %s: m64n%dk16 f16, B %s (LBO %d, SBO %d bytes): D exact\n", name, n, what,
+           2 * lbo, 2 * sbo);
+    return 0;
+  }
+  int bad = 0;
+  for (int i = 0; i < M * n; i++)
+    if (memcmp(&got[i], &want[i], sizeof(float)) != 0 && bad++ < 3)
+      printf("FAIL: %s: D[%d][%d] = %g, A B has %g\n", name, i / n, i % n, got[i], want[i]);
+  printf("FAIL: %s: %d of %d elements of D differ from A B (B %s, LBO %d, SBO %d bytes)\n", name,
+         bad, M * n, what, 2 * lbo, 2 * sbo);
+  static const struct { int swap, flip; const char *why; } alts[] = {
+      {1, 0, "the descriptor's LBO and SBO swapped (gk_wgmma_desc's order)"},
+      {0, 1, "B's major flipped (the instruction's trans-b, or the stage's layout)"},
+      {1, 1, "both LBO/SBO swapped and B's major flipped"}};
+  for (size_t i = 0; i < sizeof alts / sizeof alts[0]; i++)
+    if (reading(a, stage, n, alts[i].swap ? sbo : lbo, alts[i].swap ? lbo : sbo,
+                alts[i].flip ? !t : t, alt) &&
+        equal(got, alt, n))
+      printf("    the GPU's D is A B read with %s\n", alts[i].why);
+  return 1;
+
+driver:
+  printf("FAIL: %s: %s failed with %s\n", name, step, cudrv_err(gpu, r));
+  if (da) gpu->cuMemFree(da);
+  if (db) gpu->cuMemFree(db);
+  if (dd) gpu->cuMemFree(dd);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  const char *cubin = NULL, *libcuda = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--libcuda") == 0 && i + 1 < argc)
+      libcuda = argv[++i];
+    else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      printf("usage: test_wgmma_probe CUBIN [--libcuda PATH]\n"
+             "  runs one wgmma per shape (tests/gpu/wgmma_probe.cu, built for sm_90a) and\n"
+             "  checks D = A B exactly; exit 0 ok, 1 mismatch, 77 no Hopper GPU\n");
+      return 0;
+    } else if (!cubin && argv[i][0] != '-')
+      cubin = argv[i];
+    else {
+      fprintf(stderr, "test_wgmma_probe: unknown argument '%s' (try --help)\n", argv[i]);
+      return 2;
+    }
+  }
+  if (!cubin) {
+    fprintf(stderr, "usage: test_wgmma_probe CUBIN [--libcuda PATH]\n");
+    return 2;
+  }
+  cudrv gpu;
+  char why[256];
+  if (cudrv_open(&gpu, libcuda, 0, why, sizeof why) != 0) {
+    printf("SKIP: no usable NVIDIA GPU: %s\n", why);
+    cudrv_close(&gpu);
+    return 77;
+  }
+  if (gpu.cc_major != 9 || gpu.cc_minor != 0) {
+    printf("SKIP: %s is sm_%d%d; the probe's sm_90a cubin runs on compute capability 9.0 only\n",
+           gpu.name, gpu.cc_major, gpu.cc_minor);
+    cudrv_close(&gpu);
+    return 77;
+  }
+  FILE *fp = fopen(cubin, "rb");
+  char *image = NULL;
+  long size = -1;
+  if (fp && fseek(fp, 0, SEEK_END) == 0 && (size = ftell(fp)) > 0 && fseek(fp, 0, SEEK_SET) == 0 &&
+      (image = malloc((size_t)size)) != NULL && fread(image, 1, (size_t)size, fp) != (size_t)size)
+    size = -1;
+  if (fp) fclose(fp);
+  if (!image || size <= 0) {
+    printf("FAIL: cannot read %s (build it: nvcc -cubin -arch=sm_90a -I kernelsrc/cuda "
+           "tests/gpu/wgmma_probe.cu)\n", cubin);
+    free(image);
+    cudrv_close(&gpu);
+    return 1;
+  }
+  cu_module mod;
+  cu_result r = gpu.cuModuleLoadDataEx(&mod, image, 0, NULL, NULL);
+  free(image);
+  if (r != CUDRV_SUCCESS) {
+    printf("FAIL: cuModuleLoadDataEx(%s) failed with %s\n", cubin, cudrv_err(&gpu, r));
+    cudrv_close(&gpu);
+    return 1;
+  }
+  printf("gpu: %s, sm_%d%d: one wgmma per shape, D against A B\n", gpu.name, gpu.cc_major,
+         gpu.cc_minor);
+  int failures = 0;
+  for (int n = 32; n <= 128; n *= 2)
+    for (int t = 0; t < 2; t++) failures += probe(&gpu, mod, n, t);
+  gpu.cuModuleUnload(mod);
+  cudrv_close(&gpu);
+  printf("%d of 6 shapes failed\n", failures);
+  return failures ? 1 : 0;
+}

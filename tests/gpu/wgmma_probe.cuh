@@ -1,0 +1,68 @@
+/*
+ * wgmma_probe.cuh - one wgmma, alone, to check what kernelsrc/cuda/
+ * gk_wgmma.cuh assumes of the instruction against a real Hopper GPU before
+ * a whole attention kernel depends on it: the register fragments of A and
+ * D, and what the descriptor's two offsets (LBO, SBO) mean for B in shared
+ * memory, K-major and N-major, each laid out as fa_wgmma.cuh lays out K and
+ * V. test_wgmma_probe.c runs it on the GPU (nvcc -arch=sm_90a, one entry
+ * per shape, wgmma_probe.cu); cuda.emu runs the same body on the emulator,
+ * through gk_wgmma's twin, so the probe itself is checked here.
+ *
+ * D (64 x N, f32) = A (64 x 16) B (16 x N), f16, by one warpgroup (a block
+ * of 128 threads); a, b and d row-major in global memory. B is staged as
+ * wgmma's 8 x 8 core matrices (128 contiguous bytes: 8 rows of 8 halves),
+ * element (k, n) at, in halves:
+ *   K-major (TransB 0): n / 8 * 128 + k / 8 * 64 + n % 8 * 8 + k % 8
+ *     (LBO 128 bytes from k to k + 8, SBO 256 from n to n + 8: K's layout
+ *     in fa_wgmma.cuh at head_dim 16)
+ *   N-major (TransB 1): k / 8 * 8N + n / 8 * 64 + k % 8 * 8 + n % 8
+ *     (LBO 16N bytes from k to k + 8, SBO 128 from n to n + 8: V's)
+ */
+#ifndef GK_WGMMA_PROBE_CUH
+#define GK_WGMMA_PROBE_CUH
+
+#include "gk_wgmma.cuh"
+
+/* Where element (k, n) of B lies in the stage, in halves, and the
+ * descriptor's offsets in bytes (see the top). */
+template <int N, int TransB>
+struct gk_wgmma_probe_layout {
+  enum {
+    LBO = TransB ? 16 * N : 128,
+    SBO = TransB ? 128 : 256,
+  };
+  GK_DEV int at(int k, int n) {
+    return TransB ? k / 8 * 8 * N + n / 8 * 64 + k % 8 * 8 + n % 8
+                  : n / 8 * 128 + k / 8 * 64 + n % 8 * 8 + k % 8;
+  }
+};
+
+template <int N, int TransB>
+GK_DEV void gk_wgmma_probe(const uint16_t *a, const uint16_t *b, float *d) {
+  typedef gk_wgmma_probe_layout<N, TransB> L;
+  __shared__ __attribute__((aligned(128))) uint16_t sb[16 * 128];
+  const int tid = (int)threadIdx.x, w = tid / 32, g = tid % 32 / 4, t = tid % 4;
+  for (int e = tid; e < 16 * N; e += 128) sb[L::at(e / N, e % N)] = b[e];
+  gk_fence_proxy_async(); /* these stores, for the tensor cores */
+  __syncthreads();
+  /* A's fragment as mma.sync's m16n8k16 (gk_wgmma.cuh): rows 16w + g and
+   * + 8, columns 2t, 2t + 1 and + 8. */
+  uint32_t fa[4];
+  for (int u = 0; u < 4; u++) {
+    const int row = 16 * w + g + 8 * (u & 1), col = 2 * t + 8 * (u >> 1);
+    fa[u] = (uint32_t)a[row * 16 + col] | (uint32_t)a[row * 16 + col + 1] << 16;
+  }
+  float acc[N / 2];
+  for (int i = 0; i < N / 2; i++) acc[i] = 0.0f;
+  gk_wgmma_fence();
+  gk_wgmma<gk_f16, N, TransB>(acc, fa, gk_wgmma_desc(sb, sb, L::LBO, L::SBO), sb);
+  gk_wgmma_commit();
+  gk_wgmma_wait<0>();
+  /* D's fragment: of each 8 columns j, rows 16w + g and + 8, columns
+   * 8j + 2t and + 1. */
+  for (int j = 0; j < N / 8; j++)
+    for (int e = 0; e < 4; e++)
+      d[(16 * w + g + 8 * (e >> 1)) * N + 8 * j + 2 * t + (e & 1)] = acc[4 * j + e];
+}
+
+#endif /* GK_WGMMA_PROBE_CUH */
