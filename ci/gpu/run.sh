@@ -95,9 +95,9 @@ step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$arc
 # the int8 tensor-core qmatmul_q8x_mm at m = 512, BITS 4; ncu
 # replays each launch once per section, with the clocks left as they are
 # (--clock-control none: the lent card is never reconfigured).
-# shellcheck disable=SC2016
 OUTD=$out LIBS=$libs PACK=$pack ARCH=$archive
 export OUTD LIBS PACK ARCH
+# shellcheck disable=SC2016
 step ncu 150 sh -c 'prof() { # NAME KERNEL_REGEX COUNT FILTER
     ncu --clock-control none --launch-count "$3" --kernel-name "regex:$2" --section SpeedOfLight \
       --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section Occupancy \
