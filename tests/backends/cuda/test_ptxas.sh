@@ -1,9 +1,10 @@
 #!/bin/sh
-# test_ptxas.sh SRCDIR: what ptxas says of the tensor-core attention on
-# Hopper, where no GPU is needed to hear it. Every f16/bf16 variant of
-# flash_attention and paged_attention is compiled for sm_90a with the wgmma
-# prefill (-DGK_FA_WGMMA=1, fa_wgmma.cuh) as the recipes' nvcc.lua does
-# (-O3 -std=c++17), and fails on:
+# test_ptxas.sh SRCDIR: what ptxas says of the tensor-core kernels, where
+# no GPU is needed to hear it. Every f16/bf16 variant of flash_attention
+# and paged_attention is compiled for sm_90a with the wgmma prefill
+# (-DGK_FA_WGMMA=1, fa_wgmma.cuh), and the default images of attention and
+# qmatmul (head_dim 128, BITS 1 and 4) for sm_75, sm_80 and sm_90a, as the
+# recipes' nvcc.lua does (-O3 -std=c++17); it fails on:
 # - C7520 "wgmma.mma_async instructions are serialized" (or any other
 #   "Potential Performance Loss"): each wgmma waited on before the next;
 # - C7519 "warpgroup.arrive is injected ... by compiler": registers a wgmma
@@ -23,10 +24,10 @@ fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 failures=0 n=0
-check() { # NAME FLAGS...: compile SRC/NAME.cu with FLAGS, judge ptxas's words
-  name=$1; shift
-  what="$name.cu $*"
-  if ! "$nvcc" -cubin -arch=sm_90a -O3 -std=c++17 -DGK_FA_WGMMA=1 -Xptxas -v "$@" \
+check() { # ARCH NAME FLAGS...: compile SRC/NAME.cu for ARCH with FLAGS, judge ptxas's words
+  arch=$1 name=$2; shift 2
+  what="$name.cu $arch $*"
+  if ! "$nvcc" -cubin -arch="$arch" -O3 -std=c++17 -Xptxas -v "$@" \
        -o "$T/out.cubin" "$SRC/$name.cu" >"$T/log" 2>&1; then
     echo "FAIL: nvcc $what:"; cat "$T/log"; failures=$((failures + 1)); return
   fi
@@ -38,11 +39,17 @@ check() { # NAME FLAGS...: compile SRC/NAME.cu with FLAGS, judge ptxas's words
     echo "FAIL: $what spills registers:"; grep "spill" "$T/log"; failures=$((failures + 1))
   fi
 }
+w=-DGK_FA_WGMMA=1
 for dt in f16 bf16; do
   for d in 64 128; do
-    for c in 0 1; do check flash_attention -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c; done
-    for p in 16 64; do check paged_attention -DDTYPE=$dt -DHEAD_DIM=$d -DPAGE=$p; done
+    for c in 0 1; do check sm_90a flash_attention $w -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c; done
+    for p in 16 64; do check sm_90a paged_attention $w -DDTYPE=$dt -DHEAD_DIM=$d -DPAGE=$p; done
   done
 done
+for a in sm_75 sm_80 sm_90a; do
+  check $a flash_attention -DDTYPE=f16 -DHEAD_DIM=128 -DCAUSAL=1
+  check $a paged_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DPAGE=64
+  for b in 1 4; do check $a qmatmul -DBITS=$b; done
+done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n sm_90a wgmma images: no serialized wgmma, no compiler-inserted arrive, no spills"
+echo "ok: $n images (16 sm_90a wgmma attention, 12 default): no serialized wgmma, no compiler-inserted arrive, no spills"
