@@ -173,6 +173,27 @@ local function buildable(reg, cands, backend, targets, tskipped)
   return out
 end
 
+-- The targets section s of kernel k builds. With --targets for its backend
+-- (override), those of them that s lists, and, when s is the kernel's first
+-- section of the backend, those that none of its sections lists: a kernel
+-- may split a backend's targets between sections (flags or a launch of
+-- their own), and each target is built once, by the section that has it.
+local function section_targets(k, s, override)
+  local ts = override[s.backend]
+  if not ts then return s.targets end
+  local mine, listed, first = {}, {}, nil
+  for _, o in ipairs(k.sections) do
+    if o.backend == s.backend then
+      first = first or o
+      for _, t in ipairs(o.targets) do listed[t] = listed[t] or o end
+    end
+  end
+  for _, t in ipairs(ts) do
+    if listed[t] == s or (not listed[t] and first == s) then mine[#mine + 1] = t end
+  end
+  return mine
+end
+
 -- Expands kernels into jobs for the wanted backends, with the targets of
 -- --targets (override: { backend = { targets } }) in place of the recipes'
 -- lists. Returns jobs, the skipped backends { backend = reason }, and the
@@ -191,7 +212,7 @@ local function expand(kernels, reg, wanted, override)
           -- Compilers run in the source's folder: an absolute path, as the
           -- engine's own working folder stays where the user is.
           local srcdir = assert(gk.realpath(dirname(s.source)))
-          for _, c in ipairs(buildable(reg, cands, s.backend, override[s.backend] or s.targets, tskipped)) do
+          for _, c in ipairs(buildable(reg, cands, s.backend, section_targets(k, s, override), tskipped)) do
             local t, tc, info = c.t, c.tc, c.info
             local format, ext = toolchains.format_of(tc, t)
             for _, v in ipairs(vs) do

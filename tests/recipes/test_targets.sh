@@ -8,6 +8,8 @@
 #                 module's reason, per target, printed last and recorded in
 #                 the manifest; the rest builds; --strict refuses instead;
 #   file names    ':' of a target becomes '-' in the image's path only;
+#   sections      a backend's targets split between two sections, under
+#                 --targets each built once, by the section that lists it;
 #   require       a module loads toolchains/lib/ and nothing else.
 . "$(dirname "$0")/lib.sh"
 
@@ -70,6 +72,24 @@ cmp -s "$T/out/manifest.json" "$T/manifest.before" || fail "--strict touched the
 run "$GK" build --recipes "$P/recipes" --out "$T/out2" --cache "$T/cache" --strict --targets fake=t1,t2:y-
 expect_status 0 "--strict when every target can be built"
 [ -f "$T/out2/fake/k/t2-y-.bin" ] || fail "--targets with a target ID: no t2-y-.bin"
+
+# A backend's targets split between two sections (each its own launch):
+# --targets builds each target once, by the section that lists it, and one
+# no section lists by the first.
+cat >"$P/recipes/k.lua" <<'LUA'
+kernel "k" {
+  fake { source = "../src/k.txt", targets = { "t1" }, launch = { n = 1 } },
+  fake { source = "../src/k.txt", targets = { "t2" }, launch = { n = 2 } },
+}
+LUA
+run "$GK" build --recipes "$P/recipes" --out "$T/out5" --cache "$T/cache" --targets fake=t2,t1:x+
+expect_status 0 "--targets over a backend split between two sections"
+python3 - "$T/out5/manifest.json" <<'PY' || fail "each --targets target built once, by its section"
+import json, sys
+m = json.load(open(sys.argv[1]))
+got = sorted((i["target"], i["launch"]["n"]) for i in m["images"])
+assert got == [("t1:x+", 1), ("t2", 2)], got
+PY
 
 # check_target: its reason where the recipe names a bad target, and in --targets.
 cat >"$P/recipes/k.lua" <<'LUA'
