@@ -46,6 +46,17 @@
  * wgmma prefill's stages (two of K, one of V, in tiles twice as long), or
  * (decode, at the end) the merge. 48 KB at most: static shared memory,
  * no opt-in needed. */
+/* The mma prefill's shape: MT fragments of 16 query rows a group, ROWS a
+ * block, steps of NT n-tiles (8 keys each). At head_dim 64 a group takes
+ * 32 rows, so that each K and V fragment read from shared memory serves
+ * both halves (at 16 rows a group reads as many shared-memory bytes as its
+ * tensor cores need cycles, docs/kernels.md); at 128, 32 rows with Q in
+ * registers would need more than 255 registers (ptxas spills), so 16. */
+template <int D>
+struct gk_fa_mma_shape {
+  enum { MT = D == 128 ? 1 : 2, ROWS = FA_GROUPS * 16 * MT, NT = 4 };
+};
+
 template <int D>
 struct gk_fa_smem {
   enum {
@@ -125,24 +136,29 @@ GK_DEV void gk_fa_state_init(gk_fa_state<D> &st) {
     for (int e = 0; e < 4; e++) st.acc[d][e] = 0.0f;
 }
 
-/* S = Q K^T for the group's n-tiles nt0 .. nt0 + NT - 1 of `stage`: s[nt]
- * the m16n8 fragment of keys 8 (nt0 + nt) .. + 7. B[k][n] = K[n][k]: rows
- * of K are B's columns as they lie; one ldmatrix.x4 gives the B fragments
- * of two 16-wide steps of d. */
-template <int D, int NT, class H>
-GK_DEV void gk_fa_scores_mma(const gk_fa_smem<D> &sm, int stage, const uint32_t (*qa)[4],
-                             int nt0, float (*s)[4]) {
+/* S = Q K^T for the group's MT fragments of 16 query rows (qa[m]) and
+ * n-tiles nt0 .. nt0 + NT - 1 of `stage`: s[m][nt] the m16n8 fragment of
+ * keys 8 (nt0 + nt) .. + 7. B[k][n] = K[n][k]: rows of K are B's columns as
+ * they lie; one ldmatrix.x4 gives the B fragments of two 16-wide steps of
+ * d, used by every fragment of rows (MT of them: K read once for 16 MT
+ * rows). */
+template <int D, int NT, int MT, class H>
+GK_DEV void gk_fa_scores_mma(const gk_fa_smem<D> &sm, int stage,
+                             const uint32_t (*qa)[D / 16][4], int nt0, float (*s)[NT][4]) {
   typedef gk_fa_smem<D> S;
   const int lane = gk_lane();
   for (int nt = 0; nt < NT; nt++) {
-    for (int e = 0; e < 4; e++) s[nt][e] = 0.0f;
+    for (int m = 0; m < MT; m++)
+      for (int e = 0; e < 4; e++) s[m][nt][e] = 0.0f;
     const uint16_t *kr =
         &sm.tile.k[stage][((nt0 + nt) * 8 + lane % 8) * S::RP + 8 * (lane / 8)];
     for (int kk = 0; kk < D / 16; kk += 2) {
       uint32_t b[4];
       gk_ldmatrix_x4(b, kr + kk * 16);
-      gk_mma_16816<H>(s[nt], qa[kk], b);
-      gk_mma_16816<H>(s[nt], qa[kk + 1], b + 2);
+      for (int m = 0; m < MT; m++) {
+        gk_mma_16816<H>(s[m][nt], qa[m][kk], b);
+        gk_mma_16816<H>(s[m][nt], qa[m][kk + 1], b + 2);
+      }
     }
   }
 }
@@ -203,55 +219,61 @@ GK_DEV void gk_fa_p_frag(const float (*s)[4], int kk, uint32_t pa[4]) {
   pa[3] = H::pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 }
 
-/* O += P V for the group's n-tiles nt0 .. nt0 + NT - 1 of `stage`: S tiles
- * of 8 keys are the A fragments of P in registers (two make one of k = 16);
- * V's B fragments by ldmatrix.trans, which transposes V's 8 x 8 blocks of
- * (keys, d) as they lie: lane L's row address is key 8 (i & 1) + L % 8 of
- * matrix i = L / 8, d tile i >> 1. */
-template <int D, int NT, class H>
-GK_DEV void gk_fa_pv_mma(const gk_fa_smem<D> &sm, int stage, const float (*s)[4], int nt0,
-                         gk_fa_state<D> &st) {
+/* O += P V for the group's MT fragments of rows (s[m], st[m]) and n-tiles
+ * nt0 .. nt0 + NT - 1 of `stage`: S tiles of 8 keys are the A fragments of
+ * P in registers (two make one of k = 16); V's B fragments by
+ * ldmatrix.trans, which transposes V's 8 x 8 blocks of (keys, d) as they
+ * lie: lane L's row address is key 8 (i & 1) + L % 8 of matrix i = L / 8,
+ * d tile i >> 1. Each B fragment serves the MT fragments of rows. */
+template <int D, int NT, int MT, class H>
+GK_DEV void gk_fa_pv_mma(const gk_fa_smem<D> &sm, int stage, const float (*s)[NT][4], int nt0,
+                         gk_fa_state<D> *st) {
   typedef gk_fa_smem<D> S;
   const int lane = gk_lane();
   if (NT == 1) {
-    const uint32_t pa[2] = {H::pack2(s[0][0], s[0][1]), H::pack2(s[0][2], s[0][3])};
+    static_assert(NT != 1 || MT == 1, "steps of 8 keys take one fragment of rows");
+    const uint32_t pa[2] = {H::pack2(s[0][0][0], s[0][0][1]), H::pack2(s[0][0][2], s[0][0][3])};
     const uint16_t *vr =
         &sm.tile.v[stage][(nt0 * 8 + lane % 8) * S::RP + 8 * (lane / 8)];
     for (int d = 0; d < D / 8; d += 4) {
       uint32_t b[4]; /* d tiles d .. d + 3, keys 0 .. 7 */
       gk_ldmatrix_x4_trans(b, vr + d * 8);
-      for (int u = 0; u < 4; u++) gk_mma_1688<H>(st.acc[d + u], pa, b[u]);
+      for (int u = 0; u < 4; u++) gk_mma_1688<H>(st[0].acc[d + u], pa, b[u]);
     }
   } else {
     for (int kk = 0; kk < NT / 2; kk++) {
-      uint32_t pa[4];
-      gk_fa_p_frag<H>(s, kk, pa);
+      uint32_t pa[MT][4];
+      for (int m = 0; m < MT; m++) gk_fa_p_frag<H>(s[m], kk, pa[m]);
       const int mi = lane / 8;
       const uint16_t *vr = &sm.tile.v[stage][((nt0 + 2 * kk) * 8 + 8 * (mi & 1) + lane % 8) *
                                                  S::RP + 8 * (mi >> 1)];
       for (int d = 0; d < D / 8; d += 2) {
         uint32_t b[4]; /* d tiles d, d + 1, keys 0 .. 7 and 8 .. 15 of each */
         gk_ldmatrix_x4_trans(b, vr + d * 8);
-        gk_mma_16816<H>(st.acc[d], pa, b);
-        gk_mma_16816<H>(st.acc[d + 1], pa, b + 2);
+        for (int m = 0; m < MT; m++) {
+          gk_mma_16816<H>(st[m].acc[d], pa[m], b);
+          gk_mma_16816<H>(st[m].acc[d + 1], pa[m], b + 2);
+        }
       }
     }
   }
 }
 
 /*
- * The group's step over keys [k0 + 8 nt0, k0 + 8 (nt0 + NT)) of `stage`:
- * S, the online softmax, O += P V. NT is 1, or even.
+ * The group's step over keys [k0 + 8 nt0, k0 + 8 (nt0 + NT)) of `stage`
+ * for its MT fragments of rows (qa[m], qpos[m], st[m]): S, the online
+ * softmax, O += P V. NT is 1, or even.
  */
-template <int Causal, int D, int NT, class H>
-GK_DEV void gk_fa_mma_step(const gk_fa_smem<D> &sm, int stage, const uint32_t (*qa)[4],
+template <int Causal, int D, int NT, int MT, class H>
+GK_DEV void gk_fa_mma_step(const gk_fa_smem<D> &sm, int stage, const uint32_t (*qa)[D / 16][4],
                            int nt0, int64_t k0, int64_t skv, int64_t sq,
-                           const int64_t qpos[2], float sl, gk_fa_state<D> &st) {
+                           const int64_t (*qpos)[2], float sl, gk_fa_state<D> *st) {
   static_assert(NT == 1 || NT % 2 == 0, "a step is 8 keys or a multiple of 16");
-  float s[NT][4];
-  gk_fa_scores_mma<D, NT, H>(sm, stage, qa, nt0, s);
-  gk_fa_softmax<Causal, D, NT>(s, k0 + 8 * nt0, skv, sq, qpos, sl, st);
-  gk_fa_pv_mma<D, NT, H>(sm, stage, s, nt0, st);
+  float s[MT][NT][4];
+  gk_fa_scores_mma<D, NT, MT, H>(sm, stage, qa, nt0, s);
+  for (int m = 0; m < MT; m++)
+    gk_fa_softmax<Causal, D, NT>(s[m], k0 + 8 * nt0, skv, sq, qpos[m], sl, st[m]);
+  gk_fa_pv_mma<D, NT, MT, H>(sm, stage, s, nt0, st);
 }
 
 /* This lane's part of 16 query rows as A fragments: fragment row r of the
@@ -285,13 +307,15 @@ GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const gk_fa_stat
  * Keys [kb, ke) of KV head hk through the two stages, by the whole block
  * (kb a multiple of the tile; keys past ke in ke's tile must be masked by
  * the step, as keys past the causal limit or kv.n are): each group runs
- * gk_fa_mma_step<NT> on n-tiles nt0 .. nt0 + NT - 1 of every tile. The next
- * tile's copy is in flight while this one is worked on.
+ * gk_fa_mma_step<NT, MT> on n-tiles nt0 + NT p .. + NT - 1 of every tile,
+ * for p = 0 .. PARTS - 1 (steps shorter than the tile keep the score
+ * fragments of MT fragments of rows in fewer registers). The next tile's
+ * copy is in flight while this one is worked on.
  */
-template <int Causal, int D, int NT, class H, class KV>
+template <int Causal, int D, int NT, int PARTS, int MT, class H, class KV>
 GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t kb,
-                           int64_t ke, int64_t sq, const uint32_t (*qa)[4], int nt0,
-                           const int64_t qpos[2], float scale, gk_fa_state<D> &st) {
+                           int64_t ke, int64_t sq, const uint32_t (*qa)[D / 16][4], int nt0,
+                           const int64_t (*qpos)[2], float scale, gk_fa_state<D> *st) {
   typedef gk_fa_smem<D> S;
   const float sl = scale * 1.4426950408889634f;
   __syncthreads(); /* the previous use of the stages is over */
@@ -304,40 +328,45 @@ GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t 
       gk_cp_async_wait<0>();
     }
     __syncthreads();
-    gk_fa_mma_step<Causal, D, NT, H>(sm, (int)(j & 1), qa, nt0, k0, kv.n, sq, qpos, sl, st);
+    for (int p = 0; p < PARTS; p++)
+      gk_fa_mma_step<Causal, D, NT, MT, H>(sm, (int)(j & 1), qa, nt0 + NT * p, k0, kv.n, sq,
+                                           qpos, sl, st);
     __syncthreads(); /* read before the copy after next overwrites it */
   }
 }
 
-/* A prefill block's fragment rows of this lane (group w takes rows
- * row0 + 16 w .. + 15 of head h): their query positions, and their rows of
- * q and o ([n_heads][sq][D], from row h * sq + i; -1 past sq). */
-GK_DEV void gk_fa_prefill_rows(int64_t h, int64_t sq, int64_t row0, int64_t qpos[2],
+/* The fragment rows of this lane in a fragment of 16 query rows of head h
+ * from r0: their query positions, and their rows of q and o
+ * ([n_heads][sq][D], from row h * sq + i; -1 past sq). */
+GK_DEV void gk_fa_prefill_rows(int64_t h, int64_t sq, int64_t r0, int64_t qpos[2],
                                int64_t rows[2]) {
-  const int64_t rbase = row0 + 16 * gk_group() + gk_lane() / 4;
+  const int64_t rbase = r0 + gk_lane() / 4;
   for (int r = 0; r < 2; r++) {
     qpos[r] = rbase + 8 * r;
     rows[r] = qpos[r] < sq ? h * sq + qpos[r] : -1;
   }
 }
 
-/* Prefill: query rows [row0, row0 + FA_BLOCK_ROWS) of head h against kv. */
+/* Prefill: query rows [row0, row0 + ROWS) of head h against kv, group w
+ * rows row0 + 16 MT w .. as MT fragments of 16 (gk_fa_mma_shape). */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                               int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
                               int64_t h, int64_t row0) {
   typedef gk_fa_smem<D> S;
+  typedef gk_fa_mma_shape<D> P;
   const int64_t hk = h / (n_heads / n_kv_heads), skv = kv.n;
-  int64_t qpos[2], rows[2];
-  gk_fa_prefill_rows(h, sq, row0, qpos, rows);
-  uint32_t qa[D / 16][4];
-  gk_fa_mma_q<D>(q, rows, qa);
-  gk_fa_state<D> st;
-  gk_fa_state_init<D>(st);
-  gk_fa_mma_keys<Causal, D, S::KEYS / 8, H>(sm, kv, hk, 0,
-                                            gk_fa_kend(Causal, sq, skv, row0, FA_BLOCK_ROWS), sq,
-                                            qa, 0, qpos, scale, st);
-  gk_fa_mma_store<D, H>(o, rows, st);
+  int64_t qpos[P::MT][2], rows[P::MT][2];
+  uint32_t qa[P::MT][D / 16][4];
+  gk_fa_state<D> st[P::MT];
+  for (int m = 0; m < P::MT; m++) {
+    gk_fa_prefill_rows(h, sq, row0 + 16 * (P::MT * gk_group() + m), qpos[m], rows[m]);
+    gk_fa_mma_q<D>(q, rows[m], qa[m]);
+    gk_fa_state_init<D>(st[m]);
+  }
+  gk_fa_mma_keys<Causal, D, P::NT, S::KEYS / 8 / P::NT, P::MT, H>(
+      sm, kv, hk, 0, gk_fa_kend(Causal, sq, skv, row0, P::ROWS), sq, qa, 0, qpos, scale, st);
+  for (int m = 0; m < P::MT; m++) gk_fa_mma_store<D, H>(o, rows[m], st[m]);
 }
 
 /*
@@ -409,7 +438,8 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   gk_fa_mma_q<D>(q, rows, qa);
   gk_fa_state<D> st;
   gk_fa_state_init<D>(st);
-  gk_fa_mma_keys<Causal, D, NT, H>(sm, kv, hk, kb, ke, sq, qa, NT * w, qpos, scale, st);
+  gk_fa_mma_keys<Causal, D, NT, 1, 1, H>(sm, kv, hk, kb, ke, sq, &qa, NT * w, &qpos, scale,
+                                         &st);
 
   /* The merge: each group's state into shared memory (the stages are no
    * longer read: gk_fa_mma_keys ends with a barrier), then group w combines

@@ -110,7 +110,7 @@ GK_DEV void gk_fa_wg_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   constexpr int KEYS = S::WG_KEYS;
   const int64_t hk = h / (n_heads / n_kv_heads), skv = kv.n;
   int64_t qpos[2], rows[2];
-  gk_fa_prefill_rows(h, sq, row0, qpos, rows);
+  gk_fa_prefill_rows(h, sq, row0 + 16 * gk_group(), qpos, rows);
   uint32_t qa[D / 16][4];
   gk_fa_mma_q<D>(q, rows, qa);
   gk_fa_state<D> st;

@@ -220,12 +220,13 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
    * (block x takes query block nqb - 1 - x): the GPU starts blocks in
    * blockIdx order, and the light ones then fill the tail of the launch
    * instead of the heavy ones (FlashAttention's "longest first"). */
-  const int64_t nqb = (sq + FA_BLOCK_ROWS - 1) / FA_BLOCK_ROWS;
+  constexpr int R = H::wgmma ? FA_BLOCK_ROWS : gk_fa_mma_shape<D>::ROWS; /* a block's rows */
+  const int64_t nqb = (sq + R - 1) / R;
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
     for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x) {
       const int64_t qb = Causal ? nqb - 1 - x : x;
-      gk_fa_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h,
-                                  qb * FA_BLOCK_ROWS, gk_bool<(bool)H::wgmma>());
+      gk_fa_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, qb * R,
+                                  gk_bool<(bool)H::wgmma>());
     }
 }
 /* The scalar path (f32, and bf16 on sm_75), without a cross-block split
