@@ -6,12 +6,10 @@
 # build took. Exit 77 (SKIP) without nvcc.
 set -eu
 gk=$1 recipes=$2 cache=$3 out=$4 archive=$5
-nvcc=$(command -v nvcc || true)
-for d in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
-  [ -z "$nvcc" ] && [ -n "$d" ] && [ -x "$d/bin/nvcc" ] && nvcc=$d/bin/nvcc
-done
+# shellcheck source=tests/backends/cuda/nvcc.sh
+. "$(dirname "$0")/nvcc.sh"
 if [ -z "$nvcc" ]; then
-  echo "SKIP: nvcc not found (PATH, \$CUDA_HOME, \$CUDA_PATH, /usr/local/cuda); install the CUDA toolkit"
+  echo "$nvcc_skip"
   rm -f "$archive"
   exit 77
 fi

@@ -13,12 +13,10 @@
 # Exit 77 (SKIP) without nvcc.
 set -u
 SRC=$1
-nvcc=$(command -v nvcc || true)
-for d in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
-  [ -z "$nvcc" ] && [ -n "$d" ] && [ -x "$d/bin/nvcc" ] && nvcc=$d/bin/nvcc
-done
+# shellcheck source=tests/backends/cuda/nvcc.sh
+. "$(dirname "$0")/nvcc.sh"
 if [ -z "$nvcc" ]; then
-  echo "SKIP: nvcc not found (PATH, \$CUDA_HOME, \$CUDA_PATH, /usr/local/cuda); install the CUDA toolkit"
+  echo "$nvcc_skip"
   exit 77
 fi
 T=$(mktemp -d)
