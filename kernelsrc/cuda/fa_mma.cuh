@@ -54,7 +54,7 @@
  * registers would need more than 255 registers (ptxas spills), so 16. */
 template <int D>
 struct gk_fa_mma_shape {
-  enum { MT = D == 128 ? 1 : 2, ROWS = FA_GROUPS * 16 * MT, NT = 4 };
+  enum { MT = D == 128 ? 1 : 2, ROWS = FA_GROUPS * 16 * MT, NT = D == 128 ? 4 : 2 };
 };
 
 template <int D>

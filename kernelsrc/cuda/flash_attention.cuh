@@ -35,6 +35,15 @@
 #include "gk_gpu.cuh"
 
 #define FA_THREADS 128
+/* Blocks an SM should hold, __launch_bounds__'s second argument: 2 leaves
+ * ptxas up to 255 registers a thread, where without it ptxas 13.0 kept
+ * the sm_90a non-causal image at 168 and spilled (cuda.ptxas). HIP reads
+ * the argument as waves per execution unit: 1 there. */
+#if defined(GK_GPU_NVIDIA)
+#define FA_MIN_BLOCKS 2
+#else
+#define FA_MIN_BLOCKS 1
+#endif
 #define FA_GROUPS (FA_THREADS / GK_GROUP)
 #define FA_BLOCK_ROWS 64           /* query rows per block (the launch's) */
 #define FA_ROWS 16                 /* query rows per pass, f32 path */

@@ -45,9 +45,10 @@ for dt in f16 bf16; do
   done
 done
 for a in sm_75 sm_80 sm_90a; do
-  check $a flash_attention -DDTYPE=f16 -DHEAD_DIM=128 -DCAUSAL=1
+  for c in 0 1; do check $a flash_attention -DDTYPE=f16 -DHEAD_DIM=128 -DCAUSAL=$c; done
   check $a paged_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DPAGE=64
+  check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=64 -DPAGE=16
   for b in 1 4; do check $a qmatmul -DBITS=$b; done
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n images (16 sm_90a wgmma attention, 12 default): no serialized wgmma, no compiler-inserted arrive, no spills"
+echo "ok: $n images (16 sm_90a wgmma attention, 18 default): no serialized wgmma, no compiler-inserted arrive, no spills"
