@@ -493,9 +493,9 @@ static void check_attention(void) {
       {2, 2, 6, 3, 1.0},   /* sq > skv: causal rows see no key */
       {2, 2, 3, 0, 1.0},   /* no keys: zeros */
       /* 3 query blocks of 64 rows, 2 of 128 (the second partial: every
-       * group's rows of the mma prefill at head_dim 64), 3 key tiles;
-       * causal: the first 10 rows see no key */
-      {2, 1, 140, 130, 2.0},
+       * group's rows of the mma prefill at head_dim 64), 2 or 3 key tiles;
+       * causal: the first 70 rows see no key */
+      {2, 1, 140, 70, 2.0},
       {8, 2, 4, 200, 1.0},  /* speculative decode: 4 heads x 4 rows fill a fragment */
       {4, 1, 1, 300, 4.0},  /* decode, 4 heads on one KV head, peaked, 2 splits */
       {8, 2, 2, 1100, 1.0}, /* speculative decode, 5 splits of a KV head */
