@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../kernelsrc/common/gk_quant.h"
 #include "cudrv.h"
+#include "wgmma_probe_data.h"
 
 enum { M = 64, K = 16, NMAX = 128, STAGE = K * NMAX };
 
@@ -59,17 +59,7 @@ static int probe(cudrv *gpu, cu_module mod, int n, int t) {
   static uint16_t ha[M * K], hb[K * NMAX];
   static float a[M * K], b[K * NMAX], stage[STAGE], want[M * NMAX], got[M * NMAX],
       alt[M * NMAX];
-  unsigned seed = 12345u + 7u * (unsigned)n + (unsigned)t;
-  for (int i = 0; i < M * K; i++) {
-    seed = seed * 1103515245u + 12345u;
-    a[i] = (float)((int)(seed >> 16) % 7 - 3);
-    ha[i] = gk_q_f32_to_f16(a[i]);
-  }
-  for (int i = 0; i < K * n; i++) {
-    seed = seed * 1103515245u + 12345u;
-    b[i] = (float)((int)(seed >> 16) % 5 - 2) + (float)(i % 3) * 0.25f;
-    hb[i] = gk_q_f32_to_f16(b[i]);
-  }
+  wgmma_probe_data(n, t, a, ha, b, hb);
   for (int i = 0; i < STAGE; i++) stage[i] = 1e30f; /* not written: never read */
   for (int k = 0; k < K; k++)
     for (int j = 0; j < n; j++) stage[hw_at(k, j, lbo, sbo, t)] = b[k * n + j];

@@ -25,6 +25,7 @@
 #include "rope.cuh"
 #include "sample.cuh"
 #include "../../gpu/wgmma_probe.cuh"
+#include "../../gpu/wgmma_probe_data.h"
 
 extern "C" {
 #include "kref.h"
@@ -1002,17 +1003,7 @@ template <int N, int T>
 static void wgmma_probe_one(void) {
   static uint16_t ha[64 * 16], hb[16 * N];
   static float a[64 * 16], b[16 * N], want[64 * N], got[64 * N];
-  unsigned seed = 12345u + 7u * N + T; /* test_wgmma_probe.c's values */
-  for (int i = 0; i < 64 * 16; i++) {
-    seed = seed * 1103515245u + 12345u;
-    a[i] = (float)((int)(seed >> 16) % 7 - 3);
-    ha[i] = gk_q_f32_to_f16(a[i]);
-  }
-  for (int i = 0; i < 16 * N; i++) {
-    seed = seed * 1103515245u + 12345u;
-    b[i] = (float)((int)(seed >> 16) % 5 - 2) + (float)(i % 3) * 0.25f;
-    hb[i] = gk_q_f32_to_f16(b[i]);
-  }
+  wgmma_probe_data(N, T, a, ha, b, hb); /* test_wgmma_probe.c's inputs */
   for (int i = 0; i < 64; i++)
     for (int j = 0; j < N; j++) {
       float acc = 0.0f;
