@@ -19,6 +19,9 @@ purposes=${*:-${GK_SETUP:-all}}
 pkgs="build-essential cmake ninja-build pkg-config binutils python3
       liblua5.4-dev libzstd-dev libsqlite3-dev libsodium-dev libjansson-dev
       libcmocka-dev zstd sqlite3"
+# The CUDA emulator (tests/backends/cuda/emu) runs its GPU threads as
+# Boost.Context fibers.
+pkgs="$pkgs libboost-context-dev"
 # bench/load.sh compares libsodium's SHA-256 with OpenSSL's (libcrypto).
 pkgs="$pkgs libssl-dev"
 # Headless Chromium renders the page of 'gk matrix --html' in tests/ops.

@@ -1,6 +1,10 @@
 /*
  * emu.cpp - the scheduler behind gk_emu.h: each GPU thread of a block is a
- * fiber (ucontext) with its own stack, run round-robin on one OS thread. A
+ * fiber (Boost.Context's fiber, on a stack of its own) run round-robin on
+ * one OS thread. Boost.Context switches in a few instructions, where
+ * ucontext's swapcontext makes a system call (the signal mask) at every
+ * switch: the attention checks, which switch fibers at every shuffle of
+ * the mma twins, spent 90% of their time there (perf). A
  * fiber runs until it reaches a barrier (__syncthreads: every thread of the
  * block; a shuffle: every thread of its group of 32), then the next one
  * runs. When every live fiber waits and no barrier can open, the kernel is
@@ -15,9 +19,13 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <ucontext.h>
 
+#include <utility>
 #include <vector>
+
+#include <boost/context/fiber.hpp>
+
+namespace ctx = boost::context;
 
 /* AddressSanitizer follows the switches between stacks when told of them
  * (sanitizer/common_interface_defs.h); without it, a no-op. */
@@ -45,7 +53,8 @@ struct async_copy {
 };
 
 struct fiber {
-  ucontext_t ctx;
+  ctx::fiber self;  /* the fiber while it is suspended (empty while it runs) */
+  ctx::fiber sched; /* while it runs: the scheduler, to switch back to */
   char *stack;
   wait_kind wait;
   unsigned gen; /* the barrier generation it waits to see pass */
@@ -57,10 +66,22 @@ struct fiber {
 const size_t STACK = 256 * 1024;
 const int GROUP = 32;
 
+/* Boost.Context's stack allocator concept, over the stack a fiber already
+ * has (allocated once per launch, reused by every block). */
+struct own_stack {
+  char *base;
+  ctx::stack_context allocate() {
+    ctx::stack_context sc;
+    sc.size = STACK;
+    sc.sp = base + STACK;
+    return sc;
+  }
+  void deallocate(ctx::stack_context &) {}
+};
+
 struct block_state {
   std::vector<fiber> fibers;
   int cur;
-  ucontext_t sched;
   unsigned block_gen, block_arrived;
   int vote[2]; /* __syncthreads_or of generation g, in vote[g & 1] */
   std::vector<unsigned> group_gen, group_arrived;
@@ -85,7 +106,7 @@ void yield_to_scheduler(void) {
   fiber &f = S->fibers[S->cur];
   void *fake = NULL;
   ASAN_START(&fake, S->sched_bottom, S->sched_size);
-  swapcontext(&f.ctx, &S->sched);
+  f.sched = std::move(f.sched).resume();
   ASAN_FINISH(fake, &S->sched_bottom, &S->sched_size);
   resume_point();
 }
@@ -103,13 +124,17 @@ void land_copies(fiber &f, unsigned below) {
   f.copies.resize(kept);
 }
 
-void fiber_main(void) {
+/* A fiber's body: the kernel, then its copies land; it returns to the
+ * scheduler for good (this stack is done with). */
+ctx::fiber fiber_main(ctx::fiber &&sched) {
+  S->fibers[S->cur].sched = std::move(sched);
   ASAN_FINISH(NULL, &S->sched_bottom, &S->sched_size);
   S->body(S->ctx);
-  land_copies(S->fibers[S->cur], ~0u); /* a kernel's copies complete */
-  S->fibers[S->cur].wait = DONE;
-  /* uc_link returns to the scheduler; this stack is done with. */
+  fiber &f = S->fibers[S->cur];
+  land_copies(f, ~0u); /* a kernel's copies complete */
+  f.wait = DONE;
   ASAN_START(NULL, S->sched_bottom, S->sched_size);
+  return std::move(f.sched);
 }
 
 const char *kind_name(wait_kind w) {
@@ -197,34 +222,29 @@ static bool runnable(const fiber &f, int i) {
   }
 }
 
-/* Runs fiber i until it waits or ends. Apart, because swapcontext returns
- * twice: the caller's loop variables stay out of its frame. */
-__attribute__((noinline)) static void run_fiber(block_state &st, size_t i) {
+/* Runs fiber i until it waits or ends. */
+static void run_fiber(block_state &st, size_t i) {
   fiber &f = st.fibers[i];
   f.wait = RUNNING;
   st.cur = (int)i;
   threadIdx.x = (unsigned)i;
   threadIdx.y = threadIdx.z = 0;
   ASAN_START(&st.asan_fake, f.stack, STACK);
-  swapcontext(&st.sched, &f.ctx);
+  f.self = std::move(f.self).resume();
   ASAN_FINISH(st.asan_fake, NULL, NULL);
 }
 
-/* A fresh context for fiber f on its stack (getcontext returns twice too). */
-__attribute__((noinline)) static void make_fiber(block_state &st, fiber &f) {
-  getcontext(&f.ctx);
-  f.ctx.uc_stack.ss_sp = f.stack;
-  f.ctx.uc_stack.ss_size = STACK;
-  f.ctx.uc_link = &st.sched;
+/* A fresh fiber f on its stack (the last block's fibers have finished). */
+static void make_fiber(fiber &f) {
+  f.self = ctx::fiber(std::allocator_arg, own_stack{f.stack}, fiber_main);
   f.wait = RUNNING;
   f.copies.clear();
   f.committed = 0;
-  makecontext(&f.ctx, fiber_main, 0);
 }
 
 static int run_block(block_state &st) {
   size_t n = st.fibers.size();
-  for (size_t i = 0; i < n; i++) make_fiber(st, st.fibers[i]);
+  for (size_t i = 0; i < n; i++) make_fiber(st.fibers[i]);
   st.block_gen = st.block_arrived = 0;
   st.vote[0] = st.vote[1] = 0;
   for (size_t g = 0; g < st.group_gen.size(); g++) st.group_gen[g] = st.group_arrived[g] = 0;
@@ -287,7 +307,19 @@ int gk_emu_launch(gk_emu_dim3 grid, gk_emu_dim3 block, gk_emu_body body, void *c
         blockIdx.z = z;
         rc = run_block(st);
       }
-  for (fiber &f : st.fibers) free(f.stack);
+  /* A fiber a deadlock left suspended is kept as it is, with its stack,
+   * for the rest of the process: Boost.Context would unwind it by throwing
+   * on its stack, a switch the sanitizers are not told of. Reachable from
+   * `parked`, so no leak. */
+  static std::vector<std::pair<ctx::fiber, char *>> *parked;
+  for (fiber &f : st.fibers) {
+    if (f.self) {
+      if (!parked) parked = new std::vector<std::pair<ctx::fiber, char *>>;
+      parked->emplace_back(std::move(f.self), f.stack);
+    } else {
+      free(f.stack);
+    }
+  }
   S = nullptr;
   return rc;
 }
