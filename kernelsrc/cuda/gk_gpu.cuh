@@ -448,7 +448,8 @@ GK_DEV void gk_mma_s8u8_16832(int d[4], const uint32_t a[4], const uint32_t b[2]
  * aligned) and receives, of each matrix i, r[i] = elements (L / 4, 2(L % 4))
  * and (L / 4, 2(L % 4) + 1): an mma fragment. With .trans it receives the
  * transposed matrix's: (2(L % 4), L / 4) and (2(L % 4) + 1, L / 4). The twin
- * gathers the 32 row addresses with shuffles and reads them.
+ * gathers the 32 row addresses with shuffles and reads them; under the
+ * emulator it also counts their bank conflicts.
  */
 GK_DEV void gk_ldmatrix_x4(uint32_t r[4], const uint16_t *row) {
 #if defined(GK_GPU_NVIDIA)
@@ -457,6 +458,9 @@ GK_DEV void gk_ldmatrix_x4(uint32_t r[4], const uint16_t *row) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(a));
 #else
+#if defined(GK_GPU_EMULATE)
+  gk_emu_ldmatrix_banks(row);
+#endif
   const int lane = gk_lane();
   for (int i = 0; i < 4; i++) {
     const uint16_t *p = (const uint16_t *)GK_SHFL((uintptr_t)row, 8 * i + lane / 4);
@@ -471,6 +475,9 @@ GK_DEV void gk_ldmatrix_x4_trans(uint32_t r[4], const uint16_t *row) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(a));
 #else
+#if defined(GK_GPU_EMULATE)
+  gk_emu_ldmatrix_banks(row);
+#endif
   const int lane = gk_lane();
   for (int i = 0; i < 4; i++) {
     const uint16_t *p0 = (const uint16_t *)GK_SHFL((uintptr_t)row, 8 * i + 2 * (lane % 4));

@@ -61,6 +61,16 @@ static int failures;
     }                                   \
   } while (0)
 
+/* The ldmatrix reads since the last call, which must have met no bank
+ * conflict (gk_emu.h): shared memory serves each 8 x 8 matrix in one pass,
+ * the rate the mma paths' design counts on (docs/kernels.md). */
+static void check_banks(const char *what) {
+  unsigned long long matrices, extra;
+  gk_emu_ldmatrix_stats(&matrices, &extra);
+  CHECK(extra == 0, "%s: %llu bank conflicts (passes beyond one) over %llu ldmatrix matrices",
+        what, extra, matrices);
+}
+
 /* ---- launch metadata ------------------------------------------------------ */
 
 /* The launch of a row, evaluated by libgk (gk.h, "Launching GPU kernels"):
@@ -507,6 +517,7 @@ static void check_attention(void) {
   static const bool in_quick[] = {true, true, false, true, true, true, false, true, false};
   static_assert(sizeof in_quick == sizeof shapes / sizeof shapes[0], "a mark a shape");
   const bool quick = getenv("GK_EMU_QUICK") != nullptr;
+  check_banks("before flash_attention");
   for (int causal = 0; causal <= 1; causal++)
     for (kref_dtype dt : KREF_DTYPES)
       for (int path : {0, 1, 2})
@@ -597,6 +608,7 @@ static void check_attention(void) {
             }
         }
       }
+  check_banks("flash_attention");
   SECTION_OK(before, "ok: flash_attention 12 variants (bf16 also on sm_75's path, f16 and bf16 "
                      "also on wgmma) x %zu shapes%s\n",
              sizeof shapes / sizeof shapes[0], quick ? " (GK_EMU_QUICK: 6 of them, once)" : "");
@@ -749,6 +761,7 @@ static void check_paged(void) {
           free(table);
         }
       }
+  check_banks("paged_attention");
   SECTION_OK(before, "ok: paged_attention and kv_append 12 variants x 2 batches (invalid "
                      "sequences included)\n");
 }
@@ -971,6 +984,21 @@ static void async_copies(void) {
   votes[t][1] = __syncthreads_or(0);
   votes[t][2] = __syncthreads_or(t < 64);
 }
+/* ldmatrix's bank count: rows 16 bytes apart (one pass a matrix), then
+ * 128 bytes apart (all 8 rows of a matrix in one bank group: 8 passes). */
+static unsigned long long bank_extra[2];
+static void banks(void) {
+  __shared__ __attribute__((aligned(16))) uint16_t t[32 * 64];
+  const int lane = gk_lane();
+  uint32_t r[4];
+  for (int stride = 0; stride < 2; stride++) {
+    gk_ldmatrix_x4(r, &t[lane * (stride ? 64 : 8)]);
+    unsigned long long m;
+    if (lane == 0) gk_emu_ldmatrix_stats(&m, &bank_extra[stride]);
+    (void)GK_SHFL(0, 0); /* lane 0 has read the count */
+  }
+}
+
 static void check_emulator(void) {
   const int before = failures;
   gk_emu_dim3 g = {1, 1, 1}, b = {64, 1, 1};
@@ -991,8 +1019,14 @@ static void check_emulator(void) {
           "emulator: thread %d's __syncthreads_or gave %d %d %d, want 1 0 1", t, votes[t][0],
           votes[t][1], votes[t][2]);
   }
+  unsigned long long m, x;
+  gk_emu_ldmatrix_stats(&m, &x);
+  CHECK(gk_emu_launch(g, {32, 1, 1}, [](void *) { banks(); }, NULL) == 0, "emulator: banks");
+  CHECK(bank_extra[0] == 0 && bank_extra[1] == 4 * 7,
+        "emulator: ldmatrix bank conflicts counted %llu and %llu, want 0 and 28", bank_extra[0],
+        bank_extra[1]);
   SECTION_OK(before, "ok: the emulator stops at divergent barriers, shuffles by group, lands "
-                     "cp.async at its wait and votes\n");
+                     "cp.async at its wait, votes and counts ldmatrix's bank conflicts\n");
 }
 
 /* tests/gpu's wgmma probe (one wgmma per shape, D against A B, which

@@ -86,6 +86,7 @@ struct block_state {
   int vote[2]; /* __syncthreads_or of generation g, in vote[g & 1] */
   std::vector<unsigned> group_gen, group_arrived;
   std::vector<uint64_t> slots; /* one shuffle value per thread */
+  std::vector<uintptr_t> rows; /* one ldmatrix row address per thread */
   gk_emu_body body;
   void *ctx;
   bool failed;
@@ -213,6 +214,37 @@ uint64_t gk_emu_exchange(uint64_t v, int src) {
   return r;
 }
 
+static unsigned long long ldsm_matrices, ldsm_extra;
+
+void gk_emu_ldmatrix_banks(const void *row) {
+  int me = S->cur, base = me / GROUP * GROUP;
+  S->rows[me] = (uintptr_t)row;
+  group_barrier(); /* every lane's address is in */
+  if (me == base)
+    for (int m = 0; m < 4; m++) {
+      const uintptr_t *r = &S->rows[base + 8 * m];
+      int passes = 0;
+      for (int q = 0; q < 8; q++) { /* distinct rows in bank group q */
+        int n = 0;
+        for (int i = 0; i < 8; i++) {
+          if ((r[i] / 16) % 8 != (uintptr_t)q) continue;
+          bool seen = false;
+          for (int j = 0; j < i; j++) seen = seen || r[j] == r[i];
+          n += !seen;
+        }
+        if (n > passes) passes = n;
+      }
+      ldsm_matrices++;
+      ldsm_extra += (unsigned long long)(passes - 1);
+    }
+  group_barrier(); /* read before the next ldmatrix writes */
+}
+
+void gk_emu_ldmatrix_stats(unsigned long long *matrices, unsigned long long *extra) {
+  *matrices = ldsm_matrices, *extra = ldsm_extra;
+  ldsm_matrices = ldsm_extra = 0;
+}
+
 static bool runnable(const fiber &f, int i) {
   switch (f.wait) {
   case RUNNING: return true;
@@ -289,6 +321,7 @@ int gk_emu_launch(gk_emu_dim3 grid, gk_emu_dim3 block, gk_emu_body body, void *c
   st.group_gen.resize(block.x / GROUP);
   st.group_arrived.resize(block.x / GROUP);
   st.slots.resize(block.x);
+  st.rows.resize(block.x);
   st.body = body;
   st.ctx = ctx;
   st.failed = false;

@@ -66,6 +66,16 @@ void gk_emu_cp_async(void *dst, const void *src, unsigned bytes);
 void gk_emu_cp_async_commit(void);
 void gk_emu_cp_async_wait(int n);
 
+/* Shared-memory banks under ldmatrix (gk_gpu.cuh's twin calls it with
+ * each lane's row address): the group's 32 row addresses make 4 matrices
+ * of 8 rows of 16 bytes, and the hardware reads a matrix in one pass when
+ * its 8 rows lie in distinct groups of 4 banks ((address / 16) mod 8; rows
+ * at the same address are one read). gk_emu_ldmatrix_stats gives the
+ * matrices read since the last call and the passes beyond one each they
+ * took (bank conflicts), and starts counting again. */
+void gk_emu_ldmatrix_banks(const void *row);
+void gk_emu_ldmatrix_stats(unsigned long long *matrices, unsigned long long *extra);
+
 /* Exchanges 64 bits among the group: every lane publishes v, then reads the
  * value of lane `src` (absolute lane in the group). */
 uint64_t gk_emu_exchange(uint64_t v, int src);
