@@ -9,9 +9,11 @@
  * tiles of FA_KEYS<D> (32 keys for D = 128, 64 for D = 64) through two
  * shared-memory stages: cp.async fills the next tile while the groups work
  * on this one. K and V lie in shared memory as in global memory, rows padded
- * by 16 bytes so that the 8 rows an ldmatrix reads start on distinct banks.
- * A group multiplies 16 rows of queries, held as mma A fragments for the
- * whole call, by a slice of the tile: S = Q K^T on gk_mma_16816 (K's
+ * by 16 bytes so that the 8 rows an ldmatrix reads start on distinct banks
+ * (or swizzled instead: gk_fa_swz). A group multiplies fragments of 16
+ * query rows (mma A fragments held in registers for the whole call, or
+ * read from shared memory: gk_fa_qfrag) by a slice of the tile: S = Q K^T
+ * on gk_mma_16816 (K's
  * fragments by ldmatrix), the online softmax on those fragments in f32
  * registers (a row is shared by the 4 lanes of a quad: two xor shuffles),
  * and P, rounded to H, reused in registers as the A operand of O += P V
@@ -20,8 +22,10 @@
  * and, of each 8-wide tile of S or O, columns 2t and 2t + 1.
  *
  * Two schedules over the same tile step (gk_fa_mma_step):
- * - prefill (gk_fa_mma_prefill): the block owns 64 query rows of one head,
- *   each group 16 of them against every key of a tile;
+ * - prefill (gk_fa_mma_prefill): the block owns 128 query rows of one
+ *   head (gk_fa_mma_shape), each group 32 of them against every key of a
+ *   tile; at head_dim 128, Q in shared memory and one buffer each of K
+ *   and V (FlashAttention-2's schedule and layout);
  * - decode (gk_fa_mma_decode), when a KV head's queries fit one fragment
  *   (n_heads / n_kv_heads * sq <= 16: decode, speculative decode): the
  *   block owns a KV head and packs the queries of every head that shares it
@@ -32,8 +36,9 @@
  *   across blocks too (gk_fa_split): a KV head's keys go to n blocks in
  *   ranges of whole tiles, whose states meet in the caller's workspace
  *   and are merged by the last block to finish.
- * Shared memory: 34 KB for D = 128, 36 KB for D = 64 (the decode merge
- * reuses it); 48 KB in an image with the wgmma prefill (fa_wgmma.cuh).
+ * Shared memory: 48 KB for D = 128 (34 KB on sm_75), 36 KB for D = 64
+ * (the decode merge reuses it), 48 KB in an image with the wgmma prefill
+ * (fa_wgmma.cuh).
  */
 #ifndef GK_FA_MMA_CUH
 #define GK_FA_MMA_CUH
@@ -41,22 +46,59 @@
 #include "../common/gk_paged.h"
 #include "gk_gpu.cuh"
 
-/* The block's shared memory (one, declared by the caller for both
- * schedules): two stages of the tile (as ldmatrix reads them), or the
- * wgmma prefill's stages (two of K, one of V, in tiles twice as long), or
- * (decode, at the end) the merge. 48 KB at most: static shared memory,
- * no opt-in needed. */
-/* The mma prefill's shape: MT fragments of 16 query rows a group, ROWS a
- * block, steps of NT n-tiles (8 keys each). At head_dim 64 a group takes
- * 32 rows, so that each K and V fragment read from shared memory serves
- * both halves (at 16 rows a group reads as many shared-memory bytes as its
- * tensor cores need cycles, docs/kernels.md); at 128, 32 rows with Q in
- * registers would need more than 255 registers (ptxas spills), so 16. */
-template <int D>
+/* The mma prefill's shape for head_dim D and keys and values located by
+ * KV (gk_kv_contig, gk_kv_paged below): MT fragments of 16 query rows a
+ * group, ROWS a block, steps of NT n-tiles (8 keys each). A group takes 32
+ * rows where registers allow, so that each K and V fragment read from
+ * shared memory serves both halves (at 16 rows a group reads as many
+ * shared-memory bytes as its tensor cores need cycles, docs/kernels.md):
+ * - head_dim 64: Q stays in registers as A fragments;
+ * - head_dim 128: 32 rows of Q would take 64 registers beside the 128 of
+ *   the output (ptxas spills past 255), so Q lies in shared memory, read by
+ *   ldmatrix at every tile (QSMEM: FlashAttention-2's layout), and a tile
+ *   (32 keys) is one step;
+ * - head_dim 128 over pages: the page table's addressing still spills
+ *   there, so 16 rows a group, Q in registers (the paged prefill is the
+ *   rarer case: decodes take gk_fa_mma_decode);
+ * - head_dim 128 on Turing (sm_75): the same, as its cp.async is a copy
+ *   through registers (gk_gpu.cuh) and QSMEM spilled there. */
+#if defined(GK_GPU_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define GK_FA_QSMEM_OK 0
+#else
+#define GK_FA_QSMEM_OK 1
+#endif
+template <int D, class KV>
 struct gk_fa_mma_shape {
-  enum { MT = D == 128 ? 1 : 2, ROWS = FA_GROUPS * 16 * MT, NT = D == 128 ? 4 : 2 };
+  enum {
+    QSMEM = D == 128 && !KV::paged && GK_FA_QSMEM_OK,
+    MT = D == 128 && !QSMEM ? 1 : 2,
+    ROWS = FA_GROUPS * 16 * MT,
+    NT = D == 128 ? 4 : 2,
+  };
 };
 
+/* Where ldmatrix reads a tile of 16-bit rows of D elements: at(r, c) is
+ * the offset, in elements, of the 16-byte chunk c of row r. A matrix's 8
+ * rows must lie in distinct groups of 4 banks ((offset / 8) mod 8, 16-byte
+ * units) to be read in one pass (cuda.emu counts it):
+ * - gk_fa_pad: rows as they lie, padded by 16 bytes (the stages);
+ * - gk_fa_swz: no padding, chunk c of row r at c ^ (r mod 8) (the XOR
+ *   swizzle of CUTLASS and FlashAttention-2): 48 KB hold Q's 128 rows and a
+ *   tile of K and V at head_dim 128. */
+template <int D>
+struct gk_fa_pad {
+  GK_DEV int at(int r, int c) { return r * (D + 8) + 8 * c; }
+};
+template <int D>
+struct gk_fa_swz {
+  GK_DEV int at(int r, int c) { return r * D + 8 * (c ^ (r & 7)); }
+};
+
+/* The block's shared memory (one, declared by the caller for both
+ * schedules): two stages of the tile (as ldmatrix reads them), or the
+ * prefill's Q and one tile (QSMEM), or the wgmma prefill's stages (two of
+ * K, one of V, in tiles twice as long), or (decode, at the end) the merge.
+ * 48 KB at most: static shared memory, no opt-in needed. */
 template <int D>
 struct gk_fa_smem {
   enum {
@@ -66,9 +108,14 @@ struct gk_fa_smem {
   };
   union {
     struct {
-      uint16_t k[2][KEYS * RP], v[2][KEYS * RP]; /* [stage][key * RP + d] */
+      uint16_t k[2][KEYS * RP], v[2][KEYS * RP]; /* [stage][gk_fa_pad's key, d] */
     } tile;
-#if GK_FA_WGMMA_ON || defined(GK_GPU_EMULATE) /* the other images stay at 34-36 KB */
+#if GK_FA_QSMEM_OK /* sm_75's images stay at 34-36 KB */
+    struct { /* gk_fa_swz: 32 + 8 + 8 KB at head_dim 128 */
+      uint16_t q[FA_GROUPS * 32 * D], k[KEYS * D], v[KEYS * D];
+    } qs;
+#endif
+#if GK_FA_WGMMA_ON || defined(GK_GPU_EMULATE) /* the other images stay at 34-48 KB */
     struct { /* wgmma's core matrices (fa_wgmma.cuh) */
       uint16_t k[2][WG_KEYS * D], v[WG_KEYS * D];
     } wg;
@@ -86,6 +133,7 @@ struct gk_fa_smem {
  * gk_paged.h), found through the sequence's row of the block table. */
 template <typename T>
 struct gk_kv_contig {
+  enum { paged = 0 };
   const T *k, *v;
   int64_t n, d;
 };
@@ -95,6 +143,7 @@ GK_DEV int64_t gk_kv_row(const gk_kv_contig<T> &kv, int64_t hk, int64_t key) {
 }
 template <typename T>
 struct gk_kv_paged {
+  enum { paged = 1 };
   const T *k, *v;
   int64_t n, d;
   const int32_t *bt; /* the sequence's table row: valid (gk_paged_seq_ok) */
@@ -105,20 +154,32 @@ GK_DEV int64_t gk_kv_row(const gk_kv_paged<T> &kv, int64_t hk, int64_t key) {
   return gk_paged_row(kv.bt, key, hk, kv.page, kv.n_kv_heads, kv.d);
 }
 
-/* Starts copying keys [k0, k0 + KEYS) of KV head hk into `stage` (zeros
- * past kv.n), by the whole block, as one cp.async group per thread. */
+/* Copies of keys [k0, k0 + n) of KV head hk (zeros past kv.n) into k and
+ * v, either of which may be null, laid out by L, by the whole block: one
+ * cp.async each 16 bytes (the caller commits them as a group). */
+template <int D, class L, class KV>
+GK_DEV void gk_fa_kv_copy(uint16_t *k, uint16_t *v, int n, const KV &kv, int64_t hk,
+                          int64_t k0) {
+  /* Not unrolled: in the QSMEM prefill this runs beside S and the output
+   * in registers, and the unrolled copy's addresses made ptxas spill. */
+#pragma unroll 1
+  for (int e = (int)threadIdx.x; e < n * (D / 8); e += FA_THREADS) {
+    const int r = e / (D / 8), c = e % (D / 8);
+    const int64_t key = k0 + r;
+    const bool in = key < kv.n;
+    const int64_t at = in ? gk_kv_row(kv, hk, key) + 8 * c : 0;
+    if (k) gk_cp_async16(&k[L::at(r, c)], kv.k + at, in);
+    if (v) gk_cp_async16(&v[L::at(r, c)], kv.v + at, in);
+  }
+}
+
+/* Starts copying keys [k0, k0 + KEYS) of KV head hk into `stage`, as one
+ * cp.async group per thread. */
 template <int D, class KV>
 GK_DEV void gk_fa_mma_load(gk_fa_smem<D> &sm, int stage, const KV &kv, int64_t hk,
                            int64_t k0) {
-  typedef gk_fa_smem<D> S;
-  for (int e = (int)threadIdx.x; e < S::KEYS * (D / 8); e += FA_THREADS) {
-    const int r = e / (D / 8), c = e % (D / 8) * 8;
-    const int64_t key = k0 + r;
-    const bool in = key < kv.n;
-    const int64_t at = in ? gk_kv_row(kv, hk, key) + c : 0;
-    gk_cp_async16(&sm.tile.k[stage][r * S::RP + c], kv.k + at, in);
-    gk_cp_async16(&sm.tile.v[stage][r * S::RP + c], kv.v + at, in);
-  }
+  gk_fa_kv_copy<D, gk_fa_pad<D>>(sm.tile.k[stage], sm.tile.v[stage], gk_fa_smem<D>::KEYS, kv,
+                                 hk, k0);
   gk_cp_async_commit();
 }
 
@@ -136,28 +197,70 @@ GK_DEV void gk_fa_state_init(gk_fa_state<D> &st) {
     for (int e = 0; e < 4; e++) st.acc[d][e] = 0.0f;
 }
 
-/* S = Q K^T for the group's MT fragments of 16 query rows (qa[m]) and
- * n-tiles nt0 .. nt0 + NT - 1 of `stage`: s[m][nt] the m16n8 fragment of
- * keys 8 (nt0 + nt) .. + 7. B[k][n] = K[n][k]: rows of K are B's columns as
- * they lie; one ldmatrix.x4 gives the B fragments of two 16-wide steps of
- * d, used by every fragment of rows (MT of them: K read once for 16 MT
- * rows). */
-template <int D, int NT, int MT, class H>
-GK_DEV void gk_fa_scores_mma(const gk_fa_smem<D> &sm, int stage,
-                             const uint32_t (*qa)[D / 16][4], int nt0, float (*s)[NT][4]) {
-  typedef gk_fa_smem<D> S;
+/* The group's A fragments of Q (16 rows, k = 16 d) for fragment m of its
+ * rows and d step kk: from registers (qa[m][kk], gk_fa_mma_q), or by
+ * ldmatrix from Q in shared memory (gk_fa_qsm: the group's first row r0
+ * of a gk_fa_swz tile; matrix i = lane / 8 is rows 8 (i & 1) .. + 7, d
+ * chunk i >> 1, so that r[i] is a[i] of gk_mma_16816). */
+template <int D>
+struct gk_fa_qsm {
+  const uint16_t *q;
+  int r0;
+};
+template <int D>
+GK_DEV void gk_fa_qfrag(const uint32_t (*qa)[D / 16][4], int m, int kk, uint32_t a[4]) {
+  for (int u = 0; u < 4; u++) a[u] = qa[m][kk][u];
+}
+template <int D>
+GK_DEV void gk_fa_qfrag(const gk_fa_qsm<D> &qs, int m, int kk, uint32_t a[4]) {
   const int lane = gk_lane();
-  for (int nt = 0; nt < NT; nt++) {
-    for (int m = 0; m < MT; m++)
+  gk_ldmatrix_x4(a, qs.q + gk_fa_swz<D>::at(qs.r0 + 16 * m + lane % 8 + 8 * (lane / 8 & 1),
+                                            2 * kk + lane / 16));
+}
+
+/* S = Q K^T for the group's MT fragments of 16 query rows (A fragments
+ * from qa: gk_fa_qfrag) and n-tiles nt0 .. nt0 + NT - 1 of the tile k (laid
+ * out by L): s[m][nt] the m16n8 fragment of keys 8 (nt0 + nt) .. + 7.
+ * B[k][n] = K[n][k]: rows of K are B's columns as they lie. Each B
+ * fragment serves every fragment of rows (K read once for 16 MT rows) and
+ * each A fragment every n-tile: per 16-wide step of d, the MT A fragments,
+ * then one ldmatrix.x4 for the B fragments of two n-tiles (matrix i: keys
+ * 8 (i >> 1) .. + 7 of the pair, d chunk i & 1), 12 registers of operands
+ * at a time. A step of one n-tile (NT = 1) takes two steps of d per
+ * ldmatrix instead. */
+template <int D, int NT, int MT, class H, class L, class QA>
+GK_DEV void gk_fa_scores_mma(const uint16_t *k, const QA &qa, int nt0, float (*s)[NT][4]) {
+  const int lane = gk_lane();
+  for (int m = 0; m < MT; m++)
+    for (int nt = 0; nt < NT; nt++)
       for (int e = 0; e < 4; e++) s[m][nt][e] = 0.0f;
-    const uint16_t *kr =
-        &sm.tile.k[stage][((nt0 + nt) * 8 + lane % 8) * S::RP + 8 * (lane / 8)];
+  if (NT % 2 == 0) {
+    for (int kk = 0; kk < D / 16; kk++) {
+      uint32_t a[MT][4];
+      for (int m = 0; m < MT; m++) gk_fa_qfrag<D>(qa, m, kk, a[m]);
+      for (int nt = 0; nt < NT; nt += 2) {
+        uint32_t b[4];
+        gk_ldmatrix_x4(b, k + L::at((nt0 + nt + lane / 16) * 8 + lane % 8, 2 * kk + lane / 8 % 2));
+        for (int m = 0; m < MT; m++) {
+          gk_mma_16816<H>(s[m][nt], a[m], b);
+          gk_mma_16816<H>(s[m][nt + 1], a[m], b + 2);
+        }
+      }
+    }
+  } else {
     for (int kk = 0; kk < D / 16; kk += 2) {
-      uint32_t b[4];
-      gk_ldmatrix_x4(b, kr + kk * 16);
+      uint32_t a[MT][2][4];
       for (int m = 0; m < MT; m++) {
-        gk_mma_16816<H>(s[m][nt], qa[m][kk], b);
-        gk_mma_16816<H>(s[m][nt], qa[m][kk + 1], b + 2);
+        gk_fa_qfrag<D>(qa, m, kk, a[m][0]);
+        gk_fa_qfrag<D>(qa, m, kk + 1, a[m][1]);
+      }
+      for (int nt = 0; nt < NT; nt++) {
+        uint32_t b[4];
+        gk_ldmatrix_x4(b, k + L::at((nt0 + nt) * 8 + lane % 8, 2 * kk + lane / 8));
+        for (int m = 0; m < MT; m++) {
+          gk_mma_16816<H>(s[m][nt], a[m][0], b);
+          gk_mma_16816<H>(s[m][nt], a[m][1], b + 2);
+        }
       }
     }
   }
@@ -220,36 +323,32 @@ GK_DEV void gk_fa_p_frag(const float (*s)[4], int kk, uint32_t pa[4]) {
 }
 
 /* O += P V for the group's MT fragments of rows (s[m], st[m]) and n-tiles
- * nt0 .. nt0 + NT - 1 of `stage`: S tiles of 8 keys are the A fragments of
- * P in registers (two make one of k = 16); V's B fragments by
- * ldmatrix.trans, which transposes V's 8 x 8 blocks of (keys, d) as they
- * lie: lane L's row address is key 8 (i & 1) + L % 8 of matrix i = L / 8,
- * d tile i >> 1. Each B fragment serves the MT fragments of rows. */
-template <int D, int NT, int MT, class H>
-GK_DEV void gk_fa_pv_mma(const gk_fa_smem<D> &sm, int stage, const float (*s)[NT][4], int nt0,
+ * nt0 .. nt0 + NT - 1 of the tile v (laid out by L): S tiles of 8 keys are
+ * the A fragments of P in registers (two make one of k = 16); V's B
+ * fragments by ldmatrix.trans, which transposes V's 8 x 8 blocks of
+ * (keys, d) as they lie: lane L's row address is key 8 (i & 1) + L % 8 of
+ * matrix i = L / 8, d tile i >> 1. Each B fragment serves the MT fragments
+ * of rows. */
+template <int D, int NT, int MT, class H, class L>
+GK_DEV void gk_fa_pv_mma(const uint16_t *v, const float (*s)[NT][4], int nt0,
                          gk_fa_state<D> *st) {
-  typedef gk_fa_smem<D> S;
   const int lane = gk_lane();
   if (NT == 1) {
     static_assert(NT != 1 || MT == 1, "steps of 8 keys take one fragment of rows");
     const uint32_t pa[2] = {H::pack2(s[0][0][0], s[0][0][1]), H::pack2(s[0][0][2], s[0][0][3])};
-    const uint16_t *vr =
-        &sm.tile.v[stage][(nt0 * 8 + lane % 8) * S::RP + 8 * (lane / 8)];
     for (int d = 0; d < D / 8; d += 4) {
       uint32_t b[4]; /* d tiles d .. d + 3, keys 0 .. 7 */
-      gk_ldmatrix_x4_trans(b, vr + d * 8);
+      gk_ldmatrix_x4_trans(b, v + L::at(nt0 * 8 + lane % 8, d + lane / 8));
       for (int u = 0; u < 4; u++) gk_mma_1688<H>(st[0].acc[d + u], pa, b[u]);
     }
   } else {
     for (int kk = 0; kk < NT / 2; kk++) {
       uint32_t pa[MT][4];
       for (int m = 0; m < MT; m++) gk_fa_p_frag<H>(s[m], kk, pa[m]);
-      const int mi = lane / 8;
-      const uint16_t *vr = &sm.tile.v[stage][((nt0 + 2 * kk) * 8 + 8 * (mi & 1) + lane % 8) *
-                                                 S::RP + 8 * (mi >> 1)];
+      const int mi = lane / 8, row = (nt0 + 2 * kk) * 8 + 8 * (mi & 1) + lane % 8;
       for (int d = 0; d < D / 8; d += 2) {
         uint32_t b[4]; /* d tiles d, d + 1, keys 0 .. 7 and 8 .. 15 of each */
-        gk_ldmatrix_x4_trans(b, vr + d * 8);
+        gk_ldmatrix_x4_trans(b, v + L::at(row, d + (mi >> 1)));
         for (int m = 0; m < MT; m++) {
           gk_mma_16816<H>(st[m].acc[d], pa[m], b);
           gk_mma_16816<H>(st[m].acc[d + 1], pa[m], b + 2);
@@ -260,20 +359,20 @@ GK_DEV void gk_fa_pv_mma(const gk_fa_smem<D> &sm, int stage, const float (*s)[NT
 }
 
 /*
- * The group's step over keys [k0 + 8 nt0, k0 + 8 (nt0 + NT)) of `stage`
- * for its MT fragments of rows (qa[m], qpos[m], st[m]): S, the online
- * softmax, O += P V. NT is 1, or even.
+ * The group's step over keys [k0 + 8 nt0, k0 + 8 (nt0 + NT)) of the tile
+ * (k, v; laid out by L) for its MT fragments of rows (qa: gk_fa_qfrag,
+ * qpos[m], st[m]): S, the online softmax, O += P V. NT is 1, or even.
  */
-template <int Causal, int D, int NT, int MT, class H>
-GK_DEV void gk_fa_mma_step(const gk_fa_smem<D> &sm, int stage, const uint32_t (*qa)[D / 16][4],
-                           int nt0, int64_t k0, int64_t skv, int64_t sq,
-                           const int64_t (*qpos)[2], float sl, gk_fa_state<D> *st) {
+template <int Causal, int D, int NT, int MT, class H, class L, class QA>
+GK_DEV void gk_fa_mma_step(const uint16_t *k, const uint16_t *v, const QA &qa, int nt0,
+                           int64_t k0, int64_t skv, int64_t sq, const int64_t (*qpos)[2],
+                           float sl, gk_fa_state<D> *st) {
   static_assert(NT == 1 || NT % 2 == 0, "a step is 8 keys or a multiple of 16");
   float s[MT][NT][4];
-  gk_fa_scores_mma<D, NT, MT, H>(sm, stage, qa, nt0, s);
+  gk_fa_scores_mma<D, NT, MT, H, L>(k, qa, nt0, s);
   for (int m = 0; m < MT; m++)
     gk_fa_softmax<Causal, D, NT>(s[m], k0 + 8 * nt0, skv, sq, qpos[m], sl, st[m]);
-  gk_fa_pv_mma<D, NT, MT, H>(sm, stage, s, nt0, st);
+  gk_fa_pv_mma<D, NT, MT, H, L>(v, s, nt0, st);
 }
 
 /* This lane's part of 16 query rows as A fragments: fragment row r of the
@@ -328,9 +427,11 @@ GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t 
       gk_cp_async_wait<0>();
     }
     __syncthreads();
+    const int stage = (int)(j & 1);
     for (int p = 0; p < PARTS; p++)
-      gk_fa_mma_step<Causal, D, NT, MT, H>(sm, (int)(j & 1), qa, nt0 + NT * p, k0, kv.n, sq,
-                                           qpos, sl, st);
+      gk_fa_mma_step<Causal, D, NT, MT, H, gk_fa_pad<D>>(sm.tile.k[stage], sm.tile.v[stage], qa,
+                                                          nt0 + NT * p, k0, kv.n, sq, qpos, sl,
+                                                          st);
     __syncthreads(); /* read before the copy after next overwrites it */
   }
 }
@@ -348,13 +449,14 @@ GK_DEV void gk_fa_prefill_rows(int64_t h, int64_t sq, int64_t r0, int64_t qpos[2
 }
 
 /* Prefill: query rows [row0, row0 + ROWS) of head h against kv, group w
- * rows row0 + 16 MT w .. as MT fragments of 16 (gk_fa_mma_shape). */
+ * rows row0 + 16 MT w .. as MT fragments of 16 (gk_fa_mma_shape), Q in
+ * registers, through gk_fa_mma_keys' two stages. */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                               int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
-                              int64_t h, int64_t row0) {
+                              int64_t h, int64_t row0, gk_bool<false>) {
   typedef gk_fa_smem<D> S;
-  typedef gk_fa_mma_shape<D> P;
+  typedef gk_fa_mma_shape<D, KV> P;
   const int64_t hk = h / (n_heads / n_kv_heads), skv = kv.n;
   int64_t qpos[P::MT][2], rows[P::MT][2];
   uint32_t qa[P::MT][D / 16][4];
@@ -367,6 +469,72 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
   gk_fa_mma_keys<Causal, D, P::NT, S::KEYS / 8 / P::NT, P::MT, H>(
       sm, kv, hk, 0, gk_fa_kend(Causal, sq, skv, row0, P::ROWS), sq, qa, 0, qpos, scale, st);
   for (int m = 0; m < P::MT; m++) gk_fa_mma_store<D, H>(o, rows[m], st[m]);
+}
+
+/*
+ * The same with Q in shared memory (QSMEM; sm.qs, gk_fa_swz), on
+ * FlashAttention-2's schedule: one buffer of K and one of V, each copied
+ * while the other is multiplied. Per tile j, with every copy of a thread
+ * waited for at each of the two barriers:
+ *   barrier (K(j) in; V's buffer free) - copy V(j) - S = Q K(j)^T, softmax
+ *   barrier (V(j) in; K's buffer free) - copy K(j + 1) - O += P V(j)
+ * The whole tile is one step (NT = KEYS / 8): S waits in registers for V.
+ */
+template <int Causal, int D, class H, class KV>
+GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
+                              int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
+                              int64_t h, int64_t row0, gk_bool<true>) {
+  typedef gk_fa_smem<D> S;
+  typedef gk_fa_mma_shape<D, KV> P;
+  typedef gk_fa_swz<D> L;
+  static_assert(P::NT * 8 == S::KEYS, "a tile is one step");
+  const int64_t hk = h / (n_heads / n_kv_heads), skv = kv.n;
+  const int64_t kend = gk_fa_kend(Causal, sq, skv, row0, P::ROWS);
+  const float sl = scale * 1.4426950408889634f;
+  /* Fragment row r of fragment m is query row qb + 16 m + 8 r (its rows
+   * are recomputed where needed: registers are the limit here). */
+  gk_fa_state<D> st[P::MT];
+  const gk_fa_qsm<D> qs = {sm.qs.q, 16 * P::MT * gk_group()};
+  const int64_t qb = row0 + qs.r0 + gk_lane() / 4;
+#pragma unroll
+  for (int m = 0; m < P::MT; m++) gk_fa_state_init<D>(st[m]);
+  __syncthreads(); /* the previous use of shared memory is over */
+  if (kend > 0) {
+    /* Q's rows (zeros past sq) and K(0), one group. */
+    for (int e = (int)threadIdx.x; e < P::ROWS * (D / 8); e += FA_THREADS) {
+      const int r = e / (D / 8), c = e % (D / 8);
+      const bool in = row0 + r < sq;
+      gk_cp_async16(&sm.qs.q[L::at(r, c)], q + (in ? (h * sq + row0 + r) * D + 8 * c : 0), in);
+    }
+    gk_fa_kv_copy<D, L>(sm.qs.k, nullptr, S::KEYS, kv, hk, 0);
+    gk_cp_async_commit();
+  }
+  for (int64_t k0 = 0; k0 < kend; k0 += S::KEYS) {
+    gk_cp_async_wait<0>();
+    __syncthreads();
+    gk_fa_kv_copy<D, L>(nullptr, sm.qs.v, S::KEYS, kv, hk, k0);
+    gk_cp_async_commit();
+    float s[P::MT][P::NT][4];
+    gk_fa_scores_mma<D, P::NT, P::MT, H, L>(sm.qs.k, qs, 0, s);
+#pragma unroll
+    for (int m = 0; m < P::MT; m++) {
+      const int64_t qpos[2] = {qb + 16 * m, qb + 16 * m + 8};
+      gk_fa_softmax<Causal, D, P::NT>(s[m], k0, skv, sq, qpos, sl, st[m]);
+    }
+    gk_cp_async_wait<0>();
+    __syncthreads();
+    if (k0 + S::KEYS < kend) {
+      gk_fa_kv_copy<D, L>(sm.qs.k, nullptr, S::KEYS, kv, hk, k0 + S::KEYS);
+      gk_cp_async_commit();
+    }
+    gk_fa_pv_mma<D, P::NT, P::MT, H, L>(sm.qs.v, s, 0, st);
+  }
+#pragma unroll
+  for (int m = 0; m < P::MT; m++) {
+    int64_t qpos[2], rows[2];
+    gk_fa_prefill_rows(h, sq, row0 + qs.r0 + 16 * m, qpos, rows);
+    gk_fa_mma_store<D, H>(o, rows, st[m]);
+  }
 }
 
 /*

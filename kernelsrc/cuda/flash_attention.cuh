@@ -72,7 +72,8 @@ template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                           int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale, int64_t h,
                           int64_t row0, gk_bool<false>) {
-  gk_fa_mma_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, row0);
+  gk_fa_mma_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, row0,
+                                  gk_bool<(bool)gk_fa_mma_shape<D, KV>::QSMEM>());
 }
 
 /* Query rows [row0, row0 + FA_ROWS) of head h against kv (fa_mma.cuh's
@@ -229,7 +230,7 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
    * (block x takes query block nqb - 1 - x): the GPU starts blocks in
    * blockIdx order, and the light ones then fill the tail of the launch
    * instead of the heavy ones (FlashAttention's "longest first"). */
-  constexpr int R = H::wgmma ? FA_BLOCK_ROWS : gk_fa_mma_shape<D>::ROWS; /* a block's rows */
+  constexpr int R = H::wgmma ? FA_BLOCK_ROWS : gk_fa_mma_shape<D, KV>::ROWS; /* a block's rows */
   const int64_t nqb = (sq + R - 1) / R;
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
     for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x) {
