@@ -183,12 +183,23 @@ GK_DEV void gk_fa_mma_load(gk_fa_smem<D> &sm, int stage, const KV &kv, int64_t h
   gk_cp_async_commit();
 }
 
-/* One group's running state: per fragment row the max and the sum (in
- * log2 units), and the output fragments. */
+/* One group's running state: per fragment row the max (in log2 units),
+ * this lane's part of the sum (of its columns of every tile: the quad's
+ * four parts are added once, at the end, by gk_fa_row_sum, as
+ * FlashAttention-2 does), and the output fragments. */
 template <int D>
 struct gk_fa_state {
   float mx[2], l[2], acc[D / 8][4];
 };
+
+/* The sum of fragment row r: the quad's four parts. By every lane. */
+template <int D>
+GK_DEV float gk_fa_row_sum(const gk_fa_state<D> &st, int r) {
+  float l = st.l[r];
+  l += GK_SHFL_XOR(l, 1);
+  l += GK_SHFL_XOR(l, 2);
+  return l;
+}
 
 template <int D>
 GK_DEV void gk_fa_state_init(gk_fa_state<D> &st) {
@@ -272,22 +283,33 @@ GK_DEV void gk_fa_scores_mma(const uint16_t *k, const QA &qa, int nt0, float (*s
  * the state's max, rescales its sum and output, and leaves the weights
  * p = exp2(s sl - max) in s. qpos[r]: the query position of fragment row r
  * (the causal mask: key j allowed when j <= qpos + skv - sq); sl: the scale
- * times log2(e), so that exp(s * scale - m) = exp2(s * sl - m').
+ * times log2(e), so that exp(s * scale - m) = exp2(s * sl - m'). A step
+ * whose keys are all allowed to both rows of the lane (every step of a
+ * prefill but those on the diagonal and the last) skips the mask.
  */
 template <int Causal, int D, int NT>
 GK_DEV void gk_fa_softmax(float (*s)[4], int64_t kb, int64_t skv, int64_t sq,
                           const int64_t qpos[2], float sl, gk_fa_state<D> &st) {
   const int t = gk_lane() % 4;
-  /* -inf marks a key not allowed. */
   float tmax[2] = {-INFINITY, -INFINITY};
-  for (int nt = 0; nt < NT; nt++)
-    for (int e = 0; e < 4; e++) {
-      const int r = e >> 1;
-      const int64_t key = kb + nt * 8 + 2 * t + (e & 1);
-      const bool allowed = key < skv && (!Causal || key <= qpos[r] + (skv - sq));
-      s[nt][e] = allowed ? s[nt][e] * sl : -INFINITY;
-      tmax[r] = fmaxf(tmax[r], s[nt][e]);
-    }
+  const int64_t ke = kb + 8 * NT; /* past the step's last key */
+  if (ke <= skv && (!Causal || ke - 1 <= qpos[0] + (skv - sq))) { /* qpos[0] < qpos[1] */
+    for (int nt = 0; nt < NT; nt++)
+      for (int e = 0; e < 4; e++) {
+        s[nt][e] *= sl;
+        tmax[e >> 1] = fmaxf(tmax[e >> 1], s[nt][e]);
+      }
+  } else {
+    /* -inf marks a key not allowed. */
+    for (int nt = 0; nt < NT; nt++)
+      for (int e = 0; e < 4; e++) {
+        const int r = e >> 1;
+        const int64_t key = kb + nt * 8 + 2 * t + (e & 1);
+        const bool allowed = key < skv && (!Causal || key <= qpos[r] + (skv - sq));
+        s[nt][e] = allowed ? s[nt][e] * sl : -INFINITY;
+        tmax[r] = fmaxf(tmax[r], s[nt][e]);
+      }
+  }
   float alpha[2], psum[2] = {0.0f, 0.0f};
   for (int r = 0; r < 2; r++) {
     tmax[r] = fmaxf(tmax[r], GK_SHFL_XOR(tmax[r], 1));
@@ -303,11 +325,7 @@ GK_DEV void gk_fa_softmax(float (*s)[4], int64_t kb, int64_t skv, int64_t sq,
       s[nt][e] = exp2f(s[nt][e] - tmax[e >> 1]);
       psum[e >> 1] += s[nt][e];
     }
-  for (int r = 0; r < 2; r++) {
-    psum[r] += GK_SHFL_XOR(psum[r], 1);
-    psum[r] += GK_SHFL_XOR(psum[r], 2);
-    st.l[r] = st.l[r] * alpha[r] + psum[r];
-  }
+  for (int r = 0; r < 2; r++) st.l[r] = st.l[r] * alpha[r] + psum[r];
   for (int d = 0; d < D / 8; d++)
     for (int e = 0; e < 4; e++) st.acc[d][e] *= alpha[e >> 1];
 }
@@ -393,9 +411,10 @@ GK_DEV void gk_fa_mma_q(const uint16_t *q, const int64_t qrow[2], uint32_t (*qa)
 template <int D, class H>
 GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const gk_fa_state<D> &st) {
   const int t = gk_lane() % 4;
+  const float l[2] = {gk_fa_row_sum(st, 0), gk_fa_row_sum(st, 1)};
   for (int r = 0; r < 2; r++) {
     if (orow[r] < 0) continue;
-    const float inv = st.l[r] > 0.0f ? 1.0f / st.l[r] : 0.0f;
+    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
     for (int d = 0; d < D / 8; d++)
       *(uint32_t *)(o + orow[r] * D + d * 8 + 2 * t) =
           H::pack2(st.acc[d][2 * r] * inv, st.acc[d][2 * r + 1] * inv);
@@ -614,7 +633,8 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
    * rows 4w .. 4w + 3 of all four, in the same order everywhere. */
   for (int r = 0; r < 2; r++) {
     const int fr = g + 8 * r;
-    if (t == 0) sm.merge.m[w][fr] = st.mx[r], sm.merge.l[w][fr] = st.l[r];
+    const float l = gk_fa_row_sum(st, r);
+    if (t == 0) sm.merge.m[w][fr] = st.mx[r], sm.merge.l[w][fr] = l;
     for (int d = 0; d < D / 8; d++) {
       sm.merge.o[w][fr][d * 8 + 2 * t] = st.acc[d][2 * r];
       sm.merge.o[w][fr][d * 8 + 2 * t + 1] = st.acc[d][2 * r + 1];
