@@ -7,11 +7,15 @@
 #                          images for $GK_GPU_TARGETS (default sm_80, sm_90,
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
-#   wgmma.gkfat            flash_attention, paged_attention and kv_append for
-#                          sm_90a built with -DGK_FA_WGMMA=1: the prefill on
-#                          wgmma (kernelsrc/cuda/fa_wgmma.cuh), which no
-#                          recipe turns on until a GPU has passed it; run.sh
-#                          tests and times it beside gpu.gkfat's
+#   wgmma.gkfat, q16.gkfat the experiments: flash_attention, paged_attention
+#                          and kv_append for sm_90a built with one more flag,
+#                          which run.sh tests and times beside gpu.gkfat's:
+#                          wgmma  -DGK_FA_WGMMA=1, the prefill on wgmma
+#                                 (kernelsrc/cuda/fa_wgmma.cuh), which no
+#                                 recipe turns on until a GPU has passed it
+#                          q16    -DGK_FA_QSMEM=0, the head_dim-128 prefill
+#                                 of 16 rows a warp with Q in registers (the
+#                                 default before Q moved to shared memory)
 #   tests/gpu/wgmma_probe.cubin  one wgmma per shape (tests/gpu/wgmma_probe.cu,
 #                          sm_90a), which test_wgmma_probe checks first
 #   gk, tests/gpu/test_gpu, tests/gpu/test_wgmma_probe, bench/gk_bench_gpu,
@@ -28,7 +32,7 @@
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -58,22 +62,25 @@ fi
   --cache "${cache:-$build/test-cache}" --out "$build/gpu-pack-images" >&2
 "$build/gk" pack "$build/gpu-pack-images" -o "$pack/gpu.gkfat" >&2
 
-# The wgmma experiment: a copy of the recipes whose attention sections add
-# the flag, beside a link to kernelsrc so that their sources resolve.
-exp=$build/gpu-wgmma
-rm -rf "$exp" && mkdir -p "$exp"
-cp -R "$root/recipes" "$exp/recipes"
-ln -s "$root/kernelsrc" "$exp/kernelsrc"
-for r in flash_attention paged_attention; do
-  sed -i "s|^\( *\)source  = \"../kernelsrc/cuda/$r.cu\",|&\n\1flags   = { \"-DGK_FA_WGMMA=1\" },|" \
-    "$exp/recipes/$r.lua"
-  grep -q GK_FA_WGMMA "$exp/recipes/$r.lua" ||
-    { echo "ci/gpu/prepare.sh: could not add the wgmma flag to $r.lua" >&2; exit 1; }
+# The experiments: for each, a copy of the recipes whose attention sections
+# add its flag, beside a link to kernelsrc so that their sources resolve.
+for e in wgmma:-DGK_FA_WGMMA=1 q16:-DGK_FA_QSMEM=0; do
+  name=${e%%:*} flag=${e#*:}
+  exp=$build/gpu-$name
+  rm -rf "$exp" && mkdir -p "$exp"
+  cp -R "$root/recipes" "$exp/recipes"
+  ln -s "$root/kernelsrc" "$exp/kernelsrc"
+  for r in flash_attention paged_attention; do
+    sed -i "s|^\( *\)source  = \"../kernelsrc/cuda/$r.cu\",|&\n\1flags   = { \"$flag\" },|" \
+      "$exp/recipes/$r.lua"
+    grep -q -- "$flag" "$exp/recipes/$r.lua" ||
+      { echo "ci/gpu/prepare.sh: could not add $flag to $r.lua" >&2; exit 1; }
+  done
+  "$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel flash_attention \
+    --kernel paged_attention --kernel kv_append --targets cuda=sm_90a \
+    --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
+  "$build/gk" pack "$exp/images" -o "$pack/$name.gkfat" >&2
 done
-"$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel flash_attention \
-  --kernel paged_attention --kernel kv_append --targets cuda=sm_90a \
-  --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
-"$build/gk" pack "$exp/images" -o "$pack/wgmma.gkfat" >&2
 
 "$nvcc" -cubin -arch=sm_90a -O3 -std=c++17 -I"$root/kernelsrc/cuda" \
   -o "$pack/tests/gpu/wgmma_probe.cubin" "$root/tests/gpu/wgmma_probe.cu"

@@ -11,6 +11,9 @@
 #              test_gpu against gpu.gkfat's CPU images, then gk_bench_gpu's
 #              prefill cases (beside bench's, which time the default sm_90a
 #              image)
+#   q16        the same for gpu-pack/q16.gkfat (sm_90a, -DGK_FA_QSMEM=0: the
+#              head_dim-128 prefill of 16 rows a warp, Q in registers), without
+#              a probe: test_gpu, then the prefill cases beside the default's
 #   bench      bench/gpu.sh: bench/report.md and bench/gpu.json (with PyTorch)
 #   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
 #   racecheck  the same under racecheck
@@ -25,12 +28,12 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 budget=${GK_GPU_BUDGET:-390}
-steps=${GK_GPU_STEPS:-smi probe test wgmma bench memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test wgmma q16 bench memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -82,6 +85,11 @@ step wgmma 60 sh -c '[ -f "$2/wgmma.gkfat" ] || { echo "SKIP: gpu-pack has no wg
   [ "$r" -eq 0 ] || exit "$r"
   env "$1" "$2/tests/gpu/test_gpu" "$2/wgmma.gkfat" "$2/gpu.gkfat" || exit 1
   env "$1" "$2/bench/gk_bench_gpu" "$2/wgmma.gkfat" --json "$3/wgmma-bench.json" \
+    --filter "flash_attention prefill"' sh "$libs" "$pack" "$out"
+# shellcheck disable=SC2016
+step q16 45 sh -c '[ -f "$2/q16.gkfat" ] || { echo "SKIP: gpu-pack has no q16.gkfat"; exit 77; }
+  env "$1" "$2/tests/gpu/test_gpu" "$2/q16.gkfat" "$2/gpu.gkfat" || exit 1
+  env "$1" "$2/bench/gk_bench_gpu" "$2/q16.gkfat" --json "$3/q16-bench.json" \
     --filter "flash_attention prefill"' sh "$libs" "$pack" "$out"
 # The sh -c texts below expand their own $1, $2... in the inner shell.
 # shellcheck disable=SC2016

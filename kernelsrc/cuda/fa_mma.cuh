@@ -61,16 +61,21 @@
  *   there, so 16 rows a group, Q in registers (the paged prefill is the
  *   rarer case: decodes take gk_fa_mma_decode);
  * - head_dim 128 on Turing (sm_75): the same, as its cp.async is a copy
- *   through registers (gk_gpu.cuh) and QSMEM spilled there. */
+ *   through registers (gk_gpu.cuh) and QSMEM spilled there.
+ * -DGK_FA_QSMEM=0 keeps Q in registers at head_dim 128 everywhere (16 rows
+ * a group): ci/gpu/prepare.sh builds it beside the default, so that a GPU
+ * run times both. */
+#if !defined(GK_FA_QSMEM)
 #if defined(GK_GPU_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#define GK_FA_QSMEM_OK 0
+#define GK_FA_QSMEM 0
 #else
-#define GK_FA_QSMEM_OK 1
+#define GK_FA_QSMEM 1
+#endif
 #endif
 template <int D, class KV>
 struct gk_fa_mma_shape {
   enum {
-    QSMEM = D == 128 && !KV::paged && GK_FA_QSMEM_OK,
+    QSMEM = D == 128 && !KV::paged && GK_FA_QSMEM,
     MT = D == 128 && !QSMEM ? 1 : 2,
     ROWS = FA_GROUPS * 16 * MT,
     NT = D == 128 ? 4 : 2,
@@ -110,7 +115,7 @@ struct gk_fa_smem {
     struct {
       uint16_t k[2][KEYS * RP], v[2][KEYS * RP]; /* [stage][gk_fa_pad's key, d] */
     } tile;
-#if GK_FA_QSMEM_OK /* sm_75's images stay at 34-36 KB */
+#if GK_FA_QSMEM /* sm_75's images stay at 34-36 KB */
     struct { /* gk_fa_swz: 32 + 8 + 8 KB at head_dim 128 */
       uint16_t q[FA_GROUPS * 32 * D], k[KEYS * D], v[KEYS * D];
     } qs;
