@@ -6,11 +6,11 @@
  * as 16-bit bits whatever they mean.
  *
  * A block of FA_THREADS (4 groups of 32: warps) streams keys and values in
- * tiles of FA_KEYS<D> (32 keys for D = 128, 64 for D = 64) through two
- * shared-memory stages: cp.async fills the next tile while the groups work
- * on this one. K and V lie in shared memory as in global memory, rows padded
- * by 16 bytes so that the 8 rows an ldmatrix reads start on distinct banks
- * (or swizzled instead: gk_fa_swz). A group multiplies fragments of 16
+ * tiles (32 keys for D = 128, 64 for D = 64) through three shared-memory
+ * stages: cp.async fills the next two tiles while the groups work on this
+ * one. K and V lie in shared memory as in global memory but for the order
+ * of each row's 16-byte chunks (gk_fa_swz), so that the 8 rows an ldmatrix
+ * reads lie on distinct banks. A group multiplies fragments of 16
  * query rows (mma A fragments held in registers for the whole call, or
  * read from shared memory: gk_fa_qfrag) by a slice of the tile: S = Q K^T
  * on gk_mma_16816 (K's
@@ -36,9 +36,7 @@
  *   across blocks too (gk_fa_split): a KV head's keys go to n blocks in
  *   ranges of whole tiles, whose states meet in the caller's workspace
  *   and are merged by the last block to finish.
- * Shared memory: 48 KB for D = 128 (34 KB on sm_75), 36 KB for D = 64
- * (the decode merge reuses it), 48 KB in an image with the wgmma prefill
- * (fa_wgmma.cuh).
+ * Shared memory: 48 KB (the decode merge reuses it).
  */
 #ifndef GK_FA_MMA_CUH
 #define GK_FA_MMA_CUH
@@ -85,42 +83,37 @@ struct gk_fa_mma_shape {
 /* Where ldmatrix reads a tile of 16-bit rows of D elements: at(r, c) is
  * the offset, in elements, of the 16-byte chunk c of row r. A matrix's 8
  * rows must lie in distinct groups of 4 banks ((offset / 8) mod 8, 16-byte
- * units) to be read in one pass (cuda.emu counts it):
- * - gk_fa_pad: rows as they lie, padded by 16 bytes (the stages);
- * - gk_fa_swz: no padding, chunk c of row r at c ^ (r mod 8) (the XOR
- *   swizzle of CUTLASS and FlashAttention-2): 48 KB hold Q's 128 rows and a
- *   tile of K and V at head_dim 128. */
-template <int D>
-struct gk_fa_pad {
-  GK_DEV int at(int r, int c) { return r * (D + 8) + 8 * c; }
-};
+ * units) to be read in one pass (cuda.emu counts it): rows are not padded,
+ * chunk c of row r lies at c ^ (r mod 8) (the XOR swizzle of CUTLASS and
+ * FlashAttention-2), so that three stages of K and V, or Q's 128 rows and
+ * a tile of K and V at head_dim 128, fit 48 KB. */
 template <int D>
 struct gk_fa_swz {
   GK_DEV int at(int r, int c) { return r * D + 8 * (c ^ (r & 7)); }
 };
 
 /* The block's shared memory (one, declared by the caller for both
- * schedules): two stages of the tile (as ldmatrix reads them), or the
+ * schedules): STAGES stages of the tile (gk_fa_mma_keys), or the
  * prefill's Q and one tile (QSMEM), or the wgmma prefill's stages (two of
  * K, one of V, in tiles twice as long), or (decode, at the end) the merge.
  * 48 KB at most: static shared memory, no opt-in needed. */
 template <int D>
 struct gk_fa_smem {
   enum {
-    KEYS = D == 128 ? 32 : 64,     /* keys a tile: two stages fit 48 KB */
+    KEYS = D == 128 ? 32 : 64,     /* keys a tile: 16 KB of K and V */
+    STAGES = 3,                    /* tiles in shared memory: 48 KB */
     WG_KEYS = D == 128 ? 64 : 128, /* keys a wgmma tile: 3 x 16 KB */
-    RP = D + 8,                    /* a padded row, in halves */
   };
   union {
-    struct {
-      uint16_t k[2][KEYS * RP], v[2][KEYS * RP]; /* [stage][gk_fa_pad's key, d] */
+    struct { /* gk_fa_swz */
+      uint16_t k[STAGES][KEYS * D], v[STAGES][KEYS * D];
     } tile;
-#if GK_FA_QSMEM /* sm_75's images stay at 34-36 KB */
+#if GK_FA_QSMEM /* not in sm_75's images */
     struct { /* gk_fa_swz: 32 + 8 + 8 KB at head_dim 128 */
       uint16_t q[FA_GROUPS * 32 * D], k[KEYS * D], v[KEYS * D];
     } qs;
 #endif
-#if GK_FA_WGMMA_ON || defined(GK_GPU_EMULATE) /* the other images stay at 34-48 KB */
+#if GK_FA_WGMMA_ON || defined(GK_GPU_EMULATE) /* only in the images that run it */
     struct { /* wgmma's core matrices (fa_wgmma.cuh) */
       uint16_t k[2][WG_KEYS * D], v[WG_KEYS * D];
     } wg;
@@ -160,9 +153,9 @@ GK_DEV int64_t gk_kv_row(const gk_kv_paged<T> &kv, int64_t hk, int64_t key) {
 }
 
 /* Copies of keys [k0, k0 + n) of KV head hk (zeros past kv.n) into k and
- * v, either of which may be null, laid out by L, by the whole block: one
+ * v (gk_fa_swz), either of which may be null, by the whole block: one
  * cp.async each 16 bytes (the caller commits them as a group). */
-template <int D, class L, class KV>
+template <int D, class KV>
 GK_DEV void gk_fa_kv_copy(uint16_t *k, uint16_t *v, int n, const KV &kv, int64_t hk,
                           int64_t k0) {
   /* Not unrolled: in the QSMEM prefill this runs beside S and the output
@@ -173,19 +166,9 @@ GK_DEV void gk_fa_kv_copy(uint16_t *k, uint16_t *v, int n, const KV &kv, int64_t
     const int64_t key = k0 + r;
     const bool in = key < kv.n;
     const int64_t at = in ? gk_kv_row(kv, hk, key) + 8 * c : 0;
-    if (k) gk_cp_async16(&k[L::at(r, c)], kv.k + at, in);
-    if (v) gk_cp_async16(&v[L::at(r, c)], kv.v + at, in);
+    if (k) gk_cp_async16(&k[gk_fa_swz<D>::at(r, c)], kv.k + at, in);
+    if (v) gk_cp_async16(&v[gk_fa_swz<D>::at(r, c)], kv.v + at, in);
   }
-}
-
-/* Starts copying keys [k0, k0 + KEYS) of KV head hk into `stage`, as one
- * cp.async group per thread. */
-template <int D, class KV>
-GK_DEV void gk_fa_mma_load(gk_fa_smem<D> &sm, int stage, const KV &kv, int64_t hk,
-                           int64_t k0) {
-  gk_fa_kv_copy<D, gk_fa_pad<D>>(sm.tile.k[stage], sm.tile.v[stage], gk_fa_smem<D>::KEYS, kv,
-                                 hk, k0);
-  gk_cp_async_commit();
 }
 
 /* One group's running state: per fragment row the max (in log2 units),
@@ -235,8 +218,8 @@ GK_DEV void gk_fa_qfrag(const gk_fa_qsm<D> &qs, int m, int kk, uint32_t a[4]) {
 }
 
 /* S = Q K^T for the group's MT fragments of 16 query rows (A fragments
- * from qa: gk_fa_qfrag) and n-tiles nt0 .. nt0 + NT - 1 of the tile k (laid
- * out by L): s[m][nt] the m16n8 fragment of keys 8 (nt0 + nt) .. + 7.
+ * from qa: gk_fa_qfrag) and n-tiles nt0 .. nt0 + NT - 1 of the tile k
+ * (gk_fa_swz): s[m][nt] the m16n8 fragment of keys 8 (nt0 + nt) .. + 7.
  * B[k][n] = K[n][k]: rows of K are B's columns as they lie. Each B
  * fragment serves every fragment of rows (K read once for 16 MT rows) and
  * each A fragment every n-tile: per 16-wide step of d, the MT A fragments,
@@ -244,7 +227,7 @@ GK_DEV void gk_fa_qfrag(const gk_fa_qsm<D> &qs, int m, int kk, uint32_t a[4]) {
  * 8 (i >> 1) .. + 7 of the pair, d chunk i & 1), 12 registers of operands
  * at a time. A step of one n-tile (NT = 1) takes two steps of d per
  * ldmatrix instead. */
-template <int D, int NT, int MT, class H, class L, class QA>
+template <int D, int NT, int MT, class H, class QA>
 GK_DEV void gk_fa_scores_mma(const uint16_t *k, const QA &qa, int nt0, float (*s)[NT][4]) {
   const int lane = gk_lane();
   for (int m = 0; m < MT; m++)
@@ -256,7 +239,7 @@ GK_DEV void gk_fa_scores_mma(const uint16_t *k, const QA &qa, int nt0, float (*s
       for (int m = 0; m < MT; m++) gk_fa_qfrag<D>(qa, m, kk, a[m]);
       for (int nt = 0; nt < NT; nt += 2) {
         uint32_t b[4];
-        gk_ldmatrix_x4(b, k + L::at((nt0 + nt + lane / 16) * 8 + lane % 8, 2 * kk + lane / 8 % 2));
+        gk_ldmatrix_x4(b, k + gk_fa_swz<D>::at((nt0 + nt + lane / 16) * 8 + lane % 8, 2 * kk + lane / 8 % 2));
         for (int m = 0; m < MT; m++) {
           gk_mma_16816<H>(s[m][nt], a[m], b);
           gk_mma_16816<H>(s[m][nt + 1], a[m], b + 2);
@@ -272,7 +255,7 @@ GK_DEV void gk_fa_scores_mma(const uint16_t *k, const QA &qa, int nt0, float (*s
       }
       for (int nt = 0; nt < NT; nt++) {
         uint32_t b[4];
-        gk_ldmatrix_x4(b, k + L::at((nt0 + nt) * 8 + lane % 8, 2 * kk + lane / 8));
+        gk_ldmatrix_x4(b, k + gk_fa_swz<D>::at((nt0 + nt) * 8 + lane % 8, 2 * kk + lane / 8));
         for (int m = 0; m < MT; m++) {
           gk_mma_16816<H>(s[m][nt], a[m][0], b);
           gk_mma_16816<H>(s[m][nt], a[m][1], b + 2);
@@ -346,13 +329,13 @@ GK_DEV void gk_fa_p_frag(const float (*s)[4], int kk, uint32_t pa[4]) {
 }
 
 /* O += P V for the group's MT fragments of rows (s[m], st[m]) and n-tiles
- * nt0 .. nt0 + NT - 1 of the tile v (laid out by L): S tiles of 8 keys are
+ * nt0 .. nt0 + NT - 1 of the tile v (gk_fa_swz): S tiles of 8 keys are
  * the A fragments of P in registers (two make one of k = 16); V's B
  * fragments by ldmatrix.trans, which transposes V's 8 x 8 blocks of
  * (keys, d) as they lie: lane L's row address is key 8 (i & 1) + L % 8 of
  * matrix i = L / 8, d tile i >> 1. Each B fragment serves the MT fragments
  * of rows. */
-template <int D, int NT, int MT, class H, class L>
+template <int D, int NT, int MT, class H>
 GK_DEV void gk_fa_pv_mma(const uint16_t *v, const float (*s)[NT][4], int nt0,
                          gk_fa_state<D> *st) {
   const int lane = gk_lane();
@@ -361,7 +344,7 @@ GK_DEV void gk_fa_pv_mma(const uint16_t *v, const float (*s)[NT][4], int nt0,
     const uint32_t pa[2] = {H::pack2(s[0][0][0], s[0][0][1]), H::pack2(s[0][0][2], s[0][0][3])};
     for (int d = 0; d < D / 8; d += 4) {
       uint32_t b[4]; /* d tiles d .. d + 3, keys 0 .. 7 */
-      gk_ldmatrix_x4_trans(b, v + L::at(nt0 * 8 + lane % 8, d + lane / 8));
+      gk_ldmatrix_x4_trans(b, v + gk_fa_swz<D>::at(nt0 * 8 + lane % 8, d + lane / 8));
       for (int u = 0; u < 4; u++) gk_mma_1688<H>(st[0].acc[d + u], pa, b[u]);
     }
   } else {
@@ -371,7 +354,7 @@ GK_DEV void gk_fa_pv_mma(const uint16_t *v, const float (*s)[NT][4], int nt0,
       const int mi = lane / 8, row = (nt0 + 2 * kk) * 8 + 8 * (mi & 1) + lane % 8;
       for (int d = 0; d < D / 8; d += 2) {
         uint32_t b[4]; /* d tiles d, d + 1, keys 0 .. 7 and 8 .. 15 of each */
-        gk_ldmatrix_x4_trans(b, v + L::at(row, d + (mi >> 1)));
+        gk_ldmatrix_x4_trans(b, v + gk_fa_swz<D>::at(row, d + (mi >> 1)));
         for (int m = 0; m < MT; m++) {
           gk_mma_16816<H>(st[m].acc[d], pa[m], b);
           gk_mma_16816<H>(st[m].acc[d + 1], pa[m], b + 2);
@@ -383,19 +366,19 @@ GK_DEV void gk_fa_pv_mma(const uint16_t *v, const float (*s)[NT][4], int nt0,
 
 /*
  * The group's step over keys [k0 + 8 nt0, k0 + 8 (nt0 + NT)) of the tile
- * (k, v; laid out by L) for its MT fragments of rows (qa: gk_fa_qfrag,
+ * (k, v) for its MT fragments of rows (qa: gk_fa_qfrag,
  * qpos[m], st[m]): S, the online softmax, O += P V. NT is 1, or even.
  */
-template <int Causal, int D, int NT, int MT, class H, class L, class QA>
+template <int Causal, int D, int NT, int MT, class H, class QA>
 GK_DEV void gk_fa_mma_step(const uint16_t *k, const uint16_t *v, const QA &qa, int nt0,
                            int64_t k0, int64_t skv, int64_t sq, const int64_t (*qpos)[2],
                            float sl, gk_fa_state<D> *st) {
   static_assert(NT == 1 || NT % 2 == 0, "a step is 8 keys or a multiple of 16");
   float s[MT][NT][4];
-  gk_fa_scores_mma<D, NT, MT, H, L>(k, qa, nt0, s);
+  gk_fa_scores_mma<D, NT, MT, H>(k, qa, nt0, s);
   for (int m = 0; m < MT; m++)
     gk_fa_softmax<Causal, D, NT>(s[m], k0 + 8 * nt0, skv, sq, qpos[m], sl, st[m]);
-  gk_fa_pv_mma<D, NT, MT, H, L>(v, s, nt0, st);
+  gk_fa_pv_mma<D, NT, MT, H>(v, s, nt0, st);
 }
 
 /* This lane's part of 16 query rows as A fragments: fragment row r of the
@@ -427,13 +410,17 @@ GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const gk_fa_stat
 }
 
 /*
- * Keys [kb, ke) of KV head hk through the two stages, by the whole block
+ * Keys [kb, ke) of KV head hk through the STAGES stages, by the whole block
  * (kb a multiple of the tile; keys past ke in ke's tile must be masked by
  * the step, as keys past the causal limit or kv.n are): each group runs
  * gk_fa_mma_step<NT, MT> on n-tiles nt0 + NT p .. + NT - 1 of every tile,
  * for p = 0 .. PARTS - 1 (steps shorter than the tile keep the score
- * fragments of MT fragments of rows in fewer registers). The next tile's
- * copy is in flight while this one is worked on.
+ * fragments of MT fragments of rows in fewer registers). The copies of the
+ * next STAGES - 1 tiles are in flight while one is worked on: a thread
+ * commits one cp.async group per tile (empty past ke), so tile j has
+ * landed when STAGES - 2 of its groups are left; the one barrier a tile
+ * then also says that every group has done with tile j - 1, whose stage
+ * the copy of tile j + STAGES - 1 overwrites. Ends with a barrier.
  */
 template <int Causal, int D, int NT, int PARTS, int MT, class H, class KV>
 GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t kb,
@@ -442,22 +429,25 @@ GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t 
   typedef gk_fa_smem<D> S;
   const float sl = scale * 1.4426950408889634f;
   __syncthreads(); /* the previous use of the stages is over */
-  if (kb < ke) gk_fa_mma_load<D>(sm, 0, kv, hk, kb);
-  for (int64_t k0 = kb, j = 0; k0 < ke; k0 += S::KEYS, j++) {
-    if (k0 + S::KEYS < ke) {
-      gk_fa_mma_load<D>(sm, (int)((j + 1) & 1), kv, hk, k0 + S::KEYS);
-      gk_cp_async_wait<1>(); /* this tile's group has landed */
-    } else {
-      gk_cp_async_wait<0>();
-    }
-    __syncthreads();
-    const int stage = (int)(j & 1);
-    for (int p = 0; p < PARTS; p++)
-      gk_fa_mma_step<Causal, D, NT, MT, H, gk_fa_pad<D>>(sm.tile.k[stage], sm.tile.v[stage], qa,
-                                                          nt0 + NT * p, k0, kv.n, sq, qpos, sl,
-                                                          st);
-    __syncthreads(); /* read before the copy after next overwrites it */
+  for (int i = 0; i < S::STAGES - 1; i++) {
+    const int64_t k0 = kb + (int64_t)i * S::KEYS;
+    if (k0 < ke) gk_fa_kv_copy<D>(sm.tile.k[i], sm.tile.v[i], S::KEYS, kv, hk, k0);
+    gk_cp_async_commit();
   }
+  int stage = 0; /* tile j's: j mod STAGES */
+  for (int64_t k0 = kb; k0 < ke; k0 += S::KEYS) {
+    gk_cp_async_wait<S::STAGES - 2>(); /* this tile has landed */
+    __syncthreads();
+    const int next = stage == 0 ? S::STAGES - 1 : stage - 1; /* tile j - 1's */
+    const int64_t kn = k0 + (int64_t)(S::STAGES - 1) * S::KEYS;
+    if (kn < ke) gk_fa_kv_copy<D>(sm.tile.k[next], sm.tile.v[next], S::KEYS, kv, hk, kn);
+    gk_cp_async_commit();
+    for (int p = 0; p < PARTS; p++)
+      gk_fa_mma_step<Causal, D, NT, MT, H>(sm.tile.k[stage], sm.tile.v[stage], qa, nt0 + NT * p,
+                                           k0, kv.n, sq, qpos, sl, st);
+    stage = stage == S::STAGES - 1 ? 0 : stage + 1;
+  }
+  __syncthreads(); /* the stages are no longer read */
 }
 
 /* The fragment rows of this lane in a fragment of 16 query rows of head h
@@ -474,7 +464,7 @@ GK_DEV void gk_fa_prefill_rows(int64_t h, int64_t sq, int64_t r0, int64_t qpos[2
 
 /* Prefill: query rows [row0, row0 + ROWS) of head h against kv, group w
  * rows row0 + 16 MT w .. as MT fragments of 16 (gk_fa_mma_shape), Q in
- * registers, through gk_fa_mma_keys' two stages. */
+ * registers, through gk_fa_mma_keys' stages. */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                               int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
@@ -530,16 +520,16 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
       const bool in = row0 + r < sq;
       gk_cp_async16(&sm.qs.q[L::at(r, c)], q + (in ? (h * sq + row0 + r) * D + 8 * c : 0), in);
     }
-    gk_fa_kv_copy<D, L>(sm.qs.k, nullptr, S::KEYS, kv, hk, 0);
+    gk_fa_kv_copy<D>(sm.qs.k, nullptr, S::KEYS, kv, hk, 0);
     gk_cp_async_commit();
   }
   for (int64_t k0 = 0; k0 < kend; k0 += S::KEYS) {
     gk_cp_async_wait<0>();
     __syncthreads();
-    gk_fa_kv_copy<D, L>(nullptr, sm.qs.v, S::KEYS, kv, hk, k0);
+    gk_fa_kv_copy<D>(nullptr, sm.qs.v, S::KEYS, kv, hk, k0);
     gk_cp_async_commit();
     float s[P::MT][P::NT][4];
-    gk_fa_scores_mma<D, P::NT, P::MT, H, L>(sm.qs.k, qs, 0, s);
+    gk_fa_scores_mma<D, P::NT, P::MT, H>(sm.qs.k, qs, 0, s);
 #pragma unroll
     for (int m = 0; m < P::MT; m++) {
       const int64_t qpos[2] = {qb + 16 * m, qb + 16 * m + 8};
@@ -548,10 +538,10 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
     gk_cp_async_wait<0>();
     __syncthreads();
     if (k0 + S::KEYS < kend) {
-      gk_fa_kv_copy<D, L>(sm.qs.k, nullptr, S::KEYS, kv, hk, k0 + S::KEYS);
+      gk_fa_kv_copy<D>(sm.qs.k, nullptr, S::KEYS, kv, hk, k0 + S::KEYS);
       gk_cp_async_commit();
     }
-    gk_fa_pv_mma<D, P::NT, P::MT, H, L>(sm.qs.v, s, 0, st);
+    gk_fa_pv_mma<D, P::NT, P::MT, H>(sm.qs.v, s, 0, st);
   }
 #pragma unroll
   for (int m = 0; m < P::MT; m++) {
