@@ -239,7 +239,8 @@ GK_DEV void gk_fa_scores_mma(const uint16_t *k, const QA &qa, int nt0, float (*s
       for (int m = 0; m < MT; m++) gk_fa_qfrag<D>(qa, m, kk, a[m]);
       for (int nt = 0; nt < NT; nt += 2) {
         uint32_t b[4];
-        gk_ldmatrix_x4(b, k + gk_fa_swz<D>::at((nt0 + nt + lane / 16) * 8 + lane % 8, 2 * kk + lane / 8 % 2));
+        gk_ldmatrix_x4(b, k + gk_fa_swz<D>::at((nt0 + nt + lane / 16) * 8 + lane % 8,
+                                               2 * kk + lane / 8 % 2));
         for (int m = 0; m < MT; m++) {
           gk_mma_16816<H>(s[m][nt], a[m], b);
           gk_mma_16816<H>(s[m][nt + 1], a[m], b + 2);

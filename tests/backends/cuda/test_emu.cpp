@@ -510,11 +510,14 @@ static void check_attention(void) {
       {8, 2, 4, 200, 1.0},  /* speculative decode: 4 heads x 4 rows fill a fragment */
       {4, 1, 1, 300, 4.0},  /* decode, 4 heads on one KV head, peaked, 2 splits */
       {8, 2, 2, 1100, 1.0}, /* speculative decode, 5 splits of a KV head */
+      /* a prefill over 5 (head_dim 64) or 10 (128) key tiles: the stages'
+       * ring wraps, and the single buffers are reused 10 times */
+      {2, 1, 20, 300, 1.0},
   };
   /* GK_EMU_QUICK (the sanitizer stage: ASan slows the fibers several
    * times): the shapes marked here, once each, and the other paths at
    * head_dim 64 only; every variant still runs. */
-  static const bool in_quick[] = {true, true, false, true, true, true, false, true, false};
+  static const bool in_quick[] = {true, true, false, true, true, true, false, true, false, false};
   static_assert(sizeof in_quick == sizeof shapes / sizeof shapes[0], "a mark a shape");
   const bool quick = getenv("GK_EMU_QUICK") != nullptr;
   check_banks("before flash_attention");
@@ -661,8 +664,9 @@ static void check_paged(void) {
        * (3 splits across blocks) */
       {3, 4, 1, 1, {1, 0, 600}, {KREF_PAGED_OK, KREF_PAGED_OK, KREF_PAGED_OK}},
       /* prefill chunks of 20 (two fragments a head), one shorter than sq, an
-       * invalid sequence between valid ones */
-      {3, 2, 1, 20, {90, 7, 40},
+       * invalid sequence between valid ones; 230 keys: 4 or 8 tiles, so that
+       * the stages' ring wraps */
+      {3, 2, 1, 20, {230, 7, 40},
        {KREF_PAGED_OK, KREF_PAGED_OK, KREF_PAGED_PAGE_PAST_POOL}},
   };
   for (kref_dtype dt : KREF_DTYPES)
