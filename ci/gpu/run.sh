@@ -88,7 +88,8 @@ step wgmma 60 sh -c '[ -f "$2/wgmma.gkfat" ] || { echo "SKIP: gpu-pack has no wg
     --filter "flash_attention prefill"' sh "$libs" "$pack" "$out"
 # shellcheck disable=SC2016
 step q16 45 sh -c '[ -f "$2/q16.gkfat" ] || { echo "SKIP: gpu-pack has no q16.gkfat"; exit 77; }
-  env "$1" "$2/tests/gpu/test_gpu" "$2/q16.gkfat" "$2/gpu.gkfat" || exit 1
+  env "$1" "$2/tests/gpu/test_gpu" "$2/q16.gkfat" "$2/gpu.gkfat"; r=$?
+  [ "$r" -eq 0 ] || exit "$r"
   env "$1" "$2/bench/gk_bench_gpu" "$2/q16.gkfat" --json "$3/q16-bench.json" \
     --filter "flash_attention prefill"' sh "$libs" "$pack" "$out"
 # The sh -c texts below expand their own $1, $2... in the inner shell.
