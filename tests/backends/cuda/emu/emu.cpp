@@ -223,16 +223,13 @@ void gk_emu_ldmatrix_banks(const void *row) {
   if (me == base)
     for (int m = 0; m < 4; m++) {
       const uintptr_t *r = &S->rows[base + 8 * m];
-      int passes = 0;
-      for (int q = 0; q < 8; q++) { /* distinct rows in bank group q */
-        int n = 0;
-        for (int i = 0; i < 8; i++) {
-          if ((r[i] / 16) % 8 != (uintptr_t)q) continue;
-          bool seen = false;
-          for (int j = 0; j < i; j++) seen = seen || r[j] == r[i];
-          n += !seen;
-        }
-        if (n > passes) passes = n;
+      int n[8] = {0}, passes = 0; /* distinct rows in each bank group */
+      for (int i = 0; i < 8; i++) {
+        bool seen = false;
+        for (int j = 0; j < i; j++) seen = seen || r[j] == r[i];
+        if (seen) continue;
+        const int q = (int)(r[i] / 16 % 8);
+        if (++n[q] > passes) passes = n[q];
       }
       ldsm_matrices++;
       ldsm_extra += (unsigned long long)(passes - 1);
