@@ -315,8 +315,12 @@ GK_DEV void gk_fa_softmax(float (*s)[4], int64_t kb, int64_t skv, int64_t sq,
       psum[e >> 1] += s[nt][e];
     }
   for (int r = 0; r < 2; r++) st.l[r] = st.l[r] * alpha[r] + psum[r];
-  for (int d = 0; d < D / 8; d++)
-    for (int e = 0; e < 4; e++) st.acc[d][e] *= alpha[e >> 1];
+  /* Once the rows' maxima settle, most steps leave them: the output's
+   * D / 2 products by 1 are skipped (the same bits). Per lane: no shuffle
+   * inside. */
+  if (alpha[0] != 1.0f || alpha[1] != 1.0f)
+    for (int d = 0; d < D / 8; d++)
+      for (int e = 0; e < 4; e++) st.acc[d][e] *= alpha[e >> 1];
 }
 
 /* The A fragment of P (k = 16 keys) from the weights of n-tiles 2 kk and
