@@ -572,16 +572,25 @@ struct gk_fa_split {
   float *slots;    /* its n slots (n > 1) */
 };
 
-/* The last block's merge of the n slots into o; rows as gk_fa_mma_decode's. */
+/* The last block's merge of the n slots into o; rows as gk_fa_mma_decode's.
+ * It is the launch's tail (one block per KV head, after the others), so
+ * its reads are spread: group w takes rows w, w + 4, ... (a decode's 4
+ * rows of GQA 4:1 go to the 4 groups, not all to the first); a row's max
+ * over the n slots is read by the lanes together (max is exact in any
+ * order); the sum keeps slot order, its loads unrolled by 8 to be in
+ * flight together. */
 template <int D, class H>
 GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, int64_t group,
                               int64_t sq) {
   const int w = gk_group(), lane = gk_lane();
   const int64_t nrows = group * sq;
-  for (int fr = 4 * w; fr < 4 * w + 4 && fr < nrows; fr++) { /* uniform */
+  for (int fr = w; fr < nrows; fr += FA_GROUPS) { /* uniform over the group */
     float m = -INFINITY, l = 0.0f, acc[D / 32];
-    for (int64_t s = 0; s < sp.n; s++) m = fmaxf(m, gk_ld_cg(sp.slots + s * GK_FA_SLOT(D) + fr));
+    for (int64_t s = lane; s < sp.n; s += GK_GROUP)
+      m = fmaxf(m, gk_ld_cg(sp.slots + s * GK_FA_SLOT(D) + fr));
+    m = gk_group_max(m);
     for (int e = 0; e < D / 32; e++) acc[e] = 0.0f;
+#pragma unroll 8
     for (int64_t s = 0; s < sp.n; s++) {
       const float *slot = sp.slots + s * GK_FA_SLOT(D);
       /* A split that saw no allowed key has m = -inf and weighs 0. */
@@ -630,7 +639,7 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
 
   /* The merge: each group's state into shared memory (the stages are no
    * longer read: gk_fa_mma_keys ends with a barrier), then group w combines
-   * rows 4w .. 4w + 3 of all four, in the same order everywhere. */
+   * rows w, w + 4, ... of all four, in the same order everywhere. */
   for (int r = 0; r < 2; r++) {
     const int fr = g + 8 * r;
     const float l = gk_fa_row_sum(st, r);
@@ -642,8 +651,7 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   }
   __syncthreads();
   float *slot = sp.n > 1 ? sp.slots + sp.i * GK_FA_SLOT(D) : nullptr;
-  for (int fr = 4 * w; fr < 4 * w + 4; fr++) {
-    if (fr >= nrows) break; /* uniform over the group */
+  for (int fr = w; fr < nrows; fr += FA_GROUPS) { /* uniform over the group */
     float m = -INFINITY;
     for (int u = 0; u < FA_GROUPS; u++) m = fmaxf(m, sm.merge.m[u][fr]);
     float scl[FA_GROUPS], l = 0.0f;
