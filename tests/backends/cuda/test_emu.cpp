@@ -1009,10 +1009,21 @@ static void banks(void) {
   }
 }
 
+/* A cp.async to an address the GPU would fault on. */
+static void misaligned_copy(void) {
+  __shared__ __attribute__((aligned(16))) uint32_t st[64][5];
+  static const uint32_t src[8] = {0};
+  gk_cp_async16(&st[threadIdx.x][1], src, true); /* 4 bytes past 16-byte alignment */
+  gk_cp_async_commit();
+  gk_cp_async_wait<0>();
+}
+
 static void check_emulator(void) {
   const int before = failures;
   gk_emu_dim3 g = {1, 1, 1}, b = {64, 1, 1};
-  printf("(two deadlocks on purpose:)\n");
+  printf("(two deadlocks and a misaligned copy on purpose:)\n");
+  CHECK(gk_emu_launch(g, b, [](void *) { misaligned_copy(); }, NULL) == -1,
+        "emulator: a cp.async of 16 bytes to a 4-byte-aligned address passed");
   CHECK(gk_emu_launch(g, b, [](void *) { divergent_barrier(); }, NULL) == -1,
         "emulator: a __syncthreads reached by half the block passed");
   CHECK(gk_emu_launch(g, b, [](void *) { early_return(); }, NULL) == -1,
@@ -1035,8 +1046,9 @@ static void check_emulator(void) {
   CHECK(bank_extra[0] == 0 && bank_extra[1] == 4 * 7,
         "emulator: ldmatrix bank conflicts counted %llu and %llu, want 0 and 28", bank_extra[0],
         bank_extra[1]);
-  SECTION_OK(before, "ok: the emulator stops at divergent barriers, shuffles by group, lands "
-                     "cp.async at its wait, votes and counts ldmatrix's bank conflicts\n");
+  SECTION_OK(before, "ok: the emulator stops at divergent barriers and misaligned copies, "
+                     "shuffles by group, lands cp.async at its wait, votes and counts ldmatrix's "
+                     "bank conflicts\n");
 }
 
 /* tests/gpu's wgmma probe (one wgmma per shape, D against A B, which

@@ -172,8 +172,19 @@ int gk_emu_syncthreads_or(int pred) {
   return S->vote[g & 1];
 }
 
+/* An address the hardware would fault on (a misaligned cp.async or
+ * ldmatrix row): said once a launch, which then fails. */
+static void misaligned(const char *what, const void *p, unsigned align) {
+  if (!S->failed)
+    fprintf(stdout, "emulator: %s at %p, not %u-byte aligned, in block (%u, %u, %u) thread %d\n",
+            what, p, align, blockIdx.x, blockIdx.y, blockIdx.z, S->cur);
+  S->failed = true;
+}
+
 void gk_emu_cp_async(void *dst, const void *src, unsigned bytes) {
   fiber &f = S->fibers[S->cur];
+  if ((uintptr_t)dst % bytes) misaligned("cp.async destination", dst, bytes);
+  if (src && (uintptr_t)src % bytes) misaligned("cp.async source", src, bytes);
   async_copy c;
   c.dst = (char *)dst;
   c.n = bytes;
@@ -218,6 +229,7 @@ static unsigned long long ldsm_matrices, ldsm_extra;
 
 void gk_emu_ldmatrix_banks(const void *row) {
   int me = S->cur, base = me / GROUP * GROUP;
+  if ((uintptr_t)row % 16) misaligned("ldmatrix row", row, 16);
   S->rows[me] = (uintptr_t)row;
   group_barrier(); /* every lane's address is in */
   if (me == base)
@@ -336,6 +348,7 @@ int gk_emu_launch(gk_emu_dim3 grid, gk_emu_dim3 block, gk_emu_body body, void *c
         blockIdx.y = y;
         blockIdx.z = z;
         rc = run_block(st);
+        if (st.failed) rc = -1;
       }
   /* A fiber a deadlock left suspended is kept as it is, with its stack,
    * for the rest of the process: Boost.Context would unwind it by throwing

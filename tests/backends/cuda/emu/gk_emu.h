@@ -61,7 +61,9 @@ int gk_emu_syncthreads_or(int pred);
  * ISA allows, when this thread's gk_emu_cp_async_wait(n) leaves at most n
  * of its committed groups in flight (or when the thread ends), so a read
  * of a stage before its wait sees the stage's old bytes. Copies not yet
- * committed are not waited for, as on the GPU. */
+ * committed are not waited for, as on the GPU. An address not aligned to
+ * the copy's size, where the GPU would fault, fails the launch (as does an
+ * ldmatrix row not 16-byte aligned). */
 void gk_emu_cp_async(void *dst, const void *src, unsigned bytes);
 void gk_emu_cp_async_commit(void);
 void gk_emu_cp_async_wait(int n);
@@ -113,7 +115,8 @@ static inline unsigned long long atomicMin(unsigned long long *p, unsigned long 
 }
 
 /* Launches `body` on a grid of blocks, each of block.x threads (y, z must
- * be 1). Returns 0, or -1 after printing "emulator: ..." on a deadlock. */
+ * be 1). Returns 0, or -1 after printing "emulator: ..." on a deadlock or
+ * a misaligned cp.async or ldmatrix address. */
 typedef void (*gk_emu_body)(void *ctx);
 int gk_emu_launch(gk_emu_dim3 grid, gk_emu_dim3 block, gk_emu_body body, void *ctx);
 
