@@ -79,19 +79,20 @@ step smi 30 sh -c 'nvidia-smi || exit 1; nvidia-smi -q; uname -a; ldd --version 
     echo "PyTorch: not importable"'
 step probe 30 env "$libs" "$pack/gk" probe "$archive"
 step test 150 env "$libs" "$test_gpu" "$archive"
+# The experiments (ci/gpu/prepare.sh): gpu-pack/NAME.gkfat tested against
+# gpu.gkfat's CPU images, then its prefill timed; wgmma's layout probe first.
 # shellcheck disable=SC2016
-step wgmma 60 sh -c '[ -f "$2/wgmma.gkfat" ] || { echo "SKIP: gpu-pack has no wgmma.gkfat"; exit 77; }
-  env "$1" "$2/tests/gpu/test_wgmma_probe" "$2/tests/gpu/wgmma_probe.cubin"; r=$?
+experiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exit 77; }
+  if [ "$4" = wgmma ]; then
+    env "$1" "$2/tests/gpu/test_wgmma_probe" "$2/tests/gpu/wgmma_probe.cubin"; r=$?
+    [ "$r" -eq 0 ] || exit "$r"
+  fi
+  env "$1" "$2/tests/gpu/test_gpu" "$2/$4.gkfat" "$2/gpu.gkfat"; r=$?
   [ "$r" -eq 0 ] || exit "$r"
-  env "$1" "$2/tests/gpu/test_gpu" "$2/wgmma.gkfat" "$2/gpu.gkfat" || exit 1
-  env "$1" "$2/bench/gk_bench_gpu" "$2/wgmma.gkfat" --json "$3/wgmma-bench.json" \
-    --filter "flash_attention prefill"' sh "$libs" "$pack" "$out"
-# shellcheck disable=SC2016
-step q16 45 sh -c '[ -f "$2/q16.gkfat" ] || { echo "SKIP: gpu-pack has no q16.gkfat"; exit 77; }
-  env "$1" "$2/tests/gpu/test_gpu" "$2/q16.gkfat" "$2/gpu.gkfat"; r=$?
-  [ "$r" -eq 0 ] || exit "$r"
-  env "$1" "$2/bench/gk_bench_gpu" "$2/q16.gkfat" --json "$3/q16-bench.json" \
-    --filter "flash_attention prefill"' sh "$libs" "$pack" "$out"
+  env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" \
+    --filter "flash_attention prefill"'
+step wgmma 60 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma
+step q16 45 sh -c "$experiment" sh "$libs" "$pack" "$out" q16
 # The sh -c texts below expand their own $1, $2... in the inner shell.
 # shellcheck disable=SC2016
 step bench 200 env GK_GPU_ARCHIVE="$archive" GK_GPU_LIB_PATH="$pack/lib" \

@@ -108,7 +108,7 @@ struct gk_fa_smem {
     struct { /* gk_fa_swz */
       uint16_t k[STAGES][KEYS * D], v[STAGES][KEYS * D];
     } tile;
-#if GK_FA_QSMEM /* not in sm_75's images */
+#if GK_FA_QSMEM /* not in sm_75's images, nor -DGK_FA_QSMEM=0's */
     struct { /* gk_fa_swz: 32 + 8 + 8 KB at head_dim 128 */
       uint16_t q[FA_GROUPS * 32 * D], k[KEYS * D], v[KEYS * D];
     } qs;
