@@ -14,8 +14,9 @@
  *     fma); the lanes folded lane[l] += lane[l + h], h = 8, 4, 2, 1; the
  *     chunk sums added to y in chunk order from 0.
  *
- * Launch: qmatmul's row (the same entry signature, block and grid): a block
- * of QM_THREADS computes QM_COLS rows of W against QM_XROWS rows of x
+ * Launch: its own row, qmatmul's signature and block, grid
+ * (ceil(m / Q8X_XROWS), ceil(n / QM_COLS)) or smaller: a block
+ * of QM_THREADS computes QM_COLS rows of W against Q8X_XROWS rows of x
  * (one when m == 1). Chunk by chunk, the block first rounds its rows of x
  * into shared memory (each group of 32 threads one block of x at a time:
  * lane t column t, the max and the sum by butterflies), then each half
@@ -38,6 +39,7 @@
 
 #define Q8X_CHUNK 128 /* blocks: docs/weights.md's chunk */
 #define Q8X_LANES 16  /* its float lanes: a half group */
+#define Q8X_XROWS 4   /* rows of x per block when m > 1: 4 KB of shared memory each */
 
 /* Where column t of a block goes among the block's 32 int8 x values, so
  * that dp4a operand word u * P + j (code word u, shift j) meets them. */
@@ -153,18 +155,18 @@ GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
         if (j0 + 2 * r < n && i < xrows) y[(i0 + i) * n + j0 + 2 * r] = acc[r][i];
 }
 
-/* The grid walk of gk_qmatmul (qmatmul.cuh): the same tiles, so the same
- * launch row. Every bound is per block: the barriers are reached by all. */
+/* The grid walk of gk_qmatmul (qmatmul.cuh), with tiles of Q8X_XROWS rows
+ * of x. Every bound is per block: the barriers are reached by all. */
 template <int Bits>
 GK_DEV void gk_qmatmul_q8x(const float *x, const void *w, float *y, int64_t m,
                            int64_t n, int64_t k) {
   if (m <= 0 || n <= 0 || k < 0) return;
   for (int64_t by = blockIdx.y; by * QM_COLS < n; by += gridDim.y)
-    for (int64_t bx = blockIdx.x; bx * QM_XROWS < m; bx += gridDim.x) {
+    for (int64_t bx = blockIdx.x; bx * Q8X_XROWS < m; bx += gridDim.x) {
       if (m == 1)
         gk_q8x_tile<Bits, 1>(x, w, y, m, n, k, by * QM_COLS, 0);
       else
-        gk_q8x_tile<Bits, QM_XROWS>(x, w, y, m, n, k, by * QM_COLS, bx * QM_XROWS);
+        gk_q8x_tile<Bits, Q8X_XROWS>(x, w, y, m, n, k, by * QM_COLS, bx * Q8X_XROWS);
     }
 }
 

@@ -10,21 +10,27 @@
  * side by side and W comes from DRAM about once per call, whatever m is.
  *
  * The work of a group of 32 threads: QM_WROWS rows of W (output columns j)
- * against MT rows of x, walking k in steps of 8 blocks (256 columns). In a
- * step, lane l takes "octet" s = l % 4 (columns 8s .. 8s+7) of block
- * 8*step + l / 4: the group reads 8 whole consecutive blocks of each W row
+ * against MT rows of x (1 when m == 1, else up to QM_XROWS = 8), walking
+ * k in steps of 8 blocks (256 columns). In a step, lane l takes "octet"
+ * s = l % 4 (columns 8s .. 8s+7) of block 8*step + l / 4: the group reads 8 whole consecutive blocks of each W row
  * and 1 KB of consecutive x per row of x, so every load is coalesced and
  * x, held in registers, is reused for QM_WROWS rows of W (the old kernel
  * gave each lane whole blocks, and read 6x more x than W, strided: L1-bound
- * at 0.13 of the copy bandwidth on an H200).
+ * at 0.13 of the copy bandwidth on an H200). A step decodes the lane's
+ * octet of each of the QM_WROWS rows once (8 registers a row), then streams
+ * the rows of x through it one at a time (8 registers): the decode, ~3.6
+ * instructions a weight, is paid once per 8 rows of x, so at m >= 8 the
+ * fmaf are 2/3 of what the group issues (with 4 rows of x a tile, 1/2).
+ * 16 rows (3/4) spill past the 128 registers two blocks an SM leave; 12
+ * fit (126) but cut m = 16 in two tiles, as 8 do.
  *
  * Decoding a code costs no int-to-float conversion (a quarter-rate
- * instruction): the code, still in place at bit p of a 16-bit half of its
- * word, is masked into the mantissa of 2^23, so the float
- * (2^23 + q * 2^p) - 2^23 is q * 2^p exactly, and the scale is applied as
- * d * 2^-p (exact: a power of two). fmaf(d * 2^-p, q * 2^p, m) has the exact
- * product d * q inside, so it rounds to the same float as fmaf(d, q, m):
- * each weight is still the one-rounding fmaf(d, q, m) of docs/kernels.md.
+ * instruction) and no scaling: the code q, still in place at bit p of a
+ * 16-bit half of its word, is masked into the mantissa of a float whose
+ * exponent makes that bit worth 1, 2^(23-p); so the float
+ * (2^(23-p) + q) - 2^(23-p) is q exactly (two instructions, the exponent
+ * and the constant chosen per position at compile time), and each weight
+ * is the one-rounding fmaf(d, q, m) of docs/kernels.md as written.
  *
  * Sum order (fixed, so the same bits on every run and for any grid): lane l
  * adds its products fmaf(x, w, acc) into one accumulator per (row of x, row
@@ -47,7 +53,7 @@
 #define QM_GROUPS (QM_THREADS / GK_GROUP)
 #define QM_WROWS 4                      /* rows of W per group */
 #define QM_COLS (QM_GROUPS * QM_WROWS)  /* output columns per block */
-#define QM_XROWS 4                      /* rows of x per block when m > 1 */
+#define QM_XROWS 8                      /* rows of x per block when m > 1 */
 #define QM_MIN_BLOCKS 2                 /* per SM: at most 128 registers a thread */
 #define QM_STEP 8                       /* blocks of a W row per group step */
 
@@ -84,10 +90,13 @@ struct gk_qm_octet {
   }
 };
 
-/* q * 2^p for the code at bit p of half h, exactly (see the top). */
+/* The code at bit p of half h, as a float, exactly (see the top): the
+ * mask keeps it and drops every other bit; the exponent 150 - p (127 +
+ * 23 - p) makes the mantissa's bit p worth 1. */
 template <int Bits>
 GK_DEV float gk_qm_code(uint32_t h, int p) {
-  return gk_q_f32_from_bits((h & (GK_QMASK(Bits) << p)) | 0x4b000000u) - 8388608.0f;
+  return gk_q_f32_from_bits((h & (GK_QMASK(Bits) << p)) | (150u - (uint32_t)p) << 23) -
+         (float)(1u << (23 - p));
 }
 
 /* The octet's 8 weights, each fmaf(d, q, m) (see the top). BITS 1: a
@@ -104,11 +113,8 @@ GK_DEV void gk_qm_weights(const uint32_t *h, float d, float mo, float wv[8]) {
     return;
   }
   for (int hh = 0; hh < octet::HALVES; hh++)
-    for (int u = 0; u < octet::PER_HALF; u++) {
-      const int p = Bits * u;
-      const float dp = d * (1.0f / (float)(1u << p)); /* d * 2^-p, exact */
-      wv[hh * octet::PER_HALF + u] = fmaf(dp, gk_qm_code<Bits>(h[hh], p), mo);
-    }
+    for (int u = 0; u < octet::PER_HALF; u++)
+      wv[hh * octet::PER_HALF + u] = fmaf(d, gk_qm_code<Bits>(h[hh], Bits * u), mo);
 }
 
 /*
@@ -134,36 +140,40 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
     for (int i = 0; i < MT; i++) acc[r][i] = 0.0f;
 
   for (int64_t b = lane / 4; b < nb; b += QM_STEP) {
-    /* This lane's 8 columns of x, for each row of x. */
-    float xv[MT][8];
-    for (int i = 0; i < MT; i++) {
-      if (i >= xrows) break;
-      const float4 *xp = (const float4 *)(x + (i0 + i) * k + b * GK_QBLOCK + 8 * s);
-      const float4 a = xp[0], c = xp[1];
-      xv[i][0] = a.x, xv[i][1] = a.y, xv[i][2] = a.z, xv[i][3] = a.w;
-      xv[i][4] = c.x, xv[i][5] = c.y, xv[i][6] = c.z, xv[i][7] = c.w;
-    }
+    /* This lane's octet of block b of each row of W, decoded. */
+    float wv[QM_WROWS][8];
+#pragma unroll
     for (int r = 0; r < QM_WROWS; r++) {
       if (r >= rows) break;
       const uint32_t *blk = w32 + ((j0 + r) * nb + b) * block_words;
       const uint32_t head = blk[0]; /* d in bytes 0-1, m in bytes 2-3 */
-      const float d = gk_h2f((uint16_t)(head & 0xffffu));
-      const float mo = gk_h2f((uint16_t)(head >> 16));
       uint32_t h[octet::HALVES];
       octet::load(blk + 1, s, h);
-      float wv[8];
-      gk_qm_weights<Bits>(h, d, mo, wv);
-      for (int i = 0; i < MT; i++) {
-        if (i >= xrows) break;
-        float a = acc[r][i];
-        for (int t = 0; t < 8; t++) a = fmaf(xv[i][t], wv[t], a);
-        acc[r][i] = a;
+      gk_qm_weights<Bits>(h, gk_h2f((uint16_t)(head & 0xffffu)), gk_h2f((uint16_t)(head >> 16)),
+                          wv[r]);
+    }
+    /* Each row of x's 8 columns of the octet, against every row of W. */
+#pragma unroll
+    for (int i = 0; i < MT; i++) {
+      if (i >= xrows) break;
+      const float4 *xp = (const float4 *)(x + (i0 + i) * k + b * GK_QBLOCK + 8 * s);
+      const float4 a = xp[0], c = xp[1];
+      const float xv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
+#pragma unroll
+      for (int r = 0; r < QM_WROWS; r++) {
+        if (r >= rows) break;
+        float v = acc[r][i];
+        for (int t = 0; t < 8; t++) v = fmaf(xv[t], wv[r][t], v);
+        acc[r][i] = v;
       }
     }
   }
   /* Every lane reaches the butterflies: the bounds above are per group. */
+#pragma unroll
   for (int r = 0; r < QM_WROWS; r++)
+#pragma unroll
     for (int i = 0; i < MT; i++) {
+      if (i >= xrows) break; /* xrows is the group's: all 32 lanes leave */
       const float v = gk_group_sum(acc[r][i]);
       if (lane == 0 && r < rows && i < xrows) y[(i0 + i) * n + j0 + r] = v;
     }
