@@ -234,6 +234,25 @@ GK_DEV uint32_t gk_pack_bf2(float lo, float hi) {
 #endif
 }
 
+/* 2^x as the softmax of attention takes it: the hardware's approximation
+ * (ex2.approx, 2 ulp, as exp2f) with subnormal results flushed to 0 (.ftz:
+ * MUFU.EX2 alone, where exp2f adds three instructions to scale subnormal
+ * results, per score). A weight below 2^-126 of its row's largest is 0
+ * either way once rounded to f16 or bf16 for P V. The emulator's twin
+ * flushes the same; HIP keeps exp2f. */
+GK_DEV float gk_exp2(float x) {
+#if defined(GK_GPU_NVIDIA)
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#elif defined(__HIPCC__)
+  return exp2f(x);
+#else
+  const float y = exp2f(x);
+  return y < 1.17549435e-38f ? 0.0f : y; /* FLT_MIN; a NaN stays */
+#endif
+}
+
 /* Whether flash_attention's prefill runs on wgmma (fa_wgmma.cuh): only in
  * an sm_90a compilation, and only with -DGK_FA_WGMMA=1, which no recipe
  * sets until the path has run on a GPU (ci/gpu builds a second archive
