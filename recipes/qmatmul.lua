@@ -38,7 +38,7 @@ kernel "qmatmul" {
       },
       qmatmul_q8x_x = {
         block  = { 256, 1, 1 },
-        grid   = { "k / 256", "m", 1 },
+        grid   = { "k / 8192", "m", 1 },
         shared = 0,
         params = { "x:ptr", "xq:ptr", "m:i64", "k:i64" },
       },

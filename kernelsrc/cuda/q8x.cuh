@@ -18,8 +18,8 @@
  * (ceil(m / Q8X_XROWS), ceil(n / QM_COLS)) or smaller: a block
  * of QM_THREADS computes QM_COLS rows of W against Q8X_XROWS rows of x
  * (one when m == 1). Chunk by chunk, the block first rounds its rows of x
- * into shared memory (each group of 32 threads one block of x at a time:
- * lane t column t, the max and the sum by butterflies), then each half
+ * into shared memory (each thread one block of x at a time, with no
+ * shuffle and no conversion instruction: gk_q8x_round_block), then each half
  * group (16 lanes: the 16 float lanes of the definition) takes one row of
  * W, lane l its blocks l, l + 16, ... of the chunk; the fold is 4 xor
  * shuffles inside the half. x is rounded once per block of the grid, not
@@ -50,37 +50,61 @@ GK_DEV int gk_q8x_pos(int t) {
   return 4 * (u * P + r % P) + r / P;
 }
 
-/* Rounds one block of x by a group, lane t holding column t (value v):
- * its int8 code into codes[gk_q8x_pos(t)], and (lane 0) dx and sb. */
+/* Rounds one block of x (32 floats at src, 16-byte aligned) by one thread:
+ * its int8 codes into codes[0..7] (gk_q8x_pos order), dx and sb. The same
+ * bits as the definition's per-block steps (see the top), with no shuffle
+ * and no conversion instruction (a sixteenth of the FMA rate on sm_80 and
+ * newer; x is rounded once per block of the grid, so this runs n / QM_COLS
+ * times per element of x):
+ * - the max of |x| in column order (a max is exact in any order);
+ * - rint by the float adder: p + 1.5 * 2^23 lies in [2^23, 2^24), where the
+ *   float's unit is 1, so the sum rounds p to the nearest integer, ties to
+ *   even, as rint does, and its low bits are 0x4b400000 + q: q's int8 byte
+ *   is the low byte;
+ * - the sum of the codes in integers (|sum| < 2^12: exact, as the float sum
+ *   of the definition is). */
 template <int Bits>
-GK_DEV void gk_q8x_round_block(float v, signed char *codes, float *dx, float *sb) {
-  const int lane = gk_lane();
-  const float a = gk_group_max(fabsf(v));
-  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
-  float p = gk_fmul(v, inv);
-  p = p > -127.0f ? p : -127.0f;
-  p = p < 127.0f ? p : 127.0f;
-  const int q = gk_rint(p);
-  codes[gk_q8x_pos<Bits>(lane)] = (signed char)q;
-  const float s = gk_group_sum((float)q); /* integers below 2^12: exact */
-  if (lane == 0) {
-    const float d = a / 127.0f;
-    *dx = d;
-    *sb = gk_fmul(d, s);
+GK_DEV void gk_q8x_round_block(const float *__restrict__ src, uint32_t *codes, float *dx,
+                               float *sb) {
+  float v[32];
+#pragma unroll
+  for (int c = 0; c < 8; c++) {
+    const float4 f = ((const float4 *)src)[c];
+    v[4 * c] = f.x, v[4 * c + 1] = f.y, v[4 * c + 2] = f.z, v[4 * c + 3] = f.w;
   }
+  float a = fabsf(v[0]);
+#pragma unroll
+  for (int t = 1; t < 32; t++) a = fmaxf(a, fabsf(v[t]));
+  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+  uint32_t w[8] = {0, 0, 0, 0, 0, 0, 0, 0}, sum = 0;
+#pragma unroll
+  for (int t = 0; t < 32; t++) {
+    float p = gk_fmul(v[t], inv);
+    p = p > -127.0f ? p : -127.0f;
+    p = p < 127.0f ? p : 127.0f;
+    const uint32_t qb = gk_q_f32_to_bits(gk_fadd(p, 12582912.0f)); /* 0x4b400000 + q */
+    sum += qb;
+    const int pos = gk_q8x_pos<Bits>(t);
+    w[pos / 4] |= (qb & 0xffu) << (8 * (pos % 4));
+  }
+#pragma unroll
+  for (int u = 0; u < 8; u++) codes[u] = w[u];
+  const float d = a / 127.0f;
+  *dx = d;
+  *sb = gk_fmul(d, (float)(int32_t)(sum - 32u * 0x4b400000u));
 }
 
 /* Rounds rows i0 .. i0 + xrows - 1 of x, blocks c0 .. c0 + cb - 1, into
- * xq (8 words a block, in gk_q8x_pos order), dx and sb. By the whole
- * block; the caller puts barriers around it. */
+ * xq (8 words a block, in gk_q8x_pos order), dx and sb: a block of x a
+ * thread. By the whole block; the caller puts barriers around it. */
 template <int Bits, int MT>
 GK_DEV void gk_q8x_round_x(const float *__restrict__ x, int64_t k, int64_t i0,
                            int xrows, int64_t c0, int cb, uint32_t (*xq)[Q8X_CHUNK * 8],
                            float (*dx)[Q8X_CHUNK], float (*sb)[Q8X_CHUNK]) {
-  for (int e = gk_group(); e < xrows * cb; e += QM_GROUPS) {
+  for (int e = (int)threadIdx.x; e < xrows * cb; e += QM_THREADS) {
     const int i = e / cb, b = e % cb;
-    gk_q8x_round_block<Bits>(x[(i0 + i) * k + (c0 + b) * GK_QBLOCK + gk_lane()],
-                             (signed char *)xq[i] + b * 32, &dx[i][b], &sb[i][b]);
+    gk_q8x_round_block<Bits>(x + (i0 + i) * k + (c0 + b) * GK_QBLOCK, xq[i] + b * 8,
+                             &dx[i][b], &sb[i][b]);
   }
 }
 
@@ -121,8 +145,11 @@ GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
         const uint32_t head = blk[0];
         const float d = gk_h2f((uint16_t)(head & 0xffffu));
         const float mo = gk_h2f((uint16_t)(head >> 16));
+        /* Each sum starts at the bits of 1.5 * 2^23, so that it ends as the
+         * float 1.5 * 2^23 + i_b (|i_b| < 2^21): one subtraction, exact,
+         * instead of a conversion instruction (see gk_q8x_round_block). */
         int is[MT];
-        for (int i = 0; i < MT; i++) is[i] = 0;
+        for (int i = 0; i < MT; i++) is[i] = 0x4b400000;
 #pragma unroll
         for (int u = 0; u < Bits; u++) {
           const uint32_t word = blk[1 + u];
@@ -136,7 +163,8 @@ GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
         }
         for (int i = 0; i < MT; i++) {
           if (i >= xrows) break;
-          const float l1 = gk_fadd(part[i], gk_fmul((float)is[i], gk_fmul(d, dx[i][b])));
+          const float ib = gk_q_f32_from_bits((uint32_t)is[i]) - 12582912.0f;
+          const float l1 = gk_fadd(part[i], gk_fmul(ib, gk_fmul(d, dx[i][b])));
           part[i] = gk_fadd(l1, gk_fmul(mo, sb[i][b]));
         }
       }

@@ -48,20 +48,19 @@
                            distinct banks */
 #define Q8M_MAGIC 0x4B400000 /* the bits of 1.5 * 2^23 */
 
-/* qmatmul_q8x_x: group g of block (x, y) rounds blocks x * QM_GROUPS + g,
- * + gridDim.x * QM_GROUPS, ... of rows y, y + gridDim.y, ... */
+/* qmatmul_q8x_x: thread t of block (x, y) rounds blocks x * QM_THREADS + t,
+ * + gridDim.x * QM_THREADS, ... of rows y, y + gridDim.y, ... */
 template <int Bits>
 GK_DEV void gk_q8x_x(const float *x, void *xq, int64_t m, int64_t k) {
   const int64_t nb = k / GK_QBLOCK;
   if (m <= 0 || nb <= 0) return;
   for (int64_t i = blockIdx.y; i < m; i += gridDim.y)
-    for (int64_t b = (int64_t)blockIdx.x * QM_GROUPS + gk_group(); b < nb;
-         b += (int64_t)gridDim.x * QM_GROUPS) {
+    for (int64_t b = (int64_t)blockIdx.x * QM_THREADS + threadIdx.x; b < nb;
+         b += (int64_t)gridDim.x * QM_THREADS) {
       unsigned char *rec = (unsigned char *)xq + (i * nb + b) * Q8X_REC;
       float *f = (float *)(rec + 32); /* dx, sb, zeros */
-      gk_q8x_round_block<Bits>(x[i * k + b * GK_QBLOCK + gk_lane()], (signed char *)rec, f,
-                               f + 1);
-      if (gk_lane() == 0) f[2] = 0.0f, f[3] = 0.0f;
+      gk_q8x_round_block<Bits>(x + i * k + b * GK_QBLOCK, (uint32_t *)rec, f, f + 1);
+      f[2] = 0.0f, f[3] = 0.0f;
     }
 }
 
