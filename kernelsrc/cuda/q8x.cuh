@@ -114,7 +114,7 @@ template <int Bits, int MT>
 GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
                         float *__restrict__ y, int64_t m, int64_t n, int64_t k,
                         int64_t jb, int64_t i0) {
-  __shared__ uint32_t xq[MT][Q8X_CHUNK * 8];
+  alignas(16) __shared__ uint32_t xq[MT][Q8X_CHUNK * 8]; /* read as uint4 */
   __shared__ float dx[MT][Q8X_CHUNK], sb[MT][Q8X_CHUNK];
   const int P = 8 / Bits, lane = gk_lane(), hl = lane % Q8X_LANES;
   const uint32_t rep = GK_QMASK(Bits) * 0x01010101u;
@@ -135,12 +135,27 @@ GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
     __syncthreads(); /* the previous chunk's x is read */
     gk_q8x_round_x<Bits, MT>(x, k, i0, xrows, c0, cb, xq, dx, sb);
     __syncthreads();
+    /* Block b of the chunk for both of the half's rows of W: b's x codes
+     * are read from shared memory once (two 16-byte loads a row of x) for
+     * the two rows; each (row of W, row of x) still adds its blocks in
+     * order into its own part. */
+    float part[QM_WROWS / 2][MT];
+    for (int r = 0; r < QM_WROWS / 2; r++)
+      for (int i = 0; i < MT; i++) part[r][i] = 0.0f;
+    for (int b = hl; b < cb; b += Q8X_LANES) {
+      uint32_t xw[MT][8];
 #pragma unroll
-    for (int r = 0; r < QM_WROWS / 2; r++) {
-      const int64_t j = j0 + 2 * r;
-      float part[MT];
-      for (int i = 0; i < MT; i++) part[i] = 0.0f;
-      for (int b = hl; b < cb && j < n; b += Q8X_LANES) {
+      for (int i = 0; i < MT; i++) {
+        if (i >= xrows) break;
+        const uint4 *xp = (const uint4 *)&xq[i][b * 8];
+        const uint4 lo = xp[0], hi = xp[1];
+        xw[i][0] = lo.x, xw[i][1] = lo.y, xw[i][2] = lo.z, xw[i][3] = lo.w;
+        xw[i][4] = hi.x, xw[i][5] = hi.y, xw[i][6] = hi.z, xw[i][7] = hi.w;
+      }
+#pragma unroll
+      for (int r = 0; r < QM_WROWS / 2; r++) {
+        const int64_t j = j0 + 2 * r;
+        if (j >= n) break; /* j0 + 2 r grows with r */
         const uint32_t *blk = w32 + (j * nb + c0 + b) * block_words;
         const uint32_t head = blk[0];
         const float d = gk_h2f((uint16_t)(head & 0xffffu));
@@ -158,20 +173,24 @@ GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
             const uint32_t codes = (word >> (Bits * s)) & rep;
 #pragma unroll
             for (int i = 0; i < MT; i++)
-              if (i < xrows) is[i] = gk_dp4a_us(codes, xq[i][b * 8 + u * P + s], is[i]);
+              if (i < xrows) is[i] = gk_dp4a_us(codes, xw[i][u * P + s], is[i]);
           }
         }
+#pragma unroll
         for (int i = 0; i < MT; i++) {
           if (i >= xrows) break;
           const float ib = gk_q_f32_from_bits((uint32_t)is[i]) - 12582912.0f;
-          const float l1 = gk_fadd(part[i], gk_fmul(ib, gk_fmul(d, dx[i][b])));
-          part[i] = gk_fadd(l1, gk_fmul(mo, sb[i][b]));
+          const float l1 = gk_fadd(part[r][i], gk_fmul(ib, gk_fmul(d, dx[i][b])));
+          part[r][i] = gk_fadd(l1, gk_fmul(mo, sb[i][b]));
         }
       }
+    }
+#pragma unroll
+    for (int r = 0; r < QM_WROWS / 2; r++) {
       /* The fold of the 16 lanes (every lane shuffles: j < n is per half,
        * the shuffles per group), then the chunk sum into y's sum. */
       for (int i = 0; i < MT; i++) {
-        float v = part[i];
+        float v = part[r][i];
         for (int h = Q8X_LANES / 2; h > 0; h /= 2) v = gk_fadd(v, GK_SHFL_XOR(v, h));
         acc[r][i] = gk_fadd(acc[r][i], v);
       }
