@@ -15,15 +15,15 @@
  *     chunk sums added to y in chunk order from 0.
  *
  * Launch: its own row, qmatmul's signature and block, grid
- * (ceil(m / Q8X_XROWS), ceil(n / QM_COLS)) or smaller: a block
- * of QM_THREADS computes QM_COLS rows of W against Q8X_XROWS rows of x
+ * (ceil(m / Q8X_XROWS), ceil(n / Q8X_COLS)) or smaller: a block
+ * of QM_THREADS computes Q8X_COLS rows of W against Q8X_XROWS rows of x
  * (one when m == 1). Chunk by chunk, the block first rounds its rows of x
  * into shared memory (each thread one block of x at a time, with no
  * shuffle and no conversion instruction: gk_q8x_round_block), then each half
- * group (16 lanes: the 16 float lanes of the definition) takes one row of
- * W, lane l its blocks l, l + 16, ... of the chunk; the fold is 4 xor
- * shuffles inside the half. x is rounded once per block of the grid, not
- * once per call: that reads x (m * k floats) n / QM_COLS times from L2,
+ * group (16 lanes: the 16 float lanes of the definition) takes 4 rows of W,
+ * lane l its blocks l, l + 16, ... of the chunk, each block's x codes read
+ * once for the 4 rows; the fold is 4 xor shuffles inside the half. x is rounded once per block of the grid, not
+ * once per call: that reads x (m * k floats) n / Q8X_COLS times from L2,
  * against the n * k codes of W.
  *
  * Integer products: a code word holds 32 / Bits codes; (word >> Bits*j) &
@@ -40,6 +40,9 @@
 #define Q8X_CHUNK 128 /* blocks: docs/weights.md's chunk */
 #define Q8X_LANES 16  /* its float lanes: a half group */
 #define Q8X_XROWS 4   /* rows of x per block when m > 1: 4 KB of shared memory each */
+#define Q8X_WROWS 8   /* rows of W per group, 4 per half */
+#define Q8X_COLS (QM_GROUPS * Q8X_WROWS) /* rows of W per block: x's rounding is
+                                            shared by 64 rows of W */
 
 /* Where column t of a block goes among the block's 32 int8 x values, so
  * that dp4a operand word u * P + j (code word u, shift j) meets them. */
@@ -54,7 +57,7 @@ GK_DEV int gk_q8x_pos(int t) {
  * its int8 codes into codes[0..7] (gk_q8x_pos order), dx and sb. The same
  * bits as the definition's per-block steps (see the top), with no shuffle
  * and no conversion instruction (a sixteenth of the FMA rate on sm_80 and
- * newer; x is rounded once per block of the grid, so this runs n / QM_COLS
+ * newer; x is rounded once per block of the grid, so this runs n / Q8X_COLS
  * times per element of x):
  * - the max of |x| in column order (a max is exact in any order);
  * - rint by the float adder: p + 1.5 * 2^23 lies in [2^23, 2^24), where the
@@ -108,7 +111,7 @@ GK_DEV void gk_q8x_round_x(const float *__restrict__ x, int64_t k, int64_t i0,
   }
 }
 
-/* One block's tile: rows j0 .. j0 + QM_COLS - 1 of W (those < n) against
+/* One block's tile: rows j0 .. j0 + Q8X_COLS - 1 of W (those < n) against
  * rows i0 .. i0 + MT - 1 of x (those < m). */
 template <int Bits, int MT>
 GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
@@ -123,11 +126,11 @@ GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
   const uint32_t *w32 = (const uint32_t *)w;
   int xrows = MT;
   if (i0 + xrows > m) xrows = (int)(m - i0);
-  /* Half h of group g takes rows j0 + h, j0 + h + 2, ... of its QM_WROWS. */
-  const int64_t j0 = jb + (int64_t)gk_group() * QM_WROWS + lane / Q8X_LANES;
+  /* Half h of group g takes rows j0 + h, j0 + h + 2, ... of its Q8X_WROWS. */
+  const int64_t j0 = jb + (int64_t)gk_group() * Q8X_WROWS + lane / Q8X_LANES;
 
-  float acc[QM_WROWS / 2][MT];
-  for (int r = 0; r < QM_WROWS / 2; r++)
+  float acc[Q8X_WROWS / 2][MT];
+  for (int r = 0; r < Q8X_WROWS / 2; r++)
     for (int i = 0; i < MT; i++) acc[r][i] = 0.0f;
 
   for (int64_t c0 = 0; c0 < nb; c0 += Q8X_CHUNK) {
@@ -139,8 +142,8 @@ GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
      * are read from shared memory once (two 16-byte loads a row of x) for
      * the two rows; each (row of W, row of x) still adds its blocks in
      * order into its own part. */
-    float part[QM_WROWS / 2][MT];
-    for (int r = 0; r < QM_WROWS / 2; r++)
+    float part[Q8X_WROWS / 2][MT];
+    for (int r = 0; r < Q8X_WROWS / 2; r++)
       for (int i = 0; i < MT; i++) part[r][i] = 0.0f;
     for (int b = hl; b < cb; b += Q8X_LANES) {
       uint32_t xw[MT][8];
@@ -153,7 +156,7 @@ GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
         xw[i][4] = hi.x, xw[i][5] = hi.y, xw[i][6] = hi.z, xw[i][7] = hi.w;
       }
 #pragma unroll
-      for (int r = 0; r < QM_WROWS / 2; r++) {
+      for (int r = 0; r < Q8X_WROWS / 2; r++) {
         const int64_t j = j0 + 2 * r;
         if (j >= n) break; /* j0 + 2 r grows with r */
         const uint32_t *blk = w32 + (j * nb + c0 + b) * block_words;
@@ -186,7 +189,7 @@ GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
       }
     }
 #pragma unroll
-    for (int r = 0; r < QM_WROWS / 2; r++) {
+    for (int r = 0; r < Q8X_WROWS / 2; r++) {
       /* The fold of the 16 lanes (every lane shuffles: j < n is per half,
        * the shuffles per group), then the chunk sum into y's sum. */
       for (int i = 0; i < MT; i++) {
@@ -197,7 +200,7 @@ GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
     }
   }
   if (hl == 0)
-    for (int r = 0; r < QM_WROWS / 2; r++)
+    for (int r = 0; r < Q8X_WROWS / 2; r++)
       for (int i = 0; i < MT; i++)
         if (j0 + 2 * r < n && i < xrows) y[(i0 + i) * n + j0 + 2 * r] = acc[r][i];
 }
@@ -208,12 +211,12 @@ template <int Bits>
 GK_DEV void gk_qmatmul_q8x(const float *x, const void *w, float *y, int64_t m,
                            int64_t n, int64_t k) {
   if (m <= 0 || n <= 0 || k < 0) return;
-  for (int64_t by = blockIdx.y; by * QM_COLS < n; by += gridDim.y)
+  for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
     for (int64_t bx = blockIdx.x; bx * Q8X_XROWS < m; bx += gridDim.x) {
       if (m == 1)
-        gk_q8x_tile<Bits, 1>(x, w, y, m, n, k, by * QM_COLS, 0);
+        gk_q8x_tile<Bits, 1>(x, w, y, m, n, k, by * Q8X_COLS, 0);
       else
-        gk_q8x_tile<Bits, Q8X_XROWS>(x, w, y, m, n, k, by * QM_COLS, bx * Q8X_XROWS);
+        gk_q8x_tile<Bits, Q8X_XROWS>(x, w, y, m, n, k, by * Q8X_COLS, bx * Q8X_XROWS);
     }
 }
 

@@ -51,13 +51,14 @@ for i in m["images"]:
     assert i["toolchain"].startswith("nvcc 13."), i
     # qmatmul images carry its int8-x twin and the int8 tensor-core pair,
     # which have their own launches, keyed by their names (the twin: a
-    # block takes 4 rows of x, qmatmul 8).
+    # block takes 4 rows of x by 64 of W, qmatmul 8 by 32).
     extra = ["qmatmul_q8x", "qmatmul_q8x_x", "qmatmul_q8x_mm"] if i["kernel"] == "qmatmul" else []
     assert i["entry"] == [i["kernel"]] + extra, i
     l = i["launch"]
     own = {e: l.pop(e) for e in extra}
     if extra:
-        assert l["grid"][0] == "m / 8" and own["qmatmul_q8x"]["grid"][0] == "m / 4", (l, own)
+        assert l["grid"][:2] == ["m / 8", "n / 32"], l
+        assert own["qmatmul_q8x"]["grid"][:2] == ["m / 4", "n / 64"], own
     for e, o in own.items():
         assert set(o) == {"block", "grid", "shared", "params"} and o["block"] == [256, 1, 1], (e, o)
     assert set(l) == {"block", "grid", "shared", "params"}, l
@@ -207,7 +208,7 @@ assert d["target"] == "sm_86" and d["limits"]["max_groups"] == [2147483647, 6553
 assert l["entry"] == "flash_attention" and l["grid"] == [5, 32, 1] and l["block"] == [128, 1, 1], l' "$T/stdout"
 run "$GK" probe "$ARCHIVE" --device cuda:sm_86 --launch qmatmul bits=4 m=1 n=11008 k=4096
 expect_status 0 "probe --launch qmatmul"
-expect_out "  qmatmul_q8x    grid 1 x 344 x 1, block 256 x 1 x 1, 0 bytes shared" "the int8-x twin's own row"
+expect_out "  qmatmul_q8x    grid 1 x 172 x 1, block 256 x 1 x 1, 0 bytes shared" "the int8-x twin's own row"
 expect_out "  qmatmul_q8x_mm grid 1 x 86 x 1, block 256 x 1 x 1, 0 bytes shared" "an entry's own launch"
 run "$GK" probe "$ARCHIVE" --device cuda:sm_86 --launch qmatmul bits=4 m=1 n=0 k=4096 rows=3
 expect_status 2 "probe --launch with a value that is no parameter"
