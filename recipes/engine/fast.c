@@ -125,7 +125,7 @@ static int buf_printf(buf *b, const char *fmt, ...) {
   return buf_add(b, small, (size_t)n);
 }
 
-/* Lua's join (engine/build.lua): rel against dir unless absolute. */
+/* Lua's join (engine/util.lua): rel against dir unless absolute. */
 static char *join(const char *dir, const char *rel) {
   char *s = NULL;
   if (rel[0] == '/') return strdup(rel);
