@@ -69,26 +69,65 @@ struct gk_qm_octet {
   enum {
     HALVES = Bits <= 2 ? 1 : Bits / 2, /* 1, 1, 2, 4 */
     PER_HALF = 8 / HALVES,             /* 8, 8, 4, 2 */
+    WORDS = Bits == 8 ? 2 : 1,         /* code words holding the octet */
   };
-  /* The octet's code bits as HALVES values, code 0 in the lowest bits. */
-  GK_DEV void load(const uint32_t *__restrict__ codes, int s, uint32_t *h) {
+  /* The code words of lane s's octet, from a block's code words. */
+  GK_DEV void fetch(const uint32_t *__restrict__ codes, int s, uint32_t *c) {
     if (Bits == 1) {
-      h[0] = codes[0] >> (8 * s);
+      c[0] = codes[0];
     } else if (Bits == 2) {
-      h[0] = codes[s >> 1] >> (16 * (s & 1));
+      c[0] = codes[s >> 1];
     } else if (Bits == 4) {
-      const uint32_t c = codes[s];
-      h[0] = c;
-      h[1] = c >> 16;
+      c[0] = codes[s];
     } else {
-      const uint32_t c0 = codes[2 * s], c1 = codes[2 * s + 1];
-      h[0] = c0;
-      h[1] = c0 >> 16;
-      h[2] = c1;
-      h[3] = c1 >> 16;
+      c[0] = codes[2 * s];
+      c[1] = codes[2 * s + 1];
+    }
+  }
+  /* Those words as HALVES values, code 0 in the lowest bits. */
+  GK_DEV void halves(const uint32_t *c, int s, uint32_t *h) {
+    if (Bits == 1) {
+      h[0] = c[0] >> (8 * s);
+    } else if (Bits == 2) {
+      h[0] = c[0] >> (16 * (s & 1));
+    } else if (Bits == 4) {
+      h[0] = c[0];
+      h[1] = c[0] >> 16;
+    } else {
+      h[0] = c[0];
+      h[1] = c[0] >> 16;
+      h[2] = c[1];
+      h[3] = c[1] >> 16;
     }
   }
 };
+
+/* What a lane reads of W in a step, as loaded: each row's block header
+ * (d, m as binary16) and the code words of its octet. */
+template <int Bits>
+struct gk_qm_words {
+  uint32_t head[QM_WROWS], c[QM_WROWS][gk_qm_octet<Bits>::WORDS];
+};
+
+/* Lane s's words of block b of row j of W. */
+template <int Bits>
+GK_DEV void gk_qm_fetch_row(const uint32_t *__restrict__ w32, int64_t j, int64_t nb, int64_t b,
+                            int s, gk_qm_words<Bits> &f, int r) {
+  const uint32_t *blk = w32 + (j * nb + b) * (GK_QBLOCK_BYTES(Bits) / 4);
+  f.head[r] = blk[0]; /* d in bytes 0-1, m in bytes 2-3 */
+  gk_qm_octet<Bits>::fetch(blk + 1, s, f.c[r]);
+}
+
+/* The same for rows j0 .. j0 + rows - 1. */
+template <int Bits>
+GK_DEV void gk_qm_fetch(const uint32_t *__restrict__ w32, int64_t j0, int rows, int64_t nb,
+                        int64_t b, int s, gk_qm_words<Bits> &f) {
+#pragma unroll
+  for (int r = 0; r < QM_WROWS; r++) {
+    if (r >= rows) break;
+    gk_qm_fetch_row<Bits>(w32, j0 + r, nb, b, s, f, r);
+  }
+}
 
 /* The code at bit p of half h, as a float, exactly (see the top): the
  * mask keeps it and drops every other bit; the exponent 150 - p (127 +
@@ -128,7 +167,6 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
   typedef gk_qm_octet<Bits> octet;
   const int lane = gk_lane(), s = lane % 4;
   const int64_t nb = k / GK_QBLOCK;
-  const int block_words = GK_QBLOCK_BYTES(Bits) / 4;
   const uint32_t *w32 = (const uint32_t *)w;
   int rows = QM_WROWS;
   if (j0 + rows > n) rows = (int)(n - j0);
@@ -139,18 +177,26 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
   for (int r = 0; r < QM_WROWS; r++)
     for (int i = 0; i < MT; i++) acc[r][i] = 0.0f;
 
-  for (int64_t b = lane / 4; b < nb; b += QM_STEP) {
+  /* m == 1 is bound by memory: the next step's words of W are loaded
+   * before this step's are decoded, so that a warp has two steps of W in
+   * flight, not one (16 warps an SM: ~20 KB, about what DRAM's latency
+   * times its bandwidth asks of an SM; x, read by every group, comes from
+   * L2). m > 1 is bound by issue, and spends the registers on rows of x. */
+  gk_qm_words<Bits> cur = {}, nxt = {};
+  const int64_t b0 = lane / 4;
+  if (MT == 1 && b0 < nb) gk_qm_fetch<Bits>(w32, j0, rows, nb, b0, s, cur);
+  for (int64_t b = b0; b < nb; b += QM_STEP) {
+    if (MT == 1 && b + QM_STEP < nb) gk_qm_fetch<Bits>(w32, j0, rows, nb, b + QM_STEP, s, nxt);
     /* This lane's octet of block b of each row of W, decoded. */
     float wv[QM_WROWS][8];
 #pragma unroll
     for (int r = 0; r < QM_WROWS; r++) {
       if (r >= rows) break;
-      const uint32_t *blk = w32 + ((j0 + r) * nb + b) * block_words;
-      const uint32_t head = blk[0]; /* d in bytes 0-1, m in bytes 2-3 */
+      if (MT > 1) gk_qm_fetch_row<Bits>(w32, j0 + r, nb, b, s, cur, r); /* row by row */
       uint32_t h[octet::HALVES];
-      octet::load(blk + 1, s, h);
-      gk_qm_weights<Bits>(h, gk_h2f((uint16_t)(head & 0xffffu)), gk_h2f((uint16_t)(head >> 16)),
-                          wv[r]);
+      octet::halves(cur.c[r], s, h);
+      gk_qm_weights<Bits>(h, gk_h2f((uint16_t)(cur.head[r] & 0xffffu)),
+                          gk_h2f((uint16_t)(cur.head[r] >> 16)), wv[r]);
     }
     /* Each row of x's 8 columns of the octet, against every row of W. */
 #pragma unroll
@@ -167,6 +213,7 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
         acc[r][i] = v;
       }
     }
+    if (MT == 1) cur = nxt;
   }
   /* Every lane reaches the butterflies: the bounds above are per group. */
 #pragma unroll
@@ -188,16 +235,21 @@ template <int Bits>
 GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m,
                        int64_t n, int64_t k) {
   if (m <= 0 || n <= 0 || k < 0) return;
+  /* m == 1 (decode) keeps one row of x: memory bound, its registers spent
+   * on loads in flight. Two loop nests, not one with a branch inside:
+   * ptxas then allocates each tile's registers on its own (in one nest,
+   * BITS 8 spilled where either alone fits). */
+  if (m == 1) {
+    for (int64_t by = blockIdx.y; by * QM_COLS < n; by += gridDim.y) {
+      const int64_t j0 = by * QM_COLS + (int64_t)gk_group() * QM_WROWS;
+      if (blockIdx.x == 0 && j0 < n) gk_qmatmul_tile<Bits, 1>(x, w, y, m, n, k, j0, 0);
+    }
+    return;
+  }
   for (int64_t by = blockIdx.y; by * QM_COLS < n; by += gridDim.y)
     for (int64_t bx = blockIdx.x; bx * QM_XROWS < m; bx += gridDim.x) {
       const int64_t j0 = by * QM_COLS + (int64_t)gk_group() * QM_WROWS;
-      if (j0 >= n) continue;
-      /* m == 1 (decode) keeps one row of x: memory bound, every register
-       * spent on loads in flight. */
-      if (m == 1)
-        gk_qmatmul_tile<Bits, 1>(x, w, y, m, n, k, j0, 0);
-      else
-        gk_qmatmul_tile<Bits, QM_XROWS>(x, w, y, m, n, k, j0, bx * QM_XROWS);
+      if (j0 < n) gk_qmatmul_tile<Bits, QM_XROWS>(x, w, y, m, n, k, j0, bx * QM_XROWS);
     }
 }
 
