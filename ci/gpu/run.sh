@@ -18,8 +18,9 @@
 #   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
 #   racecheck  the same under racecheck
 #   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1, bits=4), on
-#              flash_attention prefill and decode and on qmatmul_q8x_mm
-#              (m=512, bits=4) (ncu-*.txt)
+#              flash_attention prefill and decode, on qmatmul_q8x_mm
+#              (m=512, bits=4) and, where the wgmma step passed, on
+#              wgmma.gkfat's prefill (ncu-*.txt)
 #   vulkan     tests/backends/vulkan's test_vk_kernels on NVIDIA's Vulkan driver, with
 #              the loader unpacked from gpu-pack/debs
 # Each step has its own timeout and the run goes on past a failed one; all
@@ -28,7 +29,7 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
@@ -102,24 +103,30 @@ step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$arc
 # Nsight Compute on the first launch of each kernel the issues are about:
 # qmatmul and qmatmul_q8x at m = 1, BITS 4 (the warm-up launches),
 # flash_attention's causal prefill and its split decode at head_dim 128, and
-# the int8 tensor-core qmatmul_q8x_mm at m = 512, BITS 4; ncu
+# the int8 tensor-core qmatmul_q8x_mm at m = 512, BITS 4, and last, where
+# the wgmma step passed, the causal prefill of wgmma.gkfat (whether its 64
+# rows a block leave it bound by L2, docs/kernels.md); ncu
 # replays each launch once per section, with the clocks left as they are
 # (--clock-control none: the lent card is never reconfigured).
 OUTD=$out LIBS=$libs PACK=$pack ARCH=$archive
 export OUTD LIBS PACK ARCH
 # shellcheck disable=SC2016
-step ncu 150 sh -c 'prof() { # NAME KERNEL_REGEX COUNT FILTER
+step ncu 150 sh -c 'prof() { # NAME KERNEL_REGEX COUNT FILTER [ARCHIVE]
     ncu --clock-control none --launch-count "$3" --kernel-name "regex:$2" --section SpeedOfLight \
       --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section Occupancy \
       --section LaunchStats --section WarpStateStats -f -o "$OUTD/ncu-$1" \
-      env "$LIBS" "$PACK/bench/gk_bench_gpu" "$ARCH" --json "$OUTD/ncu-$1.json" --runs 1 \
+      env "$LIBS" "$PACK/bench/gk_bench_gpu" "${5:-$ARCH}" --json "$OUTD/ncu-$1.json" --runs 1 \
       --filter "$4" &&
     ncu --import "$OUTD/ncu-$1.ncu-rep" --page details >"$OUTD/ncu-$1.txt"
   }
   prof qmatmul "^qmatmul" 2 "qmatmul bits=4 m=1 " &&
   prof fa-prefill "^flash_attention" 1 "flash_attention prefill causal=1,dtype=f16,head_dim=128 " &&
   prof fa-decode "^flash_attention" 1 "flash_attention decode " &&
-  prof q8x-mm "^qmatmul_q8x_mm" 1 "qmatmul bits=4 m=512 "' \
+  prof q8x-mm "^qmatmul_q8x_mm" 1 "qmatmul bits=4 m=512 " &&
+  if grep -q "^wgmma: ok" "$OUTD/summary.txt"; then
+    prof fa-prefill-wgmma "^flash_attention" 1 "flash_attention prefill causal=1,dtype=f16,head_dim=128 " \
+      "$PACK/wgmma.gkfat"
+  fi' \
   sh
 vk=$out/vulkan-loader
 # shellcheck disable=SC2016
