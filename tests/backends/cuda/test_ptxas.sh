@@ -3,7 +3,7 @@
 # no GPU is needed to hear it. Every f16/bf16 variant of flash_attention
 # and paged_attention is compiled for sm_90a with the wgmma prefill
 # (-DGK_FA_WGMMA=1, fa_wgmma.cuh), and the default images of attention and
-# qmatmul (head_dim 128, BITS 1 and 4) for sm_75, sm_80 and sm_90a (there
+# qmatmul (head_dim 128; BITS 1, 4 and 8) for sm_75, sm_80 and sm_90a (there
 # the prefill keeps Q in shared memory, at 252-255 registers), as the
 # recipes' nvcc.lua does (-O3 -std=c++17); it fails on:
 # - C7520 "wgmma.mma_async instructions are serialized" (or any other
@@ -50,7 +50,7 @@ for a in sm_75 sm_80 sm_90a; do
   check $a flash_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DCAUSAL=0
   check $a paged_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DPAGE=64
   check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=64 -DPAGE=16
-  for b in 1 4; do check $a qmatmul -DBITS=$b; done
+  for b in 1 4 8; do check $a qmatmul -DBITS=$b; done
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n images (16 sm_90a wgmma attention, 21 default): no serialized wgmma, no compiler-inserted arrive, no spills"
+echo "ok: $n images (16 sm_90a wgmma attention, 24 default): no serialized wgmma, no compiler-inserted arrive, no spills"
