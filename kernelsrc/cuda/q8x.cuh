@@ -19,12 +19,12 @@
  * of QM_THREADS computes Q8X_COLS rows of W against Q8X_XROWS rows of x
  * (one when m == 1). Chunk by chunk, the block first rounds its rows of x
  * into shared memory (each thread one block of x at a time, with no
- * shuffle and no conversion instruction: gk_q8x_round_block), then each half
+ * shuffle and no conversion per element: gk_q8x_round_block), then each half
  * group (16 lanes: the 16 float lanes of the definition) takes 4 rows of W,
  * lane l its blocks l, l + 16, ... of the chunk, each block's x codes read
- * once for the 4 rows; the fold is 4 xor shuffles inside the half. x is rounded once per block of the grid, not
- * once per call: that reads x (m * k floats) n / Q8X_COLS times from L2,
- * against the n * k codes of W.
+ * once for the 4 rows; the fold is 4 xor shuffles inside the half. x is
+ * rounded once per block of the grid, not once per call: that reads x
+ * (m * k floats) n / Q8X_COLS times from L2, against the n * k codes of W.
  *
  * Integer products: a code word holds 32 / Bits codes; (word >> Bits*j) &
  * (mask in every byte) puts codes j, j + P, j + 2P, j + 3P (P = 8 / Bits)
@@ -56,16 +56,17 @@ GK_DEV int gk_q8x_pos(int t) {
 /* Rounds one block of x (32 floats at src, 16-byte aligned) by one thread:
  * its int8 codes into codes[0..7] (gk_q8x_pos order), dx and sb. The same
  * bits as the definition's per-block steps (see the top), with no shuffle
- * and no conversion instruction (a sixteenth of the FMA rate on sm_80 and
- * newer; x is rounded once per block of the grid, so this runs n / Q8X_COLS
- * times per element of x):
+ * and no conversion instruction per element (conversions issue at 16 a
+ * clock an SM: a quarter of the FMA rate on sm_80, an eighth on sm_90; x is
+ * rounded once per block of the grid, so this runs n / Q8X_COLS times per
+ * element of x):
  * - the max of |x| in column order (a max is exact in any order);
  * - rint by the float adder: p + 1.5 * 2^23 lies in [2^23, 2^24), where the
  *   float's unit is 1, so the sum rounds p to the nearest integer, ties to
  *   even, as rint does, and its low bits are 0x4b400000 + q: q's int8 byte
  *   is the low byte;
  * - the sum of the codes in integers (|sum| < 2^12: exact, as the float sum
- *   of the definition is). */
+ *   of the definition is), converted once. */
 template <int Bits>
 GK_DEV void gk_q8x_round_block(const float *__restrict__ src, uint32_t *codes, float *dx,
                                float *sb) {
@@ -138,10 +139,10 @@ GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
     __syncthreads(); /* the previous chunk's x is read */
     gk_q8x_round_x<Bits, MT>(x, k, i0, xrows, c0, cb, xq, dx, sb);
     __syncthreads();
-    /* Block b of the chunk for both of the half's rows of W: b's x codes
+    /* Block b of the chunk for all of the half's rows of W: b's x codes
      * are read from shared memory once (two 16-byte loads a row of x) for
-     * the two rows; each (row of W, row of x) still adds its blocks in
-     * order into its own part. */
+     * them; each (row of W, row of x) still adds its blocks in order into
+     * its own part. */
     float part[Q8X_WROWS / 2][MT];
     for (int r = 0; r < Q8X_WROWS / 2; r++)
       for (int i = 0; i < MT; i++) part[r][i] = 0.0f;
