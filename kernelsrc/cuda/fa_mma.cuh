@@ -278,8 +278,8 @@ GK_DEV void gk_fa_scores_mma(const uint16_t *k, const QA &qa, int nt0, float (*s
  * with sl > 0 (every real scale) takes the max of the raw scores, scaled
  * once (the same float as the max of the scaled ones: rounding is
  * monotonic), and each weight's exponent in one fma, as FlashAttention
- * does: 2 instructions a score fewer than scaling each (a multiply) and
- * exp2f's subnormal fix-up aside (gk_exp2).
+ * does: one instruction a score fewer than scaling each score (the
+ * multiply); gk_exp2 saves three more (exp2f's subnormal fix-up).
  */
 template <int Causal, int D, int NT>
 GK_DEV void gk_fa_softmax(float (*s)[4], int64_t kb, int64_t skv, int64_t sq,

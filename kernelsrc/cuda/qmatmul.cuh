@@ -240,9 +240,10 @@ GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m,
    * ptxas then allocates each tile's registers on its own (in one nest,
    * BITS 8 spilled where either alone fits). */
   if (m == 1) {
+    if (blockIdx.x != 0) return; /* the one tile of x is column 0's */
     for (int64_t by = blockIdx.y; by * QM_COLS < n; by += gridDim.y) {
       const int64_t j0 = by * QM_COLS + (int64_t)gk_group() * QM_WROWS;
-      if (blockIdx.x == 0 && j0 < n) gk_qmatmul_tile<Bits, 1>(x, w, y, m, n, k, j0, 0);
+      if (j0 < n) gk_qmatmul_tile<Bits, 1>(x, w, y, m, n, k, j0, 0);
     }
     return;
   }
