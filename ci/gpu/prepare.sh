@@ -7,12 +7,16 @@
 #                          images for $GK_GPU_TARGETS (default sm_80, sm_90,
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
-#   wgmma.gkfat, q16.gkfat the experiments: flash_attention, paged_attention
+#   wgmma.gkfat, wgmma2.gkfat, q16.gkfat
+#                          the experiments: flash_attention, paged_attention
 #                          and kv_append for sm_90a built with one more flag,
 #                          which run.sh tests and times beside gpu.gkfat's:
 #                          wgmma  -DGK_FA_WGMMA=1, the prefill on wgmma
 #                                 (kernelsrc/cuda/fa_wgmma.cuh), which no
 #                                 recipe turns on until a GPU has passed it
+#                          wgmma2 the same, flash_attention launched on
+#                                 blocks of 256 threads (grid sq / 128): two
+#                                 warpgroups a block share each K and V tile
 #                          q16    -DGK_FA_QSMEM=0, the head_dim-128 prefill
 #                                 of 16 rows a warp with Q in registers (the
 #                                 default before Q moved to shared memory)
@@ -32,7 +36,7 @@
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -64,7 +68,7 @@ fi
 
 # The experiments: for each, a copy of the recipes whose attention sections
 # add its flag, beside a link to kernelsrc so that their sources resolve.
-for e in wgmma:-DGK_FA_WGMMA=1 q16:-DGK_FA_QSMEM=0; do
+for e in wgmma:-DGK_FA_WGMMA=1 wgmma2:-DGK_FA_WGMMA=1 q16:-DGK_FA_QSMEM=0; do
   name=${e%%:*} flag=${e#*:}
   exp=$build/gpu-$name
   rm -rf "$exp" && mkdir -p "$exp"
@@ -76,6 +80,14 @@ for e in wgmma:-DGK_FA_WGMMA=1 q16:-DGK_FA_QSMEM=0; do
     grep -q -- "$flag" "$exp/recipes/$r.lua" ||
       { echo "ci/gpu/prepare.sh: could not add $flag to $r.lua" >&2; exit 1; }
   done
+  if [ "$name" = wgmma2 ]; then
+    sed -i 's|block  = { 128, 1, 1 },|block  = { 256, 1, 1 },|; s|"sq / 64 + skv|"sq / 128 + skv|' \
+      "$exp/recipes/flash_attention.lua"
+    if ! grep -q '"sq / 128 + skv' "$exp/recipes/flash_attention.lua" ||
+       ! grep -q 'block  = { 256, 1, 1 }' "$exp/recipes/flash_attention.lua"; then
+      echo "ci/gpu/prepare.sh: could not give flash_attention.lua blocks of 256" >&2; exit 1
+    fi
+  fi
   "$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel flash_attention \
     --kernel paged_attention --kernel kv_append --targets cuda=sm_90a \
     --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2

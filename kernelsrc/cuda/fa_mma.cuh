@@ -446,7 +446,7 @@ GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t 
                            const int64_t (*qpos)[2], float scale, gk_fa_state<D> *st) {
   typedef gk_fa_smem<D> S;
   const float sl = scale * 1.4426950408889634f;
-  __syncthreads(); /* the previous use of the stages is over */
+  gk_fa_sync(); /* the previous use of the stages is over */
   for (int i = 0; i < S::STAGES - 1; i++) {
     const int64_t k0 = kb + (int64_t)i * S::KEYS;
     if (k0 < ke) gk_fa_kv_copy<D>(sm.tile.k[i], sm.tile.v[i], S::KEYS, kv, hk, k0);
@@ -455,7 +455,7 @@ GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t 
   int stage = 0; /* tile j's: j mod STAGES */
   for (int64_t k0 = kb; k0 < ke; k0 += S::KEYS) {
     gk_cp_async_wait<S::STAGES - 2>(); /* this tile has landed */
-    __syncthreads();
+    gk_fa_sync();
     const int next = stage == 0 ? S::STAGES - 1 : stage - 1; /* tile j - 1's */
     const int64_t kn = k0 + (int64_t)(S::STAGES - 1) * S::KEYS;
     if (kn < ke) gk_fa_kv_copy<D>(sm.tile.k[next], sm.tile.v[next], S::KEYS, kv, hk, kn);
@@ -465,7 +465,7 @@ GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t 
                                            k0, kv.n, sq, qpos, sl, st);
     stage = stage == S::STAGES - 1 ? 0 : stage + 1;
   }
-  __syncthreads(); /* the stages are no longer read */
+  gk_fa_sync(); /* the stages are no longer read */
 }
 
 /* The fragment rows of this lane in a fragment of 16 query rows of head h
@@ -530,7 +530,7 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
   const int64_t qb = row0 + qs.r0 + gk_lane() / 4;
 #pragma unroll
   for (int m = 0; m < P::MT; m++) gk_fa_state_init<D>(st[m]);
-  __syncthreads(); /* the previous use of shared memory is over */
+  gk_fa_sync(); /* the previous use of shared memory is over */
   if (kend > 0) {
     /* Q's rows (zeros past sq) and K(0), one group. */
     for (int e = (int)threadIdx.x; e < P::ROWS * (D / 8); e += FA_THREADS) {
@@ -543,7 +543,7 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
   }
   for (int64_t k0 = 0; k0 < kend; k0 += S::KEYS) {
     gk_cp_async_wait<0>();
-    __syncthreads();
+    gk_fa_sync();
     gk_fa_kv_copy<D>(nullptr, sm.qs.v, S::KEYS, kv, hk, k0);
     gk_cp_async_commit();
     float s[P::MT][P::NT][4];
@@ -554,7 +554,7 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
       gk_fa_softmax<Causal, D, P::NT>(s[m], k0, skv, sq, qpos, sl, st[m]);
     }
     gk_cp_async_wait<0>();
-    __syncthreads();
+    gk_fa_sync();
     if (k0 + S::KEYS < kend) {
       gk_fa_kv_copy<D>(sm.qs.k, nullptr, S::KEYS, kv, hk, k0 + S::KEYS);
       gk_cp_async_commit();
@@ -662,7 +662,7 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
       sm.merge.o[w][fr][d * 8 + 2 * t + 1] = st.acc[d][2 * r + 1];
     }
   }
-  __syncthreads();
+  gk_fa_sync();
   float *slot = sp.n > 1 ? sp.slots + sp.i * GK_FA_SLOT(D) : nullptr;
   for (int fr = w; fr < nrows; fr += FA_GROUPS) { /* uniform over the group */
     float m = -INFINITY;
@@ -692,8 +692,8 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
 
   /* Count in; the last of the n merges them all. */
   gk_threadfence(); /* this thread's slot writes before the count */
-  __syncthreads();
-  if (!gk_block_any(threadIdx.x == 0 && atomicAdd(sp.count, 1u) == (unsigned)(sp.n - 1)))
+  gk_fa_sync();
+  if (!gk_fa_any(threadIdx.x == 0 && atomicAdd(sp.count, 1u) == (unsigned)(sp.n - 1)))
     return; /* uniform */
   gk_threadfence(); /* the others' slots after their counts */
   gk_fa_split_merge<D, H>(sp, o, hk, group, sq);

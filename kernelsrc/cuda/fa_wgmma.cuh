@@ -13,9 +13,15 @@
  * for each 16 columns of d, then O (64 x D) += P (64 x 16) V for each 16
  * keys, in tiles of WG_KEYS = 64 keys (D = 128) or 128 (D = 64), twice
  * the mma.sync path's: S is m64n64 or m64n128 a wgmma. The tensor cores
- * read K and V from shared memory once for the block, where mma.sync has
- * every warp read all of them through ldmatrix (the bound of the mma.sync
- * schedule at 16 rows a warp, docs/kernels.md).
+ * read K and V from shared memory once for the warpgroup, where mma.sync
+ * has every warp read all of them through ldmatrix (the bound of the
+ * mma.sync schedule at 16 rows a warp, docs/kernels.md).
+ *
+ * A block launched with 256 threads runs two warpgroups (FlashAttention-
+ * 3's 128 rows a block, 64 a warpgroup) over the same stages, so that a
+ * tile of K and V is read from L2 once for 128 query rows, half the bytes
+ * a flop of 64-row blocks; with 128 threads, one. The launch row says
+ * which (ci/gpu/prepare.sh builds both, for a GPU to time).
  *
  * The stages hold K and V as wgmma's core matrices without swizzle
  * (gk_fa_smem's `wg`): element (key n, d) at n / 8 * 8D + d / 8 * 64 +
@@ -35,14 +41,14 @@
 
 /* Starts copying keys [k0, k0 + WG_KEYS) of KV head hk of src (kv.k or
  * kv.v) into `stage` in the wgmma layout (zeros past kv.n), by the whole
- * block; the caller commits the group. Chunk e (16 bytes) lands at element
- * 8 e. */
-template <int D, class KV, typename T>
+ * block of NWG warpgroups; the caller commits the group. Chunk e (16
+ * bytes) lands at element 8 e. */
+template <int D, int NWG, class KV, typename T>
 GK_DEV void gk_fa_wg_load(uint16_t *stage, const T *src, const KV &kv, int64_t hk, int64_t k0) {
-  constexpr int KEYS = gk_fa_smem<D>::WG_KEYS;
-  static_assert(KEYS * (D / 8) % FA_THREADS == 0, "whole rounds of 16-byte chunks");
-  for (int i = 0; i < KEYS * (D / 8) / FA_THREADS; i++) { /* the same count everywhere */
-    const int e = i * FA_THREADS + (int)threadIdx.x;
+  constexpr int KEYS = gk_fa_smem<D>::WG_KEYS, THREADS = NWG * FA_THREADS;
+  static_assert(KEYS * (D / 8) % THREADS == 0, "whole rounds of 16-byte chunks");
+  for (int i = 0; i < KEYS * (D / 8) / THREADS; i++) { /* the same count everywhere */
+    const int e = i * THREADS + (int)threadIdx.x;
     const int r = 8 * (e / D) + e % 8, c = (e / 8) % (D / 8) * 8;
     const int64_t key = k0 + r;
     const bool in = key < kv.n;
@@ -50,13 +56,23 @@ GK_DEV void gk_fa_wg_load(uint16_t *stage, const T *src, const KV &kv, int64_t h
   }
 }
 
+/* The barrier of NWG warpgroups: the block's for two; for one, the first
+ * warpgroup's (gk_fa_sync), as the others of a larger block skip it. */
+template <int NWG>
+GK_DEV void gk_fa_wg_sync(void) {
+  if (NWG == 2)
+    __syncthreads();
+  else
+    gk_fa_sync();
+}
+
 /* This thread's copies of the groups that must have landed (all but the
- * newest n), made visible to the block and to the tensor cores. */
-template <int N>
+ * newest n), made visible to the NWG warpgroups and to the tensor cores. */
+template <int N, int NWG>
 GK_DEV void gk_fa_wg_landed(void) {
   gk_cp_async_wait<N>();
   gk_fence_proxy_async(); /* this thread's copies, for the tensor cores */
-  __syncthreads();
+  gk_fa_wg_sync<NWG>();
 }
 
 /* The scores of the WG_KEYS keys in K stage `ks`: S = Q K^T by D / 16
@@ -94,47 +110,57 @@ GK_DEV void gk_fa_wg_pv(const gk_fa_smem<D> &sm, const float (*s)[4], gk_fa_stat
   gk_wgmma_wait<0>();
 }
 
-/* Prefill as gk_fa_mma_prefill, on wgmma: query rows [row0, row0 +
- * FA_BLOCK_ROWS) of head h against kv, in tiles of WG_KEYS keys. K has two
- * stages, V one (48 KB in all): K of the next tile is copied while this one
- * is worked on; V of the next tile once P V has read this one, while the
- * next scores and softmax run. The cp.async groups of a thread, in order:
- * K0, V0, then K(j+1) at the start of step j and V(j+1) at its end (empty
- * past the last tile), so K(j) is in when 2 groups are left in flight and
- * V(j) when 1 is. */
-template <int Causal, int D, class H, class KV>
+/* Prefill as gk_fa_mma_prefill, on wgmma: query rows [row0, row0 + 64 NWG)
+ * of head h against kv, by NWG warpgroups (blocks of 128 NWG threads),
+ * warpgroup g rows row0 + 64 g .. + 63, in tiles of WG_KEYS keys that
+ * every warpgroup reads from the same stages: two warpgroups read each
+ * tile from L2 once for 128 rows, FlashAttention-3's block. K has two
+ * stages, V one (48 KB in all): K of the next tile is copied while this
+ * one is worked on; V of the next tile once P V has read this one, while
+ * the next scores and softmax run. The cp.async groups of a thread, in
+ * order: K0, V0, then K(j+1) at the start of step j and V(j+1) at its end
+ * (empty past the last tile), so K(j) is in when 2 groups are left in
+ * flight and V(j) when 1 is. Causal: the block copies the tiles that its
+ * last rows see; a warpgroup multiplies those its own rows see (a
+ * condition the same in its 4 warps, as wgmma requires) and takes part in
+ * every copy and barrier. */
+template <int Causal, int D, int NWG, class H, class KV>
 GK_DEV void gk_fa_wg_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                              int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
                              int64_t h, int64_t row0) {
   typedef gk_fa_smem<D> S;
   constexpr int KEYS = S::WG_KEYS;
   const int64_t hk = h / (n_heads / n_kv_heads), skv = kv.n;
+  const int64_t r0 = row0 + FA_BLOCK_ROWS * (gk_group() / 4); /* this warpgroup's rows */
   int64_t qpos[2], rows[2];
-  gk_fa_prefill_rows(h, sq, row0 + 16 * gk_group(), qpos, rows);
+  gk_fa_prefill_rows(h, sq, r0 + 16 * (gk_group() % 4), qpos, rows);
   uint32_t qa[D / 16][4];
   gk_fa_mma_q<D>(q, rows, qa);
   gk_fa_state<D> st;
   gk_fa_state_init<D>(st);
   const float sl = scale * 1.4426950408889634f;
-  const int64_t ke = gk_fa_kend(Causal, sq, skv, row0, FA_BLOCK_ROWS);
-  __syncthreads(); /* the previous use of the stages is over */
-  if (ke > 0) gk_fa_wg_load<D>(sm.wg.k[0], kv.k, kv, hk, 0);
+  const int64_t ke = gk_fa_kend(Causal, sq, skv, row0, NWG * FA_BLOCK_ROWS);
+  const int64_t mine = NWG == 1 ? ke : gk_fa_kend(Causal, sq, skv, r0, FA_BLOCK_ROWS);
+  gk_fa_wg_sync<NWG>(); /* the previous use of the stages is over */
+  if (ke > 0) gk_fa_wg_load<D, NWG>(sm.wg.k[0], kv.k, kv, hk, 0);
   gk_cp_async_commit();
-  if (ke > 0) gk_fa_wg_load<D>(sm.wg.v, kv.v, kv, hk, 0);
+  if (ke > 0) gk_fa_wg_load<D, NWG>(sm.wg.v, kv.v, kv, hk, 0);
   gk_cp_async_commit();
   for (int64_t k0 = 0, j = 0; k0 < ke; k0 += KEYS, j++) {
     const int ks = (int)(j & 1);
-    const bool next = k0 + KEYS < ke;
-    if (next) gk_fa_wg_load<D>(sm.wg.k[ks ^ 1], kv.k, kv, hk, k0 + KEYS);
+    const bool next = k0 + KEYS < ke, work = k0 < mine;
+    if (next) gk_fa_wg_load<D, NWG>(sm.wg.k[ks ^ 1], kv.k, kv, hk, k0 + KEYS);
     gk_cp_async_commit();
-    gk_fa_wg_landed<2>(); /* K(j) */
+    gk_fa_wg_landed<2, NWG>(); /* K(j) */
     float s[KEYS / 8][4];
-    gk_fa_wg_scores<D, H>(sm, ks, qa, s);
-    gk_fa_softmax<Causal, D, KEYS / 8>(s, k0, skv, sq, qpos, sl, st);
-    gk_fa_wg_landed<1>(); /* V(j) */
-    gk_fa_wg_pv<D, H>(sm, s, st);
-    __syncthreads(); /* every warp's wgmma has read K(j) and V(j) */
-    if (next) gk_fa_wg_load<D>(sm.wg.v, kv.v, kv, hk, k0 + KEYS);
+    if (work) {
+      gk_fa_wg_scores<D, H>(sm, ks, qa, s);
+      gk_fa_softmax<Causal, D, KEYS / 8>(s, k0, skv, sq, qpos, sl, st);
+    }
+    gk_fa_wg_landed<1, NWG>(); /* V(j) */
+    if (work) gk_fa_wg_pv<D, H>(sm, s, st);
+    gk_fa_wg_sync<NWG>(); /* every warp's wgmma has read K(j) and V(j) */
+    if (next) gk_fa_wg_load<D, NWG>(sm.wg.v, kv.v, kv, hk, k0 + KEYS);
     gk_cp_async_commit();
   }
   gk_fa_mma_store<D, H>(o, rows, st);

@@ -31,7 +31,7 @@ typedef gk_bf16 fa_dtype;
 #error "flash_attention.cu: DTYPE must be f16, bf16 or f32"
 #endif
 
-extern "C" GK_KERNEL void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS)
+extern "C" GK_KERNEL void __launch_bounds__(FA_MAX_THREADS, FA_MIN_BLOCKS)
 flash_attention(const void *q, const void *k, const void *v, void *o, int64_t n_heads,
                 int64_t n_kv_heads, int64_t sq, int64_t skv, float scale, void *ws,
                 int64_t ws_bytes) {

@@ -3,9 +3,9 @@
  * (docs/kernels.md), on GPUs. Template: causal mask, element type (gk_f32,
  * gk_f16 or gk_bf16: gk_gpu.cuh's tags), head dimension D (64 or 128).
  *
- * Launch: blocks of FA_THREADS threads, grid (ceil(sq / FA_BLOCK_ROWS),
- * n_heads), or smaller (blocks loop over the query blocks and heads it
- * leaves). Block (x, h) owns query block x of head h, rows
+ * Launch: blocks of FA_THREADS threads (or FA_MAX_THREADS, where an image
+ * takes more: below), grid (ceil(sq / FA_BLOCK_ROWS), n_heads), or
+ * smaller (blocks loop over the query blocks and heads it leaves). Block (x, h) owns query block x of head h, rows
  * [x*FA_BLOCK_ROWS, +FA_BLOCK_ROWS), counted from the end when causal (the
  * heaviest first). Causal (bottom-right aligned): query row i may see key
  * j <= i + skv - sq; key tiles past the last key any row of the block may
@@ -35,11 +35,25 @@
 #include "gk_gpu.cuh"
 
 #define FA_THREADS 128
+/* The largest block an image takes. The prefill on wgmma (fa_wgmma.cuh)
+ * runs a warpgroup a 128 threads of the block, up to two: an image that
+ * has it takes blocks of 256, where its launch row asks for them. Every
+ * other schedule (decode, the mma.sync prefill, the scalar path) is the
+ * first FA_THREADS threads' alone, whatever the block: the others skip it
+ * (gk_fa_walk), and its barriers are gk_fa_sync's, among FA_THREADS
+ * threads (a named barrier where blocks may be larger), so that they do
+ * not wait for the threads that skip. */
+#if GK_FA_WGMMA_ON || defined(GK_GPU_EMULATE)
+#define FA_MAX_THREADS 256
+#else
+#define FA_MAX_THREADS FA_THREADS
+#endif
 /* Blocks an SM should hold, __launch_bounds__'s second argument: 2 leaves
  * ptxas up to 255 registers a thread, where without it ptxas 13.0 kept
- * the sm_90a non-causal image at 168 and spilled (cuda.ptxas). HIP reads
- * the argument as waves per execution unit: 1 there. */
-#if defined(GK_GPU_NVIDIA)
+ * the sm_90a non-causal image at 168 and spilled (cuda.ptxas); blocks of
+ * 256 get 255 with 1. HIP reads the argument as waves per execution
+ * unit: 1 there. */
+#if defined(GK_GPU_NVIDIA) && FA_MAX_THREADS == FA_THREADS
 #define FA_MIN_BLOCKS 2
 #else
 #define FA_MIN_BLOCKS 1
@@ -49,6 +63,23 @@
 #define FA_ROWS 16                 /* query rows per pass, f32 path */
 #define FA_RPG (FA_ROWS / FA_GROUPS) /* query rows per group */
 #define FA_KEYS GK_GROUP           /* keys per tile: one per lane */
+
+/* The barrier of the first FA_THREADS threads, and whether pred holds in
+ * any of them (a barrier too). */
+GK_DEV void gk_fa_sync(void) {
+#if FA_MAX_THREADS > FA_THREADS
+  gk_bar_sync<1, FA_THREADS>();
+#else
+  __syncthreads();
+#endif
+}
+GK_DEV bool gk_fa_any(bool pred) {
+#if FA_MAX_THREADS > FA_THREADS
+  return gk_bar_any<1, FA_THREADS>(pred);
+#else
+  return gk_block_any(pred);
+#endif
+}
 
 /* Causal: the keys that query rows [row0, row0 + rows) may see are [0, kend). */
 GK_DEV int64_t gk_fa_kend(int Causal, int64_t sq, int64_t skv, int64_t row0, int rows) {
@@ -61,17 +92,24 @@ GK_DEV int64_t gk_fa_kend(int Causal, int64_t sq, int64_t skv, int64_t row0, int
 #include "fa_mma.cuh"
 #include "fa_wgmma.cuh"
 
-/* A prefill block on wgmma (H::wgmma) or on mma.sync. */
+/* A prefill block on wgmma (H::wgmma: nwg warpgroups) or on mma.sync.
+ * Over pages, one warpgroup: the table's addressing leaves no registers
+ * for a second instantiation in the same kernel (ptxas spills), and a
+ * paged prefill is the rarer case (decodes take gk_fa_mma_decode). */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                           int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale, int64_t h,
-                          int64_t row0, gk_bool<true>) {
-  gk_fa_wg_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, row0);
+                          int64_t row0, int nwg, gk_bool<true>) {
+  if (nwg == 2) /* uniform over the grid; never over pages */
+    gk_fa_wg_prefill<Causal, D, KV::paged ? 1 : 2, H>(sm, q, kv, o, n_heads, n_kv_heads, sq,
+                                                       scale, h, row0);
+  else
+    gk_fa_wg_prefill<Causal, D, 1, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, row0);
 }
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                           int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale, int64_t h,
-                          int64_t row0, gk_bool<false>) {
+                          int64_t row0, int, gk_bool<false>) {
   gk_fa_mma_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, row0,
                                   gk_bool<(bool)gk_fa_mma_shape<D, KV>::QSMEM>());
 }
@@ -94,7 +132,7 @@ GK_DEV void gk_fa_block(const typename Dt::elem *q, const KV &kv, typename Dt::e
 
   const int64_t kend = gk_fa_kend(Causal, sq, skv, row0, FA_ROWS);
 
-  __syncthreads(); /* the previous block's rows are no longer read */
+  gk_fa_sync(); /* the previous block's rows are no longer read */
   for (int e = tid; e < FA_ROWS * D; e += FA_THREADS) {
     const int r = e / D, c = e % D;
     const int64_t row = row0 + r;
@@ -109,7 +147,7 @@ GK_DEV void gk_fa_block(const typename Dt::elem *q, const KV &kv, typename Dt::e
   }
 
   for (int64_t k0 = 0; k0 < kend; k0 += FA_KEYS) {
-    __syncthreads(); /* the previous tile is no longer read */
+    gk_fa_sync(); /* the previous tile is no longer read */
     for (int e = tid; e < FA_KEYS * D; e += FA_THREADS) {
       const int r = e / D, c = e % D;
       const int64_t key = k0 + r;
@@ -118,7 +156,7 @@ GK_DEV void gk_fa_block(const typename Dt::elem *q, const KV &kv, typename Dt::e
       sk_t[r][c] = in ? Dt::load(kv.k[at]) : 0.0f;
       sv_t[r][c] = in ? Dt::load(kv.v[at]) : 0.0f;
     }
-    __syncthreads();
+    gk_fa_sync();
 
 #pragma unroll
     for (int rr = 0; rr < FA_RPG; rr++) {
@@ -209,6 +247,7 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
   typedef gk_fa_smem<D> S;
   __shared__ __attribute__((aligned(16))) gk_fa_smem<D> sm;
   if ((n_heads / n_kv_heads) * sq <= 16) {
+    if (threadIdx.x >= FA_THREADS) return; /* a decode is the first warpgroup's */
     const int64_t kend = gk_fa_kend(Causal, sq, kv.n, 0, (int)sq);
     const int64_t tiles = (kend + S::KEYS - 1) / S::KEYS;
     const int64_t per = FA_SPLIT_KEYS / S::KEYS; /* tiles a split takes at least */
@@ -230,12 +269,16 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
    * (block x takes query block nqb - 1 - x): the GPU starts blocks in
    * blockIdx order, and the light ones then fill the tail of the launch
    * instead of the heavy ones (FlashAttention's "longest first"). */
-  constexpr int R = H::wgmma ? FA_BLOCK_ROWS : gk_fa_mma_shape<D, KV>::ROWS; /* a block's rows */
+  /* wgmma: a warpgroup per 128 threads of the block, up to two (one over
+   * pages: gk_fa_prefill). */
+  const int nwg = H::wgmma && !KV::paged && blockDim.x >= 2 * FA_THREADS ? 2 : 1;
+  if ((int)threadIdx.x >= nwg * FA_THREADS) return; /* past the schedule's warpgroups */
+  const int R = H::wgmma ? nwg * FA_BLOCK_ROWS : (int)gk_fa_mma_shape<D, KV>::ROWS; /* a block's rows */
   const int64_t nqb = (sq + R - 1) / R;
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
     for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x) {
       const int64_t qb = Causal ? nqb - 1 - x : x;
-      gk_fa_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, qb * R,
+      gk_fa_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, qb * R, nwg,
                                   gk_bool<(bool)H::wgmma>());
     }
 }
@@ -244,6 +287,7 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
 template <int Causal, int D, class Dt, class KV>
 GK_DEV void gk_fa_walk_fma(const typename Dt::elem *q, const KV &kv, typename Dt::elem *o,
                            int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale) {
+  if (threadIdx.x >= FA_THREADS) return; /* the first warpgroup's */
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
     for (int64_t qb = blockIdx.x; qb * FA_BLOCK_ROWS < sq; qb += gridDim.x)
       for (int64_t r = qb * FA_BLOCK_ROWS; r < (qb + 1) * FA_BLOCK_ROWS && r < sq; r += FA_ROWS)

@@ -562,6 +562,42 @@ GK_DEV void gk_cp_async_wait(void) {
  * thread of the block reaches (__syncthreads_or; no shared variable). */
 GK_DEV bool gk_block_any(bool pred) { return __syncthreads_or(pred ? 1 : 0) != 0; }
 
+/* A barrier among Count threads of the block (Count a multiple of 32),
+ * for work that part of a block does while the rest of it is elsewhere:
+ * PTX's named barrier Id (1 .. 15; 0 is __syncthreads'), bar.sync Id,
+ * Count. gk_bar_any also says whether pred holds in any of them
+ * (bar.red.or). HIP has no named barrier: there the block must be the
+ * Count threads (its launches are the cuda rows', which never exceed
+ * them where these are used), and these are __syncthreads. */
+template <int Id, int Count>
+GK_DEV void gk_bar_sync(void) {
+  static_assert(Id >= 1 && Id <= 15 && Count % 32 == 0, "a named barrier, whole groups");
+#if defined(GK_GPU_NVIDIA)
+  asm volatile("bar.sync %0, %1;" ::"n"(Id), "n"(Count) : "memory");
+#elif defined(GK_GPU_EMULATE)
+  gk_emu_bar_sync(Id, Count);
+#else
+  __syncthreads();
+#endif
+}
+template <int Id, int Count>
+GK_DEV bool gk_bar_any(bool pred) {
+  static_assert(Id >= 1 && Id <= 15 && Count % 32 == 0, "a named barrier, whole groups");
+#if defined(GK_GPU_NVIDIA)
+  unsigned r;
+  asm volatile("{\n\t.reg .pred p, q;\n\tsetp.ne.u32 p, %1, 0;\n\t"
+               "bar.red.or.pred q, %2, %3, p;\n\tselp.u32 %0, 1, 0, q;\n\t}"
+               : "=r"(r)
+               : "r"(pred ? 1u : 0u), "n"(Id), "n"(Count)
+               : "memory");
+  return r != 0;
+#elif defined(GK_GPU_EMULATE)
+  return gk_emu_bar_or(Id, Count, pred ? 1 : 0) != 0;
+#else
+  return __syncthreads_or(pred ? 1 : 0) != 0;
+#endif
+}
+
 /* A float rounded to the nearest integer, ties to even (|v| < 2^31). */
 GK_DEV int gk_rint(float v) {
 #if defined(GK_GPU_NVIDIA)

@@ -30,7 +30,7 @@ typedef gk_bf16 pa_dtype;
 #error "paged_attention.cu: DTYPE must be f16, bf16 or f32"
 #endif
 
-extern "C" GK_KERNEL void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS)
+extern "C" GK_KERNEL void __launch_bounds__(FA_MAX_THREADS, FA_MIN_BLOCKS)
 paged_attention(const void *q, const void *k_pool, const void *v_pool,
                 const int32_t *block_table, const int32_t *seq_lens, void *o, int64_t n_seqs,
                 int64_t n_heads, int64_t n_kv_heads, int64_t sq, int64_t max_pages,

@@ -61,7 +61,7 @@ GK_DEV void gk_paged_attention(const void *q, const void *k_pool, const void *v_
       const T nan = Dt::store(gk_q_f32_from_bits(0x7fc00000u));
       const int64_t nb = (int64_t)gridDim.x * gridDim.y;
       const int64_t b = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
-      for (int64_t e = b * FA_THREADS + threadIdx.x; e < rows; e += nb * FA_THREADS)
+      for (int64_t e = b * blockDim.x + threadIdx.x; e < rows; e += nb * blockDim.x)
         os[e] = nan; /* f32 0x7fc00000, f16 0x7e00, bf16 0x7fc0 */
       continue;
     }

@@ -122,10 +122,13 @@ static void trampoline(void *f) {
  * checking the row's parameter list against `params` (docs/kernels.md's
  * signature). With `small`, each grid count is cut to at most 2 (x) and 1
  * (y, z), as a device limit would clamp it: the blocks must loop over the
- * rest (docs/kernels.md, "Launching on GPUs"). */
+ * rest (docs/kernels.md, "Launching on GPUs"). `threads`, where not 0, is the
+ * block's size instead of the row's (the attention kernels' wgmma image,
+ * which takes blocks of 128 or 256). */
 template <class F>
 static bool run(const char *what, const launch &L, const std::vector<std::string> &params,
-                const std::map<std::string, long long> &vars, F body, bool small = false) {
+                const std::map<std::string, long long> &vars, F body, bool small = false,
+                unsigned threads = 0) {
   static const char *const types[] = {"?", "ptr", "i64", "i32", "f32"};
   std::vector<std::string> got;
   std::vector<gk_arg> args;
@@ -153,6 +156,7 @@ static bool run(const char *what, const launch &L, const std::vector<std::string
   CHECK(d.block[1] == 1 && d.block[2] == 1 && d.block[0] % GK_GROUP == 0 && d.block[0] <= 1024,
         "%s: block %u x %u x %u", what, d.block[0], d.block[1], d.block[2]);
   gk_emu_dim3 grid = {d.grid[0], d.grid[1], d.grid[2]}, block = {d.block[0], d.block[1], d.block[2]};
+  if (threads) block.x = threads;
   unsigned *g[3] = {&grid.x, &grid.y, &grid.z};
   for (int k = 0; small && k < 3; k++)
     if (*g[k] > (k ? 1u : 2u)) *g[k] = k ? 1u : 2u;
@@ -467,8 +471,9 @@ struct bf16_wg : gk_bf16 {
 };
 
 /* Calls f(Dt(), C, D) with the element tag of dtype dt on `path` (0: the
- * default, 1: sm_75's scalar path, 2: wgmma) and the compile-time causal
- * flag and head_dim (std::integral_constant). */
+ * default, 1: sm_75's scalar path, 2: wgmma, 3: wgmma on blocks of 256
+ * threads, f32 as ever) and the compile-time causal flag and head_dim
+ * (std::integral_constant). */
 template <class F>
 static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
   auto dims = [&](auto t) {
@@ -481,9 +486,9 @@ static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
       causal ? f(t, c1(), integral_constant<int, 128>()) : f(t, c0(), integral_constant<int, 128>());
   };
   if (dt == KREF_F16)
-    path == 2 ? dims(f16_wg()) : dims(gk_f16());
+    path >= 2 ? dims(f16_wg()) : dims(gk_f16());
   else if (dt == KREF_BF16)
-    path == 2 ? dims(bf16_wg()) : path == 1 ? dims(bf16_fma()) : dims(gk_bf16());
+    path >= 2 ? dims(bf16_wg()) : path == 1 ? dims(bf16_fma()) : dims(gk_bf16());
   else
     dims(gk_f32());
 }
@@ -532,13 +537,15 @@ static void check_attention(void) {
   check_banks("before flash_attention");
   for (int causal = 0; causal <= 1; causal++)
     for (kref_dtype dt : KREF_DTYPES)
-      for (int path : {0, 1, 2})
+      for (int path : {0, 1, 2, 3})
       for (int d : {64, 128}) {
         /* Path 0: the default. 1: bf16 on the scalar path that sm_75's
          * image runs (no bf16 mma on Turing). 2: f16 and bf16 prefill on
-         * wgmma. */
-        const bool fma = path == 1, wg = path == 2;
-        if ((fma && dt != KREF_BF16) || (wg && dt == KREF_F32)) continue;
+         * wgmma. 3: the same image on blocks of 256 threads: a prefill's
+         * two warpgroups share each tile, everything else is the first
+         * warpgroup's while the second skips it (f32's scalar path too). */
+        const bool fma = path == 1, wg = path >= 2, wide = path == 3;
+        if ((fma && dt != KREF_BF16) || (path == 2 && dt == KREF_F32)) continue;
         if (quick && path != 0 && d != 64) continue;
         char variant[64];
         snprintf(variant, sizeof variant, "causal=%d,dtype=%s,head_dim=%d", causal,
@@ -546,8 +553,9 @@ static void check_attention(void) {
         launch L;
         if (!read_launch("flash_attention", variant, &L)) continue;
         for (const shape &s : shapes) {
-          /* A decode never takes the prefill on wgmma. */
-          if (wg && s.h / s.hk * s.sq <= 16) continue;
+          /* A decode never takes the prefill on wgmma; blocks of 256 take
+           * it on the first warpgroup. */
+          if (path == 2 && s.h / s.hk * s.sq <= 16) continue;
           if (quick && !in_quick[&s - shapes]) continue;
           if (s.one && (dt != KREF_F16 || d != 128 || causal || path != 0)) continue;
           const size_t es = kref_dtype_size(dt), qn = (size_t)(s.h * s.sq * d),
@@ -564,7 +572,7 @@ static void check_attention(void) {
                               s.hk, s.sq, s.skv, scale);
           char what[160];
           snprintf(what, sizeof what, "flash_attention %s%s h=%lld kvh=%lld sq=%lld skv=%lld",
-                   variant, fma ? " (sm_75's scalar path)" : wg ? " (wgmma)" : "", s.h, s.hk,
+                   variant, fma ? " (sm_75's scalar path)" : wide ? " (256 threads)" : wg ? " (wgmma)" : "", s.h, s.hk,
                    s.sq, s.skv);
           const void *qp = q.data(), *kp = k.data(), *vp = v.data();
           void *op = o.data();
@@ -580,7 +588,8 @@ static void check_attention(void) {
           };
           const std::map<std::string, long long> vars = {
               {"n_heads", s.h}, {"n_kv_heads", s.hk}, {"sq", s.sq}, {"skv", s.skv}};
-          if (!run(what, L, params, vars, body)) continue;
+          const unsigned threads = wide ? 256 : 0;
+          if (!run(what, L, params, vars, body, false, threads)) continue;
           /* kref's error model; f16 and bf16 run on tensor cores, with p
            * rounded to their type. */
           const bool mma = dt != KREF_F32 && !fma;
@@ -592,7 +601,7 @@ static void check_attention(void) {
           const bool split = mma && s.h / s.hk * s.sq <= 16 && s.skv > 256;
           fa_workspace_check(what, wsv, s.hk, split);
           std::vector<unsigned char> full = o;
-          if (!quick) run(what, L, params, vars, body, true);
+          if (!quick) run(what, L, params, vars, body, true, threads);
           if (o != full) {
             printf("FAIL: %s: a clamped grid gives other results\n", what);
             failures++;
@@ -623,7 +632,7 @@ static void check_attention(void) {
       }
   check_banks("flash_attention");
   SECTION_OK(before, "ok: flash_attention 12 variants (bf16 also on sm_75's path, f16 and bf16 "
-                     "also on wgmma) x %zu shapes%s\n",
+                     "also on wgmma, and all on blocks of 256) x %zu shapes%s\n",
              sizeof shapes / sizeof shapes[0], quick ? " (GK_EMU_QUICK: 6 of them, once)" : "");
 }
 
@@ -680,10 +689,12 @@ static void check_paged(void) {
        {KREF_PAGED_OK, KREF_PAGED_OK, KREF_PAGED_PAGE_PAST_POOL}},
   };
   for (kref_dtype dt : KREF_DTYPES)
-    for (int wg : {0, 1}) /* the prefill on wgmma (f16_wg) too */
+    for (int path : {0, 1, 2}) /* the prefill on wgmma (f16_wg) too, on 128 or 256 threads */
     for (int d : {64, 128})
       for (int page : {16, 64}) {
-        if (wg && dt == KREF_F32) continue;
+        const bool wg = path >= 1, wide = path == 2;
+        if (path == 1 && dt == KREF_F32) continue;
+        if (wide && page == 16) continue;
         char variant[64];
         snprintf(variant, sizeof variant, "dtype=%s,head_dim=%d,page=%d", kref_dtype_name(dt),
                  d, page);
@@ -692,8 +703,9 @@ static void check_paged(void) {
             !read_launch("kv_append", variant, &Lk))
           continue;
         for (const pcase &c : cases) {
-          /* wgmma is the prefill's: its batch, on one page size. */
-          if (wg && (page == 16 || c.h / c.hk * c.sq <= 16)) continue;
+          /* wgmma is the prefill's: its batch, on one page size; on blocks
+           * of 256 both batches (a decode is the first warpgroup's). */
+          if (path == 1 && (page == 16 || c.h / c.hk * c.sq <= 16)) continue;
           qref_rng r;
           qref_seed(&r, 4242 + c.sq + d + page);
           int32_t lens[4];
@@ -734,7 +746,7 @@ static void check_paged(void) {
           }
           /* paged_attention on the appended pools. */
           snprintf(what, sizeof what, "paged_attention %s%s n_seqs=%lld h=%lld kvh=%lld sq=%lld",
-                   variant, wg ? " (wgmma)" : "", c.n_seqs, c.h, c.hk, c.sq);
+                   variant, wide ? " (256 threads)" : wg ? " (wgmma)" : "", c.n_seqs, c.h, c.hk, c.sq);
           const float scale = (float)(1.0 / sqrt((double)d));
           ref_paged_attention(dt, d, page, q.data(), kp.data(), vp.data(), table, lens,
                               want.data(), c.n_seqs, c.h, c.hk, c.sq, max_pages, n_pages, scale);
@@ -753,7 +765,7 @@ static void check_paged(void) {
           const std::map<std::string, long long> pa_vars = {
               {"n_seqs", c.n_seqs}, {"n_heads", c.h}, {"n_kv_heads", c.hk}, {"sq", c.sq},
               {"max_pages", max_pages}, {"ws_bytes", ws_bytes}};
-          if (run(what, Lp, pa_params, pa_vars, attend)) {
+          if (run(what, Lp, pa_params, pa_vars, attend, false, wide ? 256 : 0)) {
             /* f16 and bf16 decodes over more than 256 keys split across
              * blocks. */
             const bool mma = dt != KREF_F32;
@@ -1013,6 +1025,33 @@ static void banks(void) {
   }
 }
 
+/* Named barriers (gk_bar_sync, gk_bar_any): threads 0 .. 31 meet at
+ * barrier 1 (count 32) while 32 .. 63 take barrier 2 twice and vote, so a
+ * barrier waits for its count, not for the block; then all meet at
+ * __syncthreads. A count that disagrees with the waiting threads' fails. */
+static int named_seen[64], named_votes[64][2];
+static void named_barriers(void) {
+  static int flag[2];
+  const unsigned t = threadIdx.x;
+  if (t < 32) {
+    if (t == 0) flag[0] = 1;
+    gk_bar_sync<1, 32>();
+    named_seen[t] = flag[0];
+  } else {
+    if (t == 40) flag[1] = 7;
+    named_votes[t][0] = gk_bar_any<2, 32>(t == 63);
+    named_votes[t][1] = gk_bar_any<2, 32>(false);
+    named_seen[t] = flag[1];
+  }
+  __syncthreads();
+}
+static void named_mismatch(void) {
+  if (threadIdx.x < 32)
+    gk_bar_sync<1, 64>();
+  else
+    gk_bar_sync<1, 32>();
+}
+
 /* A cp.async to an address the GPU would fault on. */
 static void misaligned_copy(void) {
   __shared__ __attribute__((aligned(16))) uint32_t st[64][5];
@@ -1025,13 +1064,22 @@ static void misaligned_copy(void) {
 static void check_emulator(void) {
   const int before = failures;
   gk_emu_dim3 g = {1, 1, 1}, b = {64, 1, 1};
-  printf("(two deadlocks and a misaligned copy on purpose:)\n");
+  printf("(two deadlocks, a misaligned copy and a named barrier of two counts on purpose:)\n");
   CHECK(gk_emu_launch(g, b, [](void *) { misaligned_copy(); }, NULL) == -1,
         "emulator: a cp.async of 16 bytes to a 4-byte-aligned address passed");
   CHECK(gk_emu_launch(g, b, [](void *) { divergent_barrier(); }, NULL) == -1,
         "emulator: a __syncthreads reached by half the block passed");
   CHECK(gk_emu_launch(g, b, [](void *) { early_return(); }, NULL) == -1,
         "emulator: a __syncthreads after a thread returned passed");
+  CHECK(gk_emu_launch(g, b, [](void *) { named_mismatch(); }, NULL) == -1,
+        "emulator: a named barrier reached with two counts passed");
+  CHECK(gk_emu_launch(g, b, [](void *) { named_barriers(); }, NULL) == 0,
+        "emulator: named barriers");
+  for (int t = 0; t < 64; t++)
+    CHECK(named_seen[t] == (t < 32 ? 1 : 7) &&
+              (t < 32 || (named_votes[t][0] == 1 && named_votes[t][1] == 0)),
+          "emulator: thread %d past its named barrier saw %d (votes %d %d)", t, named_seen[t],
+          named_votes[t][0], named_votes[t][1]);
   CHECK(gk_emu_launch(g, b, [](void *) { shuffle(); }, NULL) == 0, "emulator: shuffles");
   for (int t = 0; t < 64; t++)
     CHECK(shuffled[t] == (t ^ 1) + 1000 * (t / 32 * 32 + 31), "emulator: shuffle of thread %d", t);
@@ -1051,8 +1099,8 @@ static void check_emulator(void) {
         "emulator: ldmatrix bank conflicts counted %llu and %llu, want 0 and 28", bank_extra[0],
         bank_extra[1]);
   SECTION_OK(before, "ok: the emulator stops at divergent barriers and misaligned copies, "
-                     "shuffles by group, lands cp.async at its wait, votes and counts ldmatrix's "
-                     "bank conflicts\n");
+                     "shuffles by group, lands cp.async at its wait, votes, waits at a named "
+                     "barrier for its count and counts ldmatrix's bank conflicts\n");
 }
 
 /* tests/gpu's wgmma probe (one wgmma per shape, D against A B, which

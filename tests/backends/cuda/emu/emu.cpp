@@ -6,7 +6,8 @@
  * switch: the attention checks, which switch fibers at every shuffle of
  * the mma twins, spent 90% of their time there (perf). A
  * fiber runs until it reaches a barrier (__syncthreads: every thread of the
- * block; a shuffle: every thread of its group of 32), then the next one
+ * block; a named barrier: its count of threads; a shuffle: every thread of
+ * its group of 32), then the next one
  * runs. When every live fiber waits and no barrier can open, the kernel is
  * wrong (a barrier inside divergent code, or a thread that returned before
  * a barrier others wait at): the launch stops and says where.
@@ -42,7 +43,7 @@ gk_emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 namespace {
 
-enum wait_kind { RUNNING, AT_BLOCK_BARRIER, AT_GROUP_BARRIER, DONE };
+enum wait_kind { RUNNING, AT_BLOCK_BARRIER, AT_NAMED_BARRIER, AT_GROUP_BARRIER, DONE };
 
 /* A cp.async in flight: its bytes, where they go, and the number of the
  * thread's commit group it belongs to. */
@@ -58,6 +59,7 @@ struct fiber {
   char *stack;
   wait_kind wait;
   unsigned gen; /* the barrier generation it waits to see pass */
+  int bar;      /* AT_NAMED_BARRIER: which */
   std::vector<async_copy> copies; /* in flight, in issue order */
   unsigned committed;             /* groups committed so far */
 };
@@ -65,6 +67,14 @@ struct fiber {
 /* 256 KB each: the bodies keep small arrays on the stack. */
 const size_t STACK = 256 * 1024;
 const int GROUP = 32;
+const int NAMED = 16; /* named barriers a block: bar.sync's 0 .. 15 */
+
+/* A named barrier: the threads it waits for while some have arrived, and
+ * the __syncthreads_or-like vote of each generation. */
+struct named_barrier {
+  unsigned gen, arrived, count;
+  int vote[2];
+};
 
 /* Boost.Context's stack allocator concept, over the stack a fiber already
  * has (allocated once per launch, reused by every block). */
@@ -84,6 +94,7 @@ struct block_state {
   int cur;
   unsigned block_gen, block_arrived;
   int vote[2]; /* __syncthreads_or of generation g, in vote[g & 1] */
+  named_barrier named[NAMED];
   std::vector<unsigned> group_gen, group_arrived;
   std::vector<uint64_t> slots; /* one shuffle value per thread */
   std::vector<uintptr_t> rows; /* one ldmatrix row address per thread */
@@ -141,6 +152,7 @@ ctx::fiber fiber_main(ctx::fiber &&sched) {
 const char *kind_name(wait_kind w) {
   switch (w) {
   case AT_BLOCK_BARRIER: return "__syncthreads";
+  case AT_NAMED_BARRIER: return "a named barrier (bar.sync)";
   case AT_GROUP_BARRIER: return "a group shuffle";
   case DONE: return "returned";
   default: return "running";
@@ -170,6 +182,46 @@ int gk_emu_syncthreads_or(int pred) {
   if (pred) S->vote[g & 1] = 1;
   gk_emu_syncthreads();
   return S->vote[g & 1];
+}
+
+void gk_emu_bar_sync(int id, int count) {
+  fiber &f = S->fibers[S->cur];
+  if (id < 1 || id >= NAMED || count <= 0 || count % GROUP != 0 ||
+      count > (int)S->fibers.size()) {
+    if (!S->failed)
+      fprintf(stdout, "emulator: bar.sync %d, %d in block (%u, %u, %u) thread %d: the id must be "
+              "1 .. %d and the count a multiple of %d up to the block's %zu threads\n", id, count,
+              blockIdx.x, blockIdx.y, blockIdx.z, S->cur, NAMED - 1, GROUP, S->fibers.size());
+    S->failed = true;
+    return;
+  }
+  named_barrier &b = S->named[id];
+  if (b.arrived == 0) {
+    b.count = (unsigned)count;
+  } else if (b.count != (unsigned)count) {
+    if (!S->failed)
+      fprintf(stdout, "emulator: bar.sync %d, %d in block (%u, %u, %u) thread %d while %u threads "
+              "wait at it for %u\n", id, count, blockIdx.x, blockIdx.y, blockIdx.z, S->cur,
+              b.arrived, b.count);
+    S->failed = true;
+  }
+  if (++b.arrived == b.count) {
+    b.arrived = 0;
+    b.vote[(b.gen + 1) & 1] = 0;
+    b.gen++;
+    return;
+  }
+  f.wait = AT_NAMED_BARRIER;
+  f.bar = id;
+  f.gen = b.gen;
+  yield_to_scheduler();
+}
+
+int gk_emu_bar_or(int id, int count, int pred) {
+  const unsigned g = id >= 1 && id < NAMED ? S->named[id].gen : 0;
+  if (pred && id >= 1 && id < NAMED) S->named[id].vote[g & 1] = 1;
+  gk_emu_bar_sync(id, count);
+  return id >= 1 && id < NAMED ? S->named[id].vote[g & 1] : 0;
 }
 
 /* An address the hardware would fault on (a misaligned cp.async or
@@ -258,6 +310,7 @@ static bool runnable(const fiber &f, int i) {
   switch (f.wait) {
   case RUNNING: return true;
   case AT_BLOCK_BARRIER: return S->block_gen != f.gen;
+  case AT_NAMED_BARRIER: return S->named[f.bar].gen != f.gen;
   case AT_GROUP_BARRIER: return S->group_gen[i / GROUP] != f.gen;
   default: return false;
   }
@@ -288,6 +341,7 @@ static int run_block(block_state &st) {
   for (size_t i = 0; i < n; i++) make_fiber(st.fibers[i]);
   st.block_gen = st.block_arrived = 0;
   st.vote[0] = st.vote[1] = 0;
+  for (named_barrier &b : st.named) b = named_barrier{0, 0, 0, {0, 0}};
   for (size_t g = 0; g < st.group_gen.size(); g++) st.group_gen[g] = st.group_arrived[g] = 0;
   for (;;) {
     bool ran = false, live = false;
