@@ -7,7 +7,7 @@
 #                          images for $GK_GPU_TARGETS (default sm_80, sm_90,
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
-#   wgmma.gkfat, wgmma2.gkfat, q16.gkfat
+#   wgmma.gkfat, wgmma2.gkfat, wgmma3.gkfat, q16.gkfat
 #                          the experiments: flash_attention, paged_attention
 #                          and kv_append for sm_90a built with one more flag,
 #                          which run.sh tests and times beside gpu.gkfat's:
@@ -17,6 +17,10 @@
 #                          wgmma2 the same, flash_attention launched on
 #                                 blocks of 256 threads (grid sq / 128): two
 #                                 warpgroups a block share each K and V tile
+#                          wgmma3 flash_attention -DGK_FA_WGMMA=2 on blocks of
+#                                 384: the two fed by a producer warpgroup
+#                                 (warp specialization, setmaxnreg); its
+#                                 paged_attention is wgmma's
 #                          q16    -DGK_FA_QSMEM=0, the head_dim-128 prefill
 #                                 of 16 rows a warp with Q in registers (the
 #                                 default before Q moved to shared memory)
@@ -36,7 +40,7 @@
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -66,26 +70,35 @@ fi
   --cache "${cache:-$build/test-cache}" --out "$build/gpu-pack-images" >&2
 "$build/gk" pack "$build/gpu-pack-images" -o "$pack/gpu.gkfat" >&2
 
-# The experiments: for each, a copy of the recipes whose attention sections
-# add its flag, beside a link to kernelsrc so that their sources resolve.
-for e in wgmma:-DGK_FA_WGMMA=1 wgmma2:-DGK_FA_WGMMA=1 q16:-DGK_FA_QSMEM=0; do
-  name=${e%%:*} flag=${e#*:}
+# The experiments, NAME:FLASH_FLAG:PAGED_FLAG:BLOCK: for each, a copy of the
+# recipes whose flash_attention and paged_attention sections add their
+# flag and, where BLOCK is given, flash_attention's launch takes blocks of
+# BLOCK threads and query blocks of 128 rows; beside a link to kernelsrc so
+# that their sources resolve.
+for e in wgmma:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1: \
+         wgmma2:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:256 \
+         wgmma3:-DGK_FA_WGMMA=2:-DGK_FA_WGMMA=1:384 \
+         q16:-DGK_FA_QSMEM=0:-DGK_FA_QSMEM=0:; do
+  name=${e%%:*} rest=${e#*:}
+  fflag=${rest%%:*} rest=${rest#*:}
+  pflag=${rest%%:*} block=${rest#*:}
   exp=$build/gpu-$name
   rm -rf "$exp" && mkdir -p "$exp"
   cp -R "$root/recipes" "$exp/recipes"
   ln -s "$root/kernelsrc" "$exp/kernelsrc"
-  for r in flash_attention paged_attention; do
-    sed -i "s|^\( *\)source  = \"../kernelsrc/cuda/$r.cu\",|&\n\1flags   = { \"$flag\" },|" \
+  for rf in "flash_attention:$fflag" "paged_attention:$pflag"; do
+    r=${rf%%:*} flag=${rf#*:}
+    sed -i "s|^\\( *\\)source  = \"../kernelsrc/cuda/$r.cu\",|&\\n\\1flags   = { \"$flag\" },|" \
       "$exp/recipes/$r.lua"
     grep -q -- "$flag" "$exp/recipes/$r.lua" ||
       { echo "ci/gpu/prepare.sh: could not add $flag to $r.lua" >&2; exit 1; }
   done
-  if [ "$name" = wgmma2 ]; then
-    sed -i 's|block  = { 128, 1, 1 },|block  = { 256, 1, 1 },|; s|"sq / 64 + skv|"sq / 128 + skv|' \
+  if [ -n "$block" ]; then
+    sed -i "s|block  = { 128, 1, 1 },|block  = { $block, 1, 1 },|; s|\"sq / 64 + skv|\"sq / 128 + skv|" \
       "$exp/recipes/flash_attention.lua"
     if ! grep -q '"sq / 128 + skv' "$exp/recipes/flash_attention.lua" ||
-       ! grep -q 'block  = { 256, 1, 1 }' "$exp/recipes/flash_attention.lua"; then
-      echo "ci/gpu/prepare.sh: could not give flash_attention.lua blocks of 256" >&2; exit 1
+       ! grep -q "block  = { $block, 1, 1 }" "$exp/recipes/flash_attention.lua"; then
+      echo "ci/gpu/prepare.sh: could not give flash_attention.lua blocks of $block" >&2; exit 1
     fi
   fi
   "$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel flash_attention \

@@ -13,6 +13,8 @@
 #              image)
 #   wgmma2     the same for gpu-pack/wgmma2.gkfat (flash_attention on blocks
 #              of 256: two warpgroups a block share each tile), without the probe
+#   wgmma3     the same for gpu-pack/wgmma3.gkfat (blocks of 384: the two fed by
+#              a producer warpgroup through named barriers, setmaxnreg)
 #   q16        the same for gpu-pack/q16.gkfat (sm_90a, -DGK_FA_QSMEM=0: the
 #              head_dim-128 prefill of 16 rows a warp, Q in registers), without
 #              a probe: test_gpu, then the prefill cases beside the default's
@@ -21,8 +23,8 @@
 #   racecheck  the same under racecheck
 #   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1, bits=4), on
 #              flash_attention prefill and decode, on qmatmul_q8x_mm
-#              (m=512, bits=4) and, where the wgmma and wgmma2 steps passed,
-#              on their archives' prefill (ncu-*.txt)
+#              (m=512, bits=4) and, where the wgmma, wgmma2 and wgmma3 steps
+#              passed, on their archives' prefill (ncu-*.txt)
 #   vulkan     tests/backends/vulkan's test_vk_kernels on NVIDIA's Vulkan driver, with
 #              the loader unpacked from gpu-pack/debs
 # Each step has its own timeout and the run goes on past a failed one; all
@@ -31,12 +33,12 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 budget=${GK_GPU_BUDGET:-390}
-steps=${GK_GPU_STEPS:-smi probe test wgmma wgmma2 q16 bench memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test wgmma wgmma2 wgmma3 q16 bench memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -96,6 +98,7 @@ experiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exi
     --filter "flash_attention prefill"'
 step wgmma 60 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma
 step wgmma2 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma2
+step wgmma3 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma3
 step q16 45 sh -c "$experiment" sh "$libs" "$pack" "$out" q16
 # The sh -c texts below expand their own $1, $2... in the inner shell.
 # shellcheck disable=SC2016
@@ -107,7 +110,7 @@ step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$arc
 # qmatmul and qmatmul_q8x at m = 1, BITS 4 (the warm-up launches),
 # flash_attention's causal prefill and its split decode at head_dim 128, and
 # the int8 tensor-core qmatmul_q8x_mm at m = 512, BITS 4, and last, where
-# the wgmma and wgmma2 steps passed, the causal prefill of their archives
+# the wgmma experiments passed, the causal prefill of their archives
 # (whether 64 rows a block leave it bound by L2, and 128 do not,
 # docs/kernels.md); ncu
 # replays each launch once per section, with the clocks left as they are
@@ -127,7 +130,7 @@ step ncu 150 sh -c 'prof() { # NAME KERNEL_REGEX COUNT FILTER [ARCHIVE]
   prof fa-prefill "^flash_attention" 1 "flash_attention prefill causal=1,dtype=f16,head_dim=128 " &&
   prof fa-decode "^flash_attention" 1 "flash_attention decode " &&
   prof q8x-mm "^qmatmul_q8x_mm" 1 "qmatmul bits=4 m=512 " &&
-  for e in wgmma wgmma2; do
+  for e in wgmma wgmma2 wgmma3; do
     if grep -q "^$e: ok" "$OUTD/summary.txt"; then
       prof "fa-prefill-$e" "^flash_attention" 1 \
         "flash_attention prefill causal=1,dtype=f16,head_dim=128 " "$PACK/$e.gkfat" || exit 1

@@ -40,15 +40,16 @@
 #include "gk_wgmma.cuh"
 
 /* Starts copying keys [k0, k0 + WG_KEYS) of KV head hk of src (kv.k or
- * kv.v) into `stage` in the wgmma layout (zeros past kv.n), by the whole
- * block of NWG warpgroups; the caller commits the group. Chunk e (16
- * bytes) lands at element 8 e. */
-template <int D, int NWG, class KV, typename T>
-GK_DEV void gk_fa_wg_load(uint16_t *stage, const T *src, const KV &kv, int64_t hk, int64_t k0) {
-  constexpr int KEYS = gk_fa_smem<D>::WG_KEYS, THREADS = NWG * FA_THREADS;
+ * kv.v) into `stage` in the wgmma layout (zeros past kv.n), by THREADS
+ * threads, this one number `tid` of them; the caller commits the group.
+ * Chunk e (16 bytes) lands at element 8 e. */
+template <int D, int THREADS, class KV, typename T>
+GK_DEV void gk_fa_wg_load(uint16_t *stage, const T *src, const KV &kv, int64_t hk, int64_t k0,
+                          int tid) {
+  constexpr int KEYS = gk_fa_smem<D>::WG_KEYS;
   static_assert(KEYS * (D / 8) % THREADS == 0, "whole rounds of 16-byte chunks");
   for (int i = 0; i < KEYS * (D / 8) / THREADS; i++) { /* the same count everywhere */
-    const int e = i * THREADS + (int)threadIdx.x;
+    const int e = i * THREADS + tid;
     const int r = 8 * (e / D) + e % 8, c = (e / 8) % (D / 8) * 8;
     const int64_t key = k0 + r;
     const bool in = key < kv.n;
@@ -129,7 +130,8 @@ GK_DEV void gk_fa_wg_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
                              int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
                              int64_t h, int64_t row0) {
   typedef gk_fa_smem<D> S;
-  constexpr int KEYS = S::WG_KEYS;
+  constexpr int KEYS = S::WG_KEYS, T = NWG * FA_THREADS;
+  const int tid = (int)threadIdx.x;
   const int64_t hk = h / (n_heads / n_kv_heads), skv = kv.n;
   const int64_t r0 = row0 + FA_BLOCK_ROWS * (gk_group() / 4); /* this warpgroup's rows */
   int64_t qpos[2], rows[2];
@@ -142,14 +144,14 @@ GK_DEV void gk_fa_wg_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   const int64_t ke = gk_fa_kend(Causal, sq, skv, row0, NWG * FA_BLOCK_ROWS);
   const int64_t mine = NWG == 1 ? ke : gk_fa_kend(Causal, sq, skv, r0, FA_BLOCK_ROWS);
   gk_fa_wg_sync<NWG>(); /* the previous use of the stages is over */
-  if (ke > 0) gk_fa_wg_load<D, NWG>(sm.wg.k[0], kv.k, kv, hk, 0);
+  if (ke > 0) gk_fa_wg_load<D, T>(sm.wg.k[0], kv.k, kv, hk, 0, tid);
   gk_cp_async_commit();
-  if (ke > 0) gk_fa_wg_load<D, NWG>(sm.wg.v, kv.v, kv, hk, 0);
+  if (ke > 0) gk_fa_wg_load<D, T>(sm.wg.v, kv.v, kv, hk, 0, tid);
   gk_cp_async_commit();
   for (int64_t k0 = 0, j = 0; k0 < ke; k0 += KEYS, j++) {
     const int ks = (int)(j & 1);
     const bool next = k0 + KEYS < ke, work = k0 < mine;
-    if (next) gk_fa_wg_load<D, NWG>(sm.wg.k[ks ^ 1], kv.k, kv, hk, k0 + KEYS);
+    if (next) gk_fa_wg_load<D, T>(sm.wg.k[ks ^ 1], kv.k, kv, hk, k0 + KEYS, tid);
     gk_cp_async_commit();
     gk_fa_wg_landed<2, NWG>(); /* K(j) */
     float s[KEYS / 8][4];
@@ -160,8 +162,125 @@ GK_DEV void gk_fa_wg_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
     gk_fa_wg_landed<1, NWG>(); /* V(j) */
     if (work) gk_fa_wg_pv<D, H>(sm, s, st);
     gk_fa_wg_sync<NWG>(); /* every warp's wgmma has read K(j) and V(j) */
-    if (next) gk_fa_wg_load<D, NWG>(sm.wg.v, kv.v, kv, hk, k0 + KEYS);
+    if (next) gk_fa_wg_load<D, T>(sm.wg.v, kv.v, kv, hk, k0 + KEYS, tid);
     gk_cp_async_commit();
+  }
+  gk_fa_mma_store<D, H>(o, rows, st);
+}
+
+/*
+ * The same two warpgroups fed by a producer warpgroup (FlashAttention-3's
+ * warp specialization; blocks of FA_WS_THREADS = 384: warpgroups 0 and 1
+ * the consumers, 2 the producer): only the producer copies K and V, and
+ * the stages pass between it and each consumer through named barriers
+ * instead of the block's, so that one consumer's softmax may run while
+ * the other's wgmma does (the block barriers of gk_fa_wg_prefill hold the
+ * two in step three times a tile). At 384 threads a thread gets 168
+ * registers; the producer gives most of its own to the consumers
+ * (setmaxnreg: 72 and 216, gk_flash_attention; at 56 the producer
+ * spills), as FlashAttention-3 does.
+ * With K stage s = j mod 2 and the one V stage:
+ *   consumer w, tile j: waits FULL_K(s, w), S = Q K^T; softmax; waits
+ *             FULL_V(w), O += P V, arrives at EMPTY;
+ *   producer, step j: waits EMPTY (both consumers' P V of tile j - 1 done,
+ *             so their S of tile j - 1 too: V's stage and K(j + 1)'s are
+ *             free) and copies V(j), then K(j + 1); as each lands (each
+ *             thread's copies waited for and fenced for the tensor cores),
+ *             arrives at both consumers' FULL barriers.
+ * So K(j + 1) is copied while tile j is worked on, and V(j) while the
+ * scores and softmax of tile j are. Every arrival at EMPTY has its wait
+ * (a consumer arrives only where the producer copies again), so the
+ * barriers are left as found. Causal: a consumer past its
+ * rows' diagonal keeps the handshakes and skips the products. Each side
+ * walks the same query blocks (gk_fa_walk_mma, gk_fa_ws_walk), meeting at
+ * one block barrier a block, before the stages are reused.
+ */
+#define FA_WS_THREADS (3 * FA_THREADS)
+enum {
+  FA_WS_FULL_K = FA_BAR_FIRST + 1, /* + 2 s + w */
+  FA_WS_FULL_V = FA_WS_FULL_K + 4, /* + w */
+  FA_WS_EMPTY = FA_WS_FULL_V + 2,
+  FA_WS_SIGNAL = 2 * FA_THREADS, /* a consumer and the producer */
+  FA_WS_PRODUCER_REGS = 72,
+  FA_WS_CONSUMER_REGS = 216, /* 72 + 2 x 216 = 3 x 168 */
+};
+static_assert(FA_WS_EMPTY <= 15, "16 named barriers");
+
+/* The producer's copies have landed but for the newest N groups: fenced
+ * for the tensor cores, and each consumer's FULL barrier (full, full + 1)
+ * told. */
+template <int N>
+GK_DEV void gk_fa_ws_landed(int full) {
+  gk_cp_async_wait<N>();
+  gk_fence_proxy_async();
+  gk_bar_arrive<FA_WS_SIGNAL>(full);
+  gk_bar_arrive<FA_WS_SIGNAL>(full + 1);
+}
+
+/* The producer's part of query rows [row0, row0 + 128) of a head whose
+ * KV head is hk. */
+template <int Causal, int D, class KV>
+GK_DEV void gk_fa_ws_produce(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t sq,
+                             int64_t row0) {
+  constexpr int KEYS = gk_fa_smem<D>::WG_KEYS;
+  const int64_t ke = gk_fa_kend(Causal, sq, kv.n, row0, 2 * FA_BLOCK_ROWS);
+  const int64_t tiles = (ke + KEYS - 1) / KEYS;
+  const int tid = (int)threadIdx.x - 2 * FA_THREADS;
+  __syncthreads(); /* the previous use of the stages is over */
+  if (tiles > 0) {
+    gk_fa_wg_load<D, FA_THREADS>(sm.wg.k[0], kv.k, kv, hk, 0, tid);
+    gk_cp_async_commit();
+    gk_fa_ws_landed<0>(FA_WS_FULL_K);
+  }
+  for (int64_t j = 0; j < tiles; j++) {
+    const int kn = (int)((j + 1) & 1); /* K(j + 1)'s stage */
+    if (j >= 1) gk_bar_sync<FA_WS_THREADS>(FA_WS_EMPTY);
+    gk_fa_wg_load<D, FA_THREADS>(sm.wg.v, kv.v, kv, hk, j * KEYS, tid);
+    gk_cp_async_commit();
+    if (j + 1 < tiles) {
+      gk_fa_wg_load<D, FA_THREADS>(sm.wg.k[kn], kv.k, kv, hk, (j + 1) * KEYS, tid);
+      gk_cp_async_commit();
+      gk_fa_ws_landed<1>(FA_WS_FULL_V);          /* V(j) */
+      gk_fa_ws_landed<0>(FA_WS_FULL_K + 2 * kn); /* K(j + 1) */
+    } else {
+      gk_fa_ws_landed<0>(FA_WS_FULL_V);
+    }
+  }
+}
+
+/* A consumer's part (warpgroup w = 0, 1: rows row0 + 64 w .. + 63). */
+template <int Causal, int D, class H, class KV>
+GK_DEV void gk_fa_ws_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
+                             int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
+                             int64_t h, int64_t row0) {
+  typedef gk_fa_smem<D> S;
+  constexpr int KEYS = S::WG_KEYS;
+  const int64_t skv = kv.n;
+  const int64_t ke = gk_fa_kend(Causal, sq, skv, row0, 2 * FA_BLOCK_ROWS);
+  const int64_t tiles = (ke + KEYS - 1) / KEYS;
+  const int w = gk_group() / 4;
+  const int64_t r0 = row0 + FA_BLOCK_ROWS * w; /* this warpgroup's rows */
+  int64_t qpos[2], rows[2];
+  gk_fa_prefill_rows(h, sq, r0 + 16 * (gk_group() % 4), qpos, rows);
+  uint32_t qa[D / 16][4];
+  gk_fa_mma_q<D>(q, rows, qa);
+  gk_fa_state<D> st;
+  gk_fa_state_init<D>(st);
+  const float sl = scale * 1.4426950408889634f;
+  const int64_t mine = gk_fa_kend(Causal, sq, skv, r0, FA_BLOCK_ROWS);
+  (void)n_heads, (void)n_kv_heads;
+  __syncthreads(); /* the previous use of the stages is over */
+  for (int64_t j = 0; j < tiles; j++) {
+    const int ks = (int)(j & 1);
+    const int64_t k0 = j * KEYS;
+    const bool work = k0 < mine;
+    float s[KEYS / 8][4];
+    gk_bar_sync<FA_WS_SIGNAL>(FA_WS_FULL_K + 2 * ks + w);
+    if (work) gk_fa_wg_scores<D, H>(sm, ks, qa, s);
+    if (work) gk_fa_softmax<Causal, D, KEYS / 8>(s, k0, skv, sq, qpos, sl, st);
+    gk_bar_sync<FA_WS_SIGNAL>(FA_WS_FULL_V + w);
+    if (work) gk_fa_wg_pv<D, H>(sm, s, st);
+    if (j + 1 < tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WS_EMPTY);
   }
   gk_fa_mma_store<D, H>(o, rows, st);
 }

@@ -36,22 +36,29 @@
 
 #define FA_THREADS 128
 /* The largest block an image takes. The prefill on wgmma (fa_wgmma.cuh)
- * runs a warpgroup a 128 threads of the block, up to two: an image that
- * has it takes blocks of 256, where its launch row asks for them. Every
+ * runs a warpgroup a 128 threads of the block, up to two (blocks of 256,
+ * where its launch row asks for them), and in the warp-specialized image
+ * (GK_FA_WS_ON) a producer warpgroup past them (blocks of 384). Every
  * other schedule (decode, the mma.sync prefill, the scalar path) is the
  * first FA_THREADS threads' alone, whatever the block: the others skip it
  * (gk_fa_walk), and its barriers are gk_fa_sync's, among FA_THREADS
  * threads (a named barrier where blocks may be larger), so that they do
  * not wait for the threads that skip. */
-#if GK_FA_WGMMA_ON || defined(GK_GPU_EMULATE)
-#define FA_MAX_THREADS 256
+#if GK_FA_WS_ON || defined(GK_GPU_EMULATE)
+#define FA_WS_ANY 1 /* blocks of FA_WS_THREADS may come */
+#define FA_MAX_THREADS (3 * FA_THREADS) /* FA_WS_THREADS */
+#elif GK_FA_WGMMA_ON
+#define FA_WS_ANY 0
+#define FA_MAX_THREADS (2 * FA_THREADS)
 #else
+#define FA_WS_ANY 0
 #define FA_MAX_THREADS FA_THREADS
 #endif
 /* Blocks an SM should hold, __launch_bounds__'s second argument: 2 leaves
  * ptxas up to 255 registers a thread, where without it ptxas 13.0 kept
  * the sm_90a non-causal image at 168 and spilled (cuda.ptxas); blocks of
- * 256 get 255 with 1. HIP reads the argument as waves per execution
+ * 256 get 255 with 1, blocks of 384 168 (which setmaxnreg redistributes:
+ * fa_wgmma.cuh). HIP reads the argument as waves per execution
  * unit: 1 there. */
 #if defined(GK_GPU_NVIDIA) && FA_MAX_THREADS == FA_THREADS
 #define FA_MIN_BLOCKS 2
@@ -65,17 +72,19 @@
 #define FA_KEYS GK_GROUP           /* keys per tile: one per lane */
 
 /* The barrier of the first FA_THREADS threads, and whether pred holds in
- * any of them (a barrier too). */
+ * any of them (a barrier too): named barrier FA_BAR_FIRST where blocks may
+ * be larger (fa_wgmma.cuh numbers the others). */
+#define FA_BAR_FIRST 1
 GK_DEV void gk_fa_sync(void) {
 #if FA_MAX_THREADS > FA_THREADS
-  gk_bar_sync<1, FA_THREADS>();
+  gk_bar_sync<FA_THREADS>(FA_BAR_FIRST);
 #else
   __syncthreads();
 #endif
 }
 GK_DEV bool gk_fa_any(bool pred) {
 #if FA_MAX_THREADS > FA_THREADS
-  return gk_bar_any<1, FA_THREADS>(pred);
+  return gk_bar_any<FA_THREADS>(FA_BAR_FIRST, pred);
 #else
   return gk_block_any(pred);
 #endif
@@ -92,15 +101,31 @@ GK_DEV int64_t gk_fa_kend(int Causal, int64_t sq, int64_t skv, int64_t row0, int
 #include "fa_mma.cuh"
 #include "fa_wgmma.cuh"
 
-/* A prefill block on wgmma (H::wgmma: nwg warpgroups) or on mma.sync.
- * Over pages, one warpgroup: the table's addressing leaves no registers
- * for a second instantiation in the same kernel (ptxas spills), and a
- * paged prefill is the rarer case (decodes take gk_fa_mma_decode). */
+/* The prefill's schedules on wgmma, by the block's size (gk_fa_walk_mma):
+ * one warpgroup (128 threads, 64 query rows), two (256, 128 rows: the
+ * block's barriers), two fed by a producer warpgroup (FA_WS_THREADS, 128
+ * rows: named barriers). Over pages, one warpgroup: the table's addressing
+ * leaves no registers for a second schedule in the same kernel (ptxas
+ * spills), and a paged prefill is the rarer case (decodes take
+ * gk_fa_mma_decode). */
+enum { FA_WG_ONE = 1, FA_WG_TWO = 2, FA_WG_WS = 3 };
+template <class H, class KV>
+GK_DEV int gk_fa_wg_schedule(void) {
+  if (!H::wgmma || KV::paged) return FA_WG_ONE;
+  if (GK_FA_WS_ON) return FA_WG_WS; /* the image's only blocks (gk_flash_attention) */
+  if (FA_WS_ANY && blockDim.x >= FA_WS_THREADS) return FA_WG_WS;
+  return blockDim.x >= 2 * FA_THREADS ? FA_WG_TWO : FA_WG_ONE;
+}
+
+/* A prefill block on wgmma (H::wgmma, schedule `sched`) or on mma.sync. */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                           int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale, int64_t h,
-                          int64_t row0, int nwg, gk_bool<true>) {
-  if (nwg == 2) /* uniform over the grid; never over pages */
+                          int64_t row0, int sched, gk_bool<true>) {
+  /* Uniform over the grid; the paged kernels instantiate one schedule. */
+  if (FA_WS_ANY && !KV::paged && sched == FA_WG_WS) /* the consumers' side */
+    gk_fa_ws_consume<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, row0);
+  else if (!KV::paged && sched == FA_WG_TWO)
     gk_fa_wg_prefill<Causal, D, KV::paged ? 1 : 2, H>(sm, q, kv, o, n_heads, n_kv_heads, sq,
                                                        scale, h, row0);
   else
@@ -232,6 +257,14 @@ GK_DEV gk_fa_ws gk_fa_ws_seq(const gk_fa_ws &w, int64_t s, int64_t n_kv_heads) {
  * keep the merge's bytes a few percent of the K and V it reads. */
 #define FA_SPLIT_KEYS 256
 
+/* The block's shared memory for the tensor-core paths: one object per
+ * kernel, which the producer's walk and the others' share. */
+template <int D>
+GK_DEV gk_fa_smem<D> &gk_fa_sm(void) {
+  __shared__ __attribute__((aligned(16))) gk_fa_smem<D> sm;
+  return sm;
+}
+
 /* The grid's walk over one sequence's queries q and o ([n_heads][sq][D])
  * and its keys and values kv, on tensor cores (fa_mma.cuh; H gk_f16 or
  * gk_bf16): query blocks x, x + gridDim.x, ... of heads
@@ -245,7 +278,7 @@ template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t n_heads,
                            int64_t n_kv_heads, int64_t sq, float scale, const gk_fa_ws &ws) {
   typedef gk_fa_smem<D> S;
-  __shared__ __attribute__((aligned(16))) gk_fa_smem<D> sm;
+  gk_fa_smem<D> &sm = gk_fa_sm<D>();
   if ((n_heads / n_kv_heads) * sq <= 16) {
     if (threadIdx.x >= FA_THREADS) return; /* a decode is the first warpgroup's */
     const int64_t kend = gk_fa_kend(Causal, sq, kv.n, 0, (int)sq);
@@ -269,17 +302,18 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
    * (block x takes query block nqb - 1 - x): the GPU starts blocks in
    * blockIdx order, and the light ones then fill the tail of the launch
    * instead of the heavy ones (FlashAttention's "longest first"). */
-  /* wgmma: a warpgroup per 128 threads of the block, up to two (one over
-   * pages: gk_fa_prefill). */
-  const int nwg = H::wgmma && !KV::paged && blockDim.x >= 2 * FA_THREADS ? 2 : 1;
-  if ((int)threadIdx.x >= nwg * FA_THREADS) return; /* past the schedule's warpgroups */
-  const int R = H::wgmma ? nwg * FA_BLOCK_ROWS : (int)gk_fa_mma_shape<D, KV>::ROWS; /* a block's rows */
+  const int sched = gk_fa_wg_schedule<H, KV>();
+  /* The threads of the schedule (the producer's walk is gk_fa_ws_walk). */
+  const int used = sched == FA_WG_WS ? 2 * FA_THREADS : sched * FA_THREADS;
+  if ((int)threadIdx.x >= used) return; /* past the schedule's threads */
+  const int R = !H::wgmma ? (int)gk_fa_mma_shape<D, KV>::ROWS
+                          : sched == FA_WG_ONE ? FA_BLOCK_ROWS : 2 * FA_BLOCK_ROWS; /* a block's rows */
   const int64_t nqb = (sq + R - 1) / R;
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
     for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x) {
       const int64_t qb = Causal ? nqb - 1 - x : x;
-      gk_fa_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, qb * R, nwg,
-                                  gk_bool<(bool)H::wgmma>());
+      gk_fa_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, qb * R,
+                                  sched, gk_bool<(bool)H::wgmma>());
     }
 }
 /* The scalar path (f32, and bf16 on sm_75), without a cross-block split
@@ -315,6 +349,25 @@ GK_DEV void gk_fa_walk(const typename Dt::elem *q, const KV &kv, typename Dt::el
                             gk_bool<(bool)Dt::half>());
 }
 
+/* The producer warpgroup's walk (blocks of FA_WS_THREADS, fa_wgmma.cuh):
+ * the query blocks of gk_fa_walk_mma's, in its order, each a
+ * gk_fa_ws_produce beside the consumers' gk_fa_ws_consume. Nothing for a
+ * decode (the first warpgroup's) nor the scalar path. */
+template <int Causal, int D, class Dt, class KV>
+GK_DEV void gk_fa_ws_walk(const KV &kv, int64_t n_heads, int64_t n_kv_heads, int64_t sq,
+                          gk_bool<true>) {
+  if ((n_heads / n_kv_heads) * sq <= 16) return;
+  gk_fa_smem<D> &sm = gk_fa_sm<D>();
+  constexpr int R = 2 * FA_BLOCK_ROWS;
+  const int64_t nqb = (sq + R - 1) / R;
+  for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
+    for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x)
+      gk_fa_ws_produce<Causal, D>(sm, kv, h / (n_heads / n_kv_heads), sq,
+                                  (Causal ? nqb - 1 - x : x) * R);
+}
+template <int Causal, int D, class Dt, class KV>
+GK_DEV void gk_fa_ws_walk(const KV &, int64_t, int64_t, int64_t, gk_bool<false>) {}
+
 template <int Causal, class Dt, int D>
 GK_DEV void gk_flash_attention(const void *q, const void *k, const void *v, void *o,
                                int64_t n_heads, int64_t n_kv_heads, int64_t sq,
@@ -324,6 +377,25 @@ GK_DEV void gk_flash_attention(const void *q, const void *k, const void *v, void
     return; /* uniform over the grid */
   typedef typename Dt::elem T;
   const gk_kv_contig<T> kv = {(const T *)k, (const T *)v, skv, D};
+  /* Blocks of FA_WS_THREADS: the producer warpgroup walks apart from the
+   * start, so that ptxas compiles its code within the registers it keeps
+   * and the rest within the consumers' (a path that joined both would get
+   * the fewer). The warp-specialized image takes no other block size. */
+  typedef gk_bool<(bool)(Dt::half && Dt::wgmma)> ws_path;
+#if GK_FA_WS_ON
+  if (blockDim.x != FA_WS_THREADS) __trap(); /* its launch row's blocks only */
+  if (gk_group() >= 2 * FA_GROUPS) {
+    gk_setmaxnreg_dec<FA_WS_PRODUCER_REGS>();
+    gk_fa_ws_walk<Causal, D, Dt>(kv, n_heads, n_kv_heads, sq, ws_path());
+    return;
+  }
+  gk_setmaxnreg_inc<FA_WS_CONSUMER_REGS>();
+#elif defined(GK_GPU_EMULATE)
+  if (blockDim.x == FA_WS_THREADS && gk_group() >= 2 * FA_GROUPS) {
+    gk_fa_ws_walk<Causal, D, Dt>(kv, n_heads, n_kv_heads, sq, ws_path());
+    return;
+  }
+#endif
   gk_fa_walk<Causal, D, Dt>((const T *)q, kv, (T *)o, n_heads, n_kv_heads, sq, scale,
                             gk_fa_ws_of<D>(ws, ws_bytes, n_kv_heads));
 }

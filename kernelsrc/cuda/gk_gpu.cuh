@@ -263,6 +263,15 @@ GK_DEV float gk_exp2(float x) {
 #else
 #define GK_FA_WGMMA_ON 0
 #endif
+/* -DGK_FA_WGMMA=2: the same, on the warp-specialized schedule only
+ * (fa_wgmma.cuh: blocks of 384, a producer warpgroup and two consumers,
+ * registers moved between them by setmaxnreg), which ci/gpu builds as an
+ * experiment of its own. */
+#if GK_FA_WGMMA_ON && GK_FA_WGMMA == 2
+#define GK_FA_WS_ON 1
+#else
+#define GK_FA_WS_ON 0
+#endif
 
 /* A compile-time bool as a type, to pick an overload (C++14: no if constexpr
  * outside nvcc's branches). */
@@ -564,36 +573,53 @@ GK_DEV bool gk_block_any(bool pred) { return __syncthreads_or(pred ? 1 : 0) != 0
 
 /* A barrier among Count threads of the block (Count a multiple of 32),
  * for work that part of a block does while the rest of it is elsewhere:
- * PTX's named barrier Id (1 .. 15; 0 is __syncthreads'), bar.sync Id,
- * Count. gk_bar_any also says whether pred holds in any of them
- * (bar.red.or). HIP has no named barrier: there the block must be the
- * Count threads (its launches are the cuda rows', which never exceed
- * them where these are used), and these are __syncthreads. */
-template <int Id, int Count>
-GK_DEV void gk_bar_sync(void) {
-  static_assert(Id >= 1 && Id <= 15 && Count % 32 == 0, "a named barrier, whole groups");
+ * PTX's named barrier `id` (1 .. 15; 0 is __syncthreads'; the same value
+ * in a warp), bar.sync id, Count. gk_bar_any also says whether pred holds
+ * in any of them (bar.red.or). gk_bar_arrive counts the calling warp in
+ * without waiting (bar.arrive): a producer's signal to the threads that
+ * wait with gk_bar_sync, its memory accesses before it visible to them
+ * after. HIP has no named barrier: there the block must be the Count
+ * threads (its launches are the cuda rows', which never exceed them where
+ * these are used), and these are __syncthreads (gk_bar_arrive: never
+ * used there). */
+template <int Count>
+GK_DEV void gk_bar_sync(int id) {
+  static_assert(Count % 32 == 0, "whole groups");
 #if defined(GK_GPU_NVIDIA)
-  asm volatile("bar.sync %0, %1;" ::"n"(Id), "n"(Count) : "memory");
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(Count) : "memory");
 #elif defined(GK_GPU_EMULATE)
-  gk_emu_bar_sync(Id, Count);
+  gk_emu_bar_sync(id, Count);
 #else
+  (void)id;
   __syncthreads();
 #endif
 }
-template <int Id, int Count>
-GK_DEV bool gk_bar_any(bool pred) {
-  static_assert(Id >= 1 && Id <= 15 && Count % 32 == 0, "a named barrier, whole groups");
+template <int Count>
+GK_DEV void gk_bar_arrive(int id) {
+  static_assert(Count % 32 == 0, "whole groups");
+#if defined(GK_GPU_NVIDIA)
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "n"(Count) : "memory");
+#elif defined(GK_GPU_EMULATE)
+  gk_emu_bar_arrive(id, Count);
+#else
+  static_assert(Count < 0, "no bar.arrive on HIP");
+#endif
+}
+template <int Count>
+GK_DEV bool gk_bar_any(int id, bool pred) {
+  static_assert(Count % 32 == 0, "whole groups");
 #if defined(GK_GPU_NVIDIA)
   unsigned r;
   asm volatile("{\n\t.reg .pred p, q;\n\tsetp.ne.u32 p, %1, 0;\n\t"
                "bar.red.or.pred q, %2, %3, p;\n\tselp.u32 %0, 1, 0, q;\n\t}"
                : "=r"(r)
-               : "r"(pred ? 1u : 0u), "n"(Id), "n"(Count)
+               : "r"(pred ? 1u : 0u), "r"(id), "n"(Count)
                : "memory");
   return r != 0;
 #elif defined(GK_GPU_EMULATE)
-  return gk_emu_bar_or(Id, Count, pred ? 1 : 0) != 0;
+  return gk_emu_bar_or(id, Count, pred ? 1 : 0) != 0;
 #else
+  (void)id;
   return __syncthreads_or(pred ? 1 : 0) != 0;
 #endif
 }

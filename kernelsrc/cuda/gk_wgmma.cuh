@@ -89,6 +89,25 @@ GK_DEV void gk_fence_proxy_async(void) {
 #endif
 }
 
+/* The calling warpgroup's registers a thread set to N (a multiple of 8,
+ * 24 .. 256), every warp of it calling: given back to the block's pool
+ * (dec) or taken from it (inc, which waits until the pool has them).
+ * ptxas compiles the code that follows within N. No-ops in the twins. */
+template <int N>
+GK_DEV void gk_setmaxnreg_dec(void) {
+  static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg's range");
+#if GK_WGMMA_HW
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+template <int N>
+GK_DEV void gk_setmaxnreg_inc(void) {
+  static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg's range");
+#if GK_WGMMA_HW
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+
 #if GK_WGMMA_HW
 /* One instruction per shape, T the input type's PTX name ("f16", "bf16");
  * scale-d is 1 (D += A B), A and B unscaled. */

@@ -471,9 +471,9 @@ struct bf16_wg : gk_bf16 {
 };
 
 /* Calls f(Dt(), C, D) with the element tag of dtype dt on `path` (0: the
- * default, 1: sm_75's scalar path, 2: wgmma, 3: wgmma on blocks of 256
- * threads, f32 as ever) and the compile-time causal flag and head_dim
- * (std::integral_constant). */
+ * default, 1: sm_75's scalar path, 2: wgmma, 3 and 4: wgmma on blocks of
+ * 256 and 384 threads, f32 as ever) and the compile-time causal flag and
+ * head_dim (std::integral_constant). */
 template <class F>
 static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
   auto dims = [&](auto t) {
@@ -537,14 +537,20 @@ static void check_attention(void) {
   check_banks("before flash_attention");
   for (int causal = 0; causal <= 1; causal++)
     for (kref_dtype dt : KREF_DTYPES)
-      for (int path : {0, 1, 2, 3})
+      for (int path : {0, 1, 2, 3, 4, 5})
       for (int d : {64, 128}) {
         /* Path 0: the default. 1: bf16 on the scalar path that sm_75's
          * image runs (no bf16 mma on Turing). 2: f16 and bf16 prefill on
-         * wgmma. 3: the same image on blocks of 256 threads: a prefill's
-         * two warpgroups share each tile, everything else is the first
-         * warpgroup's while the second skips it (f32's scalar path too). */
-        const bool fma = path == 1, wg = path >= 2, wide = path == 3;
+         * wgmma. 3: the same on blocks of 256 threads: a prefill's two
+         * warpgroups share each tile, everything else is the first
+         * warpgroup's while the second skips it (f32's scalar path too).
+         * 4: blocks of 384, the warp-specialized image's: a producer
+         * warpgroup feeds the two through named barriers. 5: the same with
+         * the emulator running the last threads first (gk_emu_order): the
+         * producer as far ahead of the consumers as the barriers let it,
+         * where 4 has the consumers run ahead. */
+        const bool fma = path == 1, wg = path >= 2, wide = path >= 3;
+        if (path == 5 && quick) continue;
         if ((fma && dt != KREF_BF16) || (path == 2 && dt == KREF_F32)) continue;
         if (quick && path != 0 && d != 64) continue;
         char variant[64];
@@ -572,7 +578,7 @@ static void check_attention(void) {
                               s.hk, s.sq, s.skv, scale);
           char what[160];
           snprintf(what, sizeof what, "flash_attention %s%s h=%lld kvh=%lld sq=%lld skv=%lld",
-                   variant, fma ? " (sm_75's scalar path)" : wide ? " (256 threads)" : wg ? " (wgmma)" : "", s.h, s.hk,
+                   variant, fma ? " (sm_75's scalar path)" : path == 5 ? " (384 threads, last first)" : path == 4 ? " (384 threads)" : wide ? " (256 threads)" : wg ? " (wgmma)" : "", s.h, s.hk,
                    s.sq, s.skv);
           const void *qp = q.data(), *kp = k.data(), *vp = v.data();
           void *op = o.data();
@@ -588,8 +594,11 @@ static void check_attention(void) {
           };
           const std::map<std::string, long long> vars = {
               {"n_heads", s.h}, {"n_kv_heads", s.hk}, {"sq", s.sq}, {"skv", s.skv}};
-          const unsigned threads = wide ? 256 : 0;
-          if (!run(what, L, params, vars, body, false, threads)) continue;
+          const unsigned threads = path >= 4 ? 384 : wide ? 256 : 0;
+          gk_emu_order(path == 5);
+          const bool ran = run(what, L, params, vars, body, false, threads);
+          gk_emu_order(0);
+          if (!ran) continue;
           /* kref's error model; f16 and bf16 run on tensor cores, with p
            * rounded to their type. */
           const bool mma = dt != KREF_F32 && !fma;
@@ -601,7 +610,9 @@ static void check_attention(void) {
           const bool split = mma && s.h / s.hk * s.sq <= 16 && s.skv > 256;
           fa_workspace_check(what, wsv, s.hk, split);
           std::vector<unsigned char> full = o;
+          gk_emu_order(path == 5);
           if (!quick) run(what, L, params, vars, body, true, threads);
+          gk_emu_order(0);
           if (o != full) {
             printf("FAIL: %s: a clamped grid gives other results\n", what);
             failures++;
@@ -632,7 +643,8 @@ static void check_attention(void) {
       }
   check_banks("flash_attention");
   SECTION_OK(before, "ok: flash_attention 12 variants (bf16 also on sm_75's path, f16 and bf16 "
-                     "also on wgmma, and all on blocks of 256) x %zu shapes%s\n",
+                     "also on wgmma, and all on blocks of 256 and 384, the last in both "
+                     "orders) x %zu shapes%s\n",
              sizeof shapes / sizeof shapes[0], quick ? " (GK_EMU_QUICK: 6 of them, once)" : "");
 }
 
@@ -1035,21 +1047,38 @@ static void named_barriers(void) {
   const unsigned t = threadIdx.x;
   if (t < 32) {
     if (t == 0) flag[0] = 1;
-    gk_bar_sync<1, 32>();
+    gk_bar_sync<32>(1);
     named_seen[t] = flag[0];
   } else {
     if (t == 40) flag[1] = 7;
-    named_votes[t][0] = gk_bar_any<2, 32>(t == 63);
-    named_votes[t][1] = gk_bar_any<2, 32>(false);
+    named_votes[t][0] = gk_bar_any<32>(2, t == 63);
+    named_votes[t][1] = gk_bar_any<32>(2, false);
     named_seen[t] = flag[1];
   }
   __syncthreads();
 }
+/* bar.arrive: warp 1 (the producer) writes, then arrives; warp 0 waits at
+ * the same barrier and reads what it wrote, in either scheduling order. */
+static int handed[64];
+static void named_arrive(void) {
+  static int box;
+  if (threadIdx.x >= 32) {
+    if (threadIdx.x == 32) box = 42;
+    gk_bar_arrive<64>(3);
+  } else {
+    gk_bar_sync<64>(3);
+    handed[threadIdx.x] = box;
+  }
+}
+/* An arrival no wait matches: the barrier is left part-filled. */
+static void named_unmatched(void) {
+  if (threadIdx.x < 32) gk_bar_arrive<64>(4);
+}
 static void named_mismatch(void) {
   if (threadIdx.x < 32)
-    gk_bar_sync<1, 64>();
+    gk_bar_sync<64>(1);
   else
-    gk_bar_sync<1, 32>();
+    gk_bar_sync<32>(1);
 }
 
 /* A cp.async to an address the GPU would fault on. */
@@ -1064,7 +1093,8 @@ static void misaligned_copy(void) {
 static void check_emulator(void) {
   const int before = failures;
   gk_emu_dim3 g = {1, 1, 1}, b = {64, 1, 1};
-  printf("(two deadlocks, a misaligned copy and a named barrier of two counts on purpose:)\n");
+  printf("(two deadlocks, a misaligned copy, a named barrier of two counts and one left "
+         "part-filled on purpose:)\n");
   CHECK(gk_emu_launch(g, b, [](void *) { misaligned_copy(); }, NULL) == -1,
         "emulator: a cp.async of 16 bytes to a 4-byte-aligned address passed");
   CHECK(gk_emu_launch(g, b, [](void *) { divergent_barrier(); }, NULL) == -1,
@@ -1075,6 +1105,18 @@ static void check_emulator(void) {
         "emulator: a named barrier reached with two counts passed");
   CHECK(gk_emu_launch(g, b, [](void *) { named_barriers(); }, NULL) == 0,
         "emulator: named barriers");
+  for (int order = 0; order < 2; order++) {
+    gk_emu_order(order);
+    memset(handed, 0, sizeof handed);
+    CHECK(gk_emu_launch(g, b, [](void *) { named_arrive(); }, NULL) == 0,
+          "emulator: bar.arrive (order %d)", order);
+    for (int t = 0; t < 32; t++)
+      CHECK(handed[t] == 42, "emulator: thread %d after bar.sync saw %d, not the 42 written "
+            "before bar.arrive (order %d)", t, handed[t], order);
+  }
+  gk_emu_order(0);
+  CHECK(gk_emu_launch(g, b, [](void *) { named_unmatched(); }, NULL) == -1,
+        "emulator: a block that ended with arrivals at a named barrier passed");
   for (int t = 0; t < 64; t++)
     CHECK(named_seen[t] == (t < 32 ? 1 : 7) &&
               (t < 32 || (named_votes[t][0] == 1 && named_votes[t][1] == 0)),
@@ -1100,7 +1142,8 @@ static void check_emulator(void) {
         bank_extra[1]);
   SECTION_OK(before, "ok: the emulator stops at divergent barriers and misaligned copies, "
                      "shuffles by group, lands cp.async at its wait, votes, waits at a named "
-                     "barrier for its count and counts ldmatrix's bank conflicts\n");
+                     "barrier for its count, hands over by bar.arrive in either order and counts "
+                     "ldmatrix's bank conflicts\n");
 }
 
 /* tests/gpu's wgmma probe (one wgmma per shape, D against A B, which

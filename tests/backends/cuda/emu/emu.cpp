@@ -12,7 +12,8 @@
  * wrong (a barrier inside divergent code, or a thread that returned before
  * a barrier others wait at): the launch stops and says where.
  *
- * Deterministic: fibers always run in thread order, so a failure replays
+ * Deterministic: fibers run in thread order (or its reverse,
+ * gk_emu_order), the first that can run first, so a failure replays
  * exactly.
  */
 #define GK_GPU_EMULATE 1
@@ -95,6 +96,7 @@ struct block_state {
   unsigned block_gen, block_arrived;
   int vote[2]; /* __syncthreads_or of generation g, in vote[g & 1] */
   named_barrier named[NAMED];
+  bool released; /* a barrier opened since the scheduler last looked */
   std::vector<unsigned> group_gen, group_arrived;
   std::vector<uint64_t> slots; /* one shuffle value per thread */
   std::vector<uintptr_t> rows; /* one ldmatrix row address per thread */
@@ -107,6 +109,7 @@ struct block_state {
 };
 
 block_state *S;
+bool order_last_first; /* gk_emu_order */
 
 void resume_point(void) {
   /* Back in a fiber: its coordinates are current again. */
@@ -170,6 +173,7 @@ void gk_emu_syncthreads(void) {
      * and this one's votes are read before the one after it ends. */
     S->vote[(S->block_gen + 1) & 1] = 0;
     S->block_gen++;
+    S->released = true;
     return;
   }
   f.wait = AT_BLOCK_BARRIER;
@@ -184,23 +188,23 @@ int gk_emu_syncthreads_or(int pred) {
   return S->vote[g & 1];
 }
 
-void gk_emu_bar_sync(int id, int count) {
-  fiber &f = S->fibers[S->cur];
+/* Counts the running fiber in at named barrier id; true when it waits. */
+static bool bar_count_in(int id, int count) {
   if (id < 1 || id >= NAMED || count <= 0 || count % GROUP != 0 ||
       count > (int)S->fibers.size()) {
     if (!S->failed)
-      fprintf(stdout, "emulator: bar.sync %d, %d in block (%u, %u, %u) thread %d: the id must be "
+      fprintf(stdout, "emulator: named barrier %d, count %d, in block (%u, %u, %u) thread %d: the id must be "
               "1 .. %d and the count a multiple of %d up to the block's %zu threads\n", id, count,
               blockIdx.x, blockIdx.y, blockIdx.z, S->cur, NAMED - 1, GROUP, S->fibers.size());
     S->failed = true;
-    return;
+    return false;
   }
   named_barrier &b = S->named[id];
   if (b.arrived == 0) {
     b.count = (unsigned)count;
   } else if (b.count != (unsigned)count) {
     if (!S->failed)
-      fprintf(stdout, "emulator: bar.sync %d, %d in block (%u, %u, %u) thread %d while %u threads "
+      fprintf(stdout, "emulator: named barrier %d, count %d, in block (%u, %u, %u) thread %d while %u threads "
               "wait at it for %u\n", id, count, blockIdx.x, blockIdx.y, blockIdx.z, S->cur,
               b.arrived, b.count);
     S->failed = true;
@@ -209,13 +213,34 @@ void gk_emu_bar_sync(int id, int count) {
     b.arrived = 0;
     b.vote[(b.gen + 1) & 1] = 0;
     b.gen++;
-    return;
+    S->released = true;
+    return false;
   }
+  return true;
+}
+
+void gk_emu_bar_sync(int id, int count) {
+  if (!bar_count_in(id, count)) return;
+  fiber &f = S->fibers[S->cur];
   f.wait = AT_NAMED_BARRIER;
   f.bar = id;
-  f.gen = b.gen;
+  f.gen = S->named[id].gen;
   yield_to_scheduler();
 }
+
+/* An arrival that completes the barrier gives way at once, so that the
+ * threads it releases may run before the arriving one goes on (a
+ * producer's signal is read before its later copies land). */
+void gk_emu_bar_arrive(int id, int count) {
+  const unsigned gen = id >= 1 && id < NAMED ? S->named[id].gen : 0;
+  (void)bar_count_in(id, count);
+  if (id >= 1 && id < NAMED && S->named[id].gen != gen) {
+    S->fibers[S->cur].wait = RUNNING;
+    yield_to_scheduler();
+  }
+}
+
+void gk_emu_order(int last_first) { order_last_first = last_first != 0; }
 
 int gk_emu_bar_or(int id, int count, int pred) {
   const unsigned g = id >= 1 && id < NAMED ? S->named[id].gen : 0;
@@ -261,6 +286,7 @@ static void group_barrier(void) {
   if (++S->group_arrived[g] == (unsigned)GROUP) {
     S->group_arrived[g] = 0;
     S->group_gen[g]++;
+    S->released = true;
     return;
   }
   f.wait = AT_GROUP_BARRIER;
@@ -343,17 +369,43 @@ static int run_block(block_state &st) {
   st.vote[0] = st.vote[1] = 0;
   for (named_barrier &b : st.named) b = named_barrier{0, 0, 0, {0, 0}};
   for (size_t g = 0; g < st.group_gen.size(); g++) st.group_gen[g] = st.group_arrived[g] = 0;
+  st.released = false;
   for (;;) {
     bool ran = false, live = false;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t k = 0; k < n; k++) {
+      const size_t i = order_last_first ? n - 1 - k : k;
       fiber &f = st.fibers[i];
       if (f.wait == DONE) continue;
       live = true;
       if (!runnable(f, (int)i)) continue;
       run_fiber(st, i);
       ran = true;
+      /* The first thread (in the scan's order) that can run runs next:
+       * where a barrier opened, the scan starts again. So the first
+       * threads run as far ahead as they can before later ones catch up:
+       * a consumer that reads shared memory without waiting for its
+       * producer (a later warp) reads it before the producer has written
+       * it, and in the other order a producer that does not wait for its
+       * consumers overwrites what they have yet to read. */
+      if (st.released) {
+        st.released = false;
+        k = (size_t)-1;
+        live = false;
+      }
     }
-    if (!live) return 0;
+    if (!live) {
+      /* A named barrier left part-filled: arrivals that no wait matched
+       * (bar.arrive more often than the waits), which on a GPU would
+       * complete a later use of the barrier too early. */
+      for (int id = 1; id < NAMED; id++)
+        if (st.named[id].arrived) {
+          fprintf(stdout, "emulator: block (%u, %u, %u) ended with %u threads arrived at named "
+                  "barrier %d (count %u)\n", blockIdx.x, blockIdx.y, blockIdx.z,
+                  st.named[id].arrived, id, st.named[id].count);
+          return -1;
+        }
+      return 0;
+    }
     if (!ran) {
       fprintf(stdout, "emulator: deadlock in block (%u, %u, %u):", blockIdx.x, blockIdx.y,
               blockIdx.z);

@@ -55,14 +55,22 @@ void gk_emu_syncthreads(void);
  * any thread of the block. */
 int gk_emu_syncthreads_or(int pred);
 #define __syncthreads_or(pred) gk_emu_syncthreads_or(pred)
-/* A named barrier (PTX bar.sync id, count; bar.red.or with a predicate):
- * the first `count` threads to arrive at barrier `id` (1 .. 15; 0 is
- * __syncthreads') pass together, the others of the block are not waited
- * for. Strict as __syncthreads: arrivals with another count than the
- * barrier's current one fail the launch, and a barrier that never fills
- * is a deadlock. gk_emu_bar_or returns nonzero when pred was nonzero in
- * any of them. */
+/* A named barrier (PTX bar.sync id, count; bar.red.or with a predicate;
+ * bar.arrive): the first `count` threads to arrive at barrier `id` (1 ..
+ * 15; 0 is __syncthreads') complete it, the others of the block are not
+ * waited for; those that arrived by gk_emu_bar_sync or gk_emu_bar_or wait
+ * until then, those of gk_emu_bar_arrive go on at once (a producer's
+ * signal to consumers that wait). Strict as __syncthreads: arrivals with
+ * another count than the barrier's current one fail the launch, and a
+ * barrier that never fills is a deadlock. gk_emu_bar_or returns nonzero
+ * when pred was nonzero in any of them. */
 void gk_emu_bar_sync(int id, int count);
+/* The order in which the scheduler looks for a thread to run: the lowest
+ * thread that can run first (0, the default), or the highest (nonzero):
+ * the first threads, or the last, run as far ahead of the others as the
+ * barriers let them. */
+void gk_emu_order(int last_first);
+void gk_emu_bar_arrive(int id, int count);
 int gk_emu_bar_or(int id, int count, int pred);
 
 /* cp.async as sm_80's (gk_gpu.cuh's gk_cp_async16): the bytes of src
