@@ -57,6 +57,18 @@ GK_DEV void gk_fa_wg_load(uint16_t *stage, const T *src, const KV &kv, int64_t h
   }
 }
 
+/* A warpgroup's start on its 64 query rows from r0 of head h (warp w's 16
+ * from r0 + 16 (w mod 4)): where they are, their Q fragments and a fresh
+ * online-softmax state. */
+template <int D>
+GK_DEV void gk_fa_wg_begin(const uint16_t *q, int64_t h, int64_t sq, int64_t r0,
+                           int64_t (&qpos)[2], int64_t (&rows)[2], uint32_t (&qa)[D / 16][4],
+                           gk_fa_state<D> &st) {
+  gk_fa_prefill_rows(h, sq, r0 + 16 * (gk_group() % 4), qpos, rows);
+  gk_fa_mma_q<D>(q, rows, qa);
+  gk_fa_state_init<D>(st);
+}
+
 /* The barrier of NWG warpgroups: the block's for two; for one, the first
  * warpgroup's (gk_fa_sync), as the others of a larger block skip it. */
 template <int NWG>
@@ -135,11 +147,9 @@ GK_DEV void gk_fa_wg_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   const int64_t hk = h / (n_heads / n_kv_heads), skv = kv.n;
   const int64_t r0 = row0 + FA_BLOCK_ROWS * (gk_group() / 4); /* this warpgroup's rows */
   int64_t qpos[2], rows[2];
-  gk_fa_prefill_rows(h, sq, r0 + 16 * (gk_group() % 4), qpos, rows);
   uint32_t qa[D / 16][4];
-  gk_fa_mma_q<D>(q, rows, qa);
   gk_fa_state<D> st;
-  gk_fa_state_init<D>(st);
+  gk_fa_wg_begin<D>(q, h, sq, r0, qpos, rows, qa, st);
   const float sl = scale * 1.4426950408889634f;
   const int64_t ke = gk_fa_kend(Causal, sq, skv, row0, NWG * FA_BLOCK_ROWS);
   const int64_t mine = NWG == 1 ? ke : gk_fa_kend(Causal, sq, skv, r0, FA_BLOCK_ROWS);
@@ -261,11 +271,9 @@ GK_DEV void gk_fa_ws_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   const int w = gk_group() / 4;
   const int64_t r0 = row0 + FA_BLOCK_ROWS * w; /* this warpgroup's rows */
   int64_t qpos[2], rows[2];
-  gk_fa_prefill_rows(h, sq, r0 + 16 * (gk_group() % 4), qpos, rows);
   uint32_t qa[D / 16][4];
-  gk_fa_mma_q<D>(q, rows, qa);
   gk_fa_state<D> st;
-  gk_fa_state_init<D>(st);
+  gk_fa_wg_begin<D>(q, h, sq, r0, qpos, rows, qa, st);
   const float sl = scale * 1.4426950408889634f;
   const int64_t mine = gk_fa_kend(Causal, sq, skv, r0, FA_BLOCK_ROWS);
   (void)n_heads, (void)n_kv_heads;
