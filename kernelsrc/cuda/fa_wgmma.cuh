@@ -261,8 +261,7 @@ GK_DEV void gk_fa_ws_produce(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_
 /* A consumer's part (warpgroup w = 0, 1: rows row0 + 64 w .. + 63). */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_ws_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
-                             int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
-                             int64_t h, int64_t row0) {
+                             int64_t sq, float scale, int64_t h, int64_t row0) {
   typedef gk_fa_smem<D> S;
   constexpr int KEYS = S::WG_KEYS;
   const int64_t skv = kv.n;
@@ -276,7 +275,6 @@ GK_DEV void gk_fa_ws_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   gk_fa_wg_begin<D>(q, h, sq, r0, qpos, rows, qa, st);
   const float sl = scale * 1.4426950408889634f;
   const int64_t mine = gk_fa_kend(Causal, sq, skv, r0, FA_BLOCK_ROWS);
-  (void)n_heads, (void)n_kv_heads;
   __syncthreads(); /* the previous use of the stages is over */
   for (int64_t j = 0; j < tiles; j++) {
     const int ks = (int)(j & 1);
@@ -284,8 +282,10 @@ GK_DEV void gk_fa_ws_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
     const bool work = k0 < mine;
     float s[KEYS / 8][4];
     gk_bar_sync<FA_WS_SIGNAL>(FA_WS_FULL_K + 2 * ks + w);
-    if (work) gk_fa_wg_scores<D, H>(sm, ks, qa, s);
-    if (work) gk_fa_softmax<Causal, D, KEYS / 8>(s, k0, skv, sq, qpos, sl, st);
+    if (work) {
+      gk_fa_wg_scores<D, H>(sm, ks, qa, s);
+      gk_fa_softmax<Causal, D, KEYS / 8>(s, k0, skv, sq, qpos, sl, st);
+    }
     gk_bar_sync<FA_WS_SIGNAL>(FA_WS_FULL_V + w);
     if (work) gk_fa_wg_pv<D, H>(sm, s, st);
     if (j + 1 < tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WS_EMPTY);

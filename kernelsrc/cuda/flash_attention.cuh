@@ -5,7 +5,8 @@
  *
  * Launch: blocks of FA_THREADS threads (or FA_MAX_THREADS, where an image
  * takes more: below), grid (ceil(sq / FA_BLOCK_ROWS), n_heads), or
- * smaller (blocks loop over the query blocks and heads it leaves). Block (x, h) owns query block x of head h, rows
+ * smaller (blocks loop over the query blocks and heads it leaves). Block
+ * (x, h) owns query block x of head h, rows
  * [x*FA_BLOCK_ROWS, +FA_BLOCK_ROWS), counted from the end when causal (the
  * heaviest first). Causal (bottom-right aligned): query row i may see key
  * j <= i + skv - sq; key tiles past the last key any row of the block may
@@ -124,7 +125,7 @@ GK_DEV void gk_fa_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, ui
                           int64_t row0, int sched, gk_bool<true>) {
   /* Uniform over the grid; the paged kernels instantiate one schedule. */
   if (FA_WS_ANY && !KV::paged && sched == FA_WG_WS) /* the consumers' side */
-    gk_fa_ws_consume<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, row0);
+    gk_fa_ws_consume<Causal, D, H>(sm, q, kv, o, sq, scale, h, row0);
   else if (!KV::paged && sched == FA_WG_TWO)
     gk_fa_wg_prefill<Causal, D, KV::paged ? 1 : 2, H>(sm, q, kv, o, n_heads, n_kv_heads, sq,
                                                        scale, h, row0);
@@ -306,8 +307,8 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
   /* The threads of the schedule (the producer's walk is gk_fa_ws_walk). */
   const int used = sched == FA_WG_WS ? 2 * FA_THREADS : sched * FA_THREADS;
   if ((int)threadIdx.x >= used) return; /* past the schedule's threads */
-  const int R = !H::wgmma ? (int)gk_fa_mma_shape<D, KV>::ROWS
-                          : sched == FA_WG_ONE ? FA_BLOCK_ROWS : 2 * FA_BLOCK_ROWS; /* a block's rows */
+  const int R = !H::wgmma ? (int)gk_fa_mma_shape<D, KV>::ROWS /* a block's rows */
+                          : sched == FA_WG_ONE ? FA_BLOCK_ROWS : 2 * FA_BLOCK_ROWS;
   const int64_t nqb = (sq + R - 1) / R;
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
     for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x) {

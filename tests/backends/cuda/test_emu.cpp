@@ -493,6 +493,12 @@ static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
     dims(gk_f32());
 }
 
+static const char *fa_path_name(int path) {
+  static const char *const names[] = {"", " (sm_75's scalar path)", " (wgmma)", " (256 threads)",
+                                      " (384 threads)", " (384 threads, last first)"};
+  return names[path];
+}
+
 static void check_attention(void) {
   const int before = failures;
   static const std::vector<std::string> params = {
@@ -549,7 +555,7 @@ static void check_attention(void) {
          * the emulator running the last threads first (gk_emu_order): the
          * producer as far ahead of the consumers as the barriers let it,
          * where 4 has the consumers run ahead. */
-        const bool fma = path == 1, wg = path >= 2, wide = path >= 3;
+        const bool fma = path == 1, wide = path >= 3;
         if (path == 5 && quick) continue;
         if ((fma && dt != KREF_BF16) || (path == 2 && dt == KREF_F32)) continue;
         if (quick && path != 0 && d != 64) continue;
@@ -578,7 +584,7 @@ static void check_attention(void) {
                               s.hk, s.sq, s.skv, scale);
           char what[160];
           snprintf(what, sizeof what, "flash_attention %s%s h=%lld kvh=%lld sq=%lld skv=%lld",
-                   variant, fma ? " (sm_75's scalar path)" : path == 5 ? " (384 threads, last first)" : path == 4 ? " (384 threads)" : wide ? " (256 threads)" : wg ? " (wgmma)" : "", s.h, s.hk,
+                   variant, fa_path_name(path), s.h, s.hk,
                    s.sq, s.skv);
           const void *qp = q.data(), *kp = k.data(), *vp = v.data();
           void *op = o.data();
@@ -758,7 +764,8 @@ static void check_paged(void) {
           }
           /* paged_attention on the appended pools. */
           snprintf(what, sizeof what, "paged_attention %s%s n_seqs=%lld h=%lld kvh=%lld sq=%lld",
-                   variant, wide ? " (256 threads)" : wg ? " (wgmma)" : "", c.n_seqs, c.h, c.hk, c.sq);
+                   variant, wide ? " (256 threads)" : wg ? " (wgmma)" : "", c.n_seqs, c.h, c.hk,
+                   c.sq);
           const float scale = (float)(1.0 / sqrt((double)d));
           ref_paged_attention(dt, d, page, q.data(), kp.data(), vp.data(), table, lens,
                               want.data(), c.n_seqs, c.h, c.hk, c.sq, max_pages, n_pages, scale);

@@ -193,9 +193,10 @@ static bool bar_count_in(int id, int count) {
   if (id < 1 || id >= NAMED || count <= 0 || count % GROUP != 0 ||
       count > (int)S->fibers.size()) {
     if (!S->failed)
-      fprintf(stdout, "emulator: named barrier %d, count %d, in block (%u, %u, %u) thread %d: the id must be "
-              "1 .. %d and the count a multiple of %d up to the block's %zu threads\n", id, count,
-              blockIdx.x, blockIdx.y, blockIdx.z, S->cur, NAMED - 1, GROUP, S->fibers.size());
+      fprintf(stdout, "emulator: named barrier %d, count %d, in block (%u, %u, %u) thread %d: "
+              "the id must be 1 .. %d and the count a multiple of %d up to the block's %zu "
+              "threads\n", id, count, blockIdx.x, blockIdx.y, blockIdx.z, S->cur, NAMED - 1,
+              GROUP, S->fibers.size());
     S->failed = true;
     return false;
   }
@@ -204,9 +205,9 @@ static bool bar_count_in(int id, int count) {
     b.count = (unsigned)count;
   } else if (b.count != (unsigned)count) {
     if (!S->failed)
-      fprintf(stdout, "emulator: named barrier %d, count %d, in block (%u, %u, %u) thread %d while %u threads "
-              "wait at it for %u\n", id, count, blockIdx.x, blockIdx.y, blockIdx.z, S->cur,
-              b.arrived, b.count);
+      fprintf(stdout, "emulator: named barrier %d, count %d, in block (%u, %u, %u) thread %d "
+              "while %u threads wait at it for %u\n", id, count, blockIdx.x, blockIdx.y,
+              blockIdx.z, S->cur, b.arrived, b.count);
     S->failed = true;
   }
   if (++b.arrived == b.count) {
