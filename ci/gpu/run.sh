@@ -6,6 +6,7 @@
 #   probe      gk probe: the device libgk finds and what each kernel gets
 #   test       tests/gpu's test_gpu: every cuda kernel x variant x entry
 #              point against the CPU images, every image the card runs
+#   bench      bench/gpu.sh: bench/report.md and bench/gpu.json (with PyTorch)
 #   wgmma      the prefill on wgmma (gpu-pack/wgmma.gkfat, sm_90a): first
 #              test_wgmma_probe (one wgmma per shape, D against A B), then
 #              test_gpu against gpu.gkfat's CPU images, then gk_bench_gpu's
@@ -18,7 +19,6 @@
 #   q16        the same for gpu-pack/q16.gkfat (sm_90a, -DGK_FA_QSMEM=0: the
 #              head_dim-128 prefill of 16 rows a warp, Q in registers), without
 #              a probe: test_gpu, then the prefill cases beside the default's
-#   bench      bench/gpu.sh: bench/report.md and bench/gpu.json (with PyTorch)
 #   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
 #   racecheck  the same under racecheck
 #   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1, bits=4), on
@@ -38,7 +38,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 budget=${GK_GPU_BUDGET:-390}
-steps=${GK_GPU_STEPS:-smi probe test wgmma wgmma2 wgmma3 q16 bench memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test bench wgmma wgmma2 wgmma3 q16 memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -84,6 +84,11 @@ step smi 30 sh -c 'nvidia-smi || exit 1; nvidia-smi -q; uname -a; ldd --version 
     echo "PyTorch: not importable"'
 step probe 30 env "$libs" "$pack/gk" probe "$archive"
 step test 150 env "$libs" "$test_gpu" "$archive"
+# The sh -c texts below expand their own $1, $2... in the inner shell; bench
+# before the experiments, so that the budget cuts those first.
+# shellcheck disable=SC2016
+step bench 200 env GK_GPU_ARCHIVE="$archive" GK_GPU_LIB_PATH="$pack/lib" \
+  sh -c 'bench/gpu.sh "$1" "$2/bench" >"$2/bench/report.md"' sh "$pack" "$out"
 # The experiments (ci/gpu/prepare.sh): gpu-pack/NAME.gkfat tested against
 # gpu.gkfat's CPU images, then its prefill timed; wgmma's layout probe first.
 # shellcheck disable=SC2016
@@ -100,10 +105,6 @@ step wgmma 60 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma
 step wgmma2 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma2
 step wgmma3 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma3
 step q16 45 sh -c "$experiment" sh "$libs" "$pack" "$out" q16
-# The sh -c texts below expand their own $1, $2... in the inner shell.
-# shellcheck disable=SC2016
-step bench 200 env GK_GPU_ARCHIVE="$archive" GK_GPU_LIB_PATH="$pack/lib" \
-  sh -c 'bench/gpu.sh "$1" "$2/bench" >"$2/bench/report.md"' sh "$pack" "$out"
 step memcheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" memcheck
 step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" racecheck
 # Nsight Compute on the first launch of each kernel the issues are about:
