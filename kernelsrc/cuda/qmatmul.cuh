@@ -149,11 +149,11 @@ GK_DEV void gk_qm_weights(const uint32_t *h, float d, float mo, float wv[8]) {
   if (Bits == 1) {
     const float w0 = fmaf(d, 0.0f, mo), w1 = fmaf(d, 1.0f, mo);
     for (int u = 0; u < 8; u++) wv[u] = (h[0] >> u) & 1u ? w1 : w0;
-    return;
+  } else { /* not after a return: nvcc warns of an unreachable loop at BITS 1 */
+    for (int hh = 0; hh < octet::HALVES; hh++)
+      for (int u = 0; u < octet::PER_HALF; u++)
+        wv[hh * octet::PER_HALF + u] = fmaf(d, gk_qm_code<Bits>(h[hh], Bits * u), mo);
   }
-  for (int hh = 0; hh < octet::HALVES; hh++)
-    for (int u = 0; u < octet::PER_HALF; u++)
-      wv[hh * octet::PER_HALF + u] = fmaf(d, gk_qm_code<Bits>(h[hh], Bits * u), mo);
 }
 
 /*
