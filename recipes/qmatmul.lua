@@ -18,7 +18,8 @@ kernel "qmatmul" {
   -- qmatmul_q8x reads the original block format on GPUs (no repack), with
   -- the CPU images' arithmetic to the bit; it launches like qmatmul but
   -- for the rows a block takes: qmatmul 8 of x by 32 of W, qmatmul_q8x
-  -- 4 of x (rounded into shared memory) by 64 of W (kernelsrc/cuda). For
+  -- up to 16 of x (rounded into shared memory; past 4 on int8 mma.sync)
+  -- by 64 of W (kernelsrc/cuda). For
   -- many rows of x, qmatmul_q8x_x rounds x once into records and
   -- qmatmul_q8x_mm multiplies them on int8 tensor cores: each has its own
   -- launch, keyed by its name (docs/weights.md, "int8 x on tensor cores").
@@ -32,7 +33,7 @@ kernel "qmatmul" {
       params = { "x:ptr", "w:ptr", "y:ptr", "m:i64", "n:i64", "k:i64" },
       qmatmul_q8x = {
         block  = { 256, 1, 1 },
-        grid   = { "m / 4", "n / 64", 1 },
+        grid   = { "m / 16", "n / 64", 1 },
         shared = 0,
         params = { "x:ptr", "w:ptr", "y:ptr", "m:i64", "n:i64", "k:i64" },
       },

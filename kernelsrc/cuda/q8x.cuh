@@ -14,10 +14,12 @@
  *     fma); the lanes folded lane[l] += lane[l + h], h = 8, 4, 2, 1; the
  *     chunk sums added to y in chunk order from 0.
  *
- * Launch: its own row, qmatmul's signature and block, grid
- * (ceil(m / Q8X_XROWS), ceil(n / Q8X_COLS)) or smaller: a block
- * of QM_THREADS computes Q8X_COLS rows of W against Q8X_XROWS rows of x
- * (one when m == 1). Chunk by chunk, the block first rounds its rows of x
+ * This file: the rounding, and the dp4a tile, which takes m <= Q8X_XROWS
+ * (and every m on HIP); q8x_batch.cuh has the int8 mma.sync tile for more
+ * rows of x and the entry's walk over the grid. Launch: its own row,
+ * qmatmul's signature and block, grid (ceil(m / 16), ceil(n / Q8X_COLS))
+ * or smaller. Here a block of QM_THREADS computes Q8X_COLS rows of W
+ * against Q8X_XROWS rows of x (one when m == 1). Chunk by chunk, the block first rounds its rows of x
  * into shared memory (each thread one block of x at a time, with no
  * shuffle and no conversion per element: gk_q8x_round_block), then each half
  * group (16 lanes: the 16 float lanes of the definition) takes 4 rows of W,
@@ -98,28 +100,35 @@ GK_DEV void gk_q8x_round_block(const float *__restrict__ src, uint32_t *codes, f
   *sb = gk_fmul(d, (float)(int32_t)(sum - 32u * 0x4b400000u));
 }
 
+/* The dp4a tile's shared memory: Q8X_XROWS rows of x, a chunk of blocks,
+ * rounded (xq: 8 words a block in gk_q8x_pos order, read as uint4). */
+struct gk_q8x_dsmem {
+  uint32_t xq[Q8X_XROWS][Q8X_CHUNK * 8];
+  float dx[Q8X_XROWS][Q8X_CHUNK], sb[Q8X_XROWS][Q8X_CHUNK];
+};
+
 /* Rounds rows i0 .. i0 + xrows - 1 of x, blocks c0 .. c0 + cb - 1, into
- * xq (8 words a block, in gk_q8x_pos order), dx and sb: a block of x a
- * thread. By the whole block; the caller puts barriers around it. */
-template <int Bits, int MT>
-GK_DEV void gk_q8x_round_x(const float *__restrict__ x, int64_t k, int64_t i0,
-                           int xrows, int64_t c0, int cb, uint32_t (*xq)[Q8X_CHUNK * 8],
-                           float (*dx)[Q8X_CHUNK], float (*sb)[Q8X_CHUNK]) {
+ * sm: a block of x a thread. By the whole block; the caller puts barriers
+ * around it. */
+template <int Bits>
+GK_DEV void gk_q8x_round_x(gk_q8x_dsmem &sm, const float *__restrict__ x, int64_t k,
+                           int64_t i0, int xrows, int64_t c0, int cb) {
   for (int e = (int)threadIdx.x; e < xrows * cb; e += QM_THREADS) {
     const int i = e / cb, b = e % cb;
-    gk_q8x_round_block<Bits>(x + (i0 + i) * k + (c0 + b) * GK_QBLOCK, xq[i] + b * 8,
-                             &dx[i][b], &sb[i][b]);
+    gk_q8x_round_block<Bits>(x + (i0 + i) * k + (c0 + b) * GK_QBLOCK, sm.xq[i] + b * 8,
+                             &sm.dx[i][b], &sm.sb[i][b]);
   }
 }
 
-/* One block's tile: rows j0 .. j0 + Q8X_COLS - 1 of W (those < n) against
- * rows i0 .. i0 + MT - 1 of x (those < m). */
+/* One block's tile on dp4a: rows j0 .. j0 + Q8X_COLS - 1 of W (those < n)
+ * against rows i0 .. i0 + MT - 1 of x (those < m), MT <= Q8X_XROWS. */
 template <int Bits, int MT>
-GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
-                        float *__restrict__ y, int64_t m, int64_t n, int64_t k,
-                        int64_t jb, int64_t i0) {
-  alignas(16) __shared__ uint32_t xq[MT][Q8X_CHUNK * 8]; /* read as uint4 */
-  __shared__ float dx[MT][Q8X_CHUNK], sb[MT][Q8X_CHUNK];
+GK_DEV void gk_q8x_tile(gk_q8x_dsmem &sm, const float *__restrict__ x,
+                        const void *__restrict__ w, float *__restrict__ y, int64_t m,
+                        int64_t n, int64_t k, int64_t jb, int64_t i0) {
+  static_assert(MT <= Q8X_XROWS, "the tile's rows of x fit gk_q8x_dsmem");
+  uint32_t(*xq)[Q8X_CHUNK * 8] = sm.xq;
+  float(*dx)[Q8X_CHUNK] = sm.dx, (*sb)[Q8X_CHUNK] = sm.sb;
   const int P = 8 / Bits, lane = gk_lane(), hl = lane % Q8X_LANES;
   const uint32_t rep = GK_QMASK(Bits) * 0x01010101u;
   const int64_t nb = k / GK_QBLOCK;
@@ -137,7 +146,7 @@ GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
   for (int64_t c0 = 0; c0 < nb; c0 += Q8X_CHUNK) {
     const int cb = nb - c0 < Q8X_CHUNK ? (int)(nb - c0) : Q8X_CHUNK;
     __syncthreads(); /* the previous chunk's x is read */
-    gk_q8x_round_x<Bits, MT>(x, k, i0, xrows, c0, cb, xq, dx, sb);
+    gk_q8x_round_x<Bits>(sm, x, k, i0, xrows, c0, cb);
     __syncthreads();
     /* Block b of the chunk for all of the half's rows of W: b's x codes
      * are read from shared memory once (two 16-byte loads a row of x) for
@@ -204,21 +213,6 @@ GK_DEV void gk_q8x_tile(const float *__restrict__ x, const void *__restrict__ w,
     for (int r = 0; r < Q8X_WROWS / 2; r++)
       for (int i = 0; i < MT; i++)
         if (j0 + 2 * r < n && i < xrows) y[(i0 + i) * n + j0 + 2 * r] = acc[r][i];
-}
-
-/* The grid walk of gk_qmatmul (qmatmul.cuh), with tiles of Q8X_XROWS rows
- * of x. Every bound is per block: the barriers are reached by all. */
-template <int Bits>
-GK_DEV void gk_qmatmul_q8x(const float *x, const void *w, float *y, int64_t m,
-                           int64_t n, int64_t k) {
-  if (m <= 0 || n <= 0 || k < 0) return;
-  for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
-    for (int64_t bx = blockIdx.x; bx * Q8X_XROWS < m; bx += gridDim.x) {
-      if (m == 1)
-        gk_q8x_tile<Bits, 1>(x, w, y, m, n, k, by * Q8X_COLS, 0);
-      else
-        gk_q8x_tile<Bits, Q8X_XROWS>(x, w, y, m, n, k, by * Q8X_COLS, bx * Q8X_XROWS);
-    }
 }
 
 #endif /* GK_Q8X_CUH */

@@ -6,6 +6,7 @@
  * each with its own launch row. The bodies are qmatmul.cuh, q8x.cuh and
  * q8x_mma.cuh.
  */
+#include "q8x_batch.cuh"
 #include "q8x_mma.cuh"
 
 #if !defined(BITS) || (BITS != 1 && BITS != 2 && BITS != 4 && BITS != 8)

@@ -51,14 +51,14 @@ for i in m["images"]:
     assert i["toolchain"].startswith("nvcc 13."), i
     # qmatmul images carry its int8-x twin and the int8 tensor-core pair,
     # which have their own launches, keyed by their names (the twin: a
-    # block takes 4 rows of x by 64 of W, qmatmul 8 by 32).
+    # block takes up to 16 rows of x by 64 of W, qmatmul 8 by 32).
     extra = ["qmatmul_q8x", "qmatmul_q8x_x", "qmatmul_q8x_mm"] if i["kernel"] == "qmatmul" else []
     assert i["entry"] == [i["kernel"]] + extra, i
     l = i["launch"]
     own = {e: l.pop(e) for e in extra}
     if extra:
         assert l["grid"][:2] == ["m / 8", "n / 32"], l
-        assert own["qmatmul_q8x"]["grid"][:2] == ["m / 4", "n / 64"], own
+        assert own["qmatmul_q8x"]["grid"][:2] == ["m / 16", "n / 64"], own
     for e, o in own.items():
         assert set(o) == {"block", "grid", "shared", "params"} and o["block"] == [256, 1, 1], (e, o)
     assert set(l) == {"block", "grid", "shared", "params"}, l

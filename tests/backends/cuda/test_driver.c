@@ -308,9 +308,9 @@ static void launch_kernels(void **state) {
     assert_int_equal(D.pushes, pushes + 1);
     assert_int_equal(D.pops, D.pushes);
     assert_ptr_equal(D.stream, (void *)0x5e);
-    /* grid ["m / 8", "n / 32", 1] (qmatmul), ["m / 4", "n / 64", 1]
+    /* grid ["m / 8", "n / 32", 1] (qmatmul), ["m / 16", "n / 64", 1]
      * (qmatmul_q8x: its own row), block [256, 1, 1] */
-    assert_int_equal(D.grid[0], e == 0 ? 3 : 5);
+    assert_int_equal(D.grid[0], e == 0 ? 3 : 2);
     assert_int_equal(D.grid[1], e == 0 ? 344 : 172);
     assert_int_equal(D.grid[2], 1);
     assert_int_equal(D.block[0], 256);

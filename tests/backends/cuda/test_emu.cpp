@@ -19,6 +19,7 @@
 #include "argmax.cuh"
 #include "flash_attention.cuh"
 #include "paged_attention.cuh"
+#include "q8x_batch.cuh"
 #include "q8x_mma.cuh"
 #include "qmatmul.cuh"
 #include "rmsnorm.cuh"
@@ -254,18 +255,27 @@ static void check_qmatmul(void) {
 /* ---- qmatmul_q8x ------------------------------------------------------------ */
 
 /* The GPU's qmatmul_q8x gives the bits of tests/common's qref_q8x, the CPU
- * images' arithmetic, on the original layout, launched by qmatmul's row. */
+ * images' arithmetic, on the original layout, launched by its own row:
+ * past 4 rows of x on int8 mma.sync (q8x_batch.cuh: CUDA's images), and on
+ * dp4a (q8x.cuh: HIP's, and every image's for m <= 4). */
 static void check_q8x(void) {
   const int before = failures;
   static const std::vector<std::string> params = {"x:ptr", "w:ptr", "y:ptr",
                                                   "m:i64", "n:i64", "k:i64"};
-  /* k = 4160: a chunk of 128 blocks and 2 more; m = 6: a partial x tile. */
-  static const long long shapes[][3] = {{1, 37, 96}, {6, 35, 4160}, {1, 3, 32}, {9, 5, 0}};
+  /* k = 4160: a chunk of 128 blocks and 2 more (the batch tile's 17th
+   * stage: 2 blocks, in its first buffer); m = 6: a partial x tile;
+   * m = 17: a second batch tile of one row, n = 70: a second W tile of 6
+   * rows, k = 544: 17 blocks, a last stage of 1 (the odd groups idle); k =
+   * 4384: 137 blocks, a last stage of 1 in the second buffer; m = 3: the
+   * dp4a tile of 4 rows, partial. */
+  static const long long shapes[][3] = {{1, 37, 96},  {6, 35, 4160}, {1, 3, 32},
+                                        {9, 5, 0},    {17, 70, 544}, {5, 20, 4384},
+                                        {3, 9, 64}};
   for (int bits : {1, 2, 4, 8}) {
     launch L;
     char variant[16];
     snprintf(variant, sizeof variant, "bits=%d", bits);
-    if (!read_launch("qmatmul", variant, &L)) continue;
+    if (!read_launch("qmatmul", variant, &L, "qmatmul_q8x")) continue;
     for (auto &s : shapes) {
       const long long m = s[0], n = s[1], k = s[2];
       qref_rng r;
@@ -284,22 +294,29 @@ static void check_q8x(void) {
       const float *xp = x.data();
       float *yp = y.data();
       const void *wp = w.data();
-      auto body = [&]() {
-        switch (bits) {
-        case 1: gk_qmatmul_q8x<1>(xp, wp, yp, m, n, k); break;
-        case 2: gk_qmatmul_q8x<2>(xp, wp, yp, m, n, k); break;
-        case 4: gk_qmatmul_q8x<4>(xp, wp, yp, m, n, k); break;
-        default: gk_qmatmul_q8x<8>(xp, wp, yp, m, n, k); break;
-        }
-      };
-      for (bool small : {false, true}) {
+      for (int run_case = 0; run_case < 4; run_case++) {
+        const int mma = run_case < 2;
+        const bool small = run_case % 2;
+        auto body = [&]() {
+          switch (bits * 2 + mma) {
+          case 3: gk_qmatmul_q8x<1, 1>(xp, wp, yp, m, n, k); break;
+          case 2: gk_qmatmul_q8x<1, 0>(xp, wp, yp, m, n, k); break;
+          case 5: gk_qmatmul_q8x<2, 1>(xp, wp, yp, m, n, k); break;
+          case 4: gk_qmatmul_q8x<2, 0>(xp, wp, yp, m, n, k); break;
+          case 9: gk_qmatmul_q8x<4, 1>(xp, wp, yp, m, n, k); break;
+          case 8: gk_qmatmul_q8x<4, 0>(xp, wp, yp, m, n, k); break;
+          case 17: gk_qmatmul_q8x<8, 1>(xp, wp, yp, m, n, k); break;
+          default: gk_qmatmul_q8x<8, 0>(xp, wp, yp, m, n, k); break;
+          }
+        };
         std::fill(y.begin(), y.end(), NAN);
         if (!run(what, L, params, {{"m", m}, {"n", n}, {"k", k}}, body, small)) break;
         int bad = 0;
         for (long long i = 0; i < m * n && !bad; i++)
           if (memcmp(&y[i], &want[i], sizeof(float)) != 0) {
-            printf("FAIL: %s%s: y[%lld] = %.9g, the q8x arithmetic gives %.9g\n", what,
-                   small ? " (clamped grid)" : "", i, y[i], want[i]);
+            printf("FAIL: %s%s%s: y[%lld] = %.9g, the q8x arithmetic gives %.9g\n", what,
+                   mma ? "" : " (dp4a only)", small ? " (clamped grid)" : "", i, y[i],
+                   want[i]);
             bad = 1;
           }
         for (int i = 0; i < 8 && !bad; i++)
@@ -311,7 +328,9 @@ static void check_q8x(void) {
       }
     }
   }
-  SECTION_OK(before, "ok: qmatmul_q8x bits 1, 2, 4, 8 x %zu shapes, the CPU's bits, any grid\n",
+  SECTION_OK(before,
+             "ok: qmatmul_q8x bits 1, 2, 4, 8 x %zu shapes, mma.sync and dp4a, the CPU's "
+             "bits, any grid\n",
              sizeof shapes / sizeof shapes[0]);
 }
 

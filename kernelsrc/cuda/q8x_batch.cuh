@@ -1,0 +1,349 @@
+/*
+ * q8x_batch.cuh - qmatmul_q8x for more than Q8X_XROWS rows of x (a decode
+ * batch, speculative decoding, a prefill) on int8 tensor cores, with the
+ * CPU images' bits: the arithmetic of q8x.cuh's top comment (docs/weights.md,
+ * "int8 x"), operation by operation. And gk_qmatmul_q8x, the entry's walk
+ * over the grid, which picks this tile or q8x.cuh's dp4a tile.
+ *
+ * Why: the dp4a tile (q8x.cuh) takes 4 rows of x, so m = 16 reads W four
+ * times, each load of a lane gathering words of 16 blocks 20 bytes apart,
+ * and pays 8 dp4a per block, row of W and row of x. Here a block takes 16
+ * rows of x by Q8X_COLS = 64 rows of W: W is read once for 16 rows, through
+ * shared memory in coalesced 4-byte cp.async pieces, and one mma.sync
+ * m16n8k32 (s8 x, u8 codes) gives a block's integer sums i_b for 16 rows of
+ * x by 8 rows of W (its k = 32 is one block). What remains per output and
+ * block is the definition's float epilogue (6 operations, every one rounded:
+ * the floor of these bits).
+ *
+ * The 16 float lanes of a chunk (block b into lane b % 16, in block order):
+ * group w of the block is pair p = w / 2 (rows 16 p .. 16 p + 15 of the
+ * block's W rows, two mma tiles of 8) and parity q = w % 2: it takes the
+ * blocks b with b % 2 == q, so lane l = 2 s + q lives in its slot s. Each
+ * thread keeps 8 slots x 2 tiles x 4 outputs = 64 floats. The fold
+ * lane[l] += lane[l + h], h = 8, 4, 2, 1 is then slot[s] += slot[s + 4],
+ * slot[s] += slot[s + 2], slot[0] += slot[1] inside each group, and only h
+ * = 1 (lane 0 += lane 1) crosses from the odd group to the even one, one
+ * float an output through shared memory, once a chunk.
+ *
+ * Stages of Q8B_KB = 8 blocks, two in a ring: while stage s is multiplied,
+ * stage s + 1's W is in flight (cp.async) and its x is rounded into the
+ * other buffer, two threads a block of x (gk_q8b_round_half); one barrier
+ * a stage. A chunk is 16 stages, so a stage's buffer (s % 2) is also which
+ * half of the chunk's lanes it feeds: the ring is unrolled by two and every
+ * slot index is a constant.
+ *
+ * Launch: qmatmul_q8x's row (grid m / 16 by n / 64, or smaller). Rows of x
+ * past m are rounded as zeros (their outputs are not written); blocks past
+ * k / 32 are skipped by whole groups.
+ */
+#ifndef GK_Q8X_BATCH_CUH
+#define GK_Q8X_BATCH_CUH
+
+#include "q8x.cuh"
+
+#define Q8B_ROWS 16 /* rows of x a block: mma's M */
+#define Q8B_KB 8    /* blocks of 32 columns a stage */
+#define Q8B_MAGIC 0x4B400000 /* the bits of 1.5 * 2^23 (see gk_q8x_round_block) */
+
+/* Whether qmatmul_q8x takes this tile past Q8X_XROWS rows of x: on sm_80
+ * and newer, and in the emulator, which runs both tiles. The others keep
+ * the dp4a tile for every m:
+ * - sm_75: this tile's stages are 47 KB of shared memory at BITS 8, which
+ *   the union below would reserve for every launch, m = 1 too; Turing has
+ *   64 KB an SM, so the decode would lose half its blocks an SM;
+ * - HIP: gk_mma_s8u8_16832's HIP body is the emulator's twin (32 shuffles
+ *   a call), and no AMD matrix path is written yet. */
+#if defined(__HIPCC__) || (defined(GK_GPU_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800)
+#define GK_Q8X_MMA 0
+#else
+#define GK_Q8X_MMA 1
+#endif
+
+template <int Bits>
+struct gk_q8b_smem {
+  enum {
+    BW = 1 + Bits,          /* words of a W block: the head, then the codes */
+    WS = Q8B_KB * BW + 1,   /* words of a stage's W row; odd, so the 8 rows
+                               of a fragment load hit distinct banks */
+    XS = Q8B_KB * 8 + 4     /* words of a stage's row of x: rows g and g + 8
+                               of a fragment load 4 banks apart */
+  };
+  struct scale {
+    float dx, sb;
+  };
+  uint32_t w[2][Q8X_COLS * WS];
+  uint32_t x[2][Q8B_ROWS * XS];
+  scale s[2][Q8B_KB * Q8B_ROWS]; /* [block][row]: a fragment's 8 rows in a row */
+};
+
+/* qmatmul_q8x's shared memory, one object for whichever tile a call takes
+ * (static shared memory stays under 48 KB: BITS 8's stages are 47 KB). */
+template <int Bits, int Mma>
+union gk_q8x_smem {
+  gk_q8x_dsmem d;
+  gk_q8b_smem<Bits> b;
+};
+template <int Bits>
+union gk_q8x_smem<Bits, 0> {
+  gk_q8x_dsmem d;
+};
+
+/* Rounds half h of a block of x (the 16 floats at src, 16-byte aligned)
+ * with the thread beside it (lane ^ 1), which takes the other half of the
+ * same block: gk_q8x_round_block's bits. The max and the code sum are
+ * combined by one shuffle each (a max is exact in any order; the sum is an
+ * integer). codes gets words 4 h .. 4 h + 3 of the block's 8 (gk_q8x_pos
+ * order): for Bits >= 2 a half's 16 columns fill 4 whole words (gk_q8x_pos
+ * (t + 16) is gk_q8x_pos(t) + 16: 4 words on); for Bits = 1 each half
+ * fills 2 bytes of all 8 (gk_q8x_pos(t + 16) is gk_q8x_pos(t) + 2), so the
+ * pair swaps its words. Every thread of the group calls it. */
+template <int Bits>
+GK_DEV void gk_q8b_round_half(const float *__restrict__ src, int h, uint32_t codes[4],
+                              float *dx, float *sb) {
+  float v[16];
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    const float4 f = ((const float4 *)src)[c];
+    v[4 * c] = f.x, v[4 * c + 1] = f.y, v[4 * c + 2] = f.z, v[4 * c + 3] = f.w;
+  }
+  float a = fabsf(v[0]);
+#pragma unroll
+  for (int t = 1; t < 16; t++) a = fmaxf(a, fabsf(v[t]));
+  a = fmaxf(a, GK_SHFL_XOR(a, 1));
+  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+  uint32_t wl[8] = {0, 0, 0, 0, 0, 0, 0, 0}, sum = 0;
+#pragma unroll
+  for (int t = 0; t < 16; t++) {
+    float p = gk_fmul(v[t], inv);
+    p = p > -127.0f ? p : -127.0f;
+    p = p < 127.0f ? p : 127.0f;
+    const uint32_t qb = gk_q_f32_to_bits(gk_fadd(p, 12582912.0f)); /* 0x4b400000 + q */
+    sum += qb;
+    const int pos = gk_q8x_pos<Bits>(t);
+    wl[pos / 4] |= (qb & 0xffu) << (8 * (pos % 4));
+  }
+  sum += GK_SHFL_XOR(sum, 1);
+  if (Bits == 1) {
+#pragma unroll
+    for (int u = 0; u < 8; u++) {
+      wl[u] <<= 16 * h;
+      wl[u] |= GK_SHFL_XOR(wl[u], 1);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; u++) codes[u] = h ? wl[4 + u] : wl[u];
+  } else {
+#pragma unroll
+    for (int u = 0; u < 4; u++) codes[u] = wl[u];
+  }
+  const float d = a / 127.0f;
+  *dx = d;
+  *sb = gk_fmul(d, (float)(int32_t)(sum - 32u * 0x4b400000u));
+}
+
+/* Starts copying blocks b0 .. b0 + Q8B_KB - 1 of W rows j0 .. j0 +
+ * Q8X_COLS - 1 into stage `buf` (zeros past n and nb), one cp.async group
+ * a thread, and rounds the same blocks of x rows i0 .. i0 + 15 into it
+ * (zeros past m and nb): two threads a block of x. By the whole block. */
+template <int Bits>
+GK_DEV void gk_q8b_stage_in(gk_q8b_smem<Bits> &sm, int buf, const float *__restrict__ x,
+                            const uint32_t *__restrict__ w, int64_t m, int64_t n,
+                            int64_t k, int64_t nb, int64_t i0, int64_t j0, int64_t b0) {
+  typedef gk_q8b_smem<Bits> S;
+  constexpr int SEG = Q8B_KB * S::BW; /* words of a row's stage */
+  const int have = nb - b0 < Q8B_KB ? (int)(nb - b0) * S::BW : SEG;
+#pragma unroll 1
+  for (int e = (int)threadIdx.x; e < Q8X_COLS * SEG; e += QM_THREADS) {
+    const int r = e / SEG, c = e % SEG;
+    const int64_t j = j0 + r;
+    const bool in = j < n && c < have;
+    gk_cp_async4(&sm.w[buf][r * S::WS + c], in ? w + (j * nb + b0) * S::BW + c : w, in);
+  }
+  gk_cp_async_commit();
+
+  static_assert(QM_THREADS == 2 * Q8B_ROWS * Q8B_KB, "two threads a block of x");
+  const int e = (int)threadIdx.x, h = e & 1, r = (e >> 1) / Q8B_KB, kb = (e >> 1) % Q8B_KB;
+  const bool in = i0 + r < m && b0 + kb < nb;
+  /* Out of range: a valid address (nb >= 1 here), its result discarded. */
+  const float *src = x + (in ? (i0 + r) * k + (b0 + kb) * GK_QBLOCK : 0) + 16 * h;
+  uint32_t codes[4];
+  float dx, sb;
+  gk_q8b_round_half<Bits>(src, h, codes, &dx, &sb);
+  uint4 cw = {0u, 0u, 0u, 0u};
+  if (in) cw.x = codes[0], cw.y = codes[1], cw.z = codes[2], cw.w = codes[3];
+  *(uint4 *)&sm.x[buf][r * S::XS + kb * 8 + 4 * h] = cw;
+  if (h == 0) {
+    sm.s[buf][kb * Q8B_ROWS + r].dx = in ? dx : 0.0f;
+    sm.s[buf][kb * Q8B_ROWS + r].sb = in ? sb : 0.0f;
+  }
+}
+
+/* Multiplies stage `Buf` (its first kbs blocks) into this group's slots
+ * 4 Buf .. 4 Buf + 3: block kb = 2 i + q of the stage is chunk lane
+ * 8 Buf + kb, slot 4 Buf + i. */
+template <int Bits, int Buf>
+GK_DEV void gk_q8b_stage_mul(const gk_q8b_smem<Bits> &sm, int kbs, float (*slot)[2][4]) {
+  typedef gk_q8b_smem<Bits> S;
+  constexpr int P = 8 / Bits;
+  const uint32_t mask = GK_QMASK(Bits) * 0x01010101u;
+  const int gw = gk_group(), p = gw / 2, q = gw % 2, lane = gk_lane(), g = lane / 4,
+            t = lane % 4;
+  /* Operand words t and 4 + t of a block: their code words and shifts. */
+  const int u0 = t / P, s0 = Bits * (t % P), u1 = (4 + t) / P, s1 = Bits * ((4 + t) % P);
+#pragma unroll
+  for (int i = 0; i < Q8B_KB / 2; i++) {
+    const int kb = 2 * i + q;
+    if (kb >= kbs) break; /* by whole groups: kb is the group's */
+    const uint32_t *xs = &sm.x[Buf][kb * 8];
+    const uint32_t a[4] = {xs[g * S::XS + t], xs[(g + 8) * S::XS + t], xs[g * S::XS + 4 + t],
+                           xs[(g + 8) * S::XS + 4 + t]};
+    const typename S::scale xr[2] = {sm.s[Buf][kb * Q8B_ROWS + g],
+                                     sm.s[Buf][kb * Q8B_ROWS + g + 8]};
+#pragma unroll
+    for (int ti = 0; ti < 2; ti++) {
+      const uint32_t *wt = &sm.w[Buf][(16 * p + 8 * ti) * S::WS + kb * S::BW];
+      const uint32_t b[2] = {(wt[g * S::WS + 1 + u0] >> s0) & mask,
+                             (wt[g * S::WS + 1 + u1] >> s1) & mask};
+      /* The scales of this lane's two W rows (columns 2t, 2t + 1 of D). */
+      float d[2], mo[2];
+      for (int c = 0; c < 2; c++) {
+        const uint32_t head = wt[(2 * t + c) * S::WS];
+        d[c] = gk_h2f((uint16_t)(head & 0xffffu));
+        mo[c] = gk_h2f((uint16_t)(head >> 16));
+      }
+      int s[4];
+      gk_mma_s8u8_16832(s, a, b, Q8B_MAGIC);
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int r = e >> 1, c = e & 1;
+        const float ib = gk_q_f32_from_bits((uint32_t)s[e]) - 12582912.0f; /* exact */
+        float &l = slot[4 * Buf + i][ti][e];
+        l = gk_fadd(gk_fadd(l, gk_fmul(ib, gk_fmul(d[c], xr[r].dx))), gk_fmul(mo[c], xr[r].sb));
+      }
+    }
+  }
+}
+
+/* The chunk's end: folds the slots (see the top) and adds the chunk's sums
+ * to acc in the even groups, through `scratch` (a stage the ring is done
+ * with). Barriers by the whole block. */
+GK_DEV void gk_q8b_fold(float (*slot)[2][4], float (*acc)[4], float *scratch) {
+  const int gw = gk_group(), p = gw / 2, q = gw % 2;
+  float v[2][4];
+#pragma unroll
+  for (int ti = 0; ti < 2; ti++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      float l[8];
+#pragma unroll
+      for (int s = 0; s < 8; s++) l[s] = slot[s][ti][e];
+      for (int s = 0; s < 4; s++) l[s] = gk_fadd(l[s], l[s + 4]); /* h = 8 */
+      for (int s = 0; s < 2; s++) l[s] = gk_fadd(l[s], l[s + 2]); /* h = 4 */
+      v[ti][e] = gk_fadd(l[0], l[1]);                             /* h = 2 */
+      for (int s = 0; s < 8; s++) slot[s][ti][e] = 0.0f;
+    }
+  float *mine = scratch + (p * GK_GROUP + gk_lane()) * 8;
+  if (q)
+    for (int ti = 0; ti < 2; ti++)
+      for (int e = 0; e < 4; e++) mine[4 * ti + e] = v[ti][e];
+  __syncthreads();
+  if (!q) /* h = 1, then the chunk's sum into y's */
+    for (int ti = 0; ti < 2; ti++)
+      for (int e = 0; e < 4; e++)
+        acc[ti][e] = gk_fadd(acc[ti][e], gk_fadd(v[ti][e], mine[4 * ti + e]));
+  __syncthreads(); /* read before the ring writes the stage again */
+}
+
+/* One step of the ring: stage s (buffer Buf) multiplied while stage s + 1
+ * comes in, then the fold where s ends a chunk. */
+template <int Bits, int Buf>
+GK_DEV void gk_q8b_step(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
+                        const uint32_t *__restrict__ w, int64_t m, int64_t n, int64_t k,
+                        int64_t nb, int64_t i0, int64_t j0, int64_t s, float (*slot)[2][4],
+                        float (*acc)[4]) {
+  const int64_t stages = (nb + Q8B_KB - 1) / Q8B_KB;
+  if (s + 1 < stages)
+    gk_q8b_stage_in<Bits>(sm, Buf ^ 1, x, w, m, n, k, nb, i0, j0, (s + 1) * Q8B_KB);
+  const int64_t left = nb - s * Q8B_KB;
+  gk_q8b_stage_mul<Bits, Buf>(sm, left < Q8B_KB ? (int)left : Q8B_KB, slot);
+  gk_cp_async_wait<0>();
+  __syncthreads(); /* stage s + 1 is in; stage s is read */
+  if ((s + 1) % (Q8X_CHUNK / Q8B_KB) == 0 || s + 1 == stages)
+    gk_q8b_fold(slot, acc, (float *)sm.w[Buf]);
+}
+
+/* One block's tile: rows j0 .. j0 + Q8X_COLS - 1 of W (those < n) against
+ * rows i0 .. i0 + Q8B_ROWS - 1 of x (those < m). */
+template <int Bits>
+GK_DEV void gk_q8b_tile(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
+                        const void *__restrict__ w, float *__restrict__ y, int64_t m,
+                        int64_t n, int64_t k, int64_t j0, int64_t i0) {
+  static_assert(Q8X_CHUNK % (2 * Q8B_KB) == 0, "a chunk is an even number of stages");
+  static_assert(QM_THREADS / GK_GROUP == 2 * (Q8X_COLS / 16), "a pair of groups a 16 rows of W");
+  const uint32_t *w32 = (const uint32_t *)w;
+  const int64_t nb = k / GK_QBLOCK, stages = (nb + Q8B_KB - 1) / Q8B_KB;
+  float slot[8][2][4], acc[2][4];
+  for (int s = 0; s < 8; s++)
+    for (int ti = 0; ti < 2; ti++)
+      for (int e = 0; e < 4; e++) slot[s][ti][e] = 0.0f;
+  for (int ti = 0; ti < 2; ti++)
+    for (int e = 0; e < 4; e++) acc[ti][e] = 0.0f;
+
+  __syncthreads(); /* the previous tile is done with sm */
+  if (stages > 0) {
+    gk_q8b_stage_in<Bits>(sm, 0, x, w32, m, n, k, nb, i0, j0, 0);
+    gk_cp_async_wait<0>();
+    __syncthreads();
+  }
+  for (int64_t s = 0; s < stages; s += 2) {
+    gk_q8b_step<Bits, 0>(sm, x, w32, m, n, k, nb, i0, j0, s, slot, acc);
+    if (s + 1 < stages) gk_q8b_step<Bits, 1>(sm, x, w32, m, n, k, nb, i0, j0, s + 1, slot, acc);
+  }
+  const int gw = gk_group(), lane = gk_lane(), g = lane / 4, t = lane % 4;
+  if (gw % 2 == 0)
+    for (int ti = 0; ti < 2; ti++)
+      for (int e = 0; e < 4; e++) {
+        const int64_t i = i0 + g + 8 * (e >> 1);
+        const int64_t j = j0 + 16 * (gw / 2) + 8 * ti + 2 * t + (e & 1);
+        if (i < m && j < n) y[i * n + j] = acc[ti][e];
+      }
+}
+
+/* The batch tile where the build has it; never called where it has not
+ * (gk_qmatmul_q8x's `batch` is false there). */
+template <int Bits>
+GK_DEV void gk_q8x_batch_tile(gk_q8x_smem<Bits, 1> &sm, const float *x, const void *w,
+                              float *y, int64_t m, int64_t n, int64_t k, int64_t j0,
+                              int64_t i0) {
+  gk_q8b_tile<Bits>(sm.b, x, w, y, m, n, k, j0, i0);
+}
+template <int Bits>
+GK_DEV void gk_q8x_batch_tile(gk_q8x_smem<Bits, 0> &, const float *, const void *, float *,
+                              int64_t, int64_t, int64_t, int64_t, int64_t) {}
+
+/* qmatmul_q8x: the grid walk of gk_qmatmul (qmatmul.cuh) over tiles of
+ * Q8X_COLS rows of W by, when m == 1, one row of x (dp4a), when m <=
+ * Q8X_XROWS, Q8X_XROWS rows (dp4a), and past that Q8B_ROWS rows (this
+ * file's tile, where Mma; the dp4a tile otherwise). Each in a loop nest of
+ * its own: in one, ptxas kept the walk's values beside the batch tile's 64
+ * lanes and spilled. Every bound is per block: the barriers are reached by
+ * all. */
+template <int Bits, int Mma = GK_Q8X_MMA>
+GK_DEV void gk_qmatmul_q8x(const float *x, const void *w, float *y, int64_t m, int64_t n,
+                           int64_t k) {
+  __shared__ __attribute__((aligned(16))) gk_q8x_smem<Bits, Mma> sm;
+  if (m <= 0 || n <= 0 || k < 0) return;
+  if (m == 1) {
+    for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
+      if (blockIdx.x == 0) gk_q8x_tile<Bits, 1>(sm.d, x, w, y, m, n, k, by * Q8X_COLS, 0);
+  } else if (!Mma || m <= Q8X_XROWS) {
+    for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
+      for (int64_t bx = blockIdx.x; bx * Q8X_XROWS < m; bx += gridDim.x)
+        gk_q8x_tile<Bits, Q8X_XROWS>(sm.d, x, w, y, m, n, k, by * Q8X_COLS, bx * Q8X_XROWS);
+  } else {
+    for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
+      for (int64_t bx = blockIdx.x; bx * Q8B_ROWS < m; bx += gridDim.x)
+        gk_q8x_batch_tile<Bits>(sm, x, w, y, m, n, k, by * Q8X_COLS, bx * Q8B_ROWS);
+  }
+}
+
+#endif /* GK_Q8X_BATCH_CUH */
