@@ -160,21 +160,26 @@ GK_DEV void gk_q8b_stage_in(gk_q8b_smem<Bits> &sm, int buf, const float *__restr
   }
   gk_cp_async_commit();
 
-  static_assert(QM_THREADS == 2 * Q8B_ROWS * Q8B_KB, "two threads a block of x");
+  static_assert(QM_THREADS == 2 * Q8B_ROWS * Q8B_KB && 4 * Q8B_KB == GK_GROUP,
+                "two threads a block of x, a group two rows");
   const int e = (int)threadIdx.x, h = e & 1, r = (e >> 1) / Q8B_KB, kb = (e >> 1) % Q8B_KB;
   const bool in = i0 + r < m && b0 + kb < nb;
-  /* Out of range: a valid address (nb >= 1 here), its result discarded. */
-  const float *src = x + (in ? (i0 + r) * k + (b0 + kb) * GK_QBLOCK : 0) + 16 * h;
-  uint32_t codes[4];
-  float dx, sb;
-  gk_q8b_round_half<Bits>(src, h, codes, &dx, &sb);
-  uint4 cw = {0u, 0u, 0u, 0u};
-  if (in) cw.x = codes[0], cw.y = codes[1], cw.z = codes[2], cw.w = codes[3];
-  *(uint4 *)&sm.x[buf][r * S::XS + kb * 8 + 4 * h] = cw;
-  if (h == 0) {
-    sm.s[buf][kb * Q8B_ROWS + r].dx = in ? dx : 0.0f;
-    sm.s[buf][kb * Q8B_ROWS + r].sb = in ? sb : 0.0f;
+  uint32_t codes[4] = {0u, 0u, 0u, 0u};
+  float dx = 0.0f, sb = 0.0f;
+  /* A group rounds rows 2 gw and 2 gw + 1: past m it only writes zeros
+   * (the decode batches of 5 .. 15 rows round no padding). Inside, a pair
+   * out of range rounds a valid address (nb >= 1 here) and keeps zeros, so
+   * that the whole group shuffles together. */
+  if (i0 + 2 * gk_group() < m) {
+    const float *src = x + (in ? (i0 + r) * k + (b0 + kb) * GK_QBLOCK : 0) + 16 * h;
+    uint32_t c[4];
+    float cdx, csb;
+    gk_q8b_round_half<Bits>(src, h, c, &cdx, &csb);
+    if (in) codes[0] = c[0], codes[1] = c[1], codes[2] = c[2], codes[3] = c[3], dx = cdx, sb = csb;
   }
+  const uint4 cw = {codes[0], codes[1], codes[2], codes[3]};
+  *(uint4 *)&sm.x[buf][r * S::XS + kb * 8 + 4 * h] = cw;
+  if (h == 0) sm.s[buf][kb * Q8B_ROWS + r].dx = dx, sm.s[buf][kb * Q8B_ROWS + r].sb = sb;
 }
 
 /* Multiplies stage `Buf` (its first kbs blocks) into this group's slots
