@@ -149,14 +149,27 @@ GK_DEV void gk_q8b_stage_in(gk_q8b_smem<Bits> &sm, int buf, const float *__restr
                             const uint32_t *__restrict__ w, int64_t m, int64_t n,
                             int64_t k, int64_t nb, int64_t i0, int64_t j0, int64_t b0) {
   typedef gk_q8b_smem<Bits> S;
-  constexpr int SEG = Q8B_KB * S::BW; /* words of a row's stage */
-  const int have = nb - b0 < Q8B_KB ? (int)(nb - b0) * S::BW : SEG;
-#pragma unroll 1
-  for (int e = (int)threadIdx.x; e < Q8X_COLS * SEG; e += QM_THREADS) {
-    const int r = e / SEG, c = e % SEG;
-    const int64_t j = j0 + r;
-    const bool in = j < n && c < have;
-    gk_cp_async4(&sm.w[buf][r * S::WS + c], in ? w + (j * nb + b0) * S::BW + c : w, in);
+  constexpr int SEG = Q8B_KB * S::BW, TPR = QM_THREADS / Q8X_COLS; /* words of a row's
+                                                                      stage, threads a row */
+  static_assert(SEG % TPR == 0, "a row's stage splits evenly");
+  {
+    /* Thread c of row r copies words c, c + TPR, ...: one source pointer
+     * and constant offsets; a group's copy takes 16 bytes of each of 8 rows. */
+    const int r = (int)threadIdx.x / TPR, c = (int)threadIdx.x % TPR;
+    const int have = nb - b0 < Q8B_KB ? (int)(nb - b0) * S::BW : SEG; /* words in range */
+    const bool row = j0 + r < n;
+    const uint32_t *src = row ? w + ((j0 + r) * nb + b0) * S::BW + c : w;
+    uint32_t *dst = &sm.w[buf][r * S::WS + c];
+    if (row && have == SEG) { /* every stage but a row's last: no per-word test */
+#pragma unroll
+      for (int u = 0; u < SEG / TPR; u++) gk_cp_async4(dst + TPR * u, src + TPR * u, true);
+    } else {
+#pragma unroll
+      for (int u = 0; u < SEG / TPR; u++) {
+        const bool in = row && c + TPR * u < have;
+        gk_cp_async4(dst + TPR * u, in ? src + TPR * u : w, in);
+      }
+    }
   }
   gk_cp_async_commit();
 
