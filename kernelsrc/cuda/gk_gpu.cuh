@@ -44,6 +44,7 @@
 #endif
 #define GK_KERNEL __global__
 #define GK_DEV __device__ static inline
+#define GK_DEV_NOINLINE __device__ static __attribute__((noinline))
 /* HIP's shuffles take no mask; width 32 stays inside a 64-wide wavefront. */
 #define GK_SHFL_XOR(v, lane_mask) __shfl_xor((v), (lane_mask), GK_GROUP)
 #define GK_SHFL(v, src_lane) __shfl((v), (src_lane), GK_GROUP)
@@ -53,6 +54,11 @@
 #define GK_WARP_SIZE 32
 #define GK_KERNEL __global__
 #define GK_DEV __device__ static inline
+/* A device function compiled on its own, for one of a kernel's alternative
+ * bodies: ptxas allocates its registers apart from the others'
+ * (qmatmul_q8x's tiles each fit 128 registers alone and spilled inlined
+ * together). */
+#define GK_DEV_NOINLINE __device__ static __noinline__
 #define GK_SHFL_XOR(v, lane_mask) \
   __shfl_xor_sync(0xffffffffu, (v), (lane_mask), GK_GROUP)
 #define GK_SHFL(v, src_lane) __shfl_sync(0xffffffffu, (v), (src_lane), GK_GROUP)

@@ -3,17 +3,18 @@
  * batch, speculative decoding, a prefill) on int8 tensor cores, with the
  * CPU images' bits: the arithmetic of q8x.cuh's top comment (docs/weights.md,
  * "int8 x"), operation by operation. And gk_qmatmul_q8x, the entry's walk
- * over the grid, which picks this tile or q8x.cuh's dp4a tile.
+ * over the grid, which picks this tile, q8x_stream.cuh's (sm_80 and newer,
+ * up to 4 rows of x) or q8x.cuh's (sm_75 and HIP, every m).
  *
  * Why: the dp4a tile (q8x.cuh) takes 4 rows of x, so m = 16 reads W four
  * times, each load of a lane gathering words of 16 blocks 20 bytes apart,
  * and pays 8 dp4a per block, row of W and row of x. Here a block takes 16
  * rows of x by Q8X_COLS = 64 rows of W: W is read once for 16 rows, through
- * shared memory in coalesced 4-byte cp.async pieces, and one mma.sync
- * m16n8k32 (s8 x, u8 codes) gives a block's integer sums i_b for 16 rows of
- * x by 8 rows of W (its k = 32 is one block). What remains per output and
- * block is the definition's float epilogue (6 operations, every one rounded:
- * the floor of these bits).
+ * shared memory in coalesced 4-byte cp.async pieces (gk_q8x_w_stage), and
+ * one mma.sync m16n8k32 (s8 x, u8 codes) gives a block's integer sums
+ * i_b for 16 rows of x by 8 rows of W (its k = 32 is one block). What
+ * remains per output and block is the definition's float epilogue (6
+ * operations, every one rounded: the floor of these bits).
  *
  * The 16 float lanes of a chunk (block b into lane b % 16, in block order):
  * group w of the block is pair p = w / 2 (rows 16 p .. 16 p + 15 of the
@@ -25,7 +26,7 @@
  * = 1 (lane 0 += lane 1) crosses from the odd group to the even one, one
  * float an output through shared memory, once a chunk.
  *
- * Stages of Q8B_KB = 8 blocks, two in a ring: while stage s is multiplied,
+ * Stages of Q8X_KB = 8 blocks, two in a ring: while stage s is multiplied,
  * stage s + 1's W is in flight (cp.async) and its x is rounded into the
  * other buffer, two threads a block of x (gk_q8b_round_half); one barrier
  * a stage. A chunk is 16 stages, so a stage's buffer (s % 2) is also which
@@ -39,33 +40,33 @@
 #ifndef GK_Q8X_BATCH_CUH
 #define GK_Q8X_BATCH_CUH
 
-#include "q8x.cuh"
+#include "q8x_stream.cuh"
 
 #define Q8B_ROWS 16 /* rows of x a block: mma's M */
-#define Q8B_KB 8    /* blocks of 32 columns a stage */
 #define Q8B_MAGIC 0x4B400000 /* the bits of 1.5 * 2^23 (see gk_q8x_round_block) */
 
-/* Whether qmatmul_q8x takes this tile past Q8X_XROWS rows of x: on sm_80
- * and newer, and in the emulator, which runs both tiles. The others keep
- * the dp4a tile for every m:
- * - sm_75: this tile's stages are 47 KB of shared memory at BITS 8, which
- *   the union below would reserve for every launch, m = 1 too; Turing has
- *   64 KB an SM, so the decode would lose half its blocks an SM;
+/* Whether qmatmul_q8x takes the sm_80 tiles (q8x_stream.cuh up to
+ * Q8X_XROWS rows of x, this file's past that): on sm_80 and newer, and in
+ * the emulator, which runs both sets. The others keep q8x.cuh's dp4a tile
+ * for every m:
+ * - sm_75: the sm_80 tiles' stages are 47 KB of shared memory at BITS 8,
+ *   which every launch would reserve, m = 1 too; Turing has 64 KB an SM, so
+ *   the decode would lose half its blocks an SM (and cp.async is sm_80's);
  * - HIP: gk_mma_s8u8_16832's HIP body is the emulator's twin (32 shuffles
  *   a call), and no AMD matrix path is written yet. */
 #if defined(__HIPCC__) || (defined(GK_GPU_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800)
-#define GK_Q8X_MMA 0
+#define GK_Q8X_SM80 0
 #else
-#define GK_Q8X_MMA 1
+#define GK_Q8X_SM80 1
 #endif
 
 template <int Bits>
 struct gk_q8b_smem {
   enum {
     BW = 1 + Bits,          /* words of a W block: the head, then the codes */
-    WS = Q8B_KB * BW + 1,   /* words of a stage's W row; odd, so the 8 rows
+    WS = Q8X_KB * BW + 1,   /* words of a stage's W row; odd, so the 8 rows
                                of a fragment load hit distinct banks */
-    XS = Q8B_KB * 8 + 4     /* words of a stage's row of x: rows g and g + 8
+    XS = Q8X_KB * 8 + 4     /* words of a stage's row of x: rows g and g + 8
                                of a fragment load 4 banks apart */
   };
   struct scale {
@@ -73,14 +74,15 @@ struct gk_q8b_smem {
   };
   uint32_t w[2][Q8X_COLS * WS];
   uint32_t x[2][Q8B_ROWS * XS];
-  scale s[2][Q8B_KB * Q8B_ROWS]; /* [block][row]: a fragment's 8 rows in a row */
+  scale s[2][Q8X_KB * Q8B_ROWS]; /* [block][row]: a fragment's 8 rows in a row */
 };
 
-/* qmatmul_q8x's shared memory, one object for whichever tile a call takes
- * (static shared memory stays under 48 KB: BITS 8's stages are 47 KB). */
-template <int Bits, int Mma>
+/* qmatmul_q8x's shared memory: one object for whichever tile a call
+ * takes (static shared memory stays under 48 KB: BITS 8's stages are 47 KB
+ * in either sm_80 tile). */
+template <int Bits, int Sm80>
 union gk_q8x_smem {
-  gk_q8x_dsmem d;
+  gk_q8s_smem<Bits> s;
   gk_q8b_smem<Bits> b;
 };
 template <int Bits>
@@ -140,7 +142,7 @@ GK_DEV void gk_q8b_round_half(const float *__restrict__ src, int h, uint32_t cod
   *sb = gk_fmul(d, (float)(int32_t)(sum - 32u * 0x4b400000u));
 }
 
-/* Starts copying blocks b0 .. b0 + Q8B_KB - 1 of W rows j0 .. j0 +
+/* Starts copying blocks b0 .. b0 + Q8X_KB - 1 of W rows j0 .. j0 +
  * Q8X_COLS - 1 into stage `buf` (zeros past n and nb), one cp.async group
  * a thread, and rounds the same blocks of x rows i0 .. i0 + 15 into it
  * (zeros past m and nb): two threads a block of x. By the whole block. */
@@ -149,33 +151,11 @@ GK_DEV void gk_q8b_stage_in(gk_q8b_smem<Bits> &sm, int buf, const float *__restr
                             const uint32_t *__restrict__ w, int64_t m, int64_t n,
                             int64_t k, int64_t nb, int64_t i0, int64_t j0, int64_t b0) {
   typedef gk_q8b_smem<Bits> S;
-  constexpr int SEG = Q8B_KB * S::BW, TPR = QM_THREADS / Q8X_COLS; /* words of a row's
-                                                                      stage, threads a row */
-  static_assert(SEG % TPR == 0, "a row's stage splits evenly");
-  {
-    /* Thread c of row r copies words c, c + TPR, ...: one source pointer
-     * and constant offsets; a group's copy takes 16 bytes of each of 8 rows. */
-    const int r = (int)threadIdx.x / TPR, c = (int)threadIdx.x % TPR;
-    const int have = nb - b0 < Q8B_KB ? (int)(nb - b0) * S::BW : SEG; /* words in range */
-    const bool row = j0 + r < n;
-    const uint32_t *src = row ? w + ((j0 + r) * nb + b0) * S::BW + c : w;
-    uint32_t *dst = &sm.w[buf][r * S::WS + c];
-    if (row && have == SEG) { /* every stage but a row's last: no per-word test */
-#pragma unroll
-      for (int u = 0; u < SEG / TPR; u++) gk_cp_async4(dst + TPR * u, src + TPR * u, true);
-    } else {
-#pragma unroll
-      for (int u = 0; u < SEG / TPR; u++) {
-        const bool in = row && c + TPR * u < have;
-        gk_cp_async4(dst + TPR * u, in ? src + TPR * u : w, in);
-      }
-    }
-  }
-  gk_cp_async_commit();
+  gk_q8x_w_stage<Bits, S::WS>(sm.w[buf], w, n, nb, j0, b0);
 
-  static_assert(QM_THREADS == 2 * Q8B_ROWS * Q8B_KB && 4 * Q8B_KB == GK_GROUP,
+  static_assert(QM_THREADS == 2 * Q8B_ROWS * Q8X_KB && 4 * Q8X_KB == GK_GROUP,
                 "two threads a block of x, a group two rows");
-  const int e = (int)threadIdx.x, h = e & 1, r = (e >> 1) / Q8B_KB, kb = (e >> 1) % Q8B_KB;
+  const int e = (int)threadIdx.x, h = e & 1, r = (e >> 1) / Q8X_KB, kb = (e >> 1) % Q8X_KB;
   const bool in = i0 + r < m && b0 + kb < nb;
   uint32_t codes[4] = {0u, 0u, 0u, 0u};
   float dx = 0.0f, sb = 0.0f;
@@ -208,7 +188,7 @@ GK_DEV void gk_q8b_stage_mul(const gk_q8b_smem<Bits> &sm, int kbs, float (*slot)
   /* Operand words t and 4 + t of a block: their code words and shifts. */
   const int u0 = t / P, s0 = Bits * (t % P), u1 = (4 + t) / P, s1 = Bits * ((4 + t) % P);
 #pragma unroll
-  for (int i = 0; i < Q8B_KB / 2; i++) {
+  for (int i = 0; i < Q8X_KB / 2; i++) {
     const int kb = 2 * i + q;
     if (kb >= kbs) break; /* by whole groups: kb is the group's */
     const uint32_t *xs = &sm.x[Buf][kb * 8];
@@ -278,27 +258,29 @@ GK_DEV void gk_q8b_step(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
                         const uint32_t *__restrict__ w, int64_t m, int64_t n, int64_t k,
                         int64_t nb, int64_t i0, int64_t j0, int64_t s, float (*slot)[2][4],
                         float (*acc)[4]) {
-  const int64_t stages = (nb + Q8B_KB - 1) / Q8B_KB;
+  const int64_t stages = (nb + Q8X_KB - 1) / Q8X_KB;
   if (s + 1 < stages)
-    gk_q8b_stage_in<Bits>(sm, Buf ^ 1, x, w, m, n, k, nb, i0, j0, (s + 1) * Q8B_KB);
-  const int64_t left = nb - s * Q8B_KB;
-  gk_q8b_stage_mul<Bits, Buf>(sm, left < Q8B_KB ? (int)left : Q8B_KB, slot);
+    gk_q8b_stage_in<Bits>(sm, Buf ^ 1, x, w, m, n, k, nb, i0, j0, (s + 1) * Q8X_KB);
+  const int64_t left = nb - s * Q8X_KB;
+  gk_q8b_stage_mul<Bits, Buf>(sm, left < Q8X_KB ? (int)left : Q8X_KB, slot);
   gk_cp_async_wait<0>();
   __syncthreads(); /* stage s + 1 is in; stage s is read */
-  if ((s + 1) % (Q8X_CHUNK / Q8B_KB) == 0 || s + 1 == stages)
+  if ((s + 1) % (Q8X_CHUNK / Q8X_KB) == 0 || s + 1 == stages)
     gk_q8b_fold(slot, acc, (float *)sm.w[Buf]);
 }
 
 /* One block's tile: rows j0 .. j0 + Q8X_COLS - 1 of W (those < n) against
- * rows i0 .. i0 + Q8B_ROWS - 1 of x (those < m). */
+ * rows i0 .. i0 + Q8B_ROWS - 1 of x (those < m). Not inlined: each of
+ * qmatmul_q8x's tiles fits 128 registers alone, and inlined together they
+ * spilled (GK_DEV_NOINLINE). */
 template <int Bits>
-GK_DEV void gk_q8b_tile(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
-                        const void *__restrict__ w, float *__restrict__ y, int64_t m,
-                        int64_t n, int64_t k, int64_t j0, int64_t i0) {
-  static_assert(Q8X_CHUNK % (2 * Q8B_KB) == 0, "a chunk is an even number of stages");
+GK_DEV_NOINLINE void gk_q8b_tile(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
+                                 const void *__restrict__ w, float *__restrict__ y, int64_t m,
+                                 int64_t n, int64_t k, int64_t j0, int64_t i0) {
+  static_assert(Q8X_CHUNK % (2 * Q8X_KB) == 0, "a chunk is an even number of stages");
   static_assert(QM_THREADS / GK_GROUP == 2 * (Q8X_COLS / 16), "a pair of groups a 16 rows of W");
   const uint32_t *w32 = (const uint32_t *)w;
-  const int64_t nb = k / GK_QBLOCK, stages = (nb + Q8B_KB - 1) / Q8B_KB;
+  const int64_t nb = k / GK_QBLOCK, stages = (nb + Q8X_KB - 1) / Q8X_KB;
   float slot[8][2][4], acc[2][4];
   for (int s = 0; s < 8; s++)
     for (int ti = 0; ti < 2; ti++)
@@ -326,8 +308,21 @@ GK_DEV void gk_q8b_tile(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
       }
 }
 
-/* The batch tile where the build has it; never called where it has not
- * (gk_qmatmul_q8x's `batch` is false there). */
+/* The tiles of each set, picked by the shared memory's type: up to
+ * Q8X_XROWS rows of x, and past that (the batch tile exists in the sm_80
+ * set only; gk_qmatmul_q8x never calls it in the other). */
+template <int Bits, int MT>
+GK_DEV void gk_q8x_small_tile(gk_q8x_smem<Bits, 1> &sm, const float *x, const void *w,
+                              float *y, int64_t m, int64_t n, int64_t k, int64_t j0,
+                              int64_t i0) {
+  gk_q8s_tile<Bits, MT>(sm.s, x, w, y, m, n, k, j0, i0);
+}
+template <int Bits, int MT>
+GK_DEV void gk_q8x_small_tile(gk_q8x_smem<Bits, 0> &sm, const float *x, const void *w,
+                              float *y, int64_t m, int64_t n, int64_t k, int64_t j0,
+                              int64_t i0) {
+  gk_q8x_tile<Bits, MT>(sm.d, x, w, y, m, n, k, j0, i0);
+}
 template <int Bits>
 GK_DEV void gk_q8x_batch_tile(gk_q8x_smem<Bits, 1> &sm, const float *x, const void *w,
                               float *y, int64_t m, int64_t n, int64_t k, int64_t j0,
@@ -339,24 +334,24 @@ GK_DEV void gk_q8x_batch_tile(gk_q8x_smem<Bits, 0> &, const float *, const void 
                               int64_t, int64_t, int64_t, int64_t, int64_t) {}
 
 /* qmatmul_q8x: the grid walk of gk_qmatmul (qmatmul.cuh) over tiles of
- * Q8X_COLS rows of W by, when m == 1, one row of x (dp4a), when m <=
- * Q8X_XROWS, Q8X_XROWS rows (dp4a), and past that Q8B_ROWS rows (this
- * file's tile, where Mma; the dp4a tile otherwise). Each in a loop nest of
- * its own: in one, ptxas kept the walk's values beside the batch tile's 64
- * lanes and spilled. Every bound is per block: the barriers are reached by
- * all. */
-template <int Bits, int Mma = GK_Q8X_MMA>
+ * Q8X_COLS rows of W by one row of x when m == 1, Q8X_XROWS rows when m <=
+ * Q8X_XROWS (or without the sm_80 set), else Q8B_ROWS rows. Each in a loop
+ * nest of its own: in one, ptxas kept the walk's values beside the batch
+ * tile's 64 lanes and spilled. Every bound is per block: the barriers are
+ * reached by all. */
+template <int Bits, int Sm80 = GK_Q8X_SM80>
 GK_DEV void gk_qmatmul_q8x(const float *x, const void *w, float *y, int64_t m, int64_t n,
                            int64_t k) {
-  __shared__ __attribute__((aligned(16))) gk_q8x_smem<Bits, Mma> sm;
+  __shared__ __attribute__((aligned(16))) gk_q8x_smem<Bits, Sm80> sm;
   if (m <= 0 || n <= 0 || k < 0) return;
   if (m == 1) {
     for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
-      if (blockIdx.x == 0) gk_q8x_tile<Bits, 1>(sm.d, x, w, y, m, n, k, by * Q8X_COLS, 0);
-  } else if (!Mma || m <= Q8X_XROWS) {
+      if (blockIdx.x == 0) gk_q8x_small_tile<Bits, 1>(sm, x, w, y, m, n, k, by * Q8X_COLS, 0);
+  } else if (!Sm80 || m <= Q8X_XROWS) {
     for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
       for (int64_t bx = blockIdx.x; bx * Q8X_XROWS < m; bx += gridDim.x)
-        gk_q8x_tile<Bits, Q8X_XROWS>(sm.d, x, w, y, m, n, k, by * Q8X_COLS, bx * Q8X_XROWS);
+        gk_q8x_small_tile<Bits, Q8X_XROWS>(sm, x, w, y, m, n, k, by * Q8X_COLS,
+                                           bx * Q8X_XROWS);
   } else {
     for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
       for (int64_t bx = blockIdx.x; bx * Q8B_ROWS < m; bx += gridDim.x)

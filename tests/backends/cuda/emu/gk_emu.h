@@ -38,6 +38,7 @@ extern gk_emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __launch_bounds__(n)
 #define GK_KERNEL
 #define GK_DEV static inline
+#define GK_DEV_NOINLINE static
 #ifndef GK_WARP_SIZE
 #define GK_WARP_SIZE 32
 #endif
