@@ -21,7 +21,7 @@
 #              a probe: test_gpu, then the prefill cases beside the default's
 #   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
 #   racecheck  the same under racecheck
-#   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1, bits=4), on
+#   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1 and 16, bits=4), on
 #              flash_attention prefill and decode, on qmatmul_q8x_mm
 #              (m=512, bits=4) and, where the wgmma, wgmma2 and wgmma3 steps
 #              passed, on their archives' prefill (ncu-*.txt)
@@ -108,8 +108,10 @@ step q16 45 sh -c "$experiment" sh "$libs" "$pack" "$out" q16
 step memcheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" memcheck
 step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" racecheck
 # Nsight Compute on the first launch of each kernel the issues are about:
-# qmatmul and qmatmul_q8x at m = 1, BITS 4 (the warm-up launches),
-# flash_attention's causal prefill and its split decode at head_dim 128, and
+# qmatmul and qmatmul_q8x at m = 1 and at m = 16, BITS 4 (the warm-up
+# launches, one entry a run: the bench times each entry whole before the
+# next, so a regex over both would catch two launches of qmatmul; at m = 16
+# qmatmul_q8x is the int8 mma.sync tile), flash_attention's causal prefill and its split decode at head_dim 128, and
 # the int8 tensor-core qmatmul_q8x_mm at m = 512, BITS 4, and last, where
 # the wgmma experiments passed, the causal prefill of their archives
 # (whether 64 rows a block leave it bound by L2, and 128 do not,
@@ -119,7 +121,7 @@ step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$arc
 OUTD=$out LIBS=$libs PACK=$pack ARCH=$archive
 export OUTD LIBS PACK ARCH
 # shellcheck disable=SC2016
-step ncu 150 sh -c 'prof() { # NAME KERNEL_REGEX COUNT FILTER [ARCHIVE]
+step ncu 200 sh -c 'prof() { # NAME KERNEL_REGEX COUNT FILTER [ARCHIVE]
     ncu --clock-control none --launch-count "$3" --kernel-name "regex:$2" --section SpeedOfLight \
       --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section Occupancy \
       --section LaunchStats --section WarpStateStats -f -o "$OUTD/ncu-$1" \
@@ -127,7 +129,10 @@ step ncu 150 sh -c 'prof() { # NAME KERNEL_REGEX COUNT FILTER [ARCHIVE]
       --filter "$4" &&
     ncu --import "$OUTD/ncu-$1.ncu-rep" --page details >"$OUTD/ncu-$1.txt"
   }
-  prof qmatmul "^qmatmul" 2 "qmatmul bits=4 m=1 " &&
+  for m in 1 16; do
+    prof "qmatmul-m$m" "^qmatmul$" 1 "qmatmul bits=4 m=$m " &&
+      prof "q8x-m$m" "^qmatmul_q8x$" 1 "qmatmul bits=4 m=$m " || exit 1
+  done &&
   prof fa-prefill "^flash_attention" 1 "flash_attention prefill causal=1,dtype=f16,head_dim=128 " &&
   prof fa-decode "^flash_attention" 1 "flash_attention decode " &&
   prof q8x-mm "^qmatmul_q8x_mm" 1 "qmatmul bits=4 m=512 " &&
