@@ -58,36 +58,41 @@ GK_DEV int gk_q8x_pos(int t) {
   return 4 * (u * P + r % P) + r / P;
 }
 
-/* Rounds one block of x (32 floats at src, 16-byte aligned) by one thread:
- * its int8 codes into codes[0..7] (gk_q8x_pos order), dx and sb. The same
- * bits as the definition's per-block steps (see the top), with no shuffle
- * and no conversion instruction per element (conversions issue at 16 a
- * clock an SM: a quarter of the FMA rate on sm_80, an eighth on sm_90; x is
- * rounded once per block of the grid, so this runs n / Q8X_COLS times per
- * element of x):
- * - the max of |x| in column order (a max is exact in any order);
- * - rint by the float adder: p + 1.5 * 2^23 lies in [2^23, 2^24), where the
- *   float's unit is 1, so the sum rounds p to the nearest integer, ties to
- *   even, as rint does, and its low bits are 0x4b400000 + q: q's int8 byte
- *   is the low byte;
- * - the sum of the codes in integers (|sum| < 2^12: exact, as the float sum
- *   of the definition is), converted once. */
-template <int Bits>
-GK_DEV void gk_q8x_round_block(const float *__restrict__ src, uint32_t *codes, float *dx,
-                               float *sb) {
-  float v[32];
+/* The rounding of a block of x, in three steps that gk_q8x_round_block
+ * (a thread a block) and q8x_batch.cuh's gk_q8b_round_half (two threads a
+ * block) share, with no conversion instruction per element (conversions
+ * issue at 16 a clock an SM: a quarter of the FMA rate on sm_80, an eighth
+ * on sm_90; x is rounded once per block of the grid, so this runs n /
+ * Q8X_COLS times per element of x):
+ * - gk_q8x_load: N floats of the block (at src, 16-byte aligned) and the
+ *   max of their |x| in column order (a max is exact in any order);
+ * - gk_q8x_quantize: rint by the float adder: p + 1.5 * 2^23 lies in
+ *   [2^23, 2^24), where the float's unit is 1, so the sum rounds p to the
+ *   nearest integer, ties to even, as rint does, and its low bits are
+ *   0x4b400000 + q: q's int8 byte is the low byte;
+ * - gk_q8x_scales: dx, and sb from the sum of the codes taken in integers
+ *   (|sum| < 2^12: exact, as the float sum of the definition is),
+ *   converted once. */
+template <int N>
+GK_DEV float gk_q8x_load(const float *__restrict__ src, float *v) {
 #pragma unroll
-  for (int c = 0; c < 8; c++) {
+  for (int c = 0; c < N / 4; c++) {
     const float4 f = ((const float4 *)src)[c];
     v[4 * c] = f.x, v[4 * c + 1] = f.y, v[4 * c + 2] = f.z, v[4 * c + 3] = f.w;
   }
   float a = fabsf(v[0]);
 #pragma unroll
-  for (int t = 1; t < 32; t++) a = fmaxf(a, fabsf(v[t]));
-  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
-  uint32_t w[8] = {0, 0, 0, 0, 0, 0, 0, 0}, sum = 0;
+  for (int t = 1; t < N; t++) a = fmaxf(a, fabsf(v[t]));
+  return a;
+}
+
+/* Columns t < N of a block, v[t], rounded by inv into the bytes of w
+ * (gk_q8x_pos(t)); returns the sum of their 0x4b400000 + q, mod 2^32. */
+template <int Bits, int N>
+GK_DEV uint32_t gk_q8x_quantize(const float *v, float inv, uint32_t w[8]) {
+  uint32_t sum = 0;
 #pragma unroll
-  for (int t = 0; t < 32; t++) {
+  for (int t = 0; t < N; t++) {
     float p = gk_fmul(v[t], inv);
     p = p > -127.0f ? p : -127.0f;
     p = p < 127.0f ? p : 127.0f;
@@ -96,11 +101,28 @@ GK_DEV void gk_q8x_round_block(const float *__restrict__ src, uint32_t *codes, f
     const int pos = gk_q8x_pos<Bits>(t);
     w[pos / 4] |= (qb & 0xffu) << (8 * (pos % 4));
   }
-#pragma unroll
-  for (int u = 0; u < 8; u++) codes[u] = w[u];
+  return sum;
+}
+
+/* dx and sb from the block's max and code sum (32 terms of 0x4b400000 + q). */
+GK_DEV void gk_q8x_scales(float a, uint32_t sum, float *dx, float *sb) {
   const float d = a / 127.0f;
   *dx = d;
   *sb = gk_fmul(d, (float)(int32_t)(sum - 32u * 0x4b400000u));
+}
+
+/* One block of x (32 floats at src) by one thread: its int8 codes into
+ * codes[0..7] (gk_q8x_pos order), dx and sb, the definition's bits. */
+template <int Bits>
+GK_DEV void gk_q8x_round_block(const float *__restrict__ src, uint32_t *codes, float *dx,
+                               float *sb) {
+  float v[32];
+  const float a = gk_q8x_load<32>(src, v);
+  uint32_t w[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const uint32_t sum = gk_q8x_quantize<Bits, 32>(v, a > 0.0f ? 127.0f / a : 0.0f, w);
+#pragma unroll
+  for (int u = 0; u < 8; u++) codes[u] = w[u];
+  gk_q8x_scales(a, sum, dx, sb);
 }
 
 /* The dp4a tile's shared memory: Q8X_XROWS rows of x, a chunk of blocks,

@@ -103,27 +103,10 @@ template <int Bits>
 GK_DEV void gk_q8b_round_half(const float *__restrict__ src, int h, uint32_t codes[4],
                               float *dx, float *sb) {
   float v[16];
-#pragma unroll
-  for (int c = 0; c < 4; c++) {
-    const float4 f = ((const float4 *)src)[c];
-    v[4 * c] = f.x, v[4 * c + 1] = f.y, v[4 * c + 2] = f.z, v[4 * c + 3] = f.w;
-  }
-  float a = fabsf(v[0]);
-#pragma unroll
-  for (int t = 1; t < 16; t++) a = fmaxf(a, fabsf(v[t]));
+  float a = gk_q8x_load<16>(src, v);
   a = fmaxf(a, GK_SHFL_XOR(a, 1));
-  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
-  uint32_t wl[8] = {0, 0, 0, 0, 0, 0, 0, 0}, sum = 0;
-#pragma unroll
-  for (int t = 0; t < 16; t++) {
-    float p = gk_fmul(v[t], inv);
-    p = p > -127.0f ? p : -127.0f;
-    p = p < 127.0f ? p : 127.0f;
-    const uint32_t qb = gk_q_f32_to_bits(gk_fadd(p, 12582912.0f)); /* 0x4b400000 + q */
-    sum += qb;
-    const int pos = gk_q8x_pos<Bits>(t);
-    wl[pos / 4] |= (qb & 0xffu) << (8 * (pos % 4));
-  }
+  uint32_t wl[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  uint32_t sum = gk_q8x_quantize<Bits, 16>(v, a > 0.0f ? 127.0f / a : 0.0f, wl);
   sum += GK_SHFL_XOR(sum, 1);
   if (Bits == 1) {
 #pragma unroll
@@ -137,9 +120,7 @@ GK_DEV void gk_q8b_round_half(const float *__restrict__ src, int h, uint32_t cod
 #pragma unroll
     for (int u = 0; u < 4; u++) codes[u] = wl[u];
   }
-  const float d = a / 127.0f;
-  *dx = d;
-  *sb = gk_fmul(d, (float)(int32_t)(sum - 32u * 0x4b400000u));
+  gk_q8x_scales(a, sum, dx, sb);
 }
 
 /* Starts copying blocks b0 .. b0 + Q8X_KB - 1 of W rows j0 .. j0 +
