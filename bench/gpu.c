@@ -385,18 +385,19 @@ static void bench_attention(json_t *out, double copy_gbps) {
 
 /*
  * paged_attention f16 decode, 32 query / 8 KV heads, head_dim 128: the
- * same total context as flash_attention's decode (8192 tokens), as one
- * sequence and as 8 of 1024, in pages of 64 and of 16 scattered over the
- * pool in random order. K+V bytes read per second against the copy
- * bandwidth; the report sets the time beside SDPA's decode of skv = 8192.
+ * same total context as flash_attention's decodes (8192 tokens, as one
+ * sequence and as 8 of 1024, in pages of 64 and of 16; and 32768 tokens in
+ * pages of 64), the pages scattered over the pool in random order. K+V
+ * bytes read per second against the copy bandwidth; the report sets the
+ * time beside SDPA's decode of the same skv.
  */
 static void bench_paged(json_t *out, double copy_gbps) {
   static const struct {
     int64_t seqs, len;
     int page;
-  } full[] = {{1, 8192, 64}, {8, 1024, 64}, {1, 8192, 16}, {8, 1024, 16}},
+  } full[] = {{1, 8192, 64}, {8, 1024, 64}, {1, 8192, 16}, {8, 1024, 16}, {1, 32768, 64}},
     small[] = {{2, 256, 64}};
-  const int ncases = quick ? 1 : 4;
+  const int ncases = quick ? 1 : 5;
   const int64_t H = 32, HK = 8, D = 128;
   for (int c = 0; c < ncases; c++) {
     const int64_t S = quick ? small[c].seqs : full[c].seqs, L = quick ? small[c].len : full[c].len;
@@ -517,10 +518,12 @@ int main(int argc, char **argv) {
     bench_qmatmul(qm, copy_gbps); /* 0 when not measured (--filter): no ratios */
     bench_attention(fa, copy_gbps);
     bench_paged(pa, copy_gbps);
-    root = json_pack("{s:{s:s, s:s, s:i, s:i, s:i, s:I, s:f, s:s}, s:s, s:b, s:i, s:o, s:o, s:o, s:o}",
+    root = json_pack("{s:{s:s, s:s, s:i, s:i, s:i, s:i, s:I, s:f, s:s}, s:s, s:b, s:i, s:o, "
+                     "s:o, s:o, s:o}",
                      "device", "name", cu.name, "sm", dev.arch, "driver_version",
-                     cu.driver_version, "sms", cu.sms, "l2_bytes", cu.l2_bytes, "mem_bytes",
-                     (json_int_t)cu.mem_bytes, "spec_gbps", cu.spec_gbps, "libgk_device", spec,
+                     cu.driver_version, "sms", cu.sms, "sm_clock_khz", cu.sm_clock_khz,
+                     "l2_bytes", cu.l2_bytes, "mem_bytes", (json_int_t)cu.mem_bytes,
+                     "spec_gbps", cu.spec_gbps, "libgk_device", spec,
                      "archive", path, "quick", quick, "runs", runs, "copy", copy, "qmatmul",
                      qm, "flash_attention", fa, "paged_attention", pa);
     cu.cuEventDestroy(ev0), cu.cuEventDestroy(ev1);

@@ -27,6 +27,12 @@ assert {c["bits"] for c in r["qmatmul"]} == {1, 2, 4, 8}, r["qmatmul"]
 assert {c["entry"] for c in r["qmatmul"]} == {"qmatmul", "qmatmul_q8x", "qmatmul_q8x_x+mm"}, r["qmatmul"]
 assert all(c["m"] > 16 for c in r["qmatmul"] if c["entry"] == "qmatmul_q8x_x+mm"), r["qmatmul"]
 assert "paged_attention f16 decode" in md, md
+# The issues' targets: every one listed, judged or said why not (--quick
+# shapes are not the issues': most say "not measured").
+t = r["targets"]
+assert {x["issue"] for x in t} == {18, 19} and all(x["verdict"] for x in t), t
+assert sum(x["target"].startswith("qmatmul_q8x m = 16") for x in t) == 4, t
+assert "| issue | target | measured | limit | verdict |" in md, md
 print("bench/gpu.sh ran on %s: %d qmatmul, %d flash_attention and %d paged_attention cases" % (
     r["device"]["name"], len(r["qmatmul"]), len(r["flash_attention"]),
     len(r["paged_attention"])))

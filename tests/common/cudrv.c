@@ -66,6 +66,7 @@ int cudrv_open(cudrv *d, const char *path, int ordinal, char *why, size_t why_si
   d->cuDeviceGetAttribute(&d->cc_major, CUDRV_ATTR_CC_MAJOR, d->dev);
   d->cuDeviceGetAttribute(&d->cc_minor, CUDRV_ATTR_CC_MINOR, d->dev);
   d->cuDeviceGetAttribute(&d->sms, CUDRV_ATTR_MULTIPROCESSOR_COUNT, d->dev);
+  d->cuDeviceGetAttribute(&d->sm_clock_khz, CUDRV_ATTR_CLOCK_RATE, d->dev);
   d->cuDeviceGetAttribute(&d->l2_bytes, CUDRV_ATTR_L2_CACHE_SIZE, d->dev);
   d->cuDeviceGetAttribute(&clock_khz, CUDRV_ATTR_MEMORY_CLOCK_RATE, d->dev);
   d->cuDeviceGetAttribute(&bus_bits, CUDRV_ATTR_GLOBAL_MEMORY_BUS_WIDTH, d->dev);

@@ -45,6 +45,7 @@ typedef int cu_func_attribute;
 
 enum {
   CUDRV_SUCCESS = 0,
+  CUDRV_ATTR_CLOCK_RATE = 13, /* kHz: the SMs' typical (boost) clock */
   CUDRV_ATTR_MULTIPROCESSOR_COUNT = 16,
   CUDRV_ATTR_MEMORY_CLOCK_RATE = 36, /* kHz */
   CUDRV_ATTR_GLOBAL_MEMORY_BUS_WIDTH = 37, /* bits */
@@ -107,7 +108,7 @@ typedef struct cudrv {
   cu_context ctx;
   char name[128];
   int driver_version; /* 13000 for 13.0 */
-  int cc_major, cc_minor, sms, l2_bytes;
+  int cc_major, cc_minor, sms, l2_bytes, sm_clock_khz;
   size_t mem_bytes;
   double spec_gbps; /* 2 x memory clock x bus width: the data sheet's bandwidth */
   char errbuf[96];

@@ -84,6 +84,7 @@ EXPORT cu_result cuDeviceGetAttribute(int *v, int attr, int dev) {
   switch (attr) {
   case 75: *v = 9; break;                     /* COMPUTE_CAPABILITY_MAJOR */
   case 76: *v = 0; break;                     /* MINOR */
+  case 13: *v = 1980000; break;               /* CLOCK_RATE (kHz) */
   case 16: *v = 132; break;                   /* MULTIPROCESSOR_COUNT */
   case 38: *v = 50 << 20; break;              /* L2_CACHE_SIZE */
   case 36: *v = 2619000; break;               /* MEMORY_CLOCK_RATE (kHz) */
