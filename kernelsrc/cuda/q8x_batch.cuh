@@ -132,7 +132,7 @@ GK_DEV void gk_q8b_stage_in(gk_q8b_smem<Bits> &sm, int buf, const float *__restr
                             const uint32_t *__restrict__ w, int64_t m, int64_t n,
                             int64_t k, int64_t nb, int64_t i0, int64_t j0, int64_t b0) {
   typedef gk_q8b_smem<Bits> S;
-  gk_q8x_w_stage<Bits, S::WS>(sm.w[buf], w, n, nb, j0, b0);
+  gk_q8x_w_stage<Bits, Q8X_KB, S::WS>(sm.w[buf], w, n, nb, j0, b0);
 
   static_assert(QM_THREADS == 2 * Q8B_ROWS * Q8X_KB && 4 * Q8X_KB == GK_GROUP,
                 "two threads a block of x, a group two rows");
