@@ -14,11 +14,10 @@
  *     fma); the lanes folded lane[l] += lane[l + h], h = 8, 4, 2, 1; the
  *     chunk sums added to y in chunk order from 0.
  *
- * This file: the rounding, and the dp4a tile that reads W straight from
- * global memory, which sm_75 and HIP take for every m. On sm_80 and newer
- * q8x_stream.cuh streams W through shared memory for m <= Q8X_XROWS and
- * q8x_batch.cuh multiplies on int8 mma.sync past that; q8x_batch.cuh has
- * the entry's walk over the grid. Launch: its own row, qmatmul's signature
+ * This file: the rounding, and the dp4a tile, which takes m <= Q8X_XROWS
+ * (and every m on sm_75 and HIP); on sm_80 and newer q8x_batch.cuh
+ * multiplies more rows of x on int8 mma.sync, and has the entry's walk
+ * over the grid. Launch: its own row, qmatmul's signature
  * and block, grid (ceil(m / 16), ceil(n / Q8X_COLS)) or smaller.
  *
  * Here a block of QM_THREADS computes Q8X_COLS rows of W against
@@ -146,10 +145,15 @@ GK_DEV void gk_q8x_round_rows(uint32_t (*xq)[CB * 8], float (*dx)[CB], float (*s
   }
 }
 
-/* One block's tile on dp4a, W read straight from global memory (sm_75 and
- * HIP; q8x_stream.cuh streams it through shared memory on sm_80 and
- * newer): rows j0 .. j0 + Q8X_COLS - 1 of W (those < n) against rows
- * i0 .. i0 + MT - 1 of x (those < m), MT <= Q8X_XROWS. */
+/* One block's tile on dp4a: rows j0 .. j0 + Q8X_COLS - 1 of W (those < n)
+ * against rows i0 .. i0 + MT - 1 of x (those < m), MT <= Q8X_XROWS.
+ *
+ * W is read straight from global memory: a group's load of a code word
+ * takes 4 bytes of 16 blocks 20 bytes apart in each of 2 rows, ~7 cache
+ * lines, two cycles of L1's tag stage (4 lines a cycle) for 128 bytes.
+ * Copying W through shared memory first would cost as much (a cycle to
+ * copy 128 bytes, one to read them back), so this tile does not; its 16
+ * warps an SM keep 20 loads each in flight (~40 KB an SM at BITS 4). */
 template <int Bits, int MT>
 GK_DEV void gk_q8x_tile(gk_q8x_dsmem &sm, const float *__restrict__ x,
                         const void *__restrict__ w, float *__restrict__ y, int64_t m,

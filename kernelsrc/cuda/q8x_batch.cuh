@@ -3,14 +3,14 @@
  * batch, speculative decoding, a prefill) on int8 tensor cores, with the
  * CPU images' bits: the arithmetic of q8x.cuh's top comment (docs/weights.md,
  * "int8 x"), operation by operation. And gk_qmatmul_q8x, the entry's walk
- * over the grid, which picks this tile, q8x_stream.cuh's (sm_80 and newer,
- * up to 4 rows of x) or q8x.cuh's (sm_75 and HIP, every m).
+ * over the grid, which picks this tile (sm_80 and newer, past 4 rows of x)
+ * or q8x.cuh's (up to 4 rows; sm_75 and HIP, every m).
  *
  * Why: the dp4a tile (q8x.cuh) takes 4 rows of x, so m = 16 reads W four
  * times, each load of a lane gathering words of 16 blocks 20 bytes apart,
  * and pays 8 dp4a per block, row of W and row of x. Here a block takes 16
  * rows of x by Q8X_COLS = 64 rows of W: W is read once for 16 rows, through
- * shared memory in coalesced 4-byte cp.async pieces (gk_q8x_w_stage), and
+ * shared memory in 4-byte cp.async pieces (gk_q8x_w_stage), and
  * one mma.sync m16n8k32 (s8 x, u8 codes) gives a block's integer sums
  * i_b for 16 rows of x by 8 rows of W (its k = 32 is one block). What
  * remains per output and block is the definition's float epilogue (6
@@ -40,18 +40,54 @@
 #ifndef GK_Q8X_BATCH_CUH
 #define GK_Q8X_BATCH_CUH
 
-#include "q8x_stream.cuh"
+#include "q8x.cuh"
 
 #define Q8B_ROWS 16 /* rows of x a block: mma's M */
 #define Q8B_MAGIC 0x4B400000 /* the bits of 1.5 * 2^23 (see gk_q8x_round_block) */
 
-/* Whether qmatmul_q8x takes the sm_80 tiles (q8x_stream.cuh up to
- * Q8X_XROWS rows of x, this file's past that): on sm_80 and newer, and in
- * the emulator, which runs both sets. The others keep q8x.cuh's dp4a tile
- * for every m:
- * - sm_75: the sm_80 tiles' stages are 47 KB of shared memory at BITS 8,
- *   which every launch would reserve, m = 1 too; Turing has 64 KB an SM, so
- *   the decode would lose half its blocks an SM (and cp.async is sm_80's);
+#define Q8X_KB 8 /* blocks of W a stage */
+
+/* Starts copying blocks b0 .. b0 + Q8X_KB - 1 of W rows j0 .. j0 +
+ * Q8X_COLS - 1 into dst (a row every WS words; zeros past n and nb), one
+ * cp.async group a thread, by the whole block. Eight threads a row, rows r
+ * and r + 32 a thread: thread c of a row copies words c, c + 8, ..., so it
+ * needs two source pointers and constant offsets, and a group instruction
+ * takes 32 bytes of each of 4 rows: 4 cache lines, what L1's tag stage
+ * resolves in a cycle (4 threads a row took 8 rows, two cycles; a row's
+ * words in thread order, one, but a divide and a 64-bit address a word). */
+template <int Bits, int WS>
+GK_DEV void gk_q8x_w_stage(uint32_t *dst, const uint32_t *__restrict__ w, int64_t n,
+                           int64_t nb, int64_t j0, int64_t b0) {
+  constexpr int BW = 1 + Bits, SEG = Q8X_KB * BW, TPR = 8, PASS = QM_THREADS / TPR;
+  static_assert(SEG % TPR == 0 && PASS * 2 == Q8X_COLS, "a row's stage splits evenly");
+  const int c = (int)threadIdx.x % TPR;
+  const int have = nb - b0 < Q8X_KB ? (int)(nb - b0) * BW : SEG; /* words in range */
+#pragma unroll
+  for (int p = 0; p < 2; p++) {
+    const int r = (int)threadIdx.x / TPR + PASS * p;
+    const bool row = j0 + r < n;
+    const uint32_t *src = row ? w + ((j0 + r) * nb + b0) * BW + c : w;
+    uint32_t *to = dst + r * WS + c;
+    if (row && have == SEG) { /* every stage but a row's last: no per-word test */
+#pragma unroll
+      for (int u = 0; u < SEG / TPR; u++) gk_cp_async4(to + TPR * u, src + TPR * u, true);
+    } else {
+#pragma unroll
+      for (int u = 0; u < SEG / TPR; u++) {
+        const bool in = row && c + TPR * u < have;
+        gk_cp_async4(to + TPR * u, in ? src + TPR * u : w, in);
+      }
+    }
+  }
+  gk_cp_async_commit();
+}
+
+/* Whether qmatmul_q8x takes this tile past Q8X_XROWS rows of x: on sm_80
+ * and newer, and in the emulator, which runs both tiles. The others keep
+ * q8x.cuh's dp4a tile for every m:
+ * - sm_75: this tile's stages are 47 KB of shared memory at BITS 8, which
+ *   every launch would reserve, m = 1 too; Turing has 64 KB an SM, so the
+ *   decode would lose half its blocks an SM;
  * - HIP: gk_mma_s8u8_16832's HIP body is the emulator's twin (32 shuffles
  *   a call), and no AMD matrix path is written yet. */
 #if defined(__HIPCC__) || (defined(GK_GPU_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800)
@@ -78,11 +114,10 @@ struct gk_q8b_smem {
 };
 
 /* qmatmul_q8x's shared memory: one object for whichever tile a call
- * takes (static shared memory stays under 48 KB: BITS 8's stages are 47 KB
- * in either sm_80 tile). */
+ * takes (static shared memory stays under 48 KB: BITS 8's stages are 47 KB). */
 template <int Bits, int Sm80>
 union gk_q8x_smem {
-  gk_q8s_smem<Bits> s;
+  gk_q8x_dsmem d;
   gk_q8b_smem<Bits> b;
 };
 template <int Bits>
@@ -132,7 +167,7 @@ GK_DEV void gk_q8b_stage_in(gk_q8b_smem<Bits> &sm, int buf, const float *__restr
                             const uint32_t *__restrict__ w, int64_t m, int64_t n,
                             int64_t k, int64_t nb, int64_t i0, int64_t j0, int64_t b0) {
   typedef gk_q8b_smem<Bits> S;
-  gk_q8x_w_stage<Bits, Q8X_KB, S::WS>(sm.w[buf], w, n, nb, j0, b0);
+  gk_q8x_w_stage<Bits, S::WS>(sm.w[buf], w, n, nb, j0, b0);
 
   static_assert(QM_THREADS == 2 * Q8B_ROWS * Q8X_KB && 4 * Q8X_KB == GK_GROUP,
                 "two threads a block of x, a group two rows");
@@ -251,9 +286,9 @@ GK_DEV void gk_q8b_step(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
 }
 
 /* One block's tile: rows j0 .. j0 + Q8X_COLS - 1 of W (those < n) against
- * rows i0 .. i0 + Q8B_ROWS - 1 of x (those < m). Not inlined: each of
- * qmatmul_q8x's tiles fits 128 registers alone, and inlined together they
- * spilled (GK_DEV_NOINLINE). */
+ * rows i0 .. i0 + Q8B_ROWS - 1 of x (those < m). Not inlined: it fits 128
+ * registers alone (124), and inlined beside q8x.cuh's tiles it came to the
+ * limit or past it (GK_DEV_NOINLINE). */
 template <int Bits>
 GK_DEV_NOINLINE void gk_q8b_tile(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
                                  const void *__restrict__ w, float *__restrict__ y, int64_t m,
@@ -289,21 +324,8 @@ GK_DEV_NOINLINE void gk_q8b_tile(gk_q8b_smem<Bits> &sm, const float *__restrict_
       }
 }
 
-/* The tiles of each set, picked by the shared memory's type: up to
- * Q8X_XROWS rows of x, and past that (the batch tile exists in the sm_80
- * set only; gk_qmatmul_q8x never calls it in the other). */
-template <int Bits, int MT>
-GK_DEV void gk_q8x_small_tile(gk_q8x_smem<Bits, 1> &sm, const float *x, const void *w,
-                              float *y, int64_t m, int64_t n, int64_t k, int64_t j0,
-                              int64_t i0) {
-  gk_q8s_tile<Bits, MT>(sm.s, x, w, y, m, n, k, j0, i0);
-}
-template <int Bits, int MT>
-GK_DEV void gk_q8x_small_tile(gk_q8x_smem<Bits, 0> &sm, const float *x, const void *w,
-                              float *y, int64_t m, int64_t n, int64_t k, int64_t j0,
-                              int64_t i0) {
-  gk_q8x_tile<Bits, MT>(sm.d, x, w, y, m, n, k, j0, i0);
-}
+/* The batch tile where the build has it, picked by the shared memory's
+ * type; never called where it has not (gk_qmatmul_q8x's walk). */
 template <int Bits>
 GK_DEV void gk_q8x_batch_tile(gk_q8x_smem<Bits, 1> &sm, const float *x, const void *w,
                               float *y, int64_t m, int64_t n, int64_t k, int64_t j0,
@@ -315,11 +337,11 @@ GK_DEV void gk_q8x_batch_tile(gk_q8x_smem<Bits, 0> &, const float *, const void 
                               int64_t, int64_t, int64_t, int64_t, int64_t) {}
 
 /* qmatmul_q8x: the grid walk of gk_qmatmul (qmatmul.cuh) over tiles of
- * Q8X_COLS rows of W by one row of x when m == 1, Q8X_XROWS rows when m <=
- * Q8X_XROWS (or without the sm_80 set), else Q8B_ROWS rows. Each in a loop
- * nest of its own: in one, ptxas kept the walk's values beside the batch
- * tile's 64 lanes and spilled. Every bound is per block: the barriers are
- * reached by all. */
+ * Q8X_COLS rows of W by one row of x when m == 1 (q8x.cuh), Q8X_XROWS rows
+ * when m <= Q8X_XROWS or without this tile (q8x.cuh), else Q8B_ROWS rows
+ * (this file's). Each in a loop nest of its own: in one, ptxas kept the
+ * walk's values beside the batch tile's 64 lanes and spilled. Every bound
+ * is per block: the barriers are reached by all. */
 template <int Bits, int Sm80 = GK_Q8X_SM80>
 GK_DEV void gk_qmatmul_q8x(const float *x, const void *w, float *y, int64_t m, int64_t n,
                            int64_t k) {
@@ -327,12 +349,11 @@ GK_DEV void gk_qmatmul_q8x(const float *x, const void *w, float *y, int64_t m, i
   if (m <= 0 || n <= 0 || k < 0) return;
   if (m == 1) {
     for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
-      if (blockIdx.x == 0) gk_q8x_small_tile<Bits, 1>(sm, x, w, y, m, n, k, by * Q8X_COLS, 0);
+      if (blockIdx.x == 0) gk_q8x_tile<Bits, 1>(sm.d, x, w, y, m, n, k, by * Q8X_COLS, 0);
   } else if (!Sm80 || m <= Q8X_XROWS) {
     for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
       for (int64_t bx = blockIdx.x; bx * Q8X_XROWS < m; bx += gridDim.x)
-        gk_q8x_small_tile<Bits, Q8X_XROWS>(sm, x, w, y, m, n, k, by * Q8X_COLS,
-                                           bx * Q8X_XROWS);
+        gk_q8x_tile<Bits, Q8X_XROWS>(sm.d, x, w, y, m, n, k, by * Q8X_COLS, bx * Q8X_XROWS);
   } else {
     for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
       for (int64_t bx = blockIdx.x; bx * Q8B_ROWS < m; bx += gridDim.x)

@@ -255,10 +255,9 @@ static void check_qmatmul(void) {
 /* ---- qmatmul_q8x ------------------------------------------------------------ */
 
 /* The GPU's qmatmul_q8x gives the bits of tests/common's qref_q8x, the CPU
- * images' arithmetic, on the original layout, launched by its own row, in
- * both sets of tiles: sm_80's (q8x_stream.cuh up to 4 rows of x, W through
- * shared memory; q8x_batch.cuh past that, on int8 mma.sync) and sm_75's and
- * HIP's (q8x.cuh, W read straight, every m). */
+ * images' arithmetic, on the original layout, launched by its own row: as
+ * sm_80 and newer run it (past 4 rows of x on int8 mma.sync, q8x_batch.cuh)
+ * and as sm_75 and HIP do (q8x.cuh's dp4a tile for every m). */
 static void check_q8x(void) {
   const int before = failures;
   static const std::vector<std::string> params = {"x:ptr", "w:ptr", "y:ptr",
@@ -268,8 +267,8 @@ static void check_q8x(void) {
    * m = 17: a second batch tile of one row, n = 70: a second W tile of 6
    * rows, k = 544: 17 blocks, a last stage of 1 (the odd groups idle); k =
    * 4384: 137 blocks, a last stage of 1 in the second buffer; m = 3: the
-   * tiles of 4 rows, partial; m = 1 and 4 over 130 and 137 blocks: the
-   * stream tile's pieces of x (64 blocks) and chunks, partial at the end. */
+   * tiles of 4 rows, partial; m = 1 and 4 over 130 and 137 blocks: chunks,
+   * partial at the end. */
   static const long long shapes[][3] = {{1, 37, 96},   {6, 35, 4160}, {1, 3, 32},
                                         {9, 5, 0},     {17, 70, 544}, {5, 20, 4384},
                                         {3, 9, 64},    {1, 70, 4160}, {4, 66, 4384}};
@@ -317,7 +316,7 @@ static void check_q8x(void) {
         for (long long i = 0; i < m * n && !bad; i++)
           if (memcmp(&y[i], &want[i], sizeof(float)) != 0) {
             printf("FAIL: %s%s%s: y[%lld] = %.9g, the q8x arithmetic gives %.9g\n", what,
-                   sm80 ? "" : " (sm_75's tiles)", small ? " (clamped grid)" : "", i, y[i],
+                   sm80 ? "" : " (dp4a only)", small ? " (clamped grid)" : "", i, y[i],
                    want[i]);
             bad = 1;
           }
@@ -331,8 +330,8 @@ static void check_q8x(void) {
     }
   }
   SECTION_OK(before,
-             "ok: qmatmul_q8x bits 1, 2, 4, 8 x %zu shapes, sm_80's and sm_75's tiles, the "
-             "CPU's bits, any grid\n",
+             "ok: qmatmul_q8x bits 1, 2, 4, 8 x %zu shapes, mma.sync and dp4a, the CPU's "
+             "bits, any grid\n",
              sizeof shapes / sizeof shapes[0]);
 }
 
