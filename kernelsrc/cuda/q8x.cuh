@@ -17,13 +17,14 @@
  * This file: the rounding, and the dp4a tile, which takes m <= Q8X_XROWS
  * (and every m on sm_75 and HIP); on sm_80 and newer q8x_batch.cuh
  * multiplies more rows of x on int8 mma.sync, and has the entry's walk
- * over the grid. Launch: its own row, qmatmul's signature
- * and block, grid (ceil(m / 16), ceil(n / Q8X_COLS)) or smaller.
+ * over the grid. Launch: its own row, qmatmul's signature and block, grid
+ * (ceil(m / 16), ceil(n / Q8X_COLS)) or smaller.
  *
  * Here a block of QM_THREADS computes Q8X_COLS rows of W against
  * Q8X_XROWS rows of x (one when m == 1). Chunk by chunk, the block first
- * rounds its rows of x into shared memory (each thread one block of x at a time, with no
- * shuffle and no conversion per element: gk_q8x_round_block), then each half
+ * rounds its rows of x into shared memory (each thread one block of x at a
+ * time, with no shuffle and no conversion per element:
+ * gk_q8x_round_block), then each half
  * group (16 lanes: the 16 float lanes of the definition) takes 4 rows of W,
  * lane l its blocks l, l + 16, ... of the chunk, each block's x codes read
  * once for the 4 rows; the fold is 4 xor shuffles inside the half. x is
@@ -131,17 +132,16 @@ struct gk_q8x_dsmem {
   float dx[Q8X_XROWS][Q8X_CHUNK], sb[Q8X_XROWS][Q8X_CHUNK];
 };
 
-/* Rounds rows i0 .. i0 + xrows - 1 of x, blocks c0 .. c0 + cb - 1 (cb <=
- * CB), into xq (8 words a block, gk_q8x_pos order), dx and sb: a block of
- * x a thread. By the whole block; the caller puts barriers around it. */
-template <int Bits, int CB>
-GK_DEV void gk_q8x_round_rows(uint32_t (*xq)[CB * 8], float (*dx)[CB], float (*sb)[CB],
-                              const float *__restrict__ x, int64_t k, int64_t i0, int xrows,
-                              int64_t c0, int cb) {
+/* Rounds rows i0 .. i0 + xrows - 1 of x, blocks c0 .. c0 + cb - 1, into
+ * sm: a block of x a thread. By the whole block; the caller puts barriers
+ * around it. */
+template <int Bits>
+GK_DEV void gk_q8x_round_x(gk_q8x_dsmem &sm, const float *__restrict__ x, int64_t k,
+                           int64_t i0, int xrows, int64_t c0, int cb) {
   for (int e = (int)threadIdx.x; e < xrows * cb; e += QM_THREADS) {
     const int i = e / cb, b = e % cb;
-    gk_q8x_round_block<Bits>(x + (i0 + i) * k + (c0 + b) * GK_QBLOCK, xq[i] + b * 8, &dx[i][b],
-                             &sb[i][b]);
+    gk_q8x_round_block<Bits>(x + (i0 + i) * k + (c0 + b) * GK_QBLOCK, sm.xq[i] + b * 8,
+                             &sm.dx[i][b], &sm.sb[i][b]);
   }
 }
 
@@ -178,7 +178,7 @@ GK_DEV void gk_q8x_tile(gk_q8x_dsmem &sm, const float *__restrict__ x,
   for (int64_t c0 = 0; c0 < nb; c0 += Q8X_CHUNK) {
     const int cb = nb - c0 < Q8X_CHUNK ? (int)(nb - c0) : Q8X_CHUNK;
     __syncthreads(); /* the previous chunk's x is read */
-    gk_q8x_round_rows<Bits, Q8X_CHUNK>(sm.xq, sm.dx, sm.sb, x, k, i0, xrows, c0, cb);
+    gk_q8x_round_x<Bits>(sm, x, k, i0, xrows, c0, cb);
     __syncthreads();
     /* Block b of the chunk for all of the half's rows of W: b's x codes
      * are read from shared memory once (two 16-byte loads a row of x) for

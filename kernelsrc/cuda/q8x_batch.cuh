@@ -294,7 +294,7 @@ GK_DEV_NOINLINE void gk_q8b_tile(gk_q8b_smem<Bits> &sm, const float *__restrict_
                                  const void *__restrict__ w, float *__restrict__ y, int64_t m,
                                  int64_t n, int64_t k, int64_t j0, int64_t i0) {
   static_assert(Q8X_CHUNK % (2 * Q8X_KB) == 0, "a chunk is an even number of stages");
-  static_assert(QM_THREADS / GK_GROUP == 2 * (Q8X_COLS / 16), "a pair of groups a 16 rows of W");
+  static_assert(QM_THREADS / GK_GROUP == 2 * (Q8X_COLS / 16), "a pair of groups for 16 rows of W");
   const uint32_t *w32 = (const uint32_t *)w;
   const int64_t nb = k / GK_QBLOCK, stages = (nb + Q8X_KB - 1) / Q8X_KB;
   float slot[8][2][4], acc[2][4];
