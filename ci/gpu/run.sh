@@ -111,7 +111,8 @@ step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$arc
 # qmatmul and qmatmul_q8x at m = 1 and at m = 16, BITS 4 (the warm-up
 # launches, one entry a run: the bench times each entry whole before the
 # next, so a regex over both would catch two launches of qmatmul; at m = 16
-# qmatmul_q8x is the int8 mma.sync tile), flash_attention's causal prefill and its split decode at head_dim 128, and
+# qmatmul_q8x is the int8 mma.sync tile), flash_attention's causal prefill
+# and its split decode at head_dim 128, and
 # the int8 tensor-core qmatmul_q8x_mm at m = 512, BITS 4, and last, where
 # the wgmma experiments passed, the causal prefill of their archives
 # (whether 64 rows a block leave it bound by L2, and 128 do not,

@@ -55,9 +55,9 @@
 #define GK_KERNEL __global__
 #define GK_DEV __device__ static inline
 /* A device function compiled on its own, for one of a kernel's alternative
- * bodies: ptxas allocates its registers apart from the others'
- * (qmatmul_q8x's tiles each fit 128 registers alone and spilled inlined
- * together). */
+ * bodies: ptxas allocates its registers apart from the others' (qmatmul_q8x's
+ * mma.sync tile fits 128 registers alone, and inlined beside the dp4a tiles
+ * came to the limit or past it). */
 #define GK_DEV_NOINLINE __device__ static __noinline__
 #define GK_SHFL_XOR(v, lane_mask) \
   __shfl_xor_sync(0xffffffffu, (v), (lane_mask), GK_GROUP)

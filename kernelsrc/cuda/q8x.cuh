@@ -43,6 +43,7 @@
 #include "qmatmul.cuh"
 
 #define Q8X_CHUNK 128 /* blocks: docs/weights.md's chunk */
+#define Q8X_MAGIC 0x4b400000 /* the bits of 1.5 * 2^23: see gk_q8x_quantize */
 #define Q8X_LANES 16  /* its float lanes: a half group */
 #define Q8X_XROWS 4   /* rows of x per block when m > 1: 4 KB of shared memory each */
 #define Q8X_WROWS 8   /* rows of W per group, 4 per half */
@@ -108,7 +109,7 @@ GK_DEV uint32_t gk_q8x_quantize(const float *v, float inv, uint32_t w[8]) {
 GK_DEV void gk_q8x_scales(float a, uint32_t sum, float *dx, float *sb) {
   const float d = a / 127.0f;
   *dx = d;
-  *sb = gk_fmul(d, (float)(int32_t)(sum - 32u * 0x4b400000u));
+  *sb = gk_fmul(d, (float)(int32_t)(sum - 32u * (uint32_t)Q8X_MAGIC));
 }
 
 /* One block of x (32 floats at src) by one thread: its int8 codes into
@@ -209,7 +210,7 @@ GK_DEV void gk_q8x_tile(gk_q8x_dsmem &sm, const float *__restrict__ x,
          * float 1.5 * 2^23 + i_b (|i_b| < 2^21): one subtraction, exact,
          * instead of a conversion instruction (see gk_q8x_round_block). */
         int is[MT];
-        for (int i = 0; i < MT; i++) is[i] = 0x4b400000;
+        for (int i = 0; i < MT; i++) is[i] = Q8X_MAGIC;
 #pragma unroll
         for (int u = 0; u < Bits; u++) {
           const uint32_t word = blk[1 + u];

@@ -43,7 +43,6 @@
 #include "q8x.cuh"
 
 #define Q8B_ROWS 16 /* rows of x a block: mma's M */
-#define Q8B_MAGIC 0x4B400000 /* the bits of 1.5 * 2^23 (see gk_q8x_round_block) */
 
 #define Q8X_KB 8 /* blocks of W a stage */
 
@@ -225,7 +224,7 @@ GK_DEV void gk_q8b_stage_mul(const gk_q8b_smem<Bits> &sm, int kbs, float (*slot)
         mo[c] = gk_h2f((uint16_t)(head >> 16));
       }
       int s[4];
-      gk_mma_s8u8_16832(s, a, b, Q8B_MAGIC);
+      gk_mma_s8u8_16832(s, a, b, Q8X_MAGIC);
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         const int r = e >> 1, c = e & 1;

@@ -46,7 +46,6 @@
 #define Q8M_XSTRIDE 112 /* bytes of a stage's row of x: its records + 16, so
                            that the 8 rows a fragment load reads hit
                            distinct banks */
-#define Q8M_MAGIC 0x4B400000 /* the bits of 1.5 * 2^23 */
 
 /* qmatmul_q8x_x: thread t of block (x, y) rounds blocks x * QM_THREADS + t,
  * + gridDim.x * QM_THREADS, ... of rows y, y + gridDim.y, ... */
@@ -153,7 +152,7 @@ GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits> &sm, const unsigned char *xq, const ui
         }
         for (int mi = 0; mi < 2; mi++) {
           int s[4];
-          gk_mma_s8u8_16832(s, a[mi], b, Q8M_MAGIC);
+          gk_mma_s8u8_16832(s, a[mi], b, Q8X_MAGIC);
           for (int e = 0; e < 4; e++) {
             const int r = e >> 1, c = e & 1;
             const float ib = gk_q_f32_from_bits((uint32_t)s[e]) - 12582912.0f; /* exact */
