@@ -192,42 +192,45 @@ GK_DEV void gk_q8x_tile(gk_q8x_dsmem &sm, const float *__restrict__ x,
       uint32_t xw[MT][8];
 #pragma unroll
       for (int i = 0; i < MT; i++) {
-        if (i >= xrows) break;
-        const uint4 *xp = (const uint4 *)&xq[i][b * 8];
-        const uint4 lo = xp[0], hi = xp[1];
-        xw[i][0] = lo.x, xw[i][1] = lo.y, xw[i][2] = lo.z, xw[i][3] = lo.w;
-        xw[i][4] = hi.x, xw[i][5] = hi.y, xw[i][6] = hi.z, xw[i][7] = hi.w;
+        if (i < xrows) {
+          const uint4 *xp = (const uint4 *)&xq[i][b * 8];
+          const uint4 lo = xp[0], hi = xp[1];
+          xw[i][0] = lo.x, xw[i][1] = lo.y, xw[i][2] = lo.z, xw[i][3] = lo.w;
+          xw[i][4] = hi.x, xw[i][5] = hi.y, xw[i][6] = hi.z, xw[i][7] = hi.w;
+        }
       }
 #pragma unroll
       for (int r = 0; r < Q8X_WROWS / 2; r++) {
         const int64_t j = j0 + 2 * r;
-        if (j >= n) break; /* j0 + 2 r grows with r */
-        const uint32_t *blk = w32 + (j * nb + c0 + b) * block_words;
-        const uint32_t head = blk[0];
-        const float d = gk_h2f((uint16_t)(head & 0xffffu));
-        const float mo = gk_h2f((uint16_t)(head >> 16));
-        /* Each sum starts at the bits of 1.5 * 2^23, so that it ends as the
-         * float 1.5 * 2^23 + i_b (|i_b| < 2^21): one subtraction, exact,
-         * instead of a conversion instruction (see gk_q8x_round_block). */
-        int is[MT];
-        for (int i = 0; i < MT; i++) is[i] = Q8X_MAGIC;
+        if (j < n) { /* rows past n: the half's last ones */
+          const uint32_t *blk = w32 + (j * nb + c0 + b) * block_words;
+          const uint32_t head = blk[0];
+          const float d = gk_h2f((uint16_t)(head & 0xffffu));
+          const float mo = gk_h2f((uint16_t)(head >> 16));
+          /* Each sum starts at the bits of 1.5 * 2^23, so that it ends as the
+           * float 1.5 * 2^23 + i_b (|i_b| < 2^21): one subtraction, exact,
+           * instead of a conversion instruction (see gk_q8x_round_block). */
+          int is[MT];
+          for (int i = 0; i < MT; i++) is[i] = Q8X_MAGIC;
 #pragma unroll
-        for (int u = 0; u < Bits; u++) {
-          const uint32_t word = blk[1 + u];
+          for (int u = 0; u < Bits; u++) {
+            const uint32_t word = blk[1 + u];
 #pragma unroll
-          for (int s = 0; s < P; s++) {
-            const uint32_t codes = (word >> (Bits * s)) & rep;
+            for (int s = 0; s < P; s++) {
+              const uint32_t codes = (word >> (Bits * s)) & rep;
 #pragma unroll
-            for (int i = 0; i < MT; i++)
-              if (i < xrows) is[i] = gk_dp4a_us(codes, xw[i][u * P + s], is[i]);
+              for (int i = 0; i < MT; i++)
+                if (i < xrows) is[i] = gk_dp4a_us(codes, xw[i][u * P + s], is[i]);
+            }
           }
-        }
 #pragma unroll
-        for (int i = 0; i < MT; i++) {
-          if (i >= xrows) break;
-          const float ib = gk_q_f32_from_bits((uint32_t)is[i]) - 12582912.0f;
-          const float l1 = gk_fadd(part[r][i], gk_fmul(ib, gk_fmul(d, dx[i][b])));
-          part[r][i] = gk_fadd(l1, gk_fmul(mo, sb[i][b]));
+          for (int i = 0; i < MT; i++) {
+            if (i < xrows) {
+              const float ib = gk_q_f32_from_bits((uint32_t)is[i]) - 12582912.0f;
+              const float l1 = gk_fadd(part[r][i], gk_fmul(ib, gk_fmul(d, dx[i][b])));
+              part[r][i] = gk_fadd(l1, gk_fmul(mo, sb[i][b]));
+            }
+          }
         }
       }
     }

@@ -124,8 +124,7 @@ GK_DEV void gk_qm_fetch(const uint32_t *__restrict__ w32, int64_t j0, int rows, 
                         int64_t b, int s, gk_qm_words<Bits> &f) {
 #pragma unroll
   for (int r = 0; r < QM_WROWS; r++) {
-    if (r >= rows) break;
-    gk_qm_fetch_row<Bits>(w32, j0 + r, nb, b, s, f, r);
+    if (r < rows) gk_qm_fetch_row<Bits>(w32, j0 + r, nb, b, s, f, r);
   }
 }
 
@@ -191,26 +190,29 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
     float wv[QM_WROWS][8];
 #pragma unroll
     for (int r = 0; r < QM_WROWS; r++) {
-      if (r >= rows) break;
-      if (MT > 1) gk_qm_fetch_row<Bits>(w32, j0 + r, nb, b, s, cur, r); /* row by row */
-      uint32_t h[octet::HALVES];
-      octet::halves(cur.c[r], s, h);
-      gk_qm_weights<Bits>(h, gk_h2f((uint16_t)(cur.head[r] & 0xffffu)),
-                          gk_h2f((uint16_t)(cur.head[r] >> 16)), wv[r]);
+      if (r < rows) {
+        if (MT > 1) gk_qm_fetch_row<Bits>(w32, j0 + r, nb, b, s, cur, r); /* row by row */
+        uint32_t h[octet::HALVES];
+        octet::halves(cur.c[r], s, h);
+        gk_qm_weights<Bits>(h, gk_h2f((uint16_t)(cur.head[r] & 0xffffu)),
+                            gk_h2f((uint16_t)(cur.head[r] >> 16)), wv[r]);
+      }
     }
     /* Each row of x's 8 columns of the octet, against every row of W. */
 #pragma unroll
     for (int i = 0; i < MT; i++) {
-      if (i >= xrows) break;
-      const float4 *xp = (const float4 *)(x + (i0 + i) * k + b * GK_QBLOCK + 8 * s);
-      const float4 a = xp[0], c = xp[1];
-      const float xv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
+      if (i < xrows) {
+        const float4 *xp = (const float4 *)(x + (i0 + i) * k + b * GK_QBLOCK + 8 * s);
+        const float4 a = xp[0], c = xp[1];
+        const float xv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
 #pragma unroll
-      for (int r = 0; r < QM_WROWS; r++) {
-        if (r >= rows) break;
-        float v = acc[r][i];
-        for (int t = 0; t < 8; t++) v = fmaf(xv[t], wv[r][t], v);
-        acc[r][i] = v;
+        for (int r = 0; r < QM_WROWS; r++) {
+          if (r < rows) {
+            float v = acc[r][i];
+            for (int t = 0; t < 8; t++) v = fmaf(xv[t], wv[r][t], v);
+            acc[r][i] = v;
+          }
+        }
       }
     }
     if (MT == 1) cur = nxt;
@@ -220,9 +222,10 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
   for (int r = 0; r < QM_WROWS; r++)
 #pragma unroll
     for (int i = 0; i < MT; i++) {
-      if (i >= xrows) break; /* xrows is the group's: all 32 lanes leave */
-      const float v = gk_group_sum(acc[r][i]);
-      if (lane == 0 && r < rows && i < xrows) y[(i0 + i) * n + j0 + r] = v;
+      if (i < xrows) { /* xrows is the group's: all 32 lanes take the branch */
+        const float v = gk_group_sum(acc[r][i]);
+        if (lane == 0 && r < rows) y[(i0 + i) * n + j0 + r] = v;
+      }
     }
 }
 
