@@ -19,7 +19,7 @@
 #                                 warpgroups a block share each K and V tile
 #                          wgmma3 flash_attention -DGK_FA_WGMMA=2 on blocks of
 #                                 384: the two fed by a producer warpgroup
-#                                 (warp specialization, setmaxnreg); its
+#                                 (warp specialization, setmaxnreg, ping-pong); its
 #                                 paged_attention is wgmma's
 #                          q16    -DGK_FA_QSMEM=0, the head_dim-128 prefill
 #                                 of 16 rows a warp with Q in registers (the

@@ -15,7 +15,7 @@
 #   wgmma2     the same for gpu-pack/wgmma2.gkfat (flash_attention on blocks
 #              of 256: two warpgroups a block share each tile), without the probe
 #   wgmma3     the same for gpu-pack/wgmma3.gkfat (blocks of 384: the two fed by
-#              a producer warpgroup through named barriers, setmaxnreg)
+#              a producer warpgroup through named barriers, setmaxnreg, ping-pong)
 #   q16        the same for gpu-pack/q16.gkfat (sm_90a, -DGK_FA_QSMEM=0: the
 #              head_dim-128 prefill of 16 rows a warp, Q in registers), without
 #              a probe: test_gpu, then the prefill cases beside the default's

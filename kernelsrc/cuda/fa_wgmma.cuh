@@ -89,10 +89,10 @@ GK_DEV void gk_fa_wg_landed(void) {
 }
 
 /* The scores of the WG_KEYS keys in K stage `ks`: S = Q K^T by D / 16
- * wgmma m64nWG_KEYSk16, waited for. */
+ * wgmma m64nWG_KEYSk16, issued as one group, not waited for. */
 template <int D, class H>
-GK_DEV void gk_fa_wg_scores(const gk_fa_smem<D> &sm, int ks, const uint32_t (*qa)[4],
-                            float (*s)[4]) {
+GK_DEV void gk_fa_wg_scores_issue(const gk_fa_smem<D> &sm, int ks, const uint32_t (*qa)[4],
+                                  float (*s)[4]) {
   typedef gk_fa_smem<D> S;
   constexpr uint32_t CM = 128, ROW8 = 16 * D; /* bytes: a core matrix, 8 keys */
   for (int nt = 0; nt < S::WG_KEYS / 8; nt++)
@@ -102,6 +102,13 @@ GK_DEV void gk_fa_wg_scores(const gk_fa_smem<D> &sm, int ks, const uint32_t (*qa
     gk_wgmma<H, S::WG_KEYS, 0>(&s[0][0], qa[kk],
                                gk_wgmma_desc(&sm, &sm.wg.k[ks][128 * kk], CM, ROW8), &sm);
   gk_wgmma_commit();
+}
+
+/* The same, waited for. */
+template <int D, class H>
+GK_DEV void gk_fa_wg_scores(const gk_fa_smem<D> &sm, int ks, const uint32_t (*qa)[4],
+                            float (*s)[4]) {
+  gk_fa_wg_scores_issue<D, H>(sm, ks, qa, s);
   gk_wgmma_wait<0>();
 }
 
@@ -204,17 +211,35 @@ GK_DEV void gk_fa_wg_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
  * rows' diagonal keeps the handshakes and skips the products. Each side
  * walks the same query blocks (gk_fa_walk_mma, gk_fa_ws_walk), meeting at
  * one block barrier a block, before the stages are reused.
+ *
+ * Ping-pong (FlashAttention-3's inter-warpgroup overlap; GK_FA_WS_PINGPONG,
+ * 1 unless compiled with -DGK_FA_WS_PINGPONG=0): the consumers also take
+ * turns at the tensor cores, so that one's softmax runs while the other's
+ * wgmma do, instead of both asking for the tensor cores at once and then
+ * both leaving them idle. A turn is consumer w's O += P V of tile j and
+ * its S of tile j + 1, issued back to back: it starts at TURN(w), which
+ * the other consumer passes by its arrival once it has issued its own S,
+ * and ends when w has issued S of j + 1 and arrives at TURN(1 - w).
+ * Consumer 0 takes its first turn (S of tile 0) without waiting, and
+ * consumer 1 gives back no turn after its last, which nobody would take:
+ * TURN(0) is waited for `tiles` times and passed `tiles` times, TURN(1)
+ * both tiles + 1 times. Turns order only the issue: a consumer past its
+ * diagonal passes them on without products.
  */
+#ifndef GK_FA_WS_PINGPONG
+#define GK_FA_WS_PINGPONG 1
+#endif
 #define FA_WS_THREADS (3 * FA_THREADS)
 enum {
   FA_WS_FULL_K = FA_BAR_FIRST + 1, /* + 2 s + w */
   FA_WS_FULL_V = FA_WS_FULL_K + 4, /* + w */
   FA_WS_EMPTY = FA_WS_FULL_V + 2,
+  FA_WS_TURN = FA_WS_EMPTY + 1, /* + w */
   FA_WS_SIGNAL = 2 * FA_THREADS, /* a consumer and the producer */
   FA_WS_PRODUCER_REGS = 72,
   FA_WS_CONSUMER_REGS = 216, /* 72 + 2 x 216 = 3 x 168 */
 };
-static_assert(FA_WS_EMPTY <= 15, "16 named barriers");
+static_assert(FA_WS_TURN + 1 <= 15, "16 named barriers");
 
 /* The producer's copies have landed but for the newest N groups: fenced
  * for the tensor cores, and each consumer's FULL barrier (full, full + 1)
@@ -276,20 +301,23 @@ GK_DEV void gk_fa_ws_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   const float sl = scale * 1.4426950408889634f;
   const int64_t mine = gk_fa_kend(Causal, sq, skv, r0, FA_BLOCK_ROWS);
   __syncthreads(); /* the previous use of the stages is over */
+  if (GK_FA_WS_PINGPONG && w == 1) gk_bar_sync<FA_WS_SIGNAL>(FA_WS_TURN + 1);
   for (int64_t j = 0; j < tiles; j++) {
     const int ks = (int)(j & 1);
     const int64_t k0 = j * KEYS;
     const bool work = k0 < mine;
     float s[KEYS / 8][4];
     gk_bar_sync<FA_WS_SIGNAL>(FA_WS_FULL_K + 2 * ks + w);
-    if (work) {
-      gk_fa_wg_scores<D, H>(sm, ks, qa, s);
-      gk_fa_softmax<Causal, D, KEYS / 8>(s, k0, skv, sq, qpos, sl, st);
-    }
+    if (work) gk_fa_wg_scores_issue<D, H>(sm, ks, qa, s);
+    if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WS_TURN + (w ^ 1)); /* its turn */
+    gk_wgmma_wait<0>(); /* outside `work`: waited for in a branch, ptxas serializes (C7518) */
+    if (work) gk_fa_softmax<Causal, D, KEYS / 8>(s, k0, skv, sq, qpos, sl, st);
     gk_bar_sync<FA_WS_SIGNAL>(FA_WS_FULL_V + w);
+    if (GK_FA_WS_PINGPONG) gk_bar_sync<FA_WS_SIGNAL>(FA_WS_TURN + w); /* this one's turn */
     if (work) gk_fa_wg_pv<D, H>(sm, s, st);
     if (j + 1 < tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WS_EMPTY);
   }
+  if (GK_FA_WS_PINGPONG && w == 0) gk_bar_arrive<FA_WS_SIGNAL>(FA_WS_TURN + 1);
   gk_fa_mma_store<D, H>(o, rows, st);
 }
 
