@@ -7,7 +7,7 @@
 #                          images for $GK_GPU_TARGETS (default sm_80, sm_90,
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
-#   wgmma.gkfat, wgmma2.gkfat, wgmma3.gkfat, q16.gkfat
+#   wgmma.gkfat, wgmma2.gkfat, wgmma3.gkfat, wgmma4.gkfat, q16.gkfat
 #                          the experiments: flash_attention, paged_attention
 #                          and kv_append for sm_90a built with one more flag,
 #                          which run.sh tests and times beside gpu.gkfat's:
@@ -21,6 +21,9 @@
 #                                 384: the two fed by a producer warpgroup
 #                                 (warp specialization, setmaxnreg, ping-pong); its
 #                                 paged_attention is wgmma's
+#                          wgmma4 wgmma3 with each consumer's S of a tile
+#                                 computed while its P V of the last one is
+#                                 (-DGK_FA_WGMMA=3: shared 65536, dynamic)
 #                          q16    -DGK_FA_QSMEM=0, the head_dim-128 prefill
 #                                 of 16 rows a warp with Q in registers (the
 #                                 default before Q moved to shared memory)
@@ -40,7 +43,7 @@
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -70,18 +73,21 @@ fi
   --cache "${cache:-$build/test-cache}" --out "$build/gpu-pack-images" >&2
 "$build/gk" pack "$build/gpu-pack-images" -o "$pack/gpu.gkfat" >&2
 
-# The experiments, NAME:FLASH_FLAG:PAGED_FLAG:BLOCK: for each, a copy of the
-# recipes whose flash_attention and paged_attention sections add their
-# flag and, where BLOCK is given, flash_attention's launch takes blocks of
-# BLOCK threads and query blocks of 128 rows; beside a link to kernelsrc so
-# that their sources resolve.
-for e in wgmma:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1: \
-         wgmma2:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:256 \
-         wgmma3:-DGK_FA_WGMMA=2:-DGK_FA_WGMMA=1:384 \
-         q16:-DGK_FA_QSMEM=0:-DGK_FA_QSMEM=0:; do
+# The experiments, NAME:FLASH_FLAG:PAGED_FLAG:BLOCK:SHARED: for each, a copy
+# of the recipes whose flash_attention and paged_attention sections add
+# their flag and, where BLOCK is given, flash_attention's launch takes
+# blocks of BLOCK threads and query blocks of 128 rows, and SHARED bytes of
+# dynamic shared memory where given; beside a link to kernelsrc so that
+# their sources resolve.
+for e in wgmma:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:: \
+         wgmma2:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:256: \
+         wgmma3:-DGK_FA_WGMMA=2:-DGK_FA_WGMMA=1:384: \
+         wgmma4:-DGK_FA_WGMMA=3:-DGK_FA_WGMMA=1:384:65536 \
+         q16:-DGK_FA_QSMEM=0:-DGK_FA_QSMEM=0::; do
   name=${e%%:*} rest=${e#*:}
   fflag=${rest%%:*} rest=${rest#*:}
-  pflag=${rest%%:*} block=${rest#*:}
+  pflag=${rest%%:*} rest=${rest#*:}
+  block=${rest%%:*} shared=${rest#*:}
   exp=$build/gpu-$name
   rm -rf "$exp" && mkdir -p "$exp"
   cp -R "$root/recipes" "$exp/recipes"
@@ -100,6 +106,11 @@ for e in wgmma:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1: \
        ! grep -q "block  = { $block, 1, 1 }" "$exp/recipes/flash_attention.lua"; then
       echo "ci/gpu/prepare.sh: could not give flash_attention.lua blocks of $block" >&2; exit 1
     fi
+  fi
+  if [ -n "$shared" ]; then
+    sed -i "s|      shared = 0,|      shared = $shared,|" "$exp/recipes/flash_attention.lua"
+    grep -q "shared = $shared," "$exp/recipes/flash_attention.lua" ||
+      { echo "ci/gpu/prepare.sh: could not give flash_attention.lua shared = $shared" >&2; exit 1; }
   fi
   "$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel flash_attention \
     --kernel paged_attention --kernel kv_append --targets cuda=sm_90a \

@@ -16,6 +16,8 @@
 #              of 256: two warpgroups a block share each tile), without the probe
 #   wgmma3     the same for gpu-pack/wgmma3.gkfat (blocks of 384: the two fed by
 #              a producer warpgroup through named barriers, setmaxnreg, ping-pong)
+#   wgmma4     the same for gpu-pack/wgmma4.gkfat (wgmma3 with S and P V overlapped
+#              in each consumer; 64 KB of dynamic shared memory)
 #   q16        the same for gpu-pack/q16.gkfat (sm_90a, -DGK_FA_QSMEM=0: the
 #              head_dim-128 prefill of 16 rows a warp, Q in registers), without
 #              a probe: test_gpu, then the prefill cases beside the default's
@@ -23,22 +25,22 @@
 #   racecheck  the same under racecheck
 #   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1 and 16, bits=4), on
 #              flash_attention prefill and decode, on qmatmul_q8x_mm
-#              (m=512, bits=4) and, where the wgmma, wgmma2 and wgmma3 steps
+#              (m=512, bits=4) and, where the wgmma .. wgmma4 steps
 #              passed, on their archives' prefill (ncu-*.txt)
 #   vulkan     tests/backends/vulkan's test_vk_kernels on NVIDIA's Vulkan driver, with
 #              the loader unpacked from gpu-pack/debs
 # Each step has its own timeout and the run goes on past a failed one; all
-# of them share $GK_GPU_BUDGET seconds (default 390), so the call ends in
+# of them share $GK_GPU_BUDGET seconds (default 430), so the call ends in
 # about 7 minutes. $GK_GPU_STEPS picks steps (default all, in that order).
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
-budget=${GK_GPU_BUDGET:-390}
-steps=${GK_GPU_STEPS:-smi probe test bench wgmma wgmma2 wgmma3 q16 memcheck racecheck ncu vulkan}
+budget=${GK_GPU_BUDGET:-430}
+steps=${GK_GPU_STEPS:-smi probe test bench wgmma wgmma2 wgmma3 wgmma4 q16 memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -104,6 +106,7 @@ experiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exi
 step wgmma 60 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma
 step wgmma2 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma2
 step wgmma3 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma3
+step wgmma4 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma4
 step q16 45 sh -c "$experiment" sh "$libs" "$pack" "$out" q16
 step memcheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" memcheck
 step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" racecheck
@@ -137,7 +140,7 @@ step ncu 200 sh -c 'prof() { # NAME KERNEL_REGEX COUNT FILTER [ARCHIVE]
   prof fa-prefill "^flash_attention" 1 "flash_attention prefill causal=1,dtype=f16,head_dim=128 " &&
   prof fa-decode "^flash_attention" 1 "flash_attention decode " &&
   prof q8x-mm "^qmatmul_q8x_mm" 1 "qmatmul bits=4 m=512 " &&
-  for e in wgmma wgmma2 wgmma3; do
+  for e in wgmma wgmma2 wgmma3 wgmma4; do
     if grep -q "^$e: ok" "$OUTD/summary.txt"; then
       prof "fa-prefill-$e" "^flash_attention" 1 \
         "flash_attention prefill causal=1,dtype=f16,head_dim=128 " "$PACK/$e.gkfat" || exit 1

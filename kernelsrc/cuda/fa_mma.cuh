@@ -96,13 +96,16 @@ struct gk_fa_swz {
  * schedules): STAGES stages of the tile (gk_fa_mma_keys), or the
  * prefill's Q and one tile (QSMEM), or the wgmma prefill's stages (two of
  * K, one of V, in tiles twice as long), or (decode, at the end) the merge.
- * 48 KB at most: static shared memory, no opt-in needed. */
+ * 48 KB at most: static shared memory, no opt-in needed; but for the
+ * overlapped warp-specialized image's two stages of V (`ov`, 64 KB), which
+ * takes it as dynamic shared memory (gk_fa_sm). */
 template <int D>
 struct gk_fa_smem {
   enum {
     KEYS = D == 128 ? 32 : 64,     /* keys a tile: 16 KB of K and V */
     STAGES = 3,                    /* tiles in shared memory: 48 KB */
     WG_KEYS = D == 128 ? 64 : 128, /* keys a wgmma tile: 3 x 16 KB */
+    OV_KEYS = 64,                  /* the overlapped schedule's (registers) */
   };
   union {
     struct { /* gk_fa_swz */
@@ -117,6 +120,11 @@ struct gk_fa_smem {
     struct { /* wgmma's core matrices (fa_wgmma.cuh) */
       uint16_t k[2][WG_KEYS * D], v[WG_KEYS * D];
     } wg;
+#endif
+#if GK_FA_WS_OVERLAP_ON || defined(GK_GPU_EMULATE)
+    struct { /* the same, two stages of V (64 KB at head_dim 128: dynamic) */
+      uint16_t k[2][OV_KEYS * D], v[2][OV_KEYS * D];
+    } ov;
 #endif
     struct {
       float m[FA_GROUPS][16], l[FA_GROUPS][16], o[FA_GROUPS][16][D];
@@ -269,7 +277,8 @@ GK_DEV void gk_fa_scores_mma(const uint16_t *k, const QA &qa, int nt0, float (*s
 /*
  * The online softmax on the scores s of keys kb .. kb + 8 NT - 1 (the
  * fragments of gk_fa_scores_mma): masks the keys not allowed (-inf), moves
- * the state's max, rescales its sum and output, and leaves the weights
+ * the state's max, rescales its sum, says by how much the output is to be
+ * rescaled (alpha, a factor a row of the fragment), and leaves the weights
  * p = exp2(s sl - max) in s. qpos[r]: the query position of fragment row r
  * (the causal mask: key j allowed when j <= qpos + skv - sq); sl: the scale
  * times log2(e), so that exp(s * scale - m) = exp2(s * sl - m'). A step
@@ -282,8 +291,9 @@ GK_DEV void gk_fa_scores_mma(const uint16_t *k, const QA &qa, int nt0, float (*s
  * multiply); gk_exp2 saves three more (exp2f's subnormal fix-up).
  */
 template <int Causal, int D, int NT>
-GK_DEV void gk_fa_softmax(float (*s)[4], int64_t kb, int64_t skv, int64_t sq,
-                          const int64_t qpos[2], float sl, gk_fa_state<D> &st) {
+GK_DEV void gk_fa_softmax_p(float (*s)[4], int64_t kb, int64_t skv, int64_t sq,
+                            const int64_t qpos[2], float sl, gk_fa_state<D> &st,
+                            float alpha[2]) {
   const int t = gk_lane() % 4;
   float tmax[2] = {-INFINITY, -INFINITY};
   const int64_t ke = kb + 8 * NT; /* past the step's last key */
@@ -305,7 +315,7 @@ GK_DEV void gk_fa_softmax(float (*s)[4], int64_t kb, int64_t skv, int64_t sq,
         tmax[r] = fmaxf(tmax[r], s[nt][e]);
       }
   }
-  float alpha[2], psum[2] = {0.0f, 0.0f};
+  float psum[2] = {0.0f, 0.0f};
   for (int r = 0; r < 2; r++) {
     tmax[r] = fmaxf(tmax[r], GK_SHFL_XOR(tmax[r], 1));
     tmax[r] = fmaxf(tmax[r], GK_SHFL_XOR(tmax[r], 2));
@@ -328,12 +338,25 @@ GK_DEV void gk_fa_softmax(float (*s)[4], int64_t kb, int64_t skv, int64_t sq,
         psum[e >> 1] += s[nt][e];
       }
   for (int r = 0; r < 2; r++) st.l[r] = st.l[r] * alpha[r] + psum[r];
-  /* Once the rows' maxima settle, most steps leave them: the output's
-   * D / 2 products by 1 are skipped (the same bits). Per lane: no shuffle
-   * inside. */
+}
+
+/* The output's rescale by the rows' alpha (gk_fa_softmax_p). Once the
+ * rows' maxima settle, most steps leave them: the output's D / 2 products
+ * by 1 are skipped (the same bits). Per lane: no shuffle inside. */
+template <int D>
+GK_DEV void gk_fa_rescale(gk_fa_state<D> &st, const float alpha[2]) {
   if (alpha[0] != 1.0f || alpha[1] != 1.0f)
     for (int d = 0; d < D / 8; d++)
       for (int e = 0; e < 4; e++) st.acc[d][e] *= alpha[e >> 1];
+}
+
+/* Both: the softmax of a step, its output rescaled at once. */
+template <int Causal, int D, int NT>
+GK_DEV void gk_fa_softmax(float (*s)[4], int64_t kb, int64_t skv, int64_t sq,
+                          const int64_t qpos[2], float sl, gk_fa_state<D> &st) {
+  float alpha[2];
+  gk_fa_softmax_p<Causal, D, NT>(s, kb, skv, sq, qpos, sl, st, alpha);
+  gk_fa_rescale<D>(st, alpha);
 }
 
 /* The A fragment of P (k = 16 keys) from the weights of n-tiles 2 kk and

@@ -39,14 +39,13 @@
 
 #include "gk_wgmma.cuh"
 
-/* Starts copying keys [k0, k0 + WG_KEYS) of KV head hk of src (kv.k or
+/* Starts copying keys [k0, k0 + KEYS) of KV head hk of src (kv.k or
  * kv.v) into `stage` in the wgmma layout (zeros past kv.n), by THREADS
  * threads, this one number `tid` of them; the caller commits the group.
  * Chunk e (16 bytes) lands at element 8 e. */
-template <int D, int THREADS, class KV, typename T>
+template <int D, int THREADS, class KV, typename T, int KEYS = gk_fa_smem<D>::WG_KEYS>
 GK_DEV void gk_fa_wg_load(uint16_t *stage, const T *src, const KV &kv, int64_t hk, int64_t k0,
                           int tid) {
-  constexpr int KEYS = gk_fa_smem<D>::WG_KEYS;
   static_assert(KEYS * (D / 8) % THREADS == 0, "whole rounds of 16-byte chunks");
   for (int i = 0; i < KEYS * (D / 8) / THREADS; i++) { /* the same count everywhere */
     const int e = i * THREADS + tid;
@@ -88,19 +87,35 @@ GK_DEV void gk_fa_wg_landed(void) {
   gk_fa_wg_sync<NWG>();
 }
 
-/* The scores of the WG_KEYS keys in K stage `ks`: S = Q K^T by D / 16
- * wgmma m64nWG_KEYSk16, issued as one group, not waited for. */
-template <int D, class H>
-GK_DEV void gk_fa_wg_scores_issue(const gk_fa_smem<D> &sm, int ks, const uint32_t (*qa)[4],
-                                  float (*s)[4]) {
-  typedef gk_fa_smem<D> S;
+/* S += Q K^T for the KEYS keys of the K stage at k (D / 16 wgmma
+ * m64nKEYSk16), and O += P V for those of the V stage at v (KEYS / 16
+ * wgmma m64nDk16, P's fragments pa): the instructions alone, after the
+ * caller's fence, before its commit. base: the block's shared struct. */
+template <int D, class H, int KEYS = gk_fa_smem<D>::WG_KEYS>
+GK_DEV void gk_fa_wg_s_mma(const void *base, const uint16_t *k, const uint32_t (*qa)[4],
+                           float (*s)[4]) {
   constexpr uint32_t CM = 128, ROW8 = 16 * D; /* bytes: a core matrix, 8 keys */
-  for (int nt = 0; nt < S::WG_KEYS / 8; nt++)
+  for (int kk = 0; kk < D / 16; kk++) /* d = 16 kk .. + 15: core matrices 2 kk, 2 kk + 1 */
+    gk_wgmma<H, KEYS, 0>(&s[0][0], qa[kk], gk_wgmma_desc(base, &k[128 * kk], CM, ROW8), base);
+}
+template <int D, class H, int KEYS = gk_fa_smem<D>::WG_KEYS>
+GK_DEV void gk_fa_wg_pv_mma(const void *base, const uint16_t *v, const uint32_t (*pa)[4],
+                            gk_fa_state<D> &st) {
+  constexpr uint32_t CM = 128, ROW8 = 16 * D;
+  for (int kk = 0; kk < KEYS / 16; kk++) /* keys 16 kk .. 16 kk + 15 */
+    gk_wgmma<H, D, 1>(&st.acc[0][0], pa[kk], gk_wgmma_desc(base, &v[16 * kk * D], ROW8, CM),
+                      base);
+}
+
+/* The scores of the WG_KEYS keys in the K stage at k: S = Q K^T, issued
+ * as one group, not waited for. */
+template <int D, class H, int KEYS = gk_fa_smem<D>::WG_KEYS>
+GK_DEV void gk_fa_wg_scores_issue(const uint16_t *k, const void *base, const uint32_t (*qa)[4],
+                                  float (*s)[4]) {
+  for (int nt = 0; nt < KEYS / 8; nt++)
     for (int e = 0; e < 4; e++) s[nt][e] = 0.0f;
   gk_wgmma_fence();
-  for (int kk = 0; kk < D / 16; kk++) /* d = 16 kk .. + 15: core matrices 2 kk, 2 kk + 1 */
-    gk_wgmma<H, S::WG_KEYS, 0>(&s[0][0], qa[kk],
-                               gk_wgmma_desc(&sm, &sm.wg.k[ks][128 * kk], CM, ROW8), &sm);
+  gk_fa_wg_s_mma<D, H, KEYS>(base, k, qa, s);
   gk_wgmma_commit();
 }
 
@@ -108,7 +123,7 @@ GK_DEV void gk_fa_wg_scores_issue(const gk_fa_smem<D> &sm, int ks, const uint32_
 template <int D, class H>
 GK_DEV void gk_fa_wg_scores(const gk_fa_smem<D> &sm, int ks, const uint32_t (*qa)[4],
                             float (*s)[4]) {
-  gk_fa_wg_scores_issue<D, H>(sm, ks, qa, s);
+  gk_fa_wg_scores_issue<D, H>(sm.wg.k[ks], &sm, qa, s);
   gk_wgmma_wait<0>();
 }
 
@@ -118,14 +133,10 @@ GK_DEV void gk_fa_wg_scores(const gk_fa_smem<D> &sm, int ks, const uint32_t (*qa
  * wgmma (C7520; tests/backends/cuda/test_ptxas.sh). Waited for. */
 template <int D, class H>
 GK_DEV void gk_fa_wg_pv(const gk_fa_smem<D> &sm, const float (*s)[4], gk_fa_state<D> &st) {
-  typedef gk_fa_smem<D> S;
-  constexpr uint32_t CM = 128, ROW8 = 16 * D;
-  uint32_t pa[S::WG_KEYS / 16][4];
-  for (int kk = 0; kk < S::WG_KEYS / 16; kk++) gk_fa_p_frag<H>(s, kk, pa[kk]);
+  uint32_t pa[gk_fa_smem<D>::WG_KEYS / 16][4];
+  for (int kk = 0; kk < gk_fa_smem<D>::WG_KEYS / 16; kk++) gk_fa_p_frag<H>(s, kk, pa[kk]);
   gk_wgmma_fence(); /* the output was rescaled, P written */
-  for (int kk = 0; kk < S::WG_KEYS / 16; kk++) /* keys 16 kk .. 16 kk + 15 */
-    gk_wgmma<H, D, 1>(&st.acc[0][0], pa[kk],
-                      gk_wgmma_desc(&sm, &sm.wg.v[16 * kk * D], ROW8, CM), &sm);
+  gk_fa_wg_pv_mma<D, H>(&sm, sm.wg.v, pa, st);
   gk_wgmma_commit();
   gk_wgmma_wait<0>();
 }
@@ -308,7 +319,7 @@ GK_DEV void gk_fa_ws_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
     const bool work = k0 < mine;
     float s[KEYS / 8][4];
     gk_bar_sync<FA_WS_SIGNAL>(FA_WS_FULL_K + 2 * ks + w);
-    if (work) gk_fa_wg_scores_issue<D, H>(sm, ks, qa, s);
+    if (work) gk_fa_wg_scores_issue<D, H>(sm.wg.k[ks], &sm, qa, s);
     if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WS_TURN + (w ^ 1)); /* its turn */
     gk_wgmma_wait<0>(); /* outside `work`: waited for in a branch, ptxas serializes (C7518) */
     if (work) gk_fa_softmax<Causal, D, KEYS / 8>(s, k0, skv, sq, qpos, sl, st);
@@ -318,6 +329,170 @@ GK_DEV void gk_fa_ws_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
     if (j + 1 < tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WS_EMPTY);
   }
   if (GK_FA_WS_PINGPONG && w == 0) gk_bar_arrive<FA_WS_SIGNAL>(FA_WS_TURN + 1);
+  gk_fa_mma_store<D, H>(o, rows, st);
+}
+
+/*
+ * The warp-specialized schedule with each consumer's two products
+ * overlapped (FlashAttention-3's intra-warpgroup pipelining; the image
+ * of -DGK_FA_WGMMA=3, GK_FA_WS_OVERLAP_ON). Above, a consumer waits for S
+ * of a tile before its softmax and for P V before the next S, so its
+ * tensor cores idle through each softmax unless the other consumer fills
+ * them. Here step j issues S of tile j and P V of tile j - 1 together,
+ * two groups: S is waited for first and its softmax runs while P V still
+ * runs; then P V is waited for and the output rescaled by the new
+ * maxima. The output's operations come in the same order as above (its
+ * rescale for tile j before P V of tile j is added), so the same bits.
+ * Tiles + 1 steps: the first has S alone, the last P V alone.
+ *
+ * P of tile j - 1 (16 registers) is held across S of tile j, in tiles of
+ * OV_KEYS = 64 keys at both head_dims (at head_dim 64, 128-key tiles
+ * spilled at the consumers' 216 registers). V of tile j - 1 is read while
+ * K of tile j is: two stages of K and two of V (`ov`, 64 KB at head_dim
+ * 128: dynamic shared memory, so the image's launch row has `shared`).
+ * Tile j's K and V lie in stage j mod 2. The producer copies K(j) once
+ * both consumers' S of tile j - 2 is done (EMPTY_K) and V(j) once their
+ * P V of tile j - 2 is (EMPTY_V), both before it waits for anything to
+ * land, then tells the consumers of V(j - 1) and K(j) at once (step j
+ * wants both). An EMPTY barrier a stage, not one: a consumer may arrive
+ * for tiles j and j + 1 before the other arrives for j, and a barrier
+ * counts arrivals, not whose (cuda.emu deadlocks with one). The turns of
+ * the ping-pong are the steps (consumer 0 takes its first without
+ * waiting, consumer 1 gives back no last one, as above).
+ */
+enum {
+  FA_WO_FULL_K = FA_BAR_FIRST + 1, /* + 2 s + w */
+  FA_WO_FULL_V = FA_WO_FULL_K + 4, /* + 2 s + w */
+  FA_WO_EMPTY_K = FA_WO_FULL_V + 4, /* + s */
+  FA_WO_EMPTY_V = FA_WO_EMPTY_K + 2, /* + s */
+  FA_WO_TURN = FA_WO_EMPTY_V + 2,    /* + w */
+};
+static_assert(FA_WO_TURN + 1 <= 15, "16 named barriers");
+
+/* The producer's part of query rows [row0, row0 + 128), overlapped. */
+template <int Causal, int D, class KV>
+GK_DEV void gk_fa_wo_produce(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t sq,
+                             int64_t row0) {
+  constexpr int KEYS = gk_fa_smem<D>::OV_KEYS;
+  const int64_t ke = gk_fa_kend(Causal, sq, kv.n, row0, 2 * FA_BLOCK_ROWS);
+  const int64_t tiles = (ke + KEYS - 1) / KEYS;
+  const int tid = (int)threadIdx.x - 2 * FA_THREADS;
+  __syncthreads(); /* the previous use of the stages is over */
+  for (int64_t j = 0; j < tiles; j++) {
+    const int st = (int)(j & 1);
+    if (j >= 2) gk_bar_sync<FA_WS_THREADS>(FA_WO_EMPTY_K + st); /* S of tile j - 2 done */
+    gk_fa_wg_load<D, FA_THREADS, KV, uint16_t, KEYS>(sm.ov.k[st], kv.k, kv, hk, j * KEYS, tid);
+    gk_cp_async_commit();
+    if (j >= 2) gk_bar_sync<FA_WS_THREADS>(FA_WO_EMPTY_V + st); /* P V of tile j - 2 done */
+    gk_fa_wg_load<D, FA_THREADS, KV, uint16_t, KEYS>(sm.ov.v[st], kv.v, kv, hk, j * KEYS, tid);
+    gk_cp_async_commit();
+    if (j >= 1) gk_fa_ws_landed<1>(FA_WO_FULL_V + 2 * (st ^ 1)); /* V(j - 1), */
+    gk_fa_ws_landed<1>(FA_WO_FULL_K + 2 * st);                   /* K(j) */
+  }
+  if (tiles > 0) gk_fa_ws_landed<0>(FA_WO_FULL_V + 2 * (int)((tiles - 1) & 1));
+}
+
+/* P of a tile as wgmma's A fragments: the weights in s rounded to H, or
+ * zeros for a tile past this consumer's rows (!work). */
+template <class H, int KEYS>
+GK_DEV void gk_fa_wo_p(bool work, const float (*s)[4], uint32_t (*pa)[4]) {
+  for (int kk = 0; kk < KEYS / 16; kk++) {
+    if (work)
+      gk_fa_p_frag<H>(s, kk, pa[kk]);
+    else
+      pa[kk][0] = pa[kk][1] = pa[kk][2] = pa[kk][3] = 0u;
+  }
+}
+
+/* The softmax of the first tile, its output rescale (of zeros: the same
+ * bits as gk_fa_softmax's) and its P. */
+template <int Causal, int D, class H>
+GK_DEV void gk_fa_wo_softmax(bool work, float (*s)[4], int64_t kb, int64_t skv, int64_t sq,
+                             const int64_t qpos[2], float sl, gk_fa_state<D> &st,
+                             uint32_t (*pa)[4]) {
+  constexpr int KEYS = gk_fa_smem<D>::OV_KEYS;
+  float alpha[2] = {1.0f, 1.0f};
+  if (work) gk_fa_softmax_p<Causal, D, KEYS / 8>(s, kb, skv, sq, qpos, sl, st, alpha);
+  gk_fa_rescale<D>(st, alpha);
+  gk_fa_wo_p<H, KEYS>(work, s, pa);
+}
+
+/* A consumer's part (warpgroup w = 0, 1: rows row0 + 64 w .. + 63),
+ * overlapped. */
+template <int Causal, int D, class H, class KV>
+GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
+                             int64_t sq, float scale, int64_t h, int64_t row0) {
+  typedef gk_fa_smem<D> S;
+  constexpr int KEYS = S::OV_KEYS;
+  const int64_t skv = kv.n;
+  const int64_t ke = gk_fa_kend(Causal, sq, skv, row0, 2 * FA_BLOCK_ROWS);
+  const int64_t tiles = (ke + KEYS - 1) / KEYS;
+  const int w = gk_group() / 4;
+  const int64_t r0 = row0 + FA_BLOCK_ROWS * w; /* this warpgroup's rows */
+  int64_t qpos[2], rows[2];
+  uint32_t qa[D / 16][4];
+  gk_fa_state<D> st;
+  gk_fa_wg_begin<D>(q, h, sq, r0, qpos, rows, qa, st);
+  const float sl = scale * 1.4426950408889634f;
+  const int64_t mine = gk_fa_kend(Causal, sq, skv, r0, FA_BLOCK_ROWS);
+  uint32_t pa[KEYS / 16][4]; /* P of the tile before */
+  float s[KEYS / 8][4];
+  __syncthreads(); /* the previous use of the stages is over */
+  if (tiles == 0) { /* the same for both consumers: no turns either */
+    gk_fa_mma_store<D, H>(o, rows, st);
+    return;
+  }
+  /* Step 0: S of tile 0 alone. */
+  gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_K + w);
+  if (GK_FA_WS_PINGPONG && w == 1) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + 1);
+  const bool work0 = 0 < mine;
+  if (work0) gk_fa_wg_scores_issue<D, H, KEYS>(sm.ov.k[0], &sm, qa, s);
+  if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + (w ^ 1));
+  gk_wgmma_wait<0>();
+  if (2 < tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WO_EMPTY_K); /* stage 0 */
+  gk_fa_wo_softmax<Causal, D, H>(work0, s, 0, skv, sq, qpos, sl, st, pa);
+  /* Steps 1 .. tiles - 1: S of tile j and P V of tile j - 1, both issued
+   * whether or not this consumer's rows see the tile: a wgmma in a branch
+   * of its own while the other group runs made ptxas serialize every
+   * wgmma (C7520). Causal: 64 rows being one tile of 64 keys, only the
+   * block's last tile can lie past this consumer's rows; its S is issued
+   * and not read, and its P V, the last step's, skipped. P is zeros past
+   * the rows all the same (gk_fa_wo_p), so that P V adds zeros should
+   * the tiles shrink. The K and V stages read are loaded. */
+  for (int64_t j = 1; j < tiles; j++) {
+    const int cs = (int)(j & 1);
+    gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_K + 2 * cs + w);
+    gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_V + 2 * (cs ^ 1) + w);
+    if (GK_FA_WS_PINGPONG) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + w); /* this one's turn */
+    for (int nt = 0; nt < KEYS / 8; nt++)
+      for (int e = 0; e < 4; e++) s[nt][e] = 0.0f;
+    gk_wgmma_fence(); /* s cleared, the output rescaled, P written */
+    gk_fa_wg_s_mma<D, H, KEYS>(&sm, sm.ov.k[cs], qa, s);
+    gk_wgmma_commit();
+    gk_fa_wg_pv_mma<D, H, KEYS>(&sm, sm.ov.v[cs ^ 1], pa, st);
+    gk_wgmma_commit();
+    if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + (w ^ 1)); /* its turn */
+    gk_wgmma_wait<1>(); /* S */
+    if (j + 2 < tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WO_EMPTY_K + cs);
+    float alpha[2] = {1.0f, 1.0f};
+    const bool work = j * KEYS < mine;
+    if (work) gk_fa_softmax_p<Causal, D, KEYS / 8>(s, j * KEYS, skv, sq, qpos, sl, st, alpha);
+    gk_wgmma_wait<0>(); /* P V */
+    if (j + 1 < tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WO_EMPTY_V + (cs ^ 1));
+    gk_fa_rescale<D>(st, alpha);
+    gk_fa_wo_p<H, KEYS>(work, s, pa);
+  }
+  /* Step tiles: P V of the last tile alone. */
+  const int ls = (int)((tiles - 1) & 1);
+  gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_V + 2 * ls + w);
+  if (GK_FA_WS_PINGPONG) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + w);
+  if ((tiles - 1) * KEYS < mine) {
+    gk_wgmma_fence();
+    gk_fa_wg_pv_mma<D, H, KEYS>(&sm, sm.ov.v[ls], pa, st);
+    gk_wgmma_commit();
+    gk_wgmma_wait<0>();
+  }
+  if (GK_FA_WS_PINGPONG && w == 0) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + 1);
   gk_fa_mma_store<D, H>(o, rows, st);
 }
 

@@ -118,6 +118,20 @@ GK_DEV int gk_fa_wg_schedule(void) {
   return blockDim.x >= 2 * FA_THREADS ? FA_WG_TWO : FA_WG_ONE;
 }
 
+/* The consumers' side of the warp-specialized schedule, overlapped
+ * (H::ws_overlap) or not: one of the two is instantiated, as only the
+ * overlapped image has its stages. */
+template <int Causal, int D, class H, class KV>
+GK_DEV void gk_fa_ws_consumer(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
+                              int64_t sq, float scale, int64_t h, int64_t row0, gk_bool<true>) {
+  gk_fa_wo_consume<Causal, D, H>(sm, q, kv, o, sq, scale, h, row0);
+}
+template <int Causal, int D, class H, class KV>
+GK_DEV void gk_fa_ws_consumer(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
+                              int64_t sq, float scale, int64_t h, int64_t row0, gk_bool<false>) {
+  gk_fa_ws_consume<Causal, D, H>(sm, q, kv, o, sq, scale, h, row0);
+}
+
 /* A prefill block on wgmma (H::wgmma, schedule `sched`) or on mma.sync. */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
@@ -125,7 +139,8 @@ GK_DEV void gk_fa_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, ui
                           int64_t row0, int sched, gk_bool<true>) {
   /* Uniform over the grid; the paged kernels instantiate one schedule. */
   if (FA_WS_ANY && !KV::paged && sched == FA_WG_WS) /* the consumers' side */
-    gk_fa_ws_consume<Causal, D, H>(sm, q, kv, o, sq, scale, h, row0);
+    gk_fa_ws_consumer<Causal, D, H>(sm, q, kv, o, sq, scale, h, row0,
+                                    gk_bool<(bool)H::ws_overlap>());
   else if (!KV::paged && sched == FA_WG_TWO)
     gk_fa_wg_prefill<Causal, D, KV::paged ? 1 : 2, H>(sm, q, kv, o, n_heads, n_kv_heads, sq,
                                                        scale, h, row0);
@@ -259,11 +274,19 @@ GK_DEV gk_fa_ws gk_fa_ws_seq(const gk_fa_ws &w, int64_t s, int64_t n_kv_heads) {
 #define FA_SPLIT_KEYS 256
 
 /* The block's shared memory for the tensor-core paths: one object per
- * kernel, which the producer's walk and the others' share. */
+ * kernel, which the producer's walk and the others' share. Static, but in
+ * the overlapped warp-specialized image (GK_FA_WS_OVERLAP_ON), whose 64 KB
+ * are over static shared memory's 48: there the launch row's `shared`
+ * gives them, which gk_flash_attention checks (%dynamic_smem_size). */
 template <int D>
 GK_DEV gk_fa_smem<D> &gk_fa_sm(void) {
+#if GK_FA_WS_OVERLAP_ON
+  extern __shared__ __attribute__((aligned(16))) unsigned char gk_fa_dyn[];
+  return *reinterpret_cast<gk_fa_smem<D> *>(gk_fa_dyn);
+#else
   __shared__ __attribute__((aligned(16))) gk_fa_smem<D> sm;
   return sm;
+#endif
 }
 
 /* The grid's walk over one sequence's queries q and o ([n_heads][sq][D])
@@ -350,6 +373,18 @@ GK_DEV void gk_fa_walk(const typename Dt::elem *q, const KV &kv, typename Dt::el
                             gk_bool<(bool)Dt::half>());
 }
 
+/* The producer's side, overlapped or not (as gk_fa_ws_consumer). */
+template <int Causal, int D, class KV>
+GK_DEV void gk_fa_ws_producer(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t sq,
+                              int64_t row0, gk_bool<true>) {
+  gk_fa_wo_produce<Causal, D>(sm, kv, hk, sq, row0);
+}
+template <int Causal, int D, class KV>
+GK_DEV void gk_fa_ws_producer(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t sq,
+                              int64_t row0, gk_bool<false>) {
+  gk_fa_ws_produce<Causal, D>(sm, kv, hk, sq, row0);
+}
+
 /* The producer warpgroup's walk (blocks of FA_WS_THREADS, fa_wgmma.cuh):
  * the query blocks of gk_fa_walk_mma's, in its order, each a
  * gk_fa_ws_produce beside the consumers' gk_fa_ws_consume. Nothing for a
@@ -362,9 +397,10 @@ GK_DEV void gk_fa_ws_walk(const KV &kv, int64_t n_heads, int64_t n_kv_heads, int
   constexpr int R = 2 * FA_BLOCK_ROWS;
   const int64_t nqb = (sq + R - 1) / R;
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
-    for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x)
-      gk_fa_ws_produce<Causal, D>(sm, kv, h / (n_heads / n_kv_heads), sq,
-                                  (Causal ? nqb - 1 - x : x) * R);
+    for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x) {
+      const int64_t hk = h / (n_heads / n_kv_heads), row0 = (Causal ? nqb - 1 - x : x) * R;
+      gk_fa_ws_producer<Causal, D>(sm, kv, hk, sq, row0, gk_bool<(bool)Dt::ws_overlap>());
+    }
 }
 template <int Causal, int D, class Dt, class KV>
 GK_DEV void gk_fa_ws_walk(const KV &, int64_t, int64_t, int64_t, gk_bool<false>) {}
@@ -385,6 +421,11 @@ GK_DEV void gk_flash_attention(const void *q, const void *k, const void *v, void
   typedef gk_bool<(bool)(Dt::half && Dt::wgmma)> ws_path;
 #if GK_FA_WS_ON
   if (blockDim.x != FA_WS_THREADS) __trap(); /* its launch row's blocks only */
+#if GK_FA_WS_OVERLAP_ON
+  uint32_t dyn;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+  if (dyn < sizeof(gk_fa_smem<D>)) __trap(); /* its launch row's `shared` only */
+#endif
   if (gk_group() >= 2 * FA_GROUPS) {
     gk_setmaxnreg_dec<FA_WS_PRODUCER_REGS>();
     gk_fa_ws_walk<Causal, D, Dt>(kv, n_heads, n_kv_heads, sq, ws_path());

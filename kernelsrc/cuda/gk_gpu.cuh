@@ -272,11 +272,19 @@ GK_DEV float gk_exp2(float x) {
 /* -DGK_FA_WGMMA=2: the same, on the warp-specialized schedule only
  * (fa_wgmma.cuh: blocks of 384, a producer warpgroup and two consumers,
  * registers moved between them by setmaxnreg), which ci/gpu builds as an
- * experiment of its own. */
-#if GK_FA_WGMMA_ON && GK_FA_WGMMA == 2
+ * experiment of its own. -DGK_FA_WGMMA=3: that schedule with each
+ * consumer's S of a tile computed while its P V of the one before is
+ * (GK_FA_WS_OVERLAP_ON: two stages of V, 64 KB of dynamic shared memory,
+ * so a launch row whose `shared` says so), another experiment. */
+#if GK_FA_WGMMA_ON && (GK_FA_WGMMA == 2 || GK_FA_WGMMA == 3)
 #define GK_FA_WS_ON 1
 #else
 #define GK_FA_WS_ON 0
+#endif
+#if GK_FA_WS_ON && GK_FA_WGMMA == 3
+#define GK_FA_WS_OVERLAP_ON 1
+#else
+#define GK_FA_WS_OVERLAP_ON 0
 #endif
 
 /* A compile-time bool as a type, to pick an overload (C++14: no if constexpr
@@ -294,26 +302,28 @@ struct gk_bool {};
  * (f16 and bf16: uint16_t bits), Dt::load reads one exactly into a float,
  * Dt::store rounds a float to it (nearest even), Dt::pack2 rounds two into
  * one 32-bit word (lo first), Dt::half says whether the tensor-core
- * path (fa_mma.cuh) takes it and Dt::wgmma whether its prefill runs on
- * wgmma (fa_wgmma.cuh). GK_BF16_MMA: whether this device has bf16
- * mma (sm_80 and newer; the twins everywhere else but sm_75's code).
+ * path (fa_mma.cuh) takes it, Dt::wgmma whether its prefill runs on
+ * wgmma (fa_wgmma.cuh) and Dt::ws_overlap whether the warp-specialized
+ * schedule overlaps S and P V (GK_FA_WS_OVERLAP_ON). GK_BF16_MMA: whether
+ * this device has bf16 mma (sm_80 and newer; the twins everywhere else but
+ * sm_75's code).
  */
 struct gk_f32 {
   typedef float elem;
-  enum { half = 0, bf16 = 0, wgmma = 0 };
+  enum { half = 0, bf16 = 0, wgmma = 0, ws_overlap = 0 };
   GK_DEV float load(float x) { return x; }
   GK_DEV float store(float x) { return x; }
 };
 struct gk_f16 {
   typedef uint16_t elem;
-  enum { half = 1, bf16 = 0, wgmma = GK_FA_WGMMA_ON };
+  enum { half = 1, bf16 = 0, wgmma = GK_FA_WGMMA_ON, ws_overlap = GK_FA_WS_OVERLAP_ON };
   GK_DEV float load(uint16_t x) { return gk_h2f(x); }
   GK_DEV uint16_t store(float x) { return gk_q_f32_to_f16(x); }
   GK_DEV uint32_t pack2(float lo, float hi) { return gk_pack_h2(lo, hi); }
 };
 struct gk_bf16 {
   typedef uint16_t elem;
-  enum { half = GK_BF16_MMA, bf16 = 1, wgmma = GK_FA_WGMMA_ON };
+  enum { half = GK_BF16_MMA, bf16 = 1, wgmma = GK_FA_WGMMA_ON, ws_overlap = GK_FA_WS_OVERLAP_ON };
   GK_DEV float load(uint16_t x) { return gk_q_bf16_to_f32(x); }
   GK_DEV uint16_t store(float x) { return gk_q_f32_to_bf16(x); }
   GK_DEV uint32_t pack2(float lo, float hi) { return gk_pack_bf2(lo, hi); }

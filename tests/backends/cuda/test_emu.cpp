@@ -489,11 +489,19 @@ struct f16_wg : gk_f16 {
 struct bf16_wg : gk_bf16 {
   enum { wgmma = 1 };
 };
+/* The same with the warp-specialized schedule overlapped (GK_FA_WS_OVERLAP_ON's
+ * images: blocks of 384 only). */
+struct f16_wgo : gk_f16 {
+  enum { wgmma = 1, ws_overlap = 1 };
+};
+struct bf16_wgo : gk_bf16 {
+  enum { wgmma = 1, ws_overlap = 1 };
+};
 
 /* Calls f(Dt(), C, D) with the element tag of dtype dt on `path` (0: the
  * default, 1: sm_75's scalar path, 2: wgmma, 3 and 4: wgmma on blocks of
- * 256 and 384 threads, f32 as ever) and the compile-time causal flag and
- * head_dim (std::integral_constant). */
+ * 256 and 384 threads, 6: 384 overlapped, f32 as ever) and the
+ * compile-time causal flag and head_dim (std::integral_constant). */
 template <class F>
 static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
   auto dims = [&](auto t) {
@@ -506,16 +514,21 @@ static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
       causal ? f(t, c1(), integral_constant<int, 128>()) : f(t, c0(), integral_constant<int, 128>());
   };
   if (dt == KREF_F16)
-    path >= 2 ? dims(f16_wg()) : dims(gk_f16());
+    path >= 6 ? dims(f16_wgo()) : path >= 2 ? dims(f16_wg()) : dims(gk_f16());
   else if (dt == KREF_BF16)
-    path >= 2 ? dims(bf16_wg()) : path == 1 ? dims(bf16_fma()) : dims(gk_bf16());
+    path >= 6   ? dims(bf16_wgo())
+    : path >= 2 ? dims(bf16_wg())
+    : path == 1 ? dims(bf16_fma())
+                : dims(gk_bf16());
   else
     dims(gk_f32());
 }
 
 static const char *fa_path_name(int path) {
   static const char *const names[] = {"", " (sm_75's scalar path)", " (wgmma)", " (256 threads)",
-                                      " (384 threads)", " (384 threads, last first)"};
+                                      " (384 threads)", " (384 threads, last first)",
+                                      " (384 threads, overlapped)",
+                                      " (384 threads, overlapped, last first)"};
   return names[path];
 }
 
@@ -552,18 +565,22 @@ static void check_attention(void) {
        * unless each row's max is taken and subtracted in the scaled domain,
        * where the softmax's fast path scales the raw max once */
       {2, 1, 40, 100, 300.0},
+      /* causal: a 128-row block whose first 64 rows see one 64-key tile and
+       * the last 64 two, so a schedule that splits the block's rows (two
+       * warpgroups, wgmma) skips a tile for the first half alone */
+      {2, 1, 130, 130, 1.0},
   };
   /* GK_EMU_QUICK (the sanitizer stage: ASan slows the fibers several
    * times): the shapes marked here, once each, and the other paths at
    * head_dim 64 only; every variant still runs. */
-  static const bool in_quick[] = {true, true, false, true, true, true, false, true, false, false,
-                                  false, true};
+  static const bool in_quick[] = {true,  true,  false, true, true, true, false,
+                                  true,  false, false, false, true, false};
   static_assert(sizeof in_quick == sizeof shapes / sizeof shapes[0], "a mark a shape");
   const bool quick = getenv("GK_EMU_QUICK") != nullptr;
   check_banks("before flash_attention");
   for (int causal = 0; causal <= 1; causal++)
     for (kref_dtype dt : KREF_DTYPES)
-      for (int path : {0, 1, 2, 3, 4, 5})
+      for (int path : {0, 1, 2, 3, 4, 5, 6, 7})
       for (int d : {64, 128}) {
         /* Path 0: the default. 1: bf16 on the scalar path that sm_75's
          * image runs (no bf16 mma on Turing). 2: f16 and bf16 prefill on
@@ -574,9 +591,10 @@ static void check_attention(void) {
          * warpgroup feeds the two through named barriers. 5: the same with
          * the emulator running the last threads first (gk_emu_order): the
          * producer as far ahead of the consumers as the barriers let it,
-         * where 4 has the consumers run ahead. */
-        const bool fma = path == 1, wide = path >= 3;
-        if (path == 5 && quick) continue;
+         * where 4 has the consumers run ahead. 6 and 7: 4 and 5 with each
+         * consumer's S and P V overlapped (the image of -DGK_FA_WGMMA=3). */
+        const bool fma = path == 1, wide = path >= 3, last_first = path == 5 || path == 7;
+        if (last_first && quick) continue;
         if ((fma && dt != KREF_BF16) || (path == 2 && dt == KREF_F32)) continue;
         if (quick && path != 0 && d != 64) continue;
         char variant[64];
@@ -621,7 +639,7 @@ static void check_attention(void) {
           const std::map<std::string, long long> vars = {
               {"n_heads", s.h}, {"n_kv_heads", s.hk}, {"sq", s.sq}, {"skv", s.skv}};
           const unsigned threads = path >= 4 ? 384 : wide ? 256 : 0;
-          gk_emu_order(path == 5);
+          gk_emu_order(last_first);
           const bool ran = run(what, L, params, vars, body, false, threads);
           gk_emu_order(0);
           if (!ran) continue;
@@ -636,7 +654,7 @@ static void check_attention(void) {
           const bool split = mma && s.h / s.hk * s.sq <= 16 && s.skv > 256;
           fa_workspace_check(what, wsv, s.hk, split);
           std::vector<unsigned char> full = o;
-          gk_emu_order(path == 5);
+          gk_emu_order(last_first);
           if (!quick) run(what, L, params, vars, body, true, threads);
           gk_emu_order(0);
           if (o != full) {
@@ -669,9 +687,11 @@ static void check_attention(void) {
       }
   check_banks("flash_attention");
   SECTION_OK(before, "ok: flash_attention 12 variants (bf16 also on sm_75's path, f16 and bf16 "
-                     "also on wgmma, and all on blocks of 256 and 384, the last in both "
-                     "orders) x %zu shapes%s\n",
-             sizeof shapes / sizeof shapes[0], quick ? " (GK_EMU_QUICK: 6 of them, once)" : "");
+                     "also on wgmma, and all on blocks of 256 and 384, the last overlapped "
+                     "or not and in both orders) x %zu shapes%s\n",
+             quick ? (size_t)std::count(std::begin(in_quick), std::end(in_quick), true)
+                   : sizeof shapes / sizeof shapes[0],
+             quick ? " (GK_EMU_QUICK, once each)" : "");
 }
 
 /* ---- paged_attention, kv_append --------------------------------------------- */
