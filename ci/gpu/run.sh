@@ -21,6 +21,8 @@
 #   q16        the same for gpu-pack/q16.gkfat (sm_90a, -DGK_FA_QSMEM=0: the
 #              head_dim-128 prefill of 16 rows a warp, Q in registers), without
 #              a probe: test_gpu, then the prefill cases beside the default's
+#   compare    ci/gpu/experiments.py: each prefill case's TFLOP/s on every
+#              archive whose step passed, against SDPA's (experiments.md)
 #   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
 #   racecheck  the same under racecheck
 #   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1 and 16, bits=4), on
@@ -35,12 +37,12 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 budget=${GK_GPU_BUDGET:-430}
-steps=${GK_GPU_STEPS:-smi probe test bench wgmma wgmma2 wgmma3 wgmma4 q16 memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test bench wgmma wgmma2 wgmma3 wgmma4 q16 compare memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -108,6 +110,7 @@ step wgmma2 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma2
 step wgmma3 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma3
 step wgmma4 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma4
 step q16 45 sh -c "$experiment" sh "$libs" "$pack" "$out" q16
+step compare 20 python3 "$root/ci/gpu/experiments.py" "$out"
 step memcheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" memcheck
 step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" racecheck
 # Nsight Compute on the first launch of each kernel the issues are about:

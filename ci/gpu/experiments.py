@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""experiments.py OUT - ci/gpu/run.sh's last word on the prefill experiments.
+
+Reads what run.sh left under OUT: bench/gpu.json (bench/gpu_report.py's: the
+default archive's flash_attention cases and PyTorch's SDPA on the same shapes),
+NAME-bench.json for each experiment (gk_bench_gpu's prefill cases on
+gpu-pack/NAME.gkfat) and summary.txt (whether NAME's step passed: only an
+experiment whose test_gpu passed is timed, and only those count). Prints, and
+writes to OUT/experiments.md, one table: each prefill case's TFLOP/s on every
+archive and its ratio to SDPA's, the fastest marked, so that the session that
+made the run reads which schedule to put in the recipes (docs/kernels.md,
+"Speed on GPUs") instead of adding it up. Exit 0 whatever it finds; 2 on bad
+usage. tests/bench/test_experiments.py feeds it numbers of its own.
+"""
+import json
+import os
+import re
+import sys
+
+EXPERIMENTS = ("wgmma", "wgmma2", "wgmma3", "wgmma4", "q16")
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def key(c):
+    return (c["head_dim"], c["causal"], c.get("dtype", "f16"), c["sq"], c["skv"])
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if len(sys.argv) == 2 else 2
+    out = sys.argv[1]
+    lines = ["## The prefill on each archive (ci/gpu/experiments.py)", ""]
+    report = load(os.path.join(out, "bench", "gpu.json"))
+    if not report or "skipped" in report or "flash_attention" not in report:
+        lines.append("No bench/gpu.json with flash_attention cases under %s: nothing to compare "
+                     "(did the bench step run?)." % out)
+        return finish(out, lines)
+    steps = {}
+    try:
+        with open(os.path.join(out, "summary.txt")) as f:
+            for line in f:
+                m = re.match(r"^(\w+): (.*?)(, \d+ s)?$", line.strip())
+                if m:
+                    steps[m.group(1)] = m.group(2)
+    except OSError:
+        pass
+    sdpa = {s["name"]: s for s in ((report.get("torch") or {}).get("sdpa") or [])}
+    cases, cols = {}, ["default"]
+    for c in report["flash_attention"]:
+        if c["kind"] == "prefill":
+            cases.setdefault(key(c), {})["default"] = c
+    for name in EXPERIMENTS:
+        verdict = steps.get(name, "not run")
+        data = load(os.path.join(out, name + "-bench.json"))
+        if verdict != "ok" or not data:
+            lines.append("- `%s`: %s; not compared." % (name, verdict if verdict != "ok"
+                                                          else "passed, but no %s-bench.json" % name))
+            continue
+        cols.append(name)
+        for c in data.get("flash_attention", []):
+            if c["kind"] == "prefill":
+                cases.setdefault(key(c), {})[name] = c
+    if len(lines) > 2:
+        lines.append("")
+    lines.append("TFLOP/s (and / SDPA's where PyTorch ran); **bold**: the fastest of the row.")
+    lines.append("")
+    lines.append("| D | causal | dtype | sq x skv | SDPA | " + " | ".join(cols) + " |")
+    lines.append("|---:|---:|---|---|---:|" + "---:|" * len(cols))
+    best_of = {}
+    for k in sorted(cases):
+        d, causal, dt, sq, skv = k
+        name = "prefill d%d sq%d skv%d c%d%s" % (d, sq, skv, causal, " bf16" if dt == "bf16" else "")
+        s = sdpa.get(name)
+        row = cases[k]
+        best = max(row, key=lambda n: row[n]["tflops"])
+        best_of[k] = (best, row[best]["tflops"] / s["tflops"] if s else None)
+        cells = []
+        for col in cols:
+            c = row.get(col)
+            if not c:
+                cells.append("")
+                continue
+            t = "%.1f" % c["tflops"] + (" (%.2f)" % (c["tflops"] / s["tflops"]) if s else "")
+            cells.append("**%s**" % t if col == best else t)
+        lines.append("| %d | %d | %s | %d x %d | %s | %s |" % (
+            d, causal, dt, sq, skv, "%.1f" % s["tflops"] if s else "", " | ".join(cells)))
+    lines.append("")
+    for k in sorted(best_of):
+        best, ratio = best_of[k]
+        if k[3] == 4096 and k[4] == 4096 and k[2] == "f16":
+            lines.append("- D = %d, causal %d: fastest `%s`%s." % (
+                k[0], k[1], best, ", %.2fx SDPA (issue 19: 0.9x with the sm_90a image)" % ratio
+                if ratio is not None else ""))
+    return finish(out, lines)
+
+
+def finish(out, lines):
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    path = os.path.join(out, "experiments.md")
+    try:
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+    except OSError as e:
+        print("experiments.py: could not write %s: %s" % (path, e), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""test_experiments.py SRCROOT - ci/gpu/experiments.py compares the prefill
+experiments right.
+
+No GPU is needed: OUT is this test's own, laid out as ci/gpu/run.sh leaves it
+(bench/gpu.json, NAME-bench.json, summary.txt), with numbers chosen so that
+each experiment's fate is known: one faster than the default, one failed, one
+timed but slower, one never run. What is checked is the comparison, not any
+kernel.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+root = sys.argv[1]
+script = os.path.join(root, "ci", "gpu", "experiments.py")
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        print("FAIL: " + what)
+        failures += 1
+
+
+def fa(d, causal, tflops, kind="prefill"):
+    return dict(kind=kind, dtype="f16", head_dim=d, sq=4096, skv=4096, causal=causal,
+                target="sm_90a", us=100.0, tflops=tflops)
+
+
+def run(out):
+    p = subprocess.run([sys.executable, script, out], capture_output=True, text=True)
+    return p.returncode, p.stdout
+
+
+with tempfile.TemporaryDirectory() as out:
+    # Nothing under OUT: says so, exit 0, still writes experiments.md.
+    rc, text = run(out)
+    check(rc == 0, "exit %d with an empty OUT" % rc)
+    check("nothing to compare" in text, "empty OUT: no 'nothing to compare':\n" + text)
+
+    os.mkdir(os.path.join(out, "bench"))
+    report = dict(
+        flash_attention=[fa(128, 1, 250.0), fa(128, 0, 300.0),
+                         dict(fa(128, 0, 1.0, kind="decode"), sq=1, skv=8192)],
+        torch=dict(sdpa=[dict(name="prefill d128 sq4096 skv4096 c1", us=271.0, tflops=500.0),
+                         dict(name="prefill d128 sq4096 skv4096 c0", us=426.0, tflops=600.0)]))
+    with open(os.path.join(out, "bench", "gpu.json"), "w") as f:
+        json.dump(report, f)
+    with open(os.path.join(out, "summary.txt"), "w") as f:
+        f.write("smi: ok, 1 s\nbench: ok, 120 s\nwgmma: ok, 20 s\nwgmma2: FAILED (exit 1), 9 s\n"
+                "wgmma3: ok, 20 s\nwgmma4: ok, 21 s\n"
+                "q16: not run, the time budget (430 s) is spent\n")
+    exps = {"wgmma": (400.0, 350.0), "wgmma2": (999.0, 999.0),  # failed: its numbers ignored
+            "wgmma3": (200.0, 100.0), "wgmma4": (475.0, 560.0)}
+    for name, (causal1, causal0) in exps.items():
+        with open(os.path.join(out, name + "-bench.json"), "w") as f:
+            json.dump(dict(flash_attention=[fa(128, 1, causal1), fa(128, 0, causal0)]), f)
+    rc, text = run(out)
+    check(rc == 0, "exit %d" % rc)
+    md = open(os.path.join(out, "experiments.md")).read() if os.path.exists(
+        os.path.join(out, "experiments.md")) else ""
+    check(md == text, "experiments.md differs from what was printed")
+    check("`wgmma2`: FAILED (exit 1); not compared." in text, "wgmma2's failure not reported")
+    check("`q16`: not run, the time budget (430 s) is spent; not compared." in text,
+          "q16 not reported as not run")
+    check("999.0" not in text, "a failed experiment's numbers were compared")
+    check("| default | wgmma | wgmma3 | wgmma4 |" in text, "the columns:\n" + text)
+    # causal: wgmma4 475 / 500 = 0.95, the fastest; not causal: wgmma4 560 / 600 = 0.93.
+    check("| 128 | 1 | f16 | 4096 x 4096 | 500.0 | 250.0 (0.50) | 400.0 (0.80) | 200.0 (0.40) | "
+          "**475.0 (0.95)** |" in text, "the causal row:\n" + text)
+    check("- D = 128, causal 1: fastest `wgmma4`, 0.95x SDPA" in text, "the causal verdict")
+    check("- D = 128, causal 0: fastest `wgmma4`, 0.93x SDPA" in text, "the non-causal verdict")
+    check("decode" not in text, "a decode case in the prefill table")
+
+print("%d failure(s)" % failures if failures else "ok: experiments.py compares 5 experiments "
+      "(one faster, one failed, one slower, one not run) and an empty OUT")
+sys.exit(1 if failures else 0)
