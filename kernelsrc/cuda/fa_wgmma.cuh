@@ -294,42 +294,57 @@ GK_DEV void gk_fa_ws_produce(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_
   }
 }
 
+/* A consumer's start on query rows [row0, row0 + 128) of head h in tiles
+ * of KEYS keys: which consumer (w = 0, 1: rows row0 + 64 w .. + 63), the
+ * block's tiles, the keys its own rows see (mine), gk_fa_wg_begin's rows
+ * and Q, the scale times log2(e). */
+template <int D>
+struct gk_fa_ws_rows {
+  int w;
+  int64_t tiles, mine, qpos[2], rows[2];
+  uint32_t qa[D / 16][4];
+  float sl;
+};
+template <int Causal, int D, int KEYS>
+GK_DEV void gk_fa_ws_begin(const uint16_t *q, int64_t skv, int64_t sq, float scale, int64_t h,
+                           int64_t row0, gk_fa_ws_rows<D> &c, gk_fa_state<D> &st) {
+  const int64_t ke = gk_fa_kend(Causal, sq, skv, row0, 2 * FA_BLOCK_ROWS);
+  c.tiles = (ke + KEYS - 1) / KEYS;
+  c.w = gk_group() / 4;
+  const int64_t r0 = row0 + FA_BLOCK_ROWS * c.w; /* this warpgroup's rows */
+  gk_fa_wg_begin<D>(q, h, sq, r0, c.qpos, c.rows, c.qa, st);
+  c.sl = scale * 1.4426950408889634f;
+  c.mine = gk_fa_kend(Causal, sq, skv, r0, FA_BLOCK_ROWS);
+}
+
 /* A consumer's part (warpgroup w = 0, 1: rows row0 + 64 w .. + 63). */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_ws_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                              int64_t sq, float scale, int64_t h, int64_t row0) {
-  typedef gk_fa_smem<D> S;
-  constexpr int KEYS = S::WG_KEYS;
+  constexpr int KEYS = gk_fa_smem<D>::WG_KEYS;
   const int64_t skv = kv.n;
-  const int64_t ke = gk_fa_kend(Causal, sq, skv, row0, 2 * FA_BLOCK_ROWS);
-  const int64_t tiles = (ke + KEYS - 1) / KEYS;
-  const int w = gk_group() / 4;
-  const int64_t r0 = row0 + FA_BLOCK_ROWS * w; /* this warpgroup's rows */
-  int64_t qpos[2], rows[2];
-  uint32_t qa[D / 16][4];
+  gk_fa_ws_rows<D> c;
   gk_fa_state<D> st;
-  gk_fa_wg_begin<D>(q, h, sq, r0, qpos, rows, qa, st);
-  const float sl = scale * 1.4426950408889634f;
-  const int64_t mine = gk_fa_kend(Causal, sq, skv, r0, FA_BLOCK_ROWS);
+  gk_fa_ws_begin<Causal, D, KEYS>(q, skv, sq, scale, h, row0, c, st);
   __syncthreads(); /* the previous use of the stages is over */
-  if (GK_FA_WS_PINGPONG && w == 1) gk_bar_sync<FA_WS_SIGNAL>(FA_WS_TURN + 1);
-  for (int64_t j = 0; j < tiles; j++) {
+  if (GK_FA_WS_PINGPONG && c.w == 1) gk_bar_sync<FA_WS_SIGNAL>(FA_WS_TURN + 1);
+  for (int64_t j = 0; j < c.tiles; j++) {
     const int ks = (int)(j & 1);
     const int64_t k0 = j * KEYS;
-    const bool work = k0 < mine;
+    const bool work = k0 < c.mine;
     float s[KEYS / 8][4];
-    gk_bar_sync<FA_WS_SIGNAL>(FA_WS_FULL_K + 2 * ks + w);
-    if (work) gk_fa_wg_scores_issue<D, H>(sm.wg.k[ks], &sm, qa, s);
-    if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WS_TURN + (w ^ 1)); /* its turn */
+    gk_bar_sync<FA_WS_SIGNAL>(FA_WS_FULL_K + 2 * ks + c.w);
+    if (work) gk_fa_wg_scores_issue<D, H>(sm.wg.k[ks], &sm, c.qa, s);
+    if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WS_TURN + (c.w ^ 1)); /* its turn */
     gk_wgmma_wait<0>(); /* outside `work`: waited for in a branch, ptxas serializes (C7518) */
-    if (work) gk_fa_softmax<Causal, D, KEYS / 8>(s, k0, skv, sq, qpos, sl, st);
-    gk_bar_sync<FA_WS_SIGNAL>(FA_WS_FULL_V + w);
-    if (GK_FA_WS_PINGPONG) gk_bar_sync<FA_WS_SIGNAL>(FA_WS_TURN + w); /* this one's turn */
+    if (work) gk_fa_softmax<Causal, D, KEYS / 8>(s, k0, skv, sq, c.qpos, c.sl, st);
+    gk_bar_sync<FA_WS_SIGNAL>(FA_WS_FULL_V + c.w);
+    if (GK_FA_WS_PINGPONG) gk_bar_sync<FA_WS_SIGNAL>(FA_WS_TURN + c.w); /* this one's turn */
     if (work) gk_fa_wg_pv<D, H>(sm, s, st);
-    if (j + 1 < tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WS_EMPTY);
+    if (j + 1 < c.tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WS_EMPTY);
   }
-  if (GK_FA_WS_PINGPONG && w == 0) gk_bar_arrive<FA_WS_SIGNAL>(FA_WS_TURN + 1);
-  gk_fa_mma_store<D, H>(o, rows, st);
+  if (GK_FA_WS_PINGPONG && c.w == 0) gk_bar_arrive<FA_WS_SIGNAL>(FA_WS_TURN + 1);
+  gk_fa_mma_store<D, H>(o, c.rows, st);
 }
 
 /*
@@ -422,35 +437,27 @@ GK_DEV void gk_fa_wo_softmax(bool work, float (*s)[4], int64_t kb, int64_t skv, 
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                              int64_t sq, float scale, int64_t h, int64_t row0) {
-  typedef gk_fa_smem<D> S;
-  constexpr int KEYS = S::OV_KEYS;
+  constexpr int KEYS = gk_fa_smem<D>::OV_KEYS;
   const int64_t skv = kv.n;
-  const int64_t ke = gk_fa_kend(Causal, sq, skv, row0, 2 * FA_BLOCK_ROWS);
-  const int64_t tiles = (ke + KEYS - 1) / KEYS;
-  const int w = gk_group() / 4;
-  const int64_t r0 = row0 + FA_BLOCK_ROWS * w; /* this warpgroup's rows */
-  int64_t qpos[2], rows[2];
-  uint32_t qa[D / 16][4];
+  gk_fa_ws_rows<D> c;
   gk_fa_state<D> st;
-  gk_fa_wg_begin<D>(q, h, sq, r0, qpos, rows, qa, st);
-  const float sl = scale * 1.4426950408889634f;
-  const int64_t mine = gk_fa_kend(Causal, sq, skv, r0, FA_BLOCK_ROWS);
+  gk_fa_ws_begin<Causal, D, KEYS>(q, skv, sq, scale, h, row0, c, st);
   uint32_t pa[KEYS / 16][4]; /* P of the tile before */
   float s[KEYS / 8][4];
   __syncthreads(); /* the previous use of the stages is over */
-  if (tiles == 0) { /* the same for both consumers: no turns either */
-    gk_fa_mma_store<D, H>(o, rows, st);
+  if (c.tiles == 0) { /* the same for both consumers: no turns either */
+    gk_fa_mma_store<D, H>(o, c.rows, st);
     return;
   }
   /* Step 0: S of tile 0 alone. */
-  gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_K + w);
-  if (GK_FA_WS_PINGPONG && w == 1) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + 1);
-  const bool work0 = 0 < mine;
-  if (work0) gk_fa_wg_scores_issue<D, H, KEYS>(sm.ov.k[0], &sm, qa, s);
-  if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + (w ^ 1));
+  gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_K + c.w);
+  if (GK_FA_WS_PINGPONG && c.w == 1) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + 1);
+  const bool work0 = 0 < c.mine;
+  if (work0) gk_fa_wg_scores_issue<D, H, KEYS>(sm.ov.k[0], &sm, c.qa, s);
+  if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + (c.w ^ 1));
   gk_wgmma_wait<0>();
-  if (2 < tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WO_EMPTY_K); /* stage 0 */
-  gk_fa_wo_softmax<Causal, D, H>(work0, s, 0, skv, sq, qpos, sl, st, pa);
+  if (2 < c.tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WO_EMPTY_K); /* stage 0 */
+  gk_fa_wo_softmax<Causal, D, H>(work0, s, 0, skv, sq, c.qpos, c.sl, st, pa);
   /* Steps 1 .. tiles - 1: S of tile j and P V of tile j - 1, both issued
    * whether or not this consumer's rows see the tile: a wgmma in a branch
    * of its own while the other group runs made ptxas serialize every
@@ -459,41 +466,42 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
    * and not read, and its P V, the last step's, skipped. P is zeros past
    * the rows all the same (gk_fa_wo_p), so that P V adds zeros should
    * the tiles shrink. The K and V stages read are loaded. */
-  for (int64_t j = 1; j < tiles; j++) {
+  for (int64_t j = 1; j < c.tiles; j++) {
     const int cs = (int)(j & 1);
-    gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_K + 2 * cs + w);
-    gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_V + 2 * (cs ^ 1) + w);
-    if (GK_FA_WS_PINGPONG) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + w); /* this one's turn */
+    gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_K + 2 * cs + c.w);
+    gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_V + 2 * (cs ^ 1) + c.w);
+    if (GK_FA_WS_PINGPONG) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + c.w); /* this one's turn */
     for (int nt = 0; nt < KEYS / 8; nt++)
       for (int e = 0; e < 4; e++) s[nt][e] = 0.0f;
     gk_wgmma_fence(); /* s cleared, the output rescaled, P written */
-    gk_fa_wg_s_mma<D, H, KEYS>(&sm, sm.ov.k[cs], qa, s);
+    gk_fa_wg_s_mma<D, H, KEYS>(&sm, sm.ov.k[cs], c.qa, s);
     gk_wgmma_commit();
     gk_fa_wg_pv_mma<D, H, KEYS>(&sm, sm.ov.v[cs ^ 1], pa, st);
     gk_wgmma_commit();
-    if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + (w ^ 1)); /* its turn */
+    if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + (c.w ^ 1)); /* its turn */
     gk_wgmma_wait<1>(); /* S */
-    if (j + 2 < tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WO_EMPTY_K + cs);
+    if (j + 2 < c.tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WO_EMPTY_K + cs);
     float alpha[2] = {1.0f, 1.0f};
-    const bool work = j * KEYS < mine;
-    if (work) gk_fa_softmax_p<Causal, D, KEYS / 8>(s, j * KEYS, skv, sq, qpos, sl, st, alpha);
+    const bool work = j * KEYS < c.mine;
+    if (work)
+      gk_fa_softmax_p<Causal, D, KEYS / 8>(s, j * KEYS, skv, sq, c.qpos, c.sl, st, alpha);
     gk_wgmma_wait<0>(); /* P V */
-    if (j + 1 < tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WO_EMPTY_V + (cs ^ 1));
+    if (j + 1 < c.tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WO_EMPTY_V + (cs ^ 1));
     gk_fa_rescale<D>(st, alpha);
     gk_fa_wo_p<H, KEYS>(work, s, pa);
   }
-  /* Step tiles: P V of the last tile alone. */
-  const int ls = (int)((tiles - 1) & 1);
-  gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_V + 2 * ls + w);
-  if (GK_FA_WS_PINGPONG) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + w);
-  if ((tiles - 1) * KEYS < mine) {
+  /* Step `tiles`: P V of the last tile alone. */
+  const int ls = (int)((c.tiles - 1) & 1);
+  gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_V + 2 * ls + c.w);
+  if (GK_FA_WS_PINGPONG) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + c.w);
+  if ((c.tiles - 1) * KEYS < c.mine) {
     gk_wgmma_fence();
     gk_fa_wg_pv_mma<D, H, KEYS>(&sm, sm.ov.v[ls], pa, st);
     gk_wgmma_commit();
     gk_wgmma_wait<0>();
   }
-  if (GK_FA_WS_PINGPONG && w == 0) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + 1);
-  gk_fa_mma_store<D, H>(o, rows, st);
+  if (GK_FA_WS_PINGPONG && c.w == 0) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + 1);
+  gk_fa_mma_store<D, H>(o, c.rows, st);
 }
 
 #endif /* GK_FA_WGMMA_CUH */
