@@ -7,7 +7,8 @@
 #                          images for $GK_GPU_TARGETS (default sm_80, sm_90,
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
-#   wgmma.gkfat, wgmma2.gkfat, wgmma3.gkfat, wgmma4.gkfat, q16.gkfat
+#   wgmma.gkfat, wgmma2.gkfat, wgmma3.gkfat, wgmma4.gkfat, wgmma5.gkfat,
+#   q16.gkfat
 #                          the experiments: flash_attention, paged_attention
 #                          and kv_append for sm_90a built with one more flag,
 #                          which run.sh tests and times beside gpu.gkfat's:
@@ -24,6 +25,10 @@
 #                          wgmma4 wgmma3 with each consumer's S of a tile
 #                                 computed while its P V of the last one is
 #                                 (-DGK_FA_WGMMA=3: shared 65536, dynamic)
+#                          wgmma5 wgmma4 with Q in shared memory (wgmma's
+#                                 SS form) and tiles of 96 keys, consumers
+#                                 at 240 registers (-DGK_FA_WGMMA=4: shared
+#                                 131072)
 #                          q16    -DGK_FA_QSMEM=0, the head_dim-128 prefill
 #                                 of 16 rows a warp with Q in registers (the
 #                                 default before Q moved to shared memory)
@@ -83,6 +88,7 @@ for e in wgmma:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:: \
          wgmma2:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:256: \
          wgmma3:-DGK_FA_WGMMA=2:-DGK_FA_WGMMA=1:384: \
          wgmma4:-DGK_FA_WGMMA=3:-DGK_FA_WGMMA=1:384:65536 \
+         wgmma5:-DGK_FA_WGMMA=4:-DGK_FA_WGMMA=1:384:131072 \
          q16:-DGK_FA_QSMEM=0:-DGK_FA_QSMEM=0::; do
   name=${e%%:*} rest=${e#*:}
   fflag=${rest%%:*} rest=${rest#*:}

@@ -18,6 +18,8 @@
 #              a producer warpgroup through named barriers, setmaxnreg, ping-pong)
 #   wgmma4     the same for gpu-pack/wgmma4.gkfat (wgmma3 with S and P V overlapped
 #              in each consumer; 64 KB of dynamic shared memory)
+#   wgmma5     the same for gpu-pack/wgmma5.gkfat (wgmma4 with Q in shared
+#              memory and tiles of 96 keys; 128 KB of dynamic shared memory)
 #   q16        the same for gpu-pack/q16.gkfat (sm_90a, -DGK_FA_QSMEM=0: the
 #              head_dim-128 prefill of 16 rows a warp, Q in registers), without
 #              a probe: test_gpu, then the prefill cases beside the default's
@@ -27,22 +29,22 @@
 #   racecheck  the same under racecheck
 #   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1 and 16, bits=4), on
 #              flash_attention prefill and decode, on qmatmul_q8x_mm
-#              (m=512, bits=4) and, where the wgmma .. wgmma4 steps
+#              (m=512, bits=4) and, where the wgmma .. wgmma5 steps
 #              passed, on their archives' prefill (ncu-*.txt)
 #   vulkan     tests/backends/vulkan's test_vk_kernels on NVIDIA's Vulkan driver, with
 #              the loader unpacked from gpu-pack/debs
 # Each step has its own timeout and the run goes on past a failed one; all
-# of them share $GK_GPU_BUDGET seconds (default 430), so the call ends in
-# about 7 minutes. $GK_GPU_STEPS picks steps (default all, in that order).
+# of them share $GK_GPU_BUDGET seconds (default 475), so the call ends in
+# about 8 minutes. $GK_GPU_STEPS picks steps (default all, in that order).
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
-budget=${GK_GPU_BUDGET:-430}
-steps=${GK_GPU_STEPS:-smi probe test bench wgmma wgmma2 wgmma3 wgmma4 q16 compare memcheck racecheck ncu vulkan}
+budget=${GK_GPU_BUDGET:-475}
+steps=${GK_GPU_STEPS:-smi probe test bench wgmma wgmma2 wgmma3 wgmma4 wgmma5 q16 compare memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -109,6 +111,7 @@ step wgmma 60 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma
 step wgmma2 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma2
 step wgmma3 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma3
 step wgmma4 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma4
+step wgmma5 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma5
 step q16 45 sh -c "$experiment" sh "$libs" "$pack" "$out" q16
 step compare 20 python3 "$root/ci/gpu/experiments.py" "$out"
 step memcheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" memcheck
@@ -143,7 +146,7 @@ step ncu 200 sh -c 'prof() { # NAME KERNEL_REGEX COUNT FILTER [ARCHIVE]
   prof fa-prefill "^flash_attention" 1 "flash_attention prefill causal=1,dtype=f16,head_dim=128 " &&
   prof fa-decode "^flash_attention" 1 "flash_attention decode " &&
   prof q8x-mm "^qmatmul_q8x_mm" 1 "qmatmul bits=4 m=512 " &&
-  for e in wgmma wgmma2 wgmma3 wgmma4; do
+  for e in wgmma wgmma2 wgmma3 wgmma4 wgmma5; do
     if grep -q "^$e: ok" "$OUTD/summary.txt"; then
       prof "fa-prefill-$e" "^flash_attention" 1 \
         "flash_attention prefill causal=1,dtype=f16,head_dim=128 " "$PACK/$e.gkfat" || exit 1

@@ -97,8 +97,8 @@ struct gk_fa_swz {
  * prefill's Q and one tile (QSMEM), or the wgmma prefill's stages (two of
  * K, one of V, in tiles twice as long), or (decode, at the end) the merge.
  * 48 KB at most: static shared memory, no opt-in needed; but for the
- * overlapped warp-specialized image's two stages of V (`ov`, 64 KB), which
- * takes it as dynamic shared memory (gk_fa_sm). */
+ * overlapped warp-specialized images' two stages of V (`ov`, 64 KB; `oq`,
+ * 128 KB with Q), which take it as dynamic shared memory (gk_fa_sm). */
 template <int D>
 struct gk_fa_smem {
   enum {
@@ -106,6 +106,7 @@ struct gk_fa_smem {
     STAGES = 3,                    /* tiles in shared memory: 48 KB */
     WG_KEYS = D == 128 ? 64 : 128, /* keys a wgmma tile: 3 x 16 KB */
     OV_KEYS = 64,                  /* the overlapped schedule's (registers) */
+    OQ_KEYS = 96,                  /* the same with Q in shared memory */
   };
   union {
     struct { /* gk_fa_swz */
@@ -121,10 +122,15 @@ struct gk_fa_smem {
       uint16_t k[2][WG_KEYS * D], v[WG_KEYS * D];
     } wg;
 #endif
-#if GK_FA_WS_OVERLAP_ON || defined(GK_GPU_EMULATE)
+#if GK_FA_WS_OVERLAP_ON == 1 || defined(GK_GPU_EMULATE)
     struct { /* the same, two stages of V (64 KB at head_dim 128: dynamic) */
       uint16_t k[2][OV_KEYS * D], v[2][OV_KEYS * D];
     } ov;
+#endif
+#if GK_FA_WS_OVERLAP_ON == 2 || defined(GK_GPU_EMULATE)
+    struct { /* and each consumer's Q, longer tiles (128 KB at head_dim 128) */
+      uint16_t q[2][FA_BLOCK_ROWS * D], k[2][OQ_KEYS * D], v[2][OQ_KEYS * D];
+    } oq;
 #endif
     struct {
       float m[FA_GROUPS][16], l[FA_GROUPS][16], o[FA_GROUPS][16][D];

@@ -42,17 +42,28 @@
 /* Starts copying keys [k0, k0 + KEYS) of KV head hk of src (kv.k or
  * kv.v) into `stage` in the wgmma layout (zeros past kv.n), by THREADS
  * threads, this one number `tid` of them; the caller commits the group.
- * Chunk e (16 bytes) lands at element 8 e. */
-template <int D, int THREADS, class KV, typename T, int KEYS = gk_fa_smem<D>::WG_KEYS>
+ * Chunk e (16 bytes) lands at element 8 e: e = i THREADS + tid is key
+ * 8 (e / D) + e % 8 = STEP i + r, elements c .. c + 7 of it. LEAN: the
+ * rounds in a loop, not unrolled (a producer's few registers). */
+template <int D, int THREADS, class KV, typename T, int KEYS = gk_fa_smem<D>::WG_KEYS,
+          bool LEAN = false>
 GK_DEV void gk_fa_wg_load(uint16_t *stage, const T *src, const KV &kv, int64_t hk, int64_t k0,
                           int tid) {
-  static_assert(KEYS * (D / 8) % THREADS == 0, "whole rounds of 16-byte chunks");
-  for (int i = 0; i < KEYS * (D / 8) / THREADS; i++) { /* the same count everywhere */
-    const int e = i * THREADS + tid;
-    const int r = 8 * (e / D) + e % 8, c = (e / 8) % (D / 8) * 8;
-    const int64_t key = k0 + r;
-    const bool in = key < kv.n;
-    gk_cp_async16(&stage[8 * e], src + (in ? gk_kv_row(kv, hk, key) + c : 0), in);
+  static_assert(KEYS * (D / 8) % THREADS == 0 && THREADS % D == 0, "whole rounds");
+  constexpr int STEP = 8 * THREADS / D, ROUNDS = KEYS * (D / 8) / THREADS;
+  const int r = 8 * (tid / D) + tid % 8, c = (tid / 8) % (D / 8) * 8;
+  const int64_t left = kv.n - k0 - r; /* round i's key is in if STEP i < left */
+  auto round = [&](int i) {
+    const bool in = STEP * i < left;
+    gk_cp_async16(&stage[8 * (i * THREADS + tid)],
+                  src + (in ? gk_kv_row(kv, hk, k0 + r + STEP * i) + c : 0), in);
+  };
+  if (LEAN) {
+#pragma unroll 1
+    for (int i = 0; i < ROUNDS; i++) round(i);
+  } else {
+#pragma unroll
+    for (int i = 0; i < ROUNDS; i++) round(i); /* the same count everywhere */
   }
 }
 
@@ -247,8 +258,11 @@ enum {
   FA_WS_EMPTY = FA_WS_FULL_V + 2,
   FA_WS_TURN = FA_WS_EMPTY + 1, /* + w */
   FA_WS_SIGNAL = 2 * FA_THREADS, /* a consumer and the producer */
-  FA_WS_PRODUCER_REGS = 72,
-  FA_WS_CONSUMER_REGS = 216, /* 72 + 2 x 216 = 3 x 168 */
+  /* 72 + 2 x 216 = 24 + 2 x 240 = 3 x 168. The longer tiles of
+   * GK_FA_WS_OVERLAP_ON 2 take FlashAttention-3's 240, the producer's
+   * copies a loop (gk_fa_wg_load's LEAN) to fit in 24. */
+  FA_WS_PRODUCER_REGS = GK_FA_WS_OVERLAP_ON == 2 ? 24 : 72,
+  FA_WS_CONSUMER_REGS = GK_FA_WS_OVERLAP_ON == 2 ? 240 : 216,
 };
 static_assert(FA_WS_TURN + 1 <= 15, "16 named barriers");
 
@@ -305,14 +319,19 @@ struct gk_fa_ws_rows {
   uint32_t qa[D / 16][4];
   float sl;
 };
-template <int Causal, int D, int KEYS>
+template <int Causal, int D, int KEYS, bool QREG = true>
 GK_DEV void gk_fa_ws_begin(const uint16_t *q, int64_t skv, int64_t sq, float scale, int64_t h,
                            int64_t row0, gk_fa_ws_rows<D> &c, gk_fa_state<D> &st) {
   const int64_t ke = gk_fa_kend(Causal, sq, skv, row0, 2 * FA_BLOCK_ROWS);
   c.tiles = (ke + KEYS - 1) / KEYS;
   c.w = gk_group() / 4;
   const int64_t r0 = row0 + FA_BLOCK_ROWS * c.w; /* this warpgroup's rows */
-  gk_fa_wg_begin<D>(q, h, sq, r0, c.qpos, c.rows, c.qa, st);
+  if (QREG) {
+    gk_fa_wg_begin<D>(q, h, sq, r0, c.qpos, c.rows, c.qa, st);
+  } else { /* Q is read from shared memory (gk_fa_wo's OV 2): qa unused */
+    gk_fa_prefill_rows(h, sq, r0 + 16 * (gk_group() % 4), c.qpos, c.rows);
+    gk_fa_state_init<D>(st);
+  }
   c.sl = scale * 1.4426950408889634f;
   c.mine = gk_fa_kend(Causal, sq, skv, r0, FA_BLOCK_ROWS);
 }
@@ -384,22 +403,89 @@ enum {
 };
 static_assert(FA_WO_TURN + 1 <= 15, "16 named barriers");
 
+/*
+ * Where the overlapped schedule's operands lie, by OV (Dt::ws_overlap):
+ *   1: Q in registers (gk_fa_ws_rows' qa), tiles of OV_KEYS = 64 keys,
+ *      the stages `ov` (64 KB at head_dim 128);
+ *   2: Q in shared memory, each consumer's 64 rows in the K stages' core
+ *      matrices (`oq.q[w]`), read by wgmma's SS form (gk_wgmma_ss), and
+ *      tiles of OQ_KEYS = 96 keys (128 KB at head_dim 128, 64 KB at 64).
+ *      FlashAttention-3 reads Q through a descriptor because
+ *      "register bandwidth is actually a bottleneck" (its mainloop); the
+ *      32 registers a thread that Q's fragments took at head_dim 128 hold
+ *      the longer tile's scores and P instead (S 48, P 24, O 64 a thread
+ *      at head_dim 128), with the consumers at 240 registers
+ *      (FA_WS_CONSUMER_REGS). Tiles of 128 keys (FA3's are 128 or 176)
+ *      spilled there: at head_dim 128 ptxas serialized every wgmma
+ *      (C7512), at 64 it spilled 16 bytes.
+ * s_mma issues S += Q K^T of K stage ks (the instructions alone).
+ */
+template <int D, int OV>
+struct gk_fa_wo;
+template <int D>
+struct gk_fa_wo<D, 1> {
+  enum { KEYS = gk_fa_smem<D>::OV_KEYS, QREG = 1 };
+  GK_DEV uint16_t *k(gk_fa_smem<D> &sm, int s) { return sm.ov.k[s]; }
+  GK_DEV uint16_t *v(gk_fa_smem<D> &sm, int s) { return sm.ov.v[s]; }
+  template <class H>
+  GK_DEV void s_mma(gk_fa_smem<D> &sm, int ks, const gk_fa_ws_rows<D> &c, float (*s)[4]) {
+    gk_fa_wg_s_mma<D, H, KEYS>(&sm, sm.ov.k[ks], c.qa, s);
+  }
+};
+template <int D>
+struct gk_fa_wo<D, 2> {
+  enum { KEYS = gk_fa_smem<D>::OQ_KEYS, QREG = 0 };
+  GK_DEV uint16_t *k(gk_fa_smem<D> &sm, int s) { return sm.oq.k[s]; }
+  GK_DEV uint16_t *v(gk_fa_smem<D> &sm, int s) { return sm.oq.v[s]; }
+  template <class H>
+  GK_DEV void s_mma(gk_fa_smem<D> &sm, int ks, const gk_fa_ws_rows<D> &c, float (*s)[4]) {
+    constexpr uint32_t CM = 128, ROW8 = 16 * D; /* Q's stage: K's layout, 64 rows */
+    const uint16_t *q = sm.oq.q[c.w], *k = sm.oq.k[ks];
+    for (int kk = 0; kk < D / 16; kk++)
+      gk_wgmma_ss<H, KEYS, 0>(&s[0][0], gk_wgmma_desc(&sm, &q[128 * kk], CM, ROW8),
+                              gk_wgmma_desc(&sm, &k[128 * kk], CM, ROW8), &sm);
+  }
+};
+
+/* OV 2: consumer c.w's 64 query rows from r0 of head h copied into its Q
+ * stage by its 128 threads (zeros past sq), landed and fenced for the
+ * tensor cores; the caller's next barrier of the warpgroup (FULL_K of
+ * tile 0) makes every thread's copies visible to the others. */
+template <int D>
+GK_DEV void gk_fa_wo_q(gk_fa_smem<D> &sm, const uint16_t *q, int64_t h, int64_t sq,
+                       const gk_fa_ws_rows<D> &c, int64_t row0, gk_int<1>) {
+  (void)sm, (void)q, (void)h, (void)sq, (void)c, (void)row0; /* Q is in registers */
+}
+template <int D>
+GK_DEV void gk_fa_wo_q(gk_fa_smem<D> &sm, const uint16_t *q, int64_t h, int64_t sq,
+                       const gk_fa_ws_rows<D> &c, int64_t row0, gk_int<2>) {
+  const gk_kv_contig<uint16_t> rows = {q + h * sq * D, q + h * sq * D, sq, D};
+  gk_fa_wg_load<D, FA_THREADS, gk_kv_contig<uint16_t>, uint16_t, FA_BLOCK_ROWS>(
+      sm.oq.q[c.w], rows.k, rows, 0, row0 + FA_BLOCK_ROWS * c.w, (int)threadIdx.x % FA_THREADS);
+  gk_cp_async_commit();
+  gk_cp_async_wait<0>();
+  gk_fence_proxy_async();
+}
+
 /* The producer's part of query rows [row0, row0 + 128), overlapped. */
-template <int Causal, int D, class KV>
+template <int Causal, int D, int OV, class KV>
 GK_DEV void gk_fa_wo_produce(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t sq,
                              int64_t row0) {
-  constexpr int KEYS = gk_fa_smem<D>::OV_KEYS;
+  typedef gk_fa_wo<D, OV> W;
+  constexpr int KEYS = W::KEYS;
   const int64_t ke = gk_fa_kend(Causal, sq, kv.n, row0, 2 * FA_BLOCK_ROWS);
-  const int64_t tiles = (ke + KEYS - 1) / KEYS;
+  const int tiles = (int)((ke + KEYS - 1) / KEYS);
   const int tid = (int)threadIdx.x - 2 * FA_THREADS;
   __syncthreads(); /* the previous use of the stages is over */
-  for (int64_t j = 0; j < tiles; j++) {
+  for (int j = 0; j < tiles; j++) {
     const int st = (int)(j & 1);
     if (j >= 2) gk_bar_sync<FA_WS_THREADS>(FA_WO_EMPTY_K + st); /* S of tile j - 2 done */
-    gk_fa_wg_load<D, FA_THREADS, KV, uint16_t, KEYS>(sm.ov.k[st], kv.k, kv, hk, j * KEYS, tid);
+    gk_fa_wg_load<D, FA_THREADS, KV, uint16_t, KEYS, true>(W::k(sm, st), kv.k, kv, hk,
+                                                          (int64_t)j * KEYS, tid);
     gk_cp_async_commit();
     if (j >= 2) gk_bar_sync<FA_WS_THREADS>(FA_WO_EMPTY_V + st); /* P V of tile j - 2 done */
-    gk_fa_wg_load<D, FA_THREADS, KV, uint16_t, KEYS>(sm.ov.v[st], kv.v, kv, hk, j * KEYS, tid);
+    gk_fa_wg_load<D, FA_THREADS, KV, uint16_t, KEYS, true>(W::v(sm, st), kv.v, kv, hk,
+                                                          (int64_t)j * KEYS, tid);
     gk_cp_async_commit();
     if (j >= 1) gk_fa_ws_landed<1>(FA_WO_FULL_V + 2 * (st ^ 1)); /* V(j - 1), */
     gk_fa_ws_landed<1>(FA_WO_FULL_K + 2 * st);                   /* K(j) */
@@ -421,27 +507,39 @@ GK_DEV void gk_fa_wo_p(bool work, const float (*s)[4], uint32_t (*pa)[4]) {
 
 /* The softmax of the first tile, its output rescale (of zeros: the same
  * bits as gk_fa_softmax's) and its P. */
-template <int Causal, int D, class H>
+template <int Causal, int D, class H, int KEYS>
 GK_DEV void gk_fa_wo_softmax(bool work, float (*s)[4], int64_t kb, int64_t skv, int64_t sq,
                              const int64_t qpos[2], float sl, gk_fa_state<D> &st,
                              uint32_t (*pa)[4]) {
-  constexpr int KEYS = gk_fa_smem<D>::OV_KEYS;
   float alpha[2] = {1.0f, 1.0f};
   if (work) gk_fa_softmax_p<Causal, D, KEYS / 8>(s, kb, skv, sq, qpos, sl, st, alpha);
   gk_fa_rescale<D>(st, alpha);
   gk_fa_wo_p<H, KEYS>(work, s, pa);
 }
 
+/* S of K stage ks issued as one group (s cleared first), not waited for. */
+template <int D, class H, int OV>
+GK_DEV void gk_fa_wo_scores_issue(gk_fa_smem<D> &sm, int ks, const gk_fa_ws_rows<D> &c,
+                                  float (*s)[4]) {
+  for (int nt = 0; nt < gk_fa_wo<D, OV>::KEYS / 8; nt++)
+    for (int e = 0; e < 4; e++) s[nt][e] = 0.0f;
+  gk_wgmma_fence();
+  gk_fa_wo<D, OV>::template s_mma<H>(sm, ks, c, s);
+  gk_wgmma_commit();
+}
+
 /* A consumer's part (warpgroup w = 0, 1: rows row0 + 64 w .. + 63),
- * overlapped. */
+ * overlapped (OV = H::ws_overlap: gk_fa_wo). */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                              int64_t sq, float scale, int64_t h, int64_t row0) {
-  constexpr int KEYS = gk_fa_smem<D>::OV_KEYS;
+  constexpr int OV = H::ws_overlap;
+  typedef gk_fa_wo<D, OV> W;
+  constexpr int KEYS = W::KEYS;
   const int64_t skv = kv.n;
   gk_fa_ws_rows<D> c;
   gk_fa_state<D> st;
-  gk_fa_ws_begin<Causal, D, KEYS>(q, skv, sq, scale, h, row0, c, st);
+  gk_fa_ws_begin<Causal, D, KEYS, (bool)W::QREG>(q, skv, sq, scale, h, row0, c, st);
   uint32_t pa[KEYS / 16][4]; /* P of the tile before */
   float s[KEYS / 8][4];
   __syncthreads(); /* the previous use of the stages is over */
@@ -449,23 +547,24 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
     gk_fa_mma_store<D, H>(o, c.rows, st);
     return;
   }
+  gk_fa_wo_q<D>(sm, q, h, sq, c, row0, gk_int<OV>());
   /* Step 0: S of tile 0 alone. */
   gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_K + c.w);
   if (GK_FA_WS_PINGPONG && c.w == 1) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + 1);
   const bool work0 = 0 < c.mine;
-  if (work0) gk_fa_wg_scores_issue<D, H, KEYS>(sm.ov.k[0], &sm, c.qa, s);
+  if (work0) gk_fa_wo_scores_issue<D, H, OV>(sm, 0, c, s);
   if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + (c.w ^ 1));
   gk_wgmma_wait<0>();
   if (2 < c.tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WO_EMPTY_K); /* stage 0 */
-  gk_fa_wo_softmax<Causal, D, H>(work0, s, 0, skv, sq, c.qpos, c.sl, st, pa);
+  gk_fa_wo_softmax<Causal, D, H, KEYS>(work0, s, 0, skv, sq, c.qpos, c.sl, st, pa);
   /* Steps 1 .. tiles - 1: S of tile j and P V of tile j - 1, both issued
    * whether or not this consumer's rows see the tile: a wgmma in a branch
    * of its own while the other group runs made ptxas serialize every
-   * wgmma (C7520). Causal: 64 rows being one tile of 64 keys, only the
-   * block's last tile can lie past this consumer's rows; its S is issued
-   * and not read, and its P V, the last step's, skipped. P is zeros past
-   * the rows all the same (gk_fa_wo_p), so that P V adds zeros should
-   * the tiles shrink. The K and V stages read are loaded. */
+   * wgmma (C7520). Causal: 64 rows being at most one tile (of 64 or 128
+   * keys), only the block's last tile can lie past this consumer's rows;
+   * its S is issued and not read, and its P V, the last step's, skipped.
+   * P is zeros past the rows all the same (gk_fa_wo_p), so that P V adds
+   * zeros should the tiles shrink. The K and V stages read are loaded. */
   for (int64_t j = 1; j < c.tiles; j++) {
     const int cs = (int)(j & 1);
     gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_K + 2 * cs + c.w);
@@ -474,9 +573,9 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
     for (int nt = 0; nt < KEYS / 8; nt++)
       for (int e = 0; e < 4; e++) s[nt][e] = 0.0f;
     gk_wgmma_fence(); /* s cleared, the output rescaled, P written */
-    gk_fa_wg_s_mma<D, H, KEYS>(&sm, sm.ov.k[cs], c.qa, s);
+    W::template s_mma<H>(sm, cs, c, s);
     gk_wgmma_commit();
-    gk_fa_wg_pv_mma<D, H, KEYS>(&sm, sm.ov.v[cs ^ 1], pa, st);
+    gk_fa_wg_pv_mma<D, H, KEYS>(&sm, W::v(sm, cs ^ 1), pa, st);
     gk_wgmma_commit();
     if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + (c.w ^ 1)); /* its turn */
     gk_wgmma_wait<1>(); /* S */
@@ -496,7 +595,7 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   if (GK_FA_WS_PINGPONG) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + c.w);
   if ((c.tiles - 1) * KEYS < c.mine) {
     gk_wgmma_fence();
-    gk_fa_wg_pv_mma<D, H, KEYS>(&sm, sm.ov.v[ls], pa, st);
+    gk_fa_wg_pv_mma<D, H, KEYS>(&sm, W::v(sm, ls), pa, st);
     gk_wgmma_commit();
     gk_wgmma_wait<0>();
   }

@@ -275,9 +275,10 @@ GK_DEV gk_fa_ws gk_fa_ws_seq(const gk_fa_ws &w, int64_t s, int64_t n_kv_heads) {
 
 /* The block's shared memory for the tensor-core paths: one object per
  * kernel, which the producer's walk and the others' share. Static, but in
- * the overlapped warp-specialized image (GK_FA_WS_OVERLAP_ON), whose 64 KB
- * are over static shared memory's 48: there the launch row's `shared`
- * gives them, which gk_flash_attention checks (%dynamic_smem_size). */
+ * the overlapped warp-specialized images (GK_FA_WS_OVERLAP_ON), whose 64
+ * or 128 KB are over static shared memory's 48: there the launch row's
+ * `shared` gives them, which gk_flash_attention checks
+ * (%dynamic_smem_size). */
 template <int D>
 GK_DEV gk_fa_smem<D> &gk_fa_sm(void) {
 #if GK_FA_WS_OVERLAP_ON
@@ -373,15 +374,16 @@ GK_DEV void gk_fa_walk(const typename Dt::elem *q, const KV &kv, typename Dt::el
                             gk_bool<(bool)Dt::half>());
 }
 
-/* The producer's side, overlapped or not (as gk_fa_ws_consumer). */
-template <int Causal, int D, class KV>
+/* The producer's side, overlapped (OV 1 or 2, gk_fa_wo) or not (as
+ * gk_fa_ws_consumer). */
+template <int Causal, int D, class KV, int OV>
 GK_DEV void gk_fa_ws_producer(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t sq,
-                              int64_t row0, gk_bool<true>) {
-  gk_fa_wo_produce<Causal, D>(sm, kv, hk, sq, row0);
+                              int64_t row0, gk_int<OV>) {
+  gk_fa_wo_produce<Causal, D, OV>(sm, kv, hk, sq, row0);
 }
 template <int Causal, int D, class KV>
 GK_DEV void gk_fa_ws_producer(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t sq,
-                              int64_t row0, gk_bool<false>) {
+                              int64_t row0, gk_int<0>) {
   gk_fa_ws_produce<Causal, D>(sm, kv, hk, sq, row0);
 }
 
@@ -399,7 +401,7 @@ GK_DEV void gk_fa_ws_walk(const KV &kv, int64_t n_heads, int64_t n_kv_heads, int
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
     for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x) {
       const int64_t hk = h / (n_heads / n_kv_heads), row0 = (Causal ? nqb - 1 - x : x) * R;
-      gk_fa_ws_producer<Causal, D>(sm, kv, hk, sq, row0, gk_bool<(bool)Dt::ws_overlap>());
+      gk_fa_ws_producer<Causal, D>(sm, kv, hk, sq, row0, gk_int<(int)Dt::ws_overlap>());
     }
 }
 template <int Causal, int D, class Dt, class KV>

@@ -274,15 +274,18 @@ GK_DEV float gk_exp2(float x) {
  * registers moved between them by setmaxnreg), which ci/gpu builds as an
  * experiment of its own. -DGK_FA_WGMMA=3: that schedule with each
  * consumer's S of a tile computed while its P V of the one before is
- * (GK_FA_WS_OVERLAP_ON: two stages of V, 64 KB of dynamic shared memory,
- * so a launch row whose `shared` says so), another experiment. */
-#if GK_FA_WGMMA_ON && (GK_FA_WGMMA == 2 || GK_FA_WGMMA == 3)
+ * (GK_FA_WS_OVERLAP_ON 1: two stages of V, 64 KB of dynamic shared memory,
+ * so a launch row whose `shared` says so), another experiment.
+ * -DGK_FA_WGMMA=4: the overlapped schedule with Q in shared memory and
+ * longer tiles (GK_FA_WS_OVERLAP_ON 2, FlashAttention-3's shape: 128 KB
+ * of dynamic shared memory at head_dim 128), a third. */
+#if GK_FA_WGMMA_ON && (GK_FA_WGMMA == 2 || GK_FA_WGMMA == 3 || GK_FA_WGMMA == 4)
 #define GK_FA_WS_ON 1
 #else
 #define GK_FA_WS_ON 0
 #endif
-#if GK_FA_WS_ON && GK_FA_WGMMA == 3
-#define GK_FA_WS_OVERLAP_ON 1
+#if GK_FA_WS_ON && GK_FA_WGMMA >= 3
+#define GK_FA_WS_OVERLAP_ON (GK_FA_WGMMA - 2)
 #else
 #define GK_FA_WS_OVERLAP_ON 0
 #endif
@@ -291,6 +294,9 @@ GK_DEV float gk_exp2(float x) {
  * outside nvcc's branches). */
 template <bool B>
 struct gk_bool {};
+/* The same for an int. */
+template <int N>
+struct gk_int {};
 
 #if defined(GK_GPU_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #define GK_BF16_MMA 0
@@ -304,9 +310,9 @@ struct gk_bool {};
  * one 32-bit word (lo first), Dt::half says whether the tensor-core
  * path (fa_mma.cuh) takes it, Dt::wgmma whether its prefill runs on
  * wgmma (fa_wgmma.cuh) and Dt::ws_overlap whether the warp-specialized
- * schedule overlaps S and P V (GK_FA_WS_OVERLAP_ON). GK_BF16_MMA: whether
- * this device has bf16 mma (sm_80 and newer; the twins everywhere else but
- * sm_75's code).
+ * schedule overlaps S and P V, and how (GK_FA_WS_OVERLAP_ON: 0, 1 or 2).
+ * GK_BF16_MMA: whether this device has bf16 mma (sm_80 and newer; the
+ * twins everywhere else but sm_75's code).
  */
 struct gk_f32 {
   typedef float elem;

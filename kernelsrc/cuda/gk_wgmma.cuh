@@ -10,7 +10,8 @@
  * - A warpgroup is 4 consecutive warps, the first one's index a multiple
  *   of 4 (here: a block of 128 threads is one warpgroup). All 128 threads
  *   execute each wgmma instruction together.
- * - D (m64nN, f32) += A (m64k16, in registers) x B (k16nN, shared memory).
+ * - D (m64nN, f32) += A (m64k16, in registers, or in shared memory:
+ *   gk_wgmma_ss) x B (k16nN, shared memory).
  *   Warp w holds rows 16w .. 16w + 15 of A and D, in mma.sync's m16n8k16
  *   fragments: lane 4g + t holds A[16w + g][2t, 2t+1] (a[0]), row + 8
  *   (a[1]), and the same at k + 8 (a[2], a[3]); and of each 8 columns j of
@@ -171,29 +172,58 @@ GK_DEV void gk_wgmma_rs(float *d, const uint32_t a[4], uint64_t desc) {
   else
     GK_WGMMA_RS_N128("f16");
 }
-#endif
 
-/*
- * wgmma.mma_async m64nNk16, f32 accumulators, A (H: gk_f16 or gk_bf16
- * values) in registers, B by descriptor (TransB 0: K-major, 1: N-major), D
- * += A B with d this thread's N / 2 accumulators (above). The twin: each
- * thread sums its elements' 16 products in k order with fmaf (exact
- * products, as gk_mma_16816's twin), rows of A gathered from the quad that
- * holds them, B read through the descriptor's layout from base + start.
- */
-template <class H, int N, int TransB>
-GK_DEV void gk_wgmma(float *d, const uint32_t a[4], uint64_t desc, const void *base) {
-  static_assert(N == 32 || N == 64 || N == 128, "wgmma N: 32, 64 or 128");
-#if GK_WGMMA_HW
-  (void)base;
-  gk_wgmma_rs<H, N, TransB>(d, a, desc);
+/* A by descriptor too (K-major, imm-trans-a 0): m64n96k16 and m64n128k16. */
+#define GK_WGMMA_SS_N96(T)                                                                \
+  asm volatile(                                                                           \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"                                        \
+      "wgmma.mma_async.sync.aligned.m64n96k16.f32." T "." T " {"                          \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "            \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "  \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"    \
+      "}, %48, %49, p, 1, 1, 0, %51;\n}\n"                                                \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),           \
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),         \
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),     \
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),     \
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),     \
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),     \
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),     \
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])      \
+      : "l"(da), "l"(db), "r"(1), "n"(TransB))
+#define GK_WGMMA_SS_N128(T)                                                               \
+  asm volatile(                                                                           \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                        \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." T "." T " {"                         \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "            \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "  \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "  \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"    \
+      "}, %64, %65, p, 1, 1, 0, %67;\n}\n"                                               \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),           \
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),         \
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),     \
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),     \
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),     \
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),     \
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),     \
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),     \
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),     \
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),     \
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])                                \
+      : "l"(da), "l"(db), "r"(1), "n"(TransB))
 #else
+/* The twins' product: d += A B, with this thread's rows g and g + 8 of its
+ * warp's 16 rows of A as k pairs (ar[r][p]: k = 2p low, 2p + 1 high) and B
+ * read through the descriptor's layout from base + start. Each thread sums
+ * its elements' 16 products in k order with fmaf (exact products, as
+ * gk_mma_16816's twin). */
+template <class H, int N, int TransB>
+GK_DEV void gk_wgmma_twin(float *d, const uint32_t ar[2][8], uint64_t desc, const void *base) {
   const char *start = (const char *)base + ((desc & 0x3fffu) << 4);
   const uint32_t lbo = (uint32_t)((desc >> 16) & 0x3fffu) << 4;
   const uint32_t sbo = (uint32_t)((desc >> 32) & 0x3fffu) << 4;
   const int t = gk_lane() % 4;
-  uint32_t ar[2][8]; /* rows g, g + 8 of this warp's A: k pairs 0..7 */
-  gk_mma_twin_rows(a, ar);
   for (int j = 0; j < N / 8; j++)
     for (int e = 0; e < 4; e++) {
       const int r = e >> 1, n = 8 * j + 2 * t + (e & 1);
@@ -209,6 +239,64 @@ GK_DEV void gk_wgmma(float *d, const uint32_t a[4], uint64_t desc, const void *b
       }
       d[4 * j + e] = acc;
     }
+}
+#endif
+
+/*
+ * wgmma.mma_async m64nNk16, f32 accumulators, A (H: gk_f16 or gk_bf16
+ * values) in registers, B by descriptor (TransB 0: K-major, 1: N-major), D
+ * += A B with d this thread's N / 2 accumulators (above). The twin gathers
+ * the rows of A from the quad that holds them (gk_mma_twin_rows).
+ */
+template <class H, int N, int TransB>
+GK_DEV void gk_wgmma(float *d, const uint32_t a[4], uint64_t desc, const void *base) {
+  static_assert(N == 32 || N == 64 || N == 128, "wgmma N: 32, 64 or 128");
+#if GK_WGMMA_HW
+  (void)base;
+  gk_wgmma_rs<H, N, TransB>(d, a, desc);
+#else
+  uint32_t ar[2][8]; /* rows g, g + 8 of this warp's A: k pairs 0..7 */
+  gk_mma_twin_rows(a, ar);
+  gk_wgmma_twin<H, N, TransB>(d, ar, desc, base);
+#endif
+}
+
+/*
+ * The same with A by descriptor as well (both operands in shared memory:
+ * wgmma's "SS" form), A K-major: element (m, k) of the warpgroup's 64 x 16
+ * at start + (m / 8) SBO + (k / 8) LBO + (m % 8) 16 + (k % 8) 2, B's
+ * K-major layout with m for n. Warp w of the warpgroup multiplies rows
+ * 16w .. 16w + 15, as above; d is the same fragments. N 96 or 128. The
+ * twin reads this thread's two rows of A through the descriptor.
+ */
+template <class H, int N, int TransB>
+GK_DEV void gk_wgmma_ss(float *d, uint64_t da, uint64_t db, const void *base) {
+  static_assert(N == 96 || N == 128, "wgmma SS: N 96 or 128");
+#if GK_WGMMA_HW
+  (void)base;
+  if constexpr (N == 96 && H::bf16)
+    GK_WGMMA_SS_N96("bf16");
+  else if constexpr (N == 96)
+    GK_WGMMA_SS_N96("f16");
+  else if constexpr (H::bf16)
+    GK_WGMMA_SS_N128("bf16");
+  else
+    GK_WGMMA_SS_N128("f16");
+#else
+  const char *start = (const char *)base + ((da & 0x3fffu) << 4);
+  const uint32_t lbo = (uint32_t)((da >> 16) & 0x3fffu) << 4;
+  const uint32_t sbo = (uint32_t)((da >> 32) & 0x3fffu) << 4;
+  const int m0 = 16 * (gk_group() % 4) + gk_lane() / 4;
+  uint32_t ar[2][8];
+  for (int r = 0; r < 2; r++) {
+    const int m = m0 + 8 * r;
+    for (int p = 0; p < 8; p++) /* k = 2p, 2p + 1: adjacent within a core matrix row */
+      memcpy(&ar[r][p],
+             start + (uint32_t)(m / 8) * sbo + (uint32_t)(p / 4) * lbo + (uint32_t)(m % 8) * 16 +
+                 (uint32_t)(2 * p % 8) * 2,
+             4);
+  }
+  gk_wgmma_twin<H, N, TransB>(d, ar, db, base);
 #endif
 }
 

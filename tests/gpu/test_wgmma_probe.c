@@ -1,13 +1,15 @@
 /*
- * test_wgmma_probe.c - runs wgmma_probe.cu's six entries (one wgmma
- * m64nNk16 f16 each, N 32, 64, 128, B K-major and N-major) on a real
- * Hopper GPU and compares D with A B computed here. The values are small
+ * test_wgmma_probe.c - runs wgmma_probe.cu's eight entries (one wgmma
+ * m64nNk16 f16 each: N 32, 64, 128 with B K-major and N-major and A in
+ * registers; N 96 and 128 with A in shared memory too, the SS form) on a
+ * real Hopper GPU and compares D with A B computed here. The values are small
  * integers, so every product and sum is exact in f32 whatever order the
  * tensor cores add in: D must be equal, element for element.
  *
  * On a mismatch it says which reading of the stage the GPU's D matches
- * instead (the descriptor's two offsets swapped, B's major flipped), so a
- * wrong assumption in kernelsrc/cuda/gk_wgmma.cuh is named, not just seen.
+ * instead (the descriptor's two offsets swapped, B's major flipped; A's
+ * offsets swapped for the SS form), so a wrong assumption in
+ * kernelsrc/cuda/gk_wgmma.cuh is named, not just seen.
  *
  *   test_wgmma_probe CUBIN [--libcuda PATH]
  *
@@ -50,16 +52,30 @@ static int equal(const float *x, const float *y, int n) {
   return memcmp(x, y, sizeof(float) * (size_t)(M * n)) == 0;
 }
 
+/* A as the SS form reads it from its stage (wgmma_probe.cuh: LBO 64, SBO
+ * 128 halves) when the two offsets mean the other thing. */
+static void a_swapped(const float *a, float *alt) {
+  static float stage[64 * 16];
+  for (int m = 0; m < M; m++)
+    for (int k = 0; k < K; k++) stage[m / 8 * 128 + k / 8 * 64 + m % 8 * 8 + k % 8] = a[m * K + k];
+  for (int m = 0; m < M; m++)
+    for (int k = 0; k < K; k++) alt[m * K + k] = stage[m / 8 * 64 + k / 8 * 128 + m % 8 * 8 + k % 8];
+}
+
+/* Shape n, t: 0 and 1 B K-major and N-major, A in registers; 2 A in
+ * shared memory too, B K-major. */
 static int probe(cudrv *gpu, cu_module mod, int n, int t) {
   char name[64];
   snprintf(name, sizeof name, "wgmma_probe_n%d_t%d", n, t);
-  const char *what = t ? "N-major" : "K-major";
+  const char *what = t == 2 ? "K-major, A from shared memory" : t ? "N-major" : "K-major";
+  const int ss = t == 2;
+  t = t == 1;
   /* The layout wgmma_probe.cuh stages B in (offsets in halves). */
   const int lbo = t ? 8 * n : 64, sbo = t ? 64 : 128;
   static uint16_t ha[M * K], hb[K * NMAX];
   static float a[M * K], b[K * NMAX], stage[STAGE], want[M * NMAX], got[M * NMAX],
-      alt[M * NMAX];
-  wgmma_probe_data(n, t, a, ha, b, hb);
+      alt[M * NMAX], a2[M * K];
+  wgmma_probe_data(n, ss ? 2 : t, a, ha, b, hb);
   for (int i = 0; i < STAGE; i++) stage[i] = 1e30f; /* not written: never read */
   for (int k = 0; k < K; k++)
     for (int j = 0; j < n; j++) stage[hw_at(k, j, lbo, sbo, t)] = b[k * n + j];
@@ -113,6 +129,11 @@ static int probe(cudrv *gpu, cu_module mod, int n, int t) {
                 alts[i].flip ? !t : t, alt) &&
         equal(got, alt, n))
       printf("    the GPU's D is A B read with %s\n", alts[i].why);
+  if (ss) {
+    a_swapped(a, a2);
+    if (reading(a2, stage, n, lbo, sbo, t, alt) && equal(got, alt, n))
+      printf("    the GPU's D is A B with A read with its descriptor's LBO and SBO swapped\n");
+  }
   return 1;
 
 driver:
@@ -184,8 +205,10 @@ int main(int argc, char **argv) {
   int failures = 0;
   for (int n = 32; n <= 128; n *= 2)
     for (int t = 0; t < 2; t++) failures += probe(&gpu, mod, n, t);
+  failures += probe(&gpu, mod, 96, 2);
+  failures += probe(&gpu, mod, 128, 2);
   gpu.cuModuleUnload(mod);
   cudrv_close(&gpu);
-  printf("%d of 6 shapes failed\n", failures);
+  printf("%d of 8 shapes failed\n", failures);
   return failures ? 1 : 0;
 }

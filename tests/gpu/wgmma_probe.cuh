@@ -17,6 +17,11 @@
  *     in fa_wgmma.cuh at head_dim 16)
  *   N-major (TransB 1): k / 8 * 8N + n / 8 * 64 + k % 8 * 8 + n % 8
  *     (LBO 16N bytes from k to k + 8, SBO 128 from n to n + 8: V's)
+ * T 2 reads A from shared memory as well (gk_wgmma_ss, N 96 and 128: the
+ * S of fa_wgmma.cuh's overlapped schedule with Q in shared memory), B
+ * K-major, A K-major in Q's layout: element (m, k) at
+ *   m / 8 * 128 + k / 8 * 64 + m % 8 * 8 + k % 8
+ *   (LBO 128 bytes from k to k + 8, SBO 256 from m to m + 8).
  */
 #ifndef GK_WGMMA_PROBE_CUH
 #define GK_WGMMA_PROBE_CUH
@@ -37,12 +42,20 @@ struct gk_wgmma_probe_layout {
   }
 };
 
-template <int N, int TransB>
+template <int N, int T>
 GK_DEV void gk_wgmma_probe(const uint16_t *a, const uint16_t *b, float *d) {
+  constexpr int TransB = T == 1;
   typedef gk_wgmma_probe_layout<N, TransB> L;
-  __shared__ __attribute__((aligned(128))) uint16_t sb[16 * 128];
+  /* B's stage, then A's (T 2): one array, the descriptors' base. */
+  __shared__ __attribute__((aligned(128))) uint16_t sb[16 * 128 + 64 * 16];
+  uint16_t *sa = sb + 16 * 128;
   const int tid = (int)threadIdx.x, w = tid / 32, g = tid % 32 / 4, t = tid % 4;
   for (int e = tid; e < 16 * N; e += 128) sb[L::at(e / N, e % N)] = b[e];
+  if (T == 2)
+    for (int e = tid; e < 64 * 16; e += 128) {
+      const int m = e / 16, k = e % 16;
+      sa[m / 8 * 128 + k / 8 * 64 + m % 8 * 8 + k % 8] = a[e];
+    }
   gk_fence_proxy_async(); /* these stores, for the tensor cores */
   __syncthreads();
   /* A's fragment as mma.sync's m16n8k16 (gk_wgmma.cuh): rows 16w + g and
@@ -55,7 +68,11 @@ GK_DEV void gk_wgmma_probe(const uint16_t *a, const uint16_t *b, float *d) {
   float acc[N / 2];
   for (int i = 0; i < N / 2; i++) acc[i] = 0.0f;
   gk_wgmma_fence();
-  gk_wgmma<gk_f16, N, TransB>(acc, fa, gk_wgmma_desc(sb, sb, L::LBO, L::SBO), sb);
+  if constexpr (T == 2)
+    gk_wgmma_ss<gk_f16, N, 0>(acc, gk_wgmma_desc(sb, sa, 128, 256),
+                              gk_wgmma_desc(sb, sb, L::LBO, L::SBO), sb);
+  else
+    gk_wgmma<gk_f16, N, TransB>(acc, fa, gk_wgmma_desc(sb, sb, L::LBO, L::SBO), sb);
   gk_wgmma_commit();
   gk_wgmma_wait<0>();
   /* D's fragment: of each 8 columns j, rows 16w + g and + 8, columns

@@ -497,10 +497,19 @@ struct f16_wgo : gk_f16 {
 struct bf16_wgo : gk_bf16 {
   enum { wgmma = 1, ws_overlap = 1 };
 };
+/* And with Q in shared memory, in longer tiles (-DGK_FA_WGMMA=4's images:
+ * GK_FA_WS_OVERLAP_ON 2). */
+struct f16_wgq : gk_f16 {
+  enum { wgmma = 1, ws_overlap = 2 };
+};
+struct bf16_wgq : gk_bf16 {
+  enum { wgmma = 1, ws_overlap = 2 };
+};
 
 /* Calls f(Dt(), C, D) with the element tag of dtype dt on `path` (0: the
  * default, 1: sm_75's scalar path, 2: wgmma, 3 and 4: wgmma on blocks of
- * 256 and 384 threads, 6: 384 overlapped, f32 as ever) and the
+ * 256 and 384 threads, 6: 384 overlapped, 8: overlapped with Q in shared
+ * memory, f32 as ever) and the
  * compile-time causal flag and head_dim (std::integral_constant). */
 template <class F>
 static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
@@ -514,9 +523,13 @@ static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
       causal ? f(t, c1(), integral_constant<int, 128>()) : f(t, c0(), integral_constant<int, 128>());
   };
   if (dt == KREF_F16)
-    path >= 6 ? dims(f16_wgo()) : path >= 2 ? dims(f16_wg()) : dims(gk_f16());
+    path >= 8   ? dims(f16_wgq())
+    : path >= 6 ? dims(f16_wgo())
+    : path >= 2 ? dims(f16_wg())
+                : dims(gk_f16());
   else if (dt == KREF_BF16)
-    path >= 6   ? dims(bf16_wgo())
+    path >= 8   ? dims(bf16_wgq())
+    : path >= 6 ? dims(bf16_wgo())
     : path >= 2 ? dims(bf16_wg())
     : path == 1 ? dims(bf16_fma())
                 : dims(gk_bf16());
@@ -528,7 +541,9 @@ static const char *fa_path_name(int path) {
   static const char *const names[] = {"", " (sm_75's scalar path)", " (wgmma)", " (256 threads)",
                                       " (384 threads)", " (384 threads, last first)",
                                       " (384 threads, overlapped)",
-                                      " (384 threads, overlapped, last first)"};
+                                      " (384 threads, overlapped, last first)",
+                                      " (384 threads, overlapped, Q in shared memory)",
+                                      " (384 threads, overlapped, Q in shared memory, last first)"};
   return names[path];
 }
 
@@ -580,7 +595,7 @@ static void check_attention(void) {
   check_banks("before flash_attention");
   for (int causal = 0; causal <= 1; causal++)
     for (kref_dtype dt : KREF_DTYPES)
-      for (int path : {0, 1, 2, 3, 4, 5, 6, 7})
+      for (int path : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
       for (int d : {64, 128}) {
         /* Path 0: the default. 1: bf16 on the scalar path that sm_75's
          * image runs (no bf16 mma on Turing). 2: f16 and bf16 prefill on
@@ -592,10 +607,14 @@ static void check_attention(void) {
          * the emulator running the last threads first (gk_emu_order): the
          * producer as far ahead of the consumers as the barriers let it,
          * where 4 has the consumers run ahead. 6 and 7: 4 and 5 with each
-         * consumer's S and P V overlapped (the image of -DGK_FA_WGMMA=3). */
-        const bool fma = path == 1, wide = path >= 3, last_first = path == 5 || path == 7;
+         * consumer's S and P V overlapped (the image of -DGK_FA_WGMMA=3).
+         * 8 and 9: the same with Q in shared memory, 96-key tiles
+         * (-DGK_FA_WGMMA=4). */
+        const bool fma = path == 1, wide = path >= 3,
+                   last_first = path == 5 || path == 7 || path == 9;
         if (last_first && quick) continue;
         if ((fma && dt != KREF_BF16) || (path == 2 && dt == KREF_F32)) continue;
+        if (path >= 8 && dt == KREF_F32) continue; /* f32's blocks of 384: paths 4 to 7 */
         if (quick && path != 0 && d != 64) continue;
         char variant[64];
         snprintf(variant, sizeof variant, "causal=%d,dtype=%s,head_dim=%d", causal,
@@ -688,7 +707,8 @@ static void check_attention(void) {
   check_banks("flash_attention");
   SECTION_OK(before, "ok: flash_attention 12 variants (bf16 also on sm_75's path, f16 and bf16 "
                      "also on wgmma, and all on blocks of 256 and 384, the last overlapped "
-                     "or not and in both orders) x %zu shapes%s\n",
+                     "or not, with Q in registers or shared memory, in both orders) x %zu "
+                     "shapes%s\n",
              quick ? (size_t)std::count(std::begin(in_quick), std::end(in_quick), true)
                    : sizeof shapes / sizeof shapes[0],
              quick ? " (GK_EMU_QUICK, once each)" : "");
@@ -1224,7 +1244,9 @@ static void check_wgmma_probe(void) {
   wgmma_probe_one<64, 1>();
   wgmma_probe_one<128, 0>();
   wgmma_probe_one<128, 1>();
-  SECTION_OK(before, "ok: tests/gpu's wgmma probe, 6 shapes, D = A B through the twin\n");
+  wgmma_probe_one<96, 2>(); /* A from shared memory too */
+  wgmma_probe_one<128, 2>();
+  SECTION_OK(before, "ok: tests/gpu's wgmma probe, 8 shapes, D = A B through the twins\n");
 }
 
 int main(int argc, char **argv) {

@@ -5,8 +5,10 @@
 # (-DGK_FA_WGMMA=1, fa_wgmma.cuh), those of flash_attention also as the
 # warp-specialized image (-DGK_FA_WGMMA=2: blocks of 384, 168 registers a
 # thread that setmaxnreg moves from the producer to the consumers, which
-# spill without it) and its overlapped twin (-DGK_FA_WGMMA=3: P of a tile
-# held while S of the next is computed), and the default images of attention and
+# spill without it) and its overlapped twins (-DGK_FA_WGMMA=3: P of a tile
+# held while S of the next is computed; -DGK_FA_WGMMA=4: the same with Q in
+# shared memory, 96-key tiles, consumers at 240 registers and the producer
+# at 24), and the default images of attention and
 # qmatmul (head_dim 128; BITS 1, 4 and 8) for sm_75, sm_80 and sm_90a (there
 # the prefill keeps Q in shared memory, at 252-255 registers), as the
 # recipes' nvcc.lua does (-O3 -std=c++17); it fails on:
@@ -49,6 +51,7 @@ for dt in f16 bf16; do
       check sm_90a flash_attention $w -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c
       check sm_90a flash_attention -DGK_FA_WGMMA=2 -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c
       check sm_90a flash_attention -DGK_FA_WGMMA=3 -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c
+      check sm_90a flash_attention -DGK_FA_WGMMA=4 -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c
     done
     for p in 16 64; do check sm_90a paged_attention $w -DDTYPE=$dt -DHEAD_DIM=$d -DPAGE=$p; done
   done
@@ -61,4 +64,4 @@ for a in sm_75 sm_80 sm_90a; do
   for b in 1 4 8; do check $a qmatmul -DBITS=$b; done
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n images (16 sm_90a wgmma attention, 16 warp-specialized, 24 default): no serialized wgmma, no compiler-inserted arrive, no spills"
+echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 24 default): no serialized wgmma, no compiler-inserted arrive, no spills"
