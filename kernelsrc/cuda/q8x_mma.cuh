@@ -96,19 +96,119 @@ GK_DEV void gk_q8m_load(gk_q8m_smem<Bits> &sm, int stage, const unsigned char *x
   gk_cp_async_commit();
 }
 
-/* One block's tile: rows i0 .. i0 + Q8M_ROWS - 1 of x (those < m) against
- * rows j0 .. j0 + Q8M_COLS - 1 of W (those < n). */
+/* Where the tile multiplies: on int8 mma.sync (NVIDIA, and the emulator
+ * through gk_mma_s8u8_16832's twin), or in plain dot products of the
+ * stage's words (HIP: no AMD matrix path is written yet; the twin's 32
+ * shuffles an instruction, which clang hoisted across the unrolled tile,
+ * kept 256 VGPRs and spilled 184 to 280 bytes of scratch). Both sum each
+ * block's integer i_b exactly, so y has the same bits. */
+#if defined(__HIPCC__)
+#define GK_Q8M_DIRECT 1
+#else
+#define GK_Q8M_DIRECT 0
+#endif
+
+/* Block kb of stage st into the group's 32 x 32 corner (rows xr of x, wr
+ * of W): acc[mi][ni][e] as an mma D fragment (rows 16 mi + g, + 8;
+ * columns 8 ni + 2t, + 1), on int8 mma.sync. */
 template <int Bits>
-GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits> &sm, const unsigned char *xq, const uint32_t *w,
-                        float *y, int64_t m, int64_t n, int64_t k, int64_t i0, int64_t j0) {
+GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits> &sm, int st, int kb, int xr, int wr,
+                         float (*acc)[4][4], gk_bool<false>) {
   typedef gk_q8m_smem<Bits> S;
   constexpr int P = 8 / Bits;
   const uint32_t mask = GK_QMASK(Bits) * 0x01010101u;
+  const int lane = gk_lane(), g = lane / 4, t = lane % 4;
+  /* Operand words t and 4 + t of a block: their code words and shifts. */
+  const int u0 = t / P, s0 = Bits * (t % P), u1 = (4 + t) / P, s1 = Bits * ((4 + t) % P);
+  /* A fragments of the group's two 16-row tiles, and their rows' dx, sb. */
+  uint32_t a[2][4];
+  float dx[2][2], sb[2][2];
+  for (int mi = 0; mi < 2; mi++)
+    for (int r = 0; r < 2; r++) {
+      const unsigned char *rec =
+          &sm.x[st][(xr + 16 * mi + g + 8 * r) * Q8M_XSTRIDE + kb * Q8X_REC];
+      a[mi][r] = *(const uint32_t *)(rec + 4 * t);
+      a[mi][2 + r] = *(const uint32_t *)(rec + 16 + 4 * t);
+      dx[mi][r] = ((const float *)(rec + 32))[0];
+      sb[mi][r] = ((const float *)(rec + 32))[1];
+    }
+#pragma unroll
+  for (int ni = 0; ni < 4; ni++) {
+    const uint32_t *blk = &sm.w[st][(wr + 8 * ni + g) * S::WW + kb * S::BW];
+    const uint32_t b[2] = {(blk[1 + u0] >> s0) & mask, (blk[1 + u1] >> s1) & mask};
+    /* The scales of this lane's two W rows (columns 2t, 2t + 1 of D). */
+    float d[2], mo[2];
+    for (int c = 0; c < 2; c++) {
+      const uint32_t head = sm.w[st][(wr + 8 * ni + 2 * t + c) * S::WW + kb * S::BW];
+      d[c] = gk_h2f((uint16_t)(head & 0xffffu));
+      mo[c] = gk_h2f((uint16_t)(head >> 16));
+    }
+    for (int mi = 0; mi < 2; mi++) {
+      int s[4];
+      gk_mma_s8u8_16832(s, a[mi], b, Q8X_MAGIC);
+      for (int e = 0; e < 4; e++) {
+        const int r = e >> 1, c = e & 1;
+        const float ib = gk_q_f32_from_bits((uint32_t)s[e]) - 12582912.0f; /* exact */
+        float v = fmaf(ib, gk_fmul(d[c], dx[mi][r]), acc[mi][ni][e]);
+        acc[mi][ni][e] = fmaf(mo[c], sb[mi][r], v);
+      }
+    }
+  }
+}
+
+/* The same in dot products: the lane's rows of x (16 mi + g, + 8) and of
+ * W (8 ni + 2t, + 1) read from the stage, operand word o of a block being
+ * record word o and code word o / P shifted by Bits (o % P) and masked
+ * (the words an mma fragment takes), i_b summed by gk_dp4a_us: no
+ * scratch and no spill on gfx906 and gfx1030 (132 to 190 VGPRs). */
+template <int Bits>
+GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits> &sm, int st, int kb, int xr, int wr,
+                         float (*acc)[4][4], gk_bool<true>) {
+  typedef gk_q8m_smem<Bits> S;
+  constexpr int P = 8 / Bits;
+  const uint32_t mask = GK_QMASK(Bits) * 0x01010101u;
+  const int lane = gk_lane(), g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int mi = 0; mi < 2; mi++) {
+    uint32_t xw[2][8];
+    float dx[2], sb[2];
+    for (int r = 0; r < 2; r++) {
+      const unsigned char *rec =
+          &sm.x[st][(xr + 16 * mi + g + 8 * r) * Q8M_XSTRIDE + kb * Q8X_REC];
+      for (int o = 0; o < 8; o++) xw[r][o] = ((const uint32_t *)rec)[o];
+      dx[r] = ((const float *)(rec + 32))[0];
+      sb[r] = ((const float *)(rec + 32))[1];
+    }
+#pragma unroll
+    for (int ni = 0; ni < 4; ni++)
+#pragma unroll
+      for (int c = 0; c < 2; c++) {
+        const uint32_t *blk = &sm.w[st][(wr + 8 * ni + 2 * t + c) * S::WW + kb * S::BW];
+        const float d = gk_h2f((uint16_t)(blk[0] & 0xffffu)), mo = gk_h2f((uint16_t)(blk[0] >> 16));
+        int ib[2] = {0, 0};
+        for (int o = 0; o < 8; o++) {
+          const uint32_t ww = (blk[1 + o / P] >> (Bits * (o % P))) & mask;
+          for (int r = 0; r < 2; r++) ib[r] = gk_dp4a_us(ww, xw[r][o], ib[r]);
+        }
+        for (int r = 0; r < 2; r++) {
+          float v = fmaf((float)ib[r], gk_fmul(d, dx[r]), acc[mi][ni][2 * r + c]);
+          acc[mi][ni][2 * r + c] = fmaf(mo, sb[r], v);
+        }
+        /* No load of the next (ni, c) above this one's math: clang hoisted
+         * them all and spilled 650 to 800 bytes. */
+        asm volatile("" ::: "memory");
+      }
+  }
+}
+
+/* One block's tile: rows i0 .. i0 + Q8M_ROWS - 1 of x (those < m) against
+ * rows j0 .. j0 + Q8M_COLS - 1 of W (those < n). */
+template <int Bits, bool Direct>
+GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits> &sm, const unsigned char *xq, const uint32_t *w,
+                        float *y, int64_t m, int64_t n, int64_t k, int64_t i0, int64_t j0) {
   const int64_t nb = k / GK_QBLOCK;
   const int gw = gk_group(), lane = gk_lane(), g = lane / 4, t = lane % 4;
   const int xr = 32 * (gw % 2), wr = 32 * (gw / 2);
-  /* Operand words t and 4 + t of a block: their code words and shifts. */
-  const int u0 = t / P, s0 = Bits * (t % P), u1 = (4 + t) / P, s1 = Bits * ((4 + t) % P);
   float acc[2][4][4];
   for (int mi = 0; mi < 2; mi++)
     for (int ni = 0; ni < 4; ni++)
@@ -126,42 +226,7 @@ GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits> &sm, const unsigned char *xq, const ui
     }
     __syncthreads();
 #pragma unroll
-    for (int kb = 0; kb < Q8M_KB; kb++) {
-      /* A fragments of the group's two 16-row tiles, and their rows' dx, sb. */
-      uint32_t a[2][4];
-      float dx[2][2], sb[2][2];
-      for (int mi = 0; mi < 2; mi++)
-        for (int r = 0; r < 2; r++) {
-          const unsigned char *rec =
-              &sm.x[st][(xr + 16 * mi + g + 8 * r) * Q8M_XSTRIDE + kb * Q8X_REC];
-          a[mi][r] = *(const uint32_t *)(rec + 4 * t);
-          a[mi][2 + r] = *(const uint32_t *)(rec + 16 + 4 * t);
-          dx[mi][r] = ((const float *)(rec + 32))[0];
-          sb[mi][r] = ((const float *)(rec + 32))[1];
-        }
-#pragma unroll
-      for (int ni = 0; ni < 4; ni++) {
-        const uint32_t *blk = &sm.w[st][(wr + 8 * ni + g) * S::WW + kb * S::BW];
-        const uint32_t b[2] = {(blk[1 + u0] >> s0) & mask, (blk[1 + u1] >> s1) & mask};
-        /* The scales of this lane's two W rows (columns 2t, 2t + 1 of D). */
-        float d[2], mo[2];
-        for (int c = 0; c < 2; c++) {
-          const uint32_t head = sm.w[st][(wr + 8 * ni + 2 * t + c) * S::WW + kb * S::BW];
-          d[c] = gk_h2f((uint16_t)(head & 0xffffu));
-          mo[c] = gk_h2f((uint16_t)(head >> 16));
-        }
-        for (int mi = 0; mi < 2; mi++) {
-          int s[4];
-          gk_mma_s8u8_16832(s, a[mi], b, Q8X_MAGIC);
-          for (int e = 0; e < 4; e++) {
-            const int r = e >> 1, c = e & 1;
-            const float ib = gk_q_f32_from_bits((uint32_t)s[e]) - 12582912.0f; /* exact */
-            float v = fmaf(ib, gk_fmul(d[c], dx[mi][r]), acc[mi][ni][e]);
-            acc[mi][ni][e] = fmaf(mo[c], sb[mi][r], v);
-          }
-        }
-      }
-    }
+    for (int kb = 0; kb < Q8M_KB; kb++) gk_q8m_block<Bits>(sm, st, kb, xr, wr, acc, gk_bool<Direct>());
     __syncthreads(); /* this stage is read before the copy after next overwrites it */
   }
   for (int mi = 0; mi < 2; mi++)
@@ -178,14 +243,14 @@ GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits> &sm, const unsigned char *xq, const ui
  * next y: the fast axis is x's rows, so the blocks that read the same rows
  * of W run together. Every bound is per block: the barriers are reached by
  * all. */
-template <int Bits>
+template <int Bits, bool Direct = GK_Q8M_DIRECT>
 GK_DEV void gk_q8x_mm(const void *xq, const void *w, float *y, int64_t m, int64_t n,
                       int64_t k) {
   __shared__ __attribute__((aligned(16))) gk_q8m_smem<Bits> sm;
   if (m <= 0 || n <= 0 || k < 0) return;
   for (int64_t by = blockIdx.y; by * Q8M_COLS < n; by += gridDim.y)
     for (int64_t bx = blockIdx.x; bx * Q8M_ROWS < m; bx += gridDim.x)
-      gk_q8m_tile<Bits>(sm, (const unsigned char *)xq, (const uint32_t *)w, y, m, n, k,
+      gk_q8m_tile<Bits, Direct>(sm, (const unsigned char *)xq, (const uint32_t *)w, y, m, n, k,
                         bx * Q8M_ROWS, by * Q8M_COLS);
 }
 

@@ -387,12 +387,17 @@ static void check_q8x_mm(void) {
         default: gk_q8x_x<8>(xp, xqp, m, k); break;
         }
       };
+      bool direct = false; /* HIP's tile (GK_Q8M_DIRECT), or mma.sync's */
       auto mul = [&]() {
-        switch (bits) {
-        case 1: gk_q8x_mm<1>(xqp, wp, yp, m, n, k); break;
-        case 2: gk_q8x_mm<2>(xqp, wp, yp, m, n, k); break;
-        case 4: gk_q8x_mm<4>(xqp, wp, yp, m, n, k); break;
-        default: gk_q8x_mm<8>(xqp, wp, yp, m, n, k); break;
+        switch (bits * 2 + direct) {
+        case 2: gk_q8x_mm<1, false>(xqp, wp, yp, m, n, k); break;
+        case 3: gk_q8x_mm<1, true>(xqp, wp, yp, m, n, k); break;
+        case 4: gk_q8x_mm<2, false>(xqp, wp, yp, m, n, k); break;
+        case 5: gk_q8x_mm<2, true>(xqp, wp, yp, m, n, k); break;
+        case 8: gk_q8x_mm<4, false>(xqp, wp, yp, m, n, k); break;
+        case 9: gk_q8x_mm<4, true>(xqp, wp, yp, m, n, k); break;
+        case 16: gk_q8x_mm<8, false>(xqp, wp, yp, m, n, k); break;
+        default: gk_q8x_mm<8, true>(xqp, wp, yp, m, n, k); break;
         }
       };
       const std::map<std::string, long long> vars = {{"m", m}, {"n", n}, {"k", k}};
@@ -419,18 +424,23 @@ static void check_q8x_mm(void) {
       }
       for (size_t i = (size_t)(m * nb) * Q8X_REC; i < xq.size() && !bad; i++)
         if (xq[i] != 0xee) printf("FAIL: %s: wrote past xq\n", what), bad = 1;
-      for (bool small : {false, true}) {
-        std::fill(y.begin(), y.end(), NAN);
-        if (bad || !run(what, Lm, mparams, vars, mul, small)) break;
-        for (long long i = 0; i < m * n && !bad; i++)
-          if (memcmp(&y[i], &want[i], sizeof(float)) != 0) {
-            printf("FAIL: %s%s: y[%lld] = %.9g, qref_q8x_mm gives %.9g\n", what,
-                   small ? " (clamped grid)" : "", i, y[i], want[i]);
-            bad = 1;
-          }
-        for (int i = 0; i < 8 && !bad; i++)
-          if (!std::isnan(y[m * n + i])) printf("FAIL: %s: wrote past y\n", what), bad = 1;
-      }
+      for (bool d : {true, false}) /* the mma tile's y last: the bound below */
+        for (bool small : {false, true}) {
+          direct = d;
+          const char *how = small ? (d ? " (HIP's tile, clamped grid)" : " (clamped grid)")
+                                  : (d ? " (HIP's tile)" : "");
+          std::fill(y.begin(), y.end(), NAN);
+          if (bad || !run(what, Lm, mparams, vars, mul, small)) break;
+          for (long long i = 0; i < m * n && !bad; i++)
+            if (memcmp(&y[i], &want[i], sizeof(float)) != 0) {
+              printf("FAIL: %s%s: y[%lld] = %.9g, qref_q8x_mm gives %.9g\n", what, how, i,
+                     y[i], want[i]);
+              bad = 1;
+            }
+          for (int i = 0; i < 8 && !bad; i++)
+            if (!std::isnan(y[m * n + i]))
+              printf("FAIL: %s%s: wrote past y\n", what, how), bad = 1;
+        }
       for (long long i = 0; i < m * n && !bad; i++)
         if (!(fabs(y[i] - exact[i]) <= bound[i] + 1e-5 * mag[i] + 1e-30)) {
           printf("FAIL: %s: y[%lld] = %.9g, exact %.9g: beyond the int8 bound %.3g\n", what, i,
@@ -441,7 +451,8 @@ static void check_q8x_mm(void) {
     }
   }
   SECTION_OK(before, "ok: qmatmul_q8x_x + qmatmul_q8x_mm bits 1, 2, 4, 8 x %zu shapes, "
-             "qref_q8x_mm's bits, any grid\n", sizeof shapes / sizeof shapes[0]);
+             "qref_q8x_mm's bits on mma.sync's tile and HIP's, any grid\n",
+             sizeof shapes / sizeof shapes[0]);
 }
 
 /* ---- flash_attention ------------------------------------------------------- */

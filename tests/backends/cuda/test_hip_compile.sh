@@ -3,8 +3,8 @@
 # with hipcc as well, for an AMD wave64 (gfx906) and a wave32 (gfx1030)
 # target, so that the rocm backend can reuse them: gk_gpu.cuh's HIP branch,
 # no CUDA-only intrinsic, no warp size of 32 assumed. Each output must be an
-# AMDGPU code object holding the kernel's descriptor (NAME.kd). Exit 77
-# (SKIP) without hipcc.
+# AMDGPU code object holding the kernel's descriptor (NAME.kd), and
+# qmatmul_q8x_mm's must use no scratch memory. Exit 77 (SKIP) without hipcc.
 set -u
 SRC=$1
 if ! command -v hipcc >/dev/null 2>&1; then
@@ -25,6 +25,16 @@ for k in qmatmul flash_attention rmsnorm rope argmax sample; do
     mach=$(od -An -tu2 -j18 -N2 "$out" | tr -d ' ')
     [ "$mach" = 224 ] || { echo "FAIL: $k.cu for $a: e_machine $mach, not 224"; failures=$((failures + 1)); }
     grep -qa "$k.kd" "$out" || { echo "FAIL: $k.cu for $a: no $k.kd"; failures=$((failures + 1)); }
+    # qmatmul_q8x_mm's tile keeps its accumulators in VGPRs (q8x_mma.cuh's
+    # GK_Q8M_DIRECT): no scratch memory (llvm-readelf-15 comes with hipcc's
+    # llvm-15).
+    if [ "$k" = qmatmul ] && command -v llvm-readelf-15 >/dev/null 2>&1; then
+      scratch=$(llvm-readelf-15 --notes "$out" | awk '
+        /\.name: *qmatmul_q8x_mm$/ { on = 1 }
+        on && /\.private_segment_fixed_size:/ { print $2; exit }')
+      [ "$scratch" = 0 ] ||
+        { echo "FAIL: qmatmul_q8x_mm for $a: ${scratch:-no} bytes of scratch memory, not 0"; failures=$((failures + 1)); }
+    fi
   done
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
