@@ -447,8 +447,8 @@ struct gk_fa_wo<D, 2> {
   }
 };
 
-/* OV 2: consumer c.w's 64 query rows from r0 of head h copied into its Q
- * stage by its 128 threads (zeros past sq), landed and fenced for the
+/* OV 2: consumer c.w's 64 query rows of head h (row0 + 64 c.w ..) copied
+ * into its Q stage by its 128 threads (zeros past sq), landed and fenced for the
  * tensor cores; the caller's next barrier of the warpgroup (FULL_K of
  * tile 0) makes every thread's copies visible to the others. */
 template <int D>
