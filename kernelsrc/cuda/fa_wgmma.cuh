@@ -118,16 +118,24 @@ GK_DEV void gk_fa_wg_pv_mma(const void *base, const uint16_t *v, const uint32_t 
                       base);
 }
 
-/* The scores of the WG_KEYS keys in the K stage at k: S = Q K^T, issued
- * as one group, not waited for. */
-template <int D, class H, int KEYS = gk_fa_smem<D>::WG_KEYS>
-GK_DEV void gk_fa_wg_scores_issue(const uint16_t *k, const void *base, const uint32_t (*qa)[4],
-                                  float (*s)[4]) {
+/* The scores of a tile of KEYS keys issued as one group, not waited for:
+ * s cleared, the fence (which also covers what the caller wrote for the
+ * tensor cores before: the output rescaled, P), `mma` issuing S = Q K^T. */
+template <int KEYS, class Mma>
+GK_DEV void gk_fa_s_issue(float (*s)[4], Mma mma) {
   for (int nt = 0; nt < KEYS / 8; nt++)
     for (int e = 0; e < 4; e++) s[nt][e] = 0.0f;
   gk_wgmma_fence();
-  gk_fa_wg_s_mma<D, H, KEYS>(base, k, qa, s);
+  mma();
   gk_wgmma_commit();
+}
+
+/* The scores of the WG_KEYS keys in the K stage at k, Q's fragments in
+ * registers: issued, not waited for. */
+template <int D, class H, int KEYS = gk_fa_smem<D>::WG_KEYS>
+GK_DEV void gk_fa_wg_scores_issue(const uint16_t *k, const void *base, const uint32_t (*qa)[4],
+                                  float (*s)[4]) {
+  gk_fa_s_issue<KEYS>(s, [&] { gk_fa_wg_s_mma<D, H, KEYS>(base, k, qa, s); });
 }
 
 /* The same, waited for. */
@@ -517,17 +525,6 @@ GK_DEV void gk_fa_wo_softmax(bool work, float (*s)[4], int64_t kb, int64_t skv, 
   gk_fa_wo_p<H, KEYS>(work, s, pa);
 }
 
-/* S of K stage ks issued as one group (s cleared first), not waited for. */
-template <int D, class H, int OV>
-GK_DEV void gk_fa_wo_scores_issue(gk_fa_smem<D> &sm, int ks, const gk_fa_ws_rows<D> &c,
-                                  float (*s)[4]) {
-  for (int nt = 0; nt < gk_fa_wo<D, OV>::KEYS / 8; nt++)
-    for (int e = 0; e < 4; e++) s[nt][e] = 0.0f;
-  gk_wgmma_fence();
-  gk_fa_wo<D, OV>::template s_mma<H>(sm, ks, c, s);
-  gk_wgmma_commit();
-}
-
 /* A consumer's part (warpgroup w = 0, 1: rows row0 + 64 w .. + 63),
  * overlapped (OV = H::ws_overlap: gk_fa_wo). */
 template <int Causal, int D, class H, class KV>
@@ -552,7 +549,7 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_K + c.w);
   if (GK_FA_WS_PINGPONG && c.w == 1) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + 1);
   const bool work0 = 0 < c.mine;
-  if (work0) gk_fa_wo_scores_issue<D, H, OV>(sm, 0, c, s);
+  if (work0) gk_fa_s_issue<KEYS>(s, [&] { W::template s_mma<H>(sm, 0, c, s); });
   if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + (c.w ^ 1));
   gk_wgmma_wait<0>();
   if (2 < c.tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WO_EMPTY_K); /* stage 0 */
@@ -570,11 +567,7 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
     gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_K + 2 * cs + c.w);
     gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_V + 2 * (cs ^ 1) + c.w);
     if (GK_FA_WS_PINGPONG) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + c.w); /* this one's turn */
-    for (int nt = 0; nt < KEYS / 8; nt++)
-      for (int e = 0; e < 4; e++) s[nt][e] = 0.0f;
-    gk_wgmma_fence(); /* s cleared, the output rescaled, P written */
-    W::template s_mma<H>(sm, cs, c, s);
-    gk_wgmma_commit();
+    gk_fa_s_issue<KEYS>(s, [&] { W::template s_mma<H>(sm, cs, c, s); });
     gk_fa_wg_pv_mma<D, H, KEYS>(&sm, W::v(sm, cs ^ 1), pa, st);
     gk_wgmma_commit();
     if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + (c.w ^ 1)); /* its turn */
