@@ -160,12 +160,18 @@ GK_DEV void gk_block_argmax(float *v, int64_t *i, float *sv, int64_t *si) {
  * (binary16 is a subset of binary32): NVIDIA's one cvt instruction gives the
  * bits of gk_quant.h's integer decode (15 or so instructions, which cost
  * qmatmul 2 instructions a weight) for every code but a NaN's payload; a
- * NaN stays a NaN. The emulator and HIP keep the integer decode. */
+ * NaN stays a NaN. So does AMD's v_cvt_f32_f16 (kernels keep binary16
+ * subnormals: .amdhsa_float_denorm_mode_16_64 3), where the integer
+ * decode's branches for subnormal and NaN codes cut the int8 prefill
+ * tile's loop into blocks that clang 19 scheduled across, holding every
+ * step's words at once. The emulator keeps the integer decode. */
 GK_DEV float gk_h2f(uint16_t h) {
 #if defined(GK_GPU_NVIDIA)
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
+#elif defined(__HIPCC__)
+  return (float)__builtin_bit_cast(_Float16, h);
 #else
   return gk_q_f16_to_f32(h);
 #endif
@@ -173,19 +179,80 @@ GK_DEV float gk_h2f(uint16_t h) {
 
 /*
  * The special instructions, one inline function each, with the emulator's
- * (and HIP's, until an AMD path is written) plain twin, written from the
- * PTX ISA's definition, so that tests/backends/cuda checks the algorithm around
- * them and a real GPU checks the instruction.
+ * (and HIP's, where no AMD path is written: all but dp4a's) plain twin,
+ * written from the PTX ISA's definition, so that tests/backends/cuda checks
+ * the algorithm around them and a real GPU checks the instruction.
  */
 
+/*
+ * AMD's byte dot products (the processors clang names; none of the generic
+ * targets has one, nor gfx1010):
+ * - GK_AMD_SUDOT4: v_dot4_i32_iu8 (gfx11, gfx12), each operand's bytes
+ *   signed or not as asked: dp4a.u32.s32 in one instruction.
+ * - GK_AMD_SDOT4: v_dot4_i32_i8 (gfx906, CDNA, gfx1011/1012, gfx103x),
+ *   signed bytes only.
+ * hipcc 5.2 (clang 15) has no sudot4 builtin; it builds no gfx11 here.
+ */
+#if defined(__HIPCC__) && !defined(GK_GPU_EMULATE)
+#if defined(__gfx1100__) || defined(__gfx1101__) || defined(__gfx1102__) || \
+    defined(__gfx1103__) || defined(__gfx1150__) || defined(__gfx1151__) || \
+    defined(__gfx1152__) || defined(__gfx1200__) || defined(__gfx1201__)
+#define GK_AMD_SUDOT4 1
+#elif defined(__gfx906__) || defined(__gfx908__) || defined(__gfx90a__) || \
+    defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__) || \
+    defined(__gfx1011__) || defined(__gfx1012__) || defined(__gfx1030__) || \
+    defined(__gfx1031__) || defined(__gfx1032__) || defined(__gfx1033__) || \
+    defined(__gfx1034__) || defined(__gfx1035__) || defined(__gfx1036__)
+#define GK_AMD_SDOT4 1
+#endif
+#endif
+
+/* v_dot4_i32_i8: c + the sum of the 4 products of a's signed bytes with
+ * b's signed bytes, wrapping in 32 bits (no clamp). The twin runs
+ * everywhere else, so that the emulator checks gk_dp4a_us_sdot4 below. */
+GK_DEV int gk_sdot4(uint32_t a, uint32_t b, int c) {
+#if defined(GK_AMD_SDOT4)
+  return __builtin_amdgcn_sdot4((int)a, (int)b, c, false);
+#else
+  uint32_t s = (uint32_t)c;
+  for (int i = 0; i < 4; i++)
+    s += (uint32_t)((int)(int8_t)(uint8_t)(a >> (8 * i)) * (int)(int8_t)(uint8_t)(b >> (8 * i)));
+  return (int)s;
+#endif
+}
+
+/* dp4a.u32.s32 from v_dot4_i32_i8: with a's bytes below 2^ABits <= 2^7
+ * they are the same signed, one instruction; else a's bytes less 128
+ * (a ^ 0x80808080) are signed bytes, and the 128 b_i they lose come back
+ * as minus the dot product of b with bytes of -128:
+ *   sum a_i b_i = sdot4(a ^ 0x80808080, b) - sdot4(0x80808080, b). */
+template <int ABits>
+GK_DEV int gk_dp4a_us_sdot4(uint32_t a, uint32_t b, int c) {
+  if (ABits < 8) return gk_sdot4(a, b, c);
+  return gk_sdot4(a ^ 0x80808080u, b, c - gk_sdot4(0x80808080u, b, 0));
+}
+
 /* dp4a.u32.s32: c + the sum of the 4 products of a's unsigned bytes with
- * b's signed bytes (byte i with byte i), exact in 32-bit integers. */
+ * b's signed bytes (byte i with byte i), exact in 32-bit integers. ABits:
+ * every byte of a is below 2^ABits (the codes of BITS-bit weights), which
+ * the emulator checks; AMD's signed-only dot product needs one instruction
+ * instead of two where ABits < 8. */
+template <int ABits = 8>
 GK_DEV int gk_dp4a_us(uint32_t a, uint32_t b, int c) {
+  static_assert(ABits >= 1 && ABits <= 8, "gk_dp4a_us: a's bytes have 1 to 8 bits");
 #if defined(GK_GPU_NVIDIA)
   int d;
   asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
   return d;
+#elif defined(GK_AMD_SUDOT4)
+  return __builtin_amdgcn_sudot4(false, (int)a, true, (int)b, c, false);
+#elif defined(GK_AMD_SDOT4)
+  return gk_dp4a_us_sdot4<ABits>(a, b, c);
 #else
+#if defined(GK_GPU_EMULATE)
+  if (ABits < 8 && (a & (0x01010101u * (0xffu & ~((1u << ABits) - 1u)))) != 0)
+    gk_emu_fault("gk_dp4a_us<ABits>: a byte of a is 2^ABits or more", a);
+#endif
   for (int i = 0; i < 4; i++)
     c += (int)((a >> (8 * i)) & 0xffu) * (int)(int8_t)(uint8_t)(b >> (8 * i));
   return c;

@@ -220,7 +220,7 @@ GK_DEV void gk_q8x_tile(gk_q8x_dsmem &sm, const float *__restrict__ x,
               const uint32_t codes = (word >> (Bits * s)) & rep;
 #pragma unroll
               for (int i = 0; i < MT; i++)
-                if (i < xrows) is[i] = gk_dp4a_us(codes, xw[i][u * P + s], is[i]);
+                if (i < xrows) is[i] = gk_dp4a_us<Bits>(codes, xw[i][u * P + s], is[i]);
             }
           }
 #pragma unroll

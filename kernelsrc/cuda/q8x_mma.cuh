@@ -97,11 +97,11 @@ GK_DEV void gk_q8m_load(gk_q8m_smem<Bits> &sm, int stage, const unsigned char *x
 }
 
 /* Where the tile multiplies: on int8 mma.sync (NVIDIA, and the emulator
- * through gk_mma_s8u8_16832's twin), or in plain dot products of the
- * stage's words (HIP: no AMD matrix path is written yet; the twin's 32
- * shuffles an instruction, which clang hoisted across the unrolled tile,
- * kept 256 VGPRs and spilled 184 to 280 bytes of scratch). Both sum each
- * block's integer i_b exactly, so y has the same bits. */
+ * through gk_mma_s8u8_16832's twin), or in byte dot products (gk_dp4a_us)
+ * of the stage's words (HIP: no AMD matrix path is written yet; the twin's
+ * 32 shuffles an instruction, which clang hoisted across the unrolled
+ * tile, kept 256 VGPRs and spilled 184 to 280 bytes of scratch). Both sum
+ * each block's integer i_b exactly, so y has the same bits. */
 #if defined(__HIPCC__)
 #define GK_Q8M_DIRECT 1
 #else
@@ -159,8 +159,9 @@ GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits> &sm, int st, int kb, int xr, in
 /* The same in dot products: the lane's rows of x (16 mi + g, + 8) and of
  * W (8 ni + 2t, + 1) read from the stage, operand word o of a block being
  * record word o and code word o / P shifted by Bits (o % P) and masked
- * (the words an mma fragment takes), i_b summed by gk_dp4a_us: no
- * scratch and no spill on gfx906 and gfx1030 (132 to 190 VGPRs). */
+ * (the words an mma fragment takes), i_b summed by gk_dp4a_us (AMD's
+ * byte dot products): no scratch on any AMD processor target, 75 to 191
+ * VGPRs (docs/weights.md). */
 template <int Bits>
 GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits> &sm, int st, int kb, int xr, int wr,
                          float (*acc)[4][4], gk_bool<true>) {
@@ -188,14 +189,15 @@ GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits> &sm, int st, int kb, int xr, in
         int ib[2] = {0, 0};
         for (int o = 0; o < 8; o++) {
           const uint32_t ww = (blk[1 + o / P] >> (Bits * (o % P))) & mask;
-          for (int r = 0; r < 2; r++) ib[r] = gk_dp4a_us(ww, xw[r][o], ib[r]);
+          for (int r = 0; r < 2; r++) ib[r] = gk_dp4a_us<Bits>(ww, xw[r][o], ib[r]);
         }
         for (int r = 0; r < 2; r++) {
           float v = fmaf((float)ib[r], gk_fmul(d, dx[r]), acc[mi][ni][2 * r + c]);
           acc[mi][ni][2 * r + c] = fmaf(mo, sb[r], v);
         }
-        /* No load of the next (ni, c) above this one's math: clang hoisted
-         * them all and spilled 650 to 800 bytes. */
+        /* No load of the next (ni, c) above this one's math: without it
+         * clang hoists them all (650 to 800 bytes spilled on hipcc 5.2;
+         * 180 to 250 VGPRs where 75 to 180 do). */
         asm volatile("" ::: "memory");
       }
   }

@@ -258,8 +258,33 @@ static void check_qmatmul(void) {
  * images' arithmetic, on the original layout, launched by its own row: as
  * sm_80 and newer run it (past 4 rows of x on int8 mma.sync, q8x_batch.cuh)
  * and as sm_75 and HIP do (q8x.cuh's dp4a tile for every m). */
+/* AMD's forms of dp4a.u32.s32 (gk_gpu.cuh) through v_dot4_i32_i8's twin:
+ * the same sums on the bytes that break a wrong sign convention (0x7f,
+ * 0x80, 0xff) and on pseudo-random words. The GPU checks the instruction. */
+static void check_dp4a_forms(void) {
+  static const uint32_t edge[] = {0u, 0xffffffffu, 0x80808080u, 0x7f7f7f7fu,
+                                  0x01020304u, 0x80ff017fu, 0x0f0f0f0fu, 0x00ff0080u};
+  uint32_t words[64];
+  uint64_t z = 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < 64; i++) {
+    z = z * 6364136223846793005ull + 1442695040888963407ull;
+    words[i] = i < 8 ? edge[i] : (uint32_t)(z >> 32);
+  }
+  int bad = 0;
+  for (uint32_t a : words)
+    for (uint32_t b : words) {
+      const int c = (int)(a ^ (b >> 3)) / 4, want = gk_dp4a_us<8>(a, b, c);
+      bad += gk_dp4a_us_sdot4<8>(a, b, c) != want;
+      bad += gk_dp4a_us_sdot4<7>(a & 0x7f7f7f7fu, b, c) != gk_dp4a_us<7>(a & 0x7f7f7f7fu, b, c);
+      bad += gk_dp4a_us_sdot4<1>(a & 0x01010101u, b, c) != gk_dp4a_us<1>(a & 0x01010101u, b, c);
+    }
+  CHECK(bad == 0, "dp4a.u32.s32 from v_dot4_i32_i8 (gk_dp4a_us_sdot4): %d of %d sums differ",
+        bad, 3 * 64 * 64);
+}
+
 static void check_q8x(void) {
   const int before = failures;
+  check_dp4a_forms();
   static const std::vector<std::string> params = {"x:ptr", "w:ptr", "y:ptr",
                                                   "m:i64", "n:i64", "k:i64"};
   /* k = 4160: a chunk of 128 blocks and 2 more (the batch tile's 17th
@@ -331,7 +356,7 @@ static void check_q8x(void) {
   }
   SECTION_OK(before,
              "ok: qmatmul_q8x bits 1, 2, 4, 8 x %zu shapes, mma.sync and dp4a, the CPU's "
-             "bits, any grid\n",
+             "bits, any grid; dp4a's AMD form\n",
              sizeof shapes / sizeof shapes[0]);
 }
 
@@ -1168,13 +1193,22 @@ static void misaligned_copy(void) {
   gk_cp_async_wait<0>();
 }
 
+/* A dp4a whose operand breaks the byte bound its caller claims. */
+static int dp4a_sum;
+static void dp4a_claims(void) {
+  dp4a_sum = gk_dp4a_us<4>(0x0f0f0f0fu, 0x01010101u, 0); /* within 4 bits: fine */
+  dp4a_sum += gk_dp4a_us<4>(threadIdx.x == 37 ? 0x0f100f0fu : 0u, 0x01010101u, 0);
+}
+
 static void check_emulator(void) {
   const int before = failures;
   gk_emu_dim3 g = {1, 1, 1}, b = {64, 1, 1};
-  printf("(two deadlocks, a misaligned copy, a named barrier of two counts and one left "
-         "part-filled on purpose:)\n");
+  printf("(two deadlocks, a misaligned copy, a dp4a operand past its bound, a named barrier "
+         "of two counts and one left part-filled on purpose:)\n");
   CHECK(gk_emu_launch(g, b, [](void *) { misaligned_copy(); }, NULL) == -1,
         "emulator: a cp.async of 16 bytes to a 4-byte-aligned address passed");
+  CHECK(gk_emu_launch(g, b, [](void *) { dp4a_claims(); }, NULL) == -1,
+        "emulator: gk_dp4a_us<4> of a byte 16 passed");
   CHECK(gk_emu_launch(g, b, [](void *) { divergent_barrier(); }, NULL) == -1,
         "emulator: a __syncthreads reached by half the block passed");
   CHECK(gk_emu_launch(g, b, [](void *) { early_return(); }, NULL) == -1,
@@ -1218,10 +1252,10 @@ static void check_emulator(void) {
   CHECK(bank_extra[0] == 0 && bank_extra[1] == 4 * 7,
         "emulator: ldmatrix bank conflicts counted %llu and %llu, want 0 and 28", bank_extra[0],
         bank_extra[1]);
-  SECTION_OK(before, "ok: the emulator stops at divergent barriers and misaligned copies, "
-                     "shuffles by group, lands cp.async at its wait, votes, waits at a named "
-                     "barrier for its count, hands over by bar.arrive in either order and counts "
-                     "ldmatrix's bank conflicts\n");
+  SECTION_OK(before, "ok: the emulator stops at divergent barriers, misaligned copies and dp4a "
+                     "operands past their bound, shuffles by group, lands cp.async at its wait, "
+                     "votes, waits at a named barrier for its count, hands over by bar.arrive in "
+                     "either order and counts ldmatrix's bank conflicts\n");
 }
 
 /* tests/gpu's wgmma probe (one wgmma per shape, D against A B, which

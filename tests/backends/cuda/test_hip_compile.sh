@@ -3,8 +3,10 @@
 # with hipcc as well, for an AMD wave64 (gfx906) and a wave32 (gfx1030)
 # target, so that the rocm backend can reuse them: gk_gpu.cuh's HIP branch,
 # no CUDA-only intrinsic, no warp size of 32 assumed. Each output must be an
-# AMDGPU code object holding the kernel's descriptor (NAME.kd), and
-# qmatmul_q8x_mm's must use no scratch memory. Exit 77 (SKIP) without hipcc.
+# AMDGPU code object holding the kernel's descriptor (NAME.kd);
+# qmatmul_q8x_mm's must use no scratch memory, and qmatmul's int8 entries
+# the processors' byte dot product (v_dot4_i32_i8, gk_gpu.cuh's
+# GK_AMD_SDOT4). Exit 77 (SKIP) without hipcc.
 set -u
 SRC=$1
 if ! command -v hipcc >/dev/null 2>&1; then
@@ -34,6 +36,11 @@ for k in qmatmul flash_attention rmsnorm rope argmax sample; do
         on && /\.private_segment_fixed_size:/ { print $2; exit }')
       [ "$scratch" = 0 ] ||
         { echo "FAIL: qmatmul_q8x_mm for $a: ${scratch:-no} bytes of scratch memory, not 0"; failures=$((failures + 1)); }
+    fi
+    if [ "$k" = qmatmul ] && command -v llvm-objdump-15 >/dev/null 2>&1; then
+      dots=$(llvm-objdump-15 -d "$out" | grep -c 'v_dot4c\{0,1\}_i32_i8')
+      [ "$dots" -gt 0 ] ||
+        { echo "FAIL: qmatmul for $a: no v_dot4_i32_i8 (gk_dp4a_us on plain byte products)"; failures=$((failures + 1)); }
     fi
   done
 done

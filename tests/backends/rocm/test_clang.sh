@@ -60,6 +60,33 @@ got = {i.get("target", "none") for i in d["images"]}
 assert len(d["images"]) == 20 and got == {want}, (sys.argv[3], got)' "$T/stdout" "$want" "$dev"
 done
 
+# --- qmatmul's int8 entries on the processors' byte dot products
+# (gk_gpu.cuh's GK_AMD_SUDOT4 / GK_AMD_SDOT4): no scratch memory in
+# qmatmul_q8x or qmatmul_q8x_mm of any processor image (44 to 1908 bytes
+# on plain-C byte products and the integer binary16 decode, docs/weights.md),
+# and gfx11's sums on v_dot4_i32_iu8 (llvm-objdump-15 decodes gfx11, not
+# gfx942 or gfx12).
+if command -v llvm-readelf-15 >/dev/null 2>&1; then
+  n=0
+  for f in "$T"/x/rocm/qmatmul/gfx942.*.hsaco "$T"/x/rocm/qmatmul/gfx110[0-9].*.hsaco \
+      "$T"/x/rocm/qmatmul/gfx120[0-9].*.hsaco; do
+    [ -f "$f" ] || continue
+    n=$((n + 1))
+    llvm-readelf-15 --notes "$f" | awk -v f="${f##*/}" '
+      /\.name:/ { name = $2 }
+      /\.private_segment_fixed_size:/ && name ~ /^qmatmul_q8x(_mm)?$/ && $2 != 0 {
+        printf "%s %s: %s bytes of scratch memory\n", f, name, $2; bad = 1 }
+      END { exit bad }' || fail "scratch memory in qmatmul's int8 entries (above)"
+  done
+  [ "$n" -eq 24 ] || fail "qmatmul: $n images of gfx942, gfx11 and gfx12, expected 24 (6 x 4 BITS)"
+fi
+if command -v llvm-objdump-15 >/dev/null 2>&1; then
+  for f in "$T"/x/rocm/qmatmul/gfx1100.*.hsaco; do
+    [ "$(llvm-objdump-15 -d "$f" | grep -c 'v_dot4_i32_iu8')" -gt 0 ] ||
+      fail "${f##*/}: no v_dot4_i32_iu8 (gk_dp4a_us on plain byte products)"
+  done
+fi
+
 # --- reproducible, and the bitcode made once per cache: a one-kernel
 # recipe with two variants for a processor and a generic target, built
 # into two empty caches.

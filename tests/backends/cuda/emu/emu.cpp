@@ -259,6 +259,17 @@ static void misaligned(const char *what, const void *p, unsigned align) {
   S->failed = true;
 }
 
+void gk_emu_fault(const char *what, unsigned long long value) {
+  if (!S) { /* a body's function called on the host, outside a launch */
+    fprintf(stdout, "emulator: %s (0x%llx) outside a launch\n", what, value);
+    abort();
+  }
+  if (!S->failed)
+    fprintf(stdout, "emulator: %s (0x%llx) in block (%u, %u, %u) thread %d\n", what, value,
+            blockIdx.x, blockIdx.y, blockIdx.z, S->cur);
+  S->failed = true;
+}
+
 void gk_emu_cp_async(void *dst, const void *src, unsigned bytes) {
   fiber &f = S->fibers[S->cur];
   if ((uintptr_t)dst % bytes) misaligned("cp.async destination", dst, bytes);

@@ -50,6 +50,11 @@ struct uint4 {
   unsigned x, y, z, w;
 };
 
+/* A body broke a precondition that the real instruction would not check
+ * (an operand byte of gk_dp4a_us<ABits> of 2^ABits or more): said once a
+ * launch, with the value, and the launch fails. */
+void gk_emu_fault(const char *what, unsigned long long value);
+
 void gk_emu_syncthreads(void);
 #define __syncthreads() gk_emu_syncthreads()
 /* __syncthreads_or: a barrier that returns nonzero when pred is nonzero in
