@@ -230,6 +230,21 @@ GK_DEV void gk_fa_qfrag(const gk_fa_qsm<D> &qs, int m, int kk, uint32_t a[4]) {
   gk_ldmatrix_x4(a, qs.q + gk_fa_swz<D>::at(qs.r0 + 16 * m + lane % 8 + 8 * (lane / 8 & 1),
                                             2 * kk + lane / 16));
 }
+/* The same words read as they lie, one by one (the dot-product path:
+ * no ldmatrix). */
+template <int D>
+GK_DEV void gk_fa_qwords(const uint32_t (*qa)[D / 16][4], int m, int kk, uint32_t a[4]) {
+  gk_fa_qfrag<D>(qa, m, kk, a);
+}
+template <int D>
+GK_DEV void gk_fa_qwords(const gk_fa_qsm<D> &qs, int m, int kk, uint32_t a[4]) {
+  const int lane = gk_lane();
+  for (int u = 0; u < 4; u++)
+    a[u] = *(const uint32_t *)(qs.q +
+                               gk_fa_swz<D>::at(qs.r0 + 16 * m + lane / 4 + 8 * (u & 1),
+                                                2 * kk + (u >> 1)) +
+                               2 * (lane % 4));
+}
 
 /* S = Q K^T for the group's MT fragments of 16 query rows (A fragments
  * from qa: gk_fa_qfrag) and n-tiles nt0 .. nt0 + NT - 1 of the tile k
@@ -242,7 +257,8 @@ GK_DEV void gk_fa_qfrag(const gk_fa_qsm<D> &qs, int m, int kk, uint32_t a[4]) {
  * at a time. A step of one n-tile (NT = 1) takes two steps of d per
  * ldmatrix instead. */
 template <int D, int NT, int MT, class H, class QA>
-GK_DEV void gk_fa_scores_mma(const uint16_t *k, const QA &qa, int nt0, float (*s)[NT][4]) {
+GK_DEV void gk_fa_scores_mma(const uint16_t *k, const QA &qa, int nt0, float (*s)[NT][4],
+                             gk_bool<false>) {
   const int lane = gk_lane();
   for (int m = 0; m < MT; m++)
     for (int nt = 0; nt < NT; nt++)
@@ -278,6 +294,67 @@ GK_DEV void gk_fa_scores_mma(const uint16_t *k, const QA &qa, int nt0, float (*s
       }
     }
   }
+}
+
+/* Of 8 values v[j] in the 4 lanes of a quad, lane t gets the quad's sums
+ * of v[2t] and v[2t + 1] (a reduce-scatter: 6 shuffles where a butterfly
+ * of each value takes 16), added in the same order by every lane. */
+GK_DEV void gk_quad_sum_scatter(const float v[8], float out[2]) {
+  const int t = gk_lane() % 4, h = t >> 1, q = t & 1;
+  float w[4];
+  for (int i = 0; i < 4; i++) { /* keep half h, send the other to lane t ^ 2 */
+    const float lo = v[i], hi = v[4 + i]; /* selects of values, not of addresses: */
+    w[i] = (h ? hi : lo) + GK_SHFL_XOR(h ? lo : hi, 2); /* the arrays stay registers */
+  }
+  for (int i = 0; i < 2; i++) { /* keep quarter q of it, send the other to t ^ 1 */
+    const float lo = w[i], hi = w[2 + i];
+    out[i] = (q ? hi : lo) + GK_SHFL_XOR(q ? lo : hi, 1);
+  }
+}
+
+/* The same in dot products of shared memory (H::direct: HIP, no
+ * AMD matrix path yet): for each n-tile, lane 4g + t sums over the d of
+ * its A fragment words (16 kk + 2t, + 1, + 8, + 9) the products for all 8
+ * keys of rows g and g + 8 of each fragment, and gk_quad_sum_scatter
+ * leaves it the full sums of its columns 2t, 2t + 1: the same s, summed
+ * in another order (products exact in f32, as the mma's). K's words are
+ * read as they lie (gk_fa_swz), Q's are the fragments. */
+template <int D, int NT, int MT, class H, class QA>
+GK_DEV void gk_fa_scores_mma(const uint16_t *k, const QA &qa, int nt0, float (*s)[NT][4],
+                             gk_bool<true>) {
+  const int t = gk_lane() % 4;
+  for (int nt = 0; nt < NT; nt++) {
+    float part[MT][2][8];
+    for (int m = 0; m < MT; m++)
+      for (int r = 0; r < 2; r++)
+        for (int j = 0; j < 8; j++) part[m][r][j] = 0.0f;
+    for (int kk = 0; kk < D / 16; kk++) {
+      float qf[MT][2][4]; /* rows g, g + 8; d 16 kk + 2t, + 1, + 8, + 9 */
+      for (int m = 0; m < MT; m++) {
+        uint32_t a[4];
+        gk_fa_qwords<D>(qa, m, kk, a);
+        for (int r = 0; r < 2; r++)
+          for (int e = 0; e < 4; e++)
+            qf[m][r][e] = H::load((uint16_t)(a[r + 2 * (e >> 1)] >> (16 * (e & 1))));
+      }
+      for (int j = 0; j < 8; j++) {
+        const int key = (nt0 + nt) * 8 + j;
+        const uint32_t w0 = *(const uint32_t *)(k + gk_fa_swz<D>::at(key, 2 * kk) + 2 * t),
+                       w1 = *(const uint32_t *)(k + gk_fa_swz<D>::at(key, 2 * kk + 1) + 2 * t);
+        const float kf[4] = {H::load((uint16_t)w0), H::load((uint16_t)(w0 >> 16)),
+                             H::load((uint16_t)w1), H::load((uint16_t)(w1 >> 16))};
+        for (int m = 0; m < MT; m++)
+          for (int r = 0; r < 2; r++)
+            for (int e = 0; e < 4; e++) part[m][r][j] = fmaf(qf[m][r][e], kf[e], part[m][r][j]);
+      }
+    }
+    for (int m = 0; m < MT; m++)
+      for (int r = 0; r < 2; r++) gk_quad_sum_scatter(part[m][r], &s[m][nt][2 * r]);
+  }
+}
+template <int D, int NT, int MT, class H, class QA>
+GK_DEV void gk_fa_scores_mma(const uint16_t *k, const QA &qa, int nt0, float (*s)[NT][4]) {
+  gk_fa_scores_mma<D, NT, MT, H>(k, qa, nt0, s, gk_bool<(bool)H::direct>());
 }
 
 /*
@@ -384,7 +461,7 @@ GK_DEV void gk_fa_p_frag(const float (*s)[4], int kk, uint32_t pa[4]) {
  * of rows. */
 template <int D, int NT, int MT, class H>
 GK_DEV void gk_fa_pv_mma(const uint16_t *v, const float (*s)[NT][4], int nt0,
-                         gk_fa_state<D> *st) {
+                         gk_fa_state<D> *st, gk_bool<false>) {
   const int lane = gk_lane();
   if (NT == 1) {
     static_assert(NT != 1 || MT == 1, "steps of 8 keys take one fragment of rows");
@@ -409,6 +486,47 @@ GK_DEV void gk_fa_pv_mma(const uint16_t *v, const float (*s)[NT][4], int nt0,
       }
     }
   }
+}
+
+/* The same in dot products of shared memory (H::direct): P rounded
+ * to H as the mma path rounds it, each lane's pair of an n-tile's row
+ * handed round the quad (keys 2u, 2u + 1 from lane 4g + u), and every key
+ * times V's words of the lane's columns (d 8 dt + 2t, + 1) as they lie:
+ * the same sums in another order. */
+template <int D, int NT, int MT, class H>
+GK_DEV void gk_fa_pv_mma(const uint16_t *v, const float (*s)[NT][4], int nt0,
+                         gk_fa_state<D> *st, gk_bool<true>) {
+  const int lane = gk_lane(), g = lane / 4, t = lane % 4;
+  for (int nt = 0; nt < NT; nt++) {
+    uint32_t pw[MT][2]; /* rows g, g + 8: this lane's two weights, rounded */
+    for (int m = 0; m < MT; m++)
+      for (int r = 0; r < 2; r++) pw[m][r] = H::pack2(s[m][nt][2 * r], s[m][nt][2 * r + 1]);
+    for (int u = 0; u < 4; u++) {
+      float p[MT][2][2]; /* keys 2u, 2u + 1 of the n-tile */
+      for (int m = 0; m < MT; m++)
+        for (int r = 0; r < 2; r++) {
+          const uint32_t w = GK_SHFL(pw[m][r], 4 * g + u);
+          p[m][r][0] = H::load((uint16_t)w), p[m][r][1] = H::load((uint16_t)(w >> 16));
+        }
+      for (int e = 0; e < 2; e++) {
+        const int key = (nt0 + nt) * 8 + 2 * u + e;
+        for (int dt = 0; dt < D / 8; dt++) {
+          const uint32_t w = *(const uint32_t *)(v + gk_fa_swz<D>::at(key, dt) + 2 * t);
+          const float v0 = H::load((uint16_t)w), v1 = H::load((uint16_t)(w >> 16));
+          for (int m = 0; m < MT; m++)
+            for (int r = 0; r < 2; r++) {
+              st[m].acc[dt][2 * r] = fmaf(p[m][r][e], v0, st[m].acc[dt][2 * r]);
+              st[m].acc[dt][2 * r + 1] = fmaf(p[m][r][e], v1, st[m].acc[dt][2 * r + 1]);
+            }
+        }
+      }
+    }
+  }
+}
+template <int D, int NT, int MT, class H>
+GK_DEV void gk_fa_pv_mma(const uint16_t *v, const float (*s)[NT][4], int nt0,
+                         gk_fa_state<D> *st) {
+  gk_fa_pv_mma<D, NT, MT, H>(v, s, nt0, st, gk_bool<(bool)H::direct>());
 }
 
 /*

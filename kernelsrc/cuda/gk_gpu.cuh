@@ -283,13 +283,19 @@ GK_DEV float gk_fadd(float a, float b) {
 #endif
 }
 
-/* Two floats rounded to binary16 (nearest even), packed: lo in bits 0-15. */
+/* Two floats rounded to binary16 (nearest even), packed: lo in bits 0-15.
+ * NVIDIA's cvt.rn and AMD's v_cvt_f16_f32 (round to nearest even, binary16
+ * subnormals kept: the kernels' default modes) give gk_quant.h's bits but
+ * for a NaN's payload. */
 GK_DEV uint32_t gk_pack_h2(float lo, float hi) {
 #if defined(GK_GPU_NVIDIA)
   uint16_t a, b;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(a) : "f"(lo));
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(b) : "f"(hi));
   return (uint32_t)a | (uint32_t)b << 16;
+#elif defined(__HIPCC__)
+  return (uint32_t)__builtin_bit_cast(uint16_t, (_Float16)lo) |
+         (uint32_t)__builtin_bit_cast(uint16_t, (_Float16)hi) << 16;
 #else
   return (uint32_t)gk_q_f32_to_f16(lo) | (uint32_t)gk_q_f32_to_f16(hi) << 16;
 #endif
@@ -370,6 +376,16 @@ struct gk_int {};
 #else
 #define GK_BF16_MMA 1
 #endif
+/* Whether the tensor-core paths' products run as dot products of shared
+ * memory in the mma fragments' layout instead of through the twins of
+ * mma.sync and ldmatrix (HIP: no AMD matrix path, MFMA or WMMA, is written
+ * yet, and the twins' shuffles, 32 an instruction, kept up to 2.9 KB of
+ * scratch a thread). The emulator runs both (cuda.emu's paths). */
+#if defined(__HIPCC__) && !defined(GK_GPU_EMULATE)
+#define GK_MMA_DIRECT 1
+#else
+#define GK_MMA_DIRECT 0
+#endif
 /*
  * Attention's element types, as tags: Dt::elem is how a tensor holds one
  * (f16 and bf16: uint16_t bits), Dt::load reads one exactly into a float,
@@ -377,26 +393,39 @@ struct gk_int {};
  * one 32-bit word (lo first), Dt::half says whether the tensor-core
  * path (fa_mma.cuh) takes it, Dt::wgmma whether its prefill runs on
  * wgmma (fa_wgmma.cuh) and Dt::ws_overlap whether the warp-specialized
- * schedule overlaps S and P V, and how (GK_FA_WS_OVERLAP_ON: 0, 1 or 2).
- * GK_BF16_MMA: whether this device has bf16 mma (sm_80 and newer; the
- * twins everywhere else but sm_75's code).
+ * schedule overlaps S and P V, and how (GK_FA_WS_OVERLAP_ON: 0, 1 or 2),
+ * Dt::direct whether the tensor-core path multiplies in dot products
+ * (GK_MMA_DIRECT). GK_BF16_MMA: whether this device has bf16 mma (sm_80
+ * and newer; the twins everywhere else but sm_75's code).
  */
 struct gk_f32 {
   typedef float elem;
-  enum { half = 0, bf16 = 0, wgmma = 0, ws_overlap = 0 };
+  enum { half = 0, bf16 = 0, wgmma = 0, ws_overlap = 0, direct = 0 };
   GK_DEV float load(float x) { return x; }
   GK_DEV float store(float x) { return x; }
 };
 struct gk_f16 {
   typedef uint16_t elem;
-  enum { half = 1, bf16 = 0, wgmma = GK_FA_WGMMA_ON, ws_overlap = GK_FA_WS_OVERLAP_ON };
+  enum {
+    half = 1,
+    bf16 = 0,
+    wgmma = GK_FA_WGMMA_ON,
+    ws_overlap = GK_FA_WS_OVERLAP_ON,
+    direct = GK_MMA_DIRECT
+  };
   GK_DEV float load(uint16_t x) { return gk_h2f(x); }
   GK_DEV uint16_t store(float x) { return gk_q_f32_to_f16(x); }
   GK_DEV uint32_t pack2(float lo, float hi) { return gk_pack_h2(lo, hi); }
 };
 struct gk_bf16 {
   typedef uint16_t elem;
-  enum { half = GK_BF16_MMA, bf16 = 1, wgmma = GK_FA_WGMMA_ON, ws_overlap = GK_FA_WS_OVERLAP_ON };
+  enum {
+    half = GK_BF16_MMA,
+    bf16 = 1,
+    wgmma = GK_FA_WGMMA_ON,
+    ws_overlap = GK_FA_WS_OVERLAP_ON,
+    direct = GK_MMA_DIRECT
+  };
   GK_DEV float load(uint16_t x) { return gk_q_bf16_to_f32(x); }
   GK_DEV uint16_t store(float x) { return gk_q_f32_to_bf16(x); }
   GK_DEV uint32_t pack2(float lo, float hi) { return gk_pack_bf2(lo, hi); }

@@ -100,13 +100,9 @@ GK_DEV void gk_q8m_load(gk_q8m_smem<Bits> &sm, int stage, const unsigned char *x
  * through gk_mma_s8u8_16832's twin), or in byte dot products (gk_dp4a_us)
  * of the stage's words (HIP: no AMD matrix path is written yet; the twin's
  * 32 shuffles an instruction, which clang hoisted across the unrolled
- * tile, kept 256 VGPRs and spilled 184 to 280 bytes of scratch). Both sum
- * each block's integer i_b exactly, so y has the same bits. */
-#if defined(__HIPCC__)
-#define GK_Q8M_DIRECT 1
-#else
-#define GK_Q8M_DIRECT 0
-#endif
+ * tile, kept 256 VGPRs and spilled 184 to 280 bytes of scratch): by
+ * GK_MMA_DIRECT. Both sum each block's integer i_b exactly, so y has the
+ * same bits. */
 
 /* Block kb of stage st into the group's 32 x 32 corner (rows xr of x, wr
  * of W): acc[mi][ni][e] as an mma D fragment (rows 16 mi + g, + 8;
@@ -245,7 +241,7 @@ GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits> &sm, const unsigned char *xq, const ui
  * next y: the fast axis is x's rows, so the blocks that read the same rows
  * of W run together. Every bound is per block: the barriers are reached by
  * all. */
-template <int Bits, bool Direct = GK_Q8M_DIRECT>
+template <int Bits, bool Direct = GK_MMA_DIRECT>
 GK_DEV void gk_q8x_mm(const void *xq, const void *w, float *y, int64_t m, int64_t n,
                       int64_t k) {
   __shared__ __attribute__((aligned(16))) gk_q8m_smem<Bits> sm;

@@ -542,10 +542,19 @@ struct bf16_wgq : gk_bf16 {
   enum { wgmma = 1, ws_overlap = 2 };
 };
 
+/* f16 and bf16 as ROCm's images take them: the tensor-core schedule with
+ * its products in dot products of shared memory (GK_MMA_DIRECT). */
+struct f16_dir : gk_f16 {
+  enum { direct = 1 };
+};
+struct bf16_dir : gk_bf16 {
+  enum { direct = 1 };
+};
+
 /* Calls f(Dt(), C, D) with the element tag of dtype dt on `path` (0: the
  * default, 1: sm_75's scalar path, 2: wgmma, 3 and 4: wgmma on blocks of
  * 256 and 384 threads, 6: 384 overlapped, 8: overlapped with Q in shared
- * memory, f32 as ever) and the
+ * memory, 10: ROCm's dot products, f32 as ever) and the
  * compile-time causal flag and head_dim (std::integral_constant). */
 template <class F>
 static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
@@ -559,12 +568,14 @@ static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
       causal ? f(t, c1(), integral_constant<int, 128>()) : f(t, c0(), integral_constant<int, 128>());
   };
   if (dt == KREF_F16)
-    path >= 8   ? dims(f16_wgq())
+    path == 10  ? dims(f16_dir())
+    : path >= 8 ? dims(f16_wgq())
     : path >= 6 ? dims(f16_wgo())
     : path >= 2 ? dims(f16_wg())
                 : dims(gk_f16());
   else if (dt == KREF_BF16)
-    path >= 8   ? dims(bf16_wgq())
+    path == 10  ? dims(bf16_dir())
+    : path >= 8 ? dims(bf16_wgq())
     : path >= 6 ? dims(bf16_wgo())
     : path >= 2 ? dims(bf16_wg())
     : path == 1 ? dims(bf16_fma())
@@ -579,7 +590,8 @@ static const char *fa_path_name(int path) {
                                       " (384 threads, overlapped)",
                                       " (384 threads, overlapped, last first)",
                                       " (384 threads, overlapped, Q in shared memory)",
-                                      " (384 threads, overlapped, Q in shared memory, last first)"};
+                                      " (384 threads, overlapped, Q in shared memory, last first)",
+                                      " (ROCm's dot products)"};
   return names[path];
 }
 
@@ -631,7 +643,7 @@ static void check_attention(void) {
   check_banks("before flash_attention");
   for (int causal = 0; causal <= 1; causal++)
     for (kref_dtype dt : KREF_DTYPES)
-      for (int path : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+      for (int path : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
       for (int d : {64, 128}) {
         /* Path 0: the default. 1: bf16 on the scalar path that sm_75's
          * image runs (no bf16 mma on Turing). 2: f16 and bf16 prefill on
@@ -645,12 +657,14 @@ static void check_attention(void) {
          * where 4 has the consumers run ahead. 6 and 7: 4 and 5 with each
          * consumer's S and P V overlapped (the image of -DGK_FA_WGMMA=3).
          * 8 and 9: the same with Q in shared memory, 96-key tiles
-         * (-DGK_FA_WGMMA=4). */
-        const bool fma = path == 1, wide = path >= 3,
+         * (-DGK_FA_WGMMA=4). 10: f16 and bf16 as ROCm runs them, the
+         * tensor-core schedule in dot products (GK_MMA_DIRECT). */
+        const bool fma = path == 1, wide = path >= 3 && path < 10,
                    last_first = path == 5 || path == 7 || path == 9;
         if (last_first && quick) continue;
         if ((fma && dt != KREF_BF16) || (path == 2 && dt == KREF_F32)) continue;
-        if (path >= 8 && dt == KREF_F32) continue; /* f32's blocks of 384: paths 4 to 7 */
+        /* f32's blocks of 384: paths 4 to 7; it has no mma to take apart (10) */
+        if (path >= 8 && dt == KREF_F32) continue;
         if (quick && path != 0 && d != 64) continue;
         char variant[64];
         snprintf(variant, sizeof variant, "causal=%d,dtype=%s,head_dim=%d", causal,
@@ -693,7 +707,7 @@ static void check_attention(void) {
           };
           const std::map<std::string, long long> vars = {
               {"n_heads", s.h}, {"n_kv_heads", s.hk}, {"sq", s.sq}, {"skv", s.skv}};
-          const unsigned threads = path >= 4 ? 384 : wide ? 256 : 0;
+          const unsigned threads = path >= 4 && path < 10 ? 384 : wide ? 256 : 0;
           gk_emu_order(last_first);
           const bool ran = run(what, L, params, vars, body, false, threads);
           gk_emu_order(0);
@@ -743,8 +757,8 @@ static void check_attention(void) {
   check_banks("flash_attention");
   SECTION_OK(before, "ok: flash_attention 12 variants (bf16 also on sm_75's path, f16 and bf16 "
                      "also on wgmma, and all on blocks of 256 and 384, the last overlapped "
-                     "or not, with Q in registers or shared memory, in both orders) x %zu "
-                     "shapes%s\n",
+                     "or not, with Q in registers or shared memory, in both orders; f16 and "
+                     "bf16 also in ROCm's dot products) x %zu shapes%s\n",
              quick ? (size_t)std::count(std::begin(in_quick), std::end(in_quick), true)
                    : sizeof shapes / sizeof shapes[0],
              quick ? " (GK_EMU_QUICK, once each)" : "");
