@@ -17,9 +17,10 @@ kernel "paged_attention" {
   },
   -- CUDA: flash_attention's schedules (tensor cores for f16 and bf16) with the keys
   -- found through the block table (kernelsrc/cuda/paged_attention.cuh).
-  -- Not built for ROCm yet: its 12 variants x 16 targets, and kv_append's,
-  -- would add about 60% to the rocm builds of CI and ci/main.sh (the bodies
-  -- compile as HIP: flash_attention's ROCm images run the same schedule).
+  -- Not built for ROCm yet: with kv_append's, its variants would add 24 to
+  -- the 20 each rocm target builds in CI and ci/main.sh now, 12 of them as
+  -- heavy as flash_attention's (the bodies compile as HIP, and
+  -- flash_attention's ROCm images run the same schedule).
   -- A decode splits a sequence's keys across blocks through the workspace
   -- `ws` (flash_attention's): grid x adds flash_attention's columns for
   -- the split, counting max_pages * 64 tokens (the larger page): a column
