@@ -96,17 +96,14 @@ GK_DEV void gk_q8m_load(gk_q8m_smem<Bits> &sm, int stage, const unsigned char *x
   gk_cp_async_commit();
 }
 
-/* Where the tile multiplies: on int8 mma.sync (NVIDIA, and the emulator
- * through gk_mma_s8u8_16832's twin), or in byte dot products (gk_dp4a_us)
- * of the stage's words (HIP: no AMD matrix path is written yet; the twin's
- * 32 shuffles an instruction, which clang hoisted across the unrolled
- * tile, kept 256 VGPRs and spilled 184 to 280 bytes of scratch): by
- * GK_MMA_DIRECT. Both sum each block's integer i_b exactly, so y has the
- * same bits. */
-
 /* Block kb of stage st into the group's 32 x 32 corner (rows xr of x, wr
  * of W): acc[mi][ni][e] as an mma D fragment (rows 16 mi + g, + 8;
- * columns 8 ni + 2t, + 1), on int8 mma.sync. */
+ * columns 8 ni + 2t, + 1), on int8 mma.sync (NVIDIA, and the emulator
+ * through gk_mma_s8u8_16832's twin). HIP takes the second form below, in
+ * byte dot products (GK_MMA_DIRECT: no AMD matrix path is written yet; the
+ * twin's 32 shuffles an instruction, which clang hoisted across the
+ * unrolled tile, kept 256 VGPRs and spilled 184 to 280 bytes of scratch).
+ * Both sum each block's integer i_b exactly, so y has the same bits. */
 template <int Bits>
 GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits> &sm, int st, int kb, int xr, int wr,
                          float (*acc)[4][4], gk_bool<false>) {
@@ -191,9 +188,9 @@ GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits> &sm, int st, int kb, int xr, in
           float v = fmaf((float)ib[r], gk_fmul(d, dx[r]), acc[mi][ni][2 * r + c]);
           acc[mi][ni][2 * r + c] = fmaf(mo, sb[r], v);
         }
-        /* No load of the next (ni, c) above this one's math: without it
-         * clang hoists them all (650 to 800 bytes spilled on hipcc 5.2;
-         * 180 to 250 VGPRs where 75 to 180 do). */
+        /* No load of the next (ni, c) above this one's math: without this
+         * barrier clang hoists them all (hipcc 5.2 spilled 650 to 800
+         * bytes; now 183 to 242 VGPRs instead of 81 to 179). */
         asm volatile("" ::: "memory");
       }
   }
