@@ -318,7 +318,9 @@ GK_DEV void gk_quad_sum_scatter(const float v[8], float out[2]) {
  * keys of rows g and g + 8 of each fragment, and gk_quad_sum_scatter
  * leaves it the full sums of its columns 2t, 2t + 1: the same s, summed
  * in another order (products exact in f32, as the mma's). K's words are
- * read as they lie (gk_fa_swz), Q's are the fragments. */
+ * read as they lie (gk_fa_swz), Q's are the fragments, read and converted
+ * again for each n-tile: all of a row's would take 128 more registers at
+ * head_dim 128. */
 template <int D, int NT, int MT, class H, class QA>
 GK_DEV void gk_fa_scores_mma(const uint16_t *k, const QA &qa, int nt0, float (*s)[NT][4],
                              gk_bool<true>) {

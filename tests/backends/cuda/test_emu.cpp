@@ -254,10 +254,6 @@ static void check_qmatmul(void) {
 
 /* ---- qmatmul_q8x ------------------------------------------------------------ */
 
-/* The GPU's qmatmul_q8x gives the bits of tests/common's qref_q8x, the CPU
- * images' arithmetic, on the original layout, launched by its own row: as
- * sm_80 and newer run it (past 4 rows of x on int8 mma.sync, q8x_batch.cuh)
- * and as sm_75 and HIP do (q8x.cuh's dp4a tile for every m). */
 /* AMD's forms of dp4a.u32.s32 (gk_gpu.cuh) through v_dot4_i32_i8's twin:
  * the same sums on the bytes that break a wrong sign convention (0x7f,
  * 0x80, 0xff) and on pseudo-random words. The GPU checks the instruction. */
@@ -282,6 +278,10 @@ static void check_dp4a_forms(void) {
         bad, 3 * 64 * 64);
 }
 
+/* The GPU's qmatmul_q8x gives the bits of tests/common's qref_q8x, the CPU
+ * images' arithmetic, on the original layout, launched by its own row: as
+ * sm_80 and newer run it (past 4 rows of x on int8 mma.sync, q8x_batch.cuh)
+ * and as sm_75 and HIP do (q8x.cuh's dp4a tile for every m). */
 static void check_q8x(void) {
   const int before = failures;
   check_dp4a_forms();
