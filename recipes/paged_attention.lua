@@ -17,10 +17,6 @@ kernel "paged_attention" {
   },
   -- CUDA: flash_attention's schedules (tensor cores for f16 and bf16) with the keys
   -- found through the block table (kernelsrc/cuda/paged_attention.cuh).
-  -- Not built for ROCm yet: with kv_append's, its variants would add 24 to
-  -- the 20 each rocm target builds in CI and ci/main.sh now, 12 of them as
-  -- heavy as flash_attention's (the bodies compile as HIP, and
-  -- flash_attention's ROCm images run the same schedule).
   -- A decode splits a sequence's keys across blocks through the workspace
   -- `ws` (flash_attention's): grid x adds flash_attention's columns for
   -- the split, counting max_pages * 64 tokens (the larger page): a column
@@ -36,6 +32,12 @@ kernel "paged_attention" {
                   "o:ptr", "n_seqs:i64", "n_heads:i64", "n_kv_heads:i64", "sq:i64",
                   "max_pages:i64", "n_pages:i64", "scale:f32", "ws:ptr", "ws_bytes:i64" },
     },
+  },
+  -- ROCm: the CUDA kernel through kernelsrc/hip (as flash_attention.lua's
+  -- rocm section): the cuda launch, hipcc.lua's default targets.
+  rocm {
+    source  = "../kernelsrc/hip/paged_attention.hip",
+    entry   = { "paged_attention" },
   },
   vulkan {
     source  = "../kernelsrc/vulkan/paged_attention.comp",
@@ -82,6 +84,12 @@ kernel "kv_append" {
                   "seq_lens:ptr", "n_seqs:i64", "n_kv_heads:i64", "sq:i64", "max_pages:i64",
                   "n_pages:i64" },
     },
+  },
+  -- ROCm: the CUDA kernel through kernelsrc/hip (as flash_attention.lua's
+  -- rocm section): the cuda launch, hipcc.lua's default targets.
+  rocm {
+    source  = "../kernelsrc/hip/kv_append.hip",
+    entry   = { "kv_append" },
   },
   vulkan {
     source  = "../kernelsrc/vulkan/kv_append.comp",

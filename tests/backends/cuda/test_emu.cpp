@@ -769,7 +769,7 @@ static void check_attention(void) {
 /* Calls f(Dt(), D, P) with the element type's tag and the compile-time head_dim
  * and page (std::integral_constant) of a paged variant. */
 template <class F>
-static void paged_variant(kref_dtype dt, int d, int page, bool wg, F f) {
+static void paged_variant(kref_dtype dt, int d, int page, int path, F f) {
   auto dims = [&](auto t) {
     using std::integral_constant;
     if (d == 64)
@@ -780,9 +780,9 @@ static void paged_variant(kref_dtype dt, int d, int page, bool wg, F f) {
                  : f(t, integral_constant<int, 128>(), integral_constant<int, 64>());
   };
   if (dt == KREF_F16)
-    wg ? dims(f16_wg()) : dims(gk_f16());
+    path == 3 ? dims(f16_dir()) : path >= 1 ? dims(f16_wg()) : dims(gk_f16());
   else if (dt == KREF_BF16)
-    wg ? dims(bf16_wg()) : dims(gk_bf16());
+    path == 3 ? dims(bf16_dir()) : path >= 1 ? dims(bf16_wg()) : dims(gk_bf16());
   else
     dims(gk_f32());
 }
@@ -817,11 +817,13 @@ static void check_paged(void) {
        {KREF_PAGED_OK, KREF_PAGED_OK, KREF_PAGED_PAGE_PAST_POOL}},
   };
   for (kref_dtype dt : KREF_DTYPES)
-    for (int path : {0, 1, 2}) /* the prefill on wgmma (f16_wg) too, on 128 or 256 threads */
+    /* the prefill on wgmma (f16_wg) too, on 128 or 256 threads (paths 1,
+     * 2), and ROCm's images' products (path 3, f16_dir: GK_MMA_DIRECT) */
+    for (int path : {0, 1, 2, 3})
     for (int d : {64, 128})
       for (int page : {16, 64}) {
-        const bool wg = path >= 1, wide = path == 2;
-        if (path == 1 && dt == KREF_F32) continue;
+        const bool wg = path == 1 || path == 2, wide = path == 2;
+        if ((path == 1 || path == 3) && dt == KREF_F32) continue;
         if (wide && page == 16) continue;
         char variant[64];
         snprintf(variant, sizeof variant, "dtype=%s,head_dim=%d,page=%d", kref_dtype_name(dt),
@@ -861,7 +863,7 @@ static void check_paged(void) {
           void *kpp = kp2.data(), *vpp = vp2.data();
           const void *knp = kn.data(), *vnp = vn.data();
           auto append = [&]() {
-            paged_variant(dt, d, page, wg, [&](auto t, auto dd, auto pp) {
+            paged_variant(dt, d, page, path, [&](auto t, auto dd, auto pp) {
               gk_kv_append<decltype(t), decltype(dd)::value, decltype(pp)::value>(
                   knp, vnp, kpp, vpp, table, lens, c.n_seqs, c.hk, c.sq, max_pages, n_pages);
             });
@@ -874,7 +876,12 @@ static void check_paged(void) {
           }
           /* paged_attention on the appended pools. */
           snprintf(what, sizeof what, "paged_attention %s%s n_seqs=%lld h=%lld kvh=%lld sq=%lld",
-                   variant, wide ? " (256 threads)" : wg ? " (wgmma)" : "", c.n_seqs, c.h, c.hk,
+                   variant,
+                   path == 3 ? " (ROCm's dot products)"
+                   : wide    ? " (256 threads)"
+                   : wg      ? " (wgmma)"
+                             : "",
+                   c.n_seqs, c.h, c.hk,
                    c.sq);
           const float scale = (float)(1.0 / sqrt((double)d));
           ref_paged_attention(dt, d, page, q.data(), kp.data(), vp.data(), table, lens,
@@ -885,7 +892,7 @@ static void check_paged(void) {
           void *wsp = wsv.data();
           const long long ws_bytes = (long long)wsv.size();
           auto attend = [&]() {
-            paged_variant(dt, d, page, wg, [&](auto t, auto dd, auto pp) {
+            paged_variant(dt, d, page, path, [&](auto t, auto dd, auto pp) {
               gk_paged_attention<decltype(t), decltype(dd)::value, decltype(pp)::value>(
                   qp, kpc, vpc, table, lens, op, c.n_seqs, c.h, c.hk, c.sq, max_pages, n_pages,
                   scale, wsp, ws_bytes);

@@ -33,7 +33,7 @@ py() { python3 -c "$@" || fail "python check failed: $(echo "$1" | head -c 100)"
 # --- every image, by its own ELF reading.
 run "$GK" extract "$ARCHIVES/all.gkfat" -o "$T/x" --backend rocm
 expect_status 0 "extract the clang-19 images"
-python3 "$HERE/check_amd.py" "$T/x" 200 || fail "an image is not what its row says (above)"
+python3 "$HERE/check_amd.py" "$T/x" 440 || fail "an image is not what its row says (above)"
 
 # --- gk verify agrees, on all three archives.
 for a in all procs generic; do
@@ -42,7 +42,7 @@ for a in all procs generic; do
 done
 run "$GK" verify "$ARCHIVES/all.gkfat"
 n=$(grep -c '^ok   rocm ' "$T/stdout")
-[ "$n" -eq 200 ] || fail "verify: $n ok rocm lines, expected 200 (20 variants x 10 targets)"
+[ "$n" -eq 440 ] || fail "verify: $n ok rocm lines, expected 440 (44 variants x 10 targets)"
 
 # --- probe: the ROCm rule on real rows.
 for spec in gfx942:sramecc+:xnack-=gfx942 gfx942:sramecc-:xnack+=gfx942 gfx1100=gfx1100 \
@@ -57,7 +57,7 @@ for spec in gfx942:sramecc+:xnack-=gfx942 gfx942:sramecc-:xnack+=gfx942 gfx1100=
   py 'import json,sys
 d, want = json.load(open(sys.argv[1])), sys.argv[2]
 got = {i.get("target", "none") for i in d["images"]}
-assert len(d["images"]) == 20 and got == {want}, (sys.argv[3], got)' "$T/stdout" "$want" "$dev"
+assert len(d["images"]) == 44 and got == {want}, (sys.argv[3], got)' "$T/stdout" "$want" "$dev"
 done
 
 # --- qmatmul's int8 entries on the processors' byte dot products
