@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-EXPERIMENTS = ("wgmma", "wgmma2", "wgmma3", "wgmma4", "wgmma5", "q16")
+EXPERIMENTS = ("wgmma", "wgmma2", "wgmma3", "wgmma4", "wgmma5", "q16", "k64")
 
 
 def load(path):

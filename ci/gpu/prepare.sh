@@ -8,7 +8,7 @@
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
 #   wgmma.gkfat, wgmma2.gkfat, wgmma3.gkfat, wgmma4.gkfat, wgmma5.gkfat,
-#   q16.gkfat
+#   q16.gkfat, k64.gkfat
 #                          the experiments: flash_attention, paged_attention
 #                          and kv_append for sm_90a built with one more flag,
 #                          which run.sh tests and times beside gpu.gkfat's:
@@ -32,6 +32,11 @@
 #                          q16    -DGK_FA_QSMEM=0, the head_dim-128 prefill
 #                                 of 16 rows a warp with Q in registers (the
 #                                 default before Q moved to shared memory)
+#                          k64    -DGK_FA_QS_KEYS=64, the head_dim-128
+#                                 prefill with Q in shared memory on tiles
+#                                 of 64 keys (FlashAttention-2's 128 x 64 for
+#                                 A100 and H100; shared 65536, dynamic);
+#                                 its paged_attention is the default's
 #   tests/gpu/wgmma_probe.cubin  one wgmma per shape (tests/gpu/wgmma_probe.cu,
 #                          sm_90a), which test_wgmma_probe checks first
 #   gk, tests/gpu/test_gpu, tests/gpu/test_wgmma_probe, bench/gk_bench_gpu,
@@ -48,7 +53,7 @@
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,54p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -80,7 +85,8 @@ fi
 
 # The experiments, NAME:FLASH_FLAG:PAGED_FLAG:BLOCK:SHARED: for each, a copy
 # of the recipes whose flash_attention and paged_attention sections add
-# their flag and, where BLOCK is given, flash_attention's launch takes
+# their flag (none where it is empty) and, where BLOCK is given,
+# flash_attention's launch takes
 # blocks of BLOCK threads and query blocks of 128 rows, and SHARED bytes of
 # dynamic shared memory where given; beside a link to kernelsrc so that
 # their sources resolve.
@@ -89,7 +95,8 @@ for e in wgmma:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:: \
          wgmma3:-DGK_FA_WGMMA=2:-DGK_FA_WGMMA=1:384: \
          wgmma4:-DGK_FA_WGMMA=3:-DGK_FA_WGMMA=1:384:65536 \
          wgmma5:-DGK_FA_WGMMA=4:-DGK_FA_WGMMA=1:384:131072 \
-         q16:-DGK_FA_QSMEM=0:-DGK_FA_QSMEM=0::; do
+         q16:-DGK_FA_QSMEM=0:-DGK_FA_QSMEM=0:: \
+         k64:-DGK_FA_QS_KEYS=64:::65536; do
   name=${e%%:*} rest=${e#*:}
   fflag=${rest%%:*} rest=${rest#*:}
   pflag=${rest%%:*} rest=${rest#*:}
@@ -100,6 +107,7 @@ for e in wgmma:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:: \
   ln -s "$root/kernelsrc" "$exp/kernelsrc"
   for rf in "flash_attention:$fflag" "paged_attention:$pflag"; do
     r=${rf%%:*} flag=${rf#*:}
+    [ -n "$flag" ] || continue
     sed -i "s|^\\( *\\)source  = \"../kernelsrc/cuda/$r.cu\",|&\\n\\1flags   = { \"$flag\" },|" \
       "$exp/recipes/$r.lua"
     grep -q -- "$flag" "$exp/recipes/$r.lua" ||

@@ -23,6 +23,8 @@
 #   q16        the same for gpu-pack/q16.gkfat (sm_90a, -DGK_FA_QSMEM=0: the
 #              head_dim-128 prefill of 16 rows a warp, Q in registers), without
 #              a probe: test_gpu, then the prefill cases beside the default's
+#   k64        the same for gpu-pack/k64.gkfat (-DGK_FA_QS_KEYS=64: the
+#              mma.sync prefill with Q in shared memory on 64-key tiles)
 #   compare    ci/gpu/experiments.py: each prefill case's TFLOP/s on every
 #              archive whose step passed, against SDPA's (experiments.md)
 #   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
@@ -39,12 +41,12 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 budget=${GK_GPU_BUDGET:-475}
-steps=${GK_GPU_STEPS:-smi probe test bench wgmma wgmma2 wgmma3 wgmma4 wgmma5 q16 compare memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test bench wgmma wgmma2 wgmma3 wgmma4 wgmma5 q16 k64 compare memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -113,6 +115,7 @@ step wgmma3 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma3
 step wgmma4 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma4
 step wgmma5 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma5
 step q16 45 sh -c "$experiment" sh "$libs" "$pack" "$out" q16
+step k64 45 sh -c "$experiment" sh "$libs" "$pack" "$out" k64
 step compare 20 python3 "$root/ci/gpu/experiments.py" "$out"
 step memcheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" memcheck
 step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" racecheck

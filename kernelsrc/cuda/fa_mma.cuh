@@ -107,14 +107,19 @@ struct gk_fa_smem {
     WG_KEYS = D == 128 ? 64 : 128, /* keys a wgmma tile: 3 x 16 KB */
     OV_KEYS = 64,                  /* the overlapped schedule's (registers) */
     OQ_KEYS = 96,                  /* the same with Q in shared memory */
+#if defined(GK_GPU_EMULATE)
+    QS_KEYS = 64, /* room for every Dt::qs_keys the emulator runs */
+#else
+    QS_KEYS = GK_FA_QS_KEYS, /* the QSMEM prefill's (Dt::qs_keys) */
+#endif
   };
   union {
     struct { /* gk_fa_swz */
       uint16_t k[STAGES][KEYS * D], v[STAGES][KEYS * D];
     } tile;
 #if GK_FA_QSMEM /* not in sm_75's images, nor -DGK_FA_QSMEM=0's */
-    struct { /* gk_fa_swz: 32 + 8 + 8 KB at head_dim 128 */
-      uint16_t q[FA_GROUPS * 32 * D], k[KEYS * D], v[KEYS * D];
+    struct { /* gk_fa_swz: 32 + 8 + 8 KB at head_dim 128 (+ 16 + 16: 64 keys) */
+      uint16_t q[FA_GROUPS * 32 * D], k[QS_KEYS * D], v[QS_KEYS * D];
     } qs;
 #endif
 #if GK_FA_WGMMA_ON || defined(GK_GPU_EMULATE) /* only in the images that run it */
@@ -660,6 +665,7 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
  *   barrier (K(j) in; V's buffer free) - copy V(j) - S = Q K(j)^T, softmax
  *   barrier (V(j) in; K's buffer free) - copy K(j + 1) - O += P V(j)
  * The whole tile is one step (NT = KEYS / 8): S waits in registers for V.
+ * Tiles of H::qs_keys keys: 32, or 64 (GK_FA_QS_KEYS, gk_gpu.cuh).
  */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
@@ -668,7 +674,8 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
   typedef gk_fa_smem<D> S;
   typedef gk_fa_mma_shape<D, KV> P;
   typedef gk_fa_swz<D> L;
-  static_assert(P::NT * 8 == S::KEYS, "a tile is one step");
+  enum { KEYS = H::qs_keys, NT = KEYS / 8 }; /* a tile is one step */
+  static_assert(KEYS <= S::QS_KEYS, "the tile fits its buffers");
   const int64_t hk = h / (n_heads / n_kv_heads), skv = kv.n;
   const int64_t kend = gk_fa_kend(Causal, sq, skv, row0, P::ROWS);
   const float sl = scale * 1.4426950408889634f;
@@ -687,28 +694,28 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
       const bool in = row0 + r < sq;
       gk_cp_async16(&sm.qs.q[L::at(r, c)], q + (in ? (h * sq + row0 + r) * D + 8 * c : 0), in);
     }
-    gk_fa_kv_copy<D>(sm.qs.k, nullptr, S::KEYS, kv, hk, 0);
+    gk_fa_kv_copy<D>(sm.qs.k, nullptr, KEYS, kv, hk, 0);
     gk_cp_async_commit();
   }
-  for (int64_t k0 = 0; k0 < kend; k0 += S::KEYS) {
+  for (int64_t k0 = 0; k0 < kend; k0 += KEYS) {
     gk_cp_async_wait<0>();
     gk_fa_sync();
-    gk_fa_kv_copy<D>(nullptr, sm.qs.v, S::KEYS, kv, hk, k0);
+    gk_fa_kv_copy<D>(nullptr, sm.qs.v, KEYS, kv, hk, k0);
     gk_cp_async_commit();
-    float s[P::MT][P::NT][4];
-    gk_fa_scores_mma<D, P::NT, P::MT, H>(sm.qs.k, qs, 0, s);
+    float s[P::MT][NT][4];
+    gk_fa_scores_mma<D, NT, P::MT, H>(sm.qs.k, qs, 0, s);
 #pragma unroll
     for (int m = 0; m < P::MT; m++) {
       const int64_t qpos[2] = {qb + 16 * m, qb + 16 * m + 8};
-      gk_fa_softmax<Causal, D, P::NT>(s[m], k0, skv, sq, qpos, sl, st[m]);
+      gk_fa_softmax<Causal, D, NT>(s[m], k0, skv, sq, qpos, sl, st[m]);
     }
     gk_cp_async_wait<0>();
     gk_fa_sync();
-    if (k0 + S::KEYS < kend) {
-      gk_fa_kv_copy<D>(sm.qs.k, nullptr, S::KEYS, kv, hk, k0 + S::KEYS);
+    if (k0 + KEYS < kend) {
+      gk_fa_kv_copy<D>(sm.qs.k, nullptr, KEYS, kv, hk, k0 + KEYS);
       gk_cp_async_commit();
     }
-    gk_fa_pv_mma<D, P::NT, P::MT, H>(sm.qs.v, s, 0, st);
+    gk_fa_pv_mma<D, NT, P::MT, H>(sm.qs.v, s, 0, st);
   }
 #pragma unroll
   for (int m = 0; m < P::MT; m++) {

@@ -275,14 +275,17 @@ GK_DEV gk_fa_ws gk_fa_ws_seq(const gk_fa_ws &w, int64_t s, int64_t n_kv_heads) {
 
 /* The block's shared memory for the tensor-core paths: one object per
  * kernel, which the producer's walk and the others' share. Static, but in
- * the overlapped warp-specialized images (GK_FA_WS_OVERLAP_ON), whose 64
- * or 128 KB are over static shared memory's 48: there the launch row's
- * `shared` gives them, which gk_flash_attention checks
- * (%dynamic_smem_size). */
+ * the images whose 64 or 128 KB are over static shared memory's 48
+ * (GK_FA_DYN_SMEM: the overlapped warp-specialized ones, and 64-key tiles
+ * of the prefill with Q in shared memory): there the launch row's `shared`
+ * gives them, and a launch that gives less traps (%dynamic_smem_size). */
 template <int D>
 GK_DEV gk_fa_smem<D> &gk_fa_sm(void) {
-#if GK_FA_WS_OVERLAP_ON
+#if GK_FA_DYN_SMEM
   extern __shared__ __attribute__((aligned(16))) unsigned char gk_fa_dyn[];
+  uint32_t dyn;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+  if (dyn < sizeof(gk_fa_smem<D>)) __trap(); /* its launch row's `shared` only */
   return *reinterpret_cast<gk_fa_smem<D> *>(gk_fa_dyn);
 #else
   __shared__ __attribute__((aligned(16))) gk_fa_smem<D> sm;
@@ -423,11 +426,6 @@ GK_DEV void gk_flash_attention(const void *q, const void *k, const void *v, void
   typedef gk_bool<(bool)(Dt::half && Dt::wgmma)> ws_path;
 #if GK_FA_WS_ON
   if (blockDim.x != FA_WS_THREADS) __trap(); /* its launch row's blocks only */
-#if GK_FA_WS_OVERLAP_ON
-  uint32_t dyn;
-  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
-  if (dyn < sizeof(gk_fa_smem<D>)) __trap(); /* its launch row's `shared` only */
-#endif
   if (gk_group() >= 2 * FA_GROUPS) {
     gk_setmaxnreg_dec<FA_WS_PRODUCER_REGS>();
     gk_fa_ws_walk<Causal, D, Dt>(kv, n_heads, n_kv_heads, sq, ws_path());

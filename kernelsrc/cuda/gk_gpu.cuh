@@ -362,6 +362,21 @@ GK_DEV float gk_exp2(float x) {
 #else
 #define GK_FA_WS_OVERLAP_ON 0
 #endif
+/* Keys a tile of the head_dim-128 prefill with Q in shared memory
+ * (fa_mma.cuh's QSMEM, the mma.sync path): 32 (Q 32 KB and a tile each of
+ * K and V, 8 KB, the 48 KB of static shared memory), or, with
+ * -DGK_FA_QS_KEYS=64, FlashAttention-2's 128 x 64 for head_dim 128 on A100
+ * and H100 (its sm_86/89 cards, 99 KB an SM, take 128 x 32): 64 KB, so
+ * dynamic shared memory and a launch row whose `shared` gives it
+ * (gk_fa_sm). ci/gpu builds it as an experiment (k64.gkfat). */
+#if !defined(GK_FA_QS_KEYS)
+#define GK_FA_QS_KEYS 32
+#endif
+#if GK_FA_QS_KEYS != 32 && GK_FA_QS_KEYS != 64
+#error "gk_gpu.cuh: GK_FA_QS_KEYS must be 32 or 64"
+#endif
+/* Whether the attention kernels' shared memory is dynamic (over 48 KB). */
+#define GK_FA_DYN_SMEM (GK_FA_WS_OVERLAP_ON || GK_FA_QS_KEYS > 32)
 
 /* A compile-time bool as a type, to pick an overload (C++14: no if constexpr
  * outside nvcc's branches). */
@@ -395,12 +410,13 @@ struct gk_int {};
  * wgmma (fa_wgmma.cuh) and Dt::ws_overlap whether the warp-specialized
  * schedule overlaps S and P V, and how (GK_FA_WS_OVERLAP_ON: 0, 1 or 2),
  * Dt::direct whether the tensor-core path multiplies in dot products
- * (GK_MMA_DIRECT). GK_BF16_MMA: whether this device has bf16 mma (sm_80
+ * (GK_MMA_DIRECT), Dt::qs_keys the keys a tile of the prefill with Q in
+ * shared memory (GK_FA_QS_KEYS). GK_BF16_MMA: whether this device has bf16 mma (sm_80
  * and newer; the twins everywhere else but sm_75's code).
  */
 struct gk_f32 {
   typedef float elem;
-  enum { half = 0, bf16 = 0, wgmma = 0, ws_overlap = 0, direct = 0 };
+  enum { half = 0, bf16 = 0, wgmma = 0, ws_overlap = 0, direct = 0, qs_keys = 32 };
   GK_DEV float load(float x) { return x; }
   GK_DEV float store(float x) { return x; }
 };
@@ -411,7 +427,8 @@ struct gk_f16 {
     bf16 = 0,
     wgmma = GK_FA_WGMMA_ON,
     ws_overlap = GK_FA_WS_OVERLAP_ON,
-    direct = GK_MMA_DIRECT
+    direct = GK_MMA_DIRECT,
+    qs_keys = GK_FA_QS_KEYS
   };
   GK_DEV float load(uint16_t x) { return gk_h2f(x); }
   GK_DEV uint16_t store(float x) { return gk_q_f32_to_f16(x); }
@@ -424,7 +441,8 @@ struct gk_bf16 {
     bf16 = 1,
     wgmma = GK_FA_WGMMA_ON,
     ws_overlap = GK_FA_WS_OVERLAP_ON,
-    direct = GK_MMA_DIRECT
+    direct = GK_MMA_DIRECT,
+    qs_keys = GK_FA_QS_KEYS
   };
   GK_DEV float load(uint16_t x) { return gk_q_bf16_to_f32(x); }
   GK_DEV uint16_t store(float x) { return gk_q_f32_to_bf16(x); }

@@ -551,10 +551,20 @@ struct bf16_dir : gk_bf16 {
   enum { direct = 1 };
 };
 
+/* f16 and bf16 with the head_dim-128 prefill's tiles of 64 keys (Q in
+ * shared memory: -DGK_FA_QS_KEYS=64, ci/gpu's k64.gkfat). */
+struct f16_k64 : gk_f16 {
+  enum { qs_keys = 64 };
+};
+struct bf16_k64 : gk_bf16 {
+  enum { qs_keys = 64 };
+};
+
 /* Calls f(Dt(), C, D) with the element tag of dtype dt on `path` (0: the
  * default, 1: sm_75's scalar path, 2: wgmma, 3 and 4: wgmma on blocks of
  * 256 and 384 threads, 6: 384 overlapped, 8: overlapped with Q in shared
- * memory, 10: ROCm's dot products, f32 as ever) and the
+ * memory, 10: ROCm's dot products, 11: 64-key tiles of the prefill with
+ * Q in shared memory, f32 as ever) and the
  * compile-time causal flag and head_dim (std::integral_constant). */
 template <class F>
 static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
@@ -568,13 +578,15 @@ static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
       causal ? f(t, c1(), integral_constant<int, 128>()) : f(t, c0(), integral_constant<int, 128>());
   };
   if (dt == KREF_F16)
-    path == 10  ? dims(f16_dir())
+    path == 11  ? dims(f16_k64())
+    : path == 10 ? dims(f16_dir())
     : path >= 8 ? dims(f16_wgq())
     : path >= 6 ? dims(f16_wgo())
     : path >= 2 ? dims(f16_wg())
                 : dims(gk_f16());
   else if (dt == KREF_BF16)
-    path == 10  ? dims(bf16_dir())
+    path == 11  ? dims(bf16_k64())
+    : path == 10 ? dims(bf16_dir())
     : path >= 8 ? dims(bf16_wgq())
     : path >= 6 ? dims(bf16_wgo())
     : path >= 2 ? dims(bf16_wg())
@@ -591,7 +603,7 @@ static const char *fa_path_name(int path) {
                                       " (384 threads, overlapped, last first)",
                                       " (384 threads, overlapped, Q in shared memory)",
                                       " (384 threads, overlapped, Q in shared memory, last first)",
-                                      " (ROCm's dot products)"};
+                                      " (ROCm's dot products)", " (64-key tiles)"};
   return names[path];
 }
 
@@ -643,7 +655,7 @@ static void check_attention(void) {
   check_banks("before flash_attention");
   for (int causal = 0; causal <= 1; causal++)
     for (kref_dtype dt : KREF_DTYPES)
-      for (int path : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
+      for (int path : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
       for (int d : {64, 128}) {
         /* Path 0: the default. 1: bf16 on the scalar path that sm_75's
          * image runs (no bf16 mma on Turing). 2: f16 and bf16 prefill on
@@ -658,13 +670,17 @@ static void check_attention(void) {
          * consumer's S and P V overlapped (the image of -DGK_FA_WGMMA=3).
          * 8 and 9: the same with Q in shared memory, 96-key tiles
          * (-DGK_FA_WGMMA=4). 10: f16 and bf16 as ROCm runs them, the
-         * tensor-core schedule in dot products (GK_MMA_DIRECT). */
+         * tensor-core schedule in dot products (GK_MMA_DIRECT). 11: the
+         * head_dim-128 prefill with Q in shared memory on 64-key tiles
+         * (-DGK_FA_QS_KEYS=64; f16 and bf16, prefills: nothing else
+         * differs). */
         const bool fma = path == 1, wide = path >= 3 && path < 10,
                    last_first = path == 5 || path == 7 || path == 9;
         if (last_first && quick) continue;
         if ((fma && dt != KREF_BF16) || (path == 2 && dt == KREF_F32)) continue;
         /* f32's blocks of 384: paths 4 to 7; it has no mma to take apart (10) */
         if (path >= 8 && dt == KREF_F32) continue;
+        if (path == 11 && d != 128) continue;
         if (quick && path != 0 && d != 64) continue;
         char variant[64];
         snprintf(variant, sizeof variant, "causal=%d,dtype=%s,head_dim=%d", causal,
@@ -674,7 +690,7 @@ static void check_attention(void) {
         for (const shape &s : shapes) {
           /* A decode never takes the prefill on wgmma; blocks of 256 take
            * it on the first warpgroup. */
-          if (path == 2 && s.h / s.hk * s.sq <= 16) continue;
+          if ((path == 2 || path == 11) && s.h / s.hk * s.sq <= 16) continue;
           if (quick && !in_quick[&s - shapes]) continue;
           if (s.one && (dt != KREF_F16 || d != 128 || causal || path != 0)) continue;
           const size_t es = kref_dtype_size(dt), qn = (size_t)(s.h * s.sq * d),
@@ -758,7 +774,8 @@ static void check_attention(void) {
   SECTION_OK(before, "ok: flash_attention 12 variants (bf16 also on sm_75's path, f16 and bf16 "
                      "also on wgmma, and all on blocks of 256 and 384, the last overlapped "
                      "or not, with Q in registers or shared memory, in both orders; f16 and "
-                     "bf16 also in ROCm's dot products) x %zu shapes%s\n",
+                     "bf16 also in ROCm's dot products and, at head_dim 128 but in quick "
+                     "runs, on 64-key tiles) x %zu shapes%s\n",
              quick ? (size_t)std::count(std::begin(in_quick), std::end(in_quick), true)
                    : sizeof shapes / sizeof shapes[0],
              quick ? " (GK_EMU_QUICK, once each)" : "");

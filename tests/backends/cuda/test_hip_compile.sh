@@ -16,11 +16,11 @@ fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 failures=0
-for k in qmatmul flash_attention rmsnorm rope argmax sample; do
+for k in qmatmul flash_attention paged_attention kv_append rmsnorm rope argmax sample; do
   for a in gfx906 gfx1030; do
     out=$T/$k.$a.hsaco
     if ! hipcc -x hip -O3 -c --cuda-device-only --no-gpu-bundle-output --offload-arch=$a \
-         -DBITS=4 -DCAUSAL=1 -DDTYPE=f16 -DHEAD_DIM=128 -o "$out" "$SRC/$k.cu" >"$T/log" 2>&1; then
+         -DBITS=4 -DCAUSAL=1 -DDTYPE=f16 -DHEAD_DIM=128 -DPAGE=64 -o "$out" "$SRC/$k.cu" >"$T/log" 2>&1; then
       echo "FAIL: hipcc $a $k.cu:"; cat "$T/log"; failures=$((failures + 1)); continue
     fi
     # e_machine 224 (EM_AMDGPU) at offset 18, and the kernel descriptor.
@@ -28,8 +28,8 @@ for k in qmatmul flash_attention rmsnorm rope argmax sample; do
     [ "$mach" = 224 ] || { echo "FAIL: $k.cu for $a: e_machine $mach, not 224"; failures=$((failures + 1)); }
     grep -qa "$k.kd" "$out" || { echo "FAIL: $k.cu for $a: no $k.kd"; failures=$((failures + 1)); }
     # qmatmul_q8x_mm's tile keeps its accumulators in VGPRs (q8x_mma.cuh's
-    # GK_Q8M_DIRECT): no scratch memory (llvm-readelf-15 comes with hipcc's
-    # llvm-15).
+    # dot-product form, gk_gpu.cuh's GK_MMA_DIRECT): no scratch memory
+    # (llvm-readelf-15 comes with hipcc's llvm-15).
     if [ "$k" = qmatmul ] && command -v llvm-readelf-15 >/dev/null 2>&1; then
       scratch=$(llvm-readelf-15 --notes "$out" | awk '
         /\.name: *qmatmul_q8x_mm$/ { on = 1 }
@@ -45,4 +45,4 @@ for k in qmatmul flash_attention rmsnorm rope argmax sample; do
   done
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: 6 kernels x gfx906, gfx1030 with hipcc"
+echo "ok: 8 kernels x gfx906, gfx1030 with hipcc"
