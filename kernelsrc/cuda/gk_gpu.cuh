@@ -410,9 +410,10 @@ struct gk_int {};
  * wgmma (fa_wgmma.cuh) and Dt::ws_overlap whether the warp-specialized
  * schedule overlaps S and P V, and how (GK_FA_WS_OVERLAP_ON: 0, 1 or 2),
  * Dt::direct whether the tensor-core path multiplies in dot products
- * (GK_MMA_DIRECT), Dt::qs_keys the keys a tile of the prefill with Q in
- * shared memory (GK_FA_QS_KEYS). GK_BF16_MMA: whether this device has bf16 mma (sm_80
- * and newer; the twins everywhere else but sm_75's code).
+ * (GK_MMA_DIRECT), Dt::qs_keys how many keys a tile of the prefill with Q
+ * in shared memory takes (GK_FA_QS_KEYS). GK_BF16_MMA: whether this device
+ * has bf16 mma (sm_80 and newer; the twins everywhere else but sm_75's
+ * code).
  */
 struct gk_f32 {
   typedef float elem;

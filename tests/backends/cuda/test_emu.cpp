@@ -578,20 +578,20 @@ static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
       causal ? f(t, c1(), integral_constant<int, 128>()) : f(t, c0(), integral_constant<int, 128>());
   };
   if (dt == KREF_F16)
-    path == 11  ? dims(f16_k64())
+    path == 11   ? dims(f16_k64())
     : path == 10 ? dims(f16_dir())
-    : path >= 8 ? dims(f16_wgq())
-    : path >= 6 ? dims(f16_wgo())
-    : path >= 2 ? dims(f16_wg())
-                : dims(gk_f16());
+    : path >= 8  ? dims(f16_wgq())
+    : path >= 6  ? dims(f16_wgo())
+    : path >= 2  ? dims(f16_wg())
+                 : dims(gk_f16());
   else if (dt == KREF_BF16)
-    path == 11  ? dims(bf16_k64())
+    path == 11   ? dims(bf16_k64())
     : path == 10 ? dims(bf16_dir())
-    : path >= 8 ? dims(bf16_wgq())
-    : path >= 6 ? dims(bf16_wgo())
-    : path >= 2 ? dims(bf16_wg())
-    : path == 1 ? dims(bf16_fma())
-                : dims(gk_bf16());
+    : path >= 8  ? dims(bf16_wgq())
+    : path >= 6  ? dims(bf16_wgo())
+    : path >= 2  ? dims(bf16_wg())
+    : path == 1  ? dims(bf16_fma())
+                 : dims(gk_bf16());
   else
     dims(gk_f32());
 }
