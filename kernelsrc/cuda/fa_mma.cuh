@@ -675,7 +675,7 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
   typedef gk_fa_mma_shape<D, KV> P;
   typedef gk_fa_swz<D> L;
   enum { KEYS = H::qs_keys, NT = KEYS / 8 }; /* a tile is one step */
-  static_assert(KEYS <= S::QS_KEYS, "the tile fits its buffers");
+  static_assert((int)KEYS <= (int)S::QS_KEYS, "the tile fits its buffers");
   const int64_t hk = h / (n_heads / n_kv_heads), skv = kv.n;
   const int64_t kend = gk_fa_kend(Causal, sq, skv, row0, P::ROWS);
   const float sl = scale * 1.4426950408889634f;
