@@ -47,13 +47,15 @@
 #                          for them (the GPU machine's glibc is newer; these
 #                          are not there)
 #   debs/                  the Vulkan loader's Debian packages (libvulkan1,
-#                          libglvnd0, libglx0, libegl1): the GPU machine has
+#                          libglvnd0, libglx0, libegl1, libopengl0, libgl1,
+#                          libgles2, the set the device tool's README ran
+#                          Vulkan with there): the GPU machine has
 #                          NVIDIA's Vulkan driver but no loader
 # Images are compiled through the test cache (GK_TEST_CACHE of BUILD_DIR's
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,54p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -149,7 +151,7 @@ for b in $bins; do
 done
 
 # The Vulkan loader for NVIDIA's driver there (ci/gpu/run.sh unpacks them).
-if (cd "$pack/debs" && apt-get download libvulkan1 libglvnd0 libglx0 libegl1) >/dev/null 2>&1; then
+if (cd "$pack/debs" && apt-get download libvulkan1 libglvnd0 libglx0 libegl1 libopengl0 libgl1 libgles2) >/dev/null 2>&1; then
   :
 else
   echo "ci/gpu/prepare.sh: apt-get download of the Vulkan loader failed: the vulkan step will skip" >&2

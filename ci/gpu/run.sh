@@ -1,7 +1,14 @@
 #!/bin/sh
 # run.sh - runs ON THE GPU MACHINE, from the repository root, with gpu-pack/
 # (ci/gpu/prepare.sh) carried beside the tree. Builds nothing. Writes under
-# $OUT (default gpu-out/), one log per step and summary.txt:
+# a work folder ($GK_GPU_WORK, default /tmp/gk-gpu-work, emptied first) one
+# log per step and summary.txt, and after each step copies what the device
+# tool brings back (at most 8 files, none deeper than 2 folders) to $OUT
+# (default gpu-out/): summary.txt, report.md (bench's), experiments.md,
+# logs.tar.gz (every log, JSON and Nsight Compute text page of the work
+# folder) and ncu-reports.tar (the .ncu-rep files, when under 16 MiB); at
+# the end it prints report.md, experiments.md and the summary, which the
+# device tool's output tail keeps should no file come back. The steps:
 #   smi        nvidia-smi, nvidia-smi -q, the OS and PyTorch versions
 #   probe      gk probe: the device libgk finds and what each kernel gets
 #   test       tests/gpu's test_gpu: every cuda kernel x variant x entry
@@ -37,14 +44,17 @@
 #              the loader unpacked from gpu-pack/debs
 # Each step has its own timeout and the run goes on past a failed one; all
 # of them share $GK_GPU_BUDGET seconds (default 475), so the call ends in
-# about 8 minutes. $GK_GPU_STEPS picks steps (default all, in that order).
+# about 8 minutes; $OUT is complete after each step, so a call killed at its
+# limit still brings back what ran. $GK_GPU_STEPS picks steps (default all,
+# in that order).
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,51p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
+work=${GK_GPU_WORK:-/tmp/gk-gpu-work}
 budget=${GK_GPU_BUDGET:-475}
 steps=${GK_GPU_STEPS:-smi probe test bench wgmma wgmma2 wgmma3 wgmma4 wgmma5 q16 k64 compare memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
@@ -54,15 +64,40 @@ if [ ! -x "$test_gpu" ] || [ ! -f "$archive" ]; then
   echo "ci/gpu/run.sh: $pack is missing or incomplete: run ci/gpu/prepare.sh where the project builds, and carry gpu-pack" >&2
   exit 1
 fi
-mkdir -p "$out/bench"
+case $work in "$out"|"$out"/*|/) echo "ci/gpu/run.sh: GK_GPU_WORK must lie outside \$OUT ($out)" >&2; exit 1 ;; esac
+rm -rf "$work" && mkdir -p "$work/bench" "$out" || exit 1
 cd "$root" || exit 1
 start=$(date +%s)
 status=0
-: >"$out/summary.txt"
+: >"$work/summary.txt"
 
-# step NAME LIMIT CMD...: CMD's output to $out/NAME.log, killed after LIMIT
+# collect: what the device tool brings back, at most 8 files, copied from
+# the work folder to $out after every step (each file replaced whole, so a
+# call killed mid-copy still leaves the last step's).
+collect() {
+  for f in summary.txt bench/report.md experiments.md; do
+    [ -f "$work/$f" ] && cp "$work/$f" "$out/.$(basename "$f").tmp" &&
+      mv "$out/.$(basename "$f").tmp" "$out/$(basename "$f")"
+  done
+  tar -czf "$out/.logs.tmp" -C "$work" --exclude=./vulkan-loader --exclude='*.ncu-rep' . &&
+    mv "$out/.logs.tmp" "$out/logs.tar.gz"
+  reps=$(cd "$work" && find . -maxdepth 1 -name '*.ncu-rep' | sort)
+  if [ -n "$reps" ]; then
+    # shellcheck disable=SC2086 # $reps: names without blanks (ncu-NAME.ncu-rep)
+    (cd "$work" && tar -cf "$out/.reps.tmp" $reps) &&
+      if [ "$(wc -c <"$out/.reps.tmp")" -le $((16 * 1024 * 1024)) ]; then
+        mv "$out/.reps.tmp" "$out/ncu-reports.tar"
+      else
+        rm -f "$out/.reps.tmp" "$out/ncu-reports.tar"
+        echo "(the .ncu-rep files are over 16 MiB: logs.tar.gz has their text pages)" >"$work/ncu-reports.txt"
+      fi
+  fi
+  rm -f "$out/.logs.tmp" "$out/.reps.tmp"
+}
+
+# step NAME LIMIT CMD...: CMD's output to $work/NAME.log, killed after LIMIT
 # seconds or what is left of the budget; its status and time go to
-# summary.txt, and the run goes on whatever it was.
+# summary.txt, $out is refreshed, and the run goes on whatever it was.
 step() {
   name=$1 limit=$2
   shift 2
@@ -70,11 +105,11 @@ step() {
   left=$((budget - ($(date +%s) - start)))
   [ "$limit" -gt "$left" ] && limit=$left
   if [ "$limit" -lt 10 ]; then
-    echo "$name: not run, the time budget ($budget s) is spent" | tee -a "$out/summary.txt"
+    echo "$name: not run, the time budget ($budget s) is spent" | tee -a "$work/summary.txt"
     return 0
   fi
   t0=$(date +%s)
-  timeout -k 5 "$limit" "$@" >"$out/$name.log" 2>&1
+  timeout -k 5 "$limit" "$@" >"$work/$name.log" 2>&1
   rc=$?
   case $rc in
     0) verdict=ok ;;
@@ -82,9 +117,10 @@ step() {
     124|137) verdict="TIMED OUT after $limit s"; status=1 ;;
     *) verdict="FAILED (exit $rc)"; status=1 ;;
   esac
-  echo "$name: $verdict, $(($(date +%s) - t0)) s" | tee -a "$out/summary.txt"
-  { grep -E '^(FAIL|SKIP)' "$out/$name.log" | head -5; tail -n 2 "$out/$name.log"; } |
+  echo "$name: $verdict, $(($(date +%s) - t0)) s" | tee -a "$work/summary.txt"
+  { grep -E '^(FAIL|SKIP)' "$work/$name.log" | head -5; tail -n 2 "$work/$name.log"; } |
     uniq | sed 's/^/    /'
+  collect
 }
 
 step smi 30 sh -c 'nvidia-smi || exit 1; nvidia-smi -q; uname -a; ldd --version | head -1
@@ -96,7 +132,7 @@ step test 150 env "$libs" "$test_gpu" "$archive"
 # before the experiments, so that the budget cuts those first.
 # shellcheck disable=SC2016
 step bench 200 env GK_GPU_ARCHIVE="$archive" GK_GPU_LIB_PATH="$pack/lib" \
-  sh -c 'bench/gpu.sh "$1" "$2/bench" >"$2/bench/report.md"' sh "$pack" "$out"
+  sh -c 'bench/gpu.sh "$1" "$2/bench" >"$2/bench/report.md"' sh "$pack" "$work"
 # The experiments (ci/gpu/prepare.sh): gpu-pack/NAME.gkfat tested against
 # gpu.gkfat's CPU images, then its prefill timed; wgmma's layout probe first.
 # shellcheck disable=SC2016
@@ -109,14 +145,14 @@ experiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exi
   [ "$r" -eq 0 ] || exit "$r"
   env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" \
     --filter "flash_attention prefill"'
-step wgmma 60 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma
-step wgmma2 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma2
-step wgmma3 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma3
-step wgmma4 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma4
-step wgmma5 45 sh -c "$experiment" sh "$libs" "$pack" "$out" wgmma5
-step q16 45 sh -c "$experiment" sh "$libs" "$pack" "$out" q16
-step k64 45 sh -c "$experiment" sh "$libs" "$pack" "$out" k64
-step compare 20 python3 "$root/ci/gpu/experiments.py" "$out"
+step wgmma 60 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma
+step wgmma2 45 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma2
+step wgmma3 45 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma3
+step wgmma4 45 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma4
+step wgmma5 45 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5
+step q16 45 sh -c "$experiment" sh "$libs" "$pack" "$work" q16
+step k64 45 sh -c "$experiment" sh "$libs" "$pack" "$work" k64
+step compare 20 python3 "$root/ci/gpu/experiments.py" "$work"
 step memcheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" memcheck
 step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" racecheck
 # Nsight Compute on the first launch of each kernel the issues are about:
@@ -131,7 +167,7 @@ step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$arc
 # docs/kernels.md); ncu
 # replays each launch once per section, with the clocks left as they are
 # (--clock-control none: the lent card is never reconfigured).
-OUTD=$out LIBS=$libs PACK=$pack ARCH=$archive
+OUTD=$work LIBS=$libs PACK=$pack ARCH=$archive
 export OUTD LIBS PACK ARCH
 # shellcheck disable=SC2016
 step ncu 200 sh -c 'prof() { # NAME KERNEL_REGEX COUNT FILTER [ARCHIVE]
@@ -156,15 +192,29 @@ step ncu 200 sh -c 'prof() { # NAME KERNEL_REGEX COUNT FILTER [ARCHIVE]
     fi
   done' \
   sh
-vk=$out/vulkan-loader
+vk=$work/vulkan-loader
 # shellcheck disable=SC2016
 step vulkan 90 sh -c '[ -x "$2/tests/backends/vulkan/test_vk_kernels" ] ||
     { echo "SKIP: gpu-pack has no test_vk_kernels"; exit 77; }
   ls "$2"/debs/*.deb >/dev/null 2>&1 ||
     { echo "SKIP: no Vulkan loader packages in $2/debs"; exit 77; }
   for d in "$2"/debs/*.deb; do dpkg -x "$d" "$1" || exit 1; done
+  # The manifest of NVIDIA ICD lies outside the search path of the loader
+  # there (the device tool README): named, unless the caller named one.
+  icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  if [ -z "${VK_DRIVER_FILES:-}${VK_ICD_FILENAMES:-}" ] && [ -f "$icd" ]; then
+    VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
+    export VK_DRIVER_FILES VK_ICD_FILENAMES
+  fi
+  echo "ICD: ${VK_DRIVER_FILES:-as the loader finds it}"
   LD_LIBRARY_PATH="$2/lib:$1/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     "$2/tests/backends/vulkan/test_vk_kernels" "$3"' sh "$vk" "$pack" "$archive"
 
-echo "total $(($(date +%s) - start)) s; logs in $out" | tee -a "$out/summary.txt"
+echo "total $(($(date +%s) - start)) s; logs in $work, what comes back in $out" |
+  tee -a "$work/summary.txt" >/dev/null
+collect
+# Last, for the output tail: the bench's report, the comparison, the summary.
+for f in bench/report.md experiments.md summary.txt; do
+  [ -f "$work/$f" ] && { echo; echo "==== $f"; cat "$work/$f"; }
+done
 exit $status
