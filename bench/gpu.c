@@ -290,10 +290,11 @@ static void bench_qmatmul(json_t *out, double copy_gbps) {
 /* ---- flash_attention ------------------------------------------------------------ */
 
 /* A zeroed workspace for attention's cross-block split (docs/kernels.md):
- * counters for `units` (sequence, KV head) pairs, a slot per 256 keys of
- * each. Launches on one stream may share it. */
-static cu_deviceptr ws_new(int64_t units, int64_t keys, int d, int64_t *bytes) {
-  *bytes = (int64_t)kref_attention_ws_bytes(units, keys, d);
+ * counters for `units` (sequence, KV head) pairs, the slots of `rows`
+ * packed query rows per 256 keys of each. Launches on one stream may share
+ * it. */
+static cu_deviceptr ws_new(int64_t units, int64_t keys, int64_t rows, int d, int64_t *bytes) {
+  *bytes = (int64_t)kref_attention_ws_bytes(units, keys, rows, d);
   const cu_deviceptr p = dalloc((size_t)*bytes);
   ok(cu.cuMemsetD8(p, 0, (size_t)*bytes), "cuMemsetD8");
   return p;
@@ -305,12 +306,14 @@ static void bench_attention(json_t *out, double copy_gbps) {
     int causal, d;
     int64_t sq, skv;
   } full[] = {{"decode", "f16", 0, 128, 1, 8192},      {"decode", "f16", 0, 128, 1, 32768},
+              /* speculative decode: 16 tokens of each of 4 heads a KV head */
+              {"decode", "f16", 1, 128, 16, 8192},
               {"prefill", "f16", 0, 128, 4096, 4096},  {"prefill", "f16", 1, 128, 4096, 4096},
               {"prefill", "f16", 0, 64, 4096, 4096},   {"prefill", "f16", 1, 64, 4096, 4096},
               {"prefill", "bf16", 0, 128, 4096, 4096}, {"prefill", "bf16", 1, 128, 4096, 4096}},
     small[] = {{"decode", "f16", 0, 128, 1, 512}, {"prefill", "f16", 1, 128, 256, 256},
                {"prefill", "bf16", 1, 128, 256, 256}};
-  const int ncases = quick ? 3 : 8;
+  const int ncases = quick ? 3 : 9;
   const int64_t H = 32, HK = 8;
   for (int c = 0; c < ncases; c++) {
     const int causal = quick ? small[c].causal : full[c].causal, D = quick ? small[c].d : full[c].d;
@@ -339,7 +342,7 @@ static void bench_attention(json_t *out, double copy_gbps) {
     qref_seed(&r, (uint64_t)(SQ + SKV + D));
     kref_fill(&r, dt, h, set / 2, -1.0, 1.0);
     int64_t wsb;
-    cu_deviceptr in = dalloc(set * (size_t)copies), o = dalloc(qb), ws = ws_new(HK, SKV, D, &wsb);
+    cu_deviceptr in = dalloc(set * (size_t)copies), o = dalloc(qb), ws = ws_new(HK, SKV, H / HK * SQ, D, &wsb);
     ok(cu.cuMemcpyHtoD(in, h, set), "cuMemcpyHtoD");
     free(h);
     for (int k = 1; k < copies; k++)
@@ -444,7 +447,7 @@ static void bench_paged(json_t *out, double copy_gbps) {
       ok(cu.cuMemcpyDtoDAsync(kv + 2 * pool * (size_t)k, kv, 2 * pool, NULL),
          "cuMemcpyDtoDAsync");
     int64_t wsb;
-    const cu_deviceptr ws = ws_new(S * HK, per * P, (int)D, &wsb);
+    const cu_deviceptr ws = ws_new(S * HK, per * P, H / HK, (int)D, &wsb); /* decodes: sq 1 */
     launches l = {m, "paged_attention", copies, 15, NULL};
     l.args = calloc((size_t)copies, sizeof *l.args);
     char err[512];

@@ -11,17 +11,19 @@ kernel "flash_attention" {
   -- Grid x: the query blocks of a prefill, plus columns for a decode's
   -- cross-block split, which cuts each KV head's keys in pieces of 256: a
   -- column per 1024 keys gives the 4 query heads of a KV head (GQA 4:1)
-  -- one block per piece; other ratios loop or leave blocks idle, both
-  -- correct. Divided by sq, so that a prefill gets one idle column at
-  -- most; no product of two parameters and no divisor that can be 0, so
-  -- that no value of theirs makes the count fail. A decode splits through
-  -- the workspace `ws` (docs/kernels.md: NULL runs without the split).
+  -- one block per piece, for any sq up to 16 (a decode, or a speculative
+  -- one: sq / 16 rounds up to 1); other ratios loop or leave blocks idle,
+  -- both correct. Divided by the multiples of 16 in sq past that, so that
+  -- a prefill gets one idle column at most where skv <= 64 sq; no product
+  -- of two parameters and no divisor that can be 0, so that no value of
+  -- theirs makes the count fail. A decode splits through the workspace
+  -- `ws` (docs/kernels.md: NULL runs without the split).
   cuda {
     source  = "../kernelsrc/cuda/flash_attention.cu",
     entry   = { "flash_attention" },
     launch  = {
       block  = { 128, 1, 1 },
-      grid   = { "sq / 64 + skv / (1024 * sq + 1)", "n_heads", 1 },
+      grid   = { "sq / 64 + skv / (1024 * (sq / 16) + 1)", "n_heads", 1 },
       shared = 0,
       params = { "q:ptr", "k:ptr", "v:ptr", "o:ptr", "n_heads:i64", "n_kv_heads:i64",
                   "sq:i64", "skv:i64", "scale:f32", "ws:ptr", "ws_bytes:i64" },

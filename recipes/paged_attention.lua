@@ -20,13 +20,13 @@ kernel "paged_attention" {
   -- A decode splits a sequence's keys across blocks through the workspace
   -- `ws` (flash_attention's): grid x adds flash_attention's columns for
   -- the split, counting max_pages * 64 tokens (the larger page): a column
-  -- per 16 pages.
+  -- per 16 pages, for any sq up to 16.
   cuda {
     source  = "../kernelsrc/cuda/paged_attention.cu",
     entry   = { "paged_attention" },
     launch  = {
       block  = { 128, 1, 1 },
-      grid   = { "sq / 64 + max_pages / (16 * sq + 1)", "n_heads", "n_seqs" },
+      grid   = { "sq / 64 + max_pages / (16 * (sq / 16) + 1)", "n_heads", "n_seqs" },
       shared = 0,
       params = { "q:ptr", "k_pool:ptr", "v_pool:ptr", "block_table:ptr", "seq_lens:ptr",
                   "o:ptr", "n_seqs:i64", "n_heads:i64", "n_kv_heads:i64", "sq:i64",

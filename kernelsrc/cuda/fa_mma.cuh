@@ -36,6 +36,9 @@
  *   across blocks too (gk_fa_split): a KV head's keys go to n blocks in
  *   ranges of whole tiles, whose states meet in the caller's workspace
  *   and are merged by the last block to finish.
+ *   Up to FA_DECODE_ROWS (64) packed rows (speculative decode of up to 16
+ *   tokens at GQA 4:1, of 8 at 8:1) each fragment of 16 rows is a block's,
+ *   over the same ranges of keys, and has slots of its own.
  * Shared memory: 48 KB (the decode merge reuses it).
  */
 #ifndef GK_FA_MMA_CUH
@@ -370,7 +373,9 @@ GK_DEV void gk_fa_scores_mma(const uint16_t *k, const QA &qa, int nt0, float (*s
  * the state's max, rescales its sum, says by how much the output is to be
  * rescaled (alpha, a factor a row of the fragment), and leaves the weights
  * p = exp2(s sl - max) in s. qpos[r]: the query position of fragment row r
- * (the causal mask: key j allowed when j <= qpos + skv - sq); sl: the scale
+ * (the causal mask: key j allowed when j <= qpos + skv - sq; row 8 no
+ * earlier than row 0, as a prefill's rows and a decode's packing are);
+ * sl: the scale
  * times log2(e), so that exp(s * scale - m) = exp2(s * sl - m'). A step
  * whose keys are all allowed to both rows of the lane (every step of a
  * prefill but those on the diagonal and the last) skips the mask, and
@@ -388,7 +393,7 @@ GK_DEV void gk_fa_softmax_p(float (*s)[4], int64_t kb, int64_t skv, int64_t sq,
   float tmax[2] = {-INFINITY, -INFINITY};
   const int64_t ke = kb + 8 * NT; /* past the step's last key */
   const bool fold = sl > 0.0f && ke <= skv &&
-                    (!Causal || ke - 1 <= qpos[0] + (skv - sq)); /* qpos[0] < qpos[1] */
+                    (!Causal || ke - 1 <= qpos[0] + (skv - sq)); /* qpos[0] <= qpos[1] */
   if (fold) {
     for (int nt = 0; nt < NT; nt++)
       for (int e = 0; e < 4; e++) tmax[e >> 1] = fmaxf(tmax[e >> 1], s[nt][e]);
@@ -738,7 +743,8 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
 struct gk_fa_split {
   int64_t n, i;    /* splits of this KV head, and this block's */
   unsigned *count; /* this KV head's counter */
-  float *slots;    /* its n slots (n > 1) */
+  float *slots;    /* its n * frags slots (n > 1): split s of fragment f at f * n + s */
+  int frags;       /* fragments of 16 rows a split's state takes, gk_fa_decode_frags */
 };
 
 /* The last block's merge of the n slots into o; rows as gk_fa_mma_decode's.
@@ -753,15 +759,18 @@ GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, in
                               int64_t sq) {
   const int w = gk_group(), lane = gk_lane();
   const int64_t nrows = group * sq;
-  for (int fr = w; fr < nrows; fr += FA_GROUPS) { /* uniform over the group */
+  for (int row = w; row < nrows; row += FA_GROUPS) { /* uniform over the group */
+    /* Row `row` is row fr of fragment `row / 16`'s n slots. */
+    const float *slots = sp.slots + (row / 16) * sp.n * GK_FA_SLOT(D);
+    const int fr = row % 16;
     float m = -INFINITY, l = 0.0f, acc[D / 32];
     for (int64_t s = lane; s < sp.n; s += GK_GROUP)
-      m = fmaxf(m, gk_ld_cg(sp.slots + s * GK_FA_SLOT(D) + fr));
+      m = fmaxf(m, gk_ld_cg(slots + s * GK_FA_SLOT(D) + fr));
     m = gk_group_max(m);
     for (int e = 0; e < D / 32; e++) acc[e] = 0.0f;
 #pragma unroll 8
     for (int64_t s = 0; s < sp.n; s++) {
-      const float *slot = sp.slots + s * GK_FA_SLOT(D);
+      const float *slot = slots + s * GK_FA_SLOT(D);
       /* A split that saw no allowed key has m = -inf and weighs 0. */
       const float scl = m == -INFINITY ? 0.0f : exp2f(gk_ld_cg(slot + fr) - m);
       l += gk_ld_cg(slot + 16 + fr) * scl;
@@ -769,35 +778,61 @@ GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, in
         for (int u = 0; u < 2; u++)
           acc[2 * e + u] += gk_ld_cg(slot + 32 + fr * D + 2 * lane + 64 * e + u) * scl;
     }
+    const int64_t orow = (hk * group + row % group) * sq + row / group;
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    const int64_t row = (hk * group + fr / sq) * sq + fr % sq;
     for (int e = 0; e < D / 64; e++)
-      *(uint32_t *)(o + row * D + 2 * lane + 64 * e) =
+      *(uint32_t *)(o + orow * D + 2 * lane + 64 * e) =
           H::pack2(acc[2 * e] * inv, acc[2 * e + 1] * inv);
   }
 }
 
+/* Counts the block in to its KV head's split (after every thread's slot
+ * writes); the last of the n * frags (a block a split and fragment) merges
+ * the slots and sets the counter back to 0. Uniform over the block. */
+template <int D, class H>
+GK_DEV void gk_fa_split_done(const gk_fa_split &sp, uint16_t *o, int64_t hk, int64_t group,
+                             int64_t sq) {
+  gk_threadfence(); /* this thread's slot writes before the count */
+  gk_fa_sync();
+  const unsigned last = (unsigned)(sp.n * sp.frags - 1);
+  if (!gk_fa_any(threadIdx.x == 0 && atomicAdd(sp.count, 1u) == last))
+    return; /* uniform */
+  gk_threadfence(); /* the others' slots after their counts */
+  gk_fa_split_merge<D, H>(sp, o, hk, group, sq);
+  if (threadIdx.x == 0) *sp.count = 0u;
+}
+
 /*
- * Decode: every query row of KV head hk's group of heads (group * sq <= 16
- * rows: fragment row r is head hk * group + r / sq, query r % sq) against
- * keys [kb, ke), split sp.i of sp.n. Group w takes keys [w KEYS/4,
- * (w + 1) KEYS/4) of each tile; the block then merges the 4 partial states:
- * m = max m_w, l = sum l_w 2^(m_w - m), o likewise, into o (one split) or
- * into its slot (gk_fa_split).
+ * Decode: fragment f of the query rows of KV head hk's group of heads
+ * (group * sq <= FA_DECODE_ROWS rows, packed query by query: row p of them
+ * is query p / group of head hk * group + p % group, and row 16 f + r is
+ * fragment row r; so a lane's row r = 1 is no earlier a query than its
+ * row 0, as gk_fa_softmax_p asks) against keys [kb, ke),
+ * split sp.i of sp.n. Group w takes keys [w KEYS/4, (w + 1) KEYS/4) of
+ * each tile; the block then merges the 4 partial states: m = max m_w, l =
+ * sum l_w 2^(m_w - m), o likewise, into o (one split) or into slot
+ * f * sp.n + sp.i (gk_fa_split; then the caller counts the block in:
+ * gk_fa_split_done). A decode of more than 16 rows gives each fragment a
+ * block of its own over the same keys: the same instructions as one
+ * fragment's, where a fragment a group against every key (Q in
+ * registers, steps of 8 to 32 keys) made ptxas 13.0 spill 4 to 144 bytes
+ * in the warp-specialized images, whose consumers get 216 or 240
+ * registers, and so did the fragments in a loop (16 bytes).
  */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                              int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
-                             int64_t hk, int64_t kb, int64_t ke, const gk_fa_split &sp) {
+                             int64_t hk, int64_t kb, int64_t ke, const gk_fa_split &sp, int f) {
   typedef gk_fa_smem<D> S;
   constexpr int NT = S::KEYS / 8 / FA_GROUPS; /* n-tiles a group takes: 1 or 2 */
-  const int64_t group = n_heads / n_kv_heads, nrows = group * sq;
+  const int64_t group = n_heads / n_kv_heads;
+  const int64_t row0 = 16 * (int64_t)f, nrows = group * sq - row0; /* this fragment's */
   const int w = gk_group(), lane = gk_lane(), g = lane / 4, t = lane % 4;
   int64_t qpos[2], rows[2];
   for (int r = 0; r < 2; r++) {
-    const int64_t fr = g + 8 * r;
-    qpos[r] = fr < nrows ? fr % sq : 0;
-    rows[r] = fr < nrows ? (hk * group + fr / sq) * sq + fr % sq : -1;
+    const int64_t p = row0 + g + 8 * r;
+    qpos[r] = g + 8 * r < nrows ? p / group : sq - 1; /* past the rows: the last query's */
+    rows[r] = g + 8 * r < nrows ? (hk * group + p % group) * sq + p / group : -1;
   }
   uint32_t qa[D / 16][4];
   gk_fa_mma_q<D>(q, rows, qa);
@@ -819,8 +854,8 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
     }
   }
   gk_fa_sync();
-  float *slot = sp.n > 1 ? sp.slots + sp.i * GK_FA_SLOT(D) : nullptr;
-  for (int fr = w; fr < nrows; fr += FA_GROUPS) { /* uniform over the group */
+  float *slot = sp.n > 1 ? sp.slots + (f * sp.n + sp.i) * GK_FA_SLOT(D) : nullptr;
+  for (int fr = w; fr < 16 && fr < nrows; fr += FA_GROUPS) { /* uniform over the group */
     float m = -INFINITY;
     for (int u = 0; u < FA_GROUPS; u++) m = fmaxf(m, sm.merge.m[u][fr]);
     float scl[FA_GROUPS], l = 0.0f;
@@ -830,7 +865,7 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
       l += sm.merge.l[u][fr] * scl[u];
     }
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    const int64_t row = (hk * group + fr / sq) * sq + fr % sq;
+    const int64_t p = row0 + fr, row = (hk * group + p % group) * sq + p / group;
     if (slot && lane == 0) slot[fr] = m, slot[16 + fr] = l;
     for (int d = 2 * lane; d < D; d += 2 * GK_GROUP) {
       float a = 0.0f, b = 0.0f;
@@ -844,16 +879,6 @@ GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
         *(uint32_t *)(o + row * D + d) = H::pack2(a * inv, b * inv);
     }
   }
-  if (!slot) return; /* uniform */
-
-  /* Count in; the last of the n merges them all. */
-  gk_threadfence(); /* this thread's slot writes before the count */
-  gk_fa_sync();
-  if (!gk_fa_any(threadIdx.x == 0 && atomicAdd(sp.count, 1u) == (unsigned)(sp.n - 1)))
-    return; /* uniform */
-  gk_threadfence(); /* the others' slots after their counts */
-  gk_fa_split_merge<D, H>(sp, o, hk, group, sq);
-  if (threadIdx.x == 0) *sp.count = 0u;
 }
 
 #endif /* GK_FA_MMA_CUH */

@@ -272,6 +272,21 @@ GK_DEV gk_fa_ws gk_fa_ws_seq(const gk_fa_ws &w, int64_t s, int64_t n_kv_heads) {
 /* Keys a block of a split decode takes at least (whole tiles): enough to
  * keep the merge's bytes a few percent of the K and V it reads. */
 #define FA_SPLIT_KEYS 256
+/* The most splits of a KV head (2^24 x 256 keys, far past any context). */
+#define FA_SPLITS_MAX (1 << 24)
+
+/* A decode: a KV head's packed query rows (every head that shares it, sq
+ * each) fit 4 fragments of 16 rows (decode, and speculative decode of up
+ * to 16 tokens at GQA 4:1), each a unit of blocks of its own; past that a
+ * prefill's query blocks of 64 or 128 rows waste less. */
+#define FA_DECODE_ROWS 64
+GK_DEV bool gk_fa_is_decode(int64_t n_heads, int64_t n_kv_heads, int64_t sq) {
+  return (n_heads / n_kv_heads) * sq <= FA_DECODE_ROWS;
+}
+/* The fragments of 16 rows a decode's state takes (a split's slots). */
+GK_DEV int gk_fa_decode_frags(int64_t n_heads, int64_t n_kv_heads, int64_t sq) {
+  return (int)(((n_heads / n_kv_heads) * sq + 15) / 16);
+}
 
 /* The block's shared memory for the tensor-core paths: one object per
  * kernel, which the producer's walk and the others' share. Static, but in
@@ -296,33 +311,43 @@ GK_DEV gk_fa_smem<D> &gk_fa_sm(void) {
 /* The grid's walk over one sequence's queries q and o ([n_heads][sq][D])
  * and its keys and values kv, on tensor cores (fa_mma.cuh; H gk_f16 or
  * gk_bf16): query blocks x, x + gridDim.x, ... of heads
- * y, y + gridDim.y, ... A decode (every query of a KV head's heads in one
- * fragment) is cut into units instead, (KV head, split): n splits of at
- * least FA_SPLIT_KEYS keys each, as many as the keys and the workspace
- * allow (never more, whatever the grid: the results do not depend on it),
- * unit u to block u, u + blocks, ... in the x-fastest order of (x, y).
+ * y, y + gridDim.y, ... A decode (every query of a KV head's heads in at
+ * most 4 fragments of 16 rows, gk_fa_is_decode) is cut into units instead,
+ * (KV head, fragment, split): n splits of at least FA_SPLIT_KEYS keys
+ * each, as many as the keys and the workspace (frags slots a split) allow
+ * (never more, whatever the grid: the results do not depend on it), unit u
+ * to block u, u + blocks, ... in the x-fastest order of (x, y); the
+ * fragments of a split read its keys at about the same time, so from L2
+ * but for the first.
  * Uniform over the block, so every barrier inside is reached by all. */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t n_heads,
                            int64_t n_kv_heads, int64_t sq, float scale, const gk_fa_ws &ws) {
   typedef gk_fa_smem<D> S;
   gk_fa_smem<D> &sm = gk_fa_sm<D>();
-  if ((n_heads / n_kv_heads) * sq <= 16) {
+  if (gk_fa_is_decode(n_heads, n_kv_heads, sq)) {
     if (threadIdx.x >= FA_THREADS) return; /* a decode is the first warpgroup's */
+    const int frags = gk_fa_decode_frags(n_heads, n_kv_heads, sq);
     const int64_t kend = gk_fa_kend(Causal, sq, kv.n, 0, (int)sq);
     const int64_t tiles = (kend + S::KEYS - 1) / S::KEYS;
     const int64_t per = FA_SPLIT_KEYS / S::KEYS; /* tiles a split takes at least */
     int64_t n = (tiles + per - 1) / per;
-    if (n > ws.splits) n = ws.splits;
+    if (n > ws.splits / frags) n = ws.splits / frags;
+    if (n > FA_SPLITS_MAX) n = FA_SPLITS_MAX;
     if (n < 1) n = 1;
-    const int64_t units = n_kv_heads * n, blocks = (int64_t)gridDim.x * gridDim.y;
+    const int64_t units = n_kv_heads * n * frags, blocks = (int64_t)gridDim.x * gridDim.y;
     for (int64_t u = (int64_t)blockIdx.y * gridDim.x + blockIdx.x; u < units; u += blocks) {
-      const int64_t hk = u % n_kv_heads, i = u / n_kv_heads;
+      /* (split, fragment) in 32 bits: a 64-bit division is a call */
+      const unsigned sf = (unsigned)(u / n_kv_heads);
+      const int64_t hk = u % n_kv_heads, i = sf / (unsigned)frags;
+      const int f = (int)(sf % (unsigned)frags);
       const int64_t kb = tiles * i / n * S::KEYS, ke = tiles * (i + 1) / n * S::KEYS;
       const gk_fa_split sp = {n, i, ws.count ? ws.count + hk : nullptr,
-                              ws.slots ? ws.slots + hk * ws.splits * GK_FA_SLOT(D) : nullptr};
+                              ws.slots ? ws.slots + hk * ws.splits * GK_FA_SLOT(D) : nullptr,
+                              frags};
       gk_fa_mma_decode<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, hk, kb,
-                                     ke < kend ? ke : kend, sp);
+                                     ke < kend ? ke : kend, sp, f);
+      if (n > 1) gk_fa_split_done<D, H>(sp, o, hk, n_heads / n_kv_heads, sq); /* uniform */
     }
     return;
   }
@@ -397,7 +422,7 @@ GK_DEV void gk_fa_ws_producer(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64
 template <int Causal, int D, class Dt, class KV>
 GK_DEV void gk_fa_ws_walk(const KV &kv, int64_t n_heads, int64_t n_kv_heads, int64_t sq,
                           gk_bool<true>) {
-  if ((n_heads / n_kv_heads) * sq <= 16) return;
+  if (gk_fa_is_decode(n_heads, n_kv_heads, sq)) return;
   gk_fa_smem<D> &sm = gk_fa_sm<D>();
   constexpr int R = 2 * FA_BLOCK_ROWS;
   const int64_t nqb = (sq + R - 1) / R;

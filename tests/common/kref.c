@@ -681,9 +681,11 @@ void kref_guarded_free(void *p, size_t size) {
   munmap((unsigned char *)p + size - span, span + page);
 }
 
-size_t kref_attention_ws_bytes(int64_t units, int64_t keys, int d) {
+size_t kref_attention_ws_bytes(int64_t units, int64_t keys, int64_t rows, int d) {
   const int64_t splits = keys > 0 ? (keys + 255) / 256 : 1;
-  return (size_t)((units * 4 + 15) / 16 * 16 + units * splits * (32 + 16 * (int64_t)d) * 4);
+  const int64_t frags = rows > 16 && rows <= 64 ? (rows + 15) / 16 : 1;
+  return (size_t)((units * 4 + 15) / 16 * 16 +
+                  units * splits * frags * (32 + 16 * (int64_t)d) * 4);
 }
 
 void kref_attention_tolerance(kref_dtype dt, int d, double scale_mul, int64_t skv,

@@ -289,10 +289,12 @@ void kref_attention_tolerance(kref_dtype dt, int d, double scale_mul, int64_t sk
 
 /* Bytes of the workspace of attention's cross-block split on GPUs
  * (docs/kernels.md, flash_attention, "GPU images") for `units` (sequence,
- * KV head) pairs of up to `keys` keys each and head_dim d: the 32-bit
- * counters padded to 16 bytes, then a slot of (32 + 16 d) floats per 256
- * keys of each unit (one at least): room for every split the keys allow. */
-size_t kref_attention_ws_bytes(int64_t units, int64_t keys, int d);
+ * KV head) pairs of up to `keys` keys each, `rows` packed query rows a
+ * unit (n_heads / n_kv_heads * sq) and head_dim d: the 32-bit counters
+ * padded to 16 bytes, then ceil(rows / 16) slots of (32 + 16 d) floats (one
+ * past 64 rows, a prefill's, which takes none) per 256 keys of each unit
+ * (one at least): room for every split the keys allow. */
+size_t kref_attention_ws_bytes(int64_t units, int64_t keys, int64_t rows, int d);
 
 /* ---- memory ---- */
 

@@ -232,8 +232,8 @@ typedef struct fa_ws {
   int64_t units;
 } fa_ws;
 
-static fa_ws fa_ws_new(int64_t units, int64_t keys, int d) {
-  fa_ws w = {0, kref_attention_ws_bytes(units, keys, d), units};
+static fa_ws fa_ws_new(int64_t units, int64_t keys, int64_t rows, int d) {
+  fa_ws w = {0, kref_attention_ws_bytes(units, keys, rows, d), units};
   void *zero = calloc(1, w.bytes);
   w.p = dnew(zero, w.bytes);
   free(zero);
@@ -285,6 +285,8 @@ static void check_attention(kv *t) {
       {2, 1, 17, 1000, 1.0}, /* long keys */
       {32, 8, 1, 4100, 1.0}, /* decode split across 17 blocks a KV head */
       {8, 2, 3, 1500, 1.0},  /* speculative decode, split */
+      {8, 2, 3, 200, 1.0},   /* rows g + 8 before rows g; the last step ends at skv */
+      {32, 8, 16, 2000, 1.0}, /* speculative decode of 16: 4 fragments a KV head, split */
   };
   static const shape tiny[] = {{4, 2, 17, 33, 1.0}, {2, 1, 5, 3, 1.0}};
   const shape *shapes = small_shapes ? tiny : full;
@@ -328,7 +330,7 @@ static void check_attention(kv *t) {
     atol += atol_cpu;
     cu_deviceptr dq = dnew(q, qn * es), dk = dnew(k, kn * es), dv = dnew(v, kn * es),
                  dout = dnew(NULL, qn * es);
-    fa_ws ws = fa_ws_new(c->hk, c->skv, d);
+    fa_ws ws = fa_ws_new(c->hk, c->skv, c->h / c->hk * c->sq, d);
     for (int i = 0; i < t->nimages; i++) {
       const image *im = &t->img[i];
       char what[200];
@@ -456,7 +458,7 @@ static void check_paged(kv *t) {
     kref_attention_tolerance(dt, d, 1.0, longest, vmax, dt != KREF_F32, &atol, &rtol);
     kref_attention_tolerance(dt, d, 1.0, longest, vmax, 0, &atol_cpu, &rtol_cpu);
     atol += atol_cpu;
-    fa_ws ws = fa_ws_new(p.n_seqs * p.hk, p.max_pages * page, d);
+    fa_ws ws = fa_ws_new(p.n_seqs * p.hk, p.max_pages * page, p.h / p.hk * p.sq, d);
     cu_deviceptr dq = dnew(p.q, p.qn * p.es), dk = dnew(p.kp, p.pn * p.es),
                  dv = dnew(p.vp, p.pn * p.es), dt_ = dnew(p.table, (size_t)(p.n_seqs * p.max_pages) * 4),
                  dl = dnew(p.lens, (size_t)p.n_seqs * 4), dout = dnew(NULL, ob);

@@ -485,8 +485,9 @@ static void check_q8x_mm(void) {
 /* A zeroed workspace for the cross-block split of attention (docs/
  * kernels.md): counters for `units` (sequence, KV head) pairs, then slots
  * for the splits `keys` keys may take (one per 256), per unit. */
-static std::vector<unsigned char> fa_workspace(long long units, long long keys, int d) {
-  return std::vector<unsigned char>(kref_attention_ws_bytes(units, keys, d), 0);
+static std::vector<unsigned char> fa_workspace(long long units, long long keys, long long rows,
+                                               int d) {
+  return std::vector<unsigned char>(kref_attention_ws_bytes(units, keys, rows, d), 0);
 }
 
 /* A call leaves the counters of `units` as it found them, zero; with
@@ -628,11 +629,19 @@ static void check_attention(void) {
        * causal: the first 70 rows see no key */
       {2, 1, 140, 70, 2.0},
       {8, 2, 4, 200, 1.0},  /* speculative decode: 4 heads x 4 rows fill a fragment */
+      /* 4 heads x 3 rows: a lane's row g + 8 is an earlier query than its
+       * row g (10 % 3 < 2), so a step the first may see whole (200 keys: the
+       * last step ends at skv) is masked for the second */
+      {8, 2, 3, 200, 1.0},
+      /* speculative decode of 12 tokens: 4 heads x 12 rows, 3 fragments of
+       * 16 (the fourth group idle), 3 splits of a KV head */
+      {8, 2, 12, 600, 1.0},
       {4, 1, 1, 300, 4.0},  /* decode, 4 heads on one KV head, peaked, 2 splits */
       {8, 2, 2, 1100, 1.0}, /* speculative decode, 5 splits of a KV head */
       /* a prefill over 5 (head_dim 64) or 10 (128) key tiles: the stages'
-       * ring wraps, and the single buffers are reused 10 times */
-      {2, 1, 20, 300, 1.0},
+       * ring wraps, and the single buffers are reused 10 times (2 x 40
+       * rows: past a decode's 64) */
+      {2, 1, 40, 300, 1.0},
       /* a decode of 33 splits: the last block reads each row's max over more
        * slots than a group has lanes */
       {4, 1, 1, 8448, 1.0, true},
@@ -648,8 +657,8 @@ static void check_attention(void) {
   /* GK_EMU_QUICK (the sanitizer stage: ASan slows the fibers several
    * times): the shapes marked here, once each, and the other paths at
    * head_dim 64 only; every variant still runs. */
-  static const bool in_quick[] = {true,  true,  false, true, true, true, false,
-                                  true,  false, false, false, true, false};
+  static const bool in_quick[] = {true,  true,  false, true,  true,  true, false, false,
+                                  true,  true,  false, false, false, true, false};
   static_assert(sizeof in_quick == sizeof shapes / sizeof shapes[0], "a mark a shape");
   const bool quick = getenv("GK_EMU_QUICK") != nullptr;
   check_banks("before flash_attention");
@@ -690,7 +699,7 @@ static void check_attention(void) {
         for (const shape &s : shapes) {
           /* A decode never takes the prefill on wgmma; blocks of 256 take
            * it on the first warpgroup. */
-          if ((path == 2 || path == 11) && s.h / s.hk * s.sq <= 16) continue;
+          if ((path == 2 || path == 11) && s.h / s.hk * s.sq <= 64) continue;
           if (quick && !in_quick[&s - shapes]) continue;
           if (s.one && (dt != KREF_F16 || d != 128 || causal || path != 0)) continue;
           const size_t es = kref_dtype_size(dt), qn = (size_t)(s.h * s.sq * d),
@@ -712,7 +721,7 @@ static void check_attention(void) {
           const void *qp = q.data(), *kp = k.data(), *vp = v.data();
           void *op = o.data();
           /* The workspace for every split this shape may take, and more. */
-          std::vector<unsigned char> wsv = fa_workspace(s.hk, s.skv, d);
+          std::vector<unsigned char> wsv = fa_workspace(s.hk, s.skv, s.h / s.hk * s.sq, d);
           void *wsp = wsv.data();
           long long ws_bytes = (long long)wsv.size();
           auto body = [&]() {
@@ -736,7 +745,7 @@ static void check_attention(void) {
           kref_attention_tolerance(dt, d, s.scale_mul, s.skv, vmax, mma, &atol, &rtol);
           failures += kref_check(what, dt, o.data(), want.data(), (int64_t)qn, atol, rtol, NULL);
           /* f16 and bf16 decodes over more than 256 keys split across blocks. */
-          const bool split = mma && s.h / s.hk * s.sq <= 16 && s.skv > 256;
+          const bool split = mma && s.h / s.hk * s.sq <= 64 && s.skv > 256;
           fa_workspace_check(what, wsv, s.hk, split);
           std::vector<unsigned char> full = o;
           gk_emu_order(last_first);
@@ -752,7 +761,8 @@ static void check_attention(void) {
            * checked on f16 and f32 (the emulator's time is CI's). */
           for (long long units : {0LL, 2LL}) {
             if (path != 0 || dt == KREF_BF16 || quick || s.one) break;
-            std::vector<unsigned char> small = fa_workspace(s.hk, units * 256 - 255, d);
+            std::vector<unsigned char> small =
+                fa_workspace(s.hk, units * 256 - 255, s.h / s.hk * s.sq, d);
             wsp = units ? small.data() : nullptr;
             ws_bytes = units ? (long long)small.size() : 0;
             char what2[200];
@@ -827,11 +837,14 @@ static void check_paged(void) {
       /* decode: 4 heads over 1 KV head (one fragment), lengths 1, 0, 600
        * (3 splits across blocks) */
       {3, 4, 1, 1, {1, 0, 600}, {KREF_PAGED_OK, KREF_PAGED_OK, KREF_PAGED_OK}},
-      /* prefill chunks of 20 (two fragments a head), one shorter than sq, an
-       * invalid sequence between valid ones; 230 keys: 4 or 8 tiles, so that
-       * the stages' ring wraps */
-      {3, 2, 1, 20, {230, 7, 40},
+      /* prefill chunks of 40 (80 rows a KV head: past a decode's 64), one
+       * shorter than sq, an invalid sequence between valid ones; 230 keys: 4
+       * or 8 tiles, so that the stages' ring wraps */
+      {3, 2, 1, 40, {230, 7, 40},
        {KREF_PAGED_OK, KREF_PAGED_OK, KREF_PAGED_PAGE_PAST_POOL}},
+      /* speculative decode of 8 tokens: 4 heads x 8 rows, two fragments of
+       * 16; lengths 600 (3 splits, each 2 slots) and 9 */
+      {2, 4, 1, 8, {600, 9}, {KREF_PAGED_OK, KREF_PAGED_OK}},
   };
   for (kref_dtype dt : KREF_DTYPES)
     /* the prefill on wgmma (f16_wg) too, on 128 or 256 threads (paths 1,
@@ -852,7 +865,7 @@ static void check_paged(void) {
         for (const pcase &c : cases) {
           /* wgmma is the prefill's: its batch, on one page size; on blocks
            * of 256 both batches (a decode is the first warpgroup's). */
-          if (path == 1 && (page == 16 || c.h / c.hk * c.sq <= 16)) continue;
+          if (path == 1 && (page == 16 || c.h / c.hk * c.sq <= 64)) continue;
           qref_rng r;
           qref_seed(&r, 4242 + c.sq + d + page);
           int32_t lens[4];
@@ -905,7 +918,8 @@ static void check_paged(void) {
                               want.data(), c.n_seqs, c.h, c.hk, c.sq, max_pages, n_pages, scale);
           const void *qp = q.data(), *kpc = kp.data(), *vpc = vp.data();
           void *op = o.data();
-          std::vector<unsigned char> wsv = fa_workspace(c.n_seqs * c.hk, max_pages * page, d);
+          std::vector<unsigned char> wsv =
+              fa_workspace(c.n_seqs * c.hk, max_pages * page, c.h / c.hk * c.sq, d);
           void *wsp = wsv.data();
           const long long ws_bytes = (long long)wsv.size();
           auto attend = [&]() {
@@ -922,7 +936,7 @@ static void check_paged(void) {
             /* f16 and bf16 decodes over more than 256 keys split across
              * blocks. */
             const bool mma = dt != KREF_F32;
-            fa_workspace_check(what, wsv, c.n_seqs * c.hk, mma && c.h / c.hk * c.sq <= 16);
+            fa_workspace_check(what, wsv, c.n_seqs * c.hk, mma && c.h / c.hk * c.sq <= 64);
             double vmax = 0.0, atol, rtol;
             int32_t longest = 0;
             for (size_t i = 0; i < pn; i++) vmax = fmax(vmax, fabs(kref_get(dt, vp.data(), i)));
@@ -941,8 +955,9 @@ static void check_paged(void) {
         }
       }
   check_banks("paged_attention");
-  SECTION_OK(before, "ok: paged_attention and kv_append 12 variants x 2 batches (invalid "
-                     "sequences included)\n");
+  SECTION_OK(before, "ok: paged_attention and kv_append 12 variants x %zu batches (invalid "
+             "sequences included; decodes of one fragment and of two)\n",
+             sizeof cases / sizeof cases[0]);
 }
 
 /* ---- rmsnorm, rope, argmax ------------------------------------------------- */
