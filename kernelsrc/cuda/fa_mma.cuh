@@ -817,7 +817,7 @@ GK_DEV void gk_fa_split_done(const gk_fa_split &sp, uint16_t *o, int64_t hk, int
  * fragment's, where a fragment a group against every key (Q in
  * registers, steps of 8 to 32 keys) made ptxas 13.0 spill 4 to 144 bytes
  * in the warp-specialized images, whose consumers get 216 or 240
- * registers, and so did the fragments in a loop (16 bytes).
+ * registers.
  */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
