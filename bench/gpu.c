@@ -342,7 +342,8 @@ static void bench_attention(json_t *out, double copy_gbps) {
     qref_seed(&r, (uint64_t)(SQ + SKV + D));
     kref_fill(&r, dt, h, set / 2, -1.0, 1.0);
     int64_t wsb;
-    cu_deviceptr in = dalloc(set * (size_t)copies), o = dalloc(qb), ws = ws_new(HK, SKV, H / HK * SQ, D, &wsb);
+    cu_deviceptr in = dalloc(set * (size_t)copies), o = dalloc(qb),
+                 ws = ws_new(HK, SKV, H / HK * SQ, D, &wsb);
     ok(cu.cuMemcpyHtoD(in, h, set), "cuMemcpyHtoD");
     free(h);
     for (int k = 1; k < copies; k++)
