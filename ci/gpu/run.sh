@@ -76,8 +76,8 @@ status=0
 # call killed mid-copy still leaves the last step's).
 collect() {
   for f in summary.txt bench/report.md experiments.md; do
-    [ -f "$work/$f" ] && cp "$work/$f" "$out/.$(basename "$f").tmp" &&
-      mv "$out/.$(basename "$f").tmp" "$out/$(basename "$f")"
+    b=$(basename "$f")
+    [ -f "$work/$f" ] && cp "$work/$f" "$out/.$b.tmp" && mv "$out/.$b.tmp" "$out/$b"
   done
   tar -czf "$out/.logs.tmp" -C "$work" --exclude=./vulkan-loader --exclude='*.ncu-rep' . &&
     mv "$out/.logs.tmp" "$out/logs.tar.gz"

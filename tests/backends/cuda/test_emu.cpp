@@ -485,6 +485,12 @@ static void check_q8x_mm(void) {
 /* A zeroed workspace for the cross-block split of attention (docs/
  * kernels.md): counters for `units` (sequence, KV head) pairs, then slots
  * for the splits `keys` keys may take (one per 256), per unit. */
+/* Whether h query heads over hk KV heads with sq rows each take the split
+ * decode (FA_DECODE_ROWS packed rows a KV head at most), not the prefill. */
+static bool fa_decode(long long h, long long hk, long long sq) {
+  return h / hk * sq <= FA_DECODE_ROWS;
+}
+
 static std::vector<unsigned char> fa_workspace(long long units, long long keys, long long rows,
                                                int d) {
   return std::vector<unsigned char>(kref_attention_ws_bytes(units, keys, rows, d), 0);
@@ -634,7 +640,7 @@ static void check_attention(void) {
        * last step ends at skv) is masked for the second */
       {8, 2, 3, 200, 1.0},
       /* speculative decode of 12 tokens: 4 heads x 12 rows, 3 fragments of
-       * 16 (the fourth group idle), 3 splits of a KV head */
+       * 16 (a unit of blocks each), 3 splits of a KV head */
       {8, 2, 12, 600, 1.0},
       {4, 1, 1, 300, 4.0},  /* decode, 4 heads on one KV head, peaked, 2 splits */
       {8, 2, 2, 1100, 1.0}, /* speculative decode, 5 splits of a KV head */
@@ -699,7 +705,7 @@ static void check_attention(void) {
         for (const shape &s : shapes) {
           /* A decode never takes the prefill on wgmma; blocks of 256 take
            * it on the first warpgroup. */
-          if ((path == 2 || path == 11) && s.h / s.hk * s.sq <= 64) continue;
+          if ((path == 2 || path == 11) && fa_decode(s.h, s.hk, s.sq)) continue;
           if (quick && !in_quick[&s - shapes]) continue;
           if (s.one && (dt != KREF_F16 || d != 128 || causal || path != 0)) continue;
           const size_t es = kref_dtype_size(dt), qn = (size_t)(s.h * s.sq * d),
@@ -745,7 +751,7 @@ static void check_attention(void) {
           kref_attention_tolerance(dt, d, s.scale_mul, s.skv, vmax, mma, &atol, &rtol);
           failures += kref_check(what, dt, o.data(), want.data(), (int64_t)qn, atol, rtol, NULL);
           /* f16 and bf16 decodes over more than 256 keys split across blocks. */
-          const bool split = mma && s.h / s.hk * s.sq <= 64 && s.skv > 256;
+          const bool split = mma && fa_decode(s.h, s.hk, s.sq) && s.skv > 256;
           fa_workspace_check(what, wsv, s.hk, split);
           std::vector<unsigned char> full = o;
           gk_emu_order(last_first);
@@ -865,7 +871,7 @@ static void check_paged(void) {
         for (const pcase &c : cases) {
           /* wgmma is the prefill's: its batch, on one page size; on blocks
            * of 256 both batches (a decode is the first warpgroup's). */
-          if (path == 1 && (page == 16 || c.h / c.hk * c.sq <= 64)) continue;
+          if (path == 1 && (page == 16 || fa_decode(c.h, c.hk, c.sq))) continue;
           qref_rng r;
           qref_seed(&r, 4242 + c.sq + d + page);
           int32_t lens[4];
@@ -936,7 +942,7 @@ static void check_paged(void) {
             /* f16 and bf16 decodes over more than 256 keys split across
              * blocks. */
             const bool mma = dt != KREF_F32;
-            fa_workspace_check(what, wsv, c.n_seqs * c.hk, mma && c.h / c.hk * c.sq <= 64);
+            fa_workspace_check(what, wsv, c.n_seqs * c.hk, mma && fa_decode(c.h, c.hk, c.sq));
             double vmax = 0.0, atol, rtol;
             int32_t longest = 0;
             for (size_t i = 0; i < pn; i++) vmax = fmax(vmax, fabs(kref_get(dt, vp.data(), i)));
