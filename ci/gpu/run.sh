@@ -34,6 +34,9 @@
 #              mma.sync prefill with Q in shared memory on 64-key tiles)
 #   compare    ci/gpu/experiments.py: each prefill case's TFLOP/s on every
 #              archive whose step passed, against SDPA's (experiments.md)
+#   sass       cuobjdump -res-usage -sass of the sm_90a images of the causal
+#              f16 head_dim-128 flash_attention (gpu, wgmma4, wgmma5) and of
+#              qmatmul bits=4 (sass-*.txt), for reading where no disassembler is
 #   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
 #   racecheck  the same under racecheck
 #   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1 and 16, bits=4), on
@@ -50,13 +53,13 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,51p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,54p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 work=${GK_GPU_WORK:-/tmp/gk-gpu-work}
 budget=${GK_GPU_BUDGET:-475}
-steps=${GK_GPU_STEPS:-smi probe test bench wgmma wgmma2 wgmma3 wgmma4 wgmma5 q16 k64 compare memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test bench wgmma wgmma2 wgmma3 wgmma4 wgmma5 q16 k64 compare sass memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -153,6 +156,24 @@ step wgmma5 45 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5
 step q16 45 sh -c "$experiment" sh "$libs" "$pack" "$work" q16
 step k64 45 sh -c "$experiment" sh "$libs" "$pack" "$work" k64
 step compare 20 python3 "$root/ci/gpu/experiments.py" "$work"
+# The machine code, for the sessions that have no GPU and no disassembler
+# (registers a thread, where the spills and the wgmma waits are).
+# shellcheck disable=SC2016
+step sass 30 sh -c 'command -v cuobjdump >/dev/null || { echo "SKIP: no cuobjdump"; exit 77; }
+  dump() { # ARCHIVE NAME KERNEL VARIANT
+    [ -f "$1" ] || return 0
+    rm -rf "$3/x" && "$2/gk" extract "$1" -o "$3/x" --backend cuda --target sm_90a \
+      --kernel "$5" --variant "$6" >/dev/null || return 1
+    find "$3/x" -name "*.cubin" | sort | while read -r f; do
+      echo "==== $f"; cuobjdump -res-usage -sass "$f"
+    done >"$3/sass-$4.txt" && rm -rf "$3/x"
+  }
+  fa=causal=1,dtype=f16,head_dim=128
+  dump "$1/gpu.gkfat" "$1" "$2" fa flash_attention "$fa" &&
+    dump "$1/wgmma4.gkfat" "$1" "$2" fa-wgmma4 flash_attention "$fa" &&
+    dump "$1/wgmma5.gkfat" "$1" "$2" fa-wgmma5 flash_attention "$fa" &&
+    dump "$1/gpu.gkfat" "$1" "$2" qmatmul qmatmul bits=4 && ls -l "$2"/sass-*.txt' \
+  sh "$pack" "$work"
 step memcheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" memcheck
 step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" racecheck
 # Nsight Compute on the first launch of each kernel the issues are about:

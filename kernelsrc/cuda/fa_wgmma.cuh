@@ -107,7 +107,8 @@ GK_DEV void gk_fa_wg_s_mma(const void *base, const uint16_t *k, const uint32_t (
                            float (*s)[4]) {
   constexpr uint32_t CM = 128, ROW8 = 16 * D; /* bytes: a core matrix, 8 keys */
   for (int kk = 0; kk < D / 16; kk++) /* d = 16 kk .. + 15: core matrices 2 kk, 2 kk + 1 */
-    gk_wgmma<H, KEYS, 0>(&s[0][0], qa[kk], gk_wgmma_desc(base, &k[128 * kk], CM, ROW8), base);
+    gk_wgmma<H, KEYS, 0>(&s[0][0], qa[kk], gk_wgmma_desc(base, &k[128 * kk], CM, ROW8), base,
+                         kk > 0);
 }
 template <int D, class H, int KEYS = gk_fa_smem<D>::WG_KEYS>
 GK_DEV void gk_fa_wg_pv_mma(const void *base, const uint16_t *v, const uint32_t (*pa)[4],
@@ -119,12 +120,12 @@ GK_DEV void gk_fa_wg_pv_mma(const void *base, const uint16_t *v, const uint32_t 
 }
 
 /* The scores of a tile of KEYS keys issued as one group, not waited for:
- * s cleared, the fence (which also covers what the caller wrote for the
- * tensor cores before: the output rescaled, P), `mma` issuing S = Q K^T. */
+ * the fence (which also covers what the caller wrote for the tensor cores
+ * before: the output rescaled, P), `mma` issuing S = Q K^T, its first
+ * wgmma with scale-d 0 (s is written, not read: no registers to clear). */
 template <int KEYS, class Mma>
 GK_DEV void gk_fa_s_issue(float (*s)[4], Mma mma) {
-  for (int nt = 0; nt < KEYS / 8; nt++)
-    for (int e = 0; e < 4; e++) s[nt][e] = 0.0f;
+  (void)s;
   gk_wgmma_fence();
   mma();
   gk_wgmma_commit();
@@ -332,7 +333,7 @@ GK_DEV void gk_fa_ws_begin(const uint16_t *q, int64_t skv, int64_t sq, float sca
                            int64_t row0, gk_fa_ws_rows<D> &c, gk_fa_state<D> &st) {
   const int64_t ke = gk_fa_kend(Causal, sq, skv, row0, 2 * FA_BLOCK_ROWS);
   c.tiles = (ke + KEYS - 1) / KEYS;
-  c.w = gk_group() / 4;
+  c.w = GK_SHFL(gk_group() / 4, 0); /* provably uniform: descriptors in uniform registers */
   const int64_t r0 = row0 + FA_BLOCK_ROWS * c.w; /* this warpgroup's rows */
   if (QREG) {
     gk_fa_wg_begin<D>(q, h, sq, r0, c.qpos, c.rows, c.qa, st);
@@ -451,7 +452,7 @@ struct gk_fa_wo<D, 2> {
     const uint16_t *q = sm.oq.q[c.w], *k = sm.oq.k[ks];
     for (int kk = 0; kk < D / 16; kk++)
       gk_wgmma_ss<H, KEYS, 0>(&s[0][0], gk_wgmma_desc(&sm, &q[128 * kk], CM, ROW8),
-                              gk_wgmma_desc(&sm, &k[128 * kk], CM, ROW8), &sm);
+                              gk_wgmma_desc(&sm, &k[128 * kk], CM, ROW8), &sm, kk > 0);
   }
 };
 

@@ -111,71 +111,82 @@ GK_DEV void gk_setmaxnreg_inc(void) {
 
 #if GK_WGMMA_HW
 /* One instruction per shape, T the input type's PTX name ("f16", "bf16");
- * scale-d is 1 (D += A B), A and B unscaled. The accumulators d[16 i ..
- * 16 i + 15] are operands GK_WGMMA_D16(i), numbered GK_WGMMA_Ri in the
+ * scale-d is `acc` (1: D += A B; 0: D = A B, the accumulators not read,
+ * as CUTLASS's ScaleOut::Zero: a product's first wgmma needs no zeroed
+ * registers), A and B unscaled. The accumulators d[16 i ..
+ * 16 i + 15] are operands GK_WGMMA_D16(C, i), numbered GK_WGMMA_Ri in the
  * instruction's text; the operands after them follow. */
 #define GK_WGMMA_R0 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
 #define GK_WGMMA_R1 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
 #define GK_WGMMA_R2 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
 #define GK_WGMMA_R3 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-#define GK_WGMMA_D16(i)                                                                           \
-  "+f"(d[16 * (i) + 0]), "+f"(d[16 * (i) + 1]), "+f"(d[16 * (i) + 2]),                            \
-      "+f"(d[16 * (i) + 3]), "+f"(d[16 * (i) + 4]), "+f"(d[16 * (i) + 5]),                        \
-      "+f"(d[16 * (i) + 6]), "+f"(d[16 * (i) + 7]), "+f"(d[16 * (i) + 8]),                        \
-      "+f"(d[16 * (i) + 9]), "+f"(d[16 * (i) + 10]), "+f"(d[16 * (i) + 11]),                      \
-      "+f"(d[16 * (i) + 12]), "+f"(d[16 * (i) + 13]), "+f"(d[16 * (i) + 14]),                     \
-      "+f"(d[16 * (i) + 15])
-#define GK_WGMMA_RS_N32(T)                                                                        \
+#define GK_WGMMA_D16(C, i)                                                                        \
+  C(d[16 * (i) + 0]), C(d[16 * (i) + 1]), C(d[16 * (i) + 2]), C(d[16 * (i) + 3]),                 \
+      C(d[16 * (i) + 4]), C(d[16 * (i) + 5]), C(d[16 * (i) + 6]), C(d[16 * (i) + 7]),             \
+      C(d[16 * (i) + 8]), C(d[16 * (i) + 9]), C(d[16 * (i) + 10]), C(d[16 * (i) + 11]),           \
+      C(d[16 * (i) + 12]), C(d[16 * (i) + 13]), C(d[16 * (i) + 14]), C(d[16 * (i) + 15])
+/* Each instruction twice: reading the accumulators ("+f", scale-d 1) and
+ * only writing them ("=f", scale-d 0), so that the compiler sees a
+ * product's first wgmma define them (with "+f" on registers never
+ * written, ptxas 13.0 serialized the overlapped schedules' wgmma: C7515). */
+#define GK_WGMMA_ACC(M, T)                                                                        \
+  do {                                                                                            \
+    if (acc)                                                                                      \
+      M(T, "+f", 1);                                                                              \
+    else                                                                                          \
+      M(T, "=f", 0);                                                                              \
+  } while (0)
+#define GK_WGMMA_RS_N32(T, C, S)                                                                  \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"                                       \
                "wgmma.mma_async.sync.aligned.m64n32k16.f32." T "." T                              \
                " {" GK_WGMMA_R0 "}, {%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"                \
-               : GK_WGMMA_D16(0)                                                                  \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1), "n"(TransB))
-#define GK_WGMMA_RS_N64(T)                                                                        \
+               : GK_WGMMA_D16(C, 0)                                                               \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(S), "n"(TransB))
+#define GK_WGMMA_RS_N64(T, C, S)                                                                  \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                       \
                "wgmma.mma_async.sync.aligned.m64n64k16.f32." T "." T                              \
                " {" GK_WGMMA_R0 ", " GK_WGMMA_R1 "}, {%32, %33, %34, %35}, %36, p, 1, 1, "        \
                "%38;\n}\n"                                                                        \
-               : GK_WGMMA_D16(0), GK_WGMMA_D16(1)                                                 \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1), "n"(TransB))
-#define GK_WGMMA_RS_N128(T)                                                                       \
+               : GK_WGMMA_D16(C, 0), GK_WGMMA_D16(C, 1)                                           \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(S), "n"(TransB))
+#define GK_WGMMA_RS_N128(T, C, S)                                                                 \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                       \
                "wgmma.mma_async.sync.aligned.m64n128k16.f32." T "." T                             \
                " {" GK_WGMMA_R0 ", " GK_WGMMA_R1 ", " GK_WGMMA_R2 ", " GK_WGMMA_R3                \
                "}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"                                 \
-               : GK_WGMMA_D16(0), GK_WGMMA_D16(1), GK_WGMMA_D16(2), GK_WGMMA_D16(3)               \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1), "n"(TransB))
+               : GK_WGMMA_D16(C, 0), GK_WGMMA_D16(C, 1), GK_WGMMA_D16(C, 2), GK_WGMMA_D16(C, 3)   \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(S), "n"(TransB))
 template <class H, int N, int TransB>
-GK_DEV void gk_wgmma_rs(float *d, const uint32_t a[4], uint64_t desc) {
+GK_DEV void gk_wgmma_rs(float *d, const uint32_t a[4], uint64_t desc, int acc) {
   if constexpr (N == 32 && H::bf16)
-    GK_WGMMA_RS_N32("bf16");
+    GK_WGMMA_ACC(GK_WGMMA_RS_N32, "bf16");
   else if constexpr (N == 32)
-    GK_WGMMA_RS_N32("f16");
+    GK_WGMMA_ACC(GK_WGMMA_RS_N32, "f16");
   else if constexpr (N == 64 && H::bf16)
-    GK_WGMMA_RS_N64("bf16");
+    GK_WGMMA_ACC(GK_WGMMA_RS_N64, "bf16");
   else if constexpr (N == 64)
-    GK_WGMMA_RS_N64("f16");
+    GK_WGMMA_ACC(GK_WGMMA_RS_N64, "f16");
   else if constexpr (H::bf16)
-    GK_WGMMA_RS_N128("bf16");
+    GK_WGMMA_ACC(GK_WGMMA_RS_N128, "bf16");
   else
-    GK_WGMMA_RS_N128("f16");
+    GK_WGMMA_ACC(GK_WGMMA_RS_N128, "f16");
 }
 
 /* A by descriptor too (K-major, imm-trans-a 0): m64n96k16 and m64n128k16. */
-#define GK_WGMMA_SS_N96(T)                                                                        \
+#define GK_WGMMA_SS_N96(T, C, S)                                                                  \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"                                       \
                "wgmma.mma_async.sync.aligned.m64n96k16.f32." T "." T                              \
                " {" GK_WGMMA_R0 ", " GK_WGMMA_R1 ", " GK_WGMMA_R2                                 \
                "}, %48, %49, p, 1, 1, 0, %51;\n}\n"                                               \
-               : GK_WGMMA_D16(0), GK_WGMMA_D16(1), GK_WGMMA_D16(2)                                \
-               : "l"(da), "l"(db), "r"(1), "n"(TransB))
-#define GK_WGMMA_SS_N128(T)                                                                       \
+               : GK_WGMMA_D16(C, 0), GK_WGMMA_D16(C, 1), GK_WGMMA_D16(C, 2)                       \
+               : "l"(da), "l"(db), "r"(S), "n"(TransB))
+#define GK_WGMMA_SS_N128(T, C, S)                                                                 \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                       \
                "wgmma.mma_async.sync.aligned.m64n128k16.f32." T "." T                             \
                " {" GK_WGMMA_R0 ", " GK_WGMMA_R1 ", " GK_WGMMA_R2 ", " GK_WGMMA_R3                \
                "}, %64, %65, p, 1, 1, 0, %67;\n}\n"                                               \
-               : GK_WGMMA_D16(0), GK_WGMMA_D16(1), GK_WGMMA_D16(2), GK_WGMMA_D16(3)               \
-               : "l"(da), "l"(db), "r"(1), "n"(TransB))
+               : GK_WGMMA_D16(C, 0), GK_WGMMA_D16(C, 1), GK_WGMMA_D16(C, 2), GK_WGMMA_D16(C, 3)   \
+               : "l"(da), "l"(db), "r"(S), "n"(TransB))
 #else
 /* The twins' product: d += A B, with this thread's rows g and g + 8 of its
  * warp's 16 rows of A as k pairs (ar[r][p]: k = 2p low, 2p + 1 high) and B
@@ -183,7 +194,8 @@ GK_DEV void gk_wgmma_rs(float *d, const uint32_t a[4], uint64_t desc) {
  * its elements' 16 products in k order with fmaf (exact products, as
  * gk_mma_16816's twin). */
 template <class H, int N, int TransB>
-GK_DEV void gk_wgmma_twin(float *d, const uint32_t ar[2][8], uint64_t desc, const void *base) {
+GK_DEV void gk_wgmma_twin(float *d, const uint32_t ar[2][8], uint64_t desc, const void *base,
+                          int acc) {
   const char *start = (const char *)base + ((desc & 0x3fffu) << 4);
   const uint32_t lbo = (uint32_t)((desc >> 16) & 0x3fffu) << 4;
   const uint32_t sbo = (uint32_t)((desc >> 32) & 0x3fffu) << 4;
@@ -191,7 +203,7 @@ GK_DEV void gk_wgmma_twin(float *d, const uint32_t ar[2][8], uint64_t desc, cons
   for (int j = 0; j < N / 8; j++)
     for (int e = 0; e < 4; e++) {
       const int r = e >> 1, n = 8 * j + 2 * t + (e & 1);
-      float acc = d[4 * j + e];
+      float sum = acc ? d[4 * j + e] : 0.0f;
       for (int k = 0; k < 16; k++) {
         const uint32_t off = (uint32_t)(n / 8) * sbo + (uint32_t)(k / 8) * lbo +
                              (TransB ? (uint32_t)(k % 8) * 16 + (uint32_t)(n % 8) * 2
@@ -199,9 +211,9 @@ GK_DEV void gk_wgmma_twin(float *d, const uint32_t ar[2][8], uint64_t desc, cons
         uint16_t b;
         memcpy(&b, start + off, 2);
         const uint16_t av = (uint16_t)(ar[r][k / 2] >> (16 * (k % 2)));
-        acc = fmaf(H::load(av), H::load(b), acc);
+        sum = fmaf(H::load(av), H::load(b), sum);
       }
-      d[4 * j + e] = acc;
+      d[4 * j + e] = sum;
     }
 }
 #endif
@@ -213,15 +225,16 @@ GK_DEV void gk_wgmma_twin(float *d, const uint32_t ar[2][8], uint64_t desc, cons
  * the rows of A from the quad that holds them (gk_mma_twin_rows).
  */
 template <class H, int N, int TransB>
-GK_DEV void gk_wgmma(float *d, const uint32_t a[4], uint64_t desc, const void *base) {
+GK_DEV void gk_wgmma(float *d, const uint32_t a[4], uint64_t desc, const void *base,
+                      int acc = 1) {
   static_assert(N == 32 || N == 64 || N == 128, "wgmma N: 32, 64 or 128");
 #if GK_WGMMA_HW
   (void)base;
-  gk_wgmma_rs<H, N, TransB>(d, a, desc);
+  gk_wgmma_rs<H, N, TransB>(d, a, desc, acc);
 #else
   uint32_t ar[2][8]; /* rows g, g + 8 of this warp's A: k pairs 0..7 */
   gk_mma_twin_rows(a, ar);
-  gk_wgmma_twin<H, N, TransB>(d, ar, desc, base);
+  gk_wgmma_twin<H, N, TransB>(d, ar, desc, base, acc);
 #endif
 }
 
@@ -234,18 +247,18 @@ GK_DEV void gk_wgmma(float *d, const uint32_t a[4], uint64_t desc, const void *b
  * twin reads this thread's two rows of A through the descriptor.
  */
 template <class H, int N, int TransB>
-GK_DEV void gk_wgmma_ss(float *d, uint64_t da, uint64_t db, const void *base) {
+GK_DEV void gk_wgmma_ss(float *d, uint64_t da, uint64_t db, const void *base, int acc = 1) {
   static_assert(N == 96 || N == 128, "wgmma SS: N 96 or 128");
 #if GK_WGMMA_HW
   (void)base;
   if constexpr (N == 96 && H::bf16)
-    GK_WGMMA_SS_N96("bf16");
+    GK_WGMMA_ACC(GK_WGMMA_SS_N96, "bf16");
   else if constexpr (N == 96)
-    GK_WGMMA_SS_N96("f16");
+    GK_WGMMA_ACC(GK_WGMMA_SS_N96, "f16");
   else if constexpr (H::bf16)
-    GK_WGMMA_SS_N128("bf16");
+    GK_WGMMA_ACC(GK_WGMMA_SS_N128, "bf16");
   else
-    GK_WGMMA_SS_N128("f16");
+    GK_WGMMA_ACC(GK_WGMMA_SS_N128, "f16");
 #else
   const char *start = (const char *)base + ((da & 0x3fffu) << 4);
   const uint32_t lbo = (uint32_t)((da >> 16) & 0x3fffu) << 4;
@@ -260,7 +273,7 @@ GK_DEV void gk_wgmma_ss(float *d, uint64_t da, uint64_t db, const void *base) {
                  (uint32_t)(2 * p % 8) * 2,
              4);
   }
-  gk_wgmma_twin<H, N, TransB>(d, ar, db, base);
+  gk_wgmma_twin<H, N, TransB>(d, ar, db, base, acc);
 #endif
 }
 

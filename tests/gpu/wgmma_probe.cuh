@@ -17,6 +17,8 @@
  *     in fa_wgmma.cuh at head_dim 16)
  *   N-major (TransB 1): k / 8 * 8N + n / 8 * 64 + k % 8 * 8 + n % 8
  *     (LBO 16N bytes from k to k + 8, SBO 128 from n to n + 8: V's)
+ * Each product is issued twice (scale-d 0, then 1) and halved, so that
+ * both of the accumulator's modes are checked.
  * T 2 reads A from shared memory as well (gk_wgmma_ss, N 96 and 128: the
  * S of fa_wgmma.cuh's overlapped schedule with Q in shared memory), B
  * K-major, A K-major in Q's layout: element (m, k) at
@@ -65,16 +67,26 @@ GK_DEV void gk_wgmma_probe(const uint16_t *a, const uint16_t *b, float *d) {
     const int row = 16 * w + g + 8 * (u & 1), col = 2 * t + 8 * (u >> 1);
     fa[u] = (uint32_t)a[row * 16 + col] | (uint32_t)a[row * 16 + col + 1] << 16;
   }
+  /* The product twice, its first wgmma with scale-d 0 over registers
+   * holding NaN (D = A B, the old D not read), the second adding (D += A
+   * B): D is 2 A B, halved exactly (small integers). A scale-d 0 that read
+   * D leaves NaN; one that ignored the second's accumulate leaves A B / 2. */
   float acc[N / 2];
-  for (int i = 0; i < N / 2; i++) acc[i] = 0.0f;
+  const uint32_t nan = 0x7fc00000u;
+  for (int i = 0; i < N / 2; i++) memcpy(&acc[i], &nan, sizeof nan);
   gk_wgmma_fence();
-  if constexpr (T == 2)
-    gk_wgmma_ss<gk_f16, N, 0>(acc, gk_wgmma_desc(sb, sa, 128, 256),
-                              gk_wgmma_desc(sb, sb, L::LBO, L::SBO), sb);
-  else
-    gk_wgmma<gk_f16, N, TransB>(acc, fa, gk_wgmma_desc(sb, sb, L::LBO, L::SBO), sb);
+  const uint64_t db = gk_wgmma_desc(sb, sb, L::LBO, L::SBO);
+  if constexpr (T == 2) {
+    const uint64_t da = gk_wgmma_desc(sb, sa, 128, 256);
+    gk_wgmma_ss<gk_f16, N, 0>(acc, da, db, sb, 0);
+    gk_wgmma_ss<gk_f16, N, 0>(acc, da, db, sb, 1);
+  } else {
+    gk_wgmma<gk_f16, N, TransB>(acc, fa, db, sb, 0);
+    gk_wgmma<gk_f16, N, TransB>(acc, fa, db, sb, 1);
+  }
   gk_wgmma_commit();
   gk_wgmma_wait<0>();
+  for (int i = 0; i < N / 2; i++) acc[i] *= 0.5f;
   /* D's fragment: of each 8 columns j, rows 16w + g and + 8, columns
    * 8j + 2t and + 1. */
   for (int j = 0; j < N / 8; j++)
