@@ -39,7 +39,10 @@
 #                                 its paged_attention is the default's
 #   tests/gpu/wgmma_probe.cubin  one wgmma per shape (tests/gpu/wgmma_probe.cu,
 #                          sm_90a), which test_wgmma_probe checks first
-#   gk, tests/gpu/test_gpu, tests/gpu/test_wgmma_probe, bench/gk_bench_gpu,
+#   tests/gpu/tma_probe.cubin  K tiles by TMA read by wgmma (tma_probe.cu),
+#                          which test_tma_probe checks (run.sh's tma step)
+#   gk, tests/gpu/test_gpu, tests/gpu/test_wgmma_probe, tests/gpu/test_tma_probe,
+#   bench/gk_bench_gpu,
 #   tests/backends/vulkan/test_vk_kernels
 #                          (BUILD_DIR's layout, so bench/gpu.sh takes gpu-pack
 #                          as its BUILD_DIR)
@@ -55,14 +58,15 @@
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,59p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
 limit=$((64 * 1024 * 1024))
 
 "$root/ci/configure.sh" "$build" >/dev/null
-for f in gk bench/gk_bench_gpu tests/gpu/test_gpu tests/gpu/test_wgmma_probe; do
+for f in gk bench/gk_bench_gpu tests/gpu/test_gpu tests/gpu/test_wgmma_probe \
+  tests/gpu/test_tma_probe; do
   [ -x "$build/$f" ] || { echo "ci/gpu/prepare.sh: $build/$f was not built" >&2; exit 1; }
 done
 nvcc=$(command -v nvcc || echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc")
@@ -136,8 +140,10 @@ done
 
 "$nvcc" -cubin -arch=sm_90a -O3 -std=c++17 -I"$root/kernelsrc/cuda" \
   -o "$pack/tests/gpu/wgmma_probe.cubin" "$root/tests/gpu/wgmma_probe.cu"
+"$nvcc" -cubin -arch=sm_90a -O3 -std=c++17 -I"$root/kernelsrc/cuda" \
+  -o "$pack/tests/gpu/tma_probe.cubin" "$root/tests/gpu/tma_probe.cu"
 
-bins="gk bench/gk_bench_gpu tests/gpu/test_gpu tests/gpu/test_wgmma_probe"
+bins="gk bench/gk_bench_gpu tests/gpu/test_gpu tests/gpu/test_wgmma_probe tests/gpu/test_tma_probe"
 [ -x "$build/tests/backends/vulkan/test_vk_kernels" ] && bins="$bins tests/backends/vulkan/test_vk_kernels"
 for b in $bins; do
   cp "$build/$b" "$pack/$b"

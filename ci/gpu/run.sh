@@ -19,6 +19,9 @@
 #              test_gpu against gpu.gkfat's CPU images, then gk_bench_gpu's
 #              prefill cases (beside bench's, which time the default sm_90a
 #              image)
+#   tma        test_tma_probe: K tiles loaded by TMA (no swizzle, boxes of 8
+#              x 64) and read by wgmma as K and as V, the layout a TMA
+#              producer would use (docs/kernels.md, "Next steps")
 #   wgmma2     the same for gpu-pack/wgmma2.gkfat (flash_attention on blocks
 #              of 256: two warpgroups a block share each tile), without the probe
 #   wgmma3     the same for gpu-pack/wgmma3.gkfat (blocks of 384: the two fed by
@@ -53,13 +56,13 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,54p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,57p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 work=${GK_GPU_WORK:-/tmp/gk-gpu-work}
 budget=${GK_GPU_BUDGET:-475}
-steps=${GK_GPU_STEPS:-smi probe test bench wgmma wgmma2 wgmma3 wgmma4 wgmma5 q16 k64 compare sass memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test bench wgmma tma wgmma2 wgmma3 wgmma4 wgmma5 q16 k64 compare sass memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -149,6 +152,9 @@ experiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exi
   env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" \
     --filter "flash_attention prefill"'
 step wgmma 60 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma
+# shellcheck disable=SC2016
+step tma 20 sh -c '[ -f "$2/tests/gpu/tma_probe.cubin" ] || { echo "SKIP: gpu-pack has no tma_probe.cubin"; exit 77; }
+  env "$1" "$2/tests/gpu/test_tma_probe" "$2/tests/gpu/tma_probe.cubin"' sh "$libs" "$pack"
 step wgmma2 45 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma2
 step wgmma3 45 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma3
 step wgmma4 45 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma4

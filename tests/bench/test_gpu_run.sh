@@ -13,7 +13,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 p=$T/pack
 mkdir -p "$p/bench" "$p/tests/gpu" "$p/lib" "$p/debs" "$T/out"
-for b in gk bench/gk_bench_gpu tests/gpu/test_gpu tests/gpu/test_wgmma_probe; do
+for b in gk bench/gk_bench_gpu tests/gpu/test_gpu tests/gpu/test_wgmma_probe tests/gpu/test_tma_probe; do
   ln -s "$build/$b" "$p/$b"
 done
 ln -s "$archive" "$p/gpu.gkfat"
@@ -38,7 +38,7 @@ find "$T/out" -mindepth 1 -type f | sed 's|.*/||' | grep -v '^[A-Za-z0-9._-]*$' 
 for f in summary.txt logs.tar.gz; do [ -f "$T/out/$f" ] || no "OUT has no $f"; done
 find "$T/out" -name '.*.tmp' | grep -q . && no "temporary files left in OUT"
 
-steps="smi probe test bench wgmma wgmma2 wgmma3 wgmma4 wgmma5 q16 k64 compare sass memcheck racecheck ncu vulkan"
+steps="smi probe test bench wgmma tma wgmma2 wgmma3 wgmma4 wgmma5 q16 k64 compare sass memcheck racecheck ncu vulkan"
 tar -tzf "$T/out/logs.tar.gz" >"$T/logs" || no "logs.tar.gz does not list"
 for s in $steps; do
   grep -q "^$s: " "$T/out/summary.txt" || no "summary.txt has no line for step $s"

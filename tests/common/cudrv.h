@@ -55,8 +55,27 @@ enum {
   CUDRV_FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
   CUDRV_JIT_ERROR_LOG_BUFFER = 5,
   CUDRV_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
-  CUDRV_EVENT_DEFAULT = 0
+  CUDRV_EVENT_DEFAULT = 0,
+  /* cuTensorMapEncodeTiled's (tests/gpu/test_tma_probe.c) */
+  CUDRV_TMAP_FLOAT16 = 6,
+  CUDRV_TMAP_INTERLEAVE_NONE = 0,
+  CUDRV_TMAP_SWIZZLE_NONE = 0,
+  CUDRV_TMAP_L2_PROMOTION_NONE = 0,
+  CUDRV_TMAP_OOB_FILL_ZEROS = 0 /* CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE */
 };
+
+/* A tensor map (CUtensorMap: 128 opaque bytes, 128-byte aligned as cuda.h
+ * declares it; the driver asks for 64) and the driver's encoder, which is
+ * not in CUDRV_FUNCS: drivers before CUDA 12.0 lack it, and the programs
+ * that need it look it up themselves (dlsym on cudrv.lib). */
+typedef struct {
+  _Alignas(128) unsigned long long opaque[16];
+} cudrv_tmap;
+typedef cu_result (*cudrv_tmap_encode_tiled)(cudrv_tmap *map, int dtype, unsigned rank,
+                                              void *addr, const unsigned long long *dims,
+                                              const unsigned long long *strides,
+                                              const unsigned *box, const unsigned *elem_strides,
+                                              int interleave, int swizzle, int l2, int oob);
 
 #define CUDRV_FUNCS(X)                                                                \
   X(cuInit, cuInit, (unsigned flags))                                                 \

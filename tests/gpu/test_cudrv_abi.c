@@ -26,6 +26,22 @@ SAME(CUDRV_FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHA
 SAME(CUDRV_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER);
 SAME(CUDRV_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES);
 SAME(CUDRV_EVENT_DEFAULT, CU_EVENT_DEFAULT);
+SAME(CUDRV_TMAP_FLOAT16, CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+SAME(CUDRV_TMAP_INTERLEAVE_NONE, CU_TENSOR_MAP_INTERLEAVE_NONE);
+SAME(CUDRV_TMAP_SWIZZLE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE);
+SAME(CUDRV_TMAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE);
+SAME(CUDRV_TMAP_OOB_FILL_ZEROS, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+_Static_assert(sizeof(cudrv_tmap) == sizeof(CUtensorMap) &&
+                   _Alignof(cudrv_tmap) == _Alignof(CUtensorMap),
+               "cudrv_tmap is not CUtensorMap's size and alignment");
+_Static_assert(sizeof(int) == sizeof(CUtensorMapDataType) &&
+                   sizeof(int) == sizeof(CUtensorMapInterleave) &&
+                   sizeof(int) == sizeof(CUtensorMapSwizzle) &&
+                   sizeof(int) == sizeof(CUtensorMapL2promotion) &&
+                   sizeof(int) == sizeof(CUtensorMapFloatOOBfill) &&
+                   sizeof(unsigned) == sizeof(cuuint32_t) &&
+                   sizeof(unsigned long long) == sizeof(cuuint64_t),
+               "cuTensorMapEncodeTiled's parameter types");
 /* The programs use int for these; the ABI passes them the same way. */
 _Static_assert(sizeof(int) == sizeof(CUresult) && sizeof(int) == sizeof(CUdevice) &&
                    sizeof(int) == sizeof(CUdevice_attribute) &&

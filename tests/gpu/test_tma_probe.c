@@ -1,0 +1,226 @@
+/*
+ * test_tma_probe.c - runs tma_probe.cu on a real Hopper GPU: a 3-D tensor
+ * map of K (d, key, KV head; f16, no swizzle, boxes of 8 x 64 x 1) made by
+ * the driver's cuTensorMapEncodeTiled, 16 boxes loaded by TMA into one
+ * 64-key tile, and the tile read by wgmma as K (S = A K^T) and as V (O =
+ * P V) in the layouts tma_probe.cuh describes. Two tiles: keys 0 .. 63 of
+ * KV head 0, and keys 64 .. 127 of KV head 1 of a tensor of 100 keys, whose
+ * last 28 rows lie past it and must read as zeros. The values are small
+ * integers, so S and O are exact in f32 whatever order the tensor cores
+ * add in: each must be equal, element for element, as must the tile.
+ *
+ *   test_tma_probe CUBIN [--libcuda PATH]
+ *
+ * Exit 0 (all equal), 1 (a mismatch, a phase that never completed, or a
+ * driver failure), 77 (SKIP: no NVIDIA GPU, not compute capability 9.0, or
+ * a driver without cuTensorMapEncodeTiled).
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../kernelsrc/common/gk_quant.h"
+#include "cudrv.h"
+
+enum { KEYS = 64, D = 128, SKV = 100, KVH = 2, M = 64 };
+
+static float kval(int h, int n, int d) { return (float)((h * 7 + n * 3 + d * 5) % 9 - 4); }
+
+static int check_tile(int k0, int hk, const uint16_t *raw, const float *s, const float *o,
+                      const float *a, const float *p) {
+  int bad = 0;
+  /* The stage as the TMA wrote it: box c (d = 8c ..) at c KEYS 8 halves. */
+  for (int c = 0; c < D / 8; c++)
+    for (int n = 0; n < KEYS; n++)
+      for (int e = 0; e < 8; e++) {
+        const int key = k0 + n, d = 8 * c + e;
+        const float want = key < SKV ? kval(hk, key, d) : 0.0f;
+        const float got = gk_q_f16_to_f32(raw[(c * KEYS + n) * 8 + e]);
+        if (got != want && bad++ < 3)
+          printf("FAIL: tile k0=%d hk=%d: key %d, d %d landed as %g, K has %g\n", k0, hk, key,
+                 d, got, want);
+      }
+  if (bad) {
+    printf("FAIL: tile k0=%d hk=%d: %d of %d halves of the stage are not K's (box layout)\n",
+           k0, hk, bad, KEYS * D);
+    return 1;
+  }
+  int sbad = 0, obad = 0;
+  for (int i = 0; i < M; i++)
+    for (int n = 0; n < KEYS; n++) {
+      float want = 0.0f;
+      for (int d = 0; d < D; d++)
+        want += a[i * D + d] * (k0 + n < SKV ? kval(hk, k0 + n, d) : 0.0f);
+      if (s[i * KEYS + n] != want && sbad++ < 3)
+        printf("FAIL: S[%d][%d] = %g, A K^T has %g\n", i, n, s[i * KEYS + n], want);
+    }
+  for (int i = 0; i < M; i++)
+    for (int d = 0; d < D; d++) {
+      float want = 0.0f;
+      for (int n = 0; n < KEYS; n++)
+        want += p[i * KEYS + n] * (k0 + n < SKV ? kval(hk, k0 + n, d) : 0.0f);
+      if (o[i * D + d] != want && obad++ < 3)
+        printf("FAIL: O[%d][%d] = %g, P V has %g\n", i, d, o[i * D + d], want);
+    }
+  if (sbad)
+    printf("FAIL: tile k0=%d hk=%d: %d of %d of S differ: K-major (LBO %d, SBO 128 bytes) is "
+           "not how wgmma reads the stage\n", k0, hk, sbad, M * KEYS, 16 * KEYS);
+  if (obad)
+    printf("FAIL: tile k0=%d hk=%d: %d of %d of O differ: N-major (LBO 128, SBO %d bytes) is "
+           "not how wgmma reads the stage\n", k0, hk, obad, M * D, 16 * KEYS);
+  if (!sbad && !obad)
+    printf("ok: tile k0=%d hk=%d: 16 boxes of 8 x %d landed as core-matrix columns%s; wgmma "
+           "reads them as K (S exact) and as V (O exact)\n", k0, hk, KEYS,
+           k0 + KEYS > SKV ? ", keys past the tensor as zeros" : "");
+  return sbad || obad;
+}
+
+int main(int argc, char **argv) {
+  const char *cubin = NULL, *libcuda = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--libcuda") == 0 && i + 1 < argc)
+      libcuda = argv[++i];
+    else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      printf("usage: test_tma_probe CUBIN [--libcuda PATH]\n"
+             "  loads K tiles by TMA (tests/gpu/tma_probe.cu, built for sm_90a) and reads\n"
+             "  them by wgmma; exit 0 ok, 1 mismatch, 77 no Hopper GPU\n");
+      return 0;
+    } else if (!cubin && argv[i][0] != '-')
+      cubin = argv[i];
+    else {
+      fprintf(stderr, "test_tma_probe: unknown argument '%s' (try --help)\n", argv[i]);
+      return 2;
+    }
+  }
+  if (!cubin) {
+    fprintf(stderr, "usage: test_tma_probe CUBIN [--libcuda PATH]\n");
+    return 2;
+  }
+  cudrv gpu;
+  char why[256];
+  if (cudrv_open(&gpu, libcuda, 0, why, sizeof why) != 0) {
+    printf("SKIP: no usable NVIDIA GPU: %s\n", why);
+    cudrv_close(&gpu);
+    return 77;
+  }
+  if (gpu.cc_major != 9 || gpu.cc_minor != 0) {
+    printf("SKIP: %s is sm_%d%d; the probe's sm_90a cubin runs on compute capability 9.0 only\n",
+           gpu.name, gpu.cc_major, gpu.cc_minor);
+    cudrv_close(&gpu);
+    return 77;
+  }
+  cudrv_tmap_encode_tiled encode =
+      (cudrv_tmap_encode_tiled)dlsym(gpu.lib, "cuTensorMapEncodeTiled");
+  if (!encode) {
+    printf("SKIP: %s has no cuTensorMapEncodeTiled (a driver older than CUDA 12.0)\n",
+           libcuda ? libcuda : "libcuda.so.1");
+    cudrv_close(&gpu);
+    return 77;
+  }
+  FILE *fp = fopen(cubin, "rb");
+  char *image = NULL;
+  long size = -1;
+  if (fp && fseek(fp, 0, SEEK_END) == 0 && (size = ftell(fp)) > 0 && fseek(fp, 0, SEEK_SET) == 0 &&
+      (image = malloc((size_t)size)) != NULL && fread(image, 1, (size_t)size, fp) != (size_t)size)
+    size = -1;
+  if (fp) fclose(fp);
+  if (!image || size <= 0) {
+    printf("FAIL: cannot read %s (build it: nvcc -cubin -arch=sm_90a -I kernelsrc/cuda "
+           "tests/gpu/tma_probe.cu)\n", cubin);
+    free(image);
+    cudrv_close(&gpu);
+    return 1;
+  }
+  printf("gpu: %s, sm_%d%d: K tiles by TMA, read by wgmma\n", gpu.name, gpu.cc_major,
+         gpu.cc_minor);
+
+  static uint16_t hk_[KVH * SKV * D], ha[M * D], hp[M * KEYS], raw[KEYS * D];
+  static float a[M * D], p[M * KEYS], s[M * KEYS], o[M * D];
+  for (int h = 0; h < KVH; h++)
+    for (int n = 0; n < SKV; n++)
+      for (int d = 0; d < D; d++) hk_[(h * SKV + n) * D + d] = gk_q_f32_to_f16(kval(h, n, d));
+  for (int i = 0; i < M * D; i++)
+    a[i] = (float)((i * 7 + i / D) % 5 - 2), ha[i] = gk_q_f32_to_f16(a[i]);
+  for (int i = 0; i < M * KEYS; i++)
+    p[i] = (float)((i * 3 + i / KEYS) % 3 - 1), hp[i] = gk_q_f32_to_f16(p[i]);
+
+  /* K as (d, key, head): strides in bytes of dims 1 and 2. */
+  static cudrv_tmap map;
+  const unsigned long long dims[3] = {D, SKV, KVH}, strides[2] = {2 * D, 2ull * D * SKV};
+  const unsigned box[3] = {8, KEYS, 1}, es[3] = {1, 1, 1};
+  static const int tiles[2][2] = {{0, 0}, {64, 1}};
+  int failures = 0, status = 0;
+  cu_module mod = NULL;
+  cu_function f;
+  cu_deviceptr dk = 0, da = 0, dp = 0, draw = 0, ds = 0, dout = 0, dst = 0;
+  cu_result r;
+  const char *step = "cuModuleLoadDataEx";
+  if ((r = gpu.cuModuleLoadDataEx(&mod, image, 0, NULL, NULL)) != CUDRV_SUCCESS) goto driver;
+  step = "cuModuleGetFunction";
+  if ((r = gpu.cuModuleGetFunction(&f, mod, "tma_probe")) != CUDRV_SUCCESS) goto driver;
+  step = "cuMemAlloc";
+  if ((r = gpu.cuMemAlloc(&dk, sizeof hk_)) != CUDRV_SUCCESS ||
+      (r = gpu.cuMemAlloc(&da, sizeof ha)) != CUDRV_SUCCESS ||
+      (r = gpu.cuMemAlloc(&dp, sizeof hp)) != CUDRV_SUCCESS ||
+      (r = gpu.cuMemAlloc(&draw, sizeof raw)) != CUDRV_SUCCESS ||
+      (r = gpu.cuMemAlloc(&ds, sizeof s)) != CUDRV_SUCCESS ||
+      (r = gpu.cuMemAlloc(&dout, sizeof o)) != CUDRV_SUCCESS ||
+      (r = gpu.cuMemAlloc(&dst, sizeof status)) != CUDRV_SUCCESS)
+    goto driver;
+  step = "cuMemcpyHtoD";
+  if ((r = gpu.cuMemcpyHtoD(dk, hk_, sizeof hk_)) != CUDRV_SUCCESS ||
+      (r = gpu.cuMemcpyHtoD(da, ha, sizeof ha)) != CUDRV_SUCCESS ||
+      (r = gpu.cuMemcpyHtoD(dp, hp, sizeof hp)) != CUDRV_SUCCESS)
+    goto driver;
+  step = "cuTensorMapEncodeTiled (f16, rank 3, no swizzle, box 8 x 64 x 1)";
+  if ((r = encode(&map, CUDRV_TMAP_FLOAT16, 3, (void *)(uintptr_t)dk, dims, strides, box, es,
+                    CUDRV_TMAP_INTERLEAVE_NONE, CUDRV_TMAP_SWIZZLE_NONE,
+                    CUDRV_TMAP_L2_PROMOTION_NONE, CUDRV_TMAP_OOB_FILL_ZEROS)) !=
+      CUDRV_SUCCESS)
+    goto driver;
+  for (int t = 0; t < 2; t++) {
+    int k0 = tiles[t][0], h = tiles[t][1];
+    void *params[] = {&map, &k0, &h, &da, &dp, &draw, &ds, &dout, &dst};
+    step = "cuMemsetD8";
+    if ((r = gpu.cuMemsetD8(draw, 0xff, sizeof raw)) != CUDRV_SUCCESS ||
+        (r = gpu.cuMemsetD8(dst, 0, sizeof status)) != CUDRV_SUCCESS)
+      goto driver;
+    step = "cuLaunchKernel";
+    if ((r = gpu.cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, NULL, params, NULL)) != CUDRV_SUCCESS)
+      goto driver;
+    step = "cuCtxSynchronize";
+    if ((r = gpu.cuCtxSynchronize()) != CUDRV_SUCCESS) goto driver;
+    step = "cuMemcpyDtoH";
+    if ((r = gpu.cuMemcpyDtoH(&status, dst, sizeof status)) != CUDRV_SUCCESS ||
+        (r = gpu.cuMemcpyDtoH(raw, draw, sizeof raw)) != CUDRV_SUCCESS ||
+        (r = gpu.cuMemcpyDtoH(s, ds, sizeof s)) != CUDRV_SUCCESS ||
+        (r = gpu.cuMemcpyDtoH(o, dout, sizeof o)) != CUDRV_SUCCESS)
+      goto driver;
+    if (status) {
+      printf("FAIL: tile k0=%d hk=%d: the mbarrier's phase never completed (the bytes expected, "
+             "%d, never all came: the TMA counts fewer for boxes past the tensor, or failed)\n",
+             k0, h, KEYS * D * 2);
+      failures++;
+      continue;
+    }
+    failures += check_tile(k0, h, raw, s, o, a, p);
+  }
+  goto done;
+driver:
+  printf("FAIL: %s failed with %s\n", step, cudrv_err(&gpu, r));
+  failures++;
+done:
+  if (dk) gpu.cuMemFree(dk);
+  if (da) gpu.cuMemFree(da);
+  if (dp) gpu.cuMemFree(dp);
+  if (draw) gpu.cuMemFree(draw);
+  if (ds) gpu.cuMemFree(ds);
+  if (dout) gpu.cuMemFree(dout);
+  if (dst) gpu.cuMemFree(dst);
+  if (mod) gpu.cuModuleUnload(mod);
+  free(image);
+  cudrv_close(&gpu);
+  printf("%s\n", failures ? "the TMA probe FAILED" : "the TMA probe passed: 2 tiles");
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,18 @@
+/*
+ * tma_probe.cu - tma_probe.cuh's entry for the GPU: tma_probe(map, k0, hk,
+ * a, p, raw, s, o, status), a block of 128 threads, the tensor map a
+ * __grid_constant__ parameter (how CUTLASS and FlashAttention-3 pass theirs).
+ * Built by ci/gpu/prepare.sh and ctest's gpu.tma_probe: nvcc -cubin
+ * -arch=sm_90a -I kernelsrc/cuda.
+ */
+#include "tma_probe.cuh"
+
+#if !GK_WGMMA_HW
+#error "tma_probe.cu: compile for sm_90a (-arch=sm_90a)"
+#endif
+
+extern "C" GK_KERNEL void __launch_bounds__(128)
+    tma_probe(const __grid_constant__ CUtensorMap map, int k0, int hk, const uint16_t *a,
+              const uint16_t *p, uint16_t *raw, float *s, float *o, int *status) {
+  gk_tma_probe(&map, k0, hk, a, p, raw, s, o, status);
+}
