@@ -123,9 +123,8 @@ GK_DEV void gk_fa_wg_pv_mma(const void *base, const uint16_t *v, const uint32_t 
  * the fence (which also covers what the caller wrote for the tensor cores
  * before: the output rescaled, P), `mma` issuing S = Q K^T, its first
  * wgmma with scale-d 0 (s is written, not read: no registers to clear). */
-template <int KEYS, class Mma>
-GK_DEV void gk_fa_s_issue(float (*s)[4], Mma mma) {
-  (void)s;
+template <class Mma>
+GK_DEV void gk_fa_s_issue(Mma mma) {
   gk_wgmma_fence();
   mma();
   gk_wgmma_commit();
@@ -136,7 +135,7 @@ GK_DEV void gk_fa_s_issue(float (*s)[4], Mma mma) {
 template <int D, class H, int KEYS = gk_fa_smem<D>::WG_KEYS>
 GK_DEV void gk_fa_wg_scores_issue(const uint16_t *k, const void *base, const uint32_t (*qa)[4],
                                   float (*s)[4]) {
-  gk_fa_s_issue<KEYS>(s, [&] { gk_fa_wg_s_mma<D, H, KEYS>(base, k, qa, s); });
+  gk_fa_s_issue([&] { gk_fa_wg_s_mma<D, H, KEYS>(base, k, qa, s); });
 }
 
 /* The same, waited for. */
@@ -550,7 +549,7 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_K + c.w);
   if (GK_FA_WS_PINGPONG && c.w == 1) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + 1);
   const bool work0 = 0 < c.mine;
-  if (work0) gk_fa_s_issue<KEYS>(s, [&] { W::template s_mma<H>(sm, 0, c, s); });
+  if (work0) gk_fa_s_issue([&] { W::template s_mma<H>(sm, 0, c, s); });
   if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + (c.w ^ 1));
   gk_wgmma_wait<0>();
   if (2 < c.tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WO_EMPTY_K); /* stage 0 */
@@ -568,7 +567,7 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
     gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_K + 2 * cs + c.w);
     gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_V + 2 * (cs ^ 1) + c.w);
     if (GK_FA_WS_PINGPONG) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + c.w); /* this one's turn */
-    gk_fa_s_issue<KEYS>(s, [&] { W::template s_mma<H>(sm, cs, c, s); });
+    gk_fa_s_issue([&] { W::template s_mma<H>(sm, cs, c, s); });
     gk_fa_wg_pv_mma<D, H, KEYS>(&sm, W::v(sm, cs ^ 1), pa, st);
     gk_wgmma_commit();
     if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + (c.w ^ 1)); /* its turn */
