@@ -17,11 +17,10 @@
  */
 #include <dlfcn.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "../../kernelsrc/common/gk_quant.h"
 #include "cudrv.h"
+#include "hopper_probe.h"
 
 enum { KEYS = 64, D = 128, SKV = 100, KVH = 2, M = 64 };
 
@@ -77,60 +76,21 @@ static int check_tile(int k0, int hk, const uint16_t *raw, const float *s, const
 }
 
 int main(int argc, char **argv) {
-  const char *cubin = NULL, *libcuda = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--libcuda") == 0 && i + 1 < argc)
-      libcuda = argv[++i];
-    else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      printf("usage: test_tma_probe CUBIN [--libcuda PATH]\n"
-             "  loads K tiles by TMA (tests/gpu/tma_probe.cu, built for sm_90a) and reads\n"
-             "  them by wgmma; exit 0 ok, 1 mismatch, 77 no Hopper GPU\n");
-      return 0;
-    } else if (!cubin && argv[i][0] != '-')
-      cubin = argv[i];
-    else {
-      fprintf(stderr, "test_tma_probe: unknown argument '%s' (try --help)\n", argv[i]);
-      return 2;
-    }
-  }
-  if (!cubin) {
-    fprintf(stderr, "usage: test_tma_probe CUBIN [--libcuda PATH]\n");
-    return 2;
-  }
   cudrv gpu;
-  char why[256];
-  if (cudrv_open(&gpu, libcuda, 0, why, sizeof why) != 0) {
-    printf("SKIP: no usable NVIDIA GPU: %s\n", why);
-    cudrv_close(&gpu);
-    return 77;
-  }
-  if (gpu.cc_major != 9 || gpu.cc_minor != 0) {
-    printf("SKIP: %s is sm_%d%d; the probe's sm_90a cubin runs on compute capability 9.0 only\n",
-           gpu.name, gpu.cc_major, gpu.cc_minor);
-    cudrv_close(&gpu);
-    return 77;
-  }
+  cu_module mod;
+  int rc;
+  if (!hopper_probe_open(argc, argv, "test_tma_probe",
+                         "loads K tiles by TMA (tests/gpu/tma_probe.cu, built for sm_90a) and\n"
+                         "  reads them by wgmma;",
+                         "tma_probe.cu", &gpu, &mod, &rc))
+    return rc;
   cudrv_tmap_encode_tiled encode =
       (cudrv_tmap_encode_tiled)dlsym(gpu.lib, "cuTensorMapEncodeTiled");
   if (!encode) {
-    printf("SKIP: %s has no cuTensorMapEncodeTiled (a driver older than CUDA 12.0)\n",
-           libcuda ? libcuda : "libcuda.so.1");
+    printf("SKIP: the driver has no cuTensorMapEncodeTiled (older than CUDA 12.0)\n");
+    gpu.cuModuleUnload(mod);
     cudrv_close(&gpu);
     return 77;
-  }
-  FILE *fp = fopen(cubin, "rb");
-  char *image = NULL;
-  long size = -1;
-  if (fp && fseek(fp, 0, SEEK_END) == 0 && (size = ftell(fp)) > 0 && fseek(fp, 0, SEEK_SET) == 0 &&
-      (image = malloc((size_t)size)) != NULL && fread(image, 1, (size_t)size, fp) != (size_t)size)
-    size = -1;
-  if (fp) fclose(fp);
-  if (!image || size <= 0) {
-    printf("FAIL: cannot read %s (build it: nvcc -cubin -arch=sm_90a -I kernelsrc/cuda "
-           "tests/gpu/tma_probe.cu)\n", cubin);
-    free(image);
-    cudrv_close(&gpu);
-    return 1;
   }
   printf("gpu: %s, sm_%d%d: K tiles by TMA, read by wgmma\n", gpu.name, gpu.cc_major,
          gpu.cc_minor);
@@ -151,13 +111,10 @@ int main(int argc, char **argv) {
   const unsigned box[3] = {8, KEYS, 1}, es[3] = {1, 1, 1};
   static const int tiles[2][2] = {{0, 0}, {64, 1}};
   int failures = 0, status = 0;
-  cu_module mod = NULL;
   cu_function f;
   cu_deviceptr dk = 0, da = 0, dp = 0, draw = 0, ds = 0, dout = 0, dst = 0;
   cu_result r;
-  const char *step = "cuModuleLoadDataEx";
-  if ((r = gpu.cuModuleLoadDataEx(&mod, image, 0, NULL, NULL)) != CUDRV_SUCCESS) goto driver;
-  step = "cuModuleGetFunction";
+  const char *step = "cuModuleGetFunction";
   if ((r = gpu.cuModuleGetFunction(&f, mod, "tma_probe")) != CUDRV_SUCCESS) goto driver;
   step = "cuMemAlloc";
   if ((r = gpu.cuMemAlloc(&dk, sizeof hk_)) != CUDRV_SUCCESS ||
@@ -218,8 +175,7 @@ done:
   if (ds) gpu.cuMemFree(ds);
   if (dout) gpu.cuMemFree(dout);
   if (dst) gpu.cuMemFree(dst);
-  if (mod) gpu.cuModuleUnload(mod);
-  free(image);
+  gpu.cuModuleUnload(mod);
   cudrv_close(&gpu);
   printf("%s\n", failures ? "the TMA probe FAILED" : "the TMA probe passed: 2 tiles");
   return failures ? 1 : 0;

@@ -19,10 +19,10 @@
  * loads on).
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cudrv.h"
+#include "hopper_probe.h"
 #include "wgmma_probe_data.h"
 
 enum { M = 64, K = 16, NMAX = 128, STAGE = K * NMAX };
@@ -146,61 +146,14 @@ driver:
 }
 
 int main(int argc, char **argv) {
-  const char *cubin = NULL, *libcuda = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--libcuda") == 0 && i + 1 < argc)
-      libcuda = argv[++i];
-    else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      printf("usage: test_wgmma_probe CUBIN [--libcuda PATH]\n"
-             "  runs one wgmma per shape (tests/gpu/wgmma_probe.cu, built for sm_90a) and\n"
-             "  checks D = A B exactly; exit 0 ok, 1 mismatch, 77 no Hopper GPU\n");
-      return 0;
-    } else if (!cubin && argv[i][0] != '-')
-      cubin = argv[i];
-    else {
-      fprintf(stderr, "test_wgmma_probe: unknown argument '%s' (try --help)\n", argv[i]);
-      return 2;
-    }
-  }
-  if (!cubin) {
-    fprintf(stderr, "usage: test_wgmma_probe CUBIN [--libcuda PATH]\n");
-    return 2;
-  }
   cudrv gpu;
-  char why[256];
-  if (cudrv_open(&gpu, libcuda, 0, why, sizeof why) != 0) {
-    printf("SKIP: no usable NVIDIA GPU: %s\n", why);
-    cudrv_close(&gpu);
-    return 77;
-  }
-  if (gpu.cc_major != 9 || gpu.cc_minor != 0) {
-    printf("SKIP: %s is sm_%d%d; the probe's sm_90a cubin runs on compute capability 9.0 only\n",
-           gpu.name, gpu.cc_major, gpu.cc_minor);
-    cudrv_close(&gpu);
-    return 77;
-  }
-  FILE *fp = fopen(cubin, "rb");
-  char *image = NULL;
-  long size = -1;
-  if (fp && fseek(fp, 0, SEEK_END) == 0 && (size = ftell(fp)) > 0 && fseek(fp, 0, SEEK_SET) == 0 &&
-      (image = malloc((size_t)size)) != NULL && fread(image, 1, (size_t)size, fp) != (size_t)size)
-    size = -1;
-  if (fp) fclose(fp);
-  if (!image || size <= 0) {
-    printf("FAIL: cannot read %s (build it: nvcc -cubin -arch=sm_90a -I kernelsrc/cuda "
-           "tests/gpu/wgmma_probe.cu)\n", cubin);
-    free(image);
-    cudrv_close(&gpu);
-    return 1;
-  }
   cu_module mod;
-  cu_result r = gpu.cuModuleLoadDataEx(&mod, image, 0, NULL, NULL);
-  free(image);
-  if (r != CUDRV_SUCCESS) {
-    printf("FAIL: cuModuleLoadDataEx(%s) failed with %s\n", cubin, cudrv_err(&gpu, r));
-    cudrv_close(&gpu);
-    return 1;
-  }
+  int rc;
+  if (!hopper_probe_open(argc, argv, "test_wgmma_probe",
+                         "runs one wgmma per shape (tests/gpu/wgmma_probe.cu, built for sm_90a)\n"
+                         "  and checks D = A B exactly;",
+                         "wgmma_probe.cu", &gpu, &mod, &rc))
+    return rc;
   printf("gpu: %s, sm_%d%d: one wgmma per shape, D against A B\n", gpu.name, gpu.cc_major,
          gpu.cc_minor);
   int failures = 0;
