@@ -67,10 +67,12 @@ GK_DEV void gk_wgmma_probe(const uint16_t *a, const uint16_t *b, float *d) {
     const int row = 16 * w + g + 8 * (u & 1), col = 2 * t + 8 * (u >> 1);
     fa[u] = (uint32_t)a[row * 16 + col] | (uint32_t)a[row * 16 + col + 1] << 16;
   }
-  /* The product twice, its first wgmma with scale-d 0 over registers
-   * holding NaN (D = A B, the old D not read), the second adding (D += A
-   * B): D is 2 A B, halved exactly (small integers). A scale-d 0 that read
-   * D leaves NaN; one that ignored the second's accumulate leaves A B / 2. */
+  /* The product twice, its first wgmma with scale-d 0 (D = A B, the old D
+   * not read), the second adding (D += A B): D is 2 A B, halved exactly
+   * (small integers). acc is NaN first: a twin that read it at scale-d 0
+   * leaves NaN; an accumulate ignored leaves A B / 2. (On the GPU the
+   * compiler may give the first wgmma other registers than the NaNs', as it
+   * reads none: there the check is that D is 2 A B.) */
   float acc[N / 2];
   const uint32_t nan = 0x7fc00000u;
   for (int i = 0; i < N / 2; i++) memcpy(&acc[i], &nan, sizeof nan);
