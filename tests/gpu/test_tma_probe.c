@@ -25,6 +25,8 @@
 enum { KEYS = 64, D = 128, SKV = 100, KVH = 2, M = 64 };
 
 static float kval(int h, int n, int d) { return (float)((h * 7 + n * 3 + d * 5) % 9 - 4); }
+/* K as a tile reads it: zeros past the tensor's SKV keys. */
+static float ktile(int h, int n, int d) { return n < SKV ? kval(h, n, d) : 0.0f; }
 
 static int check_tile(int k0, int hk, const uint16_t *raw, const float *s, const float *o,
                       const float *a, const float *p) {
@@ -34,7 +36,7 @@ static int check_tile(int k0, int hk, const uint16_t *raw, const float *s, const
     for (int n = 0; n < KEYS; n++)
       for (int e = 0; e < 8; e++) {
         const int key = k0 + n, d = 8 * c + e;
-        const float want = key < SKV ? kval(hk, key, d) : 0.0f;
+        const float want = ktile(hk, key, d);
         const float got = gk_q_f16_to_f32(raw[(c * KEYS + n) * 8 + e]);
         if (got != want && bad++ < 3)
           printf("FAIL: tile k0=%d hk=%d: key %d, d %d landed as %g, K has %g\n", k0, hk, key,
@@ -50,7 +52,7 @@ static int check_tile(int k0, int hk, const uint16_t *raw, const float *s, const
     for (int n = 0; n < KEYS; n++) {
       float want = 0.0f;
       for (int d = 0; d < D; d++)
-        want += a[i * D + d] * (k0 + n < SKV ? kval(hk, k0 + n, d) : 0.0f);
+        want += a[i * D + d] * ktile(hk, k0 + n, d);
       if (s[i * KEYS + n] != want && sbad++ < 3)
         printf("FAIL: S[%d][%d] = %g, A K^T has %g\n", i, n, s[i * KEYS + n], want);
     }
@@ -58,7 +60,7 @@ static int check_tile(int k0, int hk, const uint16_t *raw, const float *s, const
     for (int d = 0; d < D; d++) {
       float want = 0.0f;
       for (int n = 0; n < KEYS; n++)
-        want += p[i * KEYS + n] * (k0 + n < SKV ? kval(hk, k0 + n, d) : 0.0f);
+        want += p[i * KEYS + n] * ktile(hk, k0 + n, d);
       if (o[i * D + d] != want && obad++ < 3)
         printf("FAIL: O[%d][%d] = %g, P V has %g\n", i, d, o[i * D + d], want);
     }
