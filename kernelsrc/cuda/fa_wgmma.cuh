@@ -266,11 +266,12 @@ enum {
   FA_WS_EMPTY = FA_WS_FULL_V + 2,
   FA_WS_TURN = FA_WS_EMPTY + 1, /* + w */
   FA_WS_SIGNAL = 2 * FA_THREADS, /* a consumer and the producer */
-  /* 72 + 2 x 216 = 24 + 2 x 240 = 3 x 168. The longer tiles of
-   * GK_FA_WS_OVERLAP_ON 2 take FlashAttention-3's 240, the producer's
-   * copies a loop (gk_fa_wg_load's LEAN) to fit in 24. */
-  FA_WS_PRODUCER_REGS = GK_FA_WS_OVERLAP_ON == 2 ? 24 : 72,
-  FA_WS_CONSUMER_REGS = GK_FA_WS_OVERLAP_ON == 2 ? 240 : 216,
+  /* 72 + 2 x 216 = 3 x 168; 32 + 2 x 232 = 496 <= 504. The 128-key
+   * tiles of GK_FA_WS_OVERLAP_ON 2 take 232 (ptxas 13.0 compiles its
+   * consumers in 192-200), the producer's copies a loop (gk_fa_wg_load's
+   * LEAN) that fits in 32 (at 24 it spilled 16 bytes). */
+  FA_WS_PRODUCER_REGS = GK_FA_WS_OVERLAP_ON == 2 ? 32 : 72,
+  FA_WS_CONSUMER_REGS = GK_FA_WS_OVERLAP_ON == 2 ? 232 : 216,
 };
 static_assert(FA_WS_TURN + 1 <= 15, "16 named barriers");
 
@@ -417,15 +418,16 @@ static_assert(FA_WO_TURN + 1 <= 15, "16 named barriers");
  *      the stages `ov` (64 KB at head_dim 128);
  *   2: Q in shared memory, each consumer's 64 rows in the K stages' core
  *      matrices (`oq.q[w]`), read by wgmma's SS form (gk_wgmma_ss), and
- *      tiles of OQ_KEYS = 96 keys (128 KB at head_dim 128, 64 KB at 64).
+ *      tiles of OQ_KEYS = 128 keys, FlashAttention-3's causal tile at
+ *      head_dim 128 (160 KB at head_dim 128, 80 KB at 64).
  *      FlashAttention-3 reads Q through a descriptor because
  *      "register bandwidth is actually a bottleneck" (its mainloop); the
  *      32 registers a thread that Q's fragments took at head_dim 128 hold
- *      the longer tile's scores and P instead (S 48, P 24, O 64 a thread
- *      at head_dim 128), with the consumers at 240 registers
- *      (FA_WS_CONSUMER_REGS). Tiles of 128 keys (FA3's are 128 or 176)
- *      spilled there: at head_dim 128 ptxas serialized every wgmma
- *      (C7512), at 64 it spilled 16 bytes.
+ *      the longer tile's scores and P instead (S 64, P 32, O 64 a thread
+ *      at head_dim 128), with the consumers at 232 registers
+ *      (FA_WS_CONSUMER_REGS; ptxas 13.0 needs 192-200). With tile 0's S
+ *      issued in a branch, those tiles needed 256 and more (see
+ *      gk_fa_wo_consume), and the tiles were 96 keys.
  * s_mma issues S += Q K^T of K stage ks (the instructions alone).
  */
 template <int D, int OV>
@@ -548,8 +550,13 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   /* Step 0: S of tile 0 alone. */
   gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_K + c.w);
   if (GK_FA_WS_PINGPONG && c.w == 1) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + 1);
+  /* Issued whether or not this consumer's rows see tile 0, as the steps
+   * below issue theirs: in a branch, s was left undefined on the other
+   * path, and inside the walk's loop over query blocks the compiler kept
+   * those 64 registers (at 128 keys) live around it, from one block to the
+   * next (ptxas 13.0: 256 registers and more a consumer, 192-200 so). */
   const bool work0 = 0 < c.mine;
-  if (work0) gk_fa_s_issue([&] { W::template s_mma<H>(sm, 0, c, s); });
+  gk_fa_s_issue([&] { W::template s_mma<H>(sm, 0, c, s); });
   if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + (c.w ^ 1));
   gk_wgmma_wait<0>();
   if (2 < c.tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WO_EMPTY_K); /* stage 0 */

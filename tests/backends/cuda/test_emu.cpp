@@ -683,7 +683,7 @@ static void check_attention(void) {
          * producer as far ahead of the consumers as the barriers let it,
          * where 4 has the consumers run ahead. 6 and 7: 4 and 5 with each
          * consumer's S and P V overlapped (the image of -DGK_FA_WGMMA=3).
-         * 8 and 9: the same with Q in shared memory, 96-key tiles
+         * 8 and 9: the same with Q in shared memory, 128-key tiles
          * (-DGK_FA_WGMMA=4). 10: f16 and bf16 as ROCm runs them, the
          * tensor-core schedule in dot products (GK_MMA_DIRECT). 11: the
          * head_dim-128 prefill with Q in shared memory on 64-key tiles
