@@ -26,9 +26,9 @@
 #                                 computed while its P V of the last one is
 #                                 (-DGK_FA_WGMMA=3: shared 65536, dynamic)
 #                          wgmma5 wgmma4 with Q in shared memory (wgmma's
-#                                 SS form) and tiles of 128 keys, consumers
-#                                 at 232 registers (-DGK_FA_WGMMA=4: shared
-#                                 163840)
+#                                 SS form) and tiles of 128 keys causal,
+#                                 176 not, consumers at 232 registers
+#                                 (-DGK_FA_WGMMA=4: shared 212992)
 #                          q16    -DGK_FA_QSMEM=0, the head_dim-128 prefill
 #                                 of 16 rows a warp with Q in registers (the
 #                                 default before Q moved to shared memory)
@@ -100,7 +100,7 @@ for e in wgmma:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:: \
          wgmma2:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:256: \
          wgmma3:-DGK_FA_WGMMA=2:-DGK_FA_WGMMA=1:384: \
          wgmma4:-DGK_FA_WGMMA=3:-DGK_FA_WGMMA=1:384:65536 \
-         wgmma5:-DGK_FA_WGMMA=4:-DGK_FA_WGMMA=1:384:163840 \
+         wgmma5:-DGK_FA_WGMMA=4:-DGK_FA_WGMMA=1:384:212992 \
          q16:-DGK_FA_QSMEM=0:-DGK_FA_QSMEM=0:: \
          k64:-DGK_FA_QS_KEYS=64:::65536; do
   name=${e%%:*} rest=${e#*:}

@@ -29,7 +29,8 @@
 #   wgmma4     the same for gpu-pack/wgmma4.gkfat (wgmma3 with S and P V overlapped
 #              in each consumer; 64 KB of dynamic shared memory)
 #   wgmma5     the same for gpu-pack/wgmma5.gkfat (wgmma4 with Q in shared
-#              memory and tiles of 128 keys; 160 KB of dynamic shared memory)
+#              memory and tiles of 128 keys causal, 176 not; 208 KB of dynamic
+#              shared memory)
 #   q16        the same for gpu-pack/q16.gkfat (sm_90a, -DGK_FA_QSMEM=0: the
 #              head_dim-128 prefill of 16 rows a warp, Q in registers), without
 #              a probe: test_gpu, then the prefill cases beside the default's
@@ -56,7 +57,7 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,57p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,58p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}

@@ -101,7 +101,7 @@ struct gk_fa_swz {
  * K, one of V, in tiles twice as long), or (decode, at the end) the merge.
  * 48 KB at most: static shared memory, no opt-in needed; but for the
  * overlapped warp-specialized images' two stages of V (`ov`, 64 KB; `oq`,
- * 160 KB with Q), which take it as dynamic shared memory (gk_fa_sm). */
+ * 208 KB with Q), which take it as dynamic shared memory (gk_fa_sm). */
 template <int D>
 struct gk_fa_smem {
   enum {
@@ -109,7 +109,8 @@ struct gk_fa_smem {
     STAGES = 3,                    /* tiles in shared memory: 48 KB */
     WG_KEYS = D == 128 ? 64 : 128, /* keys a wgmma tile: 3 x 16 KB */
     OV_KEYS = 64,                  /* the overlapped schedule's (registers) */
-    OQ_KEYS = 128,                 /* the same with Q in shared memory */
+    OQ_KEYS = 128,                 /* the same with Q in shared memory, causal */
+    OQ_WIDE_KEYS = 176,            /* and not causal (FlashAttention-3's two) */
 #if defined(GK_GPU_EMULATE)
     QS_KEYS = 64, /* room for every Dt::qs_keys the emulator runs */
 #else
@@ -136,8 +137,8 @@ struct gk_fa_smem {
     } ov;
 #endif
 #if GK_FA_WS_OVERLAP_ON == 2 || defined(GK_GPU_EMULATE)
-    struct { /* and each consumer's Q, longer tiles (160 KB at head_dim 128) */
-      uint16_t q[2][FA_BLOCK_ROWS * D], k[2][OQ_KEYS * D], v[2][OQ_KEYS * D];
+    struct { /* and each consumer's Q, longer tiles (208 KB at head_dim 128) */
+      uint16_t q[2][FA_BLOCK_ROWS * D], k[2][OQ_WIDE_KEYS * D], v[2][OQ_WIDE_KEYS * D];
     } oq;
 #endif
     struct {

@@ -266,10 +266,11 @@ enum {
   FA_WS_EMPTY = FA_WS_FULL_V + 2,
   FA_WS_TURN = FA_WS_EMPTY + 1, /* + w */
   FA_WS_SIGNAL = 2 * FA_THREADS, /* a consumer and the producer */
-  /* 72 + 2 x 216 = 3 x 168; 32 + 2 x 232 = 496 <= 504. The 128-key
-   * tiles of GK_FA_WS_OVERLAP_ON 2 take 232 (ptxas 13.0 compiles its
-   * consumers in 192-200), the producer's copies a loop (gk_fa_wg_load's
-   * LEAN) that fits in 32 (at 24 it spilled 16 bytes). */
+  /* 72 + 2 x 216 = 3 x 168; 32 + 2 x 232 = 496 <= 504. The 128- and
+   * 176-key tiles of GK_FA_WS_OVERLAP_ON 2 take 232 (ptxas 13.0 compiles
+   * its consumers in 192-200 causal, 232 not), the producer's copies a
+   * loop (gk_fa_wg_load's LEAN) that fits in 32 (at 24 it spilled 16
+   * bytes). */
   FA_WS_PRODUCER_REGS = GK_FA_WS_OVERLAP_ON == 2 ? 32 : 72,
   FA_WS_CONSUMER_REGS = GK_FA_WS_OVERLAP_ON == 2 ? 232 : 216,
 };
@@ -413,27 +414,29 @@ enum {
 static_assert(FA_WO_TURN + 1 <= 15, "16 named barriers");
 
 /*
- * Where the overlapped schedule's operands lie, by OV (Dt::ws_overlap):
+ * Where the overlapped schedule's operands lie, by OV (Dt::ws_overlap),
+ * and its tile, by OV and Causal:
  *   1: Q in registers (gk_fa_ws_rows' qa), tiles of OV_KEYS = 64 keys,
  *      the stages `ov` (64 KB at head_dim 128);
  *   2: Q in shared memory, each consumer's 64 rows in the K stages' core
  *      matrices (`oq.q[w]`), read by wgmma's SS form (gk_wgmma_ss), and
- *      tiles of OQ_KEYS = 128 keys, FlashAttention-3's causal tile at
- *      head_dim 128 (160 KB at head_dim 128, 80 KB at 64).
+ *      tiles of FlashAttention-3's at head_dim 128: OQ_KEYS = 128 keys
+ *      causal, OQ_WIDE_KEYS = 176 not (the stages hold 176: 208 KB at
+ *      head_dim 128, 104 KB at 64).
  *      FlashAttention-3 reads Q through a descriptor because
  *      "register bandwidth is actually a bottleneck" (its mainloop); the
  *      32 registers a thread that Q's fragments took at head_dim 128 hold
- *      the longer tile's scores and P instead (S 64, P 32, O 64 a thread
- *      at head_dim 128), with the consumers at 232 registers
- *      (FA_WS_CONSUMER_REGS; ptxas 13.0 needs 192-200). With tile 0's S
- *      issued in a branch, those tiles needed 256 and more (see
- *      gk_fa_wo_consume), and the tiles were 96 keys.
+ *      the longer tile's scores and P instead (S 64 or 88, P 32 or 44,
+ *      O 64 a thread at head_dim 128), with the consumers at 232
+ *      registers (FA_WS_CONSUMER_REGS; ptxas 13.0 needs 200 causal, 232
+ *      not). With tile 0's S issued in a branch, 128-key tiles needed 256
+ *      and more (see gk_fa_wo_consume), and the tiles were 96 keys.
  * s_mma issues S += Q K^T of K stage ks (the instructions alone).
  */
-template <int D, int OV>
+template <int D, int OV, int Causal>
 struct gk_fa_wo;
-template <int D>
-struct gk_fa_wo<D, 1> {
+template <int D, int Causal>
+struct gk_fa_wo<D, 1, Causal> {
   enum { KEYS = gk_fa_smem<D>::OV_KEYS, QREG = 1 };
   GK_DEV uint16_t *k(gk_fa_smem<D> &sm, int s) { return sm.ov.k[s]; }
   GK_DEV uint16_t *v(gk_fa_smem<D> &sm, int s) { return sm.ov.v[s]; }
@@ -442,9 +445,9 @@ struct gk_fa_wo<D, 1> {
     gk_fa_wg_s_mma<D, H, KEYS>(&sm, sm.ov.k[ks], c.qa, s);
   }
 };
-template <int D>
-struct gk_fa_wo<D, 2> {
-  enum { KEYS = gk_fa_smem<D>::OQ_KEYS, QREG = 0 };
+template <int D, int Causal>
+struct gk_fa_wo<D, 2, Causal> {
+  enum { KEYS = Causal ? gk_fa_smem<D>::OQ_KEYS : gk_fa_smem<D>::OQ_WIDE_KEYS, QREG = 0 };
   GK_DEV uint16_t *k(gk_fa_smem<D> &sm, int s) { return sm.oq.k[s]; }
   GK_DEV uint16_t *v(gk_fa_smem<D> &sm, int s) { return sm.oq.v[s]; }
   template <class H>
@@ -481,7 +484,7 @@ GK_DEV void gk_fa_wo_q(gk_fa_smem<D> &sm, const uint16_t *q, int64_t h, int64_t 
 template <int Causal, int D, int OV, class KV>
 GK_DEV void gk_fa_wo_produce(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t sq,
                              int64_t row0) {
-  typedef gk_fa_wo<D, OV> W;
+  typedef gk_fa_wo<D, OV, Causal> W;
   constexpr int KEYS = W::KEYS;
   const int64_t ke = gk_fa_kend(Causal, sq, kv.n, row0, 2 * FA_BLOCK_ROWS);
   const int tiles = (int)((ke + KEYS - 1) / KEYS);
@@ -533,7 +536,7 @@ template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                              int64_t sq, float scale, int64_t h, int64_t row0) {
   constexpr int OV = H::ws_overlap;
-  typedef gk_fa_wo<D, OV> W;
+  typedef gk_fa_wo<D, OV, Causal> W;
   constexpr int KEYS = W::KEYS;
   const int64_t skv = kv.n;
   gk_fa_ws_rows<D> c;

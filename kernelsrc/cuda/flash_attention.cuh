@@ -155,6 +155,37 @@ GK_DEV void gk_fa_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, ui
                                   gk_bool<(bool)gk_fa_mma_shape<D, KV>::QSMEM>());
 }
 
+#if GK_FA_DYN_SMEM
+/* The launch's dynamic shared memory as a T, which it must hold: a launch
+ * that gives less than its launch row's `shared` traps. */
+template <class T>
+GK_DEV T &gk_fa_dyn_as(void) {
+  extern __shared__ __attribute__((aligned(16))) unsigned char gk_fa_dyn[];
+  uint32_t dyn;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+  if (dyn < sizeof(T)) __trap(); /* its launch row's `shared` only */
+  return *reinterpret_cast<T *>(gk_fa_dyn);
+}
+#endif
+
+/* The f32 path's tiles (gk_fa_block): static shared memory, but in the
+ * images whose shared memory is dynamic (GK_FA_DYN_SMEM), in that, so
+ * that its 41 KB and the launch row's `shared` (up to 208 KB: the
+ * tensor-core paths') need not fit a block's 227 KB together. */
+template <int D>
+struct gk_fa_f32_smem {
+  float q[FA_ROWS][D], k[FA_KEYS][D + 1], v[FA_KEYS][D];
+};
+template <int D>
+GK_DEV gk_fa_f32_smem<D> &gk_fa_f32_sm(void) {
+#if GK_FA_DYN_SMEM
+  return gk_fa_dyn_as<gk_fa_f32_smem<D>>();
+#else
+  __shared__ __attribute__((aligned(16))) gk_fa_f32_smem<D> sm;
+  return sm;
+#endif
+}
+
 /* Query rows [row0, row0 + FA_ROWS) of head h against kv (fa_mma.cuh's
  * locators), by the whole block; elements of type Dt. */
 template <int Causal, int D, class Dt, class KV>
@@ -163,9 +194,10 @@ GK_DEV void gk_fa_block(const typename Dt::elem *q, const KV &kv, typename Dt::e
                         int64_t row0) {
   static_assert(D % GK_GROUP == 0, "head_dim must be a multiple of 32");
   constexpr int DPL = D / GK_GROUP; /* output dimensions per lane */
-  __shared__ float sq_t[FA_ROWS][D];
-  __shared__ float sk_t[FA_KEYS][D + 1];
-  __shared__ float sv_t[FA_KEYS][D];
+  gk_fa_f32_smem<D> &f32 = gk_fa_f32_sm<D>();
+  float(&sq_t)[FA_ROWS][D] = f32.q;
+  float(&sk_t)[FA_KEYS][D + 1] = f32.k;
+  float(&sv_t)[FA_KEYS][D] = f32.v;
 
   const int tid = (int)threadIdx.x, lane = gk_lane(), grp = gk_group();
   const int64_t hk = h / (n_heads / n_kv_heads), skv = kv.n;
@@ -297,11 +329,7 @@ GK_DEV int gk_fa_decode_frags(int64_t n_heads, int64_t n_kv_heads, int64_t sq) {
 template <int D>
 GK_DEV gk_fa_smem<D> &gk_fa_sm(void) {
 #if GK_FA_DYN_SMEM
-  extern __shared__ __attribute__((aligned(16))) unsigned char gk_fa_dyn[];
-  uint32_t dyn;
-  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
-  if (dyn < sizeof(gk_fa_smem<D>)) __trap(); /* its launch row's `shared` only */
-  return *reinterpret_cast<gk_fa_smem<D> *>(gk_fa_dyn);
+  return gk_fa_dyn_as<gk_fa_smem<D>>();
 #else
   __shared__ __attribute__((aligned(16))) gk_fa_smem<D> sm;
   return sm;

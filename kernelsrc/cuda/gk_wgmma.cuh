@@ -120,11 +120,16 @@ GK_DEV void gk_setmaxnreg_inc(void) {
 #define GK_WGMMA_R1 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
 #define GK_WGMMA_R2 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
 #define GK_WGMMA_R3 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define GK_WGMMA_R4 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+#define GK_WGMMA_R5H "%80, %81, %82, %83, %84, %85, %86, %87" /* half a set: n = 176 */
 #define GK_WGMMA_D16(C, i)                                                                        \
   C(d[16 * (i) + 0]), C(d[16 * (i) + 1]), C(d[16 * (i) + 2]), C(d[16 * (i) + 3]),                 \
       C(d[16 * (i) + 4]), C(d[16 * (i) + 5]), C(d[16 * (i) + 6]), C(d[16 * (i) + 7]),             \
       C(d[16 * (i) + 8]), C(d[16 * (i) + 9]), C(d[16 * (i) + 10]), C(d[16 * (i) + 11]),           \
       C(d[16 * (i) + 12]), C(d[16 * (i) + 13]), C(d[16 * (i) + 14]), C(d[16 * (i) + 15])
+#define GK_WGMMA_D8(C, i)                                                                         \
+  C(d[16 * (i) + 0]), C(d[16 * (i) + 1]), C(d[16 * (i) + 2]), C(d[16 * (i) + 3]),                 \
+      C(d[16 * (i) + 4]), C(d[16 * (i) + 5]), C(d[16 * (i) + 6]), C(d[16 * (i) + 7])
 /* Each instruction twice: reading the accumulators ("+f", scale-d 1) and
  * only writing them ("=f", scale-d 0), so that the compiler sees a
  * product's first wgmma define them (with "+f" on registers never
@@ -172,7 +177,8 @@ GK_DEV void gk_wgmma_rs(float *d, const uint32_t a[4], uint64_t desc, int acc) {
     GK_WGMMA_ACC(GK_WGMMA_RS_N128, "f16");
 }
 
-/* A by descriptor too (K-major, imm-trans-a 0): m64n96k16 and m64n128k16. */
+/* A by descriptor too (K-major, imm-trans-a 0): m64n96k16, m64n128k16 and
+ * m64n176k16 (88 accumulators: five sets of 16 and a half). */
 #define GK_WGMMA_SS_N96(T, C, S)                                                                  \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"                                       \
                "wgmma.mma_async.sync.aligned.m64n96k16.f32." T "." T                              \
@@ -186,6 +192,14 @@ GK_DEV void gk_wgmma_rs(float *d, const uint32_t a[4], uint64_t desc, int acc) {
                " {" GK_WGMMA_R0 ", " GK_WGMMA_R1 ", " GK_WGMMA_R2 ", " GK_WGMMA_R3                \
                "}, %64, %65, p, 1, 1, 0, %67;\n}\n"                                               \
                : GK_WGMMA_D16(C, 0), GK_WGMMA_D16(C, 1), GK_WGMMA_D16(C, 2), GK_WGMMA_D16(C, 3)   \
+               : "l"(da), "l"(db), "r"(S), "n"(TransB))
+#define GK_WGMMA_SS_N176(T, C, S)                                                                 \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"                                       \
+               "wgmma.mma_async.sync.aligned.m64n176k16.f32." T "." T                             \
+               " {" GK_WGMMA_R0 ", " GK_WGMMA_R1 ", " GK_WGMMA_R2 ", " GK_WGMMA_R3 ", "           \
+               GK_WGMMA_R4 ", " GK_WGMMA_R5H "}, %88, %89, p, 1, 1, 0, %91;\n}\n"                 \
+               : GK_WGMMA_D16(C, 0), GK_WGMMA_D16(C, 1), GK_WGMMA_D16(C, 2), GK_WGMMA_D16(C, 3),  \
+                 GK_WGMMA_D16(C, 4), GK_WGMMA_D8(C, 5)                                            \
                : "l"(da), "l"(db), "r"(S), "n"(TransB))
 #else
 /* The twins' product: d += A B, with this thread's rows g and g + 8 of its
@@ -243,15 +257,19 @@ GK_DEV void gk_wgmma(float *d, const uint32_t a[4], uint64_t desc, const void *b
  * wgmma's "SS" form), A K-major: element (m, k) of the warpgroup's 64 x 16
  * at start + (m / 8) SBO + (k / 8) LBO + (m % 8) 16 + (k % 8) 2, B's
  * K-major layout with m for n. Warp w of the warpgroup multiplies rows
- * 16w .. 16w + 15, as above; d is the same fragments. N 96 or 128. The
+ * 16w .. 16w + 15, as above; d is the same fragments. N 96, 128 or 176. The
  * twin reads this thread's two rows of A through the descriptor.
  */
 template <class H, int N, int TransB>
 GK_DEV void gk_wgmma_ss(float *d, uint64_t da, uint64_t db, const void *base, int acc = 1) {
-  static_assert(N == 96 || N == 128, "wgmma SS: N 96 or 128");
+  static_assert(N == 96 || N == 128 || N == 176, "wgmma SS: N 96, 128 or 176");
 #if GK_WGMMA_HW
   (void)base;
-  if constexpr (N == 96 && H::bf16)
+  if constexpr (N == 176 && H::bf16)
+    GK_WGMMA_ACC(GK_WGMMA_SS_N176, "bf16");
+  else if constexpr (N == 176)
+    GK_WGMMA_ACC(GK_WGMMA_SS_N176, "f16");
+  else if constexpr (N == 96 && H::bf16)
     GK_WGMMA_ACC(GK_WGMMA_SS_N96, "bf16");
   else if constexpr (N == 96)
     GK_WGMMA_ACC(GK_WGMMA_SS_N96, "f16");

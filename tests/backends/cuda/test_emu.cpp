@@ -644,10 +644,10 @@ static void check_attention(void) {
       {8, 2, 12, 600, 1.0},
       {4, 1, 1, 300, 4.0},  /* decode, 4 heads on one KV head, peaked, 2 splits */
       {8, 2, 2, 1100, 1.0}, /* speculative decode, 5 splits of a KV head */
-      /* a prefill over 5 (head_dim 64) or 10 (128) key tiles: the stages'
-       * ring wraps, and the single buffers are reused 10 times (2 x 40
-       * rows: past a decode's 64) */
-      {2, 1, 40, 300, 1.0},
+      /* a prefill over 7 (head_dim 64) or 13 (128) key tiles: the stages'
+       * ring wraps, and the single buffers are reused 13 times (2 x 40
+       * rows: past a decode's 64); 3 tiles of the widest, 176 keys */
+      {2, 1, 40, 400, 1.0},
       /* a decode of 33 splits: the last block reads each row's max over more
        * slots than a group has lanes */
       {4, 1, 1, 8448, 1.0, true},
@@ -683,7 +683,8 @@ static void check_attention(void) {
          * producer as far ahead of the consumers as the barriers let it,
          * where 4 has the consumers run ahead. 6 and 7: 4 and 5 with each
          * consumer's S and P V overlapped (the image of -DGK_FA_WGMMA=3).
-         * 8 and 9: the same with Q in shared memory, 128-key tiles
+         * 8 and 9: the same with Q in shared memory, 128-key tiles causal
+         * and 176 not
          * (-DGK_FA_WGMMA=4). 10: f16 and bf16 as ROCm runs them, the
          * tensor-core schedule in dot products (GK_MMA_DIRECT). 11: the
          * head_dim-128 prefill with Q in shared memory on 64-key tiles
@@ -1350,7 +1351,8 @@ static void check_wgmma_probe(void) {
   wgmma_probe_one<128, 1>();
   wgmma_probe_one<96, 2>(); /* A from shared memory too */
   wgmma_probe_one<128, 2>();
-  SECTION_OK(before, "ok: tests/gpu's wgmma probe, 8 shapes, D = A B through the twins\n");
+  wgmma_probe_one<176, 2>();
+  SECTION_OK(before, "ok: tests/gpu's wgmma probe, 9 shapes, D = A B through the twins\n");
 }
 
 int main(int argc, char **argv) {
