@@ -155,36 +155,33 @@ GK_DEV void gk_fa_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, ui
                                   gk_bool<(bool)gk_fa_mma_shape<D, KV>::QSMEM>());
 }
 
-#if GK_FA_DYN_SMEM
-/* The launch's dynamic shared memory as a T, which it must hold: a launch
- * that gives less than its launch row's `shared` traps. */
+/* The block's shared memory as a T, one object per T and kernel (the
+ * tensor-core paths' gk_fa_smem, the f32 path's gk_fa_f32_smem). Static,
+ * but in the images whose shared memory is over static shared memory's
+ * 48 KB (GK_FA_DYN_SMEM: the overlapped warp-specialized ones, up to 208
+ * KB, and 64-key tiles of the prefill with Q in shared memory): there the
+ * launch row's `shared` gives it, and a launch that gives less traps
+ * (%dynamic_smem_size). The f32 path's 41 KB lie there too, so that they
+ * and the launch row's `shared` need not fit a block's 227 KB together. */
 template <class T>
-GK_DEV T &gk_fa_dyn_as(void) {
+GK_DEV T &gk_fa_shared(void) {
+#if GK_FA_DYN_SMEM
   extern __shared__ __attribute__((aligned(16))) unsigned char gk_fa_dyn[];
   uint32_t dyn;
   asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
   if (dyn < sizeof(T)) __trap(); /* its launch row's `shared` only */
   return *reinterpret_cast<T *>(gk_fa_dyn);
-}
+#else
+  __shared__ __attribute__((aligned(16))) T sm;
+  return sm;
 #endif
+}
 
-/* The f32 path's tiles (gk_fa_block): static shared memory, but in the
- * images whose shared memory is dynamic (GK_FA_DYN_SMEM), in that, so
- * that its 41 KB and the launch row's `shared` (up to 208 KB: the
- * tensor-core paths') need not fit a block's 227 KB together. */
+/* The f32 path's tiles (gk_fa_block). */
 template <int D>
 struct gk_fa_f32_smem {
   float q[FA_ROWS][D], k[FA_KEYS][D + 1], v[FA_KEYS][D];
 };
-template <int D>
-GK_DEV gk_fa_f32_smem<D> &gk_fa_f32_sm(void) {
-#if GK_FA_DYN_SMEM
-  return gk_fa_dyn_as<gk_fa_f32_smem<D>>();
-#else
-  __shared__ __attribute__((aligned(16))) gk_fa_f32_smem<D> sm;
-  return sm;
-#endif
-}
 
 /* Query rows [row0, row0 + FA_ROWS) of head h against kv (fa_mma.cuh's
  * locators), by the whole block; elements of type Dt. */
@@ -194,7 +191,7 @@ GK_DEV void gk_fa_block(const typename Dt::elem *q, const KV &kv, typename Dt::e
                         int64_t row0) {
   static_assert(D % GK_GROUP == 0, "head_dim must be a multiple of 32");
   constexpr int DPL = D / GK_GROUP; /* output dimensions per lane */
-  gk_fa_f32_smem<D> &f32 = gk_fa_f32_sm<D>();
+  gk_fa_f32_smem<D> &f32 = gk_fa_shared<gk_fa_f32_smem<D>>();
   float(&sq_t)[FA_ROWS][D] = f32.q;
   float(&sk_t)[FA_KEYS][D + 1] = f32.k;
   float(&sv_t)[FA_KEYS][D] = f32.v;
@@ -320,20 +317,11 @@ GK_DEV int gk_fa_decode_frags(int64_t n_heads, int64_t n_kv_heads, int64_t sq) {
   return (int)(((n_heads / n_kv_heads) * sq + 15) / 16);
 }
 
-/* The block's shared memory for the tensor-core paths: one object per
- * kernel, which the producer's walk and the others' share. Static, but in
- * the images whose 64 or 128 KB are over static shared memory's 48
- * (GK_FA_DYN_SMEM: the overlapped warp-specialized ones, and 64-key tiles
- * of the prefill with Q in shared memory): there the launch row's `shared`
- * gives them, and a launch that gives less traps (%dynamic_smem_size). */
+/* The block's shared memory for the tensor-core paths (gk_fa_shared),
+ * which the producer's walk and the others' share. */
 template <int D>
 GK_DEV gk_fa_smem<D> &gk_fa_sm(void) {
-#if GK_FA_DYN_SMEM
-  return gk_fa_dyn_as<gk_fa_smem<D>>();
-#else
-  __shared__ __attribute__((aligned(16))) gk_fa_smem<D> sm;
-  return sm;
-#endif
+  return gk_fa_shared<gk_fa_smem<D>>();
 }
 
 /* The grid's walk over one sequence's queries q and o ([n_heads][sq][D])
