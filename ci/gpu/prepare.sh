@@ -27,7 +27,8 @@
 #                                 (-DGK_FA_WGMMA=3: shared 65536, dynamic)
 #                          wgmma5 wgmma4 with Q in shared memory (wgmma's
 #                                 SS form) and tiles of 128 keys causal,
-#                                 176 not, consumers at 232 registers
+#                                 176 not (192 at head_dim 64),
+#                                 consumers at 232 registers
 #                                 (-DGK_FA_WGMMA=4: shared 212992)
 #                          q16    -DGK_FA_QSMEM=0, the head_dim-128 prefill
 #                                 of 16 rows a warp with Q in registers (the

@@ -29,8 +29,8 @@
 #   wgmma4     the same for gpu-pack/wgmma4.gkfat (wgmma3 with S and P V overlapped
 #              in each consumer; 64 KB of dynamic shared memory)
 #   wgmma5     the same for gpu-pack/wgmma5.gkfat (wgmma4 with Q in shared
-#              memory and tiles of 128 keys causal, 176 not; 208 KB of dynamic
-#              shared memory)
+#              memory and tiles of 128 keys causal, 176 not (192 at head_dim
+#              64); 208 KB of dynamic shared memory)
 #   q16        the same for gpu-pack/q16.gkfat (sm_90a, -DGK_FA_QSMEM=0: the
 #              head_dim-128 prefill of 16 rows a warp, Q in registers), without
 #              a probe: test_gpu, then the prefill cases beside the default's

@@ -110,7 +110,7 @@ struct gk_fa_smem {
     WG_KEYS = D == 128 ? 64 : 128, /* keys a wgmma tile: 3 x 16 KB */
     OV_KEYS = 64,                  /* the overlapped schedule's (registers) */
     OQ_KEYS = 128,                 /* the same with Q in shared memory, causal */
-    OQ_WIDE_KEYS = 176,            /* and not causal (FlashAttention-3's two) */
+    OQ_WIDE_KEYS = D == 128 ? 176 : 192, /* not causal (FlashAttention-3's) */
 #if defined(GK_GPU_EMULATE)
     QS_KEYS = 64, /* room for every Dt::qs_keys the emulator runs */
 #else

@@ -268,7 +268,8 @@ enum {
   FA_WS_SIGNAL = 2 * FA_THREADS, /* a consumer and the producer */
   /* 72 + 2 x 216 = 3 x 168; 32 + 2 x 232 = 496 <= 504. The 128- and
    * 176-key tiles of GK_FA_WS_OVERLAP_ON 2 take 232 (ptxas 13.0 compiles
-   * its consumers in 192-200 causal, 232 not), the producer's copies a
+   * its consumers in 192-200 causal, 232 not; 208 at head_dim 64's 192
+   * keys), the producer's copies a
    * loop (gk_fa_wg_load's LEAN) that fits in 32 (at 24 it spilled 16
    * bytes). */
   FA_WS_PRODUCER_REGS = GK_FA_WS_OVERLAP_ON == 2 ? 32 : 72,
@@ -420,16 +421,16 @@ static_assert(FA_WO_TURN + 1 <= 15, "16 named barriers");
  *      the stages `ov` (64 KB at head_dim 128);
  *   2: Q in shared memory, each consumer's 64 rows in the K stages' core
  *      matrices (`oq.q[w]`), read by wgmma's SS form (gk_wgmma_ss), and
- *      tiles of FlashAttention-3's at head_dim 128: OQ_KEYS = 128 keys
- *      causal, OQ_WIDE_KEYS = 176 not (the stages hold 176: 208 KB at
- *      head_dim 128, 104 KB at 64).
+ *      FlashAttention-3's tiles: OQ_KEYS = 128 keys causal, OQ_WIDE_KEYS
+ *      = 176 not at head_dim 128 and 192 at 64 (the stages hold them:
+ *      208 KB at head_dim 128, 112 KB at 64).
  *      FlashAttention-3 reads Q through a descriptor because
  *      "register bandwidth is actually a bottleneck" (its mainloop); the
  *      32 registers a thread that Q's fragments took at head_dim 128 hold
  *      the longer tile's scores and P instead (S 64 or 88, P 32 or 44,
- *      O 64 a thread at head_dim 128), with the consumers at 232
- *      registers (FA_WS_CONSUMER_REGS; ptxas 13.0 needs 200 causal, 232
- *      not). With tile 0's S issued in a branch, 128-key tiles needed 256
+ *      O 64 a thread at head_dim 128; at 64, 192 keys: S 96, P 48, O 32),
+ *      with the consumers at 232 registers (FA_WS_CONSUMER_REGS; ptxas
+ *      13.0 needs 200 causal, 232 not; 208 at head_dim 64). With tile 0's S issued in a branch, 128-key tiles needed 256
  *      and more (see gk_fa_wo_consume), and the tiles were 96 keys.
  * s_mma issues S += Q K^T of K stage ks (the instructions alone).
  */

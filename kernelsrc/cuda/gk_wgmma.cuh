@@ -36,7 +36,10 @@
  *   precedes the wgmma.
  * GK_WGMMA_HW is 1 where the instructions exist (an sm_90a compilation);
  * elsewhere the twins run (the emulator; nvcc for other targets compiles
- * them but no body calls them there).
+ * them but no body calls them there). The emulator runs each twin at the
+ * wait that covers it, not at issue (gk_wgmma_twin_issue), so a wait that
+ * covers too little, D read before it, A or B's stage written before it,
+ * all of which the hardware leaves undefined, give wrong numbers there.
  */
 #ifndef GK_WGMMA_CUH
 #define GK_WGMMA_CUH
@@ -75,18 +78,24 @@ GK_DEV void gk_wgmma_fence(void) {
 GK_DEV void gk_wgmma_commit(void) {
 #if GK_WGMMA_HW
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#elif defined(GK_GPU_EMULATE)
+  gk_emu_wgmma_commit();
 #endif
 }
 template <int N>
 GK_DEV void gk_wgmma_wait(void) {
 #if GK_WGMMA_HW
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#elif defined(GK_GPU_EMULATE)
+  gk_emu_wgmma_wait(N); /* runs the twins of the groups it covers */
 #endif
 }
 /* This thread's shared-memory writes, made visible to the async proxy. */
 GK_DEV void gk_fence_proxy_async(void) {
 #if GK_WGMMA_HW
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#elif defined(GK_GPU_EMULATE)
+  gk_emu_fence_proxy_async();
 #endif
 }
 
@@ -122,6 +131,7 @@ GK_DEV void gk_setmaxnreg_inc(void) {
 #define GK_WGMMA_R3 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
 #define GK_WGMMA_R4 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
 #define GK_WGMMA_R5H "%80, %81, %82, %83, %84, %85, %86, %87" /* half a set: n = 176 */
+#define GK_WGMMA_R5 GK_WGMMA_R5H ", %88, %89, %90, %91, %92, %93, %94, %95"
 #define GK_WGMMA_D16(C, i)                                                                        \
   C(d[16 * (i) + 0]), C(d[16 * (i) + 1]), C(d[16 * (i) + 2]), C(d[16 * (i) + 3]),                 \
       C(d[16 * (i) + 4]), C(d[16 * (i) + 5]), C(d[16 * (i) + 6]), C(d[16 * (i) + 7]),             \
@@ -177,8 +187,9 @@ GK_DEV void gk_wgmma_rs(float *d, const uint32_t a[4], uint64_t desc, int acc) {
     GK_WGMMA_ACC(GK_WGMMA_RS_N128, "f16");
 }
 
-/* A by descriptor too (K-major, imm-trans-a 0): m64n96k16, m64n128k16 and
- * m64n176k16 (88 accumulators: five sets of 16 and a half). */
+/* A by descriptor too (K-major, imm-trans-a 0): m64n96k16, m64n128k16,
+ * m64n176k16 (88 accumulators: five sets of 16 and a half) and m64n192k16
+ * (96: six sets). */
 #define GK_WGMMA_SS_N96(T, C, S)                                                                  \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"                                       \
                "wgmma.mma_async.sync.aligned.m64n96k16.f32." T "." T                              \
@@ -201,7 +212,25 @@ GK_DEV void gk_wgmma_rs(float *d, const uint32_t a[4], uint64_t desc, int acc) {
                : GK_WGMMA_D16(C, 0), GK_WGMMA_D16(C, 1), GK_WGMMA_D16(C, 2), GK_WGMMA_D16(C, 3),  \
                  GK_WGMMA_D16(C, 4), GK_WGMMA_D8(C, 5)                                            \
                : "l"(da), "l"(db), "r"(S), "n"(TransB))
+#define GK_WGMMA_SS_N192(T, C, S)                                                                 \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"                                       \
+               "wgmma.mma_async.sync.aligned.m64n192k16.f32." T "." T                             \
+               " {" GK_WGMMA_R0 ", " GK_WGMMA_R1 ", " GK_WGMMA_R2 ", " GK_WGMMA_R3 ", "           \
+               GK_WGMMA_R4 ", " GK_WGMMA_R5 "}, %96, %97, p, 1, 1, 0, %99;\n}\n"                  \
+               : GK_WGMMA_D16(C, 0), GK_WGMMA_D16(C, 1), GK_WGMMA_D16(C, 2), GK_WGMMA_D16(C, 3),  \
+                 GK_WGMMA_D16(C, 4), GK_WGMMA_D16(C, 5)                                           \
+               : "l"(da), "l"(db), "r"(S), "n"(TransB))
 #else
+/* A twin's read of shared memory, through the async proxy: the emulator
+ * fails a read of bytes a cp.async landed and its thread has not fenced
+ * (gk_emu_async_read). */
+GK_DEV void gk_wgmma_twin_ld(void *dst, const char *p, unsigned n) {
+#if defined(GK_GPU_EMULATE)
+  if (gk_emu_unfenced) gk_emu_async_read(p, n);
+#endif
+  memcpy(dst, p, n);
+}
+
 /* The twins' product: d += A B, with this thread's rows g and g + 8 of its
  * warp's 16 rows of A as k pairs (ar[r][p]: k = 2p low, 2p + 1 high) and B
  * read through the descriptor's layout from base + start. Each thread sums
@@ -223,13 +252,69 @@ GK_DEV void gk_wgmma_twin(float *d, const uint32_t ar[2][8], uint64_t desc, cons
                              (TransB ? (uint32_t)(k % 8) * 16 + (uint32_t)(n % 8) * 2
                                      : (uint32_t)(n % 8) * 16 + (uint32_t)(k % 8) * 2);
         uint16_t b;
-        memcpy(&b, start + off, 2);
+        gk_wgmma_twin_ld(&b, start + off, 2);
         const uint16_t av = (uint16_t)(ar[r][k / 2] >> (16 * (k % 2)));
         sum = fmaf(H::load(av), H::load(b), sum);
       }
       d[4 * j + e] = sum;
     }
 }
+
+/* A twin's instruction: Op::run(op), in the emulator when the wait that
+ * covers it comes (gk_emu.h's gk_emu_wgmma: A and B are read and D written
+ * then, as late as the hardware may, so that a body reading D or writing
+ * A or B's stage too early fails there), elsewhere at once (nvcc's and
+ * hipcc's other targets compile the twins; no body calls them there). */
+template <class Op>
+GK_DEV void gk_wgmma_twin_issue(const Op &op) {
+#if defined(GK_GPU_EMULATE)
+  static_assert(sizeof(Op) <= GK_EMU_WGMMA_BYTES, "a wgmma's operands");
+  gk_emu_wgmma([](const void *p) { Op::run(*(const Op *)p); }, &op, (unsigned)sizeof op);
+#else
+  Op::run(op);
+#endif
+}
+
+/* A in registers (a: this thread's fragment, read when the twin runs). */
+template <class H, int N, int TransB>
+struct gk_wgmma_rs_twin {
+  float *d;
+  const uint32_t *a;
+  uint64_t desc;
+  const void *base;
+  int acc;
+  GK_DEV void run(const gk_wgmma_rs_twin &o) {
+    uint32_t ar[2][8]; /* rows g, g + 8 of this warp's A: k pairs 0..7 */
+    gk_mma_twin_rows(o.a, ar);
+    gk_wgmma_twin<H, N, TransB>(o.d, ar, o.desc, o.base, o.acc);
+  }
+};
+
+/* A by descriptor too (gk_wgmma_ss): this thread's two rows of A read
+ * through it. */
+template <class H, int N, int TransB>
+struct gk_wgmma_ss_twin {
+  float *d;
+  uint64_t da, db;
+  const void *base;
+  int acc;
+  GK_DEV void run(const gk_wgmma_ss_twin &o) {
+    const char *start = (const char *)o.base + ((o.da & 0x3fffu) << 4);
+    const uint32_t lbo = (uint32_t)((o.da >> 16) & 0x3fffu) << 4;
+    const uint32_t sbo = (uint32_t)((o.da >> 32) & 0x3fffu) << 4;
+    const int m0 = 16 * (gk_group() % 4) + gk_lane() / 4;
+    uint32_t ar[2][8];
+    for (int r = 0; r < 2; r++) {
+      const int m = m0 + 8 * r;
+      for (int p = 0; p < 8; p++) /* k = 2p, 2p + 1: adjacent within a core matrix row */
+        gk_wgmma_twin_ld(&ar[r][p],
+                         start + (uint32_t)(m / 8) * sbo + (uint32_t)(p / 4) * lbo +
+                             (uint32_t)(m % 8) * 16 + (uint32_t)(2 * p % 8) * 2,
+                         4);
+    }
+    gk_wgmma_twin<H, N, TransB>(o.d, ar, o.db, o.base, o.acc);
+  }
+};
 #endif
 
 /*
@@ -246,9 +331,8 @@ GK_DEV void gk_wgmma(float *d, const uint32_t a[4], uint64_t desc, const void *b
   (void)base;
   gk_wgmma_rs<H, N, TransB>(d, a, desc, acc);
 #else
-  uint32_t ar[2][8]; /* rows g, g + 8 of this warp's A: k pairs 0..7 */
-  gk_mma_twin_rows(a, ar);
-  gk_wgmma_twin<H, N, TransB>(d, ar, desc, base, acc);
+  const gk_wgmma_rs_twin<H, N, TransB> op = {d, a, desc, base, acc};
+  gk_wgmma_twin_issue(op);
 #endif
 }
 
@@ -257,15 +341,19 @@ GK_DEV void gk_wgmma(float *d, const uint32_t a[4], uint64_t desc, const void *b
  * wgmma's "SS" form), A K-major: element (m, k) of the warpgroup's 64 x 16
  * at start + (m / 8) SBO + (k / 8) LBO + (m % 8) 16 + (k % 8) 2, B's
  * K-major layout with m for n. Warp w of the warpgroup multiplies rows
- * 16w .. 16w + 15, as above; d is the same fragments. N 96, 128 or 176. The
+ * 16w .. 16w + 15, as above; d is the same fragments. N 96, 128, 176 or 192. The
  * twin reads this thread's two rows of A through the descriptor.
  */
 template <class H, int N, int TransB>
 GK_DEV void gk_wgmma_ss(float *d, uint64_t da, uint64_t db, const void *base, int acc = 1) {
-  static_assert(N == 96 || N == 128 || N == 176, "wgmma SS: N 96, 128 or 176");
+  static_assert(N == 96 || N == 128 || N == 176 || N == 192, "wgmma SS: N 96, 128, 176 or 192");
 #if GK_WGMMA_HW
   (void)base;
-  if constexpr (N == 176 && H::bf16)
+  if constexpr (N == 192 && H::bf16)
+    GK_WGMMA_ACC(GK_WGMMA_SS_N192, "bf16");
+  else if constexpr (N == 192)
+    GK_WGMMA_ACC(GK_WGMMA_SS_N192, "f16");
+  else if constexpr (N == 176 && H::bf16)
     GK_WGMMA_ACC(GK_WGMMA_SS_N176, "bf16");
   else if constexpr (N == 176)
     GK_WGMMA_ACC(GK_WGMMA_SS_N176, "f16");
@@ -278,20 +366,8 @@ GK_DEV void gk_wgmma_ss(float *d, uint64_t da, uint64_t db, const void *base, in
   else
     GK_WGMMA_ACC(GK_WGMMA_SS_N128, "f16");
 #else
-  const char *start = (const char *)base + ((da & 0x3fffu) << 4);
-  const uint32_t lbo = (uint32_t)((da >> 16) & 0x3fffu) << 4;
-  const uint32_t sbo = (uint32_t)((da >> 32) & 0x3fffu) << 4;
-  const int m0 = 16 * (gk_group() % 4) + gk_lane() / 4;
-  uint32_t ar[2][8];
-  for (int r = 0; r < 2; r++) {
-    const int m = m0 + 8 * r;
-    for (int p = 0; p < 8; p++) /* k = 2p, 2p + 1: adjacent within a core matrix row */
-      memcpy(&ar[r][p],
-             start + (uint32_t)(m / 8) * sbo + (uint32_t)(p / 4) * lbo + (uint32_t)(m % 8) * 16 +
-                 (uint32_t)(2 * p % 8) * 2,
-             4);
-  }
-  gk_wgmma_twin<H, N, TransB>(d, ar, db, base, acc);
+  const gk_wgmma_ss_twin<H, N, TransB> op = {d, da, db, base, acc};
+  gk_wgmma_twin_issue(op);
 #endif
 }
 

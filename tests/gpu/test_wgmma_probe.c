@@ -1,7 +1,7 @@
 /*
- * test_wgmma_probe.c - runs wgmma_probe.cu's nine entries (one wgmma
+ * test_wgmma_probe.c - runs wgmma_probe.cu's ten entries (one wgmma
  * m64nNk16 f16 each: N 32, 64, 128 with B K-major and N-major and A in
- * registers; N 96, 128 and 176 with A in shared memory too, the SS form) on a
+ * registers; N 96, 128, 176 and 192 with A in shared memory too, the SS form) on a
  * real Hopper GPU and compares D with A B computed here (the entry issues
  * its product twice, scale-d 0 then 1, and halves D: both accumulator
  * modes). The values are small integers, so every product and sum is exact in f32 whatever order the
@@ -25,7 +25,7 @@
 #include "hopper_probe.h"
 #include "wgmma_probe_data.h"
 
-enum { M = 64, K = 16, NMAX = 176, STAGE = K * NMAX };
+enum { M = 64, K = 16, NMAX = 192, STAGE = K * NMAX };
 
 /* The stage's element (k, n) as the instruction reads it for offsets lbo
  * and sbo (in halves) and major t: gk_wgmma.cuh's rule. */
@@ -162,8 +162,9 @@ int main(int argc, char **argv) {
   failures += probe(&gpu, mod, 96, 2);
   failures += probe(&gpu, mod, 128, 2);
   failures += probe(&gpu, mod, 176, 2);
+  failures += probe(&gpu, mod, 192, 2);
   gpu.cuModuleUnload(mod);
   cudrv_close(&gpu);
-  printf("%d of 9 shapes failed\n", failures);
+  printf("%d of 10 shapes failed\n", failures);
   return failures ? 1 : 0;
 }

@@ -1,7 +1,7 @@
 /*
  * wgmma_probe.cu - the entries of wgmma_probe.cuh for the GPU, one per
  * shape the attention uses (N 32, 64, 128) and B's major, and A from
- * shared memory (T 2, N 96, 128 and 176): wgmma_probe_n<N>_t<T>(a, b, d), a
+ * shared memory (T 2, N 96, 128, 176 and 192): wgmma_probe_n<N>_t<T>(a, b, d), a
  * block of 128 threads. Built by
  * ci/gpu/prepare.sh: nvcc -cubin -arch=sm_90a -I kernelsrc/cuda.
  */
@@ -25,3 +25,4 @@ GK_PROBE(128, 1)
 GK_PROBE(96, 2)
 GK_PROBE(128, 2)
 GK_PROBE(176, 2)
+GK_PROBE(192, 2)

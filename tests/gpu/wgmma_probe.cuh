@@ -19,7 +19,7 @@
  *     (LBO 16N bytes from k to k + 8, SBO 128 from n to n + 8: V's)
  * Each product is issued twice (scale-d 0, then 1) and halved, so that
  * both of the accumulator's modes are checked.
- * T 2 reads A from shared memory as well (gk_wgmma_ss, N 96, 128 and 176: the
+ * T 2 reads A from shared memory as well (gk_wgmma_ss, N 96, 128, 176 and 192: the
  * S of fa_wgmma.cuh's overlapped schedule with Q in shared memory), B
  * K-major, A K-major in Q's layout: element (m, k) at
  *   m / 8 * 128 + k / 8 * 64 + m % 8 * 8 + k % 8
@@ -49,8 +49,8 @@ GK_DEV void gk_wgmma_probe(const uint16_t *a, const uint16_t *b, float *d) {
   constexpr int TransB = T == 1;
   typedef gk_wgmma_probe_layout<N, TransB> L;
   /* B's stage, then A's (T 2): one array, the descriptors' base. */
-  __shared__ __attribute__((aligned(128))) uint16_t sb[16 * 176 + 64 * 16];
-  uint16_t *sa = sb + 16 * 176;
+  __shared__ __attribute__((aligned(128))) uint16_t sb[16 * 192 + 64 * 16];
+  uint16_t *sa = sb + 16 * 192;
   const int tid = (int)threadIdx.x, w = tid / 32, g = tid % 32 / 4, t = tid % 4;
   for (int e = tid; e < 16 * N; e += 128) sb[L::at(e / N, e % N)] = b[e];
   if (T == 2)

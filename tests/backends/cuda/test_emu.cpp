@@ -7,8 +7,10 @@
  * its `params` checked against docs/kernels.md.
  *
  * What this proves: the algorithms (tiling, online softmax, reductions,
- * radix select, barrier placement) compute the kernel set's semantics for
- * the launch the metadata describes. What it cannot: timing, memory
+ * radix select, barrier placement, the waits for cp.async and wgmma, which
+ * complete as late as the PTX ISA allows, and the async-proxy fences
+ * before a wgmma reads what a cp.async wrote) compute the kernel set's
+ * semantics for the launch the metadata describes. What it cannot: timing, memory
  * coalescing, or what nvcc makes of the text for a real GPU (no GPU here;
  * numbers on a real GPU are not checked).
  *
@@ -646,7 +648,7 @@ static void check_attention(void) {
       {8, 2, 2, 1100, 1.0}, /* speculative decode, 5 splits of a KV head */
       /* a prefill over 7 (head_dim 64) or 13 (128) key tiles: the stages'
        * ring wraps, and the single buffers are reused 13 times (2 x 40
-       * rows: past a decode's 64); 3 tiles of the widest, 176 keys */
+       * rows: past a decode's 64); 3 tiles of the widest, 176 and 192 keys */
       {2, 1, 40, 400, 1.0},
       /* a decode of 33 splits: the last block reads each row's max over more
        * slots than a group has lanes */
@@ -684,12 +686,11 @@ static void check_attention(void) {
          * where 4 has the consumers run ahead. 6 and 7: 4 and 5 with each
          * consumer's S and P V overlapped (the image of -DGK_FA_WGMMA=3).
          * 8 and 9: the same with Q in shared memory, 128-key tiles causal
-         * and 176 not
-         * (-DGK_FA_WGMMA=4). 10: f16 and bf16 as ROCm runs them, the
-         * tensor-core schedule in dot products (GK_MMA_DIRECT). 11: the
-         * head_dim-128 prefill with Q in shared memory on 64-key tiles
-         * (-DGK_FA_QS_KEYS=64; f16 and bf16, prefills: nothing else
-         * differs). */
+         * and 176 not, 192 at head_dim 64 (-DGK_FA_WGMMA=4). 10: f16 and
+         * bf16 as ROCm runs them, the tensor-core schedule in dot products
+         * (GK_MMA_DIRECT). 11: the head_dim-128 prefill with Q in shared
+         * memory on 64-key tiles (-DGK_FA_QS_KEYS=64; f16 and bf16,
+         * prefills: nothing else differs). */
         const bool fma = path == 1, wide = path >= 3 && path < 10,
                    last_first = path == 5 || path == 7 || path == 9;
         if (last_first && quick) continue;
@@ -1352,7 +1353,8 @@ static void check_wgmma_probe(void) {
   wgmma_probe_one<96, 2>(); /* A from shared memory too */
   wgmma_probe_one<128, 2>();
   wgmma_probe_one<176, 2>();
-  SECTION_OK(before, "ok: tests/gpu's wgmma probe, 9 shapes, D = A B through the twins\n");
+  wgmma_probe_one<192, 2>();
+  SECTION_OK(before, "ok: tests/gpu's wgmma probe, 10 shapes, D = A B through the twins\n");
 }
 
 int main(int argc, char **argv) {

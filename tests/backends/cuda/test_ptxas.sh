@@ -7,11 +7,11 @@
 # thread that setmaxnreg moves from the producer to the consumers, which
 # spill without it) and its overlapped twins (-DGK_FA_WGMMA=3: P of a tile
 # held while S of the next is computed; -DGK_FA_WGMMA=4: the same with Q in
-# shared memory, 128-key tiles causal and 176 not, consumers at 232
-# registers and the producer at 32), and the default images of attention and
-# qmatmul (head_dim 128; BITS 1, 4 and 8) for sm_75, sm_80 and sm_90a (there
-# the prefill keeps Q in shared memory, at 252-255 registers), as the
-# recipes' nvcc.lua does (-O3 -std=c++17); it fails on:
+# shared memory, 128-key tiles causal and 176 not (192 at head_dim 64),
+# consumers at 232 registers and the producer at 32), and the default images
+# of attention and qmatmul (head_dim 128; BITS 1, 4 and 8) for sm_75, sm_80
+# and sm_90a (there the prefill keeps Q in shared memory, at 252-255
+# registers), as the recipes' nvcc.lua does (-O3 -std=c++17); it fails on:
 # - C7520 "wgmma.mma_async instructions are serialized" (or any other
 #   "Potential Performance Loss"): each wgmma waited on before the next;
 # - C7519 "warpgroup.arrive is injected ... by compiler": registers a wgmma

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -41,6 +42,7 @@ namespace ctx = boost::context;
 #endif
 
 gk_emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
+unsigned long gk_emu_unfenced;
 
 namespace {
 
@@ -54,6 +56,13 @@ struct async_copy {
   unsigned n, group;
 };
 
+/* A wgmma in flight (gk_emu_wgmma): its operation, and its commit group. */
+struct async_mma {
+  gk_emu_wgmma_fn run;
+  unsigned char op[GK_EMU_WGMMA_BYTES];
+  unsigned group;
+};
+
 struct fiber {
   ctx::fiber self;  /* the fiber while it is suspended (empty while it runs) */
   ctx::fiber sched; /* while it runs: the scheduler, to switch back to */
@@ -63,6 +72,9 @@ struct fiber {
   int bar;      /* AT_NAMED_BARRIER: which */
   std::vector<async_copy> copies; /* in flight, in issue order */
   unsigned committed;             /* groups committed so far */
+  std::vector<async_mma> mmas;    /* wgmma in flight, in issue order */
+  unsigned mma_committed;         /* their groups committed so far */
+  std::vector<uintptr_t> unfenced; /* 16-byte pieces its copies landed since its last fence */
 };
 
 /* 256 KB each: the bodies keep small arrays on the stack. */
@@ -100,6 +112,9 @@ struct block_state {
   std::vector<unsigned> group_gen, group_arrived;
   std::vector<uint64_t> slots; /* one shuffle value per thread */
   std::vector<uintptr_t> rows; /* one ldmatrix row address per thread */
+  /* Each 16-byte piece of shared memory a cp.async landed in and its
+   * thread has not fenced for the async proxy since: which thread. */
+  std::unordered_map<uintptr_t, int> unfenced;
   gk_emu_body body;
   void *ctx;
   bool failed;
@@ -131,9 +146,13 @@ void land_copies(fiber &f, unsigned below) {
   size_t kept = 0;
   for (size_t i = 0; i < f.copies.size(); i++) {
     async_copy &c = f.copies[i];
-    if (c.group < below)
+    if (c.group < below) {
       memcpy(c.dst, c.bytes, c.n);
-    else
+      const uintptr_t piece = (uintptr_t)c.dst / 16; /* c.n <= 16, aligned to it */
+      S->unfenced[piece] = S->cur;
+      f.unfenced.push_back(piece);
+      gk_emu_unfenced = S->unfenced.size();
+    } else
       f.copies[kept++] = c;
   }
   f.copies.resize(kept);
@@ -147,6 +166,14 @@ ctx::fiber fiber_main(ctx::fiber &&sched) {
   S->body(S->ctx);
   fiber &f = S->fibers[S->cur];
   land_copies(f, ~0u); /* a kernel's copies complete */
+  if (!f.mmas.empty()) { /* D's registers are gone: no wait covered them */
+    if (!S->failed)
+      fprintf(stdout, "emulator: thread %d of block (%u, %u, %u) ended with %zu wgmma in flight "
+              "(no wgmma.wait_group after them)\n", S->cur, blockIdx.x, blockIdx.y, blockIdx.z,
+              f.mmas.size());
+    S->failed = true;
+    f.mmas.clear();
+  }
   f.wait = DONE;
   ASAN_START(NULL, S->sched_bottom, S->sched_size);
   return std::move(f.sched);
@@ -285,11 +312,66 @@ void gk_emu_cp_async(void *dst, const void *src, unsigned bytes) {
   f.copies.push_back(c);
 }
 
+void gk_emu_fence_proxy_async(void) {
+  fiber &f = S->fibers[S->cur];
+  for (uintptr_t piece : f.unfenced) {
+    auto it = S->unfenced.find(piece);
+    if (it != S->unfenced.end() && it->second == S->cur) S->unfenced.erase(it);
+  }
+  f.unfenced.clear();
+  gk_emu_unfenced = S->unfenced.size();
+}
+
+void gk_emu_async_read(const void *p, unsigned bytes) {
+  const uintptr_t a = (uintptr_t)p;
+  for (uintptr_t piece = a / 16; piece <= (a + bytes - 1) / 16; piece++) {
+    auto it = S->unfenced.find(piece);
+    if (it == S->unfenced.end()) continue;
+    if (!S->failed)
+      fprintf(stdout, "emulator: a wgmma of thread %d in block (%u, %u, %u) reads shared memory "
+              "at %p that a cp.async of thread %d wrote, not fenced for the async proxy since "
+              "(fence.proxy.async after the copy lands, before the barrier)\n", S->cur,
+              blockIdx.x, blockIdx.y, blockIdx.z, (void *)(piece * 16), it->second);
+    S->failed = true;
+    return;
+  }
+}
+
 void gk_emu_cp_async_commit(void) { S->fibers[S->cur].committed++; }
 
 void gk_emu_cp_async_wait(int n) {
   fiber &f = S->fibers[S->cur];
   land_copies(f, f.committed > (unsigned)n ? f.committed - (unsigned)n : 0u);
+}
+
+void gk_emu_wgmma(gk_emu_wgmma_fn run, const void *op, unsigned bytes) {
+  fiber &f = S->fibers[S->cur];
+  if (bytes > GK_EMU_WGMMA_BYTES) gk_emu_fault("wgmma operands over GK_EMU_WGMMA_BYTES", bytes);
+  async_mma m;
+  m.run = run;
+  memcpy(m.op, op, bytes < GK_EMU_WGMMA_BYTES ? bytes : GK_EMU_WGMMA_BYTES);
+  m.group = f.mma_committed;
+  f.mmas.push_back(m);
+}
+
+void gk_emu_wgmma_commit(void) { S->fibers[S->cur].mma_committed++; }
+
+/* Runs the wgmma of the groups the wait covers, in issue order. They are
+ * taken off the list first: an operation switches fibers (its twin's
+ * shuffles), and runs in every lane of the warp at the same wait. */
+void gk_emu_wgmma_wait(int n) {
+  fiber &f = S->fibers[S->cur];
+  const unsigned below = f.mma_committed > (unsigned)n ? f.mma_committed - (unsigned)n : 0u;
+  std::vector<async_mma> due;
+  size_t kept = 0;
+  for (size_t i = 0; i < f.mmas.size(); i++) {
+    if (f.mmas[i].group < below)
+      due.push_back(f.mmas[i]);
+    else
+      f.mmas[kept++] = f.mmas[i];
+  }
+  f.mmas.resize(kept);
+  for (const async_mma &m : due) m.run(m.op);
 }
 
 static void group_barrier(void) {
@@ -372,6 +454,9 @@ static void make_fiber(fiber &f) {
   f.wait = RUNNING;
   f.copies.clear();
   f.committed = 0;
+  f.mmas.clear();
+  f.mma_committed = 0;
+  f.unfenced.clear();
 }
 
 static int run_block(block_state &st) {
@@ -382,6 +467,8 @@ static int run_block(block_state &st) {
   for (named_barrier &b : st.named) b = named_barrier{0, 0, 0, {0, 0}};
   for (size_t g = 0; g < st.group_gen.size(); g++) st.group_gen[g] = st.group_arrived[g] = 0;
   st.released = false;
+  st.unfenced.clear(); /* a block's shared memory starts anew */
+  gk_emu_unfenced = 0;
   for (;;) {
     bool ran = false, live = false;
     for (size_t k = 0; k < n; k++) {

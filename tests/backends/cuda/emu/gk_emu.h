@@ -91,6 +91,34 @@ void gk_emu_cp_async(void *dst, const void *src, unsigned bytes);
 void gk_emu_cp_async_commit(void);
 void gk_emu_cp_async_wait(int n);
 
+/* wgmma as sm_90a's (kernelsrc/cuda/gk_wgmma.cuh's twins): an instruction,
+ * its operation `run` with a copy of the `bytes` bytes at op (at most
+ * GK_EMU_WGMMA_BYTES: the addresses of its registers, its descriptors), is
+ * issued into this thread's open group; gk_emu_wgmma_commit closes the
+ * group, and the instruction runs when this thread's gk_emu_wgmma_wait(n)
+ * leaves at most n of its committed groups in flight, the latest the PTX
+ * ISA allows. It reads A and B (registers and shared memory) and writes D
+ * only then, so a body that reads D, or writes A's registers or the shared
+ * memory a wgmma reads, before the wait that covers that wgmma computes
+ * with the wrong numbers, as it may on a GPU. An instruction still in
+ * flight when its thread ends fails the launch (its registers are gone). */
+#define GK_EMU_WGMMA_BYTES 64
+typedef void (*gk_emu_wgmma_fn)(const void *op);
+void gk_emu_wgmma(gk_emu_wgmma_fn run, const void *op, unsigned bytes);
+void gk_emu_wgmma_commit(void);
+void gk_emu_wgmma_wait(int n);
+
+/* The async proxy (what wgmma reads shared memory through): the bytes a
+ * thread's cp.async wrote reach it once that thread has run
+ * fence.proxy.async (gk_emu_fence_proxy_async) after they landed. A
+ * wgmma's twin that reads bytes a cp.async landed and its thread has not
+ * fenced since (gk_emu_async_read, called by the twins while
+ * gk_emu_unfenced is nonzero) fails the launch, naming the thread: on a
+ * GPU it may read the stage's old bytes. (Plain stores are not tracked.) */
+extern unsigned long gk_emu_unfenced; /* 16-byte pieces landed, not fenced */
+void gk_emu_fence_proxy_async(void);
+void gk_emu_async_read(const void *p, unsigned bytes);
+
 /* Shared-memory banks under ldmatrix (gk_gpu.cuh's twin calls it with
  * each lane's row address): the group's 32 row addresses make 4 matrices
  * of 8 rows of 16 bytes, and the hardware reads a matrix in one pass when
