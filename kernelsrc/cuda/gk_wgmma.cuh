@@ -137,6 +137,8 @@ GK_DEV void gk_setmaxnreg_inc(void) {
       C(d[16 * (i) + 4]), C(d[16 * (i) + 5]), C(d[16 * (i) + 6]), C(d[16 * (i) + 7]),             \
       C(d[16 * (i) + 8]), C(d[16 * (i) + 9]), C(d[16 * (i) + 10]), C(d[16 * (i) + 11]),           \
       C(d[16 * (i) + 12]), C(d[16 * (i) + 13]), C(d[16 * (i) + 14]), C(d[16 * (i) + 15])
+/* A list of operands as one macro argument. */
+#define GK_WGMMA_OUT(...) __VA_ARGS__
 #define GK_WGMMA_D8(C, i)                                                                         \
   C(d[16 * (i) + 0]), C(d[16 * (i) + 1]), C(d[16 * (i) + 2]), C(d[16 * (i) + 3]),                 \
       C(d[16 * (i) + 4]), C(d[16 * (i) + 5]), C(d[16 * (i) + 6]), C(d[16 * (i) + 7])
@@ -189,37 +191,38 @@ GK_DEV void gk_wgmma_rs(float *d, const uint32_t a[4], uint64_t desc, int acc) {
 
 /* A by descriptor too (K-major, imm-trans-a 0): m64n96k16, m64n128k16,
  * m64n176k16 (88 accumulators: five sets of 16 and a half) and m64n192k16
- * (96: six sets). */
+ * (96: six sets). One text for all: REGS the accumulators' operand numbers,
+ * OUTS their constraints, A the number of the first operand after them
+ * (da; then db, scale-d, TransB). */
+#define GK_WGMMA_SS_ASM(T, N, REGS, OUTS, A, B, SD, TB, C, S)                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SD ", 0;\n"                                 \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." T "." T " {" REGS "}, %" #A      \
+               ", %" #B ", p, 1, 1, 0, %" #TB ";\n}\n"                                            \
+               : OUTS                                                                             \
+               : "l"(da), "l"(db), "r"(S), "n"(TransB))
 #define GK_WGMMA_SS_N96(T, C, S)                                                                  \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"                                       \
-               "wgmma.mma_async.sync.aligned.m64n96k16.f32." T "." T                              \
-               " {" GK_WGMMA_R0 ", " GK_WGMMA_R1 ", " GK_WGMMA_R2                                 \
-               "}, %48, %49, p, 1, 1, 0, %51;\n}\n"                                               \
-               : GK_WGMMA_D16(C, 0), GK_WGMMA_D16(C, 1), GK_WGMMA_D16(C, 2)                       \
-               : "l"(da), "l"(db), "r"(S), "n"(TransB))
+  GK_WGMMA_SS_ASM(T, 96, GK_WGMMA_R0 ", " GK_WGMMA_R1 ", " GK_WGMMA_R2,                           \
+                  GK_WGMMA_OUT(GK_WGMMA_D16(C, 0), GK_WGMMA_D16(C, 1), GK_WGMMA_D16(C, 2)), 48,   \
+                  49, 50, 51, C, S)
 #define GK_WGMMA_SS_N128(T, C, S)                                                                 \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                       \
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32." T "." T                             \
-               " {" GK_WGMMA_R0 ", " GK_WGMMA_R1 ", " GK_WGMMA_R2 ", " GK_WGMMA_R3                \
-               "}, %64, %65, p, 1, 1, 0, %67;\n}\n"                                               \
-               : GK_WGMMA_D16(C, 0), GK_WGMMA_D16(C, 1), GK_WGMMA_D16(C, 2), GK_WGMMA_D16(C, 3)   \
-               : "l"(da), "l"(db), "r"(S), "n"(TransB))
+  GK_WGMMA_SS_ASM(T, 128, GK_WGMMA_R0 ", " GK_WGMMA_R1 ", " GK_WGMMA_R2 ", " GK_WGMMA_R3,         \
+                  GK_WGMMA_OUT(GK_WGMMA_D16(C, 0), GK_WGMMA_D16(C, 1), GK_WGMMA_D16(C, 2),        \
+                               GK_WGMMA_D16(C, 3)),                                               \
+                  64, 65, 66, 67, C, S)
 #define GK_WGMMA_SS_N176(T, C, S)                                                                 \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"                                       \
-               "wgmma.mma_async.sync.aligned.m64n176k16.f32." T "." T                             \
-               " {" GK_WGMMA_R0 ", " GK_WGMMA_R1 ", " GK_WGMMA_R2 ", " GK_WGMMA_R3 ", "           \
-               GK_WGMMA_R4 ", " GK_WGMMA_R5H "}, %88, %89, p, 1, 1, 0, %91;\n}\n"                 \
-               : GK_WGMMA_D16(C, 0), GK_WGMMA_D16(C, 1), GK_WGMMA_D16(C, 2), GK_WGMMA_D16(C, 3),  \
-                 GK_WGMMA_D16(C, 4), GK_WGMMA_D8(C, 5)                                            \
-               : "l"(da), "l"(db), "r"(S), "n"(TransB))
+  GK_WGMMA_SS_ASM(T, 176,                                                                         \
+                  GK_WGMMA_R0 ", " GK_WGMMA_R1 ", " GK_WGMMA_R2 ", " GK_WGMMA_R3 ", " GK_WGMMA_R4 \
+                              ", " GK_WGMMA_R5H,                                                  \
+                  GK_WGMMA_OUT(GK_WGMMA_D16(C, 0), GK_WGMMA_D16(C, 1), GK_WGMMA_D16(C, 2),        \
+                               GK_WGMMA_D16(C, 3), GK_WGMMA_D16(C, 4), GK_WGMMA_D8(C, 5)),        \
+                  88, 89, 90, 91, C, S)
 #define GK_WGMMA_SS_N192(T, C, S)                                                                 \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"                                       \
-               "wgmma.mma_async.sync.aligned.m64n192k16.f32." T "." T                             \
-               " {" GK_WGMMA_R0 ", " GK_WGMMA_R1 ", " GK_WGMMA_R2 ", " GK_WGMMA_R3 ", "           \
-               GK_WGMMA_R4 ", " GK_WGMMA_R5 "}, %96, %97, p, 1, 1, 0, %99;\n}\n"                  \
-               : GK_WGMMA_D16(C, 0), GK_WGMMA_D16(C, 1), GK_WGMMA_D16(C, 2), GK_WGMMA_D16(C, 3),  \
-                 GK_WGMMA_D16(C, 4), GK_WGMMA_D16(C, 5)                                           \
-               : "l"(da), "l"(db), "r"(S), "n"(TransB))
+  GK_WGMMA_SS_ASM(T, 192,                                                                         \
+                  GK_WGMMA_R0 ", " GK_WGMMA_R1 ", " GK_WGMMA_R2 ", " GK_WGMMA_R3 ", " GK_WGMMA_R4 \
+                              ", " GK_WGMMA_R5,                                                   \
+                  GK_WGMMA_OUT(GK_WGMMA_D16(C, 0), GK_WGMMA_D16(C, 1), GK_WGMMA_D16(C, 2),        \
+                               GK_WGMMA_D16(C, 3), GK_WGMMA_D16(C, 4), GK_WGMMA_D16(C, 5)),       \
+                  96, 97, 98, 99, C, S)
 #else
 /* A twin's read of shared memory, through the async proxy: the emulator
  * fails a read of bytes a cp.async landed and its thread has not fenced
