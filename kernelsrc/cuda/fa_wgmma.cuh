@@ -269,9 +269,8 @@ enum {
   /* 72 + 2 x 216 = 3 x 168; 32 + 2 x 232 = 496 <= 504. The 128- and
    * 176-key tiles of GK_FA_WS_OVERLAP_ON 2 take 232 (ptxas 13.0 compiles
    * its consumers in 192-200 causal, 232 not; 208 at head_dim 64's 192
-   * keys), the producer's copies a
-   * loop (gk_fa_wg_load's LEAN) that fits in 32 (at 24 it spilled 16
-   * bytes). */
+   * keys), the producer's copies a loop (gk_fa_wg_load's LEAN) that fits
+   * in 32 (at 24 it spilled 16 bytes). */
   FA_WS_PRODUCER_REGS = GK_FA_WS_OVERLAP_ON == 2 ? 32 : 72,
   FA_WS_CONSUMER_REGS = GK_FA_WS_OVERLAP_ON == 2 ? 232 : 216,
 };
@@ -430,8 +429,9 @@ static_assert(FA_WO_TURN + 1 <= 15, "16 named barriers");
  *      the longer tile's scores and P instead (S 64 or 88, P 32 or 44,
  *      O 64 a thread at head_dim 128; at 64, 192 keys: S 96, P 48, O 32),
  *      with the consumers at 232 registers (FA_WS_CONSUMER_REGS; ptxas
- *      13.0 needs 200 causal, 232 not; 208 at head_dim 64). With tile 0's S issued in a branch, 128-key tiles needed 256
- *      and more (see gk_fa_wo_consume), and the tiles were 96 keys.
+ *      13.0 needs 200 causal, 232 not; 208 at head_dim 64). With tile
+ *      0's S issued in a branch, 128-key tiles needed 256 and more (see
+ *      gk_fa_wo_consume), and the tiles were 96 keys.
  * s_mma issues S += Q K^T of K stage ks (the instructions alone).
  */
 template <int D, int OV, int Causal>

@@ -344,8 +344,8 @@ GK_DEV void gk_wgmma(float *d, const uint32_t a[4], uint64_t desc, const void *b
  * wgmma's "SS" form), A K-major: element (m, k) of the warpgroup's 64 x 16
  * at start + (m / 8) SBO + (k / 8) LBO + (m % 8) 16 + (k % 8) 2, B's
  * K-major layout with m for n. Warp w of the warpgroup multiplies rows
- * 16w .. 16w + 15, as above; d is the same fragments. N 96, 128, 176 or 192. The
- * twin reads this thread's two rows of A through the descriptor.
+ * 16w .. 16w + 15, as above; d is the same fragments. N 96, 128, 176 or
+ * 192. The twin reads this thread's two rows of A through the descriptor.
  */
 template <class H, int N, int TransB>
 GK_DEV void gk_wgmma_ss(float *d, uint64_t da, uint64_t db, const void *base, int acc = 1) {

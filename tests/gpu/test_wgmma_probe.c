@@ -1,11 +1,12 @@
 /*
  * test_wgmma_probe.c - runs wgmma_probe.cu's ten entries (one wgmma
  * m64nNk16 f16 each: N 32, 64, 128 with B K-major and N-major and A in
- * registers; N 96, 128, 176 and 192 with A in shared memory too, the SS form) on a
- * real Hopper GPU and compares D with A B computed here (the entry issues
- * its product twice, scale-d 0 then 1, and halves D: both accumulator
- * modes). The values are small integers, so every product and sum is exact in f32 whatever order the
- * tensor cores add in: D must be equal, element for element.
+ * registers; N 96, 128, 176 and 192 with A in shared memory too, the SS
+ * form) on a real Hopper GPU and compares D with A B computed here (the
+ * entry issues its product twice, scale-d 0 then 1, and halves D: both
+ * accumulator modes). The values are small integers, so every product and
+ * sum is exact in f32 whatever order the tensor cores add in: D must be
+ * equal, element for element.
  *
  * On a mismatch it says which reading of the stage the GPU's D matches
  * instead (the descriptor's two offsets swapped, B's major flipped; A's
