@@ -59,7 +59,7 @@ struct async_copy {
 /* A wgmma in flight (gk_emu_wgmma): its operation, and its commit group. */
 struct async_mma {
   gk_emu_wgmma_fn run;
-  unsigned char op[GK_EMU_WGMMA_BYTES];
+  alignas(16) unsigned char op[GK_EMU_WGMMA_BYTES]; /* read as the twin's struct */
   unsigned group;
 };
 
