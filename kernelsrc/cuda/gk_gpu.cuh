@@ -78,6 +78,20 @@
 GK_DEV int gk_lane(void) { return (int)(threadIdx.x % GK_GROUP); }
 GK_DEV int gk_group(void) { return (int)(threadIdx.x / GK_GROUP); }
 
+/* Tile t of a matmul's tx x ty tiles (x: rows of x, y: rows of W), taken in
+ * groups of `group` tiles of x: a group's tiles numbered x first, then y,
+ * the last group narrower (CUTLASS's threadblock swizzle, Triton's
+ * GROUP_SIZE_M). Blocks that run at once then share a few tiles of both
+ * operands, which L2 holds, where numbering all of x first would stream
+ * the whole of x once for every tile of W. */
+GK_DEV void gk_grouped_tile(int64_t t, int64_t tx, int64_t ty, int64_t group, int64_t *bx,
+                            int64_t *by) {
+  const int64_t x0 = t / (group * ty) * group, r = t % (group * ty);
+  const int64_t cols = tx - x0 < group ? tx - x0 : group; /* tiles of x in this group */
+  *bx = x0 + r % cols;
+  *by = r / cols;
+}
+
 /* Sum, max of a value over the 32 threads of a group; every thread gets
  * the result. The butterfly gives all lanes the same bits (each lane adds
  * the same pairs in the same order). */

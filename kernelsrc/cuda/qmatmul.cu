@@ -30,9 +30,12 @@ qmatmul_q8x_x(const float *x, void *xq, int64_t m, int64_t k) {
   gk_q8x_x<BITS>(x, xq, m, k);
 }
 
-/* One block per SM at least: the 2 x 4 tiles of accumulators, fragments
- * and scales take more than the 128 registers two would leave. */
-extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS, 1)
+/* Two blocks per SM (16 warps), as the others: ptxas 13.0 fits the 2 x 4
+ * tiles of accumulators, fragments and scales in the 128 registers that
+ * leaves with no spill (sm_75, sm_80, sm_90a; 126 to 128), where one block
+ * an SM let it take 137 to 162. Its barriers (two a stage) and the wait for
+ * the next stage then stall 8 of 16 warps, not all 8. Not yet timed. */
+extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS, QM_MIN_BLOCKS)
 qmatmul_q8x_mm(const void *xq, const void *w, float *y, int64_t m, int64_t n, int64_t k) {
   gk_q8x_mm<BITS>(xq, w, y, m, n, k);
 }

@@ -178,9 +178,11 @@ static void check_qmatmul(void) {
   static const std::vector<std::string> params = {"x:ptr", "w:ptr", "y:ptr",
                                                   "m:i64", "n:i64", "k:i64"};
   /* m = 17 and n = 70: several tiles of x rows and of W rows, partly filled;
-   * k = 288: a step of 8 blocks and one more. */
-  static const long long shapes[][3] = {{1, 19, 96}, {5, 10, 256}, {1, 3, 4128}, {7, 9, 80},
-                                        {17, 70, 288}, {1, 70, 288}};
+   * k = 288: a step of 8 blocks and one more; m = 260, n = 40: a whole
+   * group of 32 tiles of x and one of 1, 2 tiles of W each (gk_qmatmul). */
+  static const long long shapes[][3] = {{1, 19, 96},   {5, 10, 256}, {1, 3, 4128},
+                                        {7, 9, 80},    {17, 70, 288}, {1, 70, 288},
+                                        {260, 40, 32}};
   for (int bits : {1, 2, 4, 8}) {
     launch L;
     char variant[16];
@@ -295,10 +297,12 @@ static void check_q8x(void) {
    * rows, k = 544: 17 blocks, a last stage of 1 (the odd groups idle); k =
    * 4384: 137 blocks, a last stage of 1 in the second buffer; m = 3: the
    * tiles of 4 rows, partial; m = 1 and 4 over 130 and 137 blocks: chunks,
-   * partial at the end. */
+   * partial at the end; m = 262, n = 70: a whole group of 16 batch tiles
+   * and one of 1, 2 tiles of W each. */
   static const long long shapes[][3] = {{1, 37, 96},   {6, 35, 4160}, {1, 3, 32},
                                         {9, 5, 0},     {17, 70, 544}, {5, 20, 4384},
-                                        {3, 9, 64},    {1, 70, 4160}, {4, 66, 4384}};
+                                        {3, 9, 64},    {1, 70, 4160}, {4, 66, 4384},
+                                        {262, 70, 64}};
   for (int bits : {1, 2, 4, 8}) {
     launch L;
     char variant[16];
@@ -374,8 +378,10 @@ static void check_q8x_mm(void) {
   static const std::vector<std::string> mparams = {"xq:ptr", "w:ptr", "y:ptr",
                                                    "m:i64",  "n:i64", "k:i64"};
   /* m = 70, n = 150: partial tiles of both; k = 96: a half stage at the
-   * end; k = 31: no block, zeros. */
-  static const long long shapes[][3] = {{70, 150, 96}, {3, 9, 288}, {1, 130, 64}, {5, 3, 31}};
+   * end; k = 31: no block, zeros; m = 1030, n = 130: a whole group of 16
+   * tiles of x's rows and one of 1, 2 tiles of W each (gk_q8x_mm). */
+  static const long long shapes[][3] = {
+      {70, 150, 96}, {3, 9, 288}, {1, 130, 64}, {5, 3, 31}, {1030, 130, 32}};
   for (int bits : {1, 2, 4, 8}) {
     launch Lx, Lm;
     char variant[16];
