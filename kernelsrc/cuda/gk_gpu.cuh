@@ -799,6 +799,24 @@ GK_DEV void gk_threadfence(void) {
   __threadfence();
 #endif
 }
+/*
+ * A hint: the L2 sector (32 bytes) holding global address p is fetched
+ * from memory now, so that a load of it later finds it in L2
+ * (prefetch.global.L2: no register waits for it; callers keep p inside
+ * the tensor all the same). HIP: nothing (AMD has no such instruction before gfx12). The
+ * emulator reads a byte at p, so that AddressSanitizer's build of the
+ * tests sees a prefetch outside the tensor.
+ */
+GK_DEV void gk_prefetch_l2(const void *p) {
+#if defined(GK_GPU_NVIDIA)
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#elif defined(GK_GPU_EMULATE)
+  (void)*(const volatile unsigned char *)p;
+#else
+  (void)p;
+#endif
+}
+
 GK_DEV float gk_ld_cg(const float *p) {
 #if defined(GK_GPU_NVIDIA)
   return __ldcg(p);

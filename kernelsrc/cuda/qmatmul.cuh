@@ -129,6 +129,34 @@ GK_DEV void gk_qm_fetch(const uint32_t *__restrict__ w32, int64_t j0, int rows, 
   }
 }
 
+/* m == 1: how many steps ahead of its loads a group has L2 fetch W
+ * (gk_qm_prefetch): 2560 bytes a group, 40 KB an SM at 16 groups. The
+ * loads themselves keep two steps in flight (cur and nxt below), 1024
+ * blocks an SM: 8 KB at BITS 1, 12 at 2, 20 at 4, 36 at 8, where DRAM's
+ * latency times its bandwidth asks ~25 to 32 KB an SM (4.24 TB/s over 132
+ * SMs, 0.8 to 1 us under load: an estimate, not measured). */
+#define QM_AHEAD(Bits) (2560 / (32 * GK_QBLOCK_BYTES(Bits))) /* 10, 6, 4, 2 steps */
+
+/* Lane l's part of that: the bytes of blocks bs .. bs + QM_STEP - 1 (those
+ * < nb) of row j0 + l % 4, one L2 sector a lane: lane l / 4 = q hints the
+ * sector 32 q bytes past the first one the blocks touch (the blocks' first
+ * byte for q = 0), where that is still one of their bytes. 8 lanes cover
+ * the 6 sectors or fewer that 8 blocks touch up to BITS 4 (160 bytes); at
+ * BITS 8 (288 bytes, up to 10 sectors) the last one or two are left to the
+ * load. Every address lies in W. */
+template <int Bits>
+GK_DEV void gk_qm_prefetch(const void *w, int64_t j0, int rows, int64_t nb, int64_t bs,
+                           int lane) {
+  static_assert(QM_WROWS == 4 && GK_GROUP == 32, "a lane per row of W and sector");
+  const int r = lane % 4, q = lane / 4;
+  if (r >= rows || bs >= nb) return;
+  const int64_t n_b = nb - bs < QM_STEP ? nb - bs : QM_STEP;
+  const uintptr_t first = (uintptr_t)w + (uintptr_t)(((j0 + r) * nb + bs) * GK_QBLOCK_BYTES(Bits));
+  const uintptr_t end = first + (uintptr_t)(n_b * GK_QBLOCK_BYTES(Bits));
+  const uintptr_t at = q == 0 ? first : (first & ~(uintptr_t)31) + 32 * (uintptr_t)q;
+  if (at < end) gk_prefetch_l2((const void *)at);
+}
+
 /* The code at bit p of half h, as a float, exactly (see the top): the
  * mask keeps it and drops every other bit; the exponent 150 - p (127 +
  * 23 - p) makes the mantissa's bit p worth 1. */
@@ -179,14 +207,17 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
 
   /* m == 1 is bound by memory: the next step's words of W are loaded
    * before this step's are decoded, so that a warp has two steps of W in
-   * flight, not one (16 warps an SM: ~20 KB, about what DRAM's latency
-   * times its bandwidth asks of an SM; x, read by every group, comes from
-   * L2). m > 1 is bound by issue, and spends the registers on rows of x. */
+   * flight, not one, and L2 is asked for the step QM_AHEAD steps on
+   * (gk_qm_prefetch), which the loads then find there: together 48 to 73
+   * KB an SM, over what DRAM's latency times its bandwidth asks (x, read
+   * by every group, comes from L2). m > 1 is bound by issue, and spends
+   * the registers on rows of x. */
   gk_qm_words<Bits> cur = {}, nxt = {};
   const int64_t b0 = lane / 4;
   if (MT == 1 && b0 < nb) gk_qm_fetch<Bits>(w32, j0, rows, nb, b0, s, cur);
   for (int64_t b = b0; b < nb; b += QM_STEP) {
     if (MT == 1 && b + QM_STEP < nb) gk_qm_fetch<Bits>(w32, j0, rows, nb, b + QM_STEP, s, nxt);
+    if (MT == 1) gk_qm_prefetch<Bits>(w, j0, rows, nb, b - b0 + QM_STEP * QM_AHEAD(Bits), lane);
     /* This lane's octet of block b of each row of W, decoded. */
     float wv[QM_WROWS][8];
 #pragma unroll
