@@ -2,9 +2,13 @@
 -- per sm_XY target, or PTX for a compute_XY target, per param combination.
 --
 -- The commands, for params bits=4:
---   nvcc -cubin -arch=sm_90a -O3 -std=c++17 -DBITS=4 <recipe flags>
---        -MD -MF DEPFILE -o OUT SRC                     (target sm_XY[a|f])
+--   nvcc -cubin -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -DBITS=4
+--        <recipe flags> -MD -MF DEPFILE -o OUT SRC      (target sm_XY[a|f])
 --   nvcc -ptx -arch=compute_75 ...same...               (target compute_XY)
+-- A cubin's target is spelled out as -gencode, not -arch=sm_XY: newer nvcc
+-- (13.4, ../.library/device/HOPPER.md) has been seen to run a plain sm_90
+-- pass beside -arch=sm_90a's, which rejects wgmma and setmaxnreg. nvcc 13.0
+-- writes the same bytes either way.
 -- run in the source's folder with SRC a bare file name. Neither writes a
 -- path of this machine into the image (no -G, no -lineinfo: those record the
 -- source path); tests/backends/cuda checks the images for the build folder's path.
@@ -88,7 +92,9 @@ end
 
 function nvcc.command(job, p)
   local kind = job.target:match("^compute_") and "-ptx" or "-cubin"
-  local argv = { p.tool, kind, "-arch=" .. job.target, "-O3", "-std=c++17" }
+  local arch = kind == "-ptx" and "-arch=" .. job.target
+      or ("-gencode=arch=%s,code=%s"):format(job.target:gsub("^sm_", "compute_"), job.target)
+  local argv = { p.tool, kind, arch, "-O3", "-std=c++17" }
   for _, d in ipairs(job.defines) do argv[#argv + 1] = "-D" .. d end
   for _, f in ipairs(job.flags) do argv[#argv + 1] = f end
   for _, a in ipairs({ "-MD", "-MF", p.depfile, "-o", p.out, p.src }) do

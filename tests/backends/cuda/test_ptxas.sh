@@ -14,6 +14,9 @@
 # registers), as the recipes' nvcc.lua does (-O3 -std=c++17); it fails on:
 # - C7520 "wgmma.mma_async instructions are serialized" (or any other
 #   "Potential Performance Loss"): each wgmma waited on before the next;
+#   C7508 "'setmaxnreg' ignored" among them (a kernel with no register cap
+#   at its entry: without its __launch_bounds__, wgmma5's said so and took
+#   217 registers a thread, so no block of 384 could start);
 # - C7519 "warpgroup.arrive is injected ... by compiler": registers a wgmma
 #   reads written after the wgmma.fence (the cause of C7520 before);
 # - register spills.
