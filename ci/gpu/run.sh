@@ -40,7 +40,9 @@
 #              archive whose step passed, against SDPA's (experiments.md)
 #   sass       cuobjdump -res-usage -sass of the sm_90a images of the causal
 #              f16 head_dim-128 flash_attention (gpu, wgmma4, wgmma5) and of
-#              qmatmul bits=4 (sass-*.txt), for reading where no disassembler is
+#              qmatmul bits=4 and bits=1 (whether ptxas turns BITS 1's selects
+#              into R2P and FSEL: 2 instructions a weight, or 3) (sass-*.txt),
+#              for reading where no disassembler is
 #   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
 #   racecheck  the same under racecheck
 #   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1 and 16, bits=4), on
@@ -57,7 +59,7 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,58p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,60p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
@@ -179,7 +181,8 @@ step sass 30 sh -c 'command -v cuobjdump >/dev/null || { echo "SKIP: no cuobjdum
   dump "$1/gpu.gkfat" "$1" "$2" fa flash_attention "$fa" &&
     dump "$1/wgmma4.gkfat" "$1" "$2" fa-wgmma4 flash_attention "$fa" &&
     dump "$1/wgmma5.gkfat" "$1" "$2" fa-wgmma5 flash_attention "$fa" &&
-    dump "$1/gpu.gkfat" "$1" "$2" qmatmul qmatmul bits=4 && ls -l "$2"/sass-*.txt' \
+    dump "$1/gpu.gkfat" "$1" "$2" qmatmul qmatmul bits=4 &&
+    dump "$1/gpu.gkfat" "$1" "$2" qmatmul-b1 qmatmul bits=1 && ls -l "$2"/sass-*.txt' \
   sh "$pack" "$work"
 step memcheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" memcheck
 step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" racecheck
