@@ -803,9 +803,9 @@ GK_DEV void gk_threadfence(void) {
  * A hint: the L2 sector (32 bytes) holding global address p is fetched
  * from memory now, so that a load of it later finds it in L2
  * (prefetch.global.L2: no register waits for it; callers keep p inside
- * the tensor all the same). HIP: nothing (AMD has no such instruction before gfx12). The
- * emulator reads a byte at p, so that AddressSanitizer's build of the
- * tests sees a prefetch outside the tensor.
+ * the tensor all the same). HIP: nothing (AMD has no such instruction
+ * before gfx12). The emulator reads a byte at p, so that the tests'
+ * AddressSanitizer build sees a prefetch outside the tensor.
  */
 GK_DEV void gk_prefetch_l2(const void *p) {
 #if defined(GK_GPU_NVIDIA)

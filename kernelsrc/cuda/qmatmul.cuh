@@ -270,10 +270,10 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
  * from memory about once and W m / 256 times; walking all of x for each
  * tile of W, as before, read x n / 32 times from memory once x outgrew L2
  * (at m = 4096, n = k = 8192: 34 GB, 8 ms at 4.24 TB/s, as long as the
- * FMAs at their peak; now about 0.8 GB: a model, not measured). At m <= 16
- * (tiles of x: 2 at most) the order is as before. The bounds are the same
- * for the 32 threads of a group, which leave a loop together: no shuffle
- * is left half-attended. */
+ * call's FMAs take at their peak; now about 0.8 GB: a model, not
+ * measured). At m <= 16 (tiles of x: 2 at most) the order is as before.
+ * The bounds are the same for the 32 threads of a group, which leave a
+ * loop together: no shuffle is left half-attended. */
 template <int Bits>
 GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m,
                        int64_t n, int64_t k) {
