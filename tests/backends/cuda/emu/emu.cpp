@@ -14,13 +14,16 @@
  *
  * Deterministic: fibers run in thread order (or its reverse,
  * gk_emu_order), the first that can run first, so a failure replays
- * exactly.
+ * exactly. For exploring other interleavings by hand, GK_EMU_PERM names
+ * an order of a block's warpgroups (blocks of 384: "120" scans warpgroup
+ * 1, then 2, then 0), which then replaces both orders for such blocks.
  */
 #define GK_GPU_EMULATE 1
 #include "gk_emu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <unordered_map>
 #include <utility>
@@ -125,6 +128,7 @@ struct block_state {
 
 block_state *S;
 bool order_last_first; /* gk_emu_order */
+const char *order_perm = getenv("GK_EMU_PERM"); /* warpgroups' order, by hand */
 
 void resume_point(void) {
   /* Back in a fiber: its coordinates are current again. */
@@ -469,10 +473,16 @@ static int run_block(block_state &st) {
   st.released = false;
   st.unfenced.clear(); /* a block's shared memory starts anew */
   gk_emu_unfenced = 0;
+  /* GK_EMU_PERM, where it is an order of this block's warpgroups. */
+  bool perm = order_perm && strlen(order_perm) * 128 == n;
+  for (size_t w = 0; perm && w < n / 128; w++)
+    perm = order_perm[w] >= '0' && (size_t)(order_perm[w] - '0') < n / 128 &&
+           strchr(order_perm, order_perm[w]) == &order_perm[w]; /* each once */
   for (;;) {
     bool ran = false, live = false;
     for (size_t k = 0; k < n; k++) {
-      const size_t i = order_last_first ? n - 1 - k : k;
+      size_t i = order_last_first ? n - 1 - k : k;
+      if (perm) i = (size_t)(order_perm[k / 128] - '0') * 128 + k % 128;
       fiber &f = st.fibers[i];
       if (f.wait == DONE) continue;
       live = true;
