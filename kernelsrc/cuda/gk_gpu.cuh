@@ -78,18 +78,22 @@
 GK_DEV int gk_lane(void) { return (int)(threadIdx.x % GK_GROUP); }
 GK_DEV int gk_group(void) { return (int)(threadIdx.x / GK_GROUP); }
 
-/* Tile t of a matmul's tx x ty tiles (x: rows of x, y: rows of W), taken in
+/* The walk of a matmul's tx x ty tiles (x: rows of x, y: rows of W) in
  * groups of `group` tiles of x: a group's tiles numbered x first, then y,
  * the last group narrower (CUTLASS's threadblock swizzle, Triton's
- * GROUP_SIZE_M). Blocks that run at once then share a few tiles of both
- * operands, which L2 holds, where numbering all of x first would stream
- * the whole of x once for every tile of W. */
-GK_DEV void gk_grouped_tile(int64_t t, int64_t tx, int64_t ty, int64_t group, int64_t *bx,
-                            int64_t *by) {
-  const int64_t x0 = t / (group * ty) * group, r = t % (group * ty);
-  const int64_t cols = tx - x0 < group ? tx - x0 : group; /* tiles of x in this group */
-  *bx = x0 + r % cols;
-  *by = r / cols;
+ * GROUP_SIZE_M). Block (x, y) calls tile(bx, by) for tiles x + gridDim.x
+ * y, then + gridDim.x gridDim.y, ..., so any grid covers them all. Blocks
+ * that run at once then share a few tiles of both operands, which L2
+ * holds, where numbering all of x first would stream the whole of x once
+ * for every tile of W. Every bound is per block. */
+template <class F>
+GK_DEV void gk_grouped_tiles(int64_t tx, int64_t ty, int64_t group, F tile) {
+  for (int64_t t = (int64_t)blockIdx.y * gridDim.x + blockIdx.x; t < tx * ty;
+       t += (int64_t)gridDim.x * gridDim.y) {
+    const int64_t x0 = t / (group * ty) * group, r = t % (group * ty);
+    const int64_t cols = tx - x0 < group ? tx - x0 : group; /* tiles of x in this group */
+    tile(x0 + r % cols, r / cols);
+  }
 }
 
 /* Sum, max of a value over the 32 threads of a group; every thread gets

@@ -43,7 +43,7 @@
 #include "q8x.cuh"
 
 #define Q8B_ROWS 16 /* rows of x a block: mma's M */
-#define Q8B_GROUP 16 /* tiles of x a group of tiles walks W with (gk_grouped_tile) */
+#define Q8B_GROUP 16 /* tiles of x a group of tiles walks W with (gk_grouped_tiles) */
 
 #define Q8X_KB 8 /* blocks of W a stage */
 
@@ -354,14 +354,12 @@ GK_DEV void gk_qmatmul_q8x(const float *x, const void *w, float *y, int64_t m, i
     for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
       for (int64_t bx = blockIdx.x; bx * Q8X_XROWS < m; bx += gridDim.x)
         gk_q8x_tile<Bits, Q8X_XROWS>(sm.d, x, w, y, m, n, k, by * Q8X_COLS, bx * Q8X_XROWS);
-  } else { /* in groups of 16 tiles of x, as gk_qmatmul's */
-    const int64_t tx = (m + Q8B_ROWS - 1) / Q8B_ROWS, ty = (n + Q8X_COLS - 1) / Q8X_COLS;
-    for (int64_t t = (int64_t)blockIdx.y * gridDim.x + blockIdx.x; t < tx * ty;
-         t += (int64_t)gridDim.x * gridDim.y) {
-      int64_t bx, by;
-      gk_grouped_tile(t, tx, ty, Q8B_GROUP, &bx, &by);
-      gk_q8x_batch_tile<Bits>(sm, x, w, y, m, n, k, by * Q8X_COLS, bx * Q8B_ROWS);
-    }
+  } else { /* in groups of Q8B_GROUP tiles of x (gk_grouped_tiles) */
+    gk_grouped_tiles((m + Q8B_ROWS - 1) / Q8B_ROWS, (n + Q8X_COLS - 1) / Q8X_COLS, Q8B_GROUP,
+                     [&](int64_t bx, int64_t by) {
+                       gk_q8x_batch_tile<Bits>(sm, x, w, y, m, n, k, by * Q8X_COLS,
+                                               bx * Q8B_ROWS);
+                     });
   }
 }
 

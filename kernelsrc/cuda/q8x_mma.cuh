@@ -43,7 +43,7 @@
 #define Q8M_ROWS 64     /* rows of x a block */
 #define Q8M_COLS 128    /* rows of W a block */
 #define Q8M_KB 2        /* blocks of 32 columns a stage */
-#define Q8M_GROUP 16    /* tiles of x's rows a group walks W together (gk_q8x_mm) */
+#define Q8M_GROUP 16    /* tiles of x's rows a group walks W together (gk_grouped_tiles) */
 #define Q8M_XSTRIDE 112 /* bytes of a stage's row of x: its records + 16, so
                            that the 8 rows a fragment load reads hit
                            distinct banks */
@@ -236,8 +236,7 @@ GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits> &sm, const unsigned char *xq, const ui
 }
 
 /* qmatmul_q8x_mm: the tiles of y in groups of Q8M_GROUP tiles of x's rows
- * (gk_grouped_tile); block (x, y) takes tiles x + gridDim.x y, then
- * + gridDim.x gridDim.y, ... Blocks run in about that order, so the ~264 a
+ * (gk_grouped_tiles). Blocks run in about that order, so the ~264 a
  * card runs at once (two an SM) share 16 tiles of x and ~17 of W: at k =
  * 8192 these are 13 and 11 MB, which L2 keeps while the group walks W, so
  * x comes from memory about once and W m / 1024 times. (Walking all of x
@@ -250,14 +249,12 @@ GK_DEV void gk_q8x_mm(const void *xq, const void *w, float *y, int64_t m, int64_
                       int64_t k) {
   __shared__ __attribute__((aligned(16))) gk_q8m_smem<Bits> sm;
   if (m <= 0 || n <= 0 || k < 0) return;
-  const int64_t tx = (m + Q8M_ROWS - 1) / Q8M_ROWS, ty = (n + Q8M_COLS - 1) / Q8M_COLS;
-  for (int64_t t = (int64_t)blockIdx.y * gridDim.x + blockIdx.x; t < tx * ty;
-       t += (int64_t)gridDim.x * gridDim.y) {
-    int64_t bx, by;
-    gk_grouped_tile(t, tx, ty, Q8M_GROUP, &bx, &by);
-    gk_q8m_tile<Bits, Direct>(sm, (const unsigned char *)xq, (const uint32_t *)w, y, m, n, k,
-                              bx * Q8M_ROWS, by * Q8M_COLS);
-  }
+  gk_grouped_tiles((m + Q8M_ROWS - 1) / Q8M_ROWS, (n + Q8M_COLS - 1) / Q8M_COLS, Q8M_GROUP,
+                   [&](int64_t bx, int64_t by) {
+                     gk_q8m_tile<Bits, Direct>(sm, (const unsigned char *)xq,
+                                               (const uint32_t *)w, y, m, n, k,
+                                               bx * Q8M_ROWS, by * Q8M_COLS);
+                   });
 }
 
 #endif /* GK_Q8X_MMA_CUH */

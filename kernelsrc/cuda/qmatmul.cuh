@@ -262,8 +262,7 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
 }
 
 /* m > 1: the tiles (QM_XROWS rows of x by QM_COLS of W) in groups of
- * QM_GROUP tiles of x (gk_grouped_tile); block (x, y) takes tiles
- * x + gridDim.x y, then + gridDim.x gridDim.y, ..., so a grid smaller
+ * QM_GROUP tiles of x (gk_grouped_tiles), so a grid smaller
  * than ceil(m / QM_XROWS) x ceil(n / QM_COLS) (one clamped to a device
  * limit) is still correct. The ~264 blocks a card runs at once (two an SM)
  * share 256 rows of x (8 MB at k = 8192) and ~8 tiles of W, so x comes
@@ -290,14 +289,12 @@ GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m,
     }
     return;
   }
-  const int64_t tx = (m + QM_XROWS - 1) / QM_XROWS, ty = (n + QM_COLS - 1) / QM_COLS;
-  for (int64_t t = (int64_t)blockIdx.y * gridDim.x + blockIdx.x; t < tx * ty;
-       t += (int64_t)gridDim.x * gridDim.y) {
-    int64_t bx, by;
-    gk_grouped_tile(t, tx, ty, QM_GROUP, &bx, &by);
-    const int64_t j0 = by * QM_COLS + (int64_t)gk_group() * QM_WROWS;
-    if (j0 < n) gk_qmatmul_tile<Bits, QM_XROWS>(x, w, y, m, n, k, j0, bx * QM_XROWS);
-  }
+  gk_grouped_tiles((m + QM_XROWS - 1) / QM_XROWS, (n + QM_COLS - 1) / QM_COLS, QM_GROUP,
+                   [&](int64_t bx, int64_t by) {
+                     const int64_t j0 = by * QM_COLS + (int64_t)gk_group() * QM_WROWS;
+                     if (j0 < n)
+                       gk_qmatmul_tile<Bits, QM_XROWS>(x, w, y, m, n, k, j0, bx * QM_XROWS);
+                   });
 }
 
 #endif /* GK_QMATMUL_CUH */
