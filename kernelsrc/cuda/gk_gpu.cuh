@@ -277,6 +277,20 @@ GK_DEV int gk_dp4a_us(uint32_t a, uint32_t b, int c) {
 #endif
 }
 
+/* (a & b) | c in one instruction (lop3): ptxas 13.0 split the plain
+ * expression into two logic instructions, one a constant, where b and c
+ * are both constants (qmatmul's decode: a mask and an exponent), and
+ * given as lop3 it keeps them in registers across the loop. */
+GK_DEV uint32_t gk_and_or(uint32_t a, uint32_t b, uint32_t c) {
+#if defined(GK_GPU_NVIDIA)
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+#else
+  return (a & b) | c;
+#endif
+}
+
 /* Float multiply and add, each rounded to nearest even and never fused
  * into an fma by the compiler (nvcc contracts a * b + c by default, hipcc
  * too): for arithmetic that the docs define operation by operation. */

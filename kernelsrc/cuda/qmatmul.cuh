@@ -12,25 +12,27 @@
  * The work of a group of 32 threads: QM_WROWS rows of W (output columns j)
  * against MT rows of x (1 when m == 1, else up to QM_XROWS = 8), walking
  * k in steps of 8 blocks (256 columns). In a step, lane l takes "octet"
- * s = l % 4 (columns 8s .. 8s+7) of block 8*step + l / 4: the group reads 8 whole consecutive blocks of each W row
- * and 1 KB of consecutive x per row of x, so every load is coalesced and
- * x, held in registers, is reused for QM_WROWS rows of W (the old kernel
- * gave each lane whole blocks, and read 6x more x than W, strided: L1-bound
- * at 0.13 of the copy bandwidth on an H200). A step decodes the lane's
- * octet of each of the QM_WROWS rows once (8 registers a row), then streams
- * the rows of x through it one at a time (8 registers): the decode, ~3.6
- * instructions a weight, is paid once per 8 rows of x, so at m >= 8 the
- * fmaf are 2/3 of what the group issues (with 4 rows of x a tile, 1/2).
- * 16 rows (3/4) spill past the 128 registers two blocks an SM leave; 12
- * fit (126) but cut m = 16 in two tiles, as 8 do.
+ * s = l % 4 (columns 8s .. 8s+7) of block 8*step + l / 4: the group reads
+ * 8 whole consecutive blocks of each W row and 1 KB of consecutive x per
+ * row of x, so every load is coalesced and x, held in registers, is reused
+ * for QM_WROWS rows of W (the old kernel gave each lane whole blocks, and
+ * read 6x more x than W, strided: L1-bound at 0.13 of the copy bandwidth
+ * on an H200). A step decodes the lane's octet of each of the QM_WROWS
+ * rows once (8 registers a row), then streams the rows of x through it one
+ * at a time (8 registers): the decode, 3 instructions a weight, is paid
+ * once per 8 rows of x, so at m >= 8 the fmaf are about half of what the
+ * group issues (ptxas 13.0, sm_90a: 545 instructions a step at BITS 4, 256
+ * of them the products' fmaf). 16 rows spill past the 128 registers two
+ * blocks an SM leave; 12 fit (126) but cut m = 16 in two tiles, as 8 do.
  *
  * Decoding a code costs no int-to-float conversion (a quarter-rate
  * instruction) and no scaling: the code q, still in place at bit p of a
  * 16-bit half of its word, is masked into the mantissa of a float whose
- * exponent makes that bit worth 1, 2^(23-p); so the float
- * (2^(23-p) + q) - 2^(23-p) is q exactly (two instructions, the exponent
- * and the constant chosen per position at compile time), and each weight
- * is the one-rounding fmaf(d, q, m) of docs/kernels.md as written.
+ * exponent makes that bit worth 1, 2^(23-p) (one lop3: gk_and_or); so the
+ * float (2^(23-p) + q) - 2^(23-p) is q exactly (a subtraction), and each
+ * weight is the one-rounding fmaf(d, q, m) of docs/kernels.md as written:
+ * with the product's fmaf, 4 instructions a weight, the f32 contract's
+ * floor (BITS 1: a select, and R2P for 7 bits at once, then the fmaf).
  *
  * Sum order (fixed, so the same bits on every run and for any grid): lane l
  * adds its products fmaf(x, w, acc) into one accumulator per (row of x, row
@@ -72,18 +74,10 @@ struct gk_qm_octet {
     PER_HALF = 8 / HALVES,             /* 8, 8, 4, 2 */
     WORDS = Bits == 8 ? 2 : 1,         /* code words holding the octet */
   };
-  /* The code words of lane s's octet, from a block's code words. */
-  GK_DEV void fetch(const uint32_t *__restrict__ codes, int s, uint32_t *c) {
-    if (Bits == 1) {
-      c[0] = codes[0];
-    } else if (Bits == 2) {
-      c[0] = codes[s >> 1];
-    } else if (Bits == 4) {
-      c[0] = codes[s];
-    } else {
-      c[0] = codes[2 * s];
-      c[1] = codes[2 * s + 1];
-    }
+  /* Where lane s's octet's code words start, in words past the block's
+   * first (its header): WORDS words from there. */
+  GK_DEV int word(int s) {
+    return Bits == 1 ? 1 : Bits == 2 ? 1 + (s >> 1) : Bits == 4 ? 1 + s : 1 + 2 * s;
   }
   /* Those words as HALVES values, code 0 in the lowest bits. */
   GK_DEV void halves(const uint32_t *c, int s, uint32_t *h) {
@@ -110,59 +104,20 @@ struct gk_qm_words {
   uint32_t head[QM_WROWS], c[QM_WROWS][gk_qm_octet<Bits>::WORDS];
 };
 
-/* Lane s's words of block b of row j of W. */
-template <int Bits>
-GK_DEV void gk_qm_fetch_row(const uint32_t *__restrict__ w32, int64_t j, int64_t nb, int64_t b,
-                            int s, gk_qm_words<Bits> &f, int r) {
-  const uint32_t *blk = w32 + (j * nb + b) * (GK_QBLOCK_BYTES(Bits) / 4);
-  f.head[r] = blk[0]; /* d in bytes 0-1, m in bytes 2-3 */
-  gk_qm_octet<Bits>::fetch(blk + 1, s, f.c[r]);
-}
-
-/* The same for rows j0 .. j0 + rows - 1. */
-template <int Bits>
-GK_DEV void gk_qm_fetch(const uint32_t *__restrict__ w32, int64_t j0, int rows, int64_t nb,
-                        int64_t b, int s, gk_qm_words<Bits> &f) {
-#pragma unroll
-  for (int r = 0; r < QM_WROWS; r++) {
-    if (r < rows) gk_qm_fetch_row<Bits>(w32, j0 + r, nb, b, s, f, r);
-  }
-}
-
 /* m == 1: how many steps ahead of its loads a group has L2 fetch W
- * (gk_qm_prefetch): 2560 bytes a group, 40 KB an SM at 16 groups. The
- * loads themselves keep two steps in flight (cur and nxt below), 1024
- * blocks an SM: 8 KB at BITS 1, 12 at 2, 20 at 4, 36 at 8, where DRAM's
- * latency times its bandwidth asks ~25 to 32 KB an SM (4.24 TB/s over 132
- * SMs, 0.8 to 1 us under load: an estimate, not measured). */
+ * (gk_qmatmul_vec): 2560 bytes a group, 40 KB an SM at 16 groups. The
+ * loads themselves keep two steps in flight (the ping-pong of gk_qm_vec),
+ * 1024 blocks an SM: 8 KB at BITS 1, 12 at 2, 20 at 4, 36 at 8, where
+ * DRAM's latency times its bandwidth asks ~25 to 32 KB an SM (4.24 TB/s
+ * over 132 SMs, 0.8 to 1 us under load: an estimate, not measured). */
 #define QM_AHEAD(Bits) (2560 / (32 * GK_QBLOCK_BYTES(Bits))) /* 10, 6, 4, 2 steps */
-
-/* Lane l's part of that: the bytes of blocks bs .. bs + QM_STEP - 1 (those
- * < nb) of row j0 + l % 4, one L2 sector a lane: lane l / 4 = q hints the
- * sector 32 q bytes past the first one the blocks touch (the blocks' first
- * byte for q = 0), where that is still one of their bytes. 8 lanes cover
- * the 6 sectors or fewer that 8 blocks touch up to BITS 4 (160 bytes); at
- * BITS 8 (288 bytes, up to 10 sectors) the last one or two are left to the
- * load. Every address lies in W. */
-template <int Bits>
-GK_DEV void gk_qm_prefetch(const void *w, int64_t j0, int rows, int64_t nb, int64_t bs,
-                           int lane) {
-  static_assert(QM_WROWS == 4 && GK_GROUP == 32, "a lane per row of W and sector");
-  const int r = lane % 4, q = lane / 4;
-  if (r >= rows || bs >= nb) return;
-  const int64_t n_b = nb - bs < QM_STEP ? nb - bs : QM_STEP;
-  const uintptr_t first = (uintptr_t)w + (uintptr_t)(((j0 + r) * nb + bs) * GK_QBLOCK_BYTES(Bits));
-  const uintptr_t end = first + (uintptr_t)(n_b * GK_QBLOCK_BYTES(Bits));
-  const uintptr_t at = q == 0 ? first : (first & ~(uintptr_t)31) + 32 * (uintptr_t)q;
-  if (at < end) gk_prefetch_l2((const void *)at);
-}
 
 /* The code at bit p of half h, as a float, exactly (see the top): the
  * mask keeps it and drops every other bit; the exponent 150 - p (127 +
  * 23 - p) makes the mantissa's bit p worth 1. */
 template <int Bits>
 GK_DEV float gk_qm_code(uint32_t h, int p) {
-  return gk_q_f32_from_bits((h & (GK_QMASK(Bits) << p)) | (150u - (uint32_t)p) << 23) -
+  return gk_q_f32_from_bits(gk_and_or(h, GK_QMASK(Bits) << p, (150u - (uint32_t)p) << 23)) -
          (float)(1u << (23 - p));
 }
 
@@ -185,69 +140,186 @@ GK_DEV void gk_qm_weights(const uint32_t *h, float d, float mo, float wv[8]) {
 }
 
 /*
- * One group: rows j0 .. j0 + QM_WROWS - 1 of W (those < n) against rows
- * i0 .. i0 + MT - 1 of x (those < m).
+ * m == 1, one group: rows j0 .. j0 + QM_WROWS - 1 of W (those < n)
+ * against x. Bound by memory, and by issue close to it: the f32 contract
+ * costs 4 instructions a weight (mask, subtract, two fmaf; BITS 1: select
+ * and fmaf), so what a step spends besides them is kept small, counted in
+ * the sm_90a cubin (docs/kernels.md, "Speed on GPUs"):
+ * - a pointer a row, moved by a constant each step: no 64-bit index
+ *   arithmetic a step (the old loop's 72 instructions to address 8 loads);
+ * - rows past n read row n - 1 again, and their sums are not stored: no
+ *   branch a row;
+ * - two sets of words, a and c, in turn (ping-pong): the next step's are
+ *   loaded before this step's are decoded, with no copy between them;
+ * - the L2 prefetch a pointer and a count (a step's 8 blocks of row
+ *   lane % 4, a 32-byte sector a lane, QM_AHEAD steps on, full steps only).
+ * The order of the sums is the one of the top, as for m > 1.
+ */
+template <int Bits>
+struct gk_qm_vec {
+  enum {
+    BB = GK_QBLOCK_BYTES(Bits), /* bytes a block */
+    SW = QM_STEP * BB / 4,      /* words a step of a row */
+  };
+  const uint32_t *p[QM_WROWS]; /* row r's block of this step: its header word */
+  const float *xp;             /* x at the lane's columns of this step */
+  int off, s;                  /* the lane's code words past the header; its octet */
+};
+
+/* f: the words of this step (at = 0) or the next (at = SW). */
+template <int Bits>
+GK_DEV void gk_qm_vec_load(const gk_qm_vec<Bits> &v, gk_qm_words<Bits> &f, int at) {
+#pragma unroll
+  for (int r = 0; r < QM_WROWS; r++) {
+    f.head[r] = v.p[r][at];
+    for (int u = 0; u < gk_qm_octet<Bits>::WORDS; u++) f.c[r][u] = v.p[r][at + v.off + u];
+  }
+}
+
+/* This step's products (f: its words), then on to the next step. */
+template <int Bits>
+GK_DEV void gk_qm_vec_step(gk_qm_vec<Bits> &v, const gk_qm_words<Bits> &f,
+                           float acc[QM_WROWS]) {
+  typedef gk_qm_octet<Bits> octet;
+  const float4 a = ((const float4 *)v.xp)[0], c = ((const float4 *)v.xp)[1];
+  const float xv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
+#pragma unroll
+  for (int r = 0; r < QM_WROWS; r++) {
+    uint32_t h[octet::HALVES];
+    float wv[8];
+    octet::halves(f.c[r], v.s, h);
+    gk_qm_weights<Bits>(h, gk_h2f((uint16_t)(f.head[r] & 0xffffu)),
+                        gk_h2f((uint16_t)(f.head[r] >> 16)), wv);
+    float a_r = acc[r];
+    for (int t = 0; t < 8; t++) a_r = fmaf(xv[t], wv[t], a_r);
+    acc[r] = a_r;
+    v.p[r] += gk_qm_vec<Bits>::SW;
+  }
+  v.xp += QM_STEP * GK_QBLOCK;
+}
+
+template <int Bits>
+GK_DEV void gk_qmatmul_vec(const float *__restrict__ x, const void *__restrict__ w,
+                           float *__restrict__ y, int64_t n, int64_t k, int64_t j0) {
+  typedef gk_qm_vec<Bits> V;
+  const int lane = gk_lane(), b0 = lane / 4;
+  const int64_t nb = k / GK_QBLOCK;
+  const int rows = j0 + QM_WROWS > n ? (int)(n - j0) : QM_WROWS;
+  V v;
+  v.s = lane % 4;
+  v.off = gk_qm_octet<Bits>::word(v.s);
+#pragma unroll
+  for (int r = 0; r < QM_WROWS; r++) {
+    const int64_t j = j0 + (r < rows ? r : rows - 1);
+    v.p[r] = (const uint32_t *)((const char *)w + (j * nb + b0) * V::BB);
+  }
+  v.xp = x + b0 * GK_QBLOCK + 8 * v.s;
+  /* The prefetch: lane l hints sector l / 4 of row l % 4's blocks (the
+   * blocks' first byte for sector 0), while that sector is still one of
+   * the step's 8 blocks' bytes (the same lanes every step: a step is a
+   * multiple of 32 bytes). 8 lanes cover the 6 sectors or fewer that 8
+   * blocks touch up to BITS 4; at BITS 8 (up to 10) the last ones are left
+   * to the loads. Every address lies in W. */
+  const int pr = lane % 4, q = lane / 4;
+  const char *first = (const char *)w + ((j0 + pr) * nb + (int64_t)QM_STEP * QM_AHEAD(Bits)) * V::BB;
+  const char *pf = q == 0 ? first : (const char *)((uintptr_t)first & ~(uintptr_t)31) + 32 * q;
+  const bool pf_on = pr < rows && 32 * q < QM_STEP * V::BB + (int)((uintptr_t)first & 31);
+  /* Steps: this lane's; and those before step pf_steps, whose step
+   * QM_AHEAD on is a full one, hint it. */
+  const int64_t steps = b0 < nb ? (nb - 1 - b0) / QM_STEP + 1 : 0;
+  const int64_t pf_steps = nb / QM_STEP - QM_AHEAD(Bits);
+
+  float acc[QM_WROWS];
+  for (int r = 0; r < QM_WROWS; r++) acc[r] = 0.0f;
+  /* Two steps a trip, with nothing to test inside (the steps that load
+   * the words of a next one), then the last one or two. */
+  gk_qm_words<Bits> a, c;
+  int64_t i = 0;
+  if (steps > 0) gk_qm_vec_load(v, a, 0);
+  for (; i + 2 < steps; i += 2) {
+    gk_qm_vec_load(v, c, V::SW);
+    if (pf_on && i < pf_steps) gk_prefetch_l2(pf);
+    gk_qm_vec_step(v, a, acc);
+    gk_qm_vec_load(v, a, V::SW);
+    if (pf_on && i + 1 < pf_steps) gk_prefetch_l2(pf + QM_STEP * V::BB);
+    gk_qm_vec_step(v, c, acc);
+    pf += 2 * QM_STEP * V::BB;
+  }
+  if (i + 1 < steps) {
+    gk_qm_vec_load(v, c, V::SW);
+    gk_qm_vec_step(v, a, acc);
+    gk_qm_vec_step(v, c, acc);
+  } else if (i < steps) {
+    gk_qm_vec_step(v, a, acc);
+  }
+  /* Every lane reaches the butterflies: rows is the group's. */
+#pragma unroll
+  for (int r = 0; r < QM_WROWS; r++) {
+    const float s = gk_group_sum(acc[r]);
+    if (lane == 0 && r < rows) y[j0 + r] = s;
+  }
+}
+
+/*
+ * m > 1, one group: rows j0 .. j0 + QM_WROWS - 1 of W (those < n) against
+ * rows i0 .. i0 + MT - 1 of x (those < m). Bound by issue: the fmaf of the
+ * products are what it is for (4 x MT x 8 a step), and what else a step
+ * issues is kept small, as in gk_qmatmul_vec: a pointer a row of W, moved
+ * by a constant; rows of W past n and of x past m read the last row again
+ * (their sums are not stored), so no branch a row.
  */
 template <int Bits, int MT>
 GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict__ w,
                             float *__restrict__ y, int64_t m, int64_t n, int64_t k,
                             int64_t j0, int64_t i0) {
   typedef gk_qm_octet<Bits> octet;
-  const int lane = gk_lane(), s = lane % 4;
+  typedef gk_qm_vec<Bits> V;
+  const int lane = gk_lane(), s = lane % 4, b0 = lane / 4;
   const int64_t nb = k / GK_QBLOCK;
-  const uint32_t *w32 = (const uint32_t *)w;
-  int rows = QM_WROWS;
-  if (j0 + rows > n) rows = (int)(n - j0);
-  int xrows = MT;
-  if (i0 + xrows > m) xrows = (int)(m - i0);
+  const int rows = j0 + QM_WROWS > n ? (int)(n - j0) : QM_WROWS;
+  const int xrows = i0 + MT > m ? (int)(m - i0) : MT;
+  const int off = octet::word(s);
+  const uint32_t *p[QM_WROWS];
+#pragma unroll
+  for (int r = 0; r < QM_WROWS; r++) {
+    const int64_t j = j0 + (r < rows ? r : rows - 1);
+    p[r] = (const uint32_t *)((const char *)w + (j * nb + b0) * V::BB);
+  }
+  const float *xp = x + i0 * k + b0 * GK_QBLOCK + 8 * s;
 
   float acc[QM_WROWS][MT];
   for (int r = 0; r < QM_WROWS; r++)
     for (int i = 0; i < MT; i++) acc[r][i] = 0.0f;
 
-  /* m == 1 is bound by memory: the next step's words of W are loaded
-   * before this step's are decoded, so that a warp has two steps of W in
-   * flight, not one, and L2 is asked for the step QM_AHEAD steps on
-   * (gk_qm_prefetch), which the loads then find there: together 48 to 73
-   * KB an SM, over what DRAM's latency times its bandwidth asks (x, read
-   * by every group, comes from L2). m > 1 is bound by issue, and spends
-   * the registers on rows of x. */
-  gk_qm_words<Bits> cur = {}, nxt = {};
-  const int64_t b0 = lane / 4;
-  if (MT == 1 && b0 < nb) gk_qm_fetch<Bits>(w32, j0, rows, nb, b0, s, cur);
   for (int64_t b = b0; b < nb; b += QM_STEP) {
-    if (MT == 1 && b + QM_STEP < nb) gk_qm_fetch<Bits>(w32, j0, rows, nb, b + QM_STEP, s, nxt);
-    if (MT == 1) gk_qm_prefetch<Bits>(w, j0, rows, nb, b - b0 + QM_STEP * QM_AHEAD(Bits), lane);
     /* This lane's octet of block b of each row of W, decoded. */
     float wv[QM_WROWS][8];
 #pragma unroll
     for (int r = 0; r < QM_WROWS; r++) {
-      if (r < rows) {
-        if (MT > 1) gk_qm_fetch_row<Bits>(w32, j0 + r, nb, b, s, cur, r); /* row by row */
-        uint32_t h[octet::HALVES];
-        octet::halves(cur.c[r], s, h);
-        gk_qm_weights<Bits>(h, gk_h2f((uint16_t)(cur.head[r] & 0xffffu)),
-                            gk_h2f((uint16_t)(cur.head[r] >> 16)), wv[r]);
-      }
+      uint32_t c[octet::WORDS], h[octet::HALVES];
+      const uint32_t head = p[r][0];
+      for (int u = 0; u < octet::WORDS; u++) c[u] = p[r][off + u];
+      octet::halves(c, s, h);
+      gk_qm_weights<Bits>(h, gk_h2f((uint16_t)(head & 0xffffu)), gk_h2f((uint16_t)(head >> 16)),
+                          wv[r]);
+      p[r] += V::SW;
     }
     /* Each row of x's 8 columns of the octet, against every row of W. */
 #pragma unroll
     for (int i = 0; i < MT; i++) {
-      if (i < xrows) {
-        const float4 *xp = (const float4 *)(x + (i0 + i) * k + b * GK_QBLOCK + 8 * s);
-        const float4 a = xp[0], c = xp[1];
+      if (i < xrows) { /* the group's bound: the 32 lanes branch together */
+        const float4 *xq = (const float4 *)(xp + i * k);
+        const float4 a = xq[0], c = xq[1];
         const float xv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
 #pragma unroll
         for (int r = 0; r < QM_WROWS; r++) {
-          if (r < rows) {
-            float v = acc[r][i];
-            for (int t = 0; t < 8; t++) v = fmaf(xv[t], wv[r][t], v);
-            acc[r][i] = v;
-          }
+          float v = acc[r][i];
+          for (int t = 0; t < 8; t++) v = fmaf(xv[t], wv[r][t], v);
+          acc[r][i] = v;
         }
       }
     }
-    if (MT == 1) cur = nxt;
+    xp += QM_STEP * GK_QBLOCK;
   }
   /* Every lane reaches the butterflies: the bounds above are per group. */
 #pragma unroll
@@ -285,7 +357,7 @@ GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m,
     if (blockIdx.x != 0) return; /* the one tile of x is column 0's */
     for (int64_t by = blockIdx.y; by * QM_COLS < n; by += gridDim.y) {
       const int64_t j0 = by * QM_COLS + (int64_t)gk_group() * QM_WROWS;
-      if (j0 < n) gk_qmatmul_tile<Bits, 1>(x, w, y, m, n, k, j0, 0);
+      if (j0 < n) gk_qmatmul_vec<Bits>(x, w, y, n, k, j0);
     }
     return;
   }

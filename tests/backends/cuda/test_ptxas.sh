@@ -19,7 +19,14 @@
 #   217 registers a thread, so no block of 384 could start);
 # - C7519 "warpgroup.arrive is injected ... by compiler": registers a wgmma
 #   reads written after the wgmma.fence (the cause of C7520 before);
-# - register spills.
+# - register spills;
+# - qmatmul's m = 1 loop (sm_90a) issuing more than its bound a weight: the
+#   straight run of machine code holding two steps' fmaf (sass_mix.py),
+#   against 5.8 instructions a weight (4.3 at BITS 1). The f32 contract
+#   takes 4 (2.1 at BITS 1); ptxas 13.0 gives 5.5 to 5.7 (4.1), where the
+#   loop of 64-bit index arithmetic and a branch a row before gave 6.3 to
+#   11.6 (docs/kernels.md, "Speed on GPUs"). A newer nvcc may lay the loop
+#   out otherwise: the message says what was found.
 # Exit 77 (SKIP) without nvcc.
 set -u
 SRC=$1
@@ -47,6 +54,31 @@ check() { # ARCH NAME FLAGS...: compile SRC/NAME.cu for ARCH with FLAGS, judge p
     echo "FAIL: $what spills registers:"; grep "spill" "$T/log"; failures=$((failures + 1))
   fi
 }
+# qm_loop BITS: the bound above on $T/out.cubin (qmatmul, sm_90a, BITS).
+qm_loop() {
+  python3 "$(dirname "$0")/sass_mix.py" "$T/out.cubin" qmatmul --json >"$T/mix.json" &&
+    python3 - "$1" "$T/mix.json" <<'PY' || failures=$((failures + 1))
+import json, sys
+bits, mix = int(sys.argv[1]), json.load(open(sys.argv[2]))
+# a lane's step: 4 rows of W x 8 weights, one fmaf each (+ the two weights of a block at BITS 1)
+ffma = 2 * (32 + 4) if bits == 1 else 2 * 64
+bound = (4.3 if bits == 1 else 5.8) * 64
+loops = [r for r in mix["runs"] if r["mix"].get("FFMA", 0) == ffma]
+if not loops:
+    print(f"FAIL: qmatmul.cu sm_90a -DBITS={bits}: no straight run of {ffma} FFMA (the m = 1 "
+          "loop's two steps, gk_qmatmul_vec); runs: "
+          + "; ".join(f"{r['length']} with {r['mix']['FFMA']} FFMA" for r in mix["runs"]
+                      if r["mix"].get("FFMA", 0) >= 8))
+    sys.exit(1)
+r = max(loops, key=lambda r: r["length"])  # the main loop; the tail loads no next step
+what = f"qmatmul.cu sm_90a -DBITS={bits}: the m = 1 loop issues {r['length']} instructions " \
+       f"for 64 weights a lane ({r['length'] / 64:.2f} a weight)"
+if r["length"] > bound:
+    print(f"FAIL: {what}, over {bound / 64} a weight: {r['mix']}")
+    sys.exit(1)
+print(f"ok: {what}")
+PY
+}
 w=-DGK_FA_WGMMA=1
 for dt in f16 bf16; do
   for d in 64 128; do
@@ -64,7 +96,10 @@ for a in sm_75 sm_80 sm_90a; do
   check $a flash_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DCAUSAL=0
   check $a paged_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DPAGE=64
   check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=64 -DPAGE=16
-  for b in 1 4 8; do check $a qmatmul -DBITS=$b; done
+  for b in 1 4 8; do
+    check $a qmatmul -DBITS=$b
+    [ $a = sm_90a ] && [ -f "$T/out.cubin" ] && qm_loop $b
+  done
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 24 default): no serialized wgmma, no compiler-inserted arrive, no spills"
+echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 24 default): no serialized wgmma, no compiler-inserted arrive, no spills; qmatmul's m = 1 loop within its bound"
