@@ -14,8 +14,9 @@ one run: its length is what a trip issues.
 
 The names were found here, not read in a manual: each comes from a kernel
 of a few lines compiled by ptxas 13.0 for sm_90a, whose code holds one
-instruction many times (64 fmaf: FFMA; 32 selects by a bit: FSEL, R2P; a
-chain of dp4a; ...). Others are guesses and say so (a trailing '?'), and
+instruction many times (64 fmaf: FFMA; 32 selects by a bit: FSEL, R2P;
+16 dp4a: IDP4A; 16 mma.sync: HMMA or IMMA; ldmatrix: LDSM; cp.async:
+LDGSTS; ex2: MUFU; ...). Others are guesses and say so (a trailing '?'), and
 opcodes not named print as hex. ci/gpu/run.sh's sass step dumps the same
 cubins with cuobjdump on a GPU machine, which settles them.
 
@@ -36,6 +37,9 @@ NAMES = {
     0x981: "LDG", 0x986: "STG", 0xB82: "LDC", 0xAB9: "ULDC", 0xF89: "SHFL", 0x947: "BRA",
     0x94D: "EXIT", 0x918: "NOP", 0x945: "BSSY", 0x941: "BSYNC", 0x230: "HADD2.F32?",
     0x435: "HFMA2.MMA?", 0x98F: "CCTL?", 0x387: "STL", 0x983: "LDL", 0x211: "LEA",
+    0x220: "FMUL", 0x209: "FMNMX", 0x308: "MUFU", 0x23E: "F2FP", 0x226: "IDP4A",
+    0x23C: "HMMA", 0x237: "IMMA", 0x83B: "LDSM", 0x984: "LDS", 0x988: "STS",
+    0xFAE: "LDGSTS", 0xB1D: "BAR", 0x919: "S2R",
 }
 BRANCH, EXIT = 0x947, 0x94D
 
