@@ -75,7 +75,7 @@ struct gk_q8m_smem {
  * j0 .. into `stage` (zeros past m, n and nb: they add nothing), by the
  * whole block, as one cp.async group per thread. */
 template <int Bits>
-GK_DEV void gk_q8m_load(gk_q8m_smem<Bits> &sm, int stage, const unsigned char *xq,
+GK_DEV_NOINLINE void gk_q8m_load(gk_q8m_smem<Bits> &sm, int stage, const unsigned char *xq,
                         const uint32_t *w, int64_t m, int64_t n, int64_t nb, int64_t i0,
                         int64_t j0, int64_t b0) {
   typedef gk_q8m_smem<Bits> S;
@@ -94,6 +94,60 @@ GK_DEV void gk_q8m_load(gk_q8m_smem<Bits> &sm, int stage, const unsigned char *x
     gk_cp_async4(&sm.w[stage][r * S::WW + c], in ? w + (j * nb + b) * S::BW + c % S::BW : w,
                  in);
   }
+  gk_cp_async_commit();
+}
+
+/* The same for a whole stage (b0 + Q8M_KB <= nb), each thread a share of
+ * consecutive pieces, the same in every stage: a row of x is 3 threads'
+ * (2 pieces of 16 bytes each: threads 0 to 191), a row of W 2 threads'
+ * (half its words each). gk_q8m_copy_at sets a thread's two addresses at
+ * block 0 once a tile, so that a stage costs a piece one cp.async at a
+ * constant offset from them, where gk_q8m_load's walk spends ~20
+ * instructions on each piece's 64-bit indices and bounds: 1280 pieces of
+ * W a stage at BITS 4, the issue of a third of the tile's epilogue
+ * (counted in the sm_90a cubin: tests/backends/cuda/sass_mix.py). Rows
+ * past m and n read row m - 1 and n - 1 (inside the tensors) as zeros
+ * (src-size 0). */
+struct gk_q8m_copy {
+  const unsigned char *x; /* the thread's pieces of x at block 0, or null */
+  const uint32_t *w;      /* its words of W at block 0 */
+  bool xon, won;          /* its rows lie inside m, n */
+};
+
+template <int Bits>
+GK_DEV gk_q8m_copy gk_q8m_copy_at(const unsigned char *xq, const uint32_t *w, int64_t m,
+                                  int64_t n, int64_t nb, int64_t i0, int64_t j0) {
+  typedef gk_q8m_smem<Bits> S;
+  constexpr int XN = Q8M_KB * Q8X_REC / 16 / 3; /* pieces of x a thread: 2 */
+  static_assert(3 * Q8M_ROWS <= QM_THREADS && 2 * Q8M_COLS == QM_THREADS &&
+                    Q8M_KB * Q8X_REC == 3 * 16 * XN && S::WW % 2 == 0,
+                "a row of x is 3 threads' pieces and a row of W 2 threads' words");
+  const int t = (int)threadIdx.x, rx = t / 3, rw = t / 2;
+  const int64_t i = i0 + rx, j = j0 + rw;
+  gk_q8m_copy c;
+  c.xon = i < m;
+  c.won = j < n;
+  c.x = rx < Q8M_ROWS ? xq + (c.xon ? i : m - 1) * nb * Q8X_REC + 16 * XN * (t % 3) : nullptr;
+  c.w = w + (c.won ? j : n - 1) * nb * S::BW + S::WW / 2 * (t % 2);
+  return c;
+}
+
+template <int Bits>
+GK_DEV void gk_q8m_load_full(gk_q8m_smem<Bits> &sm, int stage, const gk_q8m_copy &c,
+                             int64_t b0) {
+  typedef gk_q8m_smem<Bits> S;
+  constexpr int XN = Q8M_KB * Q8X_REC / 16 / 3, WN = S::WW / 2;
+  const int t = (int)threadIdx.x;
+  if (c.x) {
+    const unsigned char *src = c.x + b0 * Q8X_REC;
+    unsigned char *dst = &sm.x[stage][t / 3 * Q8M_XSTRIDE + 16 * XN * (t % 3)];
+#pragma unroll
+    for (int p = 0; p < XN; p++) gk_cp_async16(dst + 16 * p, src + 16 * p, c.xon);
+  }
+  const uint32_t *src = c.w + b0 * S::BW;
+  uint32_t *dst = &sm.w[stage][t / 2 * S::WW + WN * (t % 2)];
+#pragma unroll
+  for (int u = 0; u < WN; u++) gk_cp_async4(dst + u, src + u, c.won);
   gk_cp_async_commit();
 }
 
@@ -210,12 +264,21 @@ GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits> &sm, const unsigned char *xq, const ui
     for (int ni = 0; ni < 4; ni++)
       for (int e = 0; e < 4; e++) acc[mi][ni][e] = 0.0f;
 
+  /* Whole stages by gk_q8m_load_full, the last half one (odd nb) by
+   * gk_q8m_load's walk. */
+  const gk_q8m_copy cp = gk_q8m_copy_at<Bits>(xq, w, m, n, nb, i0, j0);
   __syncthreads(); /* the previous tile's stages are read */
-  if (nb > 0) gk_q8m_load<Bits>(sm, 0, xq, w, m, n, nb, i0, j0, 0);
+  if (nb >= Q8M_KB)
+    gk_q8m_load_full<Bits>(sm, 0, cp, 0);
+  else if (nb > 0)
+    gk_q8m_load<Bits>(sm, 0, xq, w, m, n, nb, i0, j0, 0);
   for (int64_t b0 = 0, j = 0; b0 < nb; b0 += Q8M_KB, j++) {
     const int st = (int)(j & 1);
     if (b0 + Q8M_KB < nb) {
-      gk_q8m_load<Bits>(sm, st ^ 1, xq, w, m, n, nb, i0, j0, b0 + Q8M_KB);
+      if (b0 + 2 * Q8M_KB <= nb)
+        gk_q8m_load_full<Bits>(sm, st ^ 1, cp, b0 + Q8M_KB);
+      else
+        gk_q8m_load<Bits>(sm, st ^ 1, xq, w, m, n, nb, i0, j0, b0 + Q8M_KB);
       gk_cp_async_wait<1>(); /* this stage's group has landed */
     } else {
       gk_cp_async_wait<0>();

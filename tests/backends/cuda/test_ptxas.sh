@@ -26,7 +26,10 @@
 #   takes 4 (2.1 at BITS 1); ptxas 13.0 gives 5.5 to 5.7 (4.1), where the
 #   loop of 64-bit index arithmetic and a branch a row before gave 6.3 to
 #   11.6 (docs/kernels.md, "Speed on GPUs"). A newer nvcc may lay the loop
-#   out otherwise: the message says what was found.
+#   out otherwise: the message says what was found;
+# - qmatmul_q8x_mm's copy of a whole stage (sm_90a) taking more than 20
+#   instructions beyond 2 a cp.async (27 to 35 now; the walk of
+#   gk_q8m_load that it replaced, ~20 a cp.async).
 # Exit 77 (SKIP) without nvcc.
 set -u
 SRC=$1
@@ -77,6 +80,22 @@ if r["length"] > bound:
     print(f"FAIL: {what}, over {bound / 64} a weight: {r['mix']}")
     sys.exit(1)
 print(f"ok: {what}")
+PY
+  python3 "$(dirname "$0")/sass_mix.py" "$T/out.cubin" qmatmul_q8x_mm --json --min 1 >"$T/mix.json" &&
+    python3 - "$1" "$T/mix.json" <<'PY' || failures=$((failures + 1))
+import json, sys
+bits, mix = int(sys.argv[1]), json.load(open(sys.argv[2]))
+pieces = 2 + (2 * (1 + bits)) // 2  # a thread's cp.async a stage: 2 of x, half a W row's words
+runs = [r for r in mix["runs"] if r["mix"].get("LDGSTS", 0) == pieces]
+what = f"qmatmul.cu sm_90a -DBITS={bits}: qmatmul_q8x_mm's copy of a stage"
+if not runs:
+    print(f"FAIL: {what}: no straight run of its {pieces} cp.async (gk_q8m_load_full)")
+    sys.exit(1)
+r = min(runs, key=lambda r: r["length"])
+if r["length"] > 20 + 2 * pieces:
+    print(f"FAIL: {what} takes {r['length']} instructions for {pieces} cp.async: {r['mix']}")
+    sys.exit(1)
+print(f"ok: {what}: {r['length']} instructions for {pieces} cp.async")
 PY
 }
 w=-DGK_FA_WGMMA=1
