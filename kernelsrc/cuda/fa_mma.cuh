@@ -178,9 +178,18 @@ GK_DEV int64_t gk_kv_row(const gk_kv_paged<T> &kv, int64_t hk, int64_t key) {
 /* Copies of keys [k0, k0 + n) of KV head hk (zeros past kv.n) into k and
  * v (gk_fa_swz), either of which may be null, by the whole block: one
  * cp.async each 16 bytes (the caller commits them as a group). */
+/* Out of line (it runs for a last partial tile, or a tile of pages), but
+ * in the warp-specialized images: ptxas 13.0 spilled the QSMEM prefill's
+ * entry (12 bytes) with it inline beside gk_fa_kv_tile, and the
+ * warp-specialized entry (4 bytes) with it out of line. */
+#if GK_FA_WS_ON
+#define GK_FA_WALK GK_DEV
+#else
+#define GK_FA_WALK GK_DEV_NOINLINE
+#endif
 template <int D, class KV>
-GK_DEV void gk_fa_kv_copy(uint16_t *k, uint16_t *v, int n, const KV &kv, int64_t hk,
-                          int64_t k0) {
+GK_FA_WALK void gk_fa_kv_copy(uint16_t *k, uint16_t *v, int n, const KV kv, int64_t hk,
+                              int64_t k0) {
   /* Not unrolled: in the QSMEM prefill this runs beside S and the output
    * in registers, and the unrolled copy's addresses made ptxas spill. */
 #pragma unroll 1
@@ -192,6 +201,36 @@ GK_DEV void gk_fa_kv_copy(uint16_t *k, uint16_t *v, int n, const KV &kv, int64_t
     if (k) gk_cp_async16(&k[gk_fa_swz<D>::at(r, c)], kv.k + at, in);
     if (v) gk_cp_async16(&v[gk_fa_swz<D>::at(r, c)], kv.v + at, in);
   }
+}
+
+/* The same for a tile of N keys, the prefill's and the decode's: a whole
+ * tile of contiguous K and V (flash_attention's, but the last tile's keys
+ * past kv.n) by each thread's fixed share of it, chunk c = t % (D / 8) of
+ * rows t / (D / 8) + RP p: one cp.async a chunk at a constant offset from
+ * one address (the swizzle keeps its row mod 8), where gk_fa_kv_copy's
+ * walk spends ~20 instructions a chunk on 64-bit indices and bounds (at
+ * head_dim 128, 8 chunks a thread a tile: about a fifth of what a warp
+ * issues beside its mma; counted in the sm_90a cubin,
+ * tests/backends/cuda/sass_mix.py). Pages and a partial tile take the
+ * walk. */
+template <int D, int N, class KV>
+GK_DEV void gk_fa_kv_tile(uint16_t *k, uint16_t *v, const KV &kv, int64_t hk, int64_t k0) {
+  constexpr int CH = D / 8, RP = FA_THREADS / CH, PASSES = N * CH / FA_THREADS;
+  if constexpr (!KV::paged && N * CH % FA_THREADS == 0 && RP % 8 == 0) {
+    if (k0 + N <= kv.n) {
+      const int t = (int)threadIdx.x, r0 = t / CH, c = t % CH;
+      if (t >= FA_THREADS) return; /* the walk's duplicates, which change nothing */
+      const int64_t at = gk_kv_row(kv, hk, k0 + r0) + 8 * c;
+      const int d0 = gk_fa_swz<D>::at(r0, c); /* row r0 + RP p: the same chunk order */
+#pragma unroll
+      for (int p = 0; p < PASSES; p++) {
+        if (k) gk_cp_async16(&k[d0 + RP * p * D], kv.k + at + (int64_t)RP * p * D, true);
+        if (v) gk_cp_async16(&v[d0 + RP * p * D], kv.v + at + (int64_t)RP * p * D, true);
+      }
+      return;
+    }
+  }
+  gk_fa_kv_copy<D>(k, v, N, kv, hk, k0);
 }
 
 /* One group's running state: per fragment row the max (in log2 units),
@@ -609,7 +648,7 @@ GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t 
   gk_fa_sync(); /* the previous use of the stages is over */
   for (int i = 0; i < S::STAGES - 1; i++) {
     const int64_t k0 = kb + (int64_t)i * S::KEYS;
-    if (k0 < ke) gk_fa_kv_copy<D>(sm.tile.k[i], sm.tile.v[i], S::KEYS, kv, hk, k0);
+    if (k0 < ke) gk_fa_kv_tile<D, S::KEYS>(sm.tile.k[i], sm.tile.v[i], kv, hk, k0);
     gk_cp_async_commit();
   }
   int stage = 0; /* tile j's: j mod STAGES */
@@ -618,7 +657,7 @@ GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t 
     gk_fa_sync();
     const int next = stage == 0 ? S::STAGES - 1 : stage - 1; /* tile j - 1's */
     const int64_t kn = k0 + (int64_t)(S::STAGES - 1) * S::KEYS;
-    if (kn < ke) gk_fa_kv_copy<D>(sm.tile.k[next], sm.tile.v[next], S::KEYS, kv, hk, kn);
+    if (kn < ke) gk_fa_kv_tile<D, S::KEYS>(sm.tile.k[next], sm.tile.v[next], kv, hk, kn);
     gk_cp_async_commit();
     for (int p = 0; p < PARTS; p++)
       gk_fa_mma_step<Causal, D, NT, MT, H>(sm.tile.k[stage], sm.tile.v[stage], qa, nt0 + NT * p,
@@ -700,13 +739,13 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
       const bool in = row0 + r < sq;
       gk_cp_async16(&sm.qs.q[L::at(r, c)], q + (in ? (h * sq + row0 + r) * D + 8 * c : 0), in);
     }
-    gk_fa_kv_copy<D>(sm.qs.k, nullptr, KEYS, kv, hk, 0);
+    gk_fa_kv_tile<D, KEYS>(sm.qs.k, nullptr, kv, hk, 0);
     gk_cp_async_commit();
   }
   for (int64_t k0 = 0; k0 < kend; k0 += KEYS) {
     gk_cp_async_wait<0>();
     gk_fa_sync();
-    gk_fa_kv_copy<D>(nullptr, sm.qs.v, KEYS, kv, hk, k0);
+    gk_fa_kv_tile<D, KEYS>(nullptr, sm.qs.v, kv, hk, k0);
     gk_cp_async_commit();
     float s[P::MT][NT][4];
     gk_fa_scores_mma<D, NT, P::MT, H>(sm.qs.k, qs, 0, s);
@@ -718,7 +757,7 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
     gk_cp_async_wait<0>();
     gk_fa_sync();
     if (k0 + KEYS < kend) {
-      gk_fa_kv_copy<D>(sm.qs.k, nullptr, KEYS, kv, hk, k0 + KEYS);
+      gk_fa_kv_tile<D, KEYS>(sm.qs.k, nullptr, kv, hk, k0 + KEYS);
       gk_cp_async_commit();
     }
     gk_fa_pv_mma<D, NT, P::MT, H>(sm.qs.v, s, 0, st);

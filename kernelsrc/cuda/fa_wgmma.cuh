@@ -52,6 +52,25 @@ GK_DEV void gk_fa_wg_load(uint16_t *stage, const T *src, const KV &kv, int64_t h
   static_assert(KEYS * (D / 8) % THREADS == 0 && THREADS % D == 0, "whole rounds");
   constexpr int STEP = 8 * THREADS / D, ROUNDS = KEYS * (D / 8) / THREADS;
   const int r = 8 * (tid / D) + tid % 8, c = (tid / 8) % (D / 8) * 8;
+  /* The producer (LEAN), a whole tile of contiguous rows: round i's chunk
+   * a constant step on from the thread's first, in memory and in the
+   * stage (a pointer each, moved by a constant), where the walk below
+   * spends ~28 instructions a round on its 64-bit index, bound and select
+   * (unrolled by 4, 8 rounds a trip in 42, no spill at the producer's 32
+   * registers):
+   * 44 rounds a producer thread a 176-key tile at head_dim 128, more than
+   * a consumer issues (counted in the sm_90a cubin,
+   * tests/backends/cuda/sass_mix.py). (The unrolled copies keep the walk:
+   * this form of them made the warp-specialized entry spill.) */
+  if constexpr (!KV::paged && LEAN) {
+    if (k0 + KEYS <= kv.n) {
+      const T *s = src + gk_kv_row(kv, hk, k0 + r) + c;
+      uint16_t *d = &stage[8 * tid];
+#pragma unroll 4
+      for (int i = 0; i < ROUNDS; i++, s += STEP * D, d += 8 * THREADS) gk_cp_async16(d, s, true);
+      return;
+    }
+  }
   const int64_t left = kv.n - k0 - r; /* round i's key is in if STEP i < left */
   auto round = [&](int i) {
     const bool in = STEP * i < left;
