@@ -44,7 +44,7 @@
  * threads, this one number `tid` of them; the caller commits the group.
  * Chunk e (16 bytes) lands at element 8 e: e = i THREADS + tid is key
  * 8 (e / D) + e % 8 = STEP i + r, elements c .. c + 7 of it. LEAN: the
- * rounds in a loop, not unrolled (a producer's few registers). */
+ * rounds in a loop (a producer's few registers). */
 template <int D, int THREADS, class KV, typename T, int KEYS = gk_fa_smem<D>::WG_KEYS,
           bool LEAN = false>
 GK_DEV void gk_fa_wg_load(uint16_t *stage, const T *src, const KV &kv, int64_t hk, int64_t k0,
@@ -52,22 +52,29 @@ GK_DEV void gk_fa_wg_load(uint16_t *stage, const T *src, const KV &kv, int64_t h
   static_assert(KEYS * (D / 8) % THREADS == 0 && THREADS % D == 0, "whole rounds");
   constexpr int STEP = 8 * THREADS / D, ROUNDS = KEYS * (D / 8) / THREADS;
   const int r = 8 * (tid / D) + tid % 8, c = (tid / 8) % (D / 8) * 8;
-  /* The producer (LEAN), a whole tile of contiguous rows: round i's chunk
-   * a constant step on from the thread's first, in memory and in the
-   * stage (a pointer each, moved by a constant), where the walk below
-   * spends ~28 instructions a round on its 64-bit index, bound and select
-   * (unrolled by 4, 8 rounds a trip in 42, no spill at the producer's 32
-   * registers):
-   * 44 rounds a producer thread a 176-key tile at head_dim 128, more than
-   * a consumer issues (counted in the sm_90a cubin,
-   * tests/backends/cuda/sass_mix.py). (The unrolled copies keep the walk:
-   * this form of them made the warp-specialized entry spill.) */
-  if constexpr (!KV::paged && LEAN) {
+  /* A whole tile of contiguous rows: round i's chunk a constant step on
+   * from the thread's first, in memory and in the stage, where the walk
+   * below spends ~28 instructions a round on its 64-bit index, bound and
+   * select: 44 rounds a producer thread a 176-key tile at head_dim 128,
+   * more than a consumer issues (counted in the sm_90a cubin,
+   * tests/backends/cuda/sass_mix.py). The producer's loop (LEAN) moves
+   * two pointers by constants, unrolled by 4 (8 rounds a trip in 42, no
+   * spill at its 32 registers); the unrolled copies of the other images
+   * take constant offsets (3.3 a round), but in the warp-specialized
+   * images, whose entry then spilled: there they keep the walk. */
+  if constexpr (!KV::paged && (LEAN || !GK_FA_WS_ON)) {
     if (k0 + KEYS <= kv.n) {
       const T *s = src + gk_kv_row(kv, hk, k0 + r) + c;
       uint16_t *d = &stage[8 * tid];
+      if (LEAN) {
 #pragma unroll 4
-      for (int i = 0; i < ROUNDS; i++, s += STEP * D, d += 8 * THREADS) gk_cp_async16(d, s, true);
+        for (int i = 0; i < ROUNDS; i++, s += STEP * D, d += 8 * THREADS)
+          gk_cp_async16(d, s, true);
+      } else {
+#pragma unroll
+        for (int i = 0; i < ROUNDS; i++)
+          gk_cp_async16(d + 8 * THREADS * i, s + (int64_t)STEP * D * i, true);
+      }
       return;
     }
   }
