@@ -64,12 +64,40 @@ GK_DEV void gk_q8x_x(const float *x, void *xq, int64_t m, int64_t k) {
     }
 }
 
+/* A W row's d and m of a block, as floats (one 8-byte load). */
+struct __attribute__((aligned(8))) gk_q8m_dm2 {
+  float d, m;
+};
+
 template <int Bits>
 struct gk_q8m_smem {
   enum { BW = 1 + Bits, WW = Q8M_KB * BW }; /* words of a W block, of a stage's W row */
   unsigned char x[2][Q8M_ROWS * Q8M_XSTRIDE];
   uint32_t w[2][Q8M_COLS * WW];
+  /* The stage's d and m of group g's 32 rows of W as floats (gk_q8m_dm),
+   * [g][kb][row]: converted once by the group, where each of the 8 lanes
+   * that read a row converted them again. */
+  gk_q8m_dm2 dm[QM_GROUPS][Q8M_KB][32];
 };
+
+/* Group gw converts d and m of its 32 rows of W (from wr), blocks 0 ..
+ * Q8M_KB - 1 of stage st, into sm.dm[gw] (two a lane), and meets its
+ * lanes at named barrier 1 + gw: 8 of the tile's 16 conversions an mma
+ * fewer (counted in the sm_90a cubin; the epilogue's 4 float operations
+ * an output are the definition's). The mma form only: HIP's dot products
+ * read the block's header as it lies. */
+template <int Bits>
+GK_DEV void gk_q8m_dm(gk_q8m_smem<Bits> &sm, int st, int wr, int gw) {
+  typedef gk_q8m_smem<Bits> S;
+  const int lane = gk_lane();
+#pragma unroll
+  for (int e = lane; e < 32 * Q8M_KB; e += 32) {
+    const int kb = e / 32, r = e % 32;
+    const uint32_t head = sm.w[st][(wr + r) * S::WW + kb * S::BW];
+    sm.dm[gw][kb][r] = {gk_h2f((uint16_t)(head & 0xffffu)), gk_h2f((uint16_t)(head >> 16))};
+  }
+  gk_bar_sync<GK_GROUP>(1 + gw);
+}
 
 /* Starts copying blocks b0 .. b0 + Q8M_KB - 1 of x rows i0 .. and W rows
  * j0 .. into `stage` (zeros past m, n and nb: they add nothing), by the
@@ -184,12 +212,13 @@ GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits> &sm, int st, int kb, int xr, in
   for (int ni = 0; ni < 4; ni++) {
     const uint32_t *blk = &sm.w[st][(wr + 8 * ni + g) * S::WW + kb * S::BW];
     const uint32_t b[2] = {(blk[1 + u0] >> s0) & mask, (blk[1 + u1] >> s1) & mask};
-    /* The scales of this lane's two W rows (columns 2t, 2t + 1 of D). */
+    /* The scales of this lane's two W rows (columns 2t, 2t + 1 of D),
+     * converted by gk_q8m_dm. */
     float d[2], mo[2];
     for (int c = 0; c < 2; c++) {
-      const uint32_t head = sm.w[st][(wr + 8 * ni + 2 * t + c) * S::WW + kb * S::BW];
-      d[c] = gk_h2f((uint16_t)(head & 0xffffu));
-      mo[c] = gk_h2f((uint16_t)(head >> 16));
+      const gk_q8m_dm2 dm = sm.dm[gk_group()][kb][8 * ni + 2 * t + c];
+      d[c] = dm.d;
+      mo[c] = dm.m;
     }
     for (int mi = 0; mi < 2; mi++) {
       int s[4];
@@ -284,6 +313,7 @@ GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits> &sm, const unsigned char *xq, const ui
       gk_cp_async_wait<0>();
     }
     __syncthreads();
+    if (!Direct) gk_q8m_dm<Bits>(sm, st, wr, gw);
 #pragma unroll
     for (int kb = 0; kb < Q8M_KB; kb++) gk_q8m_block<Bits>(sm, st, kb, xr, wr, acc, gk_bool<Direct>());
     __syncthreads(); /* this stage is read before the copy after next overwrites it */
