@@ -265,8 +265,10 @@ GK_DEV void gk_qmatmul_vec(const float *__restrict__ x, const void *__restrict__
  * rows i0 .. i0 + MT - 1 of x (those < m). Bound by issue: the fmaf of the
  * products are what it is for (4 x MT x 8 a step), and what else a step
  * issues is kept small, as in gk_qmatmul_vec: a pointer a row of W, moved
- * by a constant; rows of W past n and of x past m read the last row again
- * (their sums are not stored), so no branch a row.
+ * by a constant, and rows of W past n read row n - 1 again (their sums are
+ * not stored): no branch a row of W. Rows of x past m are skipped by a
+ * branch the group takes together: read again from row m - 1 instead,
+ * their addresses made ptxas spill in the kernel beside gk_qmatmul_vec.
  */
 template <int Bits, int MT>
 GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict__ w,
