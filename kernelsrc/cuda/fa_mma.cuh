@@ -177,11 +177,13 @@ GK_DEV int64_t gk_kv_row(const gk_kv_paged<T> &kv, int64_t hk, int64_t key) {
 
 /* Copies of keys [k0, k0 + n) of KV head hk (zeros past kv.n) into k and
  * v (gk_fa_swz), either of which may be null, by the whole block: one
- * cp.async each 16 bytes (the caller commits them as a group). */
-/* Out of line (it runs for a last partial tile, or a tile of pages), but
- * in the warp-specialized images: ptxas 13.0 spilled the QSMEM prefill's
- * entry (12 bytes) with it inline beside gk_fa_kv_tile, and the
- * warp-specialized entry (4 bytes) with it out of line. */
+ * cp.async each 16 bytes (the caller commits them as a group). It runs
+ * for pages and for a last partial tile (gk_fa_kv_tile below), out of line
+ * but in the warp-specialized images: ptxas 13.0 spilled the QSMEM
+ * prefill's entry (12 bytes) with it inline beside gk_fa_kv_tile, and the
+ * warp-specialized entry (4 bytes) with it out of line. kv by value: by
+ * reference, the call put it in local memory, read there by the callers'
+ * own copies too. */
 #if GK_FA_WS_ON
 #define GK_FA_WALK GK_DEV
 #else

@@ -82,10 +82,10 @@ struct gk_q8m_smem {
 
 /* Group gw converts d and m of its 32 rows of W (from wr), blocks 0 ..
  * Q8M_KB - 1 of stage st, into sm.dm[gw] (two a lane), and meets its
- * lanes at named barrier 1 + gw: 8 of the tile's 16 conversions an mma
- * fewer (counted in the sm_90a cubin; the epilogue's 4 float operations
- * an output are the definition's). The mma form only: HIP's dot products
- * read the block's header as it lies. */
+ * lanes at named barrier 1 + gw: 4 conversions a lane a stage, where each
+ * lane made 16 a block of k (a row's header was converted by the 8 lanes
+ * that read it; counted in the sm_90a cubin). The mma form only: HIP's
+ * dot products read the block's header as it lies. */
 template <int Bits>
 GK_DEV void gk_q8m_dm(gk_q8m_smem<Bits> &sm, int st, int wr, int gw) {
   typedef gk_q8m_smem<Bits> S;
@@ -101,11 +101,13 @@ GK_DEV void gk_q8m_dm(gk_q8m_smem<Bits> &sm, int st, int wr, int gw) {
 
 /* Starts copying blocks b0 .. b0 + Q8M_KB - 1 of x rows i0 .. and W rows
  * j0 .. into `stage` (zeros past m, n and nb: they add nothing), by the
- * whole block, as one cp.async group per thread. */
+ * whole block, as one cp.async group per thread. The last stage's when it
+ * is half a stage (odd nb); whole ones go through gk_q8m_load_full. Out of
+ * line: inlined beside that, it made ptxas 13.0 spill (sm_80, sm_90a). */
 template <int Bits>
 GK_DEV_NOINLINE void gk_q8m_load(gk_q8m_smem<Bits> &sm, int stage, const unsigned char *xq,
-                        const uint32_t *w, int64_t m, int64_t n, int64_t nb, int64_t i0,
-                        int64_t j0, int64_t b0) {
+                                 const uint32_t *w, int64_t m, int64_t n, int64_t nb,
+                                 int64_t i0, int64_t j0, int64_t b0) {
   typedef gk_q8m_smem<Bits> S;
   constexpr int XP = Q8X_REC / 16; /* 16-byte pieces of a record */
   for (int e = (int)threadIdx.x; e < Q8M_ROWS * Q8M_KB * XP; e += QM_THREADS) {
