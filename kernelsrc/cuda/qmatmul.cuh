@@ -166,6 +166,18 @@ struct gk_qm_vec {
   int off, s;                  /* the lane's code words past the header; its octet */
 };
 
+/* Where block b0 of rows j0 .. j0 + QM_WROWS - 1 of W begins, rows past
+ * the group's `rows` (past n) reading its last row again. */
+template <int Bits>
+GK_DEV void gk_qm_rows(const void *w, int64_t j0, int rows, int64_t nb, int64_t b0,
+                       const uint32_t *p[QM_WROWS]) {
+#pragma unroll
+  for (int r = 0; r < QM_WROWS; r++) {
+    const int64_t j = j0 + (r < rows ? r : rows - 1);
+    p[r] = (const uint32_t *)((const char *)w + (j * nb + b0) * GK_QBLOCK_BYTES(Bits));
+  }
+}
+
 /* f: the words of this step (at = 0) or the next (at = SW). */
 template <int Bits>
 GK_DEV void gk_qm_vec_load(const gk_qm_vec<Bits> &v, gk_qm_words<Bits> &f, int at) {
@@ -208,11 +220,7 @@ GK_DEV void gk_qmatmul_vec(const float *__restrict__ x, const void *__restrict__
   V v;
   v.s = lane % 4;
   v.off = gk_qm_octet<Bits>::word(v.s);
-#pragma unroll
-  for (int r = 0; r < QM_WROWS; r++) {
-    const int64_t j = j0 + (r < rows ? r : rows - 1);
-    v.p[r] = (const uint32_t *)((const char *)w + (j * nb + b0) * V::BB);
-  }
+  gk_qm_rows<Bits>(w, j0, rows, nb, b0, v.p);
   v.xp = x + b0 * GK_QBLOCK + 8 * v.s;
   /* The prefetch: lane l hints sector l / 4 of row l % 4's blocks (the
    * blocks' first byte for sector 0), while that sector is still one of
@@ -282,11 +290,7 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
   const int xrows = i0 + MT > m ? (int)(m - i0) : MT;
   const int off = octet::word(s);
   const uint32_t *p[QM_WROWS];
-#pragma unroll
-  for (int r = 0; r < QM_WROWS; r++) {
-    const int64_t j = j0 + (r < rows ? r : rows - 1);
-    p[r] = (const uint32_t *)((const char *)w + (j * nb + b0) * V::BB);
-  }
+  gk_qm_rows<Bits>(w, j0, rows, nb, b0, p);
   const float *xp = x + i0 * k + b0 * GK_QBLOCK + 8 * s;
 
   float acc[QM_WROWS][MT];
