@@ -20,9 +20,9 @@
  * on an H200). A step decodes the lane's octet of each of the QM_WROWS
  * rows once (8 registers a row), then streams the rows of x through it one
  * at a time (8 registers): the decode, 3 instructions a weight, is paid
- * once per 8 rows of x, so at m >= 8 the fmaf are about half of what the
- * group issues (ptxas 13.0, sm_90a: 545 instructions a step at BITS 4, 256
- * of them the products' fmaf). 16 rows spill past the 128 registers two
+ * once per 8 rows of x, so at m >= 8 the fmaf are most of what the group
+ * issues (ptxas 13.0, sm_90a, a whole tile of 8 rows: 445 instructions a
+ * step at BITS 4, 256 of them the products' fmaf). 16 rows spill past the 128 registers two
  * blocks an SM leave; 12 fit (126) but cut m = 16 in two tiles, as 8 do.
  *
  * Decoding a code costs no int-to-float conversion (a quarter-rate
@@ -270,24 +270,28 @@ GK_DEV void gk_qmatmul_vec(const float *__restrict__ x, const void *__restrict__
 
 /*
  * m > 1, one group: rows j0 .. j0 + QM_WROWS - 1 of W (those < n) against
- * rows i0 .. i0 + MT - 1 of x (those < m). Bound by issue: the fmaf of the
- * products are what it is for (4 x MT x 8 a step), and what else a step
- * issues is kept small, as in gk_qmatmul_vec: a pointer a row of W, moved
- * by a constant, and rows of W past n read row n - 1 again (their sums are
- * not stored): no branch a row of W. Rows of x past m are skipped by a
- * branch the group takes together: read again from row m - 1 instead,
- * their addresses made ptxas spill in the kernel beside gk_qmatmul_vec.
+ * rows i0 .. i0 + xrows - 1 of x (xrows <= MT; Full: xrows == MT). Bound by
+ * issue: the fmaf of the products are what it is for (4 x MT x 8 a step),
+ * and what else a step issues is kept small, as in gk_qmatmul_vec: a
+ * pointer a row of W, moved by a constant, and rows of W past n read row
+ * n - 1 again (their sums are not stored): no branch a row of W. A whole
+ * tile of x (Full) has no branch a row of x either: a step is one straight
+ * run of machine code (sm_90a, BITS 4: 445 instructions, where a branch a
+ * row of x, around its loads and fmaf, made it 545: the predicate, the
+ * branch and its reconvergence, and the row's address taken anew). The
+ * last tile of x, when m % MT != 0, skips rows past m by a branch the
+ * group takes together: read again from row m - 1 instead, their addresses
+ * made ptxas spill in the kernel beside gk_qmatmul_vec.
  */
-template <int Bits, int MT>
+template <int Bits, int MT, bool Full>
 GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict__ w,
-                            float *__restrict__ y, int64_t m, int64_t n, int64_t k,
-                            int64_t j0, int64_t i0) {
+                            float *__restrict__ y, int64_t n, int64_t k, int64_t j0,
+                            int64_t i0, int xrows) {
   typedef gk_qm_octet<Bits> octet;
   typedef gk_qm_vec<Bits> V;
   const int lane = gk_lane(), s = lane % 4, b0 = lane / 4;
   const int64_t nb = k / GK_QBLOCK;
   const int rows = j0 + QM_WROWS > n ? (int)(n - j0) : QM_WROWS;
-  const int xrows = i0 + MT > m ? (int)(m - i0) : MT;
   const int off = octet::word(s);
   const uint32_t *p[QM_WROWS];
   gk_qm_rows<Bits>(w, j0, rows, nb, b0, p);
@@ -313,7 +317,7 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
     /* Each row of x's 8 columns of the octet, against every row of W. */
 #pragma unroll
     for (int i = 0; i < MT; i++) {
-      if (i < xrows) { /* the group's bound: the 32 lanes branch together */
+      if (Full || i < xrows) { /* the group's bound: the 32 lanes branch together */
         const float4 *xq = (const float4 *)(xp + i * k);
         const float4 a = xq[0], c = xq[1];
         const float xv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
@@ -370,8 +374,13 @@ GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m,
   gk_grouped_tiles((m + QM_XROWS - 1) / QM_XROWS, (n + QM_COLS - 1) / QM_COLS, QM_GROUP,
                    [&](int64_t bx, int64_t by) {
                      const int64_t j0 = by * QM_COLS + (int64_t)gk_group() * QM_WROWS;
-                     if (j0 < n)
-                       gk_qmatmul_tile<Bits, QM_XROWS>(x, w, y, m, n, k, j0, bx * QM_XROWS);
+                     const int64_t i0 = bx * QM_XROWS;
+                     const int xrows = i0 + QM_XROWS > m ? (int)(m - i0) : QM_XROWS;
+                     if (j0 >= n) return;
+                     if (xrows == QM_XROWS)
+                       gk_qmatmul_tile<Bits, QM_XROWS, true>(x, w, y, n, k, j0, i0, xrows);
+                     else
+                       gk_qmatmul_tile<Bits, QM_XROWS, false>(x, w, y, n, k, j0, i0, xrows);
                    });
 }
 

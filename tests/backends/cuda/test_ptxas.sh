@@ -29,7 +29,11 @@
 #   out otherwise: the message says what was found;
 # - qmatmul_q8x_mm's copy of a whole stage (sm_90a) taking more than 20
 #   instructions beyond 2 a cp.async (27 to 35 now; the walk of
-#   gk_q8m_load that it replaced, ~20 a cp.async).
+#   gk_q8m_load that it replaced, ~20 a cp.async);
+# - qmatmul's m > 1 tile (sm_90a, a whole tile of 8 rows of x) issuing more
+#   than 1.8 instructions a product's fmaf (1.65 at BITS 1) a step: ptxas
+#   13.0 gives 1.74 to 1.77 (1.58), where the step that branched around
+#   each row of x gave 2.1 (545 for 256 at BITS 4).
 # Exit 77 (SKIP) without nvcc.
 set -u
 SRC=$1
@@ -80,6 +84,24 @@ if r["length"] > bound:
     print(f"FAIL: {what}, over {bound / 64} a weight: {r['mix']}")
     sys.exit(1)
 print(f"ok: {what}")
+# The m > 1 tile's step (gk_qmatmul_tile, a whole tile of 8 rows of x): one
+# straight run holding the 256 products' fmaf and the decode's.
+prod = 4 * 8 * 8
+ffma = prod + (4 if bits == 1 else 32)
+bound = (1.65 if bits == 1 else 1.8) * prod
+tiles = [r for r in mix["runs"] if r["mix"].get("FFMA", 0) == ffma]
+what = f"qmatmul.cu sm_90a -DBITS={bits}: the m > 1 tile's step"
+if not tiles:
+    print(f"FAIL: {what}: no straight run of {ffma} FFMA (a whole tile's step, with no branch "
+          "a row of x)")
+    sys.exit(1)
+r = max(tiles, key=lambda r: r["length"])
+if r["length"] > bound:
+    print(f"FAIL: {what} issues {r['length']} instructions for {prod} products, over {bound:.0f}: "
+          f"{r['mix']}")
+    sys.exit(1)
+print(f"ok: {what} issues {r['length']} instructions for {prod} products "
+      f"({prod / r['length']:.2f} of them fmaf of the products)")
 PY
   python3 "$(dirname "$0")/sass_mix.py" "$T/out.cubin" qmatmul_q8x_mm --json --min 1 >"$T/mix.json" &&
     python3 - "$1" "$T/mix.json" <<'PY' || failures=$((failures + 1))
@@ -121,4 +143,4 @@ for a in sm_75 sm_80 sm_90a; do
   done
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 24 default): no serialized wgmma, no compiler-inserted arrive, no spills; qmatmul's m = 1 loop within its bound"
+echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 24 default): no serialized wgmma, no compiler-inserted arrive, no spills; qmatmul's m = 1 loop and m > 1 tile within their bounds"
