@@ -146,13 +146,17 @@ GK_DEV void gk_qm_weights(const uint32_t *h, float d, float mo, float wv[8]) {
  * and fmaf), so what a step spends besides them is kept small, counted in
  * the sm_90a cubin (docs/kernels.md, "Speed on GPUs"):
  * - a pointer a row, moved by a constant each step: no 64-bit index
- *   arithmetic a step (the old loop's 72 instructions to address 8 loads);
+ *   arithmetic a step (the old loop's 72 instructions to address 8 loads),
+ *   and one to the lane's code words in it (BITS 2 to 8: the header's
+ *   pointer plus the lane's offset, a 64-bit add a row a step, cost ~6.5
+ *   instructions a step more than moving a second pointer);
  * - rows past n read row n - 1 again, and their sums are not stored: no
  *   branch a row;
  * - two sets of words, a and c, in turn (ping-pong): the next step's are
  *   loaded before this step's are decoded, with no copy between them;
  * - the L2 prefetch a pointer and a count (a step's 8 blocks of row
- *   lane % 4, a 32-byte sector a lane, QM_AHEAD steps on, full steps only).
+ *   lane % 4, a 32-byte sector a lane, QM_AHEAD steps on, full steps
+ *   only), and the counts 32-bit: one compare a prefetch.
  * The order of the sums is the one of the top, as for m > 1.
  */
 template <int Bits>
@@ -162,8 +166,9 @@ struct gk_qm_vec {
     SW = QM_STEP * BB / 4,      /* words a step of a row */
   };
   const uint32_t *p[QM_WROWS]; /* row r's block of this step: its header word */
+  const uint32_t *q[QM_WROWS]; /* and the lane's code words in it */
   const float *xp;             /* x at the lane's columns of this step */
-  int off, s;                  /* the lane's code words past the header; its octet */
+  int s;                       /* the lane's octet */
 };
 
 /* Where block b0 of rows j0 .. j0 + QM_WROWS - 1 of W begins, rows past
@@ -184,7 +189,9 @@ GK_DEV void gk_qm_vec_load(const gk_qm_vec<Bits> &v, gk_qm_words<Bits> &f, int a
 #pragma unroll
   for (int r = 0; r < QM_WROWS; r++) {
     f.head[r] = v.p[r][at];
-    for (int u = 0; u < gk_qm_octet<Bits>::WORDS; u++) f.c[r][u] = v.p[r][at + v.off + u];
+    /* BITS 1: every lane's word is the block's second, at a constant. */
+    const uint32_t *q = Bits == 1 ? v.p[r] + 1 : v.q[r];
+    for (int u = 0; u < gk_qm_octet<Bits>::WORDS; u++) f.c[r][u] = q[at + u];
   }
 }
 
@@ -206,6 +213,7 @@ GK_DEV void gk_qm_vec_step(gk_qm_vec<Bits> &v, const gk_qm_words<Bits> &f,
     for (int t = 0; t < 8; t++) a_r = fmaf(xv[t], wv[t], a_r);
     acc[r] = a_r;
     v.p[r] += gk_qm_vec<Bits>::SW;
+    v.q[r] += gk_qm_vec<Bits>::SW;
   }
   v.xp += QM_STEP * GK_QBLOCK;
 }
@@ -219,8 +227,8 @@ GK_DEV void gk_qmatmul_vec(const float *__restrict__ x, const void *__restrict__
   const int rows = j0 + QM_WROWS > n ? (int)(n - j0) : QM_WROWS;
   V v;
   v.s = lane % 4;
-  v.off = gk_qm_octet<Bits>::word(v.s);
   gk_qm_rows<Bits>(w, j0, rows, nb, b0, v.p);
+  for (int r = 0; r < QM_WROWS; r++) v.q[r] = v.p[r] + gk_qm_octet<Bits>::word(v.s);
   v.xp = x + b0 * GK_QBLOCK + 8 * v.s;
   /* The prefetch: lane l hints sector l / 4 of row l % 4's blocks (the
    * blocks' first byte for sector 0), while that sector is still one of
@@ -233,23 +241,24 @@ GK_DEV void gk_qmatmul_vec(const float *__restrict__ x, const void *__restrict__
   const char *pf = q == 0 ? first : (const char *)((uintptr_t)first & ~(uintptr_t)31) + 32 * q;
   const bool pf_on = pr < rows && 32 * q < QM_STEP * V::BB + (int)((uintptr_t)first & 31);
   /* Steps: this lane's; and those before step pf_steps, whose step
-   * QM_AHEAD on is a full one, hint it. */
-  const int64_t steps = b0 < nb ? (nb - 1 - b0) / QM_STEP + 1 : 0;
-  const int64_t pf_steps = nb / QM_STEP - QM_AHEAD(Bits);
+   * QM_AHEAD on is a full one, hint it (none where the lane hints
+   * nothing). 32-bit counts (k < 2^31 x 256): one compare each. */
+  const int steps = b0 < nb ? (int)((nb - 1 - b0) / QM_STEP) + 1 : 0;
+  const int pf_steps = pf_on ? (int)(nb / QM_STEP) - QM_AHEAD(Bits) : 0;
 
   float acc[QM_WROWS];
   for (int r = 0; r < QM_WROWS; r++) acc[r] = 0.0f;
   /* Two steps a trip, with nothing to test inside (the steps that load
    * the words of a next one), then the last one or two. */
   gk_qm_words<Bits> a, c;
-  int64_t i = 0;
+  int i = 0;
   if (steps > 0) gk_qm_vec_load(v, a, 0);
   for (; i + 2 < steps; i += 2) {
     gk_qm_vec_load(v, c, V::SW);
-    if (pf_on && i < pf_steps) gk_prefetch_l2(pf);
+    if (i < pf_steps) gk_prefetch_l2(pf);
     gk_qm_vec_step(v, a, acc);
     gk_qm_vec_load(v, a, V::SW);
-    if (pf_on && i + 1 < pf_steps) gk_prefetch_l2(pf + QM_STEP * V::BB);
+    if (i + 1 < pf_steps) gk_prefetch_l2(pf + QM_STEP * V::BB);
     gk_qm_vec_step(v, c, acc);
     pf += 2 * QM_STEP * V::BB;
   }
