@@ -1,7 +1,8 @@
 /*
  * qmatmul.cuh - y = x * W^T for the quantized weight format of
  * docs/weights.md, on GPUs: y[i*n + j] = sum_t x[i*k + t] * W[j][t].
- * One template for every code width (Bits = 1, 2, 4, 8).
+ * One template for the code widths Bits = 2, 4, 8 (the octets below);
+ * Bits = 1 has a layout of its own, qmatmul_b1.cuh (a whole block a lane).
  *
  * Launch (the recipe's `launch`, docs/kernels.md "Launching on GPUs"):
  * blocks of QM_THREADS threads, grid (ceil(m / QM_XROWS), ceil(n / QM_COLS)),
@@ -32,14 +33,15 @@
  * float (2^(23-p) + q) - 2^(23-p) is q exactly (a subtraction), and each
  * weight is the one-rounding fmaf(d, q, m) of docs/kernels.md as written:
  * with the product's fmaf, 4 instructions a weight, the f32 contract's
- * floor (BITS 1: a select, and R2P for 7 bits at once, then the fmaf).
+ * floor.
  *
  * Sum order (fixed, so the same bits on every run and for any grid): lane l
  * adds its products fmaf(x, w, acc) into one accumulator per (row of x, row
  * of W), octet by octet in step order and column order inside an octet;
  * then the 32 lanes are added in a fixed butterfly. The order depends on k
  * only, not on m, MT or the grid: a row of x gives the same y bits in any
- * batch (tests/backends/cuda checks this).
+ * batch (tests/backends/cuda checks this). BITS 1 has its own, as fixed
+ * (qmatmul_b1.cuh: block after block a lane).
  *
  * Requirements (device pointers from cuMemAlloc/hipMalloc satisfy them):
  * x 16-byte aligned with k % 4 == 0 (rows are read as float4), w 4-byte
@@ -70,20 +72,19 @@
 template <int Bits>
 struct gk_qm_octet {
   enum {
-    HALVES = Bits <= 2 ? 1 : Bits / 2, /* 1, 1, 2, 4 */
-    PER_HALF = 8 / HALVES,             /* 8, 8, 4, 2 */
+    HALVES = Bits == 2 ? 1 : Bits / 2, /* BITS 2, 4, 8: 1, 2, 4 */
+    PER_HALF = 8 / HALVES,             /* 8, 4, 2 */
     WORDS = Bits == 8 ? 2 : 1,         /* code words holding the octet */
   };
   /* Where lane s's octet's code words start, in words past the block's
    * first (its header): WORDS words from there. */
   GK_DEV int word(int s) {
-    return Bits == 1 ? 1 : Bits == 2 ? 1 + (s >> 1) : Bits == 4 ? 1 + s : 1 + 2 * s;
+    static_assert(Bits != 1, "BITS 1 is qmatmul_b1.cuh's");
+    return Bits == 2 ? 1 + (s >> 1) : Bits == 4 ? 1 + s : 1 + 2 * s;
   }
   /* Those words as HALVES values, code 0 in the lowest bits. */
   GK_DEV void halves(const uint32_t *c, int s, uint32_t *h) {
-    if (Bits == 1) {
-      h[0] = c[0] >> (8 * s);
-    } else if (Bits == 2) {
+    if (Bits == 2) {
       h[0] = c[0] >> (16 * (s & 1));
     } else if (Bits == 4) {
       h[0] = c[0];
@@ -107,10 +108,10 @@ struct gk_qm_words {
 /* m == 1: how many steps ahead of its loads a group has L2 fetch W
  * (gk_qmatmul_vec): 2560 bytes a group, 40 KB an SM at 16 groups. The
  * loads themselves keep two steps in flight (the ping-pong of gk_qm_vec),
- * 1024 blocks an SM: 8 KB at BITS 1, 12 at 2, 20 at 4, 36 at 8, where
+ * 1024 blocks an SM: 12 KB at BITS 2, 20 at 4, 36 at 8, where
  * DRAM's latency times its bandwidth asks ~25 to 32 KB an SM (4.24 TB/s
  * over 132 SMs, 0.8 to 1 us under load: an estimate, not measured). */
-#define QM_AHEAD(Bits) (2560 / (32 * GK_QBLOCK_BYTES(Bits))) /* 10, 6, 4, 2 steps */
+#define QM_AHEAD(Bits) (2560 / (32 * GK_QBLOCK_BYTES(Bits))) /* BITS 2, 4, 8: 6, 4, 2 steps */
 
 /* The code at bit p of half h, as a float, exactly (see the top): the
  * mask keeps it and drops every other bit; the exponent 150 - p (127 +
@@ -121,35 +122,28 @@ GK_DEV float gk_qm_code(uint32_t h, int p) {
          (float)(1u << (23 - p));
 }
 
-/* The octet's 8 weights, each fmaf(d, q, m) (see the top). BITS 1: a
- * weight is one of the block's two, fmaf(d, 0, m) or fmaf(d, 1, m) (the
- * same floats, NaN and infinities included), picked by its bit: a select
- * instead of the mask, subtract and fmaf (1 and 2 bits are bound by these
- * instructions, not by memory: docs/kernels.md, "Speed on GPUs"). */
+/* The octet's 8 weights, each fmaf(d, q, m) (see the top; BITS 2 is
+ * bound by these instructions, not by memory: docs/kernels.md, "Speed on
+ * GPUs"). */
 template <int Bits>
 GK_DEV void gk_qm_weights(const uint32_t *h, float d, float mo, float wv[8]) {
   typedef gk_qm_octet<Bits> octet;
-  if (Bits == 1) {
-    const float w0 = fmaf(d, 0.0f, mo), w1 = fmaf(d, 1.0f, mo);
-    for (int u = 0; u < 8; u++) wv[u] = (h[0] >> u) & 1u ? w1 : w0;
-  } else { /* not after a return: nvcc warns of an unreachable loop at BITS 1 */
-    for (int hh = 0; hh < octet::HALVES; hh++)
-      for (int u = 0; u < octet::PER_HALF; u++)
-        wv[hh * octet::PER_HALF + u] = fmaf(d, gk_qm_code<Bits>(h[hh], Bits * u), mo);
-  }
+  for (int hh = 0; hh < octet::HALVES; hh++)
+    for (int u = 0; u < octet::PER_HALF; u++)
+      wv[hh * octet::PER_HALF + u] = fmaf(d, gk_qm_code<Bits>(h[hh], Bits * u), mo);
 }
 
 /*
  * m == 1, one group: rows j0 .. j0 + QM_WROWS - 1 of W (those < n)
  * against x. Bound by memory, and by issue close to it: the f32 contract
- * costs 4 instructions a weight (mask, subtract, two fmaf; BITS 1: select
- * and fmaf), so what a step spends besides them is kept small, counted in
+ * costs 4 instructions a weight (mask, subtract, two fmaf), so what a
+ * step spends besides them is kept small, counted in
  * the sm_90a cubin (docs/kernels.md, "Speed on GPUs"):
  * - a pointer a row, moved by a constant each step: no 64-bit index
  *   arithmetic a step (the old loop's 72 instructions to address 8 loads),
- *   and one to the lane's code words in it (BITS 2 to 8: the header's
- *   pointer plus the lane's offset, a 64-bit add a row a step, cost ~6.5
- *   instructions a step more than moving a second pointer);
+ *   and one to the lane's code words in it (the header's pointer plus
+ *   the lane's offset, a 64-bit add a row a step, cost ~6.5 instructions
+ *   a step more than moving a second pointer);
  * - rows past n read row n - 1 again, and their sums are not stored: no
  *   branch a row;
  * - two sets of words, a and c, in turn (ping-pong): the next step's are
@@ -189,9 +183,7 @@ GK_DEV void gk_qm_vec_load(const gk_qm_vec<Bits> &v, gk_qm_words<Bits> &f, int a
 #pragma unroll
   for (int r = 0; r < QM_WROWS; r++) {
     f.head[r] = v.p[r][at];
-    /* BITS 1: every lane's word is the block's second, at a constant. */
-    const uint32_t *q = Bits == 1 ? v.p[r] + 1 : v.q[r];
-    for (int u = 0; u < gk_qm_octet<Bits>::WORDS; u++) f.c[r][u] = q[at + u];
+    for (int u = 0; u < gk_qm_octet<Bits>::WORDS; u++) f.c[r][u] = v.q[r][at + u];
   }
 }
 
@@ -364,10 +356,34 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
  * measured). At m <= 16 (tiles of x: 2 at most) the order is as before.
  * The bounds are the same for the 32 threads of a group, which leave a
  * loop together: no shuffle is left half-attended. */
+#include "qmatmul_b1.cuh"
+
+/* BITS 1: a whole block a lane (qmatmul_b1.cuh), x through shared
+ * memory; every group of the block runs each tile, for the barriers. */
 template <int Bits>
-GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m,
-                       int64_t n, int64_t k) {
-  if (m <= 0 || n <= 0 || k < 0) return;
+GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m, int64_t n,
+                       int64_t k, gk_bool<true>) {
+  __shared__ __attribute__((aligned(16))) gk_qm1_smem sm;
+  if (m == 1) {
+    if (blockIdx.x == 0) gk_qm1_vec(sm, x, w, y, n, k); /* the one tile of x is column 0's */
+    return;
+  }
+  gk_grouped_tiles((m + QM_XROWS - 1) / QM_XROWS, (n + QM_COLS - 1) / QM_COLS, QM_GROUP,
+                   [&](int64_t bx, int64_t by) {
+                     const int64_t j0 = by * QM_COLS + (int64_t)gk_group() * QM_WROWS;
+                     const int64_t i0 = bx * QM_XROWS;
+                     const int xrows = i0 + QM_XROWS > m ? (int)(m - i0) : QM_XROWS;
+                     if (xrows == QM_XROWS)
+                       gk_qm1_tile<true>(sm, x, w, y, n, k, j0, i0, xrows);
+                     else
+                       gk_qm1_tile<false>(sm, x, w, y, n, k, j0, i0, xrows);
+                   });
+}
+
+/* BITS 2, 4, 8: the octets. */
+template <int Bits>
+GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m, int64_t n,
+                       int64_t k, gk_bool<false>) {
   /* m == 1 (decode) keeps one row of x: memory bound, its registers spent
    * on loads in flight. Two loop nests, not one with a branch inside:
    * ptxas then allocates each tile's registers on its own (in one nest,
@@ -391,6 +407,13 @@ GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m,
                      else
                        gk_qmatmul_tile<Bits, QM_XROWS, false>(x, w, y, n, k, j0, i0, xrows);
                    });
+}
+
+template <int Bits>
+GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m,
+                       int64_t n, int64_t k) {
+  if (m <= 0 || n <= 0 || k < 0) return;
+  gk_qmatmul<Bits>(x, w, y, m, n, k, gk_bool<Bits == 1>());
 }
 
 #endif /* GK_QMATMUL_CUH */

@@ -179,10 +179,13 @@ static void check_qmatmul(void) {
                                                   "m:i64", "n:i64", "k:i64"};
   /* m = 17 and n = 70: several tiles of x rows and of W rows, partly filled;
    * k = 288: a step of 8 blocks and one more; m = 260, n = 40: a whole
-   * group of 32 tiles of x and one of 1, 2 tiles of W each (gk_qmatmul). */
+   * group of 32 tiles of x and one of 1, 2 tiles of W each (gk_qmatmul);
+   * k = 9248 (289 blocks): at BITS 1, x in two chunks of shared memory at
+   * m = 1 (256 blocks, then 33: a last step of one block) and the L2
+   * prefetch on (qmatmul_b1.cuh). */
   static const long long shapes[][3] = {{1, 19, 96},   {5, 10, 256}, {1, 3, 4128},
                                         {7, 9, 80},    {17, 70, 288}, {1, 70, 288},
-                                        {260, 40, 32}};
+                                        {260, 40, 32}, {1, 5, 9248},  {9, 6, 9248}};
   for (int bits : {1, 2, 4, 8}) {
     launch L;
     char variant[16];

@@ -1,0 +1,288 @@
+/*
+ * qmatmul_b1.cuh - qmatmul at BITS 1: a whole block a lane. Part of
+ * qmatmul.cuh, which includes it before gk_qmatmul (it uses QM_* and
+ * gk_qm_rows); the launch, grid and requirements are qmatmul.cuh's.
+ *
+ * Why BITS 1 has a layout of its own. A block is 8 bytes (d and m as
+ * binary16, then 32 bits, bit t the code of column t), and a weight is one
+ * of the block's two, fmaf(d, 0, m) or fmaf(d, 1, m), picked by its bit:
+ * a select and the product's fmaf, 2 instructions a weight. In the octet
+ * layout of the other widths (4 lanes a block) each lane also loaded the
+ * block's header, converted d and m, made the two weights and shifted its
+ * byte of codes out, for 8 weights: 3.84 instructions a weight in all
+ * (sm_90a), 31 us of issue at n = 32768, k = 8192, where W takes 16 us at
+ * copy speed (at best 0.52 of it). A lane with a whole block pays those
+ * once for 32 weights, and the group's two loads of a row (the headers,
+ * then the codes: 32 lanes x 4 bytes 8 bytes apart, 2 cache lines each;
+ * W need only be 4-byte aligned, so not one 8-byte load) read 256
+ * consecutive bytes.
+ *
+ * x then goes through shared memory: a lane's 32 values lie 128 bytes
+ * from the next lane's, so each 16-byte load of a warp from global memory
+ * would touch 32 cache lines. The block copies x there first, coalesced
+ * (gk_qm1_stage), each block of 32 floats padded to QM1_PAD = 36: a
+ * quarter warp's 16-byte loads (lanes l .. l + 7, 36 floats apart) then
+ * fall in 8 different groups of 4 banks, with no conflict.
+ *
+ * Sum order (fixed, the same bits on every run, for any grid and batch):
+ * lane l of a group takes blocks l, l + 32, l + 64, ... of each row of W
+ * and adds its products fmaf(x, w, acc) into one accumulator per (row of
+ * x, row of W), block after block and in column order inside a block;
+ * then the 32 lanes are added in the fixed butterfly (gk_group_sum). It
+ * depends on k only: m = 1 (gk_qm1_vec) and the tiles of m > 1
+ * (gk_qm1_tile) give a row of x the same bits.
+ */
+#ifndef GK_QMATMUL_B1_CUH
+#define GK_QMATMUL_B1_CUH
+
+#define QM1_PAD 36         /* floats a block of x takes in shared memory */
+#define QM1_VEC_CHUNK 256  /* blocks of x in shared memory at m == 1 */
+#define QM1_STEP 32        /* blocks of a row of W a group's step: a lane each */
+#define QM1_AHEAD 4        /* m == 1: steps ahead of the loads that L2 fetches W */
+
+/* x in shared memory: 256 blocks of one row (m == 1) or 32 blocks of 8
+ * rows (a tile of m > 1): 36 KB either way. */
+struct gk_qm1_smem {
+  float xs[QM1_VEC_CHUNK * QM1_PAD];
+};
+
+/*
+ * Copies blocks c0 .. c0 + cb - 1 (cb <= CH) of rows i0 .. i0 + xrows - 1
+ * of x into xs: block b of row i at (i * CH + b) * QM1_PAD. By the whole
+ * thread block, 16 bytes a thread in turn; the caller puts the barriers
+ * around it. Rows past xrows are not copied (nor read). A whole chunk
+ * (CH blocks of MT rows: 8 pieces a thread) goes at constant offsets from
+ * one address in x and one in xs, moved by k a row.
+ */
+template <int MT, int CH>
+GK_DEV void gk_qm1_stage(float *xs, const float *__restrict__ x, int64_t k, int64_t i0,
+                         int xrows, int64_t c0, int cb) {
+  enum { R = CH * 8 / QM_THREADS }; /* a row's pieces a thread: 1 or 8 */
+  static_assert(CH * 8 % QM_THREADS == 0, "a chunk's row is whole pieces of every thread");
+  const int tid = (int)threadIdx.x;
+  if (cb == CH && xrows == MT) {
+    const float *src = x + i0 * k + c0 * GK_QBLOCK + 4 * tid;
+    float *dst = xs + (tid / 8) * QM1_PAD + 4 * (tid % 8);
+#pragma unroll
+    for (int i = 0; i < MT; i++) {
+#pragma unroll
+      for (int v = 0; v < R; v++)
+        *(float4 *)(dst + (i * CH + v * (QM_THREADS / 8)) * QM1_PAD) =
+            ((const float4 *)src)[v * QM_THREADS];
+      src += k;
+    }
+  } else {
+    for (int e = tid; e < xrows * cb * 8; e += QM_THREADS) {
+      const int i = e / (cb * 8), f = e % (cb * 8);
+      const float4 v = ((const float4 *)(x + (i0 + i) * k + c0 * GK_QBLOCK))[f];
+      *(float4 *)(xs + (i * CH + f / 8) * QM1_PAD + 4 * (f % 8)) = v;
+    }
+  }
+}
+
+/* A block's two weights, fmaf(d, 0, m) and fmaf(d, 1, m), from its
+ * header word. */
+GK_DEV void gk_qm1_weights(uint32_t head, float *w0, float *w1) {
+  const float d = gk_h2f((uint16_t)(head & 0xffffu)), mo = gk_h2f((uint16_t)(head >> 16));
+  *w0 = fmaf(d, 0.0f, mo);
+  *w1 = fmaf(d, 1.0f, mo);
+}
+
+/* m == 1: one step of the group's QM_WROWS rows. f: the lane's block of
+ * each row (header, codes); xs: its 32 values of x. */
+GK_DEV void gk_qm1_vec_step(const uint32_t (*f)[2], const float *xs, float acc[QM_WROWS]) {
+  float xv[GK_QBLOCK];
+#pragma unroll
+  for (int u = 0; u < GK_QBLOCK / 4; u++) {
+    const float4 v = ((const float4 *)xs)[u];
+    xv[4 * u] = v.x, xv[4 * u + 1] = v.y, xv[4 * u + 2] = v.z, xv[4 * u + 3] = v.w;
+  }
+#pragma unroll
+  for (int r = 0; r < QM_WROWS; r++) {
+    float w0, w1;
+    gk_qm1_weights(f[r][0], &w0, &w1);
+    const uint32_t bits = f[r][1];
+    float a = acc[r];
+#pragma unroll
+    for (int t = 0; t < GK_QBLOCK; t++) a = fmaf(xv[t], (bits >> t) & 1u ? w1 : w0, a);
+    acc[r] = a;
+  }
+}
+
+/* m == 1: the lane's block of each row at p[r] + at (words). */
+GK_DEV void gk_qm1_vec_load(const uint32_t *const p[QM_WROWS], int at, uint32_t (*f)[2]) {
+#pragma unroll
+  for (int r = 0; r < QM_WROWS; r++) {
+    f[r][0] = p[r][at];
+    f[r][1] = p[r][at + 1];
+  }
+}
+
+/*
+ * m == 1: the tiles of W (QM_COLS rows, blockIdx.y on), one group
+ * QM_WROWS rows of a tile. x goes into shared memory once a call when it
+ * fits (k <= 8192), else a chunk of QM1_VEC_CHUNK blocks at a time for
+ * each tile. A lane's steps go as in gk_qmatmul_vec: a pointer a row,
+ * rows past n reading row n - 1 (their sums not stored), two sets of
+ * words in turn with nothing tested inside, and the L2 prefetch of the
+ * step QM1_AHEAD on (lane l: row l / 8, sector l % 8 of its 256 bytes; at
+ * most a last sector of a step not 32-byte aligned is left to the loads).
+ * Every thread of the block reaches the barriers: the loops' bounds are
+ * the block's.
+ */
+GK_DEV void gk_qm1_vec(gk_qm1_smem &sm, const float *__restrict__ x, const void *__restrict__ w,
+                       float *__restrict__ y, int64_t n, int64_t k) {
+  enum { SW = QM1_STEP * GK_QBLOCK_BYTES(1) / 4 }; /* words a step of a row */
+  const int lane = gk_lane();
+  const int64_t nb = k / GK_QBLOCK;
+  const int chunks = (int)((nb + QM1_VEC_CHUNK - 1) / QM1_VEC_CHUNK);
+  /* Steps before pf_steps hint step + QM1_AHEAD, a whole step of W. */
+  const int pf_steps = (int)(nb / QM1_STEP) - QM1_AHEAD;
+  bool staged = false;
+  for (int64_t by = blockIdx.y; by * QM_COLS < n; by += gridDim.y) {
+    const int64_t j0 = by * QM_COLS + (int64_t)gk_group() * QM_WROWS;
+    /* rows <= 0: a group past n, reading row n - 1, storing nothing. */
+    const int rows = n - j0 < QM_WROWS ? (int)(n - j0) : QM_WROWS;
+    const uint32_t *p[QM_WROWS];
+    gk_qm_rows<1>(w, j0, rows, nb, lane, p);
+    /* The prefetch: row lane / 8 of the group's (its last below n past
+     * them; row n - 1 for a group past n, where p[0] is), from block 0. */
+    const char *pf =
+        (const char *)p[0] - (int64_t)lane * GK_QBLOCK_BYTES(1) +
+        (int64_t)(lane / 8 < rows ? lane / 8 : (rows > 0 ? rows - 1 : 0)) * nb * GK_QBLOCK_BYTES(1) +
+        ((int64_t)QM1_STEP * QM1_AHEAD + 4 * (lane % 8)) * GK_QBLOCK_BYTES(1);
+    /* The first QM1_AHEAD steps, which no step hints (where a row holds
+     * that many whole steps): now, before the copy of x, as the first
+     * step's loads are. */
+    if (pf_steps >= 0) /* W holds QM1_AHEAD whole steps */
+#pragma unroll
+      for (int s = 1; s <= QM1_AHEAD; s++) gk_prefetch_l2(pf - s * QM1_STEP * GK_QBLOCK_BYTES(1));
+    float acc[QM_WROWS];
+    for (int r = 0; r < QM_WROWS; r++) acc[r] = 0.0f;
+    int sg = 0; /* steps done in all, for the prefetch's count */
+    for (int c = 0; c < chunks; c++) {
+      const int64_t c0 = (int64_t)c * QM1_VEC_CHUNK;
+      const int cb = nb - c0 < QM1_VEC_CHUNK ? (int)(nb - c0) : QM1_VEC_CHUNK;
+      const int steps = lane < cb ? (cb - 1 - lane) / QM1_STEP + 1 : 0;
+      uint32_t a[QM_WROWS][2], b[QM_WROWS][2];
+      if (steps > 0) gk_qm1_vec_load(p, 0, a); /* in flight during the copy */
+      if (!staged || chunks > 1) {
+        __syncthreads(); /* the last chunk's x is read */
+        gk_qm1_stage<1, QM1_VEC_CHUNK>(sm.xs, x, k, 0, 1, c0, cb);
+        __syncthreads();
+        staged = true;
+      }
+      const float *xs = sm.xs + lane * QM1_PAD;
+      int i = 0;
+      for (; i + 2 < steps; i += 2) {
+        gk_qm1_vec_load(p, SW, b);
+        if (sg + i < pf_steps) gk_prefetch_l2(pf);
+        gk_qm1_vec_step(a, xs, acc);
+        gk_qm1_vec_load(p, 2 * SW, a);
+        if (sg + i + 1 < pf_steps) gk_prefetch_l2(pf + QM1_STEP * GK_QBLOCK_BYTES(1));
+        gk_qm1_vec_step(b, xs + QM1_STEP * QM1_PAD, acc);
+        for (int r = 0; r < QM_WROWS; r++) p[r] += 2 * SW;
+        xs += 2 * QM1_STEP * QM1_PAD;
+        pf += 2 * QM1_STEP * GK_QBLOCK_BYTES(1);
+      }
+      if (i + 1 < steps) {
+        gk_qm1_vec_load(p, SW, b);
+        gk_qm1_vec_step(a, xs, acc);
+        gk_qm1_vec_step(b, xs + QM1_STEP * QM1_PAD, acc);
+      } else if (i < steps) {
+        gk_qm1_vec_step(a, xs, acc);
+      }
+      /* On to the next chunk: the lane's steps of this one, all of them
+       * (its blocks past the chunk's end are the next chunk's). */
+      const int whole = cb / QM1_STEP; /* < steps only in a last chunk */
+      for (int r = 0; r < QM_WROWS; r++) p[r] += (int64_t)(whole - i) * SW;
+      pf += (int64_t)(whole - i) * QM1_STEP * GK_QBLOCK_BYTES(1);
+      sg += whole;
+    }
+#pragma unroll
+    for (int r = 0; r < QM_WROWS; r++) {
+      const float s = gk_group_sum(acc[r]);
+      if (lane == 0 && r < rows) y[j0 + r] = s;
+    }
+  }
+}
+
+/*
+ * m > 1: rows j0 .. j0 + QM_WROWS - 1 of W (those < n) against rows i0 ..
+ * i0 + xrows - 1 of x (Full: xrows == QM_XROWS), a step (a block a lane,
+ * 32 of each row) at a time: the lane's words of W are loaded, then the
+ * block copies the step's 32 blocks of the 8 rows of x into shared memory
+ * (under the loads), and each lane decodes its block 8 columns at a time
+ * (the selects, once for the 8 rows of x) and streams the rows of x
+ * through them. Called by every group of the block, those past n too
+ * (rows <= 0: reading row n - 1, storing nothing), for the barriers.
+ */
+template <bool Full>
+GK_DEV void gk_qm1_tile(gk_qm1_smem &sm, const float *__restrict__ x, const void *__restrict__ w,
+                        float *__restrict__ y, int64_t n, int64_t k, int64_t j0, int64_t i0,
+                        int xrows) {
+  enum { SW = QM1_STEP * GK_QBLOCK_BYTES(1) / 4, MT = QM_XROWS };
+  const int lane = gk_lane();
+  const int64_t nb = k / GK_QBLOCK;
+  const int rows = n - j0 < QM_WROWS ? (int)(n - j0) : QM_WROWS;
+  const uint32_t *p[QM_WROWS];
+  gk_qm_rows<1>(w, j0, rows, nb, lane, p);
+
+  float acc[QM_WROWS][MT];
+  for (int r = 0; r < QM_WROWS; r++)
+    for (int i = 0; i < MT; i++) acc[r][i] = 0.0f;
+
+  for (int64_t c0 = 0; c0 < nb; c0 += QM1_STEP) {
+    const int cb = nb - c0 < QM1_STEP ? (int)(nb - c0) : QM1_STEP;
+    const bool mine = lane < cb; /* the lane has a block in this step */
+    uint32_t f[QM_WROWS][2];
+#pragma unroll
+    for (int r = 0; r < QM_WROWS; r++) {
+      f[r][0] = mine ? p[r][0] : 0u;
+      f[r][1] = mine ? p[r][1] : 0u;
+      p[r] += SW;
+    }
+    __syncthreads(); /* the last step's x is read */
+    gk_qm1_stage<MT, QM1_STEP>(sm.xs, x, k, i0, Full ? MT : xrows, c0, cb);
+    __syncthreads();
+    if (mine) {
+      float w0[QM_WROWS], w1[QM_WROWS];
+#pragma unroll
+      for (int r = 0; r < QM_WROWS; r++) gk_qm1_weights(f[r][0], &w0[r], &w1[r]);
+#pragma unroll 1
+      for (int q = 0; q < GK_QBLOCK / 4; q++) {
+        /* Columns 4q .. 4q + 3 of the lane's block of each row of W
+         * (8 at a time took 76 bytes of spill on sm_90a: ptxas keeps
+         * rows of x ahead in registers). */
+        float wv[QM_WROWS][4];
+#pragma unroll
+        for (int r = 0; r < QM_WROWS; r++)
+          for (int u = 0; u < 4; u++) wv[r][u] = (f[r][1] >> (4 * q + u)) & 1u ? w1[r] : w0[r];
+#pragma unroll
+        for (int i = 0; i < MT; i++) {
+          if (Full || i < xrows) { /* the block's bound: every lane branches alike */
+            const float4 a = *(const float4 *)(sm.xs + (i * QM1_STEP + lane) * QM1_PAD + 4 * q);
+            const float xv[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+            for (int r = 0; r < QM_WROWS; r++) {
+              float v = acc[r][i];
+              for (int t = 0; t < 4; t++) v = fmaf(xv[t], wv[r][t], v);
+              acc[r][i] = v;
+            }
+          }
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < QM_WROWS; r++)
+#pragma unroll
+    for (int i = 0; i < MT; i++) {
+      if (Full || i < xrows) {
+        const float v = gk_group_sum(acc[r][i]);
+        if (lane == 0 && r < rows) y[(i0 + i) * n + j0 + r] = v;
+      }
+    }
+}
+
+#endif /* GK_QMATMUL_B1_CUH */
