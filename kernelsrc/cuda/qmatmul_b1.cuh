@@ -212,7 +212,7 @@ GK_DEV void gk_qm1_vec(gk_qm1_smem &sm, const float *__restrict__ x, const void 
  * i0 + xrows - 1 of x (Full: xrows == QM_XROWS), a step (a block a lane,
  * 32 of each row) at a time: the lane's words of W are loaded, then the
  * block copies the step's 32 blocks of the 8 rows of x into shared memory
- * (under the loads), and each lane decodes its block 8 columns at a time
+ * (under the loads), and each lane decodes its block 4 columns at a time
  * (the selects, once for the 8 rows of x) and streams the rows of x
  * through them. Called by every group of the block, those past n too
  * (rows <= 0: reading row n - 1, storing nothing), for the barriers.
@@ -251,9 +251,11 @@ GK_DEV void gk_qm1_tile(gk_qm1_smem &sm, const float *__restrict__ x, const void
       for (int r = 0; r < QM_WROWS; r++) gk_qm1_weights(f[r][0], &w0[r], &w1[r]);
 #pragma unroll 1
       for (int q = 0; q < GK_QBLOCK / 4; q++) {
-        /* Columns 4q .. 4q + 3 of the lane's block of each row of W
-         * (8 at a time took 76 bytes of spill on sm_90a: ptxas keeps
-         * rows of x ahead in registers). */
+        /* Columns 4q .. 4q + 3 of the lane's block of each row of W.
+         * ptxas 13.0 spilled (sm_90a) with 8 columns at a time, and with
+         * this loop unrolled twice: it keeps rows of x ahead in
+         * registers. Not unrolled, a trip issues 199 instructions for 128
+         * products. */
         float wv[QM_WROWS][4];
 #pragma unroll
         for (int r = 0; r < QM_WROWS; r++)
