@@ -1,8 +1,9 @@
 /*
  * qmatmul.cuh - y = x * W^T for the quantized weight format of
  * docs/weights.md, on GPUs: y[i*n + j] = sum_t x[i*k + t] * W[j][t].
- * One template for the code widths Bits = 2, 4, 8 (the octets below);
- * Bits = 1 has a layout of its own, qmatmul_b1.cuh (a whole block a lane).
+ * One template for the code widths Bits = 4 and 8 (the octets below);
+ * Bits = 1 and 2 have a layout of their own, qmatmul_blk.cuh (a whole
+ * block a lane).
  *
  * Launch (the recipe's `launch`, docs/kernels.md "Launching on GPUs"):
  * blocks of QM_THREADS threads, grid (ceil(m / QM_XROWS), ceil(n / QM_COLS)),
@@ -40,8 +41,8 @@
  * of W), octet by octet in step order and column order inside an octet;
  * then the 32 lanes are added in a fixed butterfly. The order depends on k
  * only, not on m, MT or the grid: a row of x gives the same y bits in any
- * batch (tests/backends/cuda checks this). BITS 1 has its own, as fixed
- * (qmatmul_b1.cuh: block after block a lane).
+ * batch (tests/backends/cuda checks this). BITS 1 and 2 have their own,
+ * as fixed (qmatmul_blk.cuh: block after block a lane).
  *
  * Requirements (device pointers from cuMemAlloc/hipMalloc satisfy them):
  * x 16-byte aligned with k % 4 == 0 (rows are read as float4), w 4-byte
@@ -72,21 +73,19 @@
 template <int Bits>
 struct gk_qm_octet {
   enum {
-    HALVES = Bits == 2 ? 1 : Bits / 2, /* BITS 2, 4, 8: 1, 2, 4 */
-    PER_HALF = 8 / HALVES,             /* 8, 4, 2 */
+    HALVES = Bits / 2,     /* BITS 4, 8: 2, 4 */
+    PER_HALF = 8 / HALVES, /* 4, 2 */
     WORDS = Bits == 8 ? 2 : 1,         /* code words holding the octet */
   };
   /* Where lane s's octet's code words start, in words past the block's
    * first (its header): WORDS words from there. */
   GK_DEV int word(int s) {
-    static_assert(Bits != 1, "BITS 1 is qmatmul_b1.cuh's");
-    return Bits == 2 ? 1 + (s >> 1) : Bits == 4 ? 1 + s : 1 + 2 * s;
+    static_assert(Bits == 4 || Bits == 8, "BITS 1 and 2 are qmatmul_blk.cuh's");
+    return Bits == 4 ? 1 + s : 1 + 2 * s;
   }
   /* Those words as HALVES values, code 0 in the lowest bits. */
   GK_DEV void halves(const uint32_t *c, int s, uint32_t *h) {
-    if (Bits == 2) {
-      h[0] = c[0] >> (16 * (s & 1));
-    } else if (Bits == 4) {
+    if (Bits == 4) {
       h[0] = c[0];
       h[1] = c[0] >> 16;
     } else {
@@ -108,10 +107,10 @@ struct gk_qm_words {
 /* m == 1: how many steps ahead of its loads a group has L2 fetch W
  * (gk_qmatmul_vec): 2560 bytes a group, 40 KB an SM at 16 groups. The
  * loads themselves keep two steps in flight (the ping-pong of gk_qm_vec),
- * 1024 blocks an SM: 12 KB at BITS 2, 20 at 4, 36 at 8, where
+ * 1024 blocks an SM: 20 KB at BITS 4, 36 at 8, where
  * DRAM's latency times its bandwidth asks ~25 to 32 KB an SM (4.24 TB/s
  * over 132 SMs, 0.8 to 1 us under load: an estimate, not measured). */
-#define QM_AHEAD(Bits) (2560 / (32 * GK_QBLOCK_BYTES(Bits))) /* BITS 2, 4, 8: 6, 4, 2 steps */
+#define QM_AHEAD(Bits) (2560 / (32 * GK_QBLOCK_BYTES(Bits))) /* BITS 4, 8: 4, 2 steps */
 
 /* The code at bit p of half h, as a float, exactly (see the top): the
  * mask keeps it and drops every other bit; the exponent 150 - p (127 +
@@ -122,9 +121,7 @@ GK_DEV float gk_qm_code(uint32_t h, int p) {
          (float)(1u << (23 - p));
 }
 
-/* The octet's 8 weights, each fmaf(d, q, m) (see the top; BITS 2 is
- * bound by these instructions, not by memory: docs/kernels.md, "Speed on
- * GPUs"). */
+/* The octet's 8 weights, each fmaf(d, q, m) (see the top). */
 template <int Bits>
 GK_DEV void gk_qm_weights(const uint32_t *h, float d, float mo, float wv[8]) {
   typedef gk_qm_octet<Bits> octet;
@@ -356,16 +353,16 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
  * measured). At m <= 16 (tiles of x: 2 at most) the order is as before.
  * The bounds are the same for the 32 threads of a group, which leave a
  * loop together: no shuffle is left half-attended. */
-#include "qmatmul_b1.cuh"
+#include "qmatmul_blk.cuh"
 
-/* BITS 1: a whole block a lane (qmatmul_b1.cuh), x through shared
+/* BITS 1 and 2: a whole block a lane (qmatmul_blk.cuh), x through shared
  * memory; every group of the block runs each tile, for the barriers. */
 template <int Bits>
 GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m, int64_t n,
                        int64_t k, gk_bool<true>) {
-  __shared__ __attribute__((aligned(16))) gk_qm1_smem sm;
+  __shared__ __attribute__((aligned(16))) gk_qmb_smem sm;
   if (m == 1) {
-    if (blockIdx.x == 0) gk_qm1_vec(sm, x, w, y, n, k); /* the one tile of x is column 0's */
+    if (blockIdx.x == 0) gk_qmb_vec<Bits>(sm, x, w, y, n, k); /* the one tile of x is column 0's */
     return;
   }
   gk_grouped_tiles((m + QM_XROWS - 1) / QM_XROWS, (n + QM_COLS - 1) / QM_COLS, QM_GROUP,
@@ -374,13 +371,13 @@ GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m, int64
                      const int64_t i0 = bx * QM_XROWS;
                      const int xrows = i0 + QM_XROWS > m ? (int)(m - i0) : QM_XROWS;
                      if (xrows == QM_XROWS)
-                       gk_qm1_tile<true>(sm, x, w, y, n, k, j0, i0, xrows);
+                       gk_qmb_tile<Bits, true>(sm, x, w, y, n, k, j0, i0, xrows);
                      else
-                       gk_qm1_tile<false>(sm, x, w, y, n, k, j0, i0, xrows);
+                       gk_qmb_tile<Bits, false>(sm, x, w, y, n, k, j0, i0, xrows);
                    });
 }
 
-/* BITS 2, 4, 8: the octets. */
+/* BITS 4 and 8: the octets. */
 template <int Bits>
 GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m, int64_t n,
                        int64_t k, gk_bool<false>) {
@@ -413,7 +410,7 @@ template <int Bits>
 GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m,
                        int64_t n, int64_t k) {
   if (m <= 0 || n <= 0 || k < 0) return;
-  gk_qmatmul<Bits>(x, w, y, m, n, k, gk_bool<Bits == 1>());
+  gk_qmatmul<Bits>(x, w, y, m, n, k, gk_bool<Bits <= 2>());
 }
 
 #endif /* GK_QMATMUL_CUH */

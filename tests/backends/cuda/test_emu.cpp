@@ -182,7 +182,7 @@ static void check_qmatmul(void) {
    * group of 32 tiles of x and one of 1, 2 tiles of W each (gk_qmatmul);
    * k = 9248 (289 blocks): at BITS 1, x in two chunks of shared memory at
    * m = 1 (256 blocks, then 33: a last step of one block) and the L2
-   * prefetch on (qmatmul_b1.cuh). */
+   * prefetch on (qmatmul_blk.cuh). */
   static const long long shapes[][3] = {{1, 19, 96},   {5, 10, 256}, {1, 3, 4128},
                                         {7, 9, 80},    {17, 70, 288}, {1, 70, 288},
                                         {260, 40, 32}, {1, 5, 9248},  {9, 6, 9248}};

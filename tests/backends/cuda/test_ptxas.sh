@@ -22,20 +22,22 @@
 # - register spills;
 # - qmatmul's m = 1 loop (sm_90a) issuing more than its bound a weight: the
 #   straight run of machine code holding two steps' fmaf (sass_mix.py),
-#   against 5.6 instructions a weight (2.9 at BITS 1). The f32 contract
-#   takes 4 (2 at BITS 1: a select and the fmaf); ptxas 13.0 gives 5.28 to
-#   5.5 (2.7, a whole block a lane: qmatmul_b1.cuh), where the loop of
-#   64-bit index arithmetic and a branch a row before gave 6.3 to 11.6, a
-#   runtime offset to each code word (one pointer a row of W) 5.5 to 5.75,
-#   and BITS 1 in octets 3.84 to 4.05 (docs/kernels.md, "Speed on GPUs"). A newer nvcc may lay the loop
+#   against 5.6 instructions a weight (2.9 at BITS 1, 4.7 at 2). The f32
+#   contract takes 4 (2 at BITS 1: a select and the fmaf); ptxas 13.0 gives
+#   5.28 to 5.5 (BITS 1 2.74, 2 4.45: a whole block a lane,
+#   qmatmul_blk.cuh), where the loop of 64-bit index arithmetic and a branch
+#   a row before gave 6.3 to 11.6, a runtime offset to each code word (one
+#   pointer a row of W) 5.5 to 5.75, and BITS 1 and 2 in octets 3.84 and
+#   5.34 (docs/kernels.md, "Speed on GPUs"). A newer nvcc may lay the loop
 #   out otherwise: the message says what was found;
 # - qmatmul_q8x_mm's copy of a whole stage (sm_90a) taking more than 20
 #   instructions beyond 2 a cp.async (27 to 35 now; the walk of
 #   gk_q8m_load that it replaced, ~20 a cp.async);
 # - qmatmul's m > 1 tile (sm_90a, a whole tile of 8 rows of x) issuing more
 #   than 1.8 instructions a product's fmaf (1.65 at BITS 1) a step: ptxas
-#   13.0 gives 1.74 to 1.77 (1.55 for 4 columns at BITS 1), where the step
-#   that branched around each row of x gave 2.1 (545 for 256 at BITS 4).
+#   13.0 gives 1.74 to 1.77 (for 4 columns of a block: 1.49 at BITS 1, 1.66
+#   at 2), where the step that branched around each row of x gave 2.1 (545
+#   for 256 at BITS 4).
 # Exit 77 (SKIP) without nvcc.
 set -u
 SRC=$1
@@ -69,13 +71,13 @@ qm_loop() {
     python3 - "$1" "$T/mix.json" <<'PY' || failures=$((failures + 1))
 import json, sys
 bits, mix = int(sys.argv[1]), json.load(open(sys.argv[2]))
-# Two steps of the m = 1 loop: a lane's 4 rows of W x 8 weights (the octets),
-# two fmaf each (the weight's and the product's); BITS 1 (qmatmul_b1.cuh), 4
-# rows x a whole block of 32, one each, and each block's two weights (one of
-# them an fmaf by the register zero).
-weights = 2 * 4 * (32 if bits == 1 else 8)
+# Two steps of the m = 1 loop: a lane's 4 rows of W x 8 weights (the octets
+# of BITS 4 and 8) or x a whole block of 32 (BITS 1 and 2: qmatmul_blk.cuh),
+# two fmaf each (the weight's and the product's); BITS 1, one each, and each
+# block's two weights (one of them an fmaf by the register zero).
+weights = 2 * 4 * (32 if bits <= 2 else 8)
 ffma = weights + 2 * 4 if bits == 1 else 2 * weights
-bound = (2.9 if bits == 1 else 5.6) * weights
+bound = {1: 2.9, 2: 4.7}.get(bits, 5.6) * weights
 loops = [r for r in mix["runs"] if r["mix"].get("FFMA", 0) == ffma]
 if not loops:
     print(f"FAIL: qmatmul.cu sm_90a -DBITS={bits}: no straight run of {ffma} FFMA (the m = 1 "
@@ -91,15 +93,16 @@ if r["length"] > bound:
     sys.exit(1)
 print(f"ok: {what}")
 # The m > 1 tile's step (a whole tile of 8 rows of x, one straight run): the
-# octets' 4 rows of W x 8 weights x 8 rows of x and the decode's fmaf; BITS 1,
-# 4 columns of the lane's block at a time (128 products) and the 4 rows'
-# weights fmaf(d, 1, m) again (ptxas recomputes them rather than spill).
-prod = 4 * 8 * (4 if bits == 1 else 8)
-ffma = prod + (4 if bits == 1 else 32)
+# octets' 4 rows of W x 8 weights x 8 rows of x and the decode's fmaf; BITS 1
+# and 2, 4 columns of the lane's block at a time (128 products) and their 16
+# weights' fmaf (BITS 1: the 4 rows' fmaf(d, 1, m) again, which ptxas
+# recomputes rather than spill).
+prod = 4 * 8 * (4 if bits <= 2 else 8)
+ffma = prod + {1: 4, 2: 16}.get(bits, 32)
 bound = (1.65 if bits == 1 else 1.8) * prod
 tiles = [r for r in mix["runs"] if r["mix"].get("FFMA", 0) == ffma
          and (bits != 1 or r["mix"].get("FSEL", 0) == 16)]  # not m = 1's last step
-what = f"qmatmul.cu sm_90a -DBITS={bits}: the m > 1 tile's step" + (" (4 columns of it)" if bits == 1 else "")
+what = f"qmatmul.cu sm_90a -DBITS={bits}: the m > 1 tile's step" + (" (4 columns of it)" if bits <= 2 else "")
 if not tiles:
     print(f"FAIL: {what}: no straight run of {ffma} FFMA (a whole tile's step, with no branch "
           "a row of x)")
@@ -146,10 +149,10 @@ for a in sm_75 sm_80 sm_90a; do
   check $a flash_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DCAUSAL=0
   check $a paged_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DPAGE=64
   check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=64 -DPAGE=16
-  for b in 1 4 8; do
+  for b in 1 2 4 8; do
     check $a qmatmul -DBITS=$b
     [ $a = sm_90a ] && [ -f "$T/out.cubin" ] && qm_loop $b
   done
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 24 default): no serialized wgmma, no compiler-inserted arrive, no spills; qmatmul's m = 1 loop and m > 1 tile within their bounds"
+echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 27 default): no serialized wgmma, no compiler-inserted arrive, no spills; qmatmul's m = 1 loop and m > 1 tile within their bounds"
