@@ -180,7 +180,7 @@ static void check_qmatmul(void) {
   /* m = 17 and n = 70: several tiles of x rows and of W rows, partly filled;
    * k = 288: a step of 8 blocks and one more; m = 260, n = 40: a whole
    * group of 32 tiles of x and one of 1, 2 tiles of W each (gk_qmatmul);
-   * k = 9248 (289 blocks): at BITS 1, x in two chunks of shared memory at
+   * k = 9248 (289 blocks): at BITS 1 and 2, x in two chunks of shared memory at
    * m = 1 (256 blocks, then 33: a last step of one block) and the L2
    * prefetch on (qmatmul_blk.cuh). */
   static const long long shapes[][3] = {{1, 19, 96},   {5, 10, 256}, {1, 3, 4128},
