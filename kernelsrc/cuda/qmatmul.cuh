@@ -355,6 +355,19 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
  * loop together: no shuffle is left half-attended. */
 #include "qmatmul_blk.cuh"
 
+/* The tiles of m > 1 in their groups (gk_grouped_tiles), each group of
+ * threads its rows of W: tile(j0, i0, xrows), the group's first row of W
+ * (j0 >= n past n), the tile's first row of x and its rows of x. */
+template <class F>
+GK_DEV void gk_qm_tiles(int64_t m, int64_t n, F tile) {
+  gk_grouped_tiles((m + QM_XROWS - 1) / QM_XROWS, (n + QM_COLS - 1) / QM_COLS, QM_GROUP,
+                   [&](int64_t bx, int64_t by) {
+                     const int64_t i0 = bx * QM_XROWS;
+                     tile(by * QM_COLS + (int64_t)gk_group() * QM_WROWS, i0,
+                          i0 + QM_XROWS > m ? (int)(m - i0) : QM_XROWS);
+                   });
+}
+
 /* BITS 1 and 2: a whole block a lane (qmatmul_blk.cuh), x through shared
  * memory; every group of the block runs each tile, for the barriers. */
 template <int Bits>
@@ -365,16 +378,12 @@ GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m, int64
     if (blockIdx.x == 0) gk_qmb_vec<Bits>(sm, x, w, y, n, k); /* the one tile of x is column 0's */
     return;
   }
-  gk_grouped_tiles((m + QM_XROWS - 1) / QM_XROWS, (n + QM_COLS - 1) / QM_COLS, QM_GROUP,
-                   [&](int64_t bx, int64_t by) {
-                     const int64_t j0 = by * QM_COLS + (int64_t)gk_group() * QM_WROWS;
-                     const int64_t i0 = bx * QM_XROWS;
-                     const int xrows = i0 + QM_XROWS > m ? (int)(m - i0) : QM_XROWS;
-                     if (xrows == QM_XROWS)
-                       gk_qmb_tile<Bits, true>(sm, x, w, y, n, k, j0, i0, xrows);
-                     else
-                       gk_qmb_tile<Bits, false>(sm, x, w, y, n, k, j0, i0, xrows);
-                   });
+  gk_qm_tiles(m, n, [&](int64_t j0, int64_t i0, int xrows) {
+    if (xrows == QM_XROWS) /* the block's: every group takes the same branch */
+      gk_qmb_tile<Bits, true>(sm, x, w, y, n, k, j0, i0, xrows);
+    else
+      gk_qmb_tile<Bits, false>(sm, x, w, y, n, k, j0, i0, xrows);
+  });
 }
 
 /* BITS 4 and 8: the octets. */
@@ -393,17 +402,13 @@ GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m, int64
     }
     return;
   }
-  gk_grouped_tiles((m + QM_XROWS - 1) / QM_XROWS, (n + QM_COLS - 1) / QM_COLS, QM_GROUP,
-                   [&](int64_t bx, int64_t by) {
-                     const int64_t j0 = by * QM_COLS + (int64_t)gk_group() * QM_WROWS;
-                     const int64_t i0 = bx * QM_XROWS;
-                     const int xrows = i0 + QM_XROWS > m ? (int)(m - i0) : QM_XROWS;
-                     if (j0 >= n) return;
-                     if (xrows == QM_XROWS)
-                       gk_qmatmul_tile<Bits, QM_XROWS, true>(x, w, y, n, k, j0, i0, xrows);
-                     else
-                       gk_qmatmul_tile<Bits, QM_XROWS, false>(x, w, y, n, k, j0, i0, xrows);
-                   });
+  gk_qm_tiles(m, n, [&](int64_t j0, int64_t i0, int xrows) {
+    if (j0 >= n) return; /* no barrier inside: a group past n leaves */
+    if (xrows == QM_XROWS)
+      gk_qmatmul_tile<Bits, QM_XROWS, true>(x, w, y, n, k, j0, i0, xrows);
+    else
+      gk_qmatmul_tile<Bits, QM_XROWS, false>(x, w, y, n, k, j0, i0, xrows);
+  });
 }
 
 template <int Bits>
