@@ -155,9 +155,10 @@ GK_DEV void gk_qmb_vec_load(const uint32_t *const p[QM_WROWS], int at, uint32_t 
  * fits (k <= 8192), else a chunk of QMB_VEC_CHUNK blocks at a time for
  * each tile. A lane's steps go as in gk_qmatmul_vec: a pointer a row,
  * rows past n reading row n - 1 (their sums not stored), two sets of
- * words in turn with nothing tested inside, and the L2 prefetch of the
- * step QMB_AHEAD on (lane l: row l / 8, sector l % 8 of its 256 bytes; at
- * most a last sector of a step not 32-byte aligned is left to the loads).
+ * words in turn with nothing tested inside, and at BITS 1 the L2
+ * prefetch of the step QMB_AHEAD on (lane l: row l / 8, sector l % 8 of
+ * its 256 bytes; at most a last sector of a step not 32-byte aligned is
+ * left to the loads).
  * Every thread of the block reaches the barriers: the loops' bounds are
  * the block's.
  */
