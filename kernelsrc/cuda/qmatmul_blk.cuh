@@ -106,12 +106,13 @@ GK_DEV float gk_qmb_weight(uint32_t h, int u, float a, float b) {
   return fmaf(a, gk_qm_code<Bits>(h, Bits * u), b);
 }
 
-/* Codes t, t + 1, ... of a block (t a multiple of 8 at BITS 2, so that
- * the 8 lie in one half word) from its code words c, shifted so that
- * code t + u sits at bit Bits * u: gk_qmb_weight's h. */
+/* Codes t, t + 1, ... of a block (at BITS 2 no further than the end of
+ * t's half word) from its code words c, shifted so that code t + u sits
+ * at bit Bits * u: gk_qmb_weight's h. The word by a select, not an index,
+ * so that t need not be known at compile time (the tile's is not). */
 template <int Bits>
 GK_DEV uint32_t gk_qmb_run(const uint32_t *c, int t) {
-  return c[t / (32 / Bits)] >> (Bits * (t % (32 / Bits)));
+  return (t < 32 / Bits ? c[0] : c[Bits - 1]) >> (Bits * (t % (32 / Bits)));
 }
 
 /* m == 1: one step of the group's QM_WROWS rows. f: the lane's block of
@@ -132,6 +133,7 @@ GK_DEV void gk_qmb_vec_step(const uint32_t (*f)[1 + Bits], const float *xs,
     float a = acc[r];
 #pragma unroll
     for (int t0 = 0; t0 < GK_QBLOCK; t0 += 8) {
+      /* BITS 1: the bits tested where they lie, with no shift a run. */
       const uint32_t h = Bits == 1 ? f[r][1] : gk_qmb_run<Bits>(f[r] + 1, t0);
 #pragma unroll
       for (int u = 0; u < 8; u++)
@@ -290,10 +292,7 @@ GK_DEV void gk_qmb_tile(gk_qmb_smem &sm, const float *__restrict__ x, const void
         float wv[QM_WROWS][4];
 #pragma unroll
         for (int r = 0; r < QM_WROWS; r++) {
-          /* The 4 codes at bits 0, Bits, 2 Bits, 3 Bits (q is not known
-           * at compile time: the word by a select, not an index). */
-          const uint32_t c = Bits == 1 || q < 4 ? f[r][1] : f[r][Bits];
-          const uint32_t h = c >> (Bits * (4 * q % (32 / Bits)));
+          const uint32_t h = gk_qmb_run<Bits>(f[r] + 1, 4 * q);
           for (int u = 0; u < 4; u++) wv[r][u] = gk_qmb_weight<Bits>(h, u, sa[r], sb[r]);
         }
 #pragma unroll
