@@ -45,7 +45,7 @@ kernel "qmatmul" {
       },
       qmatmul_q8x_mm = {
         block  = { 256, 1, 1 },
-        grid   = { "m / 64", "n / 128", 1 },
+        grid   = { "m / 128", "n / 128", 1 },
         shared = 0,
         params = { "xq:ptr", "w:ptr", "y:ptr", "m:i64", "n:i64", "k:i64" },
       },

@@ -19,9 +19,10 @@
  * in the last bits, within the same error bound, and does not depend on
  * the grid.
  *
- * Tiles: a block of QM_THREADS (8 groups of 32) computes Q8M_ROWS rows of
- * x by Q8M_COLS rows of W, group w a 32 x 32 corner of it (rows 32 (w % 2)
- * of x, rows 32 (w / 2) of W) as 2 x 4 mma tiles. x's records and W's
+ * Tiles: a block of QM_THREADS (8 groups of 32) computes 128 rows of x by
+ * Q8M_COLS rows of W, group w a 64 x 32 corner of it (rows 64 (w % 2) of
+ * x, rows 32 (w / 2) of W) as 4 x 4 mma tiles (HIP's dot products: 64 rows
+ * of x, 32 x 32 corners; gk_q8m_geo). x's records and W's
  * blocks stream through two shared-memory stages of Q8M_KB blocks
  * (cp.async: 16 bytes a piece for the records, 4 for W, whose blocks are
  * not 16-byte aligned), the next stage in flight while this one is used.
@@ -40,13 +41,21 @@
 #include "q8x.cuh"
 
 #define Q8X_REC 48      /* bytes of a rounded block of x (docs/weights.md) */
-#define Q8M_ROWS 64     /* rows of x a block */
 #define Q8M_COLS 128    /* rows of W a block */
 #define Q8M_KB 2        /* blocks of 32 columns a stage */
-#define Q8M_GROUP 16    /* tiles of x's rows a group walks W together (gk_grouped_tiles) */
+#define Q8M_GROUP 8     /* tiles of x's rows a group walks W together (gk_grouped_tiles) */
 #define Q8M_XSTRIDE 112 /* bytes of a stage's row of x: its records + 16, so
                            that the 8 rows a fragment load reads hit
                            distinct banks */
+
+/* The rows of x of a block's tile: MT 16-row mma tiles a group, and two
+ * groups across them: 128 rows on mma.sync (a group's corner of y 64 x
+ * 32), 64 in HIP's dot products (32 x 32), where a thread's 64
+ * accumulators made clang 19 spill 96 to 432 bytes (gfx942, gfx11). */
+template <bool Direct>
+struct gk_q8m_geo {
+  enum { MT = Direct ? 2 : 4, ROWS = 2 * 16 * MT };
+};
 
 /* qmatmul_q8x_x: thread t of block (x, y) rounds blocks x * QM_THREADS + t,
  * + gridDim.x * QM_THREADS, ... of rows y, y + gridDim.y, ... */
@@ -69,34 +78,36 @@ struct __attribute__((aligned(8))) gk_q8m_dm2 {
   float d, m;
 };
 
-template <int Bits>
+template <int Bits, int Rows>
 struct gk_q8m_smem {
   enum { BW = 1 + Bits, WW = Q8M_KB * BW }; /* words of a W block, of a stage's W row */
-  unsigned char x[2][Q8M_ROWS * Q8M_XSTRIDE];
+  unsigned char x[2][Rows * Q8M_XSTRIDE];
   uint32_t w[2][Q8M_COLS * WW];
-  /* The stage's d and m of group g's 32 rows of W as floats (gk_q8m_dm),
-   * [g][kb][row]: converted once by the group, where each of the 8 lanes
-   * that read a row converted them again. */
-  gk_q8m_dm2 dm[QM_GROUPS][Q8M_KB][32];
+  /* The stage's d and m of the 32 rows of W of pair q of groups (groups 2q
+   * and 2q + 1, which share them) as floats (gk_q8m_dm), [q][kb][row]:
+   * converted once by the pair, where each of the 8 lanes that read a row
+   * converted them again. */
+  gk_q8m_dm2 dm[QM_GROUPS / 2][Q8M_KB][32];
 };
 
-/* Group gw converts d and m of its 32 rows of W (from wr), blocks 0 ..
- * Q8M_KB - 1 of stage st, into sm.dm[gw] (two a lane), and meets its
- * lanes at named barrier 1 + gw: 4 conversions a lane a stage, where each
- * lane made 16 a block of k (a row's header was converted by the 8 lanes
- * that read it; counted in the sm_90a cubin). The mma form only: HIP's
- * dot products read the block's header as it lies. */
-template <int Bits>
-GK_DEV void gk_q8m_dm(gk_q8m_smem<Bits> &sm, int st, int wr, int gw) {
-  typedef gk_q8m_smem<Bits> S;
-  const int lane = gk_lane();
+/* The pair of groups gw / 2 converts d and m of its 32 rows of W (from
+ * wr), blocks 0 .. Q8M_KB - 1 of stage st, into sm.dm[gw / 2] (group 2q
+ * the even blocks, 2q + 1 the odd ones: one a lane), and meets at named
+ * barrier 1 + gw / 2 (64 threads): 2 conversions a lane a stage, where
+ * each lane made 16 a block of k (a row's header was converted by the 8
+ * lanes that read it; counted in the sm_90a cubin). The mma form only:
+ * HIP's dot products read the block's header as it lies. */
+template <int Bits, int Rows>
+GK_DEV void gk_q8m_dm(gk_q8m_smem<Bits, Rows> &sm, int st, int wr, int gw) {
+  typedef gk_q8m_smem<Bits, Rows> S;
+  static_assert(Q8M_KB % 2 == 0, "the blocks of a stage split between the pair");
 #pragma unroll
-  for (int e = lane; e < 32 * Q8M_KB; e += 32) {
+  for (int e = gk_lane() + 32 * (gw % 2); e < 32 * Q8M_KB; e += 64) {
     const int kb = e / 32, r = e % 32;
     const uint32_t head = sm.w[st][(wr + r) * S::WW + kb * S::BW];
-    sm.dm[gw][kb][r] = {gk_h2f((uint16_t)(head & 0xffffu)), gk_h2f((uint16_t)(head >> 16))};
+    sm.dm[gw / 2][kb][r] = {gk_h2f((uint16_t)(head & 0xffffu)), gk_h2f((uint16_t)(head >> 16))};
   }
-  gk_bar_sync<GK_GROUP>(1 + gw);
+  gk_bar_sync<2 * GK_GROUP>(1 + gw / 2);
 }
 
 /* Starts copying blocks b0 .. b0 + Q8M_KB - 1 of x rows i0 .. and W rows
@@ -104,13 +115,13 @@ GK_DEV void gk_q8m_dm(gk_q8m_smem<Bits> &sm, int st, int wr, int gw) {
  * whole block, as one cp.async group per thread. The last stage's when it
  * is half a stage (odd nb); whole ones go through gk_q8m_load_full. Out of
  * line: inlined beside that, it made ptxas 13.0 spill (sm_80, sm_90a). */
-template <int Bits>
-GK_DEV_NOINLINE void gk_q8m_load(gk_q8m_smem<Bits> &sm, int stage, const unsigned char *xq,
+template <int Bits, int Rows>
+GK_DEV_NOINLINE void gk_q8m_load(gk_q8m_smem<Bits, Rows> &sm, int stage, const unsigned char *xq,
                                  const uint32_t *w, int64_t m, int64_t n, int64_t nb,
                                  int64_t i0, int64_t j0, int64_t b0) {
-  typedef gk_q8m_smem<Bits> S;
+  typedef gk_q8m_smem<Bits, Rows> S;
   constexpr int XP = Q8X_REC / 16; /* 16-byte pieces of a record */
-  for (int e = (int)threadIdx.x; e < Q8M_ROWS * Q8M_KB * XP; e += QM_THREADS) {
+  for (int e = (int)threadIdx.x; e < Rows * Q8M_KB * XP; e += QM_THREADS) {
     const int r = e / (Q8M_KB * XP), c = e % (Q8M_KB * XP);
     const int64_t i = i0 + r, b = b0 + c / XP;
     const bool in = i < m && b < nb;
@@ -128,13 +139,13 @@ GK_DEV_NOINLINE void gk_q8m_load(gk_q8m_smem<Bits> &sm, int stage, const unsigne
 }
 
 /* The same for a whole stage (b0 + Q8M_KB <= nb), each thread a share of
- * consecutive pieces, the same in every stage: a row of x is 3 threads'
- * (2 pieces of 16 bytes each: threads 0 to 191), a row of W 2 threads'
- * (half its words each). gk_q8m_copy_at sets a thread's two addresses at
- * block 0 once a tile, so that a stage costs a piece one cp.async at a
- * constant offset from them, where gk_q8m_load's walk spends ~20
- * instructions on each piece's 64-bit indices and bounds: 1280 pieces of
- * W a stage at BITS 4, the issue of a third of the tile's epilogue
+ * consecutive pieces, the same in every stage: a row of x and a row of W
+ * are 2 threads' each (3 pieces of 16 bytes of x, half the row's words of
+ * W). gk_q8m_copy_at sets a thread's two addresses at block 0 once a tile,
+ * so that a stage costs a piece one cp.async at a constant offset from
+ * them, where gk_q8m_load's walk spends ~20 instructions on each piece's
+ * 64-bit indices and bounds: 1280 pieces of W a stage at BITS 4, the issue
+ * of a third of the epilogue of the tile of 64 rows of x it had then
  * (counted in the sm_90a cubin: tests/backends/cuda/sass_mix.py). Rows
  * past m and n read row m - 1 and n - 1 (inside the tensors) as zeros
  * (src-size 0). */
@@ -144,35 +155,36 @@ struct gk_q8m_copy {
   bool xon, won;          /* its rows lie inside m, n */
 };
 
-template <int Bits>
+template <int Bits, int Rows>
 GK_DEV gk_q8m_copy gk_q8m_copy_at(const unsigned char *xq, const uint32_t *w, int64_t m,
                                   int64_t n, int64_t nb, int64_t i0, int64_t j0) {
-  typedef gk_q8m_smem<Bits> S;
-  constexpr int XN = Q8M_KB * Q8X_REC / 16 / 3; /* pieces of x a thread: 2 */
-  static_assert(3 * Q8M_ROWS <= QM_THREADS && 2 * Q8M_COLS == QM_THREADS &&
-                    Q8M_KB * Q8X_REC == 3 * 16 * XN && S::WW % 2 == 0,
-                "a row of x is 3 threads' pieces and a row of W 2 threads' words");
-  const int t = (int)threadIdx.x, rx = t / 3, rw = t / 2;
-  const int64_t i = i0 + rx, j = j0 + rw;
+  typedef gk_q8m_smem<Bits, Rows> S;
+  constexpr int XN = Q8M_KB * Q8X_REC / 16 / 2; /* pieces of x a thread: 3 */
+  static_assert(2 * Rows <= QM_THREADS && 2 * Q8M_COLS == QM_THREADS &&
+                    Q8M_KB * Q8X_REC == 2 * 16 * XN && S::WW % 2 == 0,
+                "a row of x and a row of W are 2 threads' pieces each");
+  const int t = (int)threadIdx.x, r = t / 2;
+  const int64_t i = i0 + r, j = j0 + r;
   gk_q8m_copy c;
   c.xon = i < m;
   c.won = j < n;
-  c.x = rx < Q8M_ROWS ? xq + (c.xon ? i : m - 1) * nb * Q8X_REC + 16 * XN * (t % 3) : nullptr;
+  const bool xrow = 2 * Rows == QM_THREADS || r < Rows; /* every thread at 128 rows */
+  c.x = xrow ? xq + (c.xon ? i : m - 1) * nb * Q8X_REC + 16 * XN * (t % 2) : nullptr;
   c.w = w + (c.won ? j : n - 1) * nb * S::BW + S::WW / 2 * (t % 2);
   return c;
 }
 
-template <int Bits>
-GK_DEV void gk_q8m_load_full(gk_q8m_smem<Bits> &sm, int stage, const gk_q8m_copy &c,
+template <int Bits, int Rows>
+GK_DEV void gk_q8m_load_full(gk_q8m_smem<Bits, Rows> &sm, int stage, const gk_q8m_copy &c,
                              int64_t b0) {
-  typedef gk_q8m_smem<Bits> S;
-  constexpr int XN = Q8M_KB * Q8X_REC / 16 / 3, WN = S::WW / 2;
+  typedef gk_q8m_smem<Bits, Rows> S;
+  constexpr int XN = Q8M_KB * Q8X_REC / 16 / 2, WN = S::WW / 2;
   const int t = (int)threadIdx.x;
-  if (c.x) {
-    const unsigned char *src = c.x + b0 * Q8X_REC;
-    unsigned char *dst = &sm.x[stage][t / 3 * Q8M_XSTRIDE + 16 * XN * (t % 3)];
+  if (2 * Rows == QM_THREADS || c.x) {
+    const unsigned char *xs = c.x + b0 * Q8X_REC;
+    unsigned char *xd = &sm.x[stage][t / 2 * Q8M_XSTRIDE + 16 * XN * (t % 2)];
 #pragma unroll
-    for (int p = 0; p < XN; p++) gk_cp_async16(dst + 16 * p, src + 16 * p, c.xon);
+    for (int p = 0; p < XN; p++) gk_cp_async16(xd + 16 * p, xs + 16 * p, c.xon);
   }
   const uint32_t *src = c.w + b0 * S::BW;
   uint32_t *dst = &sm.w[stage][t / 2 * S::WW + WN * (t % 2)];
@@ -181,35 +193,46 @@ GK_DEV void gk_q8m_load_full(gk_q8m_smem<Bits> &sm, int stage, const gk_q8m_copy
   gk_cp_async_commit();
 }
 
-/* Block kb of stage st into the group's 32 x 32 corner (rows xr of x, wr
+/* Block kb of stage st into the group's 64 x 32 corner (rows xr of x, wr
  * of W): acc[mi][ni][e] as an mma D fragment (rows 16 mi + g, + 8;
  * columns 8 ni + 2t, + 1), on int8 mma.sync (NVIDIA, and the emulator
- * through gk_mma_s8u8_16832's twin). HIP takes the second form below, in
- * byte dot products (GK_MMA_DIRECT: no AMD matrix path is written yet; the
- * twin's 32 shuffles an instruction, which clang hoisted across the
- * unrolled tile, kept 256 VGPRs and spilled 184 to 280 bytes of scratch).
- * Both sum each block's integer i_b exactly, so y has the same bits. */
+ * through gk_mma_s8u8_16832's twin). A's fragments come by ldmatrix, one
+ * for each 16 rows: lane L gives the address of row L % 8 + 8 (L / 8 % 2)
+ * of the tile, at byte 16 (L / 16) of its record, and the four 8 x 8
+ * matrices of 16-bit pairs it returns are the m16n8k32 fragment's a[0] ..
+ * a[3] (rows g and g + 8, codes 4t and 16 + 4t). Each B fragment (2 words
+ * from the codes, a shift and an and each) and each W row's scales serve 4
+ * mma tiles, where the 32 x 32 corner before served 2. HIP takes the
+ * second form below, in byte dot products (GK_MMA_DIRECT: no AMD matrix
+ * path is written yet; the twin's 32 shuffles an instruction, which clang
+ * hoisted across the unrolled tile, kept 256 VGPRs and spilled 184 to 280
+ * bytes of scratch). Both sum each block's integer i_b exactly, so y has
+ * the same bits. */
 template <int Bits>
-GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits> &sm, int st, int kb, int xr, int wr,
-                         float (*acc)[4][4], gk_bool<false>) {
-  typedef gk_q8m_smem<Bits> S;
+GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits, gk_q8m_geo<false>::ROWS> &sm, int st, int kb,
+                         int xr, int wr, float (*acc)[4][4], gk_bool<false>) {
+  typedef gk_q8m_smem<Bits, gk_q8m_geo<false>::ROWS> S;
   constexpr int P = 8 / Bits;
   const uint32_t mask = GK_QMASK(Bits) * 0x01010101u;
   const int lane = gk_lane(), g = lane / 4, t = lane % 4;
   /* Operand words t and 4 + t of a block: their code words and shifts. */
   const int u0 = t / P, s0 = Bits * (t % P), u1 = (4 + t) / P, s1 = Bits * ((4 + t) % P);
-  /* A fragments of the group's two 16-row tiles, and their rows' dx, sb. */
-  uint32_t a[2][4];
-  float dx[2][2], sb[2][2];
-  for (int mi = 0; mi < 2; mi++)
+  /* A fragments of the group's 16-row tiles, and their rows' dx, sb. */
+  constexpr int MT = gk_q8m_geo<false>::MT;
+  uint32_t a[MT][4];
+  float dx[MT][2], sb[MT][2];
+  const unsigned char *lx =
+      &sm.x[st][(xr + lane % 8 + 8 * (lane / 8 % 2)) * Q8M_XSTRIDE + kb * Q8X_REC + 16 * (lane / 16)];
+#pragma unroll
+  for (int mi = 0; mi < MT; mi++) {
+    gk_ldmatrix_x4(a[mi], (const uint16_t *)(lx + 16 * mi * Q8M_XSTRIDE));
     for (int r = 0; r < 2; r++) {
-      const unsigned char *rec =
-          &sm.x[st][(xr + 16 * mi + g + 8 * r) * Q8M_XSTRIDE + kb * Q8X_REC];
-      a[mi][r] = *(const uint32_t *)(rec + 4 * t);
-      a[mi][2 + r] = *(const uint32_t *)(rec + 16 + 4 * t);
-      dx[mi][r] = ((const float *)(rec + 32))[0];
-      sb[mi][r] = ((const float *)(rec + 32))[1];
+      const float *f =
+          (const float *)&sm.x[st][(xr + 16 * mi + g + 8 * r) * Q8M_XSTRIDE + kb * Q8X_REC + 32];
+      dx[mi][r] = f[0];
+      sb[mi][r] = f[1];
     }
+  }
 #pragma unroll
   for (int ni = 0; ni < 4; ni++) {
     const uint32_t *blk = &sm.w[st][(wr + 8 * ni + g) * S::WW + kb * S::BW];
@@ -218,11 +241,12 @@ GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits> &sm, int st, int kb, int xr, in
      * converted by gk_q8m_dm. */
     float d[2], mo[2];
     for (int c = 0; c < 2; c++) {
-      const gk_q8m_dm2 dm = sm.dm[gk_group()][kb][8 * ni + 2 * t + c];
+      const gk_q8m_dm2 dm = sm.dm[gk_group() / 2][kb][8 * ni + 2 * t + c];
       d[c] = dm.d;
       mo[c] = dm.m;
     }
-    for (int mi = 0; mi < 2; mi++) {
+#pragma unroll
+    for (int mi = 0; mi < MT; mi++) {
       int s[4];
       gk_mma_s8u8_16832(s, a[mi], b, Q8X_MAGIC);
       for (int e = 0; e < 4; e++) {
@@ -242,14 +266,14 @@ GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits> &sm, int st, int kb, int xr, in
  * byte dot products): no scratch on any AMD processor target, 75 to 191
  * VGPRs (docs/weights.md). */
 template <int Bits>
-GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits> &sm, int st, int kb, int xr, int wr,
-                         float (*acc)[4][4], gk_bool<true>) {
-  typedef gk_q8m_smem<Bits> S;
+GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits, gk_q8m_geo<true>::ROWS> &sm, int st, int kb,
+                         int xr, int wr, float (*acc)[4][4], gk_bool<true>) {
+  typedef gk_q8m_smem<Bits, gk_q8m_geo<true>::ROWS> S;
   constexpr int P = 8 / Bits;
   const uint32_t mask = GK_QMASK(Bits) * 0x01010101u;
   const int lane = gk_lane(), g = lane / 4, t = lane % 4;
 #pragma unroll
-  for (int mi = 0; mi < 2; mi++) {
+  for (int mi = 0; mi < gk_q8m_geo<true>::MT; mi++) {
     uint32_t xw[2][8];
     float dx[2], sb[2];
     for (int r = 0; r < 2; r++) {
@@ -282,34 +306,37 @@ GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits> &sm, int st, int kb, int xr, in
   }
 }
 
-/* One block's tile: rows i0 .. i0 + Q8M_ROWS - 1 of x (those < m) against
- * rows j0 .. j0 + Q8M_COLS - 1 of W (those < n). */
+/* One block's tile: rows i0 .. i0 + ROWS - 1 of x (those < m; ROWS by
+ * gk_q8m_geo) against rows j0 .. j0 + Q8M_COLS - 1 of W (those < n). */
 template <int Bits, bool Direct>
-GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits> &sm, const unsigned char *xq, const uint32_t *w,
+GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits, gk_q8m_geo<Direct>::ROWS> &sm, const unsigned char *xq, const uint32_t *w,
                         float *y, int64_t m, int64_t n, int64_t k, int64_t i0, int64_t j0) {
+  typedef gk_q8m_geo<Direct> G;
   const int64_t nb = k / GK_QBLOCK;
   const int gw = gk_group(), lane = gk_lane(), g = lane / 4, t = lane % 4;
-  const int xr = 32 * (gw % 2), wr = 32 * (gw / 2);
-  float acc[2][4][4];
-  for (int mi = 0; mi < 2; mi++)
+  static_assert(QM_GROUPS == 8 && 4 * 32 == Q8M_COLS,
+                "the 8 groups: 2 halves of x's rows by 4 quarters of W's");
+  const int xr = 16 * G::MT * (gw % 2), wr = 32 * (gw / 2);
+  float acc[G::MT][4][4];
+  for (int mi = 0; mi < G::MT; mi++)
     for (int ni = 0; ni < 4; ni++)
       for (int e = 0; e < 4; e++) acc[mi][ni][e] = 0.0f;
 
   /* Whole stages by gk_q8m_load_full, the last half one (odd nb) by
    * gk_q8m_load's walk. */
-  const gk_q8m_copy cp = gk_q8m_copy_at<Bits>(xq, w, m, n, nb, i0, j0);
+  const gk_q8m_copy cp = gk_q8m_copy_at<Bits, G::ROWS>(xq, w, m, n, nb, i0, j0);
   __syncthreads(); /* the previous tile's stages are read */
   if (nb >= Q8M_KB)
-    gk_q8m_load_full<Bits>(sm, 0, cp, 0);
+    gk_q8m_load_full<Bits, G::ROWS>(sm, 0, cp, 0);
   else if (nb > 0)
-    gk_q8m_load<Bits>(sm, 0, xq, w, m, n, nb, i0, j0, 0);
+    gk_q8m_load<Bits, G::ROWS>(sm, 0, xq, w, m, n, nb, i0, j0, 0);
   for (int64_t b0 = 0, j = 0; b0 < nb; b0 += Q8M_KB, j++) {
     const int st = (int)(j & 1);
     if (b0 + Q8M_KB < nb) {
       if (b0 + 2 * Q8M_KB <= nb)
-        gk_q8m_load_full<Bits>(sm, st ^ 1, cp, b0 + Q8M_KB);
+        gk_q8m_load_full<Bits, G::ROWS>(sm, st ^ 1, cp, b0 + Q8M_KB);
       else
-        gk_q8m_load<Bits>(sm, st ^ 1, xq, w, m, n, nb, i0, j0, b0 + Q8M_KB);
+        gk_q8m_load<Bits, G::ROWS>(sm, st ^ 1, xq, w, m, n, nb, i0, j0, b0 + Q8M_KB);
       gk_cp_async_wait<1>(); /* this stage's group has landed */
     } else {
       gk_cp_async_wait<0>();
@@ -320,7 +347,7 @@ GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits> &sm, const unsigned char *xq, const ui
     for (int kb = 0; kb < Q8M_KB; kb++) gk_q8m_block<Bits>(sm, st, kb, xr, wr, acc, gk_bool<Direct>());
     __syncthreads(); /* this stage is read before the copy after next overwrites it */
   }
-  for (int mi = 0; mi < 2; mi++)
+  for (int mi = 0; mi < G::MT; mi++)
     for (int ni = 0; ni < 4; ni++)
       for (int r = 0; r < 2; r++) {
         const int64_t i = i0 + xr + 16 * mi + g + 8 * r, jc = j0 + wr + 8 * ni + 2 * t;
@@ -331,24 +358,25 @@ GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits> &sm, const unsigned char *xq, const ui
 }
 
 /* qmatmul_q8x_mm: the tiles of y in groups of Q8M_GROUP tiles of x's rows
- * (gk_grouped_tiles). Blocks run in about that order, so the ~264 a
- * card runs at once (two an SM) share 16 tiles of x and ~17 of W: at k =
- * 8192 these are 13 and 11 MB, which L2 keeps while the group walks W, so
- * x comes from memory about once and W m / 1024 times. (Walking all of x
- * for each tile of W, as before, read x n / 128 times: at m = 4096, n = k =
+ * (gk_grouped_tiles). Blocks run in about that order, so the ~132 a card
+ * runs at once (one an SM) share 8 tiles of x and ~17 of W: at k = 8192
+ * these are 13 and 11 MB, which L2 keeps while the group walks W, so x
+ * comes from memory about once and W m / 1024 times. (Walking all of x for
+ * each tile of W, as at first, read x n / 128 times: at m = 4096, n = k =
  * 8192, 3.2 GB of a 50 MB x that L2 cannot hold, 0.75 ms at 4.24 TB/s; now
  * about 0.2 GB. A model, not measured.) Every bound is per block: the
  * barriers are reached by all. */
 template <int Bits, bool Direct = GK_MMA_DIRECT>
 GK_DEV void gk_q8x_mm(const void *xq, const void *w, float *y, int64_t m, int64_t n,
                       int64_t k) {
-  __shared__ __attribute__((aligned(16))) gk_q8m_smem<Bits> sm;
+  constexpr int R = gk_q8m_geo<Direct>::ROWS;
+  __shared__ __attribute__((aligned(16))) gk_q8m_smem<Bits, R> sm;
   if (m <= 0 || n <= 0 || k < 0) return;
-  gk_grouped_tiles((m + Q8M_ROWS - 1) / Q8M_ROWS, (n + Q8M_COLS - 1) / Q8M_COLS, Q8M_GROUP,
+  gk_grouped_tiles((m + R - 1) / R, (n + Q8M_COLS - 1) / Q8M_COLS, Q8M_GROUP,
                    [&](int64_t bx, int64_t by) {
                      gk_q8m_tile<Bits, Direct>(sm, (const unsigned char *)xq,
-                                               (const uint32_t *)w, y, m, n, k,
-                                               bx * Q8M_ROWS, by * Q8M_COLS);
+                                               (const uint32_t *)w, y, m, n, k, bx * R,
+                                               by * Q8M_COLS);
                    });
 }
 

@@ -30,12 +30,13 @@ qmatmul_q8x_x(const float *x, void *xq, int64_t m, int64_t k) {
   gk_q8x_x<BITS>(x, xq, m, k);
 }
 
-/* Two blocks per SM (16 warps), as the others: ptxas 13.0 fits the 2 x 4
- * tiles of accumulators, fragments and scales in the 128 registers that
- * leaves with no spill (sm_75, sm_80, sm_90a; 126 to 128), where one block
- * an SM let it take 137 to 162. Its barriers (two a stage) and the wait for
- * the next stage then stall 8 of 16 warps, not all 8. Not yet timed. */
-extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS, QM_MIN_BLOCKS)
+/* One block an SM (8 warps, up to 255 registers a thread): each group's
+ * 64 x 32 corner of y holds 64 accumulators, and each B fragment and W
+ * scale it makes serves 4 mma tiles (q8x_mma.cuh). The 32 x 32 corners
+ * before fitted 128 registers at two blocks an SM. Not yet timed. HIP's
+ * dot products keep the 32 x 32 corners (gk_q8m_geo); the bound of one
+ * block lets them keep no scratch at BITS 8 on gfx906 as well (docs/weights.md). */
+extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS, 1)
 qmatmul_q8x_mm(const void *xq, const void *w, float *y, int64_t m, int64_t n, int64_t k) {
   gk_q8x_mm<BITS>(xq, w, y, m, n, k);
 }

@@ -32,7 +32,11 @@
 #   out otherwise: the message says what was found;
 # - qmatmul_q8x_mm's copy of a whole stage (sm_90a) taking more than 20
 #   instructions beyond 2 a cp.async (27 to 35 now; the walk of
-#   gk_q8m_load that it replaced, ~20 a cp.async);
+#   gk_q8m_load that it replaced, ~20 a cp.async), and its stage (2 blocks
+#   of k against a group's 64 x 32 corner of y) issuing more than 5.5
+#   instructions an output a block: the definition's epilogue takes 4
+#   (docs/weights.md), ptxas 13.0 gives 5.04 to 5.34, where the 32 x 32
+#   corners before gave 5.77 to 6.36 (counted the same way);
 # - qmatmul's m > 1 tile (sm_90a, a whole tile of 8 rows of x) issuing more
 #   than 1.8 instructions a product's fmaf (1.65 at BITS 1) a step: ptxas
 #   13.0 gives 1.74 to 1.77 (for 4 columns of a block: 1.49 at BITS 1, 1.66
@@ -119,7 +123,7 @@ PY
     python3 - "$1" "$T/mix.json" <<'PY' || failures=$((failures + 1))
 import json, sys
 bits, mix = int(sys.argv[1]), json.load(open(sys.argv[2]))
-pieces = 2 + (2 * (1 + bits)) // 2  # a thread's cp.async a stage: 2 of x, half a W row's words
+pieces = 3 + (2 * (1 + bits)) // 2  # a thread's cp.async a stage: 3 of x, half a W row's words
 runs = [r for r in mix["runs"] if r["mix"].get("LDGSTS", 0) == pieces]
 what = f"qmatmul.cu sm_90a -DBITS={bits}: qmatmul_q8x_mm's copy of a stage"
 if not runs:
@@ -130,6 +134,21 @@ if r["length"] > 20 + 2 * pieces:
     print(f"FAIL: {what} takes {r['length']} instructions for {pieces} cp.async: {r['mix']}")
     sys.exit(1)
 print(f"ok: {what}: {r['length']} instructions for {pieces} cp.async")
+# A stage's blocks (2) against the group's 64 x 32 corner: a lane's 64
+# outputs, 2 fmaf each a block, in one straight run.
+ob = 2 * 64
+runs = [r for r in mix["runs"] if r["mix"].get("FFMA", 0) == 2 * ob]
+what = f"qmatmul.cu sm_90a -DBITS={bits}: qmatmul_q8x_mm's stage"
+if not runs:
+    print(f"FAIL: {what}: no straight run of {2 * ob} FFMA (2 blocks of a 64 x 32 corner)")
+    sys.exit(1)
+r = max(runs, key=lambda r: r["length"])
+if r["length"] > 5.5 * ob:
+    print(f"FAIL: {what} issues {r['length']} instructions for {ob} outputs of a block, over "
+          f"{5.5 * ob:.0f} (the definition's floor is 4 an output): {r['mix']}")
+    sys.exit(1)
+print(f"ok: {what}: {r['length']} instructions for {ob} outputs of a block "
+      f"({r['length'] / ob:.2f} an output)")
 PY
 }
 w=-DGK_FA_WGMMA=1
@@ -155,4 +174,4 @@ for a in sm_75 sm_80 sm_90a; do
   done
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 27 default): no serialized wgmma, no compiler-inserted arrive, no spills; qmatmul's m = 1 loop and m > 1 tile within their bounds"
+echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 27 default): no serialized wgmma, no compiler-inserted arrive, no spills; qmatmul's m = 1 loop, m > 1 tile and qmatmul_q8x_mm's stage within their bounds"
