@@ -221,8 +221,8 @@ GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits, gk_q8m_geo<false>::ROWS> &sm, i
   constexpr int MT = gk_q8m_geo<false>::MT;
   uint32_t a[MT][4];
   float dx[MT][2], sb[MT][2];
-  const unsigned char *lx =
-      &sm.x[st][(xr + lane % 8 + 8 * (lane / 8 % 2)) * Q8M_XSTRIDE + kb * Q8X_REC + 16 * (lane / 16)];
+  const unsigned char *lx = &sm.x[st][(xr + lane % 8 + 8 * (lane / 8 % 2)) * Q8M_XSTRIDE +
+                                       kb * Q8X_REC + 16 * (lane / 16)];
 #pragma unroll
   for (int mi = 0; mi < MT; mi++) {
     gk_ldmatrix_x4(a[mi], (const uint16_t *)(lx + 16 * mi * Q8M_XSTRIDE));
@@ -263,7 +263,7 @@ GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits, gk_q8m_geo<false>::ROWS> &sm, i
  * W (8 ni + 2t, + 1) read from the stage, operand word o of a block being
  * record word o and code word o / P shifted by Bits (o % P) and masked
  * (the words an mma fragment takes), i_b summed by gk_dp4a_us (AMD's
- * byte dot products): no scratch on any AMD processor target, 75 to 191
+ * byte dot products): no scratch on any AMD processor target, 100 to 230
  * VGPRs (docs/weights.md). */
 template <int Bits>
 GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits, gk_q8m_geo<true>::ROWS> &sm, int st, int kb,
@@ -309,8 +309,9 @@ GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits, gk_q8m_geo<true>::ROWS> &sm, in
 /* One block's tile: rows i0 .. i0 + ROWS - 1 of x (those < m; ROWS by
  * gk_q8m_geo) against rows j0 .. j0 + Q8M_COLS - 1 of W (those < n). */
 template <int Bits, bool Direct>
-GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits, gk_q8m_geo<Direct>::ROWS> &sm, const unsigned char *xq, const uint32_t *w,
-                        float *y, int64_t m, int64_t n, int64_t k, int64_t i0, int64_t j0) {
+GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits, gk_q8m_geo<Direct>::ROWS> &sm, const unsigned char *xq,
+                        const uint32_t *w, float *y, int64_t m, int64_t n, int64_t k, int64_t i0,
+                        int64_t j0) {
   typedef gk_q8m_geo<Direct> G;
   const int64_t nb = k / GK_QBLOCK;
   const int gw = gk_group(), lane = gk_lane(), g = lane / 4, t = lane % 4;
@@ -344,7 +345,8 @@ GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits, gk_q8m_geo<Direct>::ROWS> &sm, const u
     __syncthreads();
     if (!Direct) gk_q8m_dm<Bits>(sm, st, wr, gw);
 #pragma unroll
-    for (int kb = 0; kb < Q8M_KB; kb++) gk_q8m_block<Bits>(sm, st, kb, xr, wr, acc, gk_bool<Direct>());
+    for (int kb = 0; kb < Q8M_KB; kb++)
+      gk_q8m_block<Bits>(sm, st, kb, xr, wr, acc, gk_bool<Direct>());
     __syncthreads(); /* this stage is read before the copy after next overwrites it */
   }
   for (int mi = 0; mi < G::MT; mi++)
