@@ -3,7 +3,7 @@
  * every cuda kernel x variant x entry point of a real archive, run on a
  * real NVIDIA GPU and compared with the CPU image of the same kernel and
  * variant (from CPU_ARCHIVE, default ARCHIVE: one archive may hold both),
- * on awkward shapes: n not a multiple of the tile, m = 1, 3, 17, k = 32 and
+ * on awkward shapes: n not a multiple of the tile, m = 1, 3, 17, 130, k = 32 and
  * 4096, attention rows not a multiple of the query tile, skv < sq causal,
  * one KV head, grouped heads, no keys.
  *
@@ -132,12 +132,16 @@ static void check_q8x_mm(kv *t, int bits, const float *x, const unsigned char *w
 }
 
 static void check_qmatmul(kv *t) {
-  static const int64_t full[][3] = {{1, 37, 32},     {3, 37, 32},   {17, 37, 32},
+  /* m = 130: both halves of qmatmul_q8x_mm's 128-row tile and a second
+   * tile (each warp's 4 ldmatrix row tiles hold real rows). */
+  static const int64_t full[][3] = {{1, 37, 32},     {3, 37, 32},     {17, 37, 32},
                                     {1, 1000, 4096}, {3, 1000, 4096}, {17, 1000, 4096},
-                                    {5, 129, 1024},  {1, 3, 4128},  {4, 8, 64}};
-  static const int64_t tiny[][3] = {{1, 37, 32}, {3, 9, 64}, {17, 10, 256}};
+                                    {5, 129, 1024},  {1, 3, 4128},    {4, 8, 64},
+                                    {130, 37, 64}};
+  static const int64_t tiny[][3] = {{1, 37, 32}, {3, 9, 64}, {17, 10, 256}, {130, 9, 64}};
   const int64_t(*shapes)[3] = small_shapes ? tiny : full;
-  const size_t nshapes = small_shapes ? 3 : sizeof full / sizeof full[0];
+  const size_t nshapes =
+      small_shapes ? sizeof tiny / sizeof tiny[0] : sizeof full / sizeof full[0];
   int bits = 0;
   if (sscanf(t->variant, "bits=%d", &bits) != 1) {
     failf("qmatmul: variant '%s' is not bits=N", t->variant);
