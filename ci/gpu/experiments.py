@@ -6,11 +6,13 @@ default archive's flash_attention cases and PyTorch's SDPA on the same shapes),
 NAME-bench.json for each experiment (gk_bench_gpu's prefill cases on
 gpu-pack/NAME.gkfat) and summary.txt (whether NAME's step passed: only an
 experiment whose test_gpu passed is timed, and only those count). Prints, and
-writes to OUT/experiments.md, one table: each prefill case's TFLOP/s on every
+writes to OUT/experiments.md, two tables: each prefill case's TFLOP/s on every
 archive and its ratio to SDPA's, the fastest marked, so that the session that
 made the run reads which schedule to put in the recipes (docs/kernels.md,
-"Speed on GPUs") instead of adding it up. Exit 0 whatever it finds; 2 on bad
-usage. tests/bench/test_experiments.py feeds it numbers of its own.
+"Speed on GPUs") instead of adding it up; and qmatmul_q8x_mm's int8 prefill
+(bench's qmatmul_q8x_x+mm cases) on the default tile and on q8m64's, against
+PyTorch's f16 GEMM. Exit 0 whatever it finds; 2 on bad usage.
+tests/bench/test_experiments.py feeds it numbers of its own.
 """
 import json
 import os
@@ -18,6 +20,7 @@ import re
 import sys
 
 EXPERIMENTS = ("wgmma", "wgmma2", "wgmma3", "wgmma4", "wgmma5", "q16", "k64")
+PAIR = "qmatmul_q8x_x+mm"  # gk_bench_gpu's name for the int8 prefill, timed from x
 
 
 def load(path):
@@ -99,7 +102,43 @@ def main():
             lines.append("- D = %d, causal %d: fastest `%s`%s." % (
                 k[0], k[1], best, ", %.2fx SDPA (issue 19: 0.9x with the sm_90a image)" % ratio
                 if ratio is not None else ""))
+    lines += q8m_lines(out, report, steps)
     return finish(out, lines)
+
+
+def q8m_lines(out, report, steps):
+    """qmatmul_q8x_mm's two tiles: bench's (the default, 128 x 128, one block
+    an SM) and the q8m64 experiment's (64 x 128, two), against PyTorch's f16
+    GEMM of the same m, n, k."""
+    lines = ["", "## qmatmul_q8x_mm's tile (ci/gpu/experiments.py)", ""]
+    default = [c for c in report.get("qmatmul", []) if c.get("entry") == PAIR]
+    verdict = steps.get("q8m64", "not run")
+    data = load(os.path.join(out, "q8m64-bench.json"))
+    if verdict != "ok" or not data or not default:
+        why = (verdict if verdict != "ok" else "passed, but no q8m64-bench.json" if not data
+               else "no %s case in bench/gpu.json" % PAIR)
+        return lines + ["- `q8m64`: %s; not compared." % why]
+    gemm = {(g["m"], g["n"], g["k"]): g for g in ((report.get("torch") or {}).get("gemm") or [])}
+    other = {(c["bits"], c["m"], c["n"], c["k"]): c for c in data.get("qmatmul", [])
+             if c.get("entry") == PAIR}
+    lines += ["TFLOP/s of `qmatmul_q8x_x` + `_mm` (and / PyTorch's f16 GEMM where it ran); "
+              "**bold**: the faster tile.", "",
+              "| bits | m x n x k | PyTorch f16 | default (128 x 128) | q8m64 (64 x 128) |",
+              "|---:|---|---:|---:|---:|"]
+    for c in sorted(default, key=lambda c: (c["bits"], c["m"], c["n"], c["k"])):
+        o = other.get((c["bits"], c["m"], c["n"], c["k"]))
+        g = gemm.get((c["m"], c["n"], c["k"]))
+        cells = []
+        for t in (c, o):
+            if not t:
+                cells.append("")
+                continue
+            v = "%.1f" % t["tflops"] + (" (%.2f)" % (t["tflops"] / g["tflops"]) if g else "")
+            cells.append("**%s**" % v if o and t["tflops"] == max(c["tflops"], o["tflops"]) else v)
+        lines.append("| %d | %d x %d x %d | %s | %s |" % (
+            c["bits"], c["m"], c["n"], c["k"], "%.1f" % g["tflops"] if g else "",
+            " | ".join(cells)))
+    return lines
 
 
 def finish(out, lines):

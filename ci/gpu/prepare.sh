@@ -8,7 +8,7 @@
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
 #   wgmma.gkfat, wgmma2.gkfat, wgmma3.gkfat, wgmma4.gkfat, wgmma5.gkfat,
-#   q16.gkfat, k64.gkfat
+#   q16.gkfat, k64.gkfat, q8m64.gkfat
 #                          the experiments: flash_attention, paged_attention
 #                          and kv_append for sm_90a built with one more flag,
 #                          which run.sh tests and times beside gpu.gkfat's:
@@ -38,6 +38,11 @@
 #                                 of 64 keys (FlashAttention-2's 128 x 64 for
 #                                 A100 and H100; shared 65536, dynamic);
 #                                 its paged_attention is the default's
+#                          q8m64  qmatmul alone (sm_90a), -DGK_Q8M_MT=2:
+#                                 qmatmul_q8x_mm's tile of before, blocks
+#                                 of 64 x 128 rows (x by W), a warp's corner
+#                                 32 x 32, two blocks an SM, against the
+#                                 default's 128 x 128, 64 x 32, one an SM
 #   tests/gpu/wgmma_probe.cubin  one wgmma per shape (tests/gpu/wgmma_probe.cu,
 #                          sm_90a), which test_wgmma_probe checks first
 #   tests/gpu/tma_probe.cubin  K tiles by TMA read by wgmma (tma_probe.cu),
@@ -59,7 +64,7 @@
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,59p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,65p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -138,6 +143,20 @@ for e in wgmma:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:: \
     --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
   "$build/gk" pack "$exp/images" -o "$pack/$name.gkfat" >&2
 done
+
+# q8m64: qmatmul for sm_90a with qmatmul_q8x_mm's 64-row tile (its launch
+# row unchanged: a block takes the tiles of the grid's walk, any grid).
+exp=$build/gpu-q8m64
+rm -rf "$exp" && mkdir -p "$exp"
+cp -R "$root/recipes" "$exp/recipes"
+ln -s "$root/kernelsrc" "$exp/kernelsrc"
+sed -i 's|^\( *\)source  = "../kernelsrc/cuda/qmatmul.cu",|&\n\1flags   = { "-DGK_Q8M_MT=2" },|' \
+  "$exp/recipes/qmatmul.lua"
+grep -q -- "-DGK_Q8M_MT=2" "$exp/recipes/qmatmul.lua" ||
+  { echo "ci/gpu/prepare.sh: could not add -DGK_Q8M_MT=2 to qmatmul.lua" >&2; exit 1; }
+"$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel qmatmul --targets cuda=sm_90a \
+  --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
+"$build/gk" pack "$exp/images" -o "$pack/q8m64.gkfat" >&2
 
 "$nvcc" -cubin -arch=sm_90a -O3 -std=c++17 -I"$root/kernelsrc/cuda" \
   -o "$pack/tests/gpu/wgmma_probe.cubin" "$root/tests/gpu/wgmma_probe.cu"

@@ -51,10 +51,17 @@
 /* The rows of x of a block's tile: MT 16-row mma tiles a group, and two
  * groups across them: 128 rows on mma.sync (a group's corner of y 64 x
  * 32), 64 in HIP's dot products (32 x 32), where a thread's 64
- * accumulators made clang 19 spill 96 to 432 bytes (gfx942, gfx11). */
+ * accumulators made clang 19 spill 96 to 432 bytes (gfx942, gfx11).
+ * -DGK_Q8M_MT=2 builds the mma.sync tile of before (64 rows, 32 x 32
+ * corners, two blocks an SM: qmatmul.cu), which ci/gpu/prepare.sh's q8m64
+ * experiment times beside this one. */
+#ifndef GK_Q8M_MT
+#define GK_Q8M_MT 4
+#endif
 template <bool Direct>
 struct gk_q8m_geo {
-  enum { MT = Direct ? 2 : 4, ROWS = 2 * 16 * MT };
+  static_assert(GK_Q8M_MT == 2 || GK_Q8M_MT == 4, "GK_Q8M_MT: 2 or 4 tiles of 16 rows");
+  enum { MT = Direct ? 2 : GK_Q8M_MT, ROWS = 2 * 16 * MT };
 };
 
 /* qmatmul_q8x_x: thread t of block (x, y) rounds blocks x * QM_THREADS + t,

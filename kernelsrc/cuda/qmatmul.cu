@@ -33,10 +33,11 @@ qmatmul_q8x_x(const float *x, void *xq, int64_t m, int64_t k) {
 /* One block an SM (8 warps, up to 255 registers a thread): each group's
  * 64 x 32 corner of y holds 64 accumulators, and each B fragment and W
  * scale it makes serves 4 mma tiles (q8x_mma.cuh). The 32 x 32 corners
- * before fitted 128 registers at two blocks an SM. Not yet timed. HIP's
- * dot products keep the 32 x 32 corners (gk_q8m_geo); the bound of one
- * block lets them keep no scratch at BITS 8 on gfx906 as well (docs/weights.md). */
-extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS, 1)
+ * before fitted 128 registers at two blocks an SM (-DGK_Q8M_MT=2 builds
+ * them so, for ci/gpu's q8m64 experiment). Not yet timed. HIP's dot
+ * products keep the 32 x 32 corners (gk_q8m_geo); the bound of one block
+ * lets them keep no scratch at BITS 8 on gfx906 as well (docs/weights.md). */
+extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS, GK_Q8M_MT == 4 ? 1 : QM_MIN_BLOCKS)
 qmatmul_q8x_mm(const void *xq, const void *w, float *y, int64_t m, int64_t n, int64_t k) {
   gk_q8x_mm<BITS>(xq, w, y, m, n, k);
 }

@@ -31,6 +31,11 @@ def fa(d, causal, tflops, kind="prefill"):
                 target="sm_90a", us=100.0, tflops=tflops)
 
 
+def qm(m, tflops, entry="qmatmul_q8x_x+mm"):
+    return dict(kernel="qmatmul", bits=4, m=m, n=8192, k=8192, entry=entry, target="sm_90a",
+                us=100.0, tflops=tflops)
+
+
 def run(out):
     p = subprocess.run([sys.executable, script, out], capture_output=True, text=True)
     return p.returncode, p.stdout
@@ -46,8 +51,11 @@ with tempfile.TemporaryDirectory() as out:
     report = dict(
         flash_attention=[fa(128, 1, 250.0), fa(128, 0, 300.0),
                          dict(fa(128, 0, 1.0, kind="decode"), sq=1, skv=8192)],
+        qmatmul=[qm(512, 300.0), qm(4096, 350.0), qm(4096, 9.0, entry="qmatmul")],
         torch=dict(sdpa=[dict(name="prefill d128 sq4096 skv4096 c1", us=271.0, tflops=500.0),
-                         dict(name="prefill d128 sq4096 skv4096 c0", us=426.0, tflops=600.0)]))
+                         dict(name="prefill d128 sq4096 skv4096 c0", us=426.0, tflops=600.0)],
+                   gemm=[dict(m=512, n=8192, k=8192, us=94.0, tflops=732.0),
+                         dict(m=4096, n=8192, k=8192, us=704.0, tflops=781.0)]))
     with open(os.path.join(out, "bench", "gpu.json"), "w") as f:
         json.dump(report, f)
     with open(os.path.join(out, "summary.txt"), "w") as f:
@@ -75,7 +83,25 @@ with tempfile.TemporaryDirectory() as out:
     check("- D = 128, causal 1: fastest `wgmma4`, 0.95x SDPA" in text, "the causal verdict")
     check("- D = 128, causal 0: fastest `wgmma4`, 0.93x SDPA" in text, "the non-causal verdict")
     check("decode" not in text, "a decode case in the prefill table")
+    check("- `q8m64`: not run; not compared." in text, "q8m64 not reported as not run:\n" + text)
+
+    # q8m64 timed: faster at m = 512, slower at 4096; the f32 entry is not its table's.
+    with open(os.path.join(out, "summary.txt"), "a") as f:
+        f.write("q8m64: ok, 12 s\n")
+    with open(os.path.join(out, "q8m64-bench.json"), "w") as f:
+        json.dump(dict(qmatmul=[qm(512, 366.0), qm(4096, 312.4), qm(4096, 8.0, entry="qmatmul")]),
+                  f)
+    rc, text = run(out)
+    check(rc == 0, "exit %d with q8m64" % rc)
+    check("| 4 | 512 x 8192 x 8192 | 732.0 | 300.0 (0.41) | **366.0 (0.50)** |" in text,
+          "the m = 512 row:\n" + text)
+    check("| 4 | 4096 x 8192 x 8192 | 781.0 | **350.0 (0.45)** | 312.4 (0.40) |" in text,
+          "the m = 4096 row:\n" + text)
+    rows = [l for l in text.split("qmatmul_q8x_mm's tile")[-1].splitlines()
+            if l.startswith("| 4 |")]
+    check(len(rows) == 2, "the tile table has %d rows, not 2 (the f32 entry in it?)" % len(rows))
 
 print("%d failure(s)" % failures if failures else "ok: experiments.py compares 5 experiments "
-      "(one faster, one failed, one slower, one not run) and an empty OUT")
+      "(one faster, one failed, one slower, one not run), an empty OUT, and qmatmul_q8x_mm's "
+      "two tiles (not run, then timed)")
 sys.exit(1 if failures else 0)
