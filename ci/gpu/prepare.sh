@@ -95,13 +95,28 @@ fi
   --cache "${cache:-$build/test-cache}" --out "$build/gpu-pack-images" >&2
 "$build/gk" pack "$build/gpu-pack-images" -o "$pack/gpu.gkfat" >&2
 
+# An experiment's recipes: a copy in $exp ($build/gpu-NAME) beside a link to
+# kernelsrc, so that their sources resolve (exp_recipes NAME), whose recipe
+# R's cuda section may add FLAG (exp_flag R FLAG).
+exp_recipes() {
+  exp=$build/gpu-$1
+  rm -rf "$exp" && mkdir -p "$exp"
+  cp -R "$root/recipes" "$exp/recipes"
+  ln -s "$root/kernelsrc" "$exp/kernelsrc"
+}
+exp_flag() {
+  sed -i "s|^\\( *\\)source  = \"../kernelsrc/cuda/$1.cu\",|&\\n\\1flags   = { \"$2\" },|" \
+    "$exp/recipes/$1.lua"
+  grep -q -- "$2" "$exp/recipes/$1.lua" ||
+    { echo "ci/gpu/prepare.sh: could not add $2 to $1.lua" >&2; exit 1; }
+}
+
 # The experiments, NAME:FLASH_FLAG:PAGED_FLAG:BLOCK:SHARED: for each, a copy
 # of the recipes whose flash_attention and paged_attention sections add
 # their flag (none where it is empty) and, where BLOCK is given,
 # flash_attention's launch takes
 # blocks of BLOCK threads and query blocks of 128 rows, and SHARED bytes of
-# dynamic shared memory where given; beside a link to kernelsrc so that
-# their sources resolve.
+# dynamic shared memory where given.
 for e in wgmma:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:: \
          wgmma2:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:256: \
          wgmma3:-DGK_FA_WGMMA=2:-DGK_FA_WGMMA=1:384: \
@@ -113,18 +128,9 @@ for e in wgmma:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:: \
   fflag=${rest%%:*} rest=${rest#*:}
   pflag=${rest%%:*} rest=${rest#*:}
   block=${rest%%:*} shared=${rest#*:}
-  exp=$build/gpu-$name
-  rm -rf "$exp" && mkdir -p "$exp"
-  cp -R "$root/recipes" "$exp/recipes"
-  ln -s "$root/kernelsrc" "$exp/kernelsrc"
-  for rf in "flash_attention:$fflag" "paged_attention:$pflag"; do
-    r=${rf%%:*} flag=${rf#*:}
-    [ -n "$flag" ] || continue
-    sed -i "s|^\\( *\\)source  = \"../kernelsrc/cuda/$r.cu\",|&\\n\\1flags   = { \"$flag\" },|" \
-      "$exp/recipes/$r.lua"
-    grep -q -- "$flag" "$exp/recipes/$r.lua" ||
-      { echo "ci/gpu/prepare.sh: could not add $flag to $r.lua" >&2; exit 1; }
-  done
+  exp_recipes "$name"
+  [ -z "$fflag" ] || exp_flag flash_attention "$fflag"
+  [ -z "$pflag" ] || exp_flag paged_attention "$pflag"
   if [ -n "$block" ]; then
     sed -i "s|block  = { 128, 1, 1 },|block  = { $block, 1, 1 },|; s|\"sq / 64 + skv|\"sq / 128 + skv|" \
       "$exp/recipes/flash_attention.lua"
@@ -146,14 +152,8 @@ done
 
 # q8m64: qmatmul for sm_90a with qmatmul_q8x_mm's 64-row tile (its launch
 # row unchanged: a block takes the tiles of the grid's walk, any grid).
-exp=$build/gpu-q8m64
-rm -rf "$exp" && mkdir -p "$exp"
-cp -R "$root/recipes" "$exp/recipes"
-ln -s "$root/kernelsrc" "$exp/kernelsrc"
-sed -i 's|^\( *\)source  = "../kernelsrc/cuda/qmatmul.cu",|&\n\1flags   = { "-DGK_Q8M_MT=2" },|' \
-  "$exp/recipes/qmatmul.lua"
-grep -q -- "-DGK_Q8M_MT=2" "$exp/recipes/qmatmul.lua" ||
-  { echo "ci/gpu/prepare.sh: could not add -DGK_Q8M_MT=2 to qmatmul.lua" >&2; exit 1; }
+exp_recipes q8m64
+exp_flag qmatmul -DGK_Q8M_MT=2
 "$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel qmatmul --targets cuda=sm_90a \
   --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
 "$build/gk" pack "$exp/images" -o "$pack/q8m64.gkfat" >&2
