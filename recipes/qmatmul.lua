@@ -1,5 +1,36 @@
 -- qmatmul.lua - quantized matrix-vector product (docs/weights.md): y = W x
 -- with W stored as `bits`-bit codes in blocks of 32 (kernelsrc/common/gk_quant.h).
+-- The cuda sections' entry points and launch rows: qmatmul_q8x_mm with
+-- `shared` bytes of dynamic shared memory (its stages: kernelsrc/cuda/q8x_mma.cuh).
+local cuda_entry = { "qmatmul", "qmatmul_q8x", "qmatmul_q8x_x", "qmatmul_q8x_mm" }
+local function cuda_launch(shared)
+  local params = { "x:ptr", "w:ptr", "y:ptr", "m:i64", "n:i64", "k:i64" }
+  return {
+    block  = { 256, 1, 1 },
+    grid   = { "m / 8", "n / 32", 1 },
+    shared = 0,
+    params = params,
+    qmatmul_q8x = {
+      block  = { 256, 1, 1 },
+      grid   = { "m / 16", "n / 64", 1 },
+      shared = 0,
+      params = params,
+    },
+    qmatmul_q8x_x = {
+      block  = { 256, 1, 1 },
+      grid   = { "k / 8192", "m", 1 },
+      shared = 0,
+      params = { "x:ptr", "xq:ptr", "m:i64", "k:i64" },
+    },
+    qmatmul_q8x_mm = {
+      block  = { 256, 1, 1 },
+      grid   = { "m / 128", "n / 128", 1 },
+      shared = shared,
+      params = { "xq:ptr", "w:ptr", "y:ptr", "m:i64", "n:i64", "k:i64" },
+    },
+  }
+end
+
 kernel "qmatmul" {
   params = { bits = { 1, 2, 4, 8 } },
   cpu {
@@ -23,33 +54,23 @@ kernel "qmatmul" {
   -- many rows of x, qmatmul_q8x_x rounds x once into records and
   -- qmatmul_q8x_mm multiplies them on int8 tensor cores: each has its own
   -- launch, keyed by its name (docs/weights.md, "int8 x on tensor cores").
+  -- Two sections, which differ in qmatmul_q8x_mm's shared memory only:
+  -- sm_75 (64 KB a block at most) and the PTX keep its 2 stages of x and W
+  -- in static shared memory; sm_80 and newer stream them through 4 stages,
+  -- 96256 bytes of dynamic shared memory at BITS 8 (q8x_mma.cuh's
+  -- GK_Q8M_STAGES, from __CUDA_ARCH__), within the 99 KB a block of sm_86,
+  -- sm_89 and sm_120 may take.
   cuda {
     source  = "../kernelsrc/cuda/qmatmul.cu",
-    entry   = { "qmatmul", "qmatmul_q8x", "qmatmul_q8x_x", "qmatmul_q8x_mm" },
-    launch  = {
-      block  = { 256, 1, 1 },
-      grid   = { "m / 8", "n / 32", 1 },
-      shared = 0,
-      params = { "x:ptr", "w:ptr", "y:ptr", "m:i64", "n:i64", "k:i64" },
-      qmatmul_q8x = {
-        block  = { 256, 1, 1 },
-        grid   = { "m / 16", "n / 64", 1 },
-        shared = 0,
-        params = { "x:ptr", "w:ptr", "y:ptr", "m:i64", "n:i64", "k:i64" },
-      },
-      qmatmul_q8x_x = {
-        block  = { 256, 1, 1 },
-        grid   = { "k / 8192", "m", 1 },
-        shared = 0,
-        params = { "x:ptr", "xq:ptr", "m:i64", "k:i64" },
-      },
-      qmatmul_q8x_mm = {
-        block  = { 256, 1, 1 },
-        grid   = { "m / 128", "n / 128", 1 },
-        shared = 0,
-        params = { "xq:ptr", "w:ptr", "y:ptr", "m:i64", "n:i64", "k:i64" },
-      },
-    },
+    entry   = cuda_entry,
+    targets = { "sm_75", "compute_75" },
+    launch  = cuda_launch(0),
+  },
+  cuda {
+    source  = "../kernelsrc/cuda/qmatmul.cu",
+    entry   = cuda_entry,
+    targets = { "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120" },
+    launch  = cuda_launch(96256),
   },
   -- ROCm: one code object per gfx target ID, from the CUDA kernel itself
   -- (kernelsrc/hip/qmatmul.hip includes it), so it launches the same way: it

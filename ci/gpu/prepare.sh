@@ -41,8 +41,11 @@
 #                          q8m64  qmatmul alone (sm_90a), -DGK_Q8M_MT=2:
 #                                 qmatmul_q8x_mm's tile of before, blocks
 #                                 of 64 x 128 rows (x by W), a warp's corner
-#                                 32 x 32, two blocks an SM, against the
-#                                 default's 128 x 128, 64 x 32, one an SM
+#                                 32 x 32, two blocks an SM (each given the
+#                                 row's 96256 bytes, using 66 KB at BITS 8:
+#                                 two fit sm_90's 228 KB), against the
+#                                 default's 128 x 128, 64 x 32, one an SM;
+#                                 both on 4 stages
 #   tests/gpu/wgmma_probe.cubin  one wgmma per shape (tests/gpu/wgmma_probe.cu,
 #                          sm_90a), which test_wgmma_probe checks first
 #   tests/gpu/tma_probe.cubin  K tiles by TMA read by wgmma (tma_probe.cu),

@@ -23,9 +23,12 @@
  * Q8M_COLS rows of W, group w a 64 x 32 corner of it (rows 64 (w % 2) of
  * x, rows 32 (w / 2) of W) as 4 x 4 mma tiles (HIP's dot products: 64 rows
  * of x, 32 x 32 corners; gk_q8m_geo). x's records and W's
- * blocks stream through two shared-memory stages of Q8M_KB blocks
- * (cp.async: 16 bytes a piece for the records, 4 for W, whose blocks are
- * not 16-byte aligned), the next stage in flight while this one is used.
+ * blocks stream through GK_Q8M_STAGES shared-memory stages of Q8M_KB
+ * blocks (cp.async: 16 bytes a piece for the records, 4 for W, whose
+ * blocks are not 16-byte aligned): 4 on sm_80 and newer, the 3 next
+ * stages in flight while this one is used (94 KB of dynamic shared
+ * memory, the launch row's `shared`), 2 on sm_75 and in HIP (static, 48 KB
+ * at most).
  * B fragments come from the code words as they lie: operand word o of a
  * block is code word o / P shifted by Bits * (o % P) and masked to one
  * code a byte (P = 8 / Bits), the order the records' codes are in, so one
@@ -64,6 +67,25 @@ struct gk_q8m_geo {
   enum { MT = Direct ? 2 : GK_Q8M_MT, ROWS = 2 * 16 * MT };
 };
 
+/* The stages x and W stream through. One block an SM runs the tile, so
+ * while a stage is multiplied (~720 instructions a warp at BITS 4, about
+ * 0.7 us of its scheduler's issue for the 2 warps on it) only the stages
+ * in flight hide the copy's latency: with 2, one stage of ~17 KB an SM
+ * (BITS 4) from L2 had that time to land, about what it takes at L2's
+ * bandwidth per SM alone, before latency. With 4 (CUTLASS's multistage
+ * mma.sync GEMMs take 3 to 5), three are in flight and a stage costs one
+ * block barrier instead of two. Their 94 KB (BITS 8; 66 KB at BITS 1) are
+ * dynamic shared memory, which sm_75 (64 KB a block) cannot give: sm_75's
+ * images (and compute_75's PTX, and HIP) keep 2 stages in static shared
+ * memory. The recipe's sections say so in their launch rows' `shared`. */
+#ifndef GK_Q8M_STAGES
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(__HIPCC__)
+#define GK_Q8M_STAGES 4
+#else
+#define GK_Q8M_STAGES 2
+#endif
+#endif
+
 /* qmatmul_q8x_x: thread t of block (x, y) rounds blocks x * QM_THREADS + t,
  * + gridDim.x * QM_THREADS, ... of rows y, y + gridDim.y, ... */
 template <int Bits>
@@ -85,11 +107,13 @@ struct __attribute__((aligned(8))) gk_q8m_dm2 {
   float d, m;
 };
 
-template <int Bits, int Rows>
+template <int Bits, int Rows, int Stages>
 struct gk_q8m_smem {
   enum { BW = 1 + Bits, WW = Q8M_KB * BW }; /* words of a W block, of a stage's W row */
-  unsigned char x[2][Rows * Q8M_XSTRIDE];
-  uint32_t w[2][Q8M_COLS * WW];
+  enum { ROWS = Rows, STAGES = Stages };
+  static_assert(Stages >= 2, "a stage in flight while one is multiplied");
+  unsigned char x[Stages][Rows * Q8M_XSTRIDE];
+  uint32_t w[Stages][Q8M_COLS * WW];
   /* The stage's d and m of the 32 rows of W of pair q of groups (groups 2q
    * and 2q + 1, which share them) as floats (gk_q8m_dm), [q][kb][row]:
    * converted once by the pair, where each of the 8 lanes that read a row
@@ -104,9 +128,8 @@ struct gk_q8m_smem {
  * each lane made 16 a block of k (a row's header was converted by the 8
  * lanes that read it; counted in the sm_90a cubin). The mma form only:
  * HIP's dot products read the block's header as it lies. */
-template <int Bits, int Rows>
-GK_DEV void gk_q8m_dm(gk_q8m_smem<Bits, Rows> &sm, int st, int wr, int gw) {
-  typedef gk_q8m_smem<Bits, Rows> S;
+template <class S>
+GK_DEV void gk_q8m_dm(S &sm, int st, int wr, int gw) {
   static_assert(Q8M_KB % 2 == 0, "the blocks of a stage split between the pair");
 #pragma unroll
   for (int e = gk_lane() + 32 * (gw % 2); e < 32 * Q8M_KB; e += 64) {
@@ -122,13 +145,12 @@ GK_DEV void gk_q8m_dm(gk_q8m_smem<Bits, Rows> &sm, int st, int wr, int gw) {
  * whole block, as one cp.async group per thread. The last stage's when it
  * is half a stage (odd nb); whole ones go through gk_q8m_load_full. Out of
  * line: inlined beside that, it made ptxas 13.0 spill (sm_80, sm_90a). */
-template <int Bits, int Rows>
-GK_DEV_NOINLINE void gk_q8m_load(gk_q8m_smem<Bits, Rows> &sm, int stage, const unsigned char *xq,
-                                 const uint32_t *w, int64_t m, int64_t n, int64_t nb,
-                                 int64_t i0, int64_t j0, int64_t b0) {
-  typedef gk_q8m_smem<Bits, Rows> S;
+template <class S>
+GK_DEV_NOINLINE void gk_q8m_load(S &sm, int stage, const unsigned char *xq, const uint32_t *w,
+                                 int64_t m, int64_t n, int64_t nb, int64_t i0, int64_t j0,
+                                 int64_t b0) {
   constexpr int XP = Q8X_REC / 16; /* 16-byte pieces of a record */
-  for (int e = (int)threadIdx.x; e < Rows * Q8M_KB * XP; e += QM_THREADS) {
+  for (int e = (int)threadIdx.x; e < S::ROWS * Q8M_KB * XP; e += QM_THREADS) {
     const int r = e / (Q8M_KB * XP), c = e % (Q8M_KB * XP);
     const int64_t i = i0 + r, b = b0 + c / XP;
     const bool in = i < m && b < nb;
@@ -162,11 +184,10 @@ struct gk_q8m_copy {
   bool xon, won;          /* its rows lie inside m, n */
 };
 
-template <int Bits, int Rows>
+template <class S>
 GK_DEV gk_q8m_copy gk_q8m_copy_at(const unsigned char *xq, const uint32_t *w, int64_t m,
                                   int64_t n, int64_t nb, int64_t i0, int64_t j0) {
-  typedef gk_q8m_smem<Bits, Rows> S;
-  constexpr int XN = Q8M_KB * Q8X_REC / 16 / 2; /* pieces of x a thread: 3 */
+  constexpr int Rows = S::ROWS, XN = Q8M_KB * Q8X_REC / 16 / 2; /* pieces of x a thread: 3 */
   static_assert(2 * Rows <= QM_THREADS && 2 * Q8M_COLS == QM_THREADS &&
                     Q8M_KB * Q8X_REC == 2 * 16 * XN && S::WW % 2 == 0,
                 "a row of x and a row of W are 2 threads' pieces each");
@@ -181,11 +202,9 @@ GK_DEV gk_q8m_copy gk_q8m_copy_at(const unsigned char *xq, const uint32_t *w, in
   return c;
 }
 
-template <int Bits, int Rows>
-GK_DEV void gk_q8m_load_full(gk_q8m_smem<Bits, Rows> &sm, int stage, const gk_q8m_copy &c,
-                             int64_t b0) {
-  typedef gk_q8m_smem<Bits, Rows> S;
-  constexpr int XN = Q8M_KB * Q8X_REC / 16 / 2, WN = S::WW / 2;
+template <class S>
+GK_DEV void gk_q8m_load_full(S &sm, int stage, const gk_q8m_copy &c, int64_t b0) {
+  constexpr int Rows = S::ROWS, XN = Q8M_KB * Q8X_REC / 16 / 2, WN = S::WW / 2;
   const int t = (int)threadIdx.x;
   if (2 * Rows == QM_THREADS || c.x) {
     const unsigned char *xs = c.x + b0 * Q8X_REC;
@@ -215,10 +234,9 @@ GK_DEV void gk_q8m_load_full(gk_q8m_smem<Bits, Rows> &sm, int stage, const gk_q8
  * hoisted across the unrolled tile, kept 256 VGPRs and spilled 184 to 280
  * bytes of scratch). Both sum each block's integer i_b exactly, so y has
  * the same bits. */
-template <int Bits>
-GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits, gk_q8m_geo<false>::ROWS> &sm, int st, int kb,
-                         int xr, int wr, float (*acc)[4][4], gk_bool<false>) {
-  typedef gk_q8m_smem<Bits, gk_q8m_geo<false>::ROWS> S;
+template <int Bits, class S>
+GK_DEV void gk_q8m_block(const S &sm, int st, int kb, int xr, int wr, float (*acc)[4][4],
+                         gk_bool<false>) {
   constexpr int P = 8 / Bits;
   const uint32_t mask = GK_QMASK(Bits) * 0x01010101u;
   const int lane = gk_lane(), g = lane / 4, t = lane % 4;
@@ -272,10 +290,9 @@ GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits, gk_q8m_geo<false>::ROWS> &sm, i
  * (the words an mma fragment takes), i_b summed by gk_dp4a_us (AMD's
  * byte dot products): no scratch on any AMD processor target, 100 to 230
  * VGPRs (docs/weights.md). */
-template <int Bits>
-GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits, gk_q8m_geo<true>::ROWS> &sm, int st, int kb,
-                         int xr, int wr, float (*acc)[4][4], gk_bool<true>) {
-  typedef gk_q8m_smem<Bits, gk_q8m_geo<true>::ROWS> S;
+template <int Bits, class S>
+GK_DEV void gk_q8m_block(const S &sm, int st, int kb, int xr, int wr, float (*acc)[4][4],
+                         gk_bool<true>) {
   constexpr int P = 8 / Bits;
   const uint32_t mask = GK_QMASK(Bits) * 0x01010101u;
   const int lane = gk_lane(), g = lane / 4, t = lane % 4;
@@ -313,14 +330,39 @@ GK_DEV void gk_q8m_block(const gk_q8m_smem<Bits, gk_q8m_geo<true>::ROWS> &sm, in
   }
 }
 
+/* Starts copying stage j of the tile (blocks Q8M_KB j ..) into slot `slot`
+ * as one cp.async group: a whole stage by gk_q8m_load_full, the last half
+ * one (odd nb) by gk_q8m_load's walk, and past the tile's blocks an empty
+ * group, so that every trip of the loop commits one and its wait counts
+ * the same. */
+template <class S>
+GK_DEV void gk_q8m_stage(S &sm, int slot, const gk_q8m_copy &cp, const unsigned char *xq,
+                         const uint32_t *w, int64_t m, int64_t n, int64_t nb, int64_t i0,
+                         int64_t j0, int64_t j) {
+  const int64_t b0 = j * Q8M_KB;
+  if (b0 + Q8M_KB <= nb)
+    gk_q8m_load_full(sm, slot, cp, b0);
+  else if (b0 < nb)
+    gk_q8m_load(sm, slot, xq, w, m, n, nb, i0, j0, b0);
+  else
+    gk_cp_async_commit();
+}
+
 /* One block's tile: rows i0 .. i0 + ROWS - 1 of x (those < m; ROWS by
- * gk_q8m_geo) against rows j0 .. j0 + Q8M_COLS - 1 of W (those < n). */
-template <int Bits, bool Direct>
-GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits, gk_q8m_geo<Direct>::ROWS> &sm, const unsigned char *xq,
-                        const uint32_t *w, float *y, int64_t m, int64_t n, int64_t k, int64_t i0,
-                        int64_t j0) {
+ * gk_q8m_geo) against rows j0 .. j0 + Q8M_COLS - 1 of W (those < n),
+ * through S::STAGES stages (CUTLASS's multistage loop): stages 0 ..
+ * STAGES - 2 are started first; trip j waits for stage j (STAGES - 2
+ * groups left in flight), meets the block at one barrier, after which
+ * every thread's copies of stage j are in and stage j - 1's slot is read
+ * by all, starts stage j + STAGES - 1 into that slot, and multiplies
+ * stage j. */
+template <int Bits, bool Direct, class S>
+GK_DEV void gk_q8m_tile(S &sm, const unsigned char *xq, const uint32_t *w, float *y, int64_t m,
+                        int64_t n, int64_t k, int64_t i0, int64_t j0) {
   typedef gk_q8m_geo<Direct> G;
-  const int64_t nb = k / GK_QBLOCK;
+  static_assert((int)S::ROWS == (int)G::ROWS, "the stages hold the tile's rows of x");
+  constexpr int NS = S::STAGES;
+  const int64_t nb = k / GK_QBLOCK, stages = (nb + Q8M_KB - 1) / Q8M_KB;
   const int gw = gk_group(), lane = gk_lane(), g = lane / 4, t = lane % 4;
   static_assert(QM_GROUPS == 8 && 4 * 32 == Q8M_COLS,
                 "the 8 groups: 2 halves of x's rows by 4 quarters of W's");
@@ -330,32 +372,29 @@ GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits, gk_q8m_geo<Direct>::ROWS> &sm, const u
     for (int ni = 0; ni < 4; ni++)
       for (int e = 0; e < 4; e++) acc[mi][ni][e] = 0.0f;
 
-  /* Whole stages by gk_q8m_load_full, the last half one (odd nb) by
-   * gk_q8m_load's walk. */
-  const gk_q8m_copy cp = gk_q8m_copy_at<Bits, G::ROWS>(xq, w, m, n, nb, i0, j0);
+  const gk_q8m_copy cp = gk_q8m_copy_at<S>(xq, w, m, n, nb, i0, j0);
   __syncthreads(); /* the previous tile's stages are read */
-  if (nb >= Q8M_KB)
-    gk_q8m_load_full<Bits, G::ROWS>(sm, 0, cp, 0);
-  else if (nb > 0)
-    gk_q8m_load<Bits, G::ROWS>(sm, 0, xq, w, m, n, nb, i0, j0, 0);
-  for (int64_t b0 = 0, j = 0; b0 < nb; b0 += Q8M_KB, j++) {
-    const int st = (int)(j & 1);
-    if (b0 + Q8M_KB < nb) {
-      if (b0 + 2 * Q8M_KB <= nb)
-        gk_q8m_load_full<Bits, G::ROWS>(sm, st ^ 1, cp, b0 + Q8M_KB);
-      else
-        gk_q8m_load<Bits, G::ROWS>(sm, st ^ 1, xq, w, m, n, nb, i0, j0, b0 + Q8M_KB);
-      gk_cp_async_wait<1>(); /* this stage's group has landed */
-    } else {
-      gk_cp_async_wait<0>();
-    }
-    __syncthreads();
-    if (!Direct) gk_q8m_dm<Bits>(sm, st, wr, gw);
+  if (stages > 0)
+#pragma unroll
+    for (int s = 0; s < NS - 1; s++) gk_q8m_stage(sm, s, cp, xq, w, m, n, nb, i0, j0, s);
+  int st = 0, next = NS - 1; /* the slots of stage j and of stage j + NS - 1 */
+  for (int64_t j = 0; j < stages; j++) {
+    gk_cp_async_wait<NS - 2>(); /* stage j's group has landed */
+    __syncthreads();            /* everyone's; and stage j - 1's slot is read */
+    gk_q8m_stage(sm, next, cp, xq, w, m, n, nb, i0, j0, j + NS - 1);
+    /* HIP's copies are loads and stores (no cp.async): none moved into
+     * the products below, where clang 19 then held them and spilled
+     * (gfx11-generic: 256 to 288 bytes of scratch, against 96 to 224 when
+     * a block barrier stood between them). */
+    if (Direct) asm volatile("" ::: "memory");
+    if (!Direct) gk_q8m_dm(sm, st, wr, gw);
 #pragma unroll
     for (int kb = 0; kb < Q8M_KB; kb++)
       gk_q8m_block<Bits>(sm, st, kb, xr, wr, acc, gk_bool<Direct>());
-    __syncthreads(); /* this stage is read before the copy after next overwrites it */
+    st = st == NS - 1 ? 0 : st + 1;
+    next = next == NS - 1 ? 0 : next + 1;
   }
+  gk_cp_async_wait<0>(); /* none left in flight past the tile (the empty groups) */
   for (int mi = 0; mi < G::MT; mi++)
     for (int ni = 0; ni < 4; ni++)
       for (int r = 0; r < 2; r++) {
@@ -366,6 +405,39 @@ GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits, gk_q8m_geo<Direct>::ROWS> &sm, const u
       }
 }
 
+/* Where a block's stages S lie: gk_q8m_at<S, false>::get(), static
+ * shared memory (2 stages, within its 48 KB; the emulator's and HIP's), or
+ * gk_q8m_at<S, true>::get(), the launch's dynamic shared memory (more
+ * stages, CUDA), which traps when the launch gives less than S takes
+ * (%dynamic_smem_size), as flash_attention's gk_fa_shared does. The walk
+ * below calls get() inside its lambda rather than capturing a reference:
+ * captured, the stages were a flat pointer to HIP's clang 19, which then
+ * spilled 288 bytes on gfx11-generic (BITS 1), against 112. */
+template <class S, bool Dynamic>
+struct gk_q8m_at {
+  GK_DEV S &get(void) {
+#if !defined(GK_GPU_EMULATE)
+    static_assert(sizeof(S) <= 48 * 1024, "static shared memory: 48 KB");
+#endif
+    __shared__ __attribute__((aligned(16))) S sm;
+    return sm;
+  }
+};
+template <class S>
+struct gk_q8m_at<S, true> {
+  GK_DEV S &get(void) {
+#if !defined(GK_GPU_EMULATE) && !defined(__HIPCC__)
+    extern __shared__ __attribute__((aligned(16))) unsigned char gk_q8m_dyn[];
+    uint32_t dyn;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+    if (dyn < sizeof(S)) __trap(); /* the launch row's `shared` is too small */
+    return *reinterpret_cast<S *>(gk_q8m_dyn);
+#else
+    static_assert(sizeof(S) == 0, "HIP and the emulator take static shared memory");
+#endif
+  }
+};
+
 /* qmatmul_q8x_mm: the tiles of y in groups of Q8M_GROUP tiles of x's rows
  * (gk_grouped_tiles). Blocks run in about that order, so the ~132 a card
  * runs at once (one an SM) share 8 tiles of x and ~17 of W: at k = 8192
@@ -375,15 +447,20 @@ GK_DEV void gk_q8m_tile(gk_q8m_smem<Bits, gk_q8m_geo<Direct>::ROWS> &sm, const u
  * 8192, 3.2 GB of a 50 MB x that L2 cannot hold, 0.75 ms at 4.24 TB/s; now
  * about 0.2 GB. A model, not measured.) Every bound is per block: the
  * barriers are reached by all. */
-template <int Bits, bool Direct = GK_MMA_DIRECT>
+template <int Bits, bool Direct = GK_MMA_DIRECT, int Stages = GK_Q8M_STAGES>
 GK_DEV void gk_q8x_mm(const void *xq, const void *w, float *y, int64_t m, int64_t n,
                       int64_t k) {
   constexpr int R = gk_q8m_geo<Direct>::ROWS;
-  __shared__ __attribute__((aligned(16))) gk_q8m_smem<Bits, R> sm;
+  typedef gk_q8m_smem<Bits, R, Stages> S;
+#if defined(GK_GPU_EMULATE) || defined(__HIPCC__)
+  typedef gk_q8m_at<S, false> At;
+#else
+  typedef gk_q8m_at<S, (Stages > 2)> At;
+#endif
   if (m <= 0 || n <= 0 || k < 0) return;
   gk_grouped_tiles((m + R - 1) / R, (n + Q8M_COLS - 1) / Q8M_COLS, Q8M_GROUP,
                    [&](int64_t bx, int64_t by) {
-                     gk_q8m_tile<Bits, Direct>(sm, (const unsigned char *)xq,
+                     gk_q8m_tile<Bits, Direct>(At::get(), (const unsigned char *)xq,
                                                (const uint32_t *)w, y, m, n, k, bx * R,
                                                by * Q8M_COLS);
                    });

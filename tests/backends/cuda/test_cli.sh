@@ -209,7 +209,11 @@ assert l["entry"] == "flash_attention" and l["grid"] == [5, 32, 1] and l["block"
 run "$GK" probe "$ARCHIVE" --device cuda:sm_86 --launch qmatmul bits=4 m=1 n=11008 k=4096
 expect_status 0 "probe --launch qmatmul"
 expect_out "  qmatmul_q8x    grid 1 x 172 x 1, block 256 x 1 x 1, 0 bytes shared" "the int8-x twin's own row"
-expect_out "  qmatmul_q8x_mm grid 1 x 86 x 1, block 256 x 1 x 1, 0 bytes shared" "an entry's own launch"
+expect_out "  qmatmul_q8x_mm grid 1 x 86 x 1, block 256 x 1 x 1, 96256 bytes shared" "an entry's own launch (4 stages, recipes/qmatmul.lua)"
+# sm_75's section: its 2 stages lie in static shared memory.
+run "$GK" probe "$ARCHIVE" --device cuda:sm_75 --launch qmatmul bits=4 m=1 n=11008 k=4096
+expect_status 0 "probe --launch qmatmul on sm_75"
+expect_out "  qmatmul_q8x_mm grid 1 x 86 x 1, block 256 x 1 x 1, 0 bytes shared" "sm_75's own section"
 run "$GK" probe "$ARCHIVE" --device cuda:sm_86 --launch qmatmul bits=4 m=1 n=0 k=4096 rows=3
 expect_status 2 "probe --launch with a value that is no parameter"
 

@@ -34,6 +34,7 @@ extern "C" {
 #include "kref.h"
 #include "qref.h"
 }
+#include <jansson.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -88,30 +89,60 @@ struct launch {
 
 static gk_archive *archive;
 
+/* What launches `entry` in a row's launch JSON: the entry's own object
+ * where the row gives one, else the row's top-level fields (block, grid,
+ * shared, params: the objects of the other entries left out). NULL when
+ * the text is not JSON. */
+static json_t *entry_launch(const char *text, const char *entry) {
+  json_t *root = json_loads(text, 0, NULL);
+  if (!root) return NULL;
+  json_t *own = entry ? json_object_get(root, entry) : NULL;
+  json_t *out = json_object();
+  const char *key;
+  json_t *v;
+  json_object_foreach(own && json_is_object(own) ? own : root, key, v)
+    if (!json_is_object(v)) json_object_set(out, key, v);
+  json_decref(root);
+  return out;
+}
+
 /* The launch of kernel/variant (of `entry`, when its row gives it its own):
- * every cuda row of it must say the same. */
+ * every cuda row of it (those whose target `pick` takes, where given)
+ * must launch the entry alike. (qmatmul's rows of sm_75 and of sm_80 and newer differ in
+ * qmatmul_q8x_mm's shared memory: its stages, q8x_mma.cuh.) */
 static bool read_launch(const char *kernel, const char *variant, launch *L,
-                        const char *entry = NULL) {
+                        const char *entry = NULL, bool (*pick)(const char *) = NULL) {
   size_t n = 0;
-  std::string text;
+  json_t *want = NULL;
   gk_image_info first = {};
   gk_archive_count(archive, &n);
   for (size_t i = 0; i < n; i++) {
     gk_image_info im;
     gk_archive_image(archive, i, &im);
-    if (strcmp(im.backend, "cuda") || strcmp(im.kernel, kernel) || strcmp(im.variant, variant))
+    if (strcmp(im.backend, "cuda") || strcmp(im.kernel, kernel) || strcmp(im.variant, variant) ||
+        (pick && !pick(im.target)))
       continue;
-    if (text.empty()) text = im.launch, first = im;
-    CHECK(text == im.launch, "%s %s: launch of %s differs from the other targets' (%s vs %s)",
-          kernel, variant, im.target, im.launch, text.c_str());
+    json_t *got = entry_launch(im.launch, entry);
+    CHECK(got, "%s %s: launch of %s is not JSON: %s", kernel, variant, im.target, im.launch);
+    if (!want) {
+      want = got, first = im;
+      continue;
+    }
+    CHECK(!got || json_equal(want, got),
+          "%s %s: launch of %s%s%s differs from %s's (%s vs %s)", kernel, variant,
+          entry ? entry : "", entry ? " on " : "", im.target, first.target, im.launch,
+          first.launch);
+    json_decref(got);
   }
-  if (text.empty()) {
-    printf("FAIL: the archive has no cuda %s %s\n", kernel, variant);
+  if (!want) {
+    printf("FAIL: the archive has no cuda %s %s%s\n", kernel, variant,
+           pick ? " for these targets" : "");
     failures++;
     return false;
   }
+  json_decref(want);
   const bool ok = gk_launch_parse(&first, entry, &L->L) == GK_OK;
-  CHECK(ok, "%s %s: launch '%s': %s", kernel, variant, text.c_str(), gk_last_error());
+  CHECK(ok, "%s %s: launch '%s': %s", kernel, variant, first.launch, gk_last_error());
   return ok;
 }
 
@@ -127,11 +158,14 @@ static void trampoline(void *f) {
  * (y, z), as a device limit would clamp it: the blocks must loop over the
  * rest (docs/kernels.md, "Launching on GPUs"). `threads`, where not 0, is the
  * block's size instead of the row's (the attention kernels' wgmma image,
- * which takes blocks of 128 or 256). */
+ * which takes blocks of 128 or 256). `shared`: the dynamic shared memory
+ * the body takes on a GPU (the emulator's is static), which the row must
+ * give, and no more than the 99 KB a block of sm_86, sm_89 and sm_120 may
+ * take; 0: the row gives none. */
 template <class F>
 static bool run(const char *what, const launch &L, const std::vector<std::string> &params,
                 const std::map<std::string, long long> &vars, F body, bool small = false,
-                unsigned threads = 0) {
+                unsigned threads = 0, size_t shared = 0) {
   static const char *const types[] = {"?", "ptr", "i64", "i32", "f32"};
   std::vector<std::string> got;
   std::vector<gk_arg> args;
@@ -155,7 +189,12 @@ static bool run(const char *what, const launch &L, const std::vector<std::string
     failures++;
     return false;
   }
-  CHECK(d.shared == 0, "%s: dynamic shared memory %u (the bodies use none)", what, d.shared);
+  if (shared == 0)
+    CHECK(d.shared == 0, "%s: dynamic shared memory %u (the body uses none)", what, d.shared);
+  else
+    CHECK(d.shared >= shared && d.shared <= 101376,
+          "%s: dynamic shared memory %u, where the body takes %zu (at most 101376)", what,
+          d.shared, shared);
   CHECK(d.block[1] == 1 && d.block[2] == 1 && d.block[0] % GK_GROUP == 0 && d.block[0] <= 1024,
         "%s: block %u x %u x %u", what, d.block[0], d.block[1], d.block[2]);
   gk_emu_dim3 grid = {d.grid[0], d.grid[1], d.grid[2]}, block = {d.block[0], d.block[1], d.block[2]};
@@ -386,11 +425,16 @@ static void check_q8x_mm(void) {
   static const long long shapes[][3] = {
       {70, 150, 96}, {3, 9, 288}, {1, 130, 64}, {5, 3, 31}, {1030, 130, 32}};
   for (int bits : {1, 2, 4, 8}) {
-    launch Lx, Lm;
+    launch Lx, Lm2, Lm4;
     char variant[16];
     snprintf(variant, sizeof variant, "bits=%d", bits);
+    /* sm_75's rows and compute_75's (2 stages in static shared memory) and
+     * the others' (4, in dynamic shared memory: the row's `shared`). */
+    auto sm75 = [](const char *t) { return !strcmp(t, "sm_75") || !strcmp(t, "compute_75"); };
+    auto sm80 = [](const char *t) { return strcmp(t, "sm_75") && strcmp(t, "compute_75"); };
     if (!read_launch("qmatmul", variant, &Lx, "qmatmul_q8x_x") ||
-        !read_launch("qmatmul", variant, &Lm, "qmatmul_q8x_mm"))
+        !read_launch("qmatmul", variant, &Lm2, "qmatmul_q8x_mm", sm75) ||
+        !read_launch("qmatmul", variant, &Lm4, "qmatmul_q8x_mm", sm80))
       continue;
     for (auto &s : shapes) {
       const long long m = s[0], n = s[1], k = s[2], nb = k / 32;
@@ -423,19 +467,31 @@ static void check_q8x_mm(void) {
         default: gk_q8x_x<8>(xp, xqp, m, k); break;
         }
       };
-      bool direct = false; /* HIP's tile (GK_Q8M_DIRECT), or mma.sync's */
+      /* The tiles: 0, HIP's (GK_MMA_DIRECT, 2 stages); 1, mma.sync's on 2
+       * stages (sm_75); 2, on 4 (sm_80 and newer). */
+      int tile = 0;
       auto mul = [&]() {
-        switch (bits * 2 + direct) {
-        case 2: gk_q8x_mm<1, false>(xqp, wp, yp, m, n, k); break;
-        case 3: gk_q8x_mm<1, true>(xqp, wp, yp, m, n, k); break;
-        case 4: gk_q8x_mm<2, false>(xqp, wp, yp, m, n, k); break;
-        case 5: gk_q8x_mm<2, true>(xqp, wp, yp, m, n, k); break;
-        case 8: gk_q8x_mm<4, false>(xqp, wp, yp, m, n, k); break;
-        case 9: gk_q8x_mm<4, true>(xqp, wp, yp, m, n, k); break;
-        case 16: gk_q8x_mm<8, false>(xqp, wp, yp, m, n, k); break;
-        default: gk_q8x_mm<8, true>(xqp, wp, yp, m, n, k); break;
+        switch (bits * 4 + tile) {
+        case 4: gk_q8x_mm<1, true, 2>(xqp, wp, yp, m, n, k); break;
+        case 5: gk_q8x_mm<1, false, 2>(xqp, wp, yp, m, n, k); break;
+        case 6: gk_q8x_mm<1, false, 4>(xqp, wp, yp, m, n, k); break;
+        case 8: gk_q8x_mm<2, true, 2>(xqp, wp, yp, m, n, k); break;
+        case 9: gk_q8x_mm<2, false, 2>(xqp, wp, yp, m, n, k); break;
+        case 10: gk_q8x_mm<2, false, 4>(xqp, wp, yp, m, n, k); break;
+        case 16: gk_q8x_mm<4, true, 2>(xqp, wp, yp, m, n, k); break;
+        case 17: gk_q8x_mm<4, false, 2>(xqp, wp, yp, m, n, k); break;
+        case 18: gk_q8x_mm<4, false, 4>(xqp, wp, yp, m, n, k); break;
+        case 32: gk_q8x_mm<8, true, 2>(xqp, wp, yp, m, n, k); break;
+        case 33: gk_q8x_mm<8, false, 2>(xqp, wp, yp, m, n, k); break;
+        default: gk_q8x_mm<8, false, 4>(xqp, wp, yp, m, n, k); break;
         }
       };
+      /* What the 4 stages take on a GPU (gk_q8m_shared), which the rows of
+       * sm_80 and newer must give. */
+      const size_t shared4 = bits == 1   ? sizeof(gk_q8m_smem<1, 128, 4>)
+                             : bits == 2 ? sizeof(gk_q8m_smem<2, 128, 4>)
+                             : bits == 4 ? sizeof(gk_q8m_smem<4, 128, 4>)
+                                         : sizeof(gk_q8m_smem<8, 128, 4>);
       const std::map<std::string, long long> vars = {{"m", m}, {"n", n}, {"k", k}};
       if (!run(what, Lx, xparams, vars, round)) continue;
       /* The records: codes where gk_q8x_pos puts them, dx, sb, zeros. */
@@ -460,22 +516,24 @@ static void check_q8x_mm(void) {
       }
       for (size_t i = (size_t)(m * nb) * Q8X_REC; i < xq.size() && !bad; i++)
         if (xq[i] != 0xee) printf("FAIL: %s: wrote past xq\n", what), bad = 1;
-      for (bool d : {true, false}) /* the mma tile's y last: the bound below */
+      static const char *const tiles[] = {" (HIP's tile)", " (sm_75's 2 stages)", ""};
+      for (int tl : {0, 1, 2}) /* the mma tile's y last: the bound below */
         for (bool small : {false, true}) {
-          direct = d;
-          const char *how = small ? (d ? " (HIP's tile, clamped grid)" : " (clamped grid)")
-                                  : (d ? " (HIP's tile)" : "");
+          tile = tl;
+          std::string how = std::string(tiles[tl]) + (small ? " (clamped grid)" : "");
           std::fill(y.begin(), y.end(), NAN);
-          if (bad || !run(what, Lm, mparams, vars, mul, small)) break;
+          if (bad || !run(what, tl == 2 ? Lm4 : Lm2, mparams, vars, mul, small, 0,
+                          tl == 2 ? shared4 : 0))
+            break;
           for (long long i = 0; i < m * n && !bad; i++)
             if (memcmp(&y[i], &want[i], sizeof(float)) != 0) {
-              printf("FAIL: %s%s: y[%lld] = %.9g, qref_q8x_mm gives %.9g\n", what, how, i,
-                     y[i], want[i]);
+              printf("FAIL: %s%s: y[%lld] = %.9g, qref_q8x_mm gives %.9g\n", what, how.c_str(),
+                     i, y[i], want[i]);
               bad = 1;
             }
           for (int i = 0; i < 8 && !bad; i++)
             if (!std::isnan(y[m * n + i]))
-              printf("FAIL: %s%s: wrote past y\n", what, how), bad = 1;
+              printf("FAIL: %s%s: wrote past y\n", what, how.c_str()), bad = 1;
         }
       for (long long i = 0; i < m * n && !bad; i++)
         if (!(fabs(y[i] - exact[i]) <= bound[i] + 1e-5 * mag[i] + 1e-30)) {
@@ -487,7 +545,7 @@ static void check_q8x_mm(void) {
     }
   }
   SECTION_OK(before, "ok: qmatmul_q8x_x + qmatmul_q8x_mm bits 1, 2, 4, 8 x %zu shapes, "
-             "qref_q8x_mm's bits on mma.sync's tile and HIP's, any grid\n",
+             "qref_q8x_mm's bits on mma.sync's tile (2 and 4 stages) and HIP's, any grid\n",
              sizeof shapes / sizeof shapes[0]);
 }
 
