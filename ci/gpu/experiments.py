@@ -10,7 +10,8 @@ writes to OUT/experiments.md, two tables: each prefill case's TFLOP/s on every
 archive and its ratio to SDPA's, the fastest marked, so that the session that
 made the run reads which schedule to put in the recipes (docs/kernels.md,
 "Speed on GPUs") instead of adding it up; and qmatmul_q8x_mm's int8 prefill
-(bench's qmatmul_q8x_x+mm cases) on the default tile and on q8m64's, against
+(bench's qmatmul_q8x_x+mm cases) on the default image and on each
+qmatmul experiment's (q8m64: the 64 x 128 tile; q8s2: 2 stages), against
 PyTorch's f16 GEMM. Exit 0 whatever it finds; 2 on bad usage.
 tests/bench/test_experiments.py feeds it numbers of its own.
 """
@@ -106,35 +107,52 @@ def main():
     return finish(out, lines)
 
 
+# The qmatmul_q8x_mm experiments (ci/gpu/prepare.sh), each against the
+# default image (128 x 128 tiles, one block an SM, 4 stages on sm_80+).
+Q8M_EXPERIMENTS = (("q8m64", "64 x 128"), ("q8s2", "2 stages"))
+
+
 def q8m_lines(out, report, steps):
-    """qmatmul_q8x_mm's two tiles: bench's (the default, 128 x 128, one block
-    an SM) and the q8m64 experiment's (64 x 128, two), against PyTorch's f16
-    GEMM of the same m, n, k."""
-    lines = ["", "## qmatmul_q8x_mm's tile (ci/gpu/experiments.py)", ""]
+    """qmatmul_q8x_mm's default image (bench's) and each Q8M_EXPERIMENTS
+    image whose step passed, against PyTorch's f16 GEMM of the same m, n,
+    k: the int8 prefill's TFLOP/s, the fastest in bold."""
+    lines = ["", "## qmatmul_q8x_mm's tile and stages (ci/gpu/experiments.py)", ""]
     default = [c for c in report.get("qmatmul", []) if c.get("entry") == PAIR]
-    verdict = steps.get("q8m64", "not run")
-    data = load(os.path.join(out, "q8m64-bench.json"))
-    if verdict != "ok" or not data or not default:
-        why = (verdict if verdict != "ok" else "passed, but no q8m64-bench.json" if not data
-               else "no %s case in bench/gpu.json" % PAIR)
-        return lines + ["- `q8m64`: %s; not compared." % why]
+    if not default:
+        return lines + ["- no %s case in bench/gpu.json; not compared." % PAIR]
+    cols = []
+    for name, what in Q8M_EXPERIMENTS:
+        verdict = steps.get(name, "not run")
+        data = load(os.path.join(out, name + "-bench.json"))
+        if verdict != "ok" or not data:
+            why = verdict if verdict != "ok" else "passed, but no %s-bench.json" % name
+            lines.append("- `%s`: %s; not compared." % (name, why))
+            continue
+        cols.append((name, what, {(c["bits"], c["m"], c["n"], c["k"]): c
+                                  for c in data.get("qmatmul", []) if c.get("entry") == PAIR}))
+    if not cols:
+        return lines
+    if len(lines) > 3:
+        lines.append("")
     gemm = {(g["m"], g["n"], g["k"]): g for g in ((report.get("torch") or {}).get("gemm") or [])}
-    other = {(c["bits"], c["m"], c["n"], c["k"]): c for c in data.get("qmatmul", [])
-             if c.get("entry") == PAIR}
     lines += ["TFLOP/s of `qmatmul_q8x_x` + `_mm` (and / PyTorch's f16 GEMM where it ran); "
-              "**bold**: the faster tile.", "",
-              "| bits | m x n x k | PyTorch f16 | default (128 x 128) | q8m64 (64 x 128) |",
-              "|---:|---|---:|---:|---:|"]
+              "**bold**: the fastest.", "",
+              "| bits | m x n x k | PyTorch f16 | default (128 x 128, 4 stages) | "
+              + " | ".join("%s (%s)" % (n, w) for n, w, _ in cols) + " |",
+              "|---:|---|---:|---:|" + "---:|" * len(cols)]
     for c in sorted(default, key=lambda c: (c["bits"], c["m"], c["n"], c["k"])):
-        o = other.get((c["bits"], c["m"], c["n"], c["k"]))
+        key = (c["bits"], c["m"], c["n"], c["k"])
+        times = [c] + [d.get(key) for _, _, d in cols]
+        best = max(t["tflops"] for t in times if t)
         g = gemm.get((c["m"], c["n"], c["k"]))
         cells = []
-        for t in (c, o):
+        for t in times:
             if not t:
                 cells.append("")
                 continue
             v = "%.1f" % t["tflops"] + (" (%.2f)" % (t["tflops"] / g["tflops"]) if g else "")
-            cells.append("**%s**" % v if o and t["tflops"] == max(c["tflops"], o["tflops"]) else v)
+            cells.append("**%s**" % v if len([x for x in times if x]) > 1 and t["tflops"] == best
+                         else v)
         lines.append("| %d | %d x %d x %d | %s | %s |" % (
             c["bits"], c["m"], c["n"], c["k"], "%.1f" % g["tflops"] if g else "",
             " | ".join(cells)))

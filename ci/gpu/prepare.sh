@@ -8,7 +8,7 @@
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
 #   wgmma.gkfat, wgmma2.gkfat, wgmma3.gkfat, wgmma4.gkfat, wgmma5.gkfat,
-#   q16.gkfat, k64.gkfat, q8m64.gkfat
+#   q16.gkfat, k64.gkfat, q8m64.gkfat, q8s2.gkfat
 #                          the experiments: flash_attention, paged_attention
 #                          and kv_append for sm_90a built with one more flag,
 #                          which run.sh tests and times beside gpu.gkfat's:
@@ -46,6 +46,10 @@
 #                                 two fit sm_90's 228 KB), against the
 #                                 default's 128 x 128, 64 x 32, one an SM;
 #                                 both on 4 stages
+#                          q8s2   qmatmul alone (sm_90a), -DGK_Q8M_STAGES=2:
+#                                 the default tile on 2 stages in static
+#                                 shared memory (the row's shared 0), as all
+#                                 images had them before 2026-11-29
 #   tests/gpu/wgmma_probe.cubin  one wgmma per shape (tests/gpu/wgmma_probe.cu,
 #                          sm_90a), which test_wgmma_probe checks first
 #   tests/gpu/tma_probe.cubin  K tiles by TMA read by wgmma (tma_probe.cu),
@@ -153,13 +157,24 @@ for e in wgmma:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:: \
   "$build/gk" pack "$exp/images" -o "$pack/$name.gkfat" >&2
 done
 
-# q8m64: qmatmul for sm_90a with qmatmul_q8x_mm's 64-row tile (its launch
-# row unchanged: a block takes the tiles of the grid's walk, any grid).
-exp_recipes q8m64
-exp_flag qmatmul -DGK_Q8M_MT=2
-"$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel qmatmul --targets cuda=sm_90a \
-  --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
-"$build/gk" pack "$exp/images" -o "$pack/q8m64.gkfat" >&2
+# The qmatmul experiments, NAME:FLAG:SHARED, qmatmul alone for sm_90a with
+# FLAG and qmatmul_q8x_mm's launch row giving SHARED bytes of dynamic shared
+# memory (a block takes the tiles of the grid's walk, any grid):
+#   q8m64  the 64-row tile, two blocks an SM (4 stages, 66 KB at BITS 8)
+#   q8s2   the default tile on 2 stages in static shared memory, as before
+#          2026-11-29 (the 4 stages' A/B)
+for e in q8m64:-DGK_Q8M_MT=2:96256 q8s2:-DGK_Q8M_STAGES=2:0; do
+  name=${e%%:*} rest=${e#*:}
+  flag=${rest%%:*} shared=${rest#*:}
+  exp_recipes "$name"
+  exp_flag qmatmul "$flag"
+  sed -i "s|launch  = cuda_launch(96256),|launch  = cuda_launch($shared),|" "$exp/recipes/qmatmul.lua"
+  grep -q "launch  = cuda_launch($shared)," "$exp/recipes/qmatmul.lua" ||
+    { echo "ci/gpu/prepare.sh: could not give qmatmul_q8x_mm shared = $shared" >&2; exit 1; }
+  "$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel qmatmul --targets cuda=sm_90a \
+    --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
+  "$build/gk" pack "$exp/images" -o "$pack/$name.gkfat" >&2
+done
 
 "$nvcc" -cubin -arch=sm_90a -O3 -std=c++17 -I"$root/kernelsrc/cuda" \
   -o "$pack/tests/gpu/wgmma_probe.cubin" "$root/tests/gpu/wgmma_probe.cu"

@@ -39,9 +39,12 @@
 #   q8m64      gpu-pack/q8m64.gkfat (qmatmul alone, sm_90a, -DGK_Q8M_MT=2:
 #              qmatmul_q8x_mm's 64 x 128 tile of before, two blocks an SM):
 #              test_gpu, then gk_bench_gpu's BITS 4 qmatmul cases beside bench's
+#   q8s2       the same for gpu-pack/q8s2.gkfat (-DGK_Q8M_STAGES=2: the default
+#              tile on 2 stages, whether the 4 of sm_80 and newer pay)
 #   compare    ci/gpu/experiments.py: each prefill case's TFLOP/s on every
 #              archive whose step passed, against SDPA's, and qmatmul_q8x_mm's
-#              on both tiles against PyTorch's f16 GEMM (experiments.md)
+#              on the default image, q8m64's and q8s2's against PyTorch's f16
+#              GEMM (experiments.md)
 #   sass       cuobjdump -res-usage -sass of the sm_90a images of the causal
 #              f16 head_dim-128 flash_attention (gpu, wgmma4, wgmma5) and of
 #              qmatmul bits=4 and bits=1 (whether ptxas turns BITS 1's selects
@@ -63,13 +66,13 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,64p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,67p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 work=${GK_GPU_WORK:-/tmp/gk-gpu-work}
 budget=${GK_GPU_BUDGET:-475}
-steps=${GK_GPU_STEPS:-smi probe test bench wgmma tma wgmma2 wgmma3 wgmma4 wgmma5 q16 k64 q8m64 compare sass memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test bench wgmma tma wgmma2 wgmma3 wgmma4 wgmma5 q16 k64 q8m64 q8s2 compare sass memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -168,12 +171,16 @@ step wgmma4 45 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma4
 step wgmma5 45 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5
 step q16 45 sh -c "$experiment" sh "$libs" "$pack" "$work" q16
 step k64 45 sh -c "$experiment" sh "$libs" "$pack" "$work" k64
+# The qmatmul experiments: gpu-pack/NAME.gkfat (qmatmul alone) tested
+# against gpu.gkfat's CPU images, then its BITS 4 cases timed.
 # shellcheck disable=SC2016
-step q8m64 45 sh -c '[ -f "$2/q8m64.gkfat" ] || { echo "SKIP: gpu-pack has no q8m64.gkfat"; exit 77; }
-  env "$1" "$2/tests/gpu/test_gpu" "$2/q8m64.gkfat" "$2/gpu.gkfat"; r=$?
+qexperiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exit 77; }
+  env "$1" "$2/tests/gpu/test_gpu" "$2/$4.gkfat" "$2/gpu.gkfat"; r=$?
   [ "$r" -eq 0 ] || exit "$r"
-  env "$1" "$2/bench/gk_bench_gpu" "$2/q8m64.gkfat" --json "$3/q8m64-bench.json" \
-    --filter "qmatmul bits=4 m="' sh "$libs" "$pack" "$work"
+  env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" \
+    --filter "qmatmul bits=4 m="'
+step q8m64 45 sh -c "$qexperiment" sh "$libs" "$pack" "$work" q8m64
+step q8s2 45 sh -c "$qexperiment" sh "$libs" "$pack" "$work" q8s2
 step compare 20 python3 "$root/ci/gpu/experiments.py" "$work"
 # The machine code, for the sessions that have no GPU and no disassembler
 # (registers a thread, where the spills and the wgmma waits are).

@@ -84,6 +84,7 @@ with tempfile.TemporaryDirectory() as out:
     check("- D = 128, causal 0: fastest `wgmma4`, 0.93x SDPA" in text, "the non-causal verdict")
     check("decode" not in text, "a decode case in the prefill table")
     check("- `q8m64`: not run; not compared." in text, "q8m64 not reported as not run:\n" + text)
+    check("- `q8s2`: not run; not compared." in text, "q8s2 not reported as not run:\n" + text)
 
     # q8m64 timed: faster at m = 512, slower at 4096; the f32 entry is not its table's.
     with open(os.path.join(out, "summary.txt"), "a") as f:
@@ -100,8 +101,31 @@ with tempfile.TemporaryDirectory() as out:
     rows = [l for l in text.split("qmatmul_q8x_mm's tile")[-1].splitlines()
             if l.startswith("| 4 |")]
     check(len(rows) == 2, "the tile table has %d rows, not 2 (the f32 entry in it?)" % len(rows))
+    check("- `q8s2`: not run; not compared." in text, "q8s2 not reported as not run:\n" + text)
+
+    # q8s2 timed too, but failed at first: not compared; then passed: a third
+    # column, the fastest of three in bold.
+    with open(os.path.join(out, "summary.txt"), "a") as f:
+        f.write("q8s2: FAILED (exit 1), 5 s\n")
+    with open(os.path.join(out, "q8s2-bench.json"), "w") as f:
+        json.dump(dict(qmatmul=[qm(512, 401.5), qm(4096, 280.0)]), f)
+    rc, text = run(out)
+    check("- `q8s2`: FAILED (exit 1); not compared." in text, "q8s2's failure:\n" + text)
+    check("401.5" not in text, "a failed experiment's numbers were compared")
+    with open(os.path.join(out, "summary.txt")) as f:
+        summary = f.read().replace("q8s2: FAILED (exit 1), 5 s", "q8s2: ok, 5 s")
+    with open(os.path.join(out, "summary.txt"), "w") as f:
+        f.write(summary)
+    rc, text = run(out)
+    check(rc == 0, "exit %d with q8s2" % rc)
+    check("| default (128 x 128, 4 stages) | q8m64 (64 x 128) | q8s2 (2 stages) |" in text,
+          "the columns:\n" + text)
+    check("| 4 | 512 x 8192 x 8192 | 732.0 | 300.0 (0.41) | 366.0 (0.50) | **401.5 (0.55)** |"
+          in text, "the m = 512 row of three:\n" + text)
+    check("| 4 | 4096 x 8192 x 8192 | 781.0 | **350.0 (0.45)** | 312.4 (0.40) | 280.0 (0.36) |"
+          in text, "the m = 4096 row of three:\n" + text)
 
 print("%d failure(s)" % failures if failures else "ok: experiments.py compares 5 experiments "
       "(one faster, one failed, one slower, one not run), an empty OUT, and qmatmul_q8x_mm's "
-      "two tiles (not run, then timed)")
+      "experiments (not run, then timed; failed, then timed)")
 sys.exit(1 if failures else 0)
