@@ -36,7 +36,10 @@ qmatmul_q8x_x(const float *x, void *xq, int64_t m, int64_t k) {
  * before fitted 128 registers at two blocks an SM (-DGK_Q8M_MT=2 builds
  * them so, for ci/gpu's q8m64 experiment). Not yet timed. HIP's dot
  * products keep the 32 x 32 corners (gk_q8m_geo); the bound of one block
- * lets them keep no scratch at BITS 8 on gfx906 as well (docs/weights.md). */
+ * lets them keep no scratch at BITS 8 on gfx906 as well (docs/weights.md).
+ * Its stages are 4 on sm_80 and newer, in up to 94 KB of the launch's
+ * dynamic shared memory (q8x_mma.cuh's GK_Q8M_STAGES; recipes/qmatmul.lua's
+ * second cuda section), 2 in static shared memory elsewhere. */
 extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS, GK_Q8M_MT == 4 ? 1 : QM_MIN_BLOCKS)
 qmatmul_q8x_mm(const void *xq, const void *w, float *y, int64_t m, int64_t n, int64_t k) {
   gk_q8x_mm<BITS>(xq, w, y, m, n, k);
