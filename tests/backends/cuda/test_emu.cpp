@@ -108,8 +108,8 @@ static json_t *entry_launch(const char *text, const char *entry) {
 
 /* The launch of kernel/variant (of `entry`, when its row gives it its own):
  * every cuda row of it (those whose target `pick` takes, where given)
- * must launch the entry alike. (qmatmul's rows of sm_75 and of sm_80 and newer differ in
- * qmatmul_q8x_mm's shared memory: its stages, q8x_mma.cuh.) */
+ * must launch the entry alike. (qmatmul's rows of sm_75 and of sm_80 and
+ * newer differ in qmatmul_q8x_mm's shared memory: its stages, q8x_mma.cuh.) */
 static bool read_launch(const char *kernel, const char *variant, launch *L,
                         const char *entry = NULL, bool (*pick)(const char *) = NULL) {
   size_t n = 0;
@@ -486,7 +486,7 @@ static void check_q8x_mm(void) {
         default: gk_q8x_mm<8, false, 4>(xqp, wp, yp, m, n, k); break;
         }
       };
-      /* What the 4 stages take on a GPU (gk_q8m_shared), which the rows of
+      /* What the 4 stages take on a GPU (gk_q8m_at), which the rows of
        * sm_80 and newer must give. */
       const size_t shared4 = bits == 1   ? sizeof(gk_q8m_smem<1, 128, 4>)
                              : bits == 2 ? sizeof(gk_q8m_smem<2, 128, 4>)
