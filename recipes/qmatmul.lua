@@ -56,10 +56,12 @@ kernel "qmatmul" {
   -- launch, keyed by its name (docs/weights.md, "int8 x on tensor cores").
   -- Two sections, which differ in qmatmul_q8x_mm's shared memory only:
   -- sm_75 (64 KB a block at most) and the PTX keep its 2 stages of x and W
-  -- in static shared memory; sm_80 and newer stream them through 4 stages,
-  -- 96256 bytes of dynamic shared memory at BITS 8 (q8x_mma.cuh's
-  -- GK_Q8M_STAGES, from __CUDA_ARCH__), within the 99 KB a block of sm_86,
-  -- sm_89 and sm_120 may take.
+  -- in static shared memory; the other targets (toolchains/nvcc.lua's
+  -- defaults, and any --targets names that sm_75's section does not) are
+  -- sm_80 and newer, which stream them through 4 stages, 96256 bytes of
+  -- dynamic shared memory at BITS 8 (q8x_mma.cuh's GK_Q8M_STAGES, from
+  -- __CUDA_ARCH__), within the 99 KB a block of sm_86, sm_89 and sm_120
+  -- may take.
   cuda {
     source  = "../kernelsrc/cuda/qmatmul.cu",
     entry   = cuda_entry,
@@ -69,17 +71,19 @@ kernel "qmatmul" {
   cuda {
     source  = "../kernelsrc/cuda/qmatmul.cu",
     entry   = cuda_entry,
-    targets = { "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120" },
     launch  = cuda_launch(96256),
   },
   -- ROCm: one code object per gfx target ID, from the CUDA kernel itself
-  -- (kernelsrc/hip/qmatmul.hip includes it), so it launches the same way: it
-  -- takes the cuda section's launch, and its targets are hipcc.lua's defaults.
+  -- (kernelsrc/hip/qmatmul.hip includes it), so it launches the same way:
+  -- sm_75's launch (no dynamic shared memory), and its targets are
+  -- hipcc.lua's defaults.
   -- hipcc 5.2 (Debian) builds gfx906 ... gfx1030, Debian's clang-19 the newer
   -- targets (toolchains/hipclang.lua).
   rocm {
     source  = "../kernelsrc/hip/qmatmul.hip",
-    entry   = { "qmatmul", "qmatmul_q8x", "qmatmul_q8x_x", "qmatmul_q8x_mm" },
+    entry   = cuda_entry,
+    -- HIP keeps qmatmul_q8x_mm's 2 stages in static shared memory.
+    launch  = cuda_launch(0),
   },
   -- Launch metadata of a vulkan image: descriptor bindings (set 0) in the
   -- order of the C signature's pointers, push constants in the order of its

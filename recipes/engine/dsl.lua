@@ -248,6 +248,9 @@ local function section_fn(ctx, backend)
       end
     end
     s.targets = targets
+    -- Without targets the section takes the defaults that the kernel's
+    -- other sections of its backend leave (kernel(), below).
+    s.defaulted = spec.targets == nil
 
     if spec.entry ~= nil then
       s.entry = string_list(where, spec.entry, "entry", IDENT, "entry = { \"qmatmul\" }")
@@ -350,6 +353,35 @@ function dsl.run(text, ctx)
       end
       local claimed, by_backend = {}, {}
       for i = 1, n do by_backend[spec[i].backend] = by_backend[spec[i].backend] or spec[i] end
+      -- A section without targets builds its toolchain's defaults less the
+      -- targets the kernel's other sections of its backend list (one image
+      -- for one architecture with a launch of its own, the rest as usual).
+      local listed, defaulted = {}, {}
+      for i = 1, n do
+        local s = spec[i]
+        if s.defaulted then
+          local other = defaulted[s.backend]
+          if other then
+            fail(s.where, "a second %s section without targets (the first is at %s); give one of "
+                 .. "them targets = { ... }", s.backend, other.where:gsub(": $", ""))
+          end
+          defaulted[s.backend] = s
+          s.default_targets = s.default_targets or s.targets
+        else
+          for _, t in ipairs(s.targets) do listed[s.backend .. "\0" .. t] = true end
+        end
+      end
+      for _, s in pairs(defaulted) do
+        local left = {}
+        for _, t in ipairs(s.default_targets) do
+          if not listed[s.backend .. "\0" .. t] then left[#left + 1] = t end
+        end
+        if #left == 0 then
+          fail(s.where, "every default target of %s is listed by another section; give this one "
+               .. "targets = { ... } or remove it", s.backend)
+        end
+        s.targets = left
+      end
       for i = 1, n do
         local s = spec[i]
         s.entry = s.entry or { name }

@@ -112,22 +112,25 @@ local function buildable(reg, cands, backend, targets, tskipped)
 end
 
 -- The targets section s of kernel k builds. With --targets for its backend
--- (override), those of them that s lists, and, when s is the kernel's first
--- section of the backend, those that none of its sections lists: a kernel
--- may split a backend's targets between sections (flags or a launch of
--- their own), and each target is built once, by the section that has it.
+-- (override), those of them that s lists, and, when s is the kernel's
+-- section of the backend without targets (the defaults' section), or else
+-- its first, those that none of its sections lists: a kernel may split a
+-- backend's targets between sections (flags or a launch of their own), and
+-- each target is built once, by the section that has it.
 local function section_targets(k, s, override)
   local ts = override[s.backend]
   if not ts then return s.targets end
-  local mine, listed, first = {}, {}, nil
+  local mine, listed, first, defaults = {}, {}, nil, nil
   for _, o in ipairs(k.sections) do
     if o.backend == s.backend then
       first = first or o
+      if o.defaulted then defaults = o end
       for _, t in ipairs(o.targets) do listed[t] = listed[t] or o end
     end
   end
+  local rest = defaults or first
   for _, t in ipairs(ts) do
-    if listed[t] == s or (not listed[t] and first == s) then mine[#mine + 1] = t end
+    if listed[t] == s or (not listed[t] and rest == s) then mine[#mine + 1] = t end
   end
   return mine
 end

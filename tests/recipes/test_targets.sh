@@ -10,6 +10,8 @@
 #   file names    ':' of a target becomes '-' in the image's path only;
 #   sections      a backend's targets split between two sections, under
 #                 --targets each built once, by the section that lists it;
+#                 a section without targets takes the defaults the others
+#                 leave, and the --targets names none lists;
 #   require       a module loads toolchains/lib/ and nothing else.
 . "$(dirname "$0")/lib.sh"
 
@@ -90,6 +92,51 @@ m = json.load(open(sys.argv[1]))
 got = sorted((i["target"], i["launch"]["n"]) for i in m["images"])
 assert got == [("t1:x+", 1), ("t2", 2)], got
 PY
+
+# A section without targets takes the defaults (here the module's targets)
+# less those its backend's other sections list, and under --targets the
+# names no section lists, though it is not the first.
+cat >"$P/recipes/k.lua" <<'LUA'
+kernel "k" {
+  fake { source = "../src/k.txt", targets = { "t2" }, launch = { n = 2 } },
+  fake { source = "../src/k.txt", launch = { n = 1 } },
+}
+LUA
+run "$GK" build --recipes "$P/recipes" --out "$T/out6" --cache "$T/cache"
+expect_status 0 "a section without targets beside one with"
+run "$GK" build --recipes "$P/recipes" --out "$T/out7" --cache "$T/cache" --targets fake=t2,t1:x+
+expect_status 0 "--targets over a section without targets"
+python3 - "$T/out6/manifest.json" "$T/out7/manifest.json" <<'PY' || fail "the defaults' section builds the rest"
+import json, sys
+m = json.load(open(sys.argv[1]))
+got = sorted((i["target"], i["launch"]["n"]) for i in m["images"])
+assert got == [("t1", 1), ("t2", 2)], got
+assert [s["target"] for s in m["skipped"]] == ["t3"], m["skipped"]
+m = json.load(open(sys.argv[2]))
+got = sorted((i["target"], i["launch"]["n"]) for i in m["images"])
+assert got == [("t1:x+", 1), ("t2", 2)], got
+PY
+cat >"$P/recipes/k.lua" <<'LUA'
+kernel "k" {
+  fake { source = "../src/k.txt" },
+  fake { source = "../src/k.txt", launch = { n = 1 } },
+}
+LUA
+run "$GK" build --recipes "$P/recipes" --out "$T/out8" --cache "$T/cache"
+expect_status 1 "two sections without targets"
+expect_err "k.lua:3: a second fake section without targets (the first is at $P/recipes/k.lua:2); give one of them targets = { ... }" \
+  "names both sections"
+cat >"$P/recipes/k.lua" <<'LUA'
+kernel "k" {
+  fake { source = "../src/k.txt", targets = { "t1", "t2", "t3" } },
+  fake { source = "../src/k.txt", launch = { n = 1 } },
+}
+LUA
+run "$GK" build --recipes "$P/recipes" --out "$T/out8" --cache "$T/cache"
+expect_status 1 "a section without targets left none"
+expect_err "k.lua:3: every default target of fake is listed by another section; give this one targets = { ... } or remove it" \
+  "says what to do"
+[ -e "$T/out8" ] && fail "a failed recipe left $T/out8"
 
 # check_target: its reason where the recipe names a bad target, and in --targets.
 cat >"$P/recipes/k.lua" <<'LUA'
