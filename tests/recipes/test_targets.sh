@@ -116,26 +116,20 @@ m = json.load(open(sys.argv[2]))
 got = sorted((i["target"], i["launch"]["n"]) for i in m["images"])
 assert got == [("t1:x+", 1), ("t2", 2)], got
 PY
-cat >"$P/recipes/k.lua" <<'LUA'
-kernel "k" {
-  fake { source = "../src/k.txt" },
-  fake { source = "../src/k.txt", launch = { n = 1 } },
+# refused FIRST_SECTION WHAT MESSAGE: a kernel of FIRST_SECTION and a fake
+# section without targets is refused with MESSAGE.
+refused() {
+  printf 'kernel "k" {\n  %s,\n  fake { source = "../src/k.txt", launch = { n = 1 } },\n}\n' "$1" \
+    >"$P/recipes/k.lua"
+  run "$GK" build --recipes "$P/recipes" --out "$T/out8" --cache "$T/cache"
+  expect_status 1 "$2"
+  expect_err "$3" "$2: the message"
 }
-LUA
-run "$GK" build --recipes "$P/recipes" --out "$T/out8" --cache "$T/cache"
-expect_status 1 "two sections without targets"
-expect_err "k.lua:3: a second fake section without targets (the first is at $P/recipes/k.lua:2); give one of them targets = { ... }" \
-  "names both sections"
-cat >"$P/recipes/k.lua" <<'LUA'
-kernel "k" {
-  fake { source = "../src/k.txt", targets = { "t1", "t2", "t3" } },
-  fake { source = "../src/k.txt", launch = { n = 1 } },
-}
-LUA
-run "$GK" build --recipes "$P/recipes" --out "$T/out8" --cache "$T/cache"
-expect_status 1 "a section without targets left none"
-expect_err "k.lua:3: every default target of fake is listed by another section; give this one targets = { ... } or remove it" \
-  "says what to do"
+refused 'fake { source = "../src/k.txt" }' "two sections without targets" \
+  "k.lua:3: a second fake section without targets (the first is at $P/recipes/k.lua:2); give one of them targets = { ... }"
+refused 'fake { source = "../src/k.txt", targets = { "t1", "t2", "t3" } }' \
+  "a section without targets left none" \
+  "k.lua:3: every default target of fake is listed by another section; give this one targets = { ... } or remove it"
 [ -e "$T/out8" ] && fail "a failed recipe left $T/out8"
 
 # check_target: its reason where the recipe names a bad target, and in --targets.
