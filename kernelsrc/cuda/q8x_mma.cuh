@@ -56,8 +56,8 @@
  * 32), 64 in HIP's dot products (32 x 32), where a thread's 64
  * accumulators made clang 19 spill 96 to 432 bytes (gfx942, gfx11).
  * -DGK_Q8M_MT=2 builds the mma.sync tile of before (64 rows, 32 x 32
- * corners, two blocks an SM: qmatmul.cu), which ci/gpu/prepare.sh's q8m64
- * experiment times beside this one. */
+ * corners, two blocks an SM: qmatmul.cu), which was slower on an H200
+ * (docs/kernels.md, "Measured on an H200"). */
 #ifndef GK_Q8M_MT
 #define GK_Q8M_MT 4
 #endif
@@ -77,7 +77,9 @@ struct gk_q8m_geo {
  * block barrier instead of two. Their 94 KB (BITS 8; 66 KB at BITS 1) are
  * dynamic shared memory, which sm_75 (64 KB a block) cannot give: sm_75's
  * images (and compute_75's PTX, and HIP) keep 2 stages in static shared
- * memory. The recipe's sections say so in their launch rows' `shared`. */
+ * memory. The recipe's sections say so in their launch rows' `shared`. On
+ * an H200 (2026-11-29) 4 stages were within 1% of 2 (the copy's stalls
+ * were its instructions' queue, gk_q8m_load_full): kept, as the model asks. */
 #ifndef GK_Q8M_STAGES
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(__HIPCC__)
 #define GK_Q8M_STAGES 4
@@ -167,55 +169,71 @@ GK_DEV_NOINLINE void gk_q8m_load(S &sm, int stage, const unsigned char *xq, cons
   gk_cp_async_commit();
 }
 
-/* The same for a whole stage (b0 + Q8M_KB <= nb), each thread a share of
- * consecutive pieces, the same in every stage: a row of x and a row of W
- * are 2 threads' each (3 pieces of 16 bytes of x, half the row's words of
- * W). gk_q8m_copy_at sets a thread's two addresses at block 0 once a tile,
- * so that a stage costs a piece one cp.async at a constant offset from
- * them, where gk_q8m_load's walk spends ~20 instructions on each piece's
- * 64-bit indices and bounds: 1280 pieces of W a stage at BITS 4, the issue
- * of a third of the epilogue of the tile of 64 rows of x it had then
- * (counted in the sm_90a cubin: tests/backends/cuda/sass_mix.py). Rows
- * past m and n read row m - 1 and n - 1 (inside the tensors) as zeros
- * (src-size 0). */
+/* The same for a whole stage (b0 + Q8M_KB <= nb): its pieces (16 bytes of
+ * x, 4 of W) in row-major order, piece e (and e + QM_THREADS, ...) a
+ * thread's, so that a warp's cp.async takes 32 consecutive pieces of 2 to
+ * 8 rows. The first form gave each row 2 threads, so that each instruction
+ * touched 16 rows: on an H200 (Nsight Compute, 2026-11-29, m = 512, BITS
+ * 4) the copies' LSU queue was full (lg_throttle) and the registers they
+ * had read waited on it (long_scoreboard), a quarter of the stall samples.
+ * gk_q8m_copy_at sets a thread's offsets from the tile's first rows at
+ * block 0 once a tile, so that a stage costs a piece an add and a
+ * cp.async. Rows past m and n copy row m - 1 and n - 1 (inside the
+ * tensors): row i of x and row j of W meet in y's (i, j) alone, which is
+ * not written past m and n. The offsets are 32-bit: rows of more than
+ * Q8M_NB_MAX blocks (k past 2^25) take gk_q8m_load's walk. */
+#define Q8M_NB_MAX (1 << 20)
+template <class S>
 struct gk_q8m_copy {
-  const unsigned char *x; /* the thread's pieces of x at block 0, or null */
-  const uint32_t *w;      /* its words of W at block 0 */
-  bool xon, won;          /* its rows lie inside m, n */
+  enum {
+    XP = Q8X_REC / 16,                 /* 16-byte pieces of a record */
+    XN = S::ROWS * Q8M_KB * XP,        /* of a stage's x */
+    XT = (XN + QM_THREADS - 1) / QM_THREADS, /* a thread's: 3 (128 rows), 2 */
+    WT = Q8M_COLS * S::WW / QM_THREADS /* words of W a thread's: Bits + 1 */
+  };
+  static_assert(Q8M_COLS * S::WW % QM_THREADS == 0, "W's words split evenly");
+  const unsigned char *x; /* row i0 of x at block 0 */
+  const uint32_t *w;      /* row j0 of W at block 0 */
+  uint32_t xo[XT], xd[XT]; /* a piece of x: its byte offset from x, and in the stage */
+  uint32_t wo[WT];        /* a word of W: its offset from w (in the stage: piece e) */
 };
 
 template <class S>
-GK_DEV gk_q8m_copy gk_q8m_copy_at(const unsigned char *xq, const uint32_t *w, int64_t m,
-                                  int64_t n, int64_t nb, int64_t i0, int64_t j0) {
-  constexpr int Rows = S::ROWS, XN = Q8M_KB * Q8X_REC / 16 / 2; /* pieces of x a thread: 3 */
-  static_assert(2 * Rows <= QM_THREADS && 2 * Q8M_COLS == QM_THREADS &&
-                    Q8M_KB * Q8X_REC == 2 * 16 * XN && S::WW % 2 == 0,
-                "a row of x and a row of W are 2 threads' pieces each");
-  const int t = (int)threadIdx.x, r = t / 2;
-  const int64_t i = i0 + r, j = j0 + r;
-  gk_q8m_copy c;
-  c.xon = i < m;
-  c.won = j < n;
-  const bool xrow = 2 * Rows == QM_THREADS || r < Rows; /* every thread at 128 rows */
-  c.x = xrow ? xq + (c.xon ? i : m - 1) * nb * Q8X_REC + 16 * XN * (t % 2) : nullptr;
-  c.w = w + (c.won ? j : n - 1) * nb * S::BW + S::WW / 2 * (t % 2);
+GK_DEV gk_q8m_copy<S> gk_q8m_copy_at(const unsigned char *xq, const uint32_t *w, int64_t m,
+                                     int64_t n, int64_t nb, int64_t i0, int64_t j0) {
+  typedef gk_q8m_copy<S> C;
+  constexpr int XR = Q8M_KB * C::XP; /* pieces of a row of x */
+  const int t = (int)threadIdx.x;
+  C c;
+  c.x = xq + i0 * nb * Q8X_REC;
+  c.w = w + j0 * nb * S::BW;
+#pragma unroll
+  for (int p = 0; p < C::XT; p++) {
+    const int e = t + QM_THREADS * p, r = e / XR, q = e % XR;
+    c.xo[p] = (uint32_t)((i0 + r < m ? r : m - 1 - i0) * nb * Q8X_REC + 16 * q);
+    c.xd[p] = (uint32_t)(r * Q8M_XSTRIDE + 16 * q);
+  }
+#pragma unroll
+  for (int p = 0; p < C::WT; p++) {
+    const int e = t + QM_THREADS * p, r = e / S::WW, q = e % S::WW;
+    c.wo[p] = (uint32_t)((j0 + r < n ? r : n - 1 - j0) * nb * S::BW + q);
+  }
   return c;
 }
 
 template <class S>
-GK_DEV void gk_q8m_load_full(S &sm, int stage, const gk_q8m_copy &c, int64_t b0) {
-  constexpr int Rows = S::ROWS, XN = Q8M_KB * Q8X_REC / 16 / 2, WN = S::WW / 2;
+GK_DEV void gk_q8m_load_full(S &sm, int stage, const gk_q8m_copy<S> &c, int64_t b0) {
+  typedef gk_q8m_copy<S> C;
   const int t = (int)threadIdx.x;
-  if (2 * Rows == QM_THREADS || c.x) {
-    const unsigned char *xs = c.x + b0 * Q8X_REC;
-    unsigned char *xd = &sm.x[stage][t / 2 * Q8M_XSTRIDE + 16 * XN * (t % 2)];
+  const unsigned char *xs = c.x + b0 * Q8X_REC;
 #pragma unroll
-    for (int p = 0; p < XN; p++) gk_cp_async16(xd + 16 * p, xs + 16 * p, c.xon);
-  }
-  const uint32_t *src = c.w + b0 * S::BW;
-  uint32_t *dst = &sm.w[stage][t / 2 * S::WW + WN * (t % 2)];
+  for (int p = 0; p < C::XT; p++)
+    if (C::XN % QM_THREADS == 0 || t + QM_THREADS * p < C::XN)
+      gk_cp_async16(&sm.x[stage][c.xd[p]], xs + c.xo[p], true);
+  const uint32_t *ws = c.w + b0 * S::BW;
 #pragma unroll
-  for (int u = 0; u < WN; u++) gk_cp_async4(dst + u, src + u, c.won);
+  for (int p = 0; p < C::WT; p++)
+    gk_cp_async4(&sm.w[stage][t + QM_THREADS * p], ws + c.wo[p], true);
   gk_cp_async_commit();
 }
 
@@ -336,11 +354,11 @@ GK_DEV void gk_q8m_block(const S &sm, int st, int kb, int xr, int wr, float (*ac
  * group, so that every trip of the loop commits one and its wait counts
  * the same. */
 template <class S>
-GK_DEV void gk_q8m_stage(S &sm, int slot, const gk_q8m_copy &cp, const unsigned char *xq,
+GK_DEV void gk_q8m_stage(S &sm, int slot, const gk_q8m_copy<S> &cp, const unsigned char *xq,
                          const uint32_t *w, int64_t m, int64_t n, int64_t nb, int64_t i0,
                          int64_t j0, int64_t j) {
   const int64_t b0 = j * Q8M_KB;
-  if (b0 + Q8M_KB <= nb)
+  if (b0 + Q8M_KB <= nb && nb <= Q8M_NB_MAX)
     gk_q8m_load_full(sm, slot, cp, b0);
   else if (b0 < nb)
     gk_q8m_load(sm, slot, xq, w, m, n, nb, i0, j0, b0);
@@ -372,7 +390,7 @@ GK_DEV void gk_q8m_tile(S &sm, const unsigned char *xq, const uint32_t *w, float
     for (int ni = 0; ni < 4; ni++)
       for (int e = 0; e < 4; e++) acc[mi][ni][e] = 0.0f;
 
-  const gk_q8m_copy cp = gk_q8m_copy_at<S>(xq, w, m, n, nb, i0, j0);
+  const gk_q8m_copy<S> cp = gk_q8m_copy_at<S>(xq, w, m, n, nb, i0, j0);
   __syncthreads(); /* the previous tile's stages are read */
   if (stages > 0)
 #pragma unroll

@@ -34,13 +34,20 @@ qmatmul_q8x_x(const float *x, void *xq, int64_t m, int64_t k) {
  * 64 x 32 corner of y holds 64 accumulators, and each B fragment and W
  * scale it makes serves 4 mma tiles (q8x_mma.cuh). The 32 x 32 corners
  * before fitted 128 registers at two blocks an SM (-DGK_Q8M_MT=2 builds
- * them so, for ci/gpu's q8m64 experiment). Not yet timed. HIP's dot
+ * them so); on an H200 they were slower (2026-11-29, BITS 4: 117 and 125
+ * TFLOP/s at m = 512 and 4096, n = k = 8192, against 124 and 127). HIP's dot
  * products keep the 32 x 32 corners (gk_q8m_geo); the bound of one block
  * lets them keep no scratch at BITS 8 on gfx906 as well (docs/weights.md).
  * Its stages are 4 on sm_80 and newer, in up to 94 KB of the launch's
  * dynamic shared memory (q8x_mma.cuh's GK_Q8M_STAGES; recipes/qmatmul.lua's
- * second cuda section), 2 in static shared memory elsewhere. */
-extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS, GK_Q8M_MT == 4 ? 1 : QM_MIN_BLOCKS)
+ * second cuda section), 2 in static shared memory elsewhere.
+ * -DGK_Q8M_MIN_BLOCKS=2 bounds the default tile to 128 registers, two
+ * blocks an SM (ci/gpu's q8mb2 experiment: whether 16 warps an SM hide
+ * more than the spills cost). */
+#ifndef GK_Q8M_MIN_BLOCKS
+#define GK_Q8M_MIN_BLOCKS (GK_Q8M_MT == 4 ? 1 : QM_MIN_BLOCKS)
+#endif
+extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS, GK_Q8M_MIN_BLOCKS)
 qmatmul_q8x_mm(const void *xq, const void *w, float *y, int64_t m, int64_t n, int64_t k) {
   gk_q8x_mm<BITS>(xq, w, y, m, n, k);
 }
