@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""experiments.py OUT - ci/gpu/run.sh's last word on the prefill experiments.
+"""experiments.py OUT - ci/gpu/run.sh's last word on the experiments.
 
 Reads what run.sh left under OUT: bench/gpu.json (bench/gpu_report.py's: the
 default archive's flash_attention cases and PyTorch's SDPA on the same shapes),
-NAME-bench.json for each experiment (gk_bench_gpu's prefill cases on
+NAME-bench.json for each experiment (gk_bench_gpu's cases on
 gpu-pack/NAME.gkfat) and summary.txt (whether NAME's step passed: only an
 experiment whose test_gpu passed is timed, and only those count). Prints, and
-writes to OUT/experiments.md, two tables: each prefill case's TFLOP/s on every
-archive and its ratio to SDPA's, the fastest marked, so that the session that
+writes to OUT/experiments.md, two tables: each flash_attention case's TFLOP/s
+(prefill and decode) on every archive and its ratio to SDPA's, the fastest
+marked, so that the session that
 made the run reads which schedule to put in the recipes (docs/kernels.md,
 "Speed on GPUs") instead of adding it up; and qmatmul_q8x_mm's int8 prefill
 (bench's qmatmul_q8x_x+mm cases) on the default image and on each
-qmatmul experiment's (q8m64: the 64 x 128 tile; q8s2: 2 stages), against
+qmatmul experiment's (q8mb2: two blocks an SM), against
 PyTorch's f16 GEMM. Exit 0 whatever it finds; 2 on bad usage.
 tests/bench/test_experiments.py feeds it numbers of its own.
 """
@@ -20,7 +21,7 @@ import os
 import re
 import sys
 
-EXPERIMENTS = ("wgmma", "wgmma2", "wgmma3", "wgmma4", "wgmma5", "q16", "k64")
+EXPERIMENTS = ("wgmma5", "k64")
 PAIR = "qmatmul_q8x_x+mm"  # gk_bench_gpu's name for the int8 prefill, timed from x
 
 
@@ -33,7 +34,7 @@ def load(path):
 
 
 def key(c):
-    return (c["head_dim"], c["causal"], c.get("dtype", "f16"), c["sq"], c["skv"])
+    return (c["kind"], c["head_dim"], c["causal"], c.get("dtype", "f16"), c["sq"], c["skv"])
 
 
 def main():
@@ -41,7 +42,7 @@ def main():
         print(__doc__.strip())
         return 0 if len(sys.argv) == 2 else 2
     out = sys.argv[1]
-    lines = ["## The prefill on each archive (ci/gpu/experiments.py)", ""]
+    lines = ["## flash_attention on each archive (ci/gpu/experiments.py)", ""]
     report = load(os.path.join(out, "bench", "gpu.json"))
     if not report or "skipped" in report or "flash_attention" not in report:
         lines.append("No bench/gpu.json with flash_attention cases under %s: nothing to compare "
@@ -59,8 +60,7 @@ def main():
     sdpa = {s["name"]: s for s in ((report.get("torch") or {}).get("sdpa") or [])}
     cases, cols = {}, ["default"]
     for c in report["flash_attention"]:
-        if c["kind"] == "prefill":
-            cases.setdefault(key(c), {})["default"] = c
+        cases.setdefault(key(c), {})["default"] = c
     for name in EXPERIMENTS:
         verdict = steps.get(name, "not run")
         data = load(os.path.join(out, name + "-bench.json"))
@@ -70,18 +70,18 @@ def main():
             continue
         cols.append(name)
         for c in data.get("flash_attention", []):
-            if c["kind"] == "prefill":
-                cases.setdefault(key(c), {})[name] = c
+            cases.setdefault(key(c), {})[name] = c
     if len(lines) > 2:
         lines.append("")
     lines.append("TFLOP/s (and / SDPA's where PyTorch ran); **bold**: the fastest of the row.")
     lines.append("")
-    lines.append("| D | causal | dtype | sq x skv | SDPA | " + " | ".join(cols) + " |")
-    lines.append("|---:|---:|---|---|---:|" + "---:|" * len(cols))
+    lines.append("| case | D | causal | dtype | sq x skv | SDPA | " + " | ".join(cols) + " |")
+    lines.append("|---|---:|---:|---|---|---:|" + "---:|" * len(cols))
     best_of = {}
     for k in sorted(cases):
-        d, causal, dt, sq, skv = k
-        name = "prefill d%d sq%d skv%d c%d%s" % (d, sq, skv, causal, " bf16" if dt == "bf16" else "")
+        kind, d, causal, dt, sq, skv = k
+        name = "%s d%d sq%d skv%d c%d%s" % (kind, d, sq, skv, causal,
+                                            " bf16" if dt == "bf16" else "")
         s = sdpa.get(name)
         row = cases[k]
         best = max(row, key=lambda n: row[n]["tflops"])
@@ -94,14 +94,14 @@ def main():
                 continue
             t = "%.1f" % c["tflops"] + (" (%.2f)" % (c["tflops"] / s["tflops"]) if s else "")
             cells.append("**%s**" % t if col == best else t)
-        lines.append("| %d | %d | %s | %d x %d | %s | %s |" % (
-            d, causal, dt, sq, skv, "%.1f" % s["tflops"] if s else "", " | ".join(cells)))
+        lines.append("| %s | %d | %d | %s | %d x %d | %s | %s |" % (
+            kind, d, causal, dt, sq, skv, "%.1f" % s["tflops"] if s else "", " | ".join(cells)))
     lines.append("")
     for k in sorted(best_of):
         best, ratio = best_of[k]
-        if k[3] == 4096 and k[4] == 4096 and k[2] == "f16":
+        if k[0] == "prefill" and k[4] == 4096 and k[5] == 4096 and k[3] == "f16":
             lines.append("- D = %d, causal %d: fastest `%s`%s." % (
-                k[0], k[1], best, ", %.2fx SDPA (issue 19: 0.9x with the sm_90a image)" % ratio
+                k[1], k[2], best, ", %.2fx SDPA (issue 19: 0.9x with the sm_90a image)" % ratio
                 if ratio is not None else ""))
     lines += q8m_lines(out, report, steps)
     return finish(out, lines)
@@ -109,7 +109,7 @@ def main():
 
 # The qmatmul_q8x_mm experiments (ci/gpu/prepare.sh), each against the
 # default image (128 x 128 tiles, one block an SM, 4 stages on sm_80+).
-Q8M_EXPERIMENTS = (("q8m64", "64 x 128"), ("q8s2", "2 stages"))
+Q8M_EXPERIMENTS = (("q8mb2", "2 blocks an SM"),)
 
 
 def q8m_lines(out, report, steps):

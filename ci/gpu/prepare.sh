@@ -7,53 +7,35 @@
 #                          images for $GK_GPU_TARGETS (default sm_80, sm_90,
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
-#   wgmma.gkfat, wgmma2.gkfat, wgmma3.gkfat, wgmma4.gkfat, wgmma5.gkfat,
-#   q16.gkfat, k64.gkfat, q8m64.gkfat, q8s2.gkfat
-#                          the experiments: flash_attention, paged_attention
-#                          and kv_append for sm_90a built with one more flag,
-#                          which run.sh tests and times beside gpu.gkfat's:
-#                          wgmma  -DGK_FA_WGMMA=1, the prefill on wgmma
-#                                 (kernelsrc/cuda/fa_wgmma.cuh), which no
-#                                 recipe turns on until a GPU has passed it
-#                          wgmma2 the same, flash_attention launched on
-#                                 blocks of 256 threads (grid sq / 128): two
-#                                 warpgroups a block share each K and V tile
-#                          wgmma3 flash_attention -DGK_FA_WGMMA=2 on blocks of
-#                                 384: the two fed by a producer warpgroup
-#                                 (warp specialization, setmaxnreg, ping-pong); its
-#                                 paged_attention is wgmma's
-#                          wgmma4 wgmma3 with each consumer's S of a tile
-#                                 computed while its P V of the last one is
-#                                 (-DGK_FA_WGMMA=3: shared 65536, dynamic)
-#                          wgmma5 wgmma4 with Q in shared memory (wgmma's
-#                                 SS form) and tiles of 128 keys causal,
-#                                 176 not (192 at head_dim 64),
-#                                 consumers at 232 registers
-#                                 (-DGK_FA_WGMMA=4: shared 212992)
-#                          q16    -DGK_FA_QSMEM=0, the head_dim-128 prefill
-#                                 of 16 rows a warp with Q in registers (the
-#                                 default before Q moved to shared memory)
-#                          k64    -DGK_FA_QS_KEYS=64, the head_dim-128
-#                                 prefill with Q in shared memory on tiles
-#                                 of 64 keys (FlashAttention-2's 128 x 64 for
-#                                 A100 and H100; shared 65536, dynamic);
-#                                 its paged_attention is the default's
-#                          q8m64  qmatmul alone (sm_90a), -DGK_Q8M_MT=2:
-#                                 qmatmul_q8x_mm's tile of before, blocks
-#                                 of 64 x 128 rows (x by W), a warp's corner
-#                                 32 x 32, two blocks an SM (each given the
-#                                 row's 96256 bytes, using 66 KB at BITS 8:
-#                                 two fit sm_90's 228 KB), against the
-#                                 default's 128 x 128, 64 x 32, one an SM;
-#                                 both on 4 stages
-#                          q8s2   qmatmul alone (sm_90a), -DGK_Q8M_STAGES=2:
-#                                 the default tile on 2 stages in static
-#                                 shared memory (the row's shared 0), as all
-#                                 images had them before 2026-11-29
+#   wgmma5.gkfat, k64.gkfat, q8mb2.gkfat
+#                          the experiments, which run.sh tests and times
+#                          beside gpu.gkfat's images (docs/kernels.md,
+#                          "Speed on GPUs", says what each gave):
+#                          wgmma5 flash_attention, paged_attention and
+#                                 kv_append for sm_90a, flash_attention
+#                                 with -DGK_FA_WGMMA=4: the prefill on
+#                                 wgmma, warp-specialized (a producer
+#                                 warpgroup and two consumers, blocks of
+#                                 384, query blocks of 128 rows), each
+#                                 consumer's S of a tile computed while its
+#                                 P V of the last one is, Q in shared
+#                                 memory, tiles of 128 keys causal, 176
+#                                 not (192 at head_dim 64): shared 212992
+#                          k64    the same kernels, flash_attention with
+#                                 -DGK_FA_QS_KEYS=64: the head_dim-128
+#                                 mma.sync prefill with Q in shared memory
+#                                 on tiles of 64 keys (FlashAttention-2's
+#                                 128 x 64 for A100 and H100; shared
+#                                 65536, dynamic)
+#                          q8mb2  qmatmul alone (sm_90a),
+#                                 -DGK_Q8M_MIN_BLOCKS=2: qmatmul_q8x_mm's
+#                                 default tile at two blocks an SM (128
+#                                 registers a thread, 16 warps an SM where
+#                                 the default has 8 at up to 235)
 #   tests/gpu/wgmma_probe.cubin  one wgmma per shape (tests/gpu/wgmma_probe.cu,
 #                          sm_90a), which test_wgmma_probe checks first
 #   tests/gpu/tma_probe.cubin  K tiles by TMA read by wgmma (tma_probe.cu),
-#                          which test_tma_probe checks (run.sh's tma step)
+#                          which test_tma_probe checks (run.sh's probes step)
 #   gk, tests/gpu/test_gpu, tests/gpu/test_wgmma_probe, tests/gpu/test_tma_probe,
 #   bench/gk_bench_gpu,
 #   tests/backends/vulkan/test_vk_kernels
@@ -71,7 +53,7 @@
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,65p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -118,26 +100,17 @@ exp_flag() {
     { echo "ci/gpu/prepare.sh: could not add $2 to $1.lua" >&2; exit 1; }
 }
 
-# The experiments, NAME:FLASH_FLAG:PAGED_FLAG:BLOCK:SHARED: for each, a copy
-# of the recipes whose flash_attention and paged_attention sections add
-# their flag (none where it is empty) and, where BLOCK is given,
-# flash_attention's launch takes
-# blocks of BLOCK threads and query blocks of 128 rows, and SHARED bytes of
+# The attention experiments, NAME:FLAG:BLOCK:SHARED: flash_attention,
+# paged_attention and kv_append for sm_90a from a copy of the recipes whose
+# flash_attention section adds FLAG and, where BLOCK is given, launches
+# blocks of BLOCK threads on query blocks of 128 rows, with SHARED bytes of
 # dynamic shared memory where given.
-for e in wgmma:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:: \
-         wgmma2:-DGK_FA_WGMMA=1:-DGK_FA_WGMMA=1:256: \
-         wgmma3:-DGK_FA_WGMMA=2:-DGK_FA_WGMMA=1:384: \
-         wgmma4:-DGK_FA_WGMMA=3:-DGK_FA_WGMMA=1:384:65536 \
-         wgmma5:-DGK_FA_WGMMA=4:-DGK_FA_WGMMA=1:384:212992 \
-         q16:-DGK_FA_QSMEM=0:-DGK_FA_QSMEM=0:: \
-         k64:-DGK_FA_QS_KEYS=64:::65536; do
+for e in wgmma5:-DGK_FA_WGMMA=4:384:212992 k64:-DGK_FA_QS_KEYS=64::65536; do
   name=${e%%:*} rest=${e#*:}
-  fflag=${rest%%:*} rest=${rest#*:}
-  pflag=${rest%%:*} rest=${rest#*:}
+  flag=${rest%%:*} rest=${rest#*:}
   block=${rest%%:*} shared=${rest#*:}
   exp_recipes "$name"
-  [ -z "$fflag" ] || exp_flag flash_attention "$fflag"
-  [ -z "$pflag" ] || exp_flag paged_attention "$pflag"
+  exp_flag flash_attention "$flag"
   if [ -n "$block" ]; then
     sed -i "s|block  = { 128, 1, 1 },|block  = { $block, 1, 1 },|; s|\"sq / 64 + skv|\"sq / 128 + skv|" \
       "$exp/recipes/flash_attention.lua"
@@ -160,10 +133,9 @@ done
 # The qmatmul experiments, NAME:FLAG:SHARED, qmatmul alone for sm_90a with
 # FLAG and qmatmul_q8x_mm's launch row giving SHARED bytes of dynamic shared
 # memory (a block takes the tiles of the grid's walk, any grid):
-#   q8m64  the 64-row tile, two blocks an SM (4 stages, 66 KB at BITS 8)
-#   q8s2   the default tile on 2 stages in static shared memory, as before
-#          2026-11-29 (the 4 stages' A/B)
-for e in q8m64:-DGK_Q8M_MT=2:96256 q8s2:-DGK_Q8M_STAGES=2:0; do
+#   q8mb2  the default tile at two blocks an SM (4 stages, 94 KB each)
+# shellcheck disable=SC2043 # one experiment now; the list takes more
+for e in q8mb2:-DGK_Q8M_MIN_BLOCKS=2:96256; do
   name=${e%%:*} rest=${e#*:}
   flag=${rest%%:*} shared=${rest#*:}
   exp_recipes "$name"

@@ -14,48 +14,36 @@
 #   test       tests/gpu's test_gpu: every cuda kernel x variant x entry
 #              point against the CPU images, every image the card runs
 #   bench      bench/gpu.sh: bench/report.md and bench/gpu.json (with PyTorch)
-#   wgmma      the prefill on wgmma (gpu-pack/wgmma.gkfat, sm_90a): first
-#              test_wgmma_probe (one wgmma per shape, D against A B), then
-#              test_gpu against gpu.gkfat's CPU images, then gk_bench_gpu's
-#              prefill cases (beside bench's, which time the default sm_90a
-#              image)
-#   tma        test_tma_probe: K tiles loaded by TMA (no swizzle, boxes of 8
+#   probes     test_wgmma_probe (one wgmma per shape, D against A B) and
+#              test_tma_probe: K tiles loaded by TMA (no swizzle, boxes of 8
 #              x 64) and read by wgmma as K and as V, the layout a TMA
 #              producer would use (docs/kernels.md, "Next steps")
-#   wgmma2     the same for gpu-pack/wgmma2.gkfat (flash_attention on blocks
-#              of 256: two warpgroups a block share each tile), without the probe
-#   wgmma3     the same for gpu-pack/wgmma3.gkfat (blocks of 384: the two fed by
-#              a producer warpgroup through named barriers, setmaxnreg, ping-pong)
-#   wgmma4     the same for gpu-pack/wgmma4.gkfat (wgmma3 with S and P V overlapped
-#              in each consumer; 64 KB of dynamic shared memory)
-#   wgmma5     the same for gpu-pack/wgmma5.gkfat (wgmma4 with Q in shared
-#              memory and tiles of 128 keys causal, 176 not (192 at head_dim
-#              64); 208 KB of dynamic shared memory)
-#   q16        the same for gpu-pack/q16.gkfat (sm_90a, -DGK_FA_QSMEM=0: the
-#              head_dim-128 prefill of 16 rows a warp, Q in registers), without
-#              a probe: test_gpu, then the prefill cases beside the default's
+#   wgmma5     gpu-pack/wgmma5.gkfat (the attention kernels for sm_90a,
+#              flash_attention's prefill on wgmma, warp-specialized, blocks
+#              of 384): test_gpu against gpu.gkfat's CPU images, then
+#              gk_bench_gpu's flash_attention cases (prefill and decode)
+#              beside bench's, which time the default sm_90a image
 #   k64        the same for gpu-pack/k64.gkfat (-DGK_FA_QS_KEYS=64: the
 #              mma.sync prefill with Q in shared memory on 64-key tiles)
-#   q8m64      gpu-pack/q8m64.gkfat (qmatmul alone, sm_90a, -DGK_Q8M_MT=2:
-#              qmatmul_q8x_mm's 64 x 128 tile of before, two blocks an SM):
-#              test_gpu, then gk_bench_gpu's BITS 4 qmatmul cases beside bench's
-#   q8s2       the same for gpu-pack/q8s2.gkfat (-DGK_Q8M_STAGES=2: the default
-#              tile on 2 stages, whether the 4 of sm_80 and newer pay)
-#   compare    ci/gpu/experiments.py: each prefill case's TFLOP/s on every
-#              archive whose step passed, against SDPA's, and qmatmul_q8x_mm's
-#              on the default image, q8m64's and q8s2's against PyTorch's f16
-#              GEMM (experiments.md)
+#   q8mb2      gpu-pack/q8mb2.gkfat (qmatmul alone, sm_90a,
+#              -DGK_Q8M_MIN_BLOCKS=2: qmatmul_q8x_mm's tile at two blocks an
+#              SM): test_gpu, then gk_bench_gpu's BITS 4 qmatmul cases
+#   compare    ci/gpu/experiments.py: each flash_attention case's TFLOP/s on
+#              every archive whose step passed, against SDPA's, and
+#              qmatmul_q8x_mm's on the default image and q8mb2's against
+#              PyTorch's f16 GEMM (experiments.md)
 #   sass       cuobjdump -res-usage -sass of the sm_90a images of the causal
-#              f16 head_dim-128 flash_attention (gpu, wgmma4, wgmma5) and of
-#              qmatmul bits=4 and bits=1 (whether ptxas turns BITS 1's selects
-#              into R2P and FSEL: 2 instructions a weight, or 3) (sass-*.txt),
-#              for reading where no disassembler is
+#              f16 head_dim-128 flash_attention (gpu.gkfat, wgmma5.gkfat)
+#              and of qmatmul bits=4 and bits=1
+#              (sass-*.txt), for reading where no disassembler is
 #   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
 #   racecheck  the same under racecheck
 #   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1 and 16, bits=4), on
 #              flash_attention prefill and decode, on qmatmul_q8x_mm
-#              (m=512, bits=4) and, where the wgmma .. wgmma5 steps
-#              passed, on their archives' prefill (ncu-*.txt)
+#              (m=512, bits=4) and, where the wgmma5 step passed, on its
+#              archive's prefill (ncu-*.txt; each launch's stall reasons,
+#              ncu-*-stalls.txt; the prefill's and qmatmul_q8x_mm's per SASS
+#              instruction, ncu-*-source.csv)
 #   vulkan     tests/backends/vulkan's test_vk_kernels on NVIDIA's Vulkan driver, with
 #              the loader unpacked from gpu-pack/debs
 # Each step has its own timeout and the run goes on past a failed one; all
@@ -66,13 +54,13 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,67p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,55p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 work=${GK_GPU_WORK:-/tmp/gk-gpu-work}
 budget=${GK_GPU_BUDGET:-475}
-steps=${GK_GPU_STEPS:-smi probe test bench wgmma tma wgmma2 wgmma3 wgmma4 wgmma5 q16 k64 q8m64 q8s2 compare sass memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 k64 q8mb2 compare sass memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -149,58 +137,42 @@ step test 150 env "$libs" "$test_gpu" "$archive"
 # shellcheck disable=SC2016
 step bench 200 env GK_GPU_ARCHIVE="$archive" GK_GPU_LIB_PATH="$pack/lib" \
   sh -c 'bench/gpu.sh "$1" "$2/bench" >"$2/bench/report.md"' sh "$pack" "$work"
+# shellcheck disable=SC2016
+step probes 30 sh -c 'for p in wgmma tma; do
+    [ -f "$2/tests/gpu/${p}_probe.cubin" ] || { echo "SKIP: gpu-pack has no ${p}_probe.cubin"; exit 77; }
+    env "$1" "$2/tests/gpu/test_${p}_probe" "$2/tests/gpu/${p}_probe.cubin" || exit 1
+  done' sh "$libs" "$pack"
 # The experiments (ci/gpu/prepare.sh): gpu-pack/NAME.gkfat tested against
-# gpu.gkfat's CPU images, then its prefill timed; wgmma's layout probe first.
+# gpu.gkfat's CPU images, then its cases (FILTER) timed.
 # shellcheck disable=SC2016
 experiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exit 77; }
-  if [ "$4" = wgmma ]; then
-    env "$1" "$2/tests/gpu/test_wgmma_probe" "$2/tests/gpu/wgmma_probe.cubin"; r=$?
-    [ "$r" -eq 0 ] || exit "$r"
-  fi
   env "$1" "$2/tests/gpu/test_gpu" "$2/$4.gkfat" "$2/gpu.gkfat"; r=$?
   [ "$r" -eq 0 ] || exit "$r"
-  env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" \
-    --filter "flash_attention prefill"'
-step wgmma 60 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma
-# shellcheck disable=SC2016
-step tma 20 sh -c '[ -f "$2/tests/gpu/tma_probe.cubin" ] || { echo "SKIP: gpu-pack has no tma_probe.cubin"; exit 77; }
-  env "$1" "$2/tests/gpu/test_tma_probe" "$2/tests/gpu/tma_probe.cubin"' sh "$libs" "$pack"
-step wgmma2 45 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma2
-step wgmma3 45 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma3
-step wgmma4 45 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma4
-step wgmma5 45 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5
-step q16 45 sh -c "$experiment" sh "$libs" "$pack" "$work" q16
-step k64 45 sh -c "$experiment" sh "$libs" "$pack" "$work" k64
-# The qmatmul experiments: gpu-pack/NAME.gkfat (qmatmul alone) tested
-# against gpu.gkfat's CPU images, then its BITS 4 cases timed.
-# shellcheck disable=SC2016
-qexperiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exit 77; }
-  env "$1" "$2/tests/gpu/test_gpu" "$2/$4.gkfat" "$2/gpu.gkfat"; r=$?
-  [ "$r" -eq 0 ] || exit "$r"
-  env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" \
-    --filter "qmatmul bits=4 m="'
-step q8m64 45 sh -c "$qexperiment" sh "$libs" "$pack" "$work" q8m64
-step q8s2 45 sh -c "$qexperiment" sh "$libs" "$pack" "$work" q8s2
+  env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" --filter "$5"'
+step wgmma5 60 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5 "flash_attention "
+step k64 60 sh -c "$experiment" sh "$libs" "$pack" "$work" k64 "flash_attention "
+step q8mb2 45 sh -c "$experiment" sh "$libs" "$pack" "$work" q8mb2 "qmatmul bits=4 m="
 step compare 20 python3 "$root/ci/gpu/experiments.py" "$work"
+# The sh -c texts from here on read these from the environment.
+OUTD=$work LIBS=$libs PACK=$pack ARCH=$archive
+export OUTD LIBS PACK ARCH
 # The machine code, for the sessions that have no GPU and no disassembler
 # (registers a thread, where the spills and the wgmma waits are).
 # shellcheck disable=SC2016
 step sass 30 sh -c 'command -v cuobjdump >/dev/null || { echo "SKIP: no cuobjdump"; exit 77; }
-  dump() { # ARCHIVE NAME KERNEL VARIANT
+  dump() { # ARCHIVE NAME TARGET KERNEL VARIANT
     [ -f "$1" ] || return 0
-    rm -rf "$3/x" && "$2/gk" extract "$1" -o "$3/x" --backend cuda --target sm_90a \
-      --kernel "$5" --variant "$6" >/dev/null || return 1
-    find "$3/x" -name "*.cubin" | sort | while read -r f; do
+    rm -rf "$OUTD/x" && env "$LIBS" "$PACK/gk" extract "$1" -o "$OUTD/x" --backend cuda \
+      --target "$3" --kernel "$4" --variant "$5" >/dev/null || return 1
+    find "$OUTD/x" -name "*.cubin" | sort | while read -r f; do
       echo "==== $f"; cuobjdump -res-usage -sass "$f"
-    done >"$3/sass-$4.txt" && rm -rf "$3/x"
+    done >"$OUTD/sass-$2.txt" && rm -rf "$OUTD/x"
   }
   fa=causal=1,dtype=f16,head_dim=128
-  dump "$1/gpu.gkfat" "$1" "$2" fa flash_attention "$fa" &&
-    dump "$1/wgmma4.gkfat" "$1" "$2" fa-wgmma4 flash_attention "$fa" &&
-    dump "$1/wgmma5.gkfat" "$1" "$2" fa-wgmma5 flash_attention "$fa" &&
-    dump "$1/gpu.gkfat" "$1" "$2" qmatmul qmatmul bits=4 &&
-    dump "$1/gpu.gkfat" "$1" "$2" qmatmul-b1 qmatmul bits=1 && ls -l "$2"/sass-*.txt' \
-  sh "$pack" "$work"
+  dump "$PACK/gpu.gkfat" fa sm_90a flash_attention "$fa" &&
+    dump "$PACK/wgmma5.gkfat" fa-wgmma5 sm_90a flash_attention "$fa" &&
+    dump "$PACK/gpu.gkfat" qmatmul sm_90a qmatmul bits=4 &&
+    dump "$PACK/gpu.gkfat" qmatmul-b1 sm_90a qmatmul bits=1 && ls -l "$OUTD"/sass-*.txt' sh
 step memcheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" memcheck
 step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" racecheck
 # Nsight Compute on the first launch of each kernel the issues are about:
@@ -210,35 +182,40 @@ step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$arc
 # qmatmul_q8x is the int8 mma.sync tile), flash_attention's causal prefill
 # and its split decode at head_dim 128, and
 # the int8 tensor-core qmatmul_q8x_mm at m = 512, BITS 4, and last, where
-# the wgmma experiments passed, the causal prefill of their archives
-# (whether 64 rows a block leave it bound by L2, and 128 do not,
-# docs/kernels.md); ncu
+# the wgmma5 step passed, the causal prefill of its archive (wgmma beside
+# the default's mma.sync); ncu
 # replays each launch once per section, with the clocks left as they are
-# (--clock-control none: the lent card is never reconfigured).
-OUTD=$work LIBS=$libs PACK=$pack ARCH=$archive
-export OUTD LIBS PACK ARCH
+# (--clock-control none: the lent card is never reconfigured). Each
+# launch's stall reasons go to ncu-NAME-stalls.txt (ci/gpu/stalls.py, from
+# the raw page), and, for SOURCE=1, where in the SASS its warps stall
+# (the SourceCounters section) to ncu-NAME-source.csv.
 # shellcheck disable=SC2016
-step ncu 200 sh -c 'prof() { # NAME KERNEL_REGEX COUNT FILTER [ARCHIVE]
-    ncu --clock-control none --launch-count "$3" --kernel-name "regex:$2" --section SpeedOfLight \
+step ncu 200 sh -c 'prof() { # NAME KERNEL_REGEX SOURCE FILTER [ARCHIVE]
+    src=; [ "$3" = 1 ] && src="--section SourceCounters"
+    # shellcheck disable=SC2086 # $src: one option and its value, or nothing
+    ncu --clock-control none --launch-count 1 --kernel-name "regex:$2" --section SpeedOfLight \
       --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section Occupancy \
-      --section LaunchStats --section WarpStateStats -f -o "$OUTD/ncu-$1" \
+      --section LaunchStats --section WarpStateStats $src -f -o "$OUTD/ncu-$1" \
       env "$LIBS" "$PACK/bench/gk_bench_gpu" "${5:-$ARCH}" --json "$OUTD/ncu-$1.json" --runs 1 \
       --filter "$4" &&
-    ncu --import "$OUTD/ncu-$1.ncu-rep" --page details >"$OUTD/ncu-$1.txt"
+    ncu --import "$OUTD/ncu-$1.ncu-rep" --page details >"$OUTD/ncu-$1.txt" || return 1
+    ncu --import "$OUTD/ncu-$1.ncu-rep" --page raw --csv | python3 ci/gpu/stalls.py \
+      >"$OUTD/ncu-$1-stalls.txt" 2>&1
+    [ "$3" = 1 ] && { ncu --import "$OUTD/ncu-$1.ncu-rep" --page source --csv --print-source sass \
+      >"$OUTD/ncu-$1-source.csv" 2>&1 || echo "(no source page)" >>"$OUTD/ncu-$1-source.csv"; }
+    return 0
   }
-  for m in 1 16; do
-    prof "qmatmul-m$m" "^qmatmul$" 1 "qmatmul bits=4 m=$m " &&
-      prof "q8x-m$m" "^qmatmul_q8x$" 1 "qmatmul bits=4 m=$m " || exit 1
-  done &&
-  prof fa-prefill "^flash_attention" 1 "flash_attention prefill causal=1,dtype=f16,head_dim=128 " &&
-  prof fa-decode "^flash_attention" 1 "flash_attention decode " &&
   prof q8x-mm "^qmatmul_q8x_mm" 1 "qmatmul bits=4 m=512 " &&
-  for e in wgmma wgmma2 wgmma3 wgmma4 wgmma5; do
-    if grep -q "^$e: ok" "$OUTD/summary.txt"; then
-      prof "fa-prefill-$e" "^flash_attention" 1 \
-        "flash_attention prefill causal=1,dtype=f16,head_dim=128 " "$PACK/$e.gkfat" || exit 1
-    fi
-  done' \
+  prof fa-prefill "^flash_attention" 1 "flash_attention prefill causal=1,dtype=f16,head_dim=128 " &&
+  for m in 1 16; do
+    prof "qmatmul-m$m" "^qmatmul$" 0 "qmatmul bits=4 m=$m " &&
+      prof "q8x-m$m" "^qmatmul_q8x$" 0 "qmatmul bits=4 m=$m " || exit 1
+  done &&
+  prof fa-decode "^flash_attention" 0 "flash_attention decode " &&
+  if grep -q "^wgmma5: ok" "$OUTD/summary.txt"; then
+    prof fa-prefill-wgmma5 "^flash_attention" 1 \
+      "flash_attention prefill causal=1,dtype=f16,head_dim=128 " "$PACK/wgmma5.gkfat"
+  fi' \
   sh
 vk=$work/vulkan-loader
 # shellcheck disable=SC2016

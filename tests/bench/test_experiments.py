@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""test_experiments.py SRCROOT - ci/gpu/experiments.py compares the prefill
+"""test_experiments.py SRCROOT - ci/gpu/experiments.py compares the
 experiments right.
 
 No GPU is needed: OUT is this test's own, laid out as ci/gpu/run.sh leaves it
 (bench/gpu.json, NAME-bench.json, summary.txt), with numbers chosen so that
-each experiment's fate is known: one faster than the default, one failed, one
-timed but slower, one never run. What is checked is the comparison, not any
+each experiment's fate is known: one timed (slower at the prefill, faster at the
+decode), one failed, one never run, then failed, then timed. What is checked is the comparison, not any
 kernel.
 """
 import json
@@ -50,50 +50,58 @@ with tempfile.TemporaryDirectory() as out:
     os.mkdir(os.path.join(out, "bench"))
     report = dict(
         flash_attention=[fa(128, 1, 250.0), fa(128, 0, 300.0),
-                         dict(fa(128, 0, 1.0, kind="decode"), sq=1, skv=8192)],
+                         dict(fa(128, 0, 7.0, kind="decode"), sq=1, skv=8192)],
         qmatmul=[qm(512, 300.0), qm(4096, 350.0), qm(4096, 9.0, entry="qmatmul")],
         torch=dict(sdpa=[dict(name="prefill d128 sq4096 skv4096 c1", us=271.0, tflops=500.0),
-                         dict(name="prefill d128 sq4096 skv4096 c0", us=426.0, tflops=600.0)],
+                         dict(name="prefill d128 sq4096 skv4096 c0", us=426.0, tflops=600.0),
+                         dict(name="decode d128 sq1 skv8192 c0", us=16.0, tflops=8.0)],
                    gemm=[dict(m=512, n=8192, k=8192, us=94.0, tflops=732.0),
                          dict(m=4096, n=8192, k=8192, us=704.0, tflops=781.0)]))
     with open(os.path.join(out, "bench", "gpu.json"), "w") as f:
         json.dump(report, f)
     with open(os.path.join(out, "summary.txt"), "w") as f:
-        f.write("smi: ok, 1 s\nbench: ok, 120 s\nwgmma: ok, 20 s\nwgmma2: FAILED (exit 1), 9 s\n"
-                "wgmma3: ok, 20 s\nwgmma4: ok, 21 s\n"
-                "q16: not run, the time budget (430 s) is spent\n")
-    exps = {"wgmma": (400.0, 350.0), "wgmma2": (999.0, 999.0),  # failed: its numbers ignored
-            "wgmma3": (200.0, 100.0), "wgmma4": (475.0, 560.0)}
-    for name, (causal1, causal0) in exps.items():
+        f.write("smi: ok, 1 s\nbench: ok, 120 s\nwgmma5: ok, 20 s\nk64: FAILED (exit 1), 9 s\n")
+    # wgmma5: slower at the prefill, faster at the decode; k64 failed: its numbers ignored
+    exps = {"wgmma5": (200.0, 240.0, 7.5), "k64": (999.0, 999.0, 999.0)}
+    for name, (causal1, causal0, dec) in exps.items():
         with open(os.path.join(out, name + "-bench.json"), "w") as f:
-            json.dump(dict(flash_attention=[fa(128, 1, causal1), fa(128, 0, causal0)]), f)
+            json.dump(dict(flash_attention=[fa(128, 1, causal1), fa(128, 0, causal0),
+                                            dict(fa(128, 0, dec, kind="decode"), sq=1,
+                                                 skv=8192)]), f)
     rc, text = run(out)
     check(rc == 0, "exit %d" % rc)
     md = open(os.path.join(out, "experiments.md")).read() if os.path.exists(
         os.path.join(out, "experiments.md")) else ""
     check(md == text, "experiments.md differs from what was printed")
-    check("`wgmma2`: FAILED (exit 1); not compared." in text, "wgmma2's failure not reported")
-    check("`q16`: not run, the time budget (430 s) is spent; not compared." in text,
-          "q16 not reported as not run")
+    check("`k64`: FAILED (exit 1); not compared." in text, "k64's failure not reported")
     check("999.0" not in text, "a failed experiment's numbers were compared")
-    check("| default | wgmma | wgmma3 | wgmma4 |" in text, "the columns:\n" + text)
-    # causal: wgmma4 475 / 500 = 0.95, the fastest; not causal: wgmma4 560 / 600 = 0.93.
-    check("| 128 | 1 | f16 | 4096 x 4096 | 500.0 | 250.0 (0.50) | 400.0 (0.80) | 200.0 (0.40) | "
-          "**475.0 (0.95)** |" in text, "the causal row:\n" + text)
-    check("- D = 128, causal 1: fastest `wgmma4`, 0.95x SDPA" in text, "the causal verdict")
-    check("- D = 128, causal 0: fastest `wgmma4`, 0.93x SDPA" in text, "the non-causal verdict")
-    check("decode" not in text, "a decode case in the prefill table")
-    check("- `q8m64`: not run; not compared." in text, "q8m64 not reported as not run:\n" + text)
-    check("- `q8s2`: not run; not compared." in text, "q8s2 not reported as not run:\n" + text)
+    check("| default | wgmma5 |" in text, "the columns:\n" + text)
+    check("| prefill | 128 | 1 | f16 | 4096 x 4096 | 500.0 | **250.0 (0.50)** | 200.0 (0.40) |"
+          in text, "the causal row:\n" + text)
+    check("| decode | 128 | 0 | f16 | 1 x 8192 | 8.0 | 7.0 (0.88) | **7.5 (0.94)** |" in text,
+          "the decode row:\n" + text)
+    check("- D = 128, causal 1: fastest `default`, 0.50x SDPA" in text, "the causal verdict")
+    check("- D = 128, causal 0: fastest `default`, 0.50x SDPA" in text, "the non-causal verdict")
+    check("- `q8mb2`: not run; not compared." in text, "q8mb2 not reported as not run:\n" + text)
 
-    # q8m64 timed: faster at m = 512, slower at 4096; the f32 entry is not its table's.
+    # q8mb2 timed, but failed at first: not compared; then passed: faster at
+    # m = 512, slower at 4096; the f32 entry is not its table's.
     with open(os.path.join(out, "summary.txt"), "a") as f:
-        f.write("q8m64: ok, 12 s\n")
-    with open(os.path.join(out, "q8m64-bench.json"), "w") as f:
+        f.write("q8mb2: FAILED (exit 1), 5 s\n")
+    with open(os.path.join(out, "q8mb2-bench.json"), "w") as f:
         json.dump(dict(qmatmul=[qm(512, 366.0), qm(4096, 312.4), qm(4096, 8.0, entry="qmatmul")]),
                   f)
     rc, text = run(out)
-    check(rc == 0, "exit %d with q8m64" % rc)
+    check("- `q8mb2`: FAILED (exit 1); not compared." in text, "q8mb2's failure:\n" + text)
+    check("366.0" not in text, "a failed experiment's numbers were compared")
+    with open(os.path.join(out, "summary.txt")) as f:
+        summary = f.read().replace("q8mb2: FAILED (exit 1), 5 s", "q8mb2: ok, 5 s")
+    with open(os.path.join(out, "summary.txt"), "w") as f:
+        f.write(summary)
+    rc, text = run(out)
+    check(rc == 0, "exit %d with q8mb2" % rc)
+    check("| default (128 x 128, 4 stages) | q8mb2 (2 blocks an SM) |" in text,
+          "the columns:\n" + text)
     check("| 4 | 512 x 8192 x 8192 | 732.0 | 300.0 (0.41) | **366.0 (0.50)** |" in text,
           "the m = 512 row:\n" + text)
     check("| 4 | 4096 x 8192 x 8192 | 781.0 | **350.0 (0.45)** | 312.4 (0.40) |" in text,
@@ -101,31 +109,8 @@ with tempfile.TemporaryDirectory() as out:
     rows = [l for l in text.split("qmatmul_q8x_mm's tile")[-1].splitlines()
             if l.startswith("| 4 |")]
     check(len(rows) == 2, "the tile table has %d rows, not 2 (the f32 entry in it?)" % len(rows))
-    check("- `q8s2`: not run; not compared." in text, "q8s2 not reported as not run:\n" + text)
 
-    # q8s2 timed too, but failed at first: not compared; then passed: a third
-    # column, the fastest of three in bold.
-    with open(os.path.join(out, "summary.txt"), "a") as f:
-        f.write("q8s2: FAILED (exit 1), 5 s\n")
-    with open(os.path.join(out, "q8s2-bench.json"), "w") as f:
-        json.dump(dict(qmatmul=[qm(512, 401.5), qm(4096, 280.0)]), f)
-    rc, text = run(out)
-    check("- `q8s2`: FAILED (exit 1); not compared." in text, "q8s2's failure:\n" + text)
-    check("401.5" not in text, "a failed experiment's numbers were compared")
-    with open(os.path.join(out, "summary.txt")) as f:
-        summary = f.read().replace("q8s2: FAILED (exit 1), 5 s", "q8s2: ok, 5 s")
-    with open(os.path.join(out, "summary.txt"), "w") as f:
-        f.write(summary)
-    rc, text = run(out)
-    check(rc == 0, "exit %d with q8s2" % rc)
-    check("| default (128 x 128, 4 stages) | q8m64 (64 x 128) | q8s2 (2 stages) |" in text,
-          "the columns:\n" + text)
-    check("| 4 | 512 x 8192 x 8192 | 732.0 | 300.0 (0.41) | 366.0 (0.50) | **401.5 (0.55)** |"
-          in text, "the m = 512 row of three:\n" + text)
-    check("| 4 | 4096 x 8192 x 8192 | 781.0 | **350.0 (0.45)** | 312.4 (0.40) | 280.0 (0.36) |"
-          in text, "the m = 4096 row of three:\n" + text)
-
-print("%d failure(s)" % failures if failures else "ok: experiments.py compares 5 experiments "
-      "(one faster, one failed, one slower, one not run), an empty OUT, and qmatmul_q8x_mm's "
-      "experiments (not run, then timed; failed, then timed)")
+print("%d failure(s)" % failures if failures else "ok: experiments.py compares the attention "
+      "experiments (one timed, prefill and decode; one failed), an empty OUT, and qmatmul_q8x_mm's "
+      "(not run; failed, then timed)")
 sys.exit(1 if failures else 0)
