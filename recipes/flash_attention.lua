@@ -1,6 +1,30 @@
 -- flash_attention.lua - attention with online softmax over key tiles
 -- (docs/kernels.md): o = softmax(scale * q k^T) v, grouped-query heads,
 -- optional bottom-right causal mask; f16, bf16 or f32 tensors.
+
+-- The cuda sections' launch rows: blocks of 128 threads, query blocks of 64
+-- rows (FA_THREADS, FA_BLOCK_ROWS), `shared` bytes of dynamic shared memory.
+--
+-- Grid x: the query blocks of a prefill, plus columns for a decode's
+-- cross-block split, which cuts each KV head's keys in pieces of 256: a
+-- column per 1024 keys gives the 4 query heads of a KV head (GQA 4:1)
+-- one block per piece, for any sq up to 16 (a decode, or a speculative
+-- one: sq / 16 rounds up to 1); other ratios loop or leave blocks idle,
+-- both correct. Divided by the multiples of 16 in sq past that, so that
+-- a prefill gets one idle column at most where skv <= 64 sq; no product
+-- of two parameters and no divisor that can be 0, so that no value of
+-- theirs makes the count fail. A decode splits through the workspace
+-- `ws` (docs/kernels.md: NULL runs without the split).
+local function cuda_launch(shared)
+  return {
+    block  = { 128, 1, 1 },
+    grid   = { "sq / 64 + skv / (1024 * (sq / 16) + 1)", "n_heads", 1 },
+    shared = shared,
+    params = { "q:ptr", "k:ptr", "v:ptr", "o:ptr", "n_heads:i64", "n_kv_heads:i64",
+               "sq:i64", "skv:i64", "scale:f32", "ws:ptr", "ws_bytes:i64" },
+  }
+end
+
 kernel "flash_attention" {
   params = { causal = { 0, 1 }, dtype = { "f16", "bf16", "f32" }, head_dim = { 64, 128 } },
   cpu {
@@ -8,35 +32,36 @@ kernel "flash_attention" {
     entry   = { "flash_attention" },
     targets = { "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4" },
   },
-  -- Grid x: the query blocks of a prefill, plus columns for a decode's
-  -- cross-block split, which cuts each KV head's keys in pieces of 256: a
-  -- column per 1024 keys gives the 4 query heads of a KV head (GQA 4:1)
-  -- one block per piece, for any sq up to 16 (a decode, or a speculative
-  -- one: sq / 16 rounds up to 1); other ratios loop or leave blocks idle,
-  -- both correct. Divided by the multiples of 16 in sq past that, so that
-  -- a prefill gets one idle column at most where skv <= 64 sq; no product
-  -- of two parameters and no divisor that can be 0, so that no value of
-  -- theirs makes the count fail. A decode splits through the workspace
-  -- `ws` (docs/kernels.md: NULL runs without the split).
+  -- sm_90a: the head_dim-128 prefill (Q in shared memory) on tiles of 64
+  -- keys, FlashAttention-2's 128 x 64 for H100, in 64 KB of dynamic shared
+  -- memory (-DGK_FA_QS_KEYS=64, kernelsrc/cuda/gk_gpu.cuh): on an H200,
+  -- 325 to 328 TFLOP/s not causal against 32-key tiles' 286 to 288, 234 to
+  -- 236 causal against 209 to 211, head_dim 64 within 1% (docs/kernels.md,
+  -- "Measured on an H200"). Measured on Hopper alone, where two such
+  -- blocks an SM fit as before (sm_86 and sm_89 have 100 KB an SM).
   cuda {
     source  = "../kernelsrc/cuda/flash_attention.cu",
     entry   = { "flash_attention" },
-    launch  = {
-      block  = { 128, 1, 1 },
-      grid   = { "sq / 64 + skv / (1024 * (sq / 16) + 1)", "n_heads", 1 },
-      shared = 0,
-      params = { "q:ptr", "k:ptr", "v:ptr", "o:ptr", "n_heads:i64", "n_kv_heads:i64",
-                  "sq:i64", "skv:i64", "scale:f32", "ws:ptr", "ws_bytes:i64" },
-    },
+    targets = { "sm_90a" },
+    flags   = { "-DGK_FA_QS_KEYS=64" },
+    launch  = cuda_launch(65536),
+  },
+  -- Every other target (toolchains/nvcc.lua's defaults): tiles of 32 keys
+  -- in static shared memory.
+  cuda {
+    source  = "../kernelsrc/cuda/flash_attention.cu",
+    entry   = { "flash_attention" },
+    launch  = cuda_launch(0),
   },
   -- ROCm: one code object per gfx target ID, from the CUDA kernel itself
-  -- (kernelsrc/hip/flash_attention.hip includes it), so it launches the same way: it
-  -- takes the cuda section's launch, and its targets are hipcc.lua's defaults.
+  -- (kernelsrc/hip/flash_attention.hip includes it), so it launches as the cuda
+  -- targets but sm_90a do, and its targets are hipcc.lua's defaults.
   -- hipcc 5.2 (Debian) builds gfx906 ... gfx1030, Debian's clang-19 the newer
   -- targets (toolchains/hipclang.lua).
   rocm {
     source  = "../kernelsrc/hip/flash_attention.hip",
     entry   = { "flash_attention" },
+    launch  = cuda_launch(0),
   },
   vulkan {
     source  = "../kernelsrc/vulkan/flash_attention.comp",

@@ -21,7 +21,7 @@ import os
 import re
 import sys
 
-EXPERIMENTS = ("wgmma5", "k64")
+EXPERIMENTS = ("wgmma5", "k32")
 PAIR = "qmatmul_q8x_x+mm"  # gk_bench_gpu's name for the int8 prefill, timed from x
 
 

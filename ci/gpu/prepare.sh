@@ -7,7 +7,7 @@
 #                          images for $GK_GPU_TARGETS (default sm_80, sm_90,
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
-#   wgmma5.gkfat, k64.gkfat, q8mb2.gkfat
+#   wgmma5.gkfat, k32.gkfat, q8mb2.gkfat
 #                          the experiments, which run.sh tests and times
 #                          beside gpu.gkfat's images (docs/kernels.md,
 #                          "Speed on GPUs", says what each gave):
@@ -21,12 +21,11 @@
 #                                 P V of the last one is, Q in shared
 #                                 memory, tiles of 128 keys causal, 176
 #                                 not (192 at head_dim 64): shared 212992
-#                          k64    the same kernels, flash_attention with
-#                                 -DGK_FA_QS_KEYS=64: the head_dim-128
-#                                 mma.sync prefill with Q in shared memory
-#                                 on tiles of 64 keys (FlashAttention-2's
-#                                 128 x 64 for A100 and H100; shared
-#                                 65536, dynamic)
+#                          k32    the same kernels for sm_90 (not sm_90a):
+#                                 the mma.sync prefill on tiles of 32 keys
+#                                 that every target but sm_90a runs, where
+#                                 sm_90a's takes 64 (recipes/
+#                                 flash_attention.lua)
 #                          q8mb2  qmatmul alone (sm_90a),
 #                                 -DGK_Q8M_MIN_BLOCKS=2: qmatmul_q8x_mm's
 #                                 default tile at two blocks an SM (128
@@ -100,32 +99,36 @@ exp_flag() {
     { echo "ci/gpu/prepare.sh: could not add $2 to $1.lua" >&2; exit 1; }
 }
 
-# The attention experiments, NAME:FLAG:BLOCK:SHARED: flash_attention,
-# paged_attention and kv_append for sm_90a from a copy of the recipes whose
-# flash_attention section adds FLAG and, where BLOCK is given, launches
-# blocks of BLOCK threads on query blocks of 128 rows, with SHARED bytes of
-# dynamic shared memory where given.
-for e in wgmma5:-DGK_FA_WGMMA=4:384:212992 k64:-DGK_FA_QS_KEYS=64::65536; do
+# The attention experiments, NAME:TARGET:FLAG:BLOCK:SHARED: flash_attention,
+# paged_attention and kv_append for TARGET from a copy of the recipes whose
+# flash_attention section for sm_90a takes FLAG instead of its own and, where
+# BLOCK is given, the launches take blocks of BLOCK threads on query blocks
+# of 128 rows, and SHARED bytes of dynamic shared memory where given.
+for e in wgmma5:sm_90a:-DGK_FA_WGMMA=4:384:212992 k32:sm_90:::; do
   name=${e%%:*} rest=${e#*:}
+  target=${rest%%:*} rest=${rest#*:}
   flag=${rest%%:*} rest=${rest#*:}
   block=${rest%%:*} shared=${rest#*:}
   exp_recipes "$name"
-  exp_flag flash_attention "$flag"
+  f=$exp/recipes/flash_attention.lua
+  if [ -n "$flag" ]; then
+    sed -i "s|flags   = { \"-DGK_FA_QS_KEYS=64\" },|flags   = { \"$flag\" },|" "$f"
+    grep -q -- "flags   = { \"$flag\" }," "$f" ||
+      { echo "ci/gpu/prepare.sh: could not give flash_attention.lua's sm_90a section $flag" >&2; exit 1; }
+  fi
   if [ -n "$block" ]; then
-    sed -i "s|block  = { 128, 1, 1 },|block  = { $block, 1, 1 },|; s|\"sq / 64 + skv|\"sq / 128 + skv|" \
-      "$exp/recipes/flash_attention.lua"
-    if ! grep -q '"sq / 128 + skv' "$exp/recipes/flash_attention.lua" ||
-       ! grep -q "block  = { $block, 1, 1 }" "$exp/recipes/flash_attention.lua"; then
+    sed -i "s|block  = { 128, 1, 1 },|block  = { $block, 1, 1 },|; s|\"sq / 64 + skv|\"sq / 128 + skv|" "$f"
+    if ! grep -q '"sq / 128 + skv' "$f" || ! grep -q "block  = { $block, 1, 1 }" "$f"; then
       echo "ci/gpu/prepare.sh: could not give flash_attention.lua blocks of $block" >&2; exit 1
     fi
   fi
   if [ -n "$shared" ]; then
-    sed -i "s|      shared = 0,|      shared = $shared,|" "$exp/recipes/flash_attention.lua"
-    grep -q "shared = $shared," "$exp/recipes/flash_attention.lua" ||
+    sed -i "s|launch  = cuda_launch(65536),|launch  = cuda_launch($shared),|" "$f"
+    grep -q "launch  = cuda_launch($shared)," "$f" ||
       { echo "ci/gpu/prepare.sh: could not give flash_attention.lua shared = $shared" >&2; exit 1; }
   fi
   "$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel flash_attention \
-    --kernel paged_attention --kernel kv_append --targets cuda=sm_90a \
+    --kernel paged_attention --kernel kv_append --targets "cuda=$target" \
     --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
   "$build/gk" pack "$exp/images" -o "$pack/$name.gkfat" >&2
 done

@@ -23,8 +23,9 @@
 #              of 384): test_gpu against gpu.gkfat's CPU images, then
 #              gk_bench_gpu's flash_attention cases (prefill and decode)
 #              beside bench's, which time the default sm_90a image
-#   k64        the same for gpu-pack/k64.gkfat (-DGK_FA_QS_KEYS=64: the
-#              mma.sync prefill with Q in shared memory on 64-key tiles)
+#   k32        the same for gpu-pack/k32.gkfat (the attention kernels for
+#              sm_90: the mma.sync prefill on the 32-key tiles of every
+#              target but sm_90a, whose image takes 64)
 #   q8mb2      gpu-pack/q8mb2.gkfat (qmatmul alone, sm_90a,
 #              -DGK_Q8M_MIN_BLOCKS=2: qmatmul_q8x_mm's tile at two blocks an
 #              SM): test_gpu, then gk_bench_gpu's BITS 4 qmatmul cases
@@ -60,7 +61,7 @@ pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 work=${GK_GPU_WORK:-/tmp/gk-gpu-work}
 budget=${GK_GPU_BUDGET:-475}
-steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 k64 q8mb2 compare sass memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 k32 q8mb2 compare sass memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -150,7 +151,7 @@ experiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exi
   [ "$r" -eq 0 ] || exit "$r"
   env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" --filter "$5"'
 step wgmma5 60 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5 "flash_attention "
-step k64 60 sh -c "$experiment" sh "$libs" "$pack" "$work" k64 "flash_attention "
+step k32 60 sh -c "$experiment" sh "$libs" "$pack" "$work" k32 "flash_attention "
 step q8mb2 45 sh -c "$experiment" sh "$libs" "$pack" "$work" q8mb2 "qmatmul bits=4 m="
 step compare 20 python3 "$root/ci/gpu/experiments.py" "$work"
 # The sh -c texts from here on read these from the environment.

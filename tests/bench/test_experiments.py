@@ -60,9 +60,9 @@ with tempfile.TemporaryDirectory() as out:
     with open(os.path.join(out, "bench", "gpu.json"), "w") as f:
         json.dump(report, f)
     with open(os.path.join(out, "summary.txt"), "w") as f:
-        f.write("smi: ok, 1 s\nbench: ok, 120 s\nwgmma5: ok, 20 s\nk64: FAILED (exit 1), 9 s\n")
-    # wgmma5: slower at the prefill, faster at the decode; k64 failed: its numbers ignored
-    exps = {"wgmma5": (200.0, 240.0, 7.5), "k64": (999.0, 999.0, 999.0)}
+        f.write("smi: ok, 1 s\nbench: ok, 120 s\nwgmma5: ok, 20 s\nk32: FAILED (exit 1), 9 s\n")
+    # wgmma5: slower at the prefill, faster at the decode; k32 failed: its numbers ignored
+    exps = {"wgmma5": (200.0, 240.0, 7.5), "k32": (999.0, 999.0, 999.0)}
     for name, (causal1, causal0, dec) in exps.items():
         with open(os.path.join(out, name + "-bench.json"), "w") as f:
             json.dump(dict(flash_attention=[fa(128, 1, causal1), fa(128, 0, causal0),
@@ -73,7 +73,7 @@ with tempfile.TemporaryDirectory() as out:
     md = open(os.path.join(out, "experiments.md")).read() if os.path.exists(
         os.path.join(out, "experiments.md")) else ""
     check(md == text, "experiments.md differs from what was printed")
-    check("`k64`: FAILED (exit 1); not compared." in text, "k64's failure not reported")
+    check("`k32`: FAILED (exit 1); not compared." in text, "k32's failure not reported")
     check("999.0" not in text, "a failed experiment's numbers were compared")
     check("| default | wgmma5 |" in text, "the columns:\n" + text)
     check("| prefill | 128 | 1 | f16 | 4096 x 4096 | 500.0 | **250.0 (0.50)** | 200.0 (0.40) |"

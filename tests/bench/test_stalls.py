@@ -5,24 +5,20 @@ prints it (names, units, a row a launch; numbers with thousands separators),
 whose stall metrics come out largest first with their shares, launch by
 launch; and a page with no stall metric exits 1. No GPU, no ncu.
 """
-import os
 import subprocess
 import sys
 
-root = sys.argv[1]
-script = os.path.join(root, "ci", "gpu", "stalls.py")
-failures = 0
+STALLS = sys.argv[1] + "/ci/gpu/stalls.py"
+problems = []  # what failed, printed at the end
 
 
 def check(cond, what):
-    global failures
     if not cond:
-        print("FAIL: " + what)
-        failures += 1
+        problems.append(what)
 
 
 def run(text):
-    p = subprocess.run([sys.executable, script], input=text, capture_output=True, text=True)
+    p = subprocess.run([sys.executable, STALLS], input=text, capture_output=True, text=True)
     return p.returncode, p.stdout
 
 
@@ -58,7 +54,9 @@ check(rc == 1 and "no issue_stalled metric" in text, "no stall metric: exit %d\n
 rc, text = run("")
 check(rc == 1, "an empty page: exit %d" % rc)
 
-print("%d failure(s)" % failures if failures else
+for what in problems:
+    print("FAIL: " + what)
+print("%d failure(s)" % len(problems) if problems else
       "ok: stalls.py orders two launches' stall reasons (samples, then averages) and refuses a "
       "page without them")
-sys.exit(1 if failures else 0)
+sys.exit(1 if problems else 0)

@@ -62,7 +62,9 @@ for i in m["images"]:
     for e, o in own.items():
         assert set(o) == {"block", "grid", "shared", "params"} and o["block"] == [256, 1, 1], (e, o)
     assert set(l) == {"block", "grid", "shared", "params"}, l
-    assert len(l["block"]) == 3 and len(l["grid"]) == 3 and l["shared"] == 0, l
+    # the sm_90a row of flash_attention gives its 64-key tiles 64 KB (recipes/flash_attention.lua)
+    fa90a = i["kernel"] == "flash_attention" and i["target"] == "sm_90a"
+    assert len(l["block"]) == 3 and len(l["grid"]) == 3 and l["shared"] == (65536 if fa90a else 0), l
     assert all(":" in p for p in l["params"]), l' "$OUT/manifest.json"
 
 # --- every image decodes through libgk (gk extract: plain and delta-coded
@@ -206,6 +208,13 @@ d = json.load(open(sys.argv[1]))
 assert d["target"] == "sm_86" and d["limits"]["max_groups"] == [2147483647, 65535, 65535], d
 (l,) = d["launches"]
 assert l["entry"] == "flash_attention" and l["grid"] == [5, 32, 1] and l["block"] == [128, 1, 1], l' "$T/stdout"
+# sm_90's device takes the sm_90a image, whose section gives the prefill's 64-key tiles
+# 64 KB of dynamic shared memory (recipes/flash_attention.lua).
+run "$GK" probe "$ARCHIVE" --device cuda:sm_90 --launch flash_attention causal=1,dtype=f16,head_dim=128 \
+  n_heads=32 n_kv_heads=8 sq=200 skv=4096 ws_bytes=0
+expect_status 0 "probe --launch flash_attention on sm_90"
+expect_out "-> cuda sm_90a (cubin)" "sm_90's device picks the sm_90a image"
+expect_out "  flash_attention grid 5 x 32 x 1, block 128 x 1 x 1, 65536 bytes shared" "the sm_90a section's own launch"
 run "$GK" probe "$ARCHIVE" --device cuda:sm_86 --launch qmatmul bits=4 m=1 n=11008 k=4096
 expect_status 0 "probe --launch qmatmul"
 expect_out "  qmatmul_q8x    grid 1 x 172 x 1, block 256 x 1 x 1, 0 bytes shared" "the int8-x twin's own row"
