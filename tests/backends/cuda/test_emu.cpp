@@ -422,8 +422,9 @@ static void check_q8x_mm(void) {
   /* m = 70, n = 150: partial tiles of both; k = 96: a half stage at the
    * end; k = 31: no block, zeros; m = 1030, n = 130: a whole group of 8
    * tiles of x's rows and one of 1, 2 tiles of W each (gk_q8x_mm); m = 130,
-   * n = 129, k = 160: a first tile inside both, whose whole stages take the
-   * copy that tests no row (gk_q8m_load_full), then partial ones. */
+   * n = 129, k = 160: a first tile inside both tensors, whose whole stages
+   * (gk_q8m_load_full) copy every row as its own, then partial ones, whose
+   * rows past m and n copy the last row. */
   static const long long shapes[][3] = {{70, 150, 96}, {3, 9, 288},    {1, 130, 64},
                                         {5, 3, 31},    {1030, 130, 32}, {130, 129, 160}};
   for (int bits : {1, 2, 4, 8}) {

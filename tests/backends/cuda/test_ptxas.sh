@@ -35,7 +35,7 @@
 #   32 corner of y, one straight run) issuing more than 6.25 instructions
 #   an output a block: the definition's epilogue takes 4 (docs/weights.md);
 #   ptxas 13.0 gives 5.66 to 6.03 since the copy's pieces are in row-major
-#   order (coalesced, 18 to 40% faster on an H200: docs/kernels.md), where
+#   order (coalesced, 13 to 40% faster on an H200: docs/kernels.md), where
 #   2 threads a row took 5.31 to 5.64 (a 647 to 687 stage, a 27 to 35 copy
 #   beside it) and the 32 x 32 corners before 5.77 to 6.36 without the copy;
 # - qmatmul's m > 1 tile (sm_90a, a whole tile of 8 rows of x) issuing more
