@@ -14,17 +14,18 @@
  *     fma); the lanes folded lane[l] += lane[l + h], h = 8, 4, 2, 1; the
  *     chunk sums added to y in chunk order from 0.
  *
- * This file: the rounding, and the dp4a tile, which takes m <= Q8X_XROWS
- * (and every m on sm_75 and HIP); on sm_80 and newer q8x_batch.cuh
- * multiplies more rows of x on int8 mma.sync, and has the entry's walk
- * over the grid. Launch: its own row, qmatmul's signature and block, grid
- * (ceil(m / 16), ceil(n / Q8X_COLS)) or smaller.
+ * This file: the rounding, the dp4a tile, which takes 2 <= m <= Q8X_XROWS
+ * (and every m > 1 on sm_75 and HIP), and gk_q8x_vec, its form for m = 1
+ * (a decode: no branch inside a step, the next step's W in flight); on
+ * sm_80 and newer q8x_batch.cuh multiplies more rows of x on int8
+ * mma.sync, and has the entry's walk over the grid. Launch: its own row,
+ * qmatmul's signature and block, grid (ceil(m / 16), ceil(n / Q8X_COLS))
+ * or smaller.
  *
  * Here a block of QM_THREADS computes Q8X_COLS rows of W against
  * Q8X_XROWS rows of x (one when m == 1). Chunk by chunk, the block first
- * rounds its rows of x into shared memory (each thread one block of x at a
- * time, with no shuffle and no conversion per element:
- * gk_q8x_round_block), then each half
+ * rounds its rows of x into shared memory (two threads a block of x, with
+ * no conversion per element: gk_q8x_round_half), then each half
  * group (16 lanes: the 16 float lanes of the definition) takes 4 rows of W,
  * lane l its blocks l, l + 16, ... of the chunk, each block's x codes read
  * once for the 4 rows; the fold is 4 xor shuffles inside the half. x is
@@ -126,6 +127,39 @@ GK_DEV void gk_q8x_round_block(const float *__restrict__ src, uint32_t *codes, f
   gk_q8x_scales(a, sum, dx, sb);
 }
 
+/* Rounds half h of a block of x (the 16 floats at src, 16-byte aligned)
+ * with the thread beside it (lane ^ 1), which takes the other half of the
+ * same block: gk_q8x_round_block's bits. The max and the code sum are
+ * combined by one shuffle each (a max is exact in any order; the sum is an
+ * integer). codes gets words 4 h .. 4 h + 3 of the block's 8 (gk_q8x_pos
+ * order): for Bits >= 2 a half's 16 columns fill 4 whole words (gk_q8x_pos
+ * (t + 16) is gk_q8x_pos(t) + 16: 4 words on); for Bits = 1 each half
+ * fills 2 bytes of all 8 (gk_q8x_pos(t + 16) is gk_q8x_pos(t) + 2), so the
+ * pair swaps its words. Every thread of the group calls it. */
+template <int Bits>
+GK_DEV void gk_q8x_round_half(const float *__restrict__ src, int h, uint32_t codes[4],
+                              float *dx, float *sb) {
+  float v[16];
+  float a = gk_q8x_load<16>(src, v);
+  a = fmaxf(a, GK_SHFL_XOR(a, 1));
+  uint32_t wl[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  uint32_t sum = gk_q8x_quantize<Bits, 16>(v, a > 0.0f ? 127.0f / a : 0.0f, wl);
+  sum += GK_SHFL_XOR(sum, 1);
+  if (Bits == 1) {
+#pragma unroll
+    for (int u = 0; u < 8; u++) {
+      wl[u] <<= 16 * h;
+      wl[u] |= GK_SHFL_XOR(wl[u], 1);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; u++) codes[u] = h ? wl[4 + u] : wl[u];
+  } else {
+#pragma unroll
+    for (int u = 0; u < 4; u++) codes[u] = wl[u];
+  }
+  gk_q8x_scales(a, sum, dx, sb);
+}
+
 /* The dp4a tile's shared memory: Q8X_XROWS rows of x, a chunk of blocks,
  * rounded (xq: 8 words a block in gk_q8x_pos order, read as uint4). */
 struct gk_q8x_dsmem {
@@ -134,15 +168,95 @@ struct gk_q8x_dsmem {
 };
 
 /* Rounds rows i0 .. i0 + xrows - 1 of x, blocks c0 .. c0 + cb - 1, into
- * sm: a block of x a thread. By the whole block; the caller puts barriers
- * around it. */
+ * sm: two threads a block of x (gk_q8x_round_half), the whole block in
+ * the same number of rounds so that every pair's group shuffles together
+ * (a pair past the last block rounds block c0 of row i0 again and keeps
+ * nothing). A thread a block, as before, held 32 floats beside the next
+ * step's W words and left half the threads idle at m = 1; the caller puts
+ * barriers around it. */
 template <int Bits>
 GK_DEV void gk_q8x_round_x(gk_q8x_dsmem &sm, const float *__restrict__ x, int64_t k,
                            int64_t i0, int xrows, int64_t c0, int cb) {
-  for (int e = (int)threadIdx.x; e < xrows * cb; e += QM_THREADS) {
-    const int i = e / cb, b = e % cb;
-    gk_q8x_round_block<Bits>(x + (i0 + i) * k + (c0 + b) * GK_QBLOCK, sm.xq[i] + b * 8,
-                             &sm.dx[i][b], &sm.sb[i][b]);
+  const int halves = 2 * xrows * cb, h = (int)threadIdx.x & 1;
+  for (int e0 = 0; e0 < halves; e0 += QM_THREADS) {
+    const int e = e0 + (int)threadIdx.x, in = e < halves;
+    const int i = in ? (e >> 1) / cb : 0, b = in ? (e >> 1) % cb : 0;
+    uint32_t c[4];
+    float dx, sb;
+    gk_q8x_round_half<Bits>(x + (i0 + i) * k + (c0 + b) * GK_QBLOCK + 16 * h, h, c, &dx, &sb);
+    if (in) {
+      const uint4 cw = {c[0], c[1], c[2], c[3]};
+      *(uint4 *)&sm.xq[i][b * 8 + 4 * h] = cw;
+      if (h == 0) sm.dx[i][b] = dx, sm.sb[i][b] = sb;
+    }
+  }
+}
+
+/* What a lane reads of W for one step (one block of each of its
+ * Q8X_HROWS rows): the block's header word (d, m as binary16), then its
+ * Bits code words. */
+#define Q8X_HROWS (Q8X_WROWS / 2) /* rows of W a half group */
+template <int Bits>
+struct gk_q8x_words {
+  uint32_t v[Q8X_HROWS][1 + Bits];
+};
+
+/* f: the words at `at` words past each row's pointer (0: this step's,
+ * Q8X_LANES blocks on: the next one's). */
+template <int Bits>
+GK_DEV void gk_q8x_wload(const uint32_t *const p[Q8X_HROWS], gk_q8x_words<Bits> &f, int at) {
+#pragma unroll
+  for (int r = 0; r < Q8X_HROWS; r++)
+#pragma unroll
+    for (int u = 0; u <= Bits; u++) f.v[r][u] = p[r][at + u];
+}
+
+/* One step of a lane: block b of the chunk (f: its words, one block a row
+ * of W) against the chunk's MT rounded rows of x, each (row of W, row of
+ * x) adding the block into its own part, as the definition's lane does. */
+template <int Bits, int MT>
+GK_DEV void gk_q8x_step(const gk_q8x_dsmem &sm, int b, const gk_q8x_words<Bits> &f,
+                        float part[Q8X_HROWS][MT]) {
+  const int P = 8 / Bits;
+  const uint32_t rep = GK_QMASK(Bits) * 0x01010101u;
+  /* b's x codes, read once for the Q8X_HROWS rows (two 16-byte loads a row
+   * of x), and its scales. */
+  uint32_t xw[MT][8];
+  float dx[MT], sb[MT];
+#pragma unroll
+  for (int i = 0; i < MT; i++) {
+    const uint4 *xp = (const uint4 *)&sm.xq[i][b * 8];
+    const uint4 lo = xp[0], hi = xp[1];
+    xw[i][0] = lo.x, xw[i][1] = lo.y, xw[i][2] = lo.z, xw[i][3] = lo.w;
+    xw[i][4] = hi.x, xw[i][5] = hi.y, xw[i][6] = hi.z, xw[i][7] = hi.w;
+    dx[i] = sm.dx[i][b], sb[i] = sm.sb[i][b];
+  }
+#pragma unroll
+  for (int r = 0; r < Q8X_HROWS; r++) {
+    const uint32_t head = f.v[r][0];
+    const float d = gk_h2f((uint16_t)(head & 0xffffu));
+    const float mo = gk_h2f((uint16_t)(head >> 16));
+    /* Each sum starts at the bits of 1.5 * 2^23, so that it ends as the
+     * float 1.5 * 2^23 + i_b (|i_b| < 2^21): one subtraction, exact,
+     * instead of a conversion instruction (see gk_q8x_round_block). */
+    int is[MT];
+#pragma unroll
+    for (int i = 0; i < MT; i++) is[i] = Q8X_MAGIC;
+#pragma unroll
+    for (int u = 0; u < Bits; u++) {
+#pragma unroll
+      for (int s = 0; s < P; s++) {
+        const uint32_t codes = (f.v[r][1 + u] >> (Bits * s)) & rep;
+#pragma unroll
+        for (int i = 0; i < MT; i++) is[i] = gk_dp4a_us<Bits>(codes, xw[i][u * P + s], is[i]);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < MT; i++) {
+      const float ib = gk_q_f32_from_bits((uint32_t)is[i]) - 12582912.0f;
+      const float l1 = gk_fadd(part[r][i], gk_fmul(ib, gk_fmul(d, dx[i])));
+      part[r][i] = gk_fadd(l1, gk_fmul(mo, sb[i]));
+    }
   }
 }
 
@@ -153,8 +267,12 @@ GK_DEV void gk_q8x_round_x(gk_q8x_dsmem &sm, const float *__restrict__ x, int64_
  * takes 4 bytes of 16 blocks 20 bytes apart in each of 2 rows, ~7 cache
  * lines, two cycles of L1's tag stage (4 lines a cycle) for 128 bytes.
  * Copying W through shared memory first would cost as much (a cycle to
- * copy 128 bytes, one to read them back), so this tile does not; its 16
- * warps an SM keep 20 loads each in flight (~40 KB an SM at BITS 4). */
+ * copy 128 bytes, one to read them back), so this tile does not. Each row
+ * of W has its branch (j < n) and each row of x its own (i < xrows), so
+ * in the machine code a row's 1 + Bits loads wait in a run of their own
+ * (gk_q8x_vec, below, says what that cost at m = 1). Without them, all
+ * the rows' words beside 4 rows of x codes made ptxas spill (sm_90a, 12 to
+ * 148 bytes: 2026-11-30), so m = 2 .. 4 keep this tile for now. */
 template <int Bits, int MT>
 GK_DEV void gk_q8x_tile(gk_q8x_dsmem &sm, const float *__restrict__ x,
                         const void *__restrict__ w, float *__restrict__ y, int64_t m,
@@ -249,6 +367,131 @@ GK_DEV void gk_q8x_tile(gk_q8x_dsmem &sm, const float *__restrict__ x,
     for (int r = 0; r < Q8X_WROWS / 2; r++)
       for (int i = 0; i < MT; i++)
         if (j0 + 2 * r < n && i < xrows) y[(i0 + i) * n + j0 + 2 * r] = acc[r][i];
+}
+
+/* m = 1 (a decode): one block's rows jb .. jb + Q8X_COLS - 1 of W (those
+ * < n) against x. Half h of group g takes rows j0 + 2 r (j0 = jb + g *
+ * Q8X_WROWS + h, r < Q8X_HROWS), lane l of the half (the definition's
+ * float lane l) blocks l, l + 16, ...: one block a row a step.
+ *
+ * Bound by DRAM's latency: what matters is the bytes a warp keeps in
+ * flight. gk_q8x_tile (above), which took m = 1 until 2026-11-30, was
+ * measured on an H200 at 0.49 of the copy bandwidth (BITS 4): 0.72
+ * instructions a cycle, 21 cycles a warp between issues, DRAM 43% busy.
+ * Its rows of W each have a branch (j < n), and in the sm_90a cubin each
+ * row's 1 + Bits loads are a straight run of their own, used in that run:
+ * a warp waits for DRAM 4 times a step, 640 bytes in flight at a time
+ * (BITS 4). Here, as in gk_qmatmul_vec:
+ * - rows past n read row n - 1 again (their sums are not stored): no
+ *   branch inside a step;
+ * - a pointer a row, moved by a constant;
+ * - two sets of words, a and c, in turn: the next step's loads are issued
+ *   before this step's words are used, across the chunk's barriers and
+ *   rounding too (W does not depend on x): two steps, 5 KB a warp at
+ *   BITS 4, 80 KB an SM at 16 warps, in flight.
+ * W is read straight from global memory: a load of a code word takes 4
+ * bytes of 16 blocks 20 bytes apart in each of 2 rows, ~7 cache lines,
+ * and the block's other words hit L1 (80% of L1's hits in the profile
+ * above). The order of the sums is the definition's, as gk_q8x_tile's:
+ * the same bits. */
+/* Whether gk_q8x_vec keeps two sets of words: not on HIP at BITS 8 (72
+ * registers of words; gfx906's 128 VGPRs then took 140 bytes of scratch),
+ * which loads a step's words and uses them, one set. The emulator's runs
+ * without the mma.sync tile (Sm80 = 0: as sm_75 and HIP) take HIP's
+ * choice, so that it checks both loops. */
+#if defined(__HIPCC__)
+#define GK_Q8X_PIPE(Bits, Sm80) ((Bits) <= 4)
+#elif defined(GK_GPU_EMULATE)
+#define GK_Q8X_PIPE(Bits, Sm80) ((Sm80) || (Bits) <= 4)
+#else
+#define GK_Q8X_PIPE(Bits, Sm80) 1
+#endif
+template <int Bits, bool Pipe>
+GK_DEV void gk_q8x_vec(gk_q8x_dsmem &sm, const float *__restrict__ x,
+                       const void *__restrict__ w, float *__restrict__ y, int64_t n,
+                       int64_t k, int64_t jb) {
+  enum { BW = GK_QBLOCK_BYTES(Bits) / 4, /* words a block: 1 + Bits */
+         SW = Q8X_LANES * BW };          /* words a step of a row */
+  const int lane = gk_lane(), hl = lane % Q8X_LANES;
+  const int64_t nb = k / GK_QBLOCK;
+  const int64_t j0 = jb + (int64_t)gk_group() * Q8X_WROWS + lane / Q8X_LANES;
+  const uint32_t *p[Q8X_HROWS];
+#pragma unroll
+  for (int r = 0; r < Q8X_HROWS; r++) {
+    const int64_t j = j0 + 2 * r < n ? j0 + 2 * r : n - 1;
+    p[r] = (const uint32_t *)w + (j * nb + hl) * BW;
+  }
+  /* The lane's steps, all chunks together; 32-bit (k < 2^40). */
+  const int steps = hl < nb ? (int)((nb - 1 - hl) / Q8X_LANES) + 1 : 0;
+
+  float acc[Q8X_HROWS][1];
+  for (int r = 0; r < Q8X_HROWS; r++) acc[r][0] = 0.0f;
+  gk_q8x_words<Bits> a, c;
+  int t = 0;
+  if (Pipe && steps > 0) gk_q8x_wload<Bits>(p, a, 0);
+  for (int64_t c0 = 0; c0 < nb; c0 += Q8X_CHUNK) {
+    const int cb = nb - c0 < Q8X_CHUNK ? (int)(nb - c0) : Q8X_CHUNK;
+    __syncthreads(); /* the previous chunk's x is read */
+    gk_q8x_round_x<Bits>(sm, x, k, 0, 1, c0, cb);
+    __syncthreads();
+    float part[Q8X_HROWS][1];
+    for (int r = 0; r < Q8X_HROWS; r++) part[r][0] = 0.0f;
+    /* The lane's steps up to the chunk's end: 8 in a whole chunk (an even
+     * count: the pairs end with `a` holding the next chunk's first step),
+     * fewer only in the last. */
+    const int64_t ce = (c0 + Q8X_CHUNK) / Q8X_LANES;
+    const int te = ce < steps ? (int)ce : steps;
+    int b = hl;
+    if (Pipe) {
+      for (; t + 1 < te; t += 2, b += 2 * Q8X_LANES) {
+        gk_q8x_wload<Bits>(p, c, SW);
+        gk_q8x_step<Bits, 1>(sm, b, a, part);
+        for (int r = 0; r < Q8X_HROWS; r++) p[r] += SW;
+        if (t + 2 < steps) gk_q8x_wload<Bits>(p, a, SW);
+        gk_q8x_step<Bits, 1>(sm, b + Q8X_LANES, c, part);
+        for (int r = 0; r < Q8X_HROWS; r++) p[r] += SW;
+      }
+      if (t < te) { /* the last step of all */
+        gk_q8x_step<Bits, 1>(sm, b, a, part);
+        t++;
+      }
+    } else {
+      for (; t < te; t++, b += Q8X_LANES) {
+        gk_q8x_wload<Bits>(p, a, 0);
+        gk_q8x_step<Bits, 1>(sm, b, a, part);
+        for (int r = 0; r < Q8X_HROWS; r++) p[r] += SW;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < Q8X_HROWS; r++) {
+      /* The fold of the 16 lanes (every lane shuffles, those without a
+       * block of the chunk too), then the chunk sum into y's sum. */
+      float v = part[r][0];
+      for (int h = Q8X_LANES / 2; h > 0; h /= 2) v = gk_fadd(v, GK_SHFL_XOR(v, h));
+      acc[r][0] = gk_fadd(acc[r][0], v);
+    }
+  }
+  if (hl == 0)
+    for (int r = 0; r < Q8X_HROWS; r++)
+      if (j0 + 2 * r < n) y[j0 + 2 * r] = acc[r][0];
+}
+
+/* qmatmul_q8x's walk over the grid at m = 1 (gk_qmatmul_q8x,
+ * q8x_batch.cuh), a function of its own on CUDA: inlined beside the other
+ * tiles, ptxas spilled (the same kernel's 128 registers, allocated as
+ * one). On HIP a call costs scratch memory (the callee's saved registers),
+ * so there it is inlined. */
+#if defined(__HIPCC__)
+#define GK_Q8X_APART GK_DEV
+#else
+#define GK_Q8X_APART GK_DEV_NOINLINE
+#endif
+template <int Bits, bool Pipe>
+GK_Q8X_APART void gk_q8x_walk1(gk_q8x_dsmem &sm, const float *x, const void *w, float *y,
+                                  int64_t n, int64_t k) {
+  if (blockIdx.x == 0)
+    for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
+      gk_q8x_vec<Bits, Pipe>(sm, x, w, y, n, k, by * Q8X_COLS);
 }
 
 #endif /* GK_Q8X_CUH */

@@ -28,7 +28,7 @@
  *
  * Stages of Q8X_KB = 8 blocks, two in a ring: while stage s is multiplied,
  * stage s + 1's W is in flight (cp.async) and its x is rounded into the
- * other buffer, two threads a block of x (gk_q8b_round_half); one barrier
+ * other buffer, two threads a block of x (gk_q8x_round_half); one barrier
  * a stage. A chunk is 16 stages, so a stage's buffer (s % 2) is also which
  * half of the chunk's lanes it feeds: the ring is unrolled by two and every
  * slot index is a constant.
@@ -125,39 +125,6 @@ union gk_q8x_smem<Bits, 0> {
   gk_q8x_dsmem d;
 };
 
-/* Rounds half h of a block of x (the 16 floats at src, 16-byte aligned)
- * with the thread beside it (lane ^ 1), which takes the other half of the
- * same block: gk_q8x_round_block's bits. The max and the code sum are
- * combined by one shuffle each (a max is exact in any order; the sum is an
- * integer). codes gets words 4 h .. 4 h + 3 of the block's 8 (gk_q8x_pos
- * order): for Bits >= 2 a half's 16 columns fill 4 whole words (gk_q8x_pos
- * (t + 16) is gk_q8x_pos(t) + 16: 4 words on); for Bits = 1 each half
- * fills 2 bytes of all 8 (gk_q8x_pos(t + 16) is gk_q8x_pos(t) + 2), so the
- * pair swaps its words. Every thread of the group calls it. */
-template <int Bits>
-GK_DEV void gk_q8b_round_half(const float *__restrict__ src, int h, uint32_t codes[4],
-                              float *dx, float *sb) {
-  float v[16];
-  float a = gk_q8x_load<16>(src, v);
-  a = fmaxf(a, GK_SHFL_XOR(a, 1));
-  uint32_t wl[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  uint32_t sum = gk_q8x_quantize<Bits, 16>(v, a > 0.0f ? 127.0f / a : 0.0f, wl);
-  sum += GK_SHFL_XOR(sum, 1);
-  if (Bits == 1) {
-#pragma unroll
-    for (int u = 0; u < 8; u++) {
-      wl[u] <<= 16 * h;
-      wl[u] |= GK_SHFL_XOR(wl[u], 1);
-    }
-#pragma unroll
-    for (int u = 0; u < 4; u++) codes[u] = h ? wl[4 + u] : wl[u];
-  } else {
-#pragma unroll
-    for (int u = 0; u < 4; u++) codes[u] = wl[u];
-  }
-  gk_q8x_scales(a, sum, dx, sb);
-}
-
 /* Starts copying blocks b0 .. b0 + Q8X_KB - 1 of W rows j0 .. j0 +
  * Q8X_COLS - 1 into stage `buf` (zeros past n and nb), one cp.async group
  * a thread, and rounds the same blocks of x rows i0 .. i0 + 15 into it
@@ -183,7 +150,7 @@ GK_DEV void gk_q8b_stage_in(gk_q8b_smem<Bits> &sm, int buf, const float *__restr
     const float *src = x + (in ? (i0 + r) * k + (b0 + kb) * GK_QBLOCK : 0) + 16 * h;
     uint32_t c[4];
     float cdx, csb;
-    gk_q8b_round_half<Bits>(src, h, c, &cdx, &csb);
+    gk_q8x_round_half<Bits>(src, h, c, &cdx, &csb);
     if (in) codes[0] = c[0], codes[1] = c[1], codes[2] = c[2], codes[3] = c[3], dx = cdx, sb = csb;
   }
   const uint4 cw = {codes[0], codes[1], codes[2], codes[3]};
@@ -348,8 +315,7 @@ GK_DEV void gk_qmatmul_q8x(const float *x, const void *w, float *y, int64_t m, i
   __shared__ __attribute__((aligned(16))) gk_q8x_smem<Bits, Sm80> sm;
   if (m <= 0 || n <= 0 || k < 0) return;
   if (m == 1) {
-    for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
-      if (blockIdx.x == 0) gk_q8x_tile<Bits, 1>(sm.d, x, w, y, m, n, k, by * Q8X_COLS, 0);
+    gk_q8x_walk1<Bits, GK_Q8X_PIPE(Bits, Sm80)>(sm.d, x, w, y, n, k);
   } else if (!Sm80 || m <= Q8X_XROWS) {
     for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
       for (int64_t bx = blockIdx.x; bx * Q8X_XROWS < m; bx += gridDim.x)

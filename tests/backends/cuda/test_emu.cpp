@@ -340,11 +340,14 @@ static void check_q8x(void) {
    * 4384: 137 blocks, a last stage of 1 in the second buffer; m = 3: the
    * tiles of 4 rows, partial; m = 1 and 4 over 130 and 137 blocks: chunks,
    * partial at the end; m = 262, n = 70: a whole group of 16 batch tiles
-   * and one of 1, 2 tiles of W each. */
+   * and one of 1, 2 tiles of W each; m = 1, k = 8800: 275 blocks, two
+   * whole chunks (the next chunk's W loaded across the rounding) and 19
+   * blocks, lanes 0 .. 2 of each half two steps (a pair), the others one;
+   * n = 9: every group but the first reads row 8 again. */
   static const long long shapes[][3] = {{1, 37, 96},   {6, 35, 4160}, {1, 3, 32},
                                         {9, 5, 0},     {17, 70, 544}, {5, 20, 4384},
                                         {3, 9, 64},    {1, 70, 4160}, {4, 66, 4384},
-                                        {262, 70, 64}};
+                                        {262, 70, 64}, {1, 9, 8800}};
   for (int bits : {1, 2, 4, 8}) {
     launch L;
     char variant[16];

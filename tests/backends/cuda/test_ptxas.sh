@@ -38,6 +38,13 @@
 #   order (coalesced, 13 to 40% faster on an H200: docs/kernels.md), where
 #   2 threads a row took 5.31 to 5.64 (a 647 to 687 stage, a 27 to 35 copy
 #   beside it) and the 32 x 32 corners before 5.77 to 6.36 without the copy;
+# - qmatmul_q8x's m = 1 trip (sm_90a, gk_q8x_vec) without a whole step's
+#   loads of W (4 rows x 1 + BITS words) in the straight run of a step's
+#   dp4a, or over 1.3 instructions a weight: ptxas 13.0 gives one run of
+#   two steps at BITS 1, 2 and 4 (297 to 305 instructions for 256
+#   weights), two runs at BITS 8 (238), where the tile before it, a branch
+#   a row of W, had 1 + BITS loads in each row's run (0.49 of copy on an
+#   H200, latency-bound);
 # - qmatmul's m > 1 tile (sm_90a, a whole tile of 8 rows of x) issuing more
 #   than 1.8 instructions a product's fmaf (1.65 at BITS 1) a step: ptxas
 #   13.0 gives 1.74 to 1.77 (for 4 columns of a block: 1.49 at BITS 1, 1.66
@@ -145,6 +152,34 @@ if r["length"] > 6.25 * ob:
 print(f"ok: {what}: {r['length']} instructions for {ob} outputs of a block and {pieces} "
       f"cp.async ({r['length'] / ob:.2f} an output)")
 PY
+  python3 "$(dirname "$0")/sass_mix.py" "$T/out.cubin" qmatmul_q8x --json --min 1 >"$T/mix.json" &&
+    python3 - "$1" "$T/mix.json" <<'PY' || failures=$((failures + 1))
+import json, sys
+bits, mix = int(sys.argv[1]), json.load(open(sys.argv[2]))
+# qmatmul_q8x at m = 1 (gk_q8x_vec): a step is a lane's block of each of 4
+# rows of W, 1 + Bits words a row, 8 dp4a a row. Its trip must hold a
+# whole step's loads in the straight run of a step's dp4a (the next step's,
+# issued before this one's are used), and issue at most 1.3 instructions a
+# weight.
+loads, dp4a = 4 * (1 + bits), 4 * 8
+trip = [r for r in mix["runs"] if r["mix"].get("IDP4A", 0) in (dp4a, 2 * dp4a)
+        and r["mix"].get("LDG", 0) >= loads]
+what = f"qmatmul.cu sm_90a -DBITS={bits}: qmatmul_q8x's m = 1 trip"
+if not trip:
+    print(f"FAIL: {what}: no straight run with a step's {dp4a} dp4a and {loads} loads (the "
+          "next step's); runs with dp4a: "
+          + "; ".join(f"{r['length']} with {r['mix']['IDP4A']} dp4a, {r['mix'].get('LDG', 0)} "
+                      "loads" for r in mix["runs"] if r["mix"].get("IDP4A", 0) >= 8))
+    sys.exit(1)
+n = sum(r["length"] for r in trip)
+weights = 4 * sum(r["mix"]["IDP4A"] for r in trip)
+if n > 1.3 * weights:
+    print(f"FAIL: {what} issues {n} instructions for {weights} weights, over 1.3 a weight: "
+          + "; ".join(str(r["mix"]) for r in trip))
+    sys.exit(1)
+print(f"ok: {what}: {n} instructions for {weights} weights ({n / weights:.2f} a weight), "
+      f"{sum(r['mix']['LDG'] for r in trip)} loads")
+PY
 }
 w=-DGK_FA_WGMMA=1
 for dt in f16 bf16; do
@@ -169,4 +204,4 @@ for a in sm_75 sm_80 sm_90a; do
   done
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 27 default): no serialized wgmma, no compiler-inserted arrive, no spills; qmatmul's m = 1 loop, m > 1 tile and qmatmul_q8x_mm's trip within their bounds"
+echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 27 default): no serialized wgmma, no compiler-inserted arrive, no spills; qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip and qmatmul_q8x_mm's trip within their bounds"
