@@ -162,17 +162,21 @@ template <typename T>
 GK_DEV int64_t gk_kv_row(const gk_kv_contig<T> &kv, int64_t hk, int64_t key) {
   return (hk * kv.n + key) * kv.d;
 }
-template <typename T>
+template <typename T, int Page>
 struct gk_kv_paged {
   enum { paged = 1 };
   const T *k, *v;
   int64_t n, d;
   const int32_t *bt; /* the sequence's table row: valid (gk_paged_seq_ok) */
-  int64_t page, n_kv_heads;
+  int64_t n_kv_heads;
 };
-template <typename T>
-GK_DEV int64_t gk_kv_row(const gk_kv_paged<T> &kv, int64_t hk, int64_t key) {
-  return gk_paged_row(kv.bt, key, hk, kv.page, kv.n_kv_heads, kv.d);
+/* gk_paged_row with the page a constant (a shift and a mask: nvcc had
+ * carried the constant into the out-of-line copy before, but only there)
+ * and the key in 32 bits (keys are below a sequence's int32 length). */
+template <typename T, int Page>
+GK_DEV int64_t gk_kv_row(const gk_kv_paged<T, Page> &kv, int64_t hk, int64_t key) {
+  const uint32_t j = (uint32_t)key;
+  return (((int64_t)kv.bt[j / Page] * kv.n_kv_heads + hk) * Page + j % Page) * kv.d;
 }
 
 /* Copies of keys [k0, k0 + n) of KV head hk (zeros past kv.n) into k and
@@ -206,28 +210,44 @@ GK_FA_WALK void gk_fa_kv_copy(uint16_t *k, uint16_t *v, int n, const KV kv, int6
 }
 
 /* The same for a tile of N keys, the prefill's and the decode's: a whole
- * tile of contiguous K and V (flash_attention's, but the last tile's keys
- * past kv.n) by each thread's fixed share of it, chunk c = t % (D / 8) of
- * rows t / (D / 8) + RP p: one cp.async a chunk at a constant offset from
- * one address (the swizzle keeps its row mod 8), where gk_fa_kv_copy's
- * walk spends ~20 instructions a chunk on 64-bit indices and bounds (at
- * head_dim 128, 8 chunks a thread a tile: about a fifth of what a warp
- * issues beside its mma; counted in the sm_90a cubin,
- * tests/backends/cuda/sass_mix.py). Pages and a partial tile take the
- * walk. */
+ * tile (but the last tile's keys past kv.n) by each thread's fixed share
+ * of it, chunk c = t % (D / 8) of rows t / (D / 8) + RP p (the swizzle
+ * keeps its row mod 8), where gk_fa_kv_copy's walk spends ~20 instructions
+ * a chunk on 64-bit indices and bounds (at head_dim 128, 8 chunks a thread
+ * a tile: about a fifth of what a warp issues beside its mma; counted in
+ * the sm_90a cubin, tests/backends/cuda/sass_mix.py):
+ * - contiguous K and V (flash_attention's): one cp.async a chunk at a
+ *   constant offset from one address;
+ * - pages (paged_attention's): each pass's row found through the table,
+ *   the PASSES lookups independent loads issued together. In the walk, a
+ *   loop not unrolled, each chunk's cp.async waited for its own table
+ *   load (~28 instructions a chunk in the sm_90a cubin of pages of 64),
+ *   once a chunk of K and V.
+ * A partial tile takes the walk. */
 template <int D, int N, class KV>
 GK_DEV void gk_fa_kv_tile(uint16_t *k, uint16_t *v, const KV &kv, int64_t hk, int64_t k0) {
   constexpr int CH = D / 8, RP = FA_THREADS / CH, PASSES = N * CH / FA_THREADS;
-  if constexpr (!KV::paged && N * CH % FA_THREADS == 0 && RP % 8 == 0) {
+  if constexpr (N * CH % FA_THREADS == 0 && RP % 8 == 0) {
     if (k0 + N <= kv.n) {
       const int t = (int)threadIdx.x, r0 = t / CH, c = t % CH;
       if (t >= FA_THREADS) return; /* the walk's duplicates, which change nothing */
-      const int64_t at = gk_kv_row(kv, hk, k0 + r0) + 8 * c;
       const int d0 = gk_fa_swz<D>::at(r0, c); /* row r0 + RP p: the same chunk order */
+      if constexpr (!KV::paged) {
+        const int64_t at = gk_kv_row(kv, hk, k0 + r0) + 8 * c;
 #pragma unroll
-      for (int p = 0; p < PASSES; p++) {
-        if (k) gk_cp_async16(&k[d0 + RP * p * D], kv.k + at + (int64_t)RP * p * D, true);
-        if (v) gk_cp_async16(&v[d0 + RP * p * D], kv.v + at + (int64_t)RP * p * D, true);
+        for (int p = 0; p < PASSES; p++) {
+          if (k) gk_cp_async16(&k[d0 + RP * p * D], kv.k + at + (int64_t)RP * p * D, true);
+          if (v) gk_cp_async16(&v[d0 + RP * p * D], kv.v + at + (int64_t)RP * p * D, true);
+        }
+      } else {
+        int64_t at[PASSES];
+#pragma unroll
+        for (int p = 0; p < PASSES; p++) at[p] = gk_kv_row(kv, hk, k0 + r0 + RP * p) + 8 * c;
+#pragma unroll
+        for (int p = 0; p < PASSES; p++) {
+          if (k) gk_cp_async16(&k[d0 + RP * p * D], kv.k + at[p], true);
+          if (v) gk_cp_async16(&v[d0 + RP * p * D], kv.v + at[p], true);
+        }
       }
       return;
     }

@@ -65,8 +65,8 @@ GK_DEV void gk_paged_attention(const void *q, const void *k_pool, const void *v_
         os[e] = nan; /* f32 0x7fc00000, f16 0x7e00, bf16 0x7fc0 */
       continue;
     }
-    const gk_kv_paged<T> kv = {(const T *)k_pool, (const T *)v_pool, len, D, bt, Page,
-                               n_kv_heads};
+    const gk_kv_paged<T, Page> kv = {(const T *)k_pool, (const T *)v_pool, len, D, bt,
+                                     n_kv_heads};
     gk_fa_walk<1, D, Dt>((const T *)q + s * rows, kv, os, n_heads, n_kv_heads, sq, scale,
                          gk_fa_ws_seq<D>(wsall, s, n_kv_heads));
   }
