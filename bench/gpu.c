@@ -25,7 +25,7 @@
  * events (as many as take about 1 ms, at least one), so that the time of
  * one launch's submission is not counted; per-launch median and best.
  * --quick: small shapes, 3 runs (the tests). --filter: only the cases whose
- * name contains TEXT (ncu). Without a usable GPU: {"skipped": "why"}, exit 0.
+ * name contains TEXT (ncu; given again, those that contain any of them). Without a usable GPU: {"skipped": "why"}, exit 0.
  */
 #include <jansson.h>
 #include <math.h>
@@ -43,7 +43,8 @@ static gk_archive *ar;
 static gk_device dev;
 static cu_event ev0, ev1;
 static int runs = 10, quick;
-static const char *filter;
+static const char *filters[8];
+static int nfilters;
 
 static void die(const char *what, const char *detail) {
   fprintf(stderr, "gk_bench_gpu: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
@@ -106,7 +107,11 @@ static timing time_it(issue_fn issue, void *ctx) {
   return t;
 }
 
-static int wanted(const char *name) { return !filter || strstr(name, filter); }
+static int wanted(const char *name) {
+  for (int i = 0; i < nfilters; i++)
+    if (strstr(name, filters[i])) return 1;
+  return nfilters == 0;
+}
 
 /* Copies of `bytes` so that together they are at least 4x the L2 cache. */
 static int copies_for(size_t bytes) {
@@ -492,7 +497,8 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
     else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc) filter = argv[++i];
+    else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc && nfilters < 8)
+      filters[nfilters++] = argv[++i];
     else if (strcmp(argv[i], "--libcuda") == 0 && i + 1 < argc) libcuda = argv[++i];
     else if (strcmp(argv[i], "--quick") == 0) quick = 1, runs = 3;
     else if (argv[i][0] != '-' && !path) path = argv[i];

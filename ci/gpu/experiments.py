@@ -13,7 +13,11 @@ made the run reads which schedule to put in the recipes (docs/kernels.md,
 "Speed on GPUs") instead of adding it up; and qmatmul_q8x_mm's int8 prefill
 (bench's qmatmul_q8x_x+mm cases) on the default image and on each
 qmatmul experiment's (q8mb2: two blocks an SM), against
-PyTorch's f16 GEMM. Exit 0 whatever it finds; 2 on bad usage.
+PyTorch's f16 GEMM; and, where the base step passed (base.gkfat: an earlier
+commit's qmatmul and paged_attention, ci/gpu/prepare.sh's GK_GPU_BASE), the
+m = 1 qmatmul cases and paged decodes on the default image against the
+base's, so that a change is timed against what it replaced in the same call.
+Exit 0 whatever it finds; 2 on bad usage.
 tests/bench/test_experiments.py feeds it numbers of its own.
 """
 import json
@@ -104,6 +108,7 @@ def main():
                 k[1], k[2], best, ", %.2fx SDPA (issue 19: 0.9x with the sm_90a image)" % ratio
                 if ratio is not None else ""))
     lines += q8m_lines(out, report, steps)
+    lines += base_lines(out, report, steps)
     return finish(out, lines)
 
 
@@ -156,6 +161,61 @@ def q8m_lines(out, report, steps):
         lines.append("| %d | %d x %d x %d | %s | %s |" % (
             c["bits"], c["m"], c["n"], c["k"], "%.1f" % g["tflops"] if g else "",
             " | ".join(cells)))
+    return lines
+
+
+def base_lines(out, report, steps):
+    """The default image's m = 1 qmatmul cases and paged decodes (bench's)
+    against base.gkfat's (the base step's): the time, its share of the copy
+    bandwidth (weights, or K and V, over the default's copy in the same
+    call) and, for the paged decodes, the ratio to SDPA's time (issue 19's
+    target: at most 1.2)."""
+    lines = ["", "## Against the base commit's kernels (ci/gpu/experiments.py)", ""]
+    verdict = steps.get("base", "not run")
+    data = load(os.path.join(out, "base-bench.json"))
+    if verdict != "ok" or not data:
+        why = verdict if verdict != "ok" else "passed, but no base-bench.json"
+        return lines + ["- `base`: %s; not compared." % why]
+    copy = (report.get("copy") or {}).get("gbps") or 0.0
+
+    def share(gbps):
+        return " (%.2f)" % (gbps / copy) if copy else ""
+
+    qkey = lambda c: (c.get("entry"), c["bits"], c["m"], c["n"], c["k"])
+    base = {qkey(c): c for c in data.get("qmatmul", [])}
+    rows = [c for c in report.get("qmatmul", []) if c["m"] == 1 and qkey(c) in base]
+    if rows:
+        lines += ["Microseconds (and weight bytes a second over the copy's); base / default: "
+                  "above 1, the default is faster.", "",
+                  "| entry | bits | m x n x k | default | base | base / default |",
+                  "|---|---:|---|---:|---:|---:|"]
+        for c in sorted(rows, key=qkey):
+            b = base[qkey(c)]
+            wb = c.get("weight_bytes", 0)
+            lines.append("| %s | %d | %d x %d x %d | %.1f%s | %.1f%s | %.2f |" % (
+                c["entry"], c["bits"], c["m"], c["n"], c["k"],
+                c["us"], share(wb / c["us"] / 1e3), b["us"], share(wb / b["us"] / 1e3),
+                b["us"] / c["us"]))
+    pkey = lambda c: (c["page"], c["seqs"], c["len"], c["head_dim"])
+    pbase = {pkey(c): c for c in data.get("paged_attention", [])}
+    prows = [c for c in report.get("paged_attention", []) if pkey(c) in pbase]
+    if prows:
+        lines += ["" if rows else None,
+                  "Paged decodes, microseconds (and K and V bytes a second over the copy's; "
+                  "x SDPA's time on the contiguous cache).", "",
+                  "| page | seqs x len | D | SDPA | default | base | base / default |",
+                  "|---:|---|---:|---:|---:|---:|---:|"]
+        for c in sorted(prows, key=pkey):
+            b = pbase[pkey(c)]
+            sd = c.get("sdpa_us")
+            cell = lambda t: "%.1f%s%s" % (t["us"], share(t.get("kv_gbps", 0.0)),
+                                           " %.2fx" % (t["us"] / sd) if sd else "")
+            lines.append("| %d | %d x %d | %d | %s | %s | %s | %.2f |" % (
+                c["page"], c["seqs"], c["len"], c["head_dim"], "%.1f" % sd if sd else "",
+                cell(c), cell(b), b["us"] / c["us"]))
+    lines = [l for l in lines if l is not None]
+    if not rows and not prows:
+        lines.append("- `base`: no case of its in bench/gpu.json's; not compared.")
     return lines
 
 

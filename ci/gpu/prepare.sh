@@ -31,6 +31,14 @@
 #                                 default tile at two blocks an SM (128
 #                                 registers a thread, 16 warps an SM where
 #                                 the default has 8 at up to 235)
+#                          base   qmatmul, paged_attention and kv_append
+#                                 for sm_90a from the recipes and kernels
+#                                 of commit $GK_GPU_BASE (default 38173af,
+#                                 the tree the H200 measured on
+#                                 2026-11-29): the A/B, in the same call,
+#                                 of what changed since (qmatmul_q8x at
+#                                 m = 1, the paged tiles); skipped with a
+#                                 word where git or the commit is missing
 #   tests/gpu/wgmma_probe.cubin  one wgmma per shape (tests/gpu/wgmma_probe.cu,
 #                          sm_90a), which test_wgmma_probe checks first
 #   tests/gpu/tma_probe.cubin  K tiles by TMA read by wgmma (tma_probe.cu),
@@ -52,7 +60,7 @@
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,57p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -150,6 +158,19 @@ for e in q8mb2:-DGK_Q8M_MIN_BLOCKS=2:96256; do
     --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
   "$build/gk" pack "$exp/images" -o "$pack/$name.gkfat" >&2
 done
+
+# The base: the recipes and kernelsrc of an earlier commit, as it was.
+base=${GK_GPU_BASE:-38173af}
+exp=$build/gpu-base
+rm -rf "$exp" && mkdir -p "$exp"
+if git -C "$root" archive "$base" recipes kernelsrc 2>/dev/null | tar -x -C "$exp"; then
+  "$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel qmatmul \
+    --kernel paged_attention --kernel kv_append --targets cuda=sm_90a \
+    --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
+  "$build/gk" pack "$exp/images" -o "$pack/base.gkfat" >&2
+else
+  echo "ci/gpu/prepare.sh: no commit $base here (git archive failed): no base.gkfat" >&2
+fi
 
 "$nvcc" -cubin -arch=sm_90a -O3 -std=c++17 -I"$root/kernelsrc/cuda" \
   -o "$pack/tests/gpu/wgmma_probe.cubin" "$root/tests/gpu/wgmma_probe.cu"

@@ -109,8 +109,39 @@ with tempfile.TemporaryDirectory() as out:
     rows = [l for l in text.split("qmatmul_q8x_mm's tile")[-1].splitlines()
             if l.startswith("| 4 |")]
     check(len(rows) == 2, "the tile table has %d rows, not 2 (the f32 entry in it?)" % len(rows))
+    check("- `base`: not run; not compared." in text, "base not reported as not run:\n" + text)
+
+    # base timed: qmatmul_q8x at m = 1 faster on the default image, qmatmul
+    # the same; a paged decode faster; cases only one side has are left out.
+    report["copy"] = dict(gbps=4000.0)
+    wb = 168e6
+    report["qmatmul"] += [dict(qm(1, 1.0, entry="qmatmul_q8x"), n=32768, us=50.0, weight_bytes=wb),
+                          dict(qm(1, 1.0, entry="qmatmul"), n=32768, us=60.0, weight_bytes=wb),
+                          dict(qm(16, 1.0, entry="qmatmul_q8x"), n=32768, us=99.0)]
+    paged = dict(kernel="paged_attention", page=64, seqs=1, len=8192, head_dim=128, heads=32,
+                 kv_heads=8, us=20.0, sdpa_us=16.0, kv_gbps=1600.0)
+    report["paged_attention"] = [paged, dict(paged, page=16, us=30.0)]
+    with open(os.path.join(out, "bench", "gpu.json"), "w") as f:
+        json.dump(report, f)
+    with open(os.path.join(out, "base-bench.json"), "w") as f:
+        json.dump(dict(qmatmul=[dict(qm(1, 1.0, entry="qmatmul_q8x"), n=32768, us=80.0),
+                                dict(qm(1, 1.0, entry="qmatmul"), n=32768, us=60.0)],
+                       paged_attention=[dict(paged, us=24.0, kv_gbps=1333.3)]), f)
+    with open(os.path.join(out, "summary.txt"), "a") as f:
+        f.write("base: ok, 30 s\n")
+    rc, text = run(out)
+    check(rc == 0, "exit %d with base" % rc)
+    base = text.split("base commit's kernels")[-1]
+    check("| qmatmul_q8x | 4 | 1 x 32768 x 8192 | 50.0 (0.84) | 80.0 (0.53) | 1.60 |" in base,
+          "the q8x m = 1 row:\n" + base)
+    check("| qmatmul | 4 | 1 x 32768 x 8192 | 60.0 (0.70) | 60.0 (0.70) | 1.00 |" in base,
+          "the qmatmul m = 1 row:\n" + base)
+    check("x 99" not in base and "| 16 x" not in base, "an m = 16 case in the base table")
+    check("| 64 | 1 x 8192 | 128 | 16.0 | 20.0 (0.40) 1.25x | 24.0 (0.33) 1.50x | 1.20 |" in base,
+          "the paged row:\n" + base)
+    check("| 16 | 1 x 8192 |" not in base, "a paged case the base lacks was compared")
 
 print("%d failure(s)" % failures if failures else "ok: experiments.py compares the attention "
-      "experiments (one timed, prefill and decode; one failed), an empty OUT, and qmatmul_q8x_mm's "
-      "(not run; failed, then timed)")
+      "experiments (one timed, prefill and decode; one failed), an empty OUT, qmatmul_q8x_mm's "
+      "(not run; failed, then timed) and the base commit's m = 1 and paged cases")
 sys.exit(1 if failures else 0)
