@@ -147,6 +147,22 @@ struct gk_fa_smem {
   };
 };
 
+/* A decode's shared memory: gk_fa_smem's tile stages and merge alone (the
+ * same layout), so that a block may hold one a warpgroup
+ * (gk_fa_decode_wgs, flash_attention.cuh). */
+template <int D>
+struct gk_fa_dsmem {
+  enum { KEYS = gk_fa_smem<D>::KEYS, STAGES = gk_fa_smem<D>::STAGES };
+  union {
+    struct { /* gk_fa_swz */
+      uint16_t k[STAGES][KEYS * D], v[STAGES][KEYS * D];
+    } tile;
+    struct {
+      float m[FA_GROUPS][16], l[FA_GROUPS][16], o[FA_GROUPS][16][D];
+    } merge;
+  };
+};
+
 /* Where the keys and values of one sequence lie: kv.n keys, key j of KV
  * head hk at element gk_kv_row(kv, hk, j) of kv.k and kv.v (of type T).
  * flash_attention's are contiguous, [n_kv_heads][n][d]; paged_attention's
@@ -199,13 +215,30 @@ GK_FA_WALK void gk_fa_kv_copy(uint16_t *k, uint16_t *v, int n, const KV kv, int6
   /* Not unrolled: in the QSMEM prefill this runs beside S and the output
    * in registers, and the unrolled copy's addresses made ptxas spill. */
 #pragma unroll 1
-  for (int e = (int)threadIdx.x; e < n * (D / 8); e += FA_THREADS) {
+  for (int e = gk_fa_tid(); e < n * (D / 8); e += FA_THREADS) {
     const int r = e / (D / 8), c = e % (D / 8);
     const int64_t key = k0 + r;
     const bool in = key < kv.n;
     const int64_t at = in ? gk_kv_row(kv, hk, key) + 8 * c : 0;
     if (k) gk_cp_async16(&k[gk_fa_swz<D>::at(r, c)], kv.k + at, in);
     if (v) gk_cp_async16(&v[gk_fa_swz<D>::at(r, c)], kv.v + at, in);
+  }
+}
+
+/* A whole tile of N keys through the block table (gk_fa_kv_tile below):
+ * each pass's row found through the table, the PASSES lookups independent
+ * loads. Out of line as the walk is: inline, its addresses beside the
+ * prefill's made ptxas 13.0 spill 16 to 60 bytes (sm_75, sm_80). */
+template <int D, int N, class KV>
+GK_FA_WALK void gk_fa_kv_pages(uint16_t *k, uint16_t *v, const KV kv, int64_t hk, int64_t k0) {
+  constexpr int CH = D / 8, RP = FA_THREADS / CH, PASSES = N * CH / FA_THREADS;
+  const int t = gk_fa_tid(), r0 = t / CH, c = t % CH;
+  const int d0 = gk_fa_swz<D>::at(r0, c);
+#pragma unroll
+  for (int p = 0; p < PASSES; p++) {
+    const int64_t at = gk_kv_row(kv, hk, k0 + r0 + RP * p) + 8 * c;
+    if (k) gk_cp_async16(&k[d0 + RP * p * D], kv.k + at, true);
+    if (v) gk_cp_async16(&v[d0 + RP * p * D], kv.v + at, true);
   }
 }
 
@@ -229,10 +262,9 @@ GK_DEV void gk_fa_kv_tile(uint16_t *k, uint16_t *v, const KV &kv, int64_t hk, in
   constexpr int CH = D / 8, RP = FA_THREADS / CH, PASSES = N * CH / FA_THREADS;
   if constexpr (N * CH % FA_THREADS == 0 && RP % 8 == 0) {
     if (k0 + N <= kv.n) {
-      const int t = (int)threadIdx.x, r0 = t / CH, c = t % CH;
-      if (t >= FA_THREADS) return; /* the walk's duplicates, which change nothing */
-      const int d0 = gk_fa_swz<D>::at(r0, c); /* row r0 + RP p: the same chunk order */
       if constexpr (!KV::paged) {
+        const int t = gk_fa_tid(), r0 = t / CH, c = t % CH;
+        const int d0 = gk_fa_swz<D>::at(r0, c); /* row r0 + RP p: the same chunk order */
         const int64_t at = gk_kv_row(kv, hk, k0 + r0) + 8 * c;
 #pragma unroll
         for (int p = 0; p < PASSES; p++) {
@@ -240,14 +272,7 @@ GK_DEV void gk_fa_kv_tile(uint16_t *k, uint16_t *v, const KV &kv, int64_t hk, in
           if (v) gk_cp_async16(&v[d0 + RP * p * D], kv.v + at + (int64_t)RP * p * D, true);
         }
       } else {
-        int64_t at[PASSES];
-#pragma unroll
-        for (int p = 0; p < PASSES; p++) at[p] = gk_kv_row(kv, hk, k0 + r0 + RP * p) + 8 * c;
-#pragma unroll
-        for (int p = 0; p < PASSES; p++) {
-          if (k) gk_cp_async16(&k[d0 + RP * p * D], kv.k + at[p], true);
-          if (v) gk_cp_async16(&v[d0 + RP * p * D], kv.v + at[p], true);
-        }
+        gk_fa_kv_pages<D, N>(k, v, kv, hk, k0);
       }
       return;
     }
@@ -649,7 +674,8 @@ GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const gk_fa_stat
 }
 
 /*
- * Keys [kb, ke) of KV head hk through the STAGES stages, by the whole block
+ * Keys [kb, ke) of KV head hk through the STAGES stages of sm (gk_fa_smem,
+ * or a warpgroup's gk_fa_dsmem), by the whole block (or warpgroup)
  * (kb a multiple of the tile; keys past ke in ke's tile must be masked by
  * the step, as keys past the causal limit or kv.n are): each group runs
  * gk_fa_mma_step<NT, MT> on n-tiles nt0 + NT p .. + NT - 1 of every tile,
@@ -661,11 +687,10 @@ GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const gk_fa_stat
  * then also says that every group has done with tile j - 1, whose stage
  * the copy of tile j + STAGES - 1 overwrites. Ends with a barrier.
  */
-template <int Causal, int D, int NT, int PARTS, int MT, class H, class KV>
-GK_DEV void gk_fa_mma_keys(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t kb,
-                           int64_t ke, int64_t sq, const uint32_t (*qa)[D / 16][4], int nt0,
-                           const int64_t (*qpos)[2], float scale, gk_fa_state<D> *st) {
-  typedef gk_fa_smem<D> S;
+template <int Causal, int D, int NT, int PARTS, int MT, class H, class KV, class S>
+GK_DEV void gk_fa_mma_keys(S &sm, const KV &kv, int64_t hk, int64_t kb, int64_t ke, int64_t sq,
+                           const uint32_t (*qa)[D / 16][4], int nt0, const int64_t (*qpos)[2],
+                           float scale, gk_fa_state<D> *st) {
   const float sl = scale * 1.4426950408889634f;
   gk_fa_sync(); /* the previous use of the stages is over */
   for (int i = 0; i < S::STAGES - 1; i++) {
@@ -819,7 +844,7 @@ struct gk_fa_split {
 template <int D, class H>
 GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, int64_t group,
                               int64_t sq) {
-  const int w = gk_group(), lane = gk_lane();
+  const int w = gk_group() % FA_GROUPS, lane = gk_lane();
   const int64_t nrows = group * sq;
   for (int row = w; row < nrows; row += FA_GROUPS) { /* uniform over the group */
     /* Row `row` is row fr of fragment `row / 16`'s n slots. */
@@ -857,11 +882,11 @@ GK_DEV void gk_fa_split_done(const gk_fa_split &sp, uint16_t *o, int64_t hk, int
   gk_threadfence(); /* this thread's slot writes before the count */
   gk_fa_sync();
   const unsigned last = (unsigned)(sp.n * sp.frags - 1);
-  if (!gk_fa_any(threadIdx.x == 0 && atomicAdd(sp.count, 1u) == last))
+  if (!gk_fa_any(gk_fa_tid() == 0 && atomicAdd(sp.count, 1u) == last))
     return; /* uniform */
   gk_threadfence(); /* the others' slots after their counts */
   gk_fa_split_merge<D, H>(sp, o, hk, group, sq);
-  if (threadIdx.x == 0) *sp.count = 0u;
+  if (gk_fa_tid() == 0) *sp.count = 0u;
 }
 
 /*
@@ -882,14 +907,14 @@ GK_DEV void gk_fa_split_done(const gk_fa_split &sp, uint16_t *o, int64_t hk, int
  * registers.
  */
 template <int Causal, int D, class H, class KV>
-GK_DEV void gk_fa_mma_decode(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
+GK_DEV void gk_fa_mma_decode(gk_fa_dsmem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
                              int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
                              int64_t hk, int64_t kb, int64_t ke, const gk_fa_split &sp, int f) {
-  typedef gk_fa_smem<D> S;
+  typedef gk_fa_dsmem<D> S;
   constexpr int NT = S::KEYS / 8 / FA_GROUPS; /* n-tiles a group takes: 1 or 2 */
   const int64_t group = n_heads / n_kv_heads;
   const int64_t row0 = 16 * (int64_t)f, nrows = group * sq - row0; /* this fragment's */
-  const int w = gk_group(), lane = gk_lane(), g = lane / 4, t = lane % 4;
+  const int w = gk_group() % FA_GROUPS, lane = gk_lane(), g = lane / 4, t = lane % 4;
   int64_t qpos[2], rows[2];
   for (int r = 0; r < 2; r++) {
     const int64_t p = row0 + g + 8 * r;

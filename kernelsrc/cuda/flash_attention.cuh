@@ -72,20 +72,27 @@
 #define FA_RPG (FA_ROWS / FA_GROUPS) /* query rows per group */
 #define FA_KEYS GK_GROUP           /* keys per tile: one per lane */
 
-/* The barrier of the first FA_THREADS threads, and whether pred holds in
- * any of them (a barrier too): named barrier FA_BAR_FIRST where blocks may
- * be larger (fa_wgmma.cuh numbers the others). */
+/* A thread's warpgroup (FA_THREADS threads) and its index in it: the
+ * schedules of one warpgroup (above) run on the first, and a decode on
+ * each warpgroup that walks (gk_fa_walk_mma), each as a block of its own. */
+GK_DEV int gk_fa_wg(void) { return (int)(threadIdx.x / FA_THREADS); }
+GK_DEV int gk_fa_tid(void) { return (int)(threadIdx.x % FA_THREADS); }
+
+/* The barrier of the calling thread's warpgroup, and whether pred holds in
+ * any of its threads (a barrier too): named barrier FA_BAR_FIRST + its
+ * warpgroup where blocks may be larger (fa_wgmma.cuh numbers the others
+ * from FA_BAR_FIRST + 1, for its own schedules: a launch takes either). */
 #define FA_BAR_FIRST 1
 GK_DEV void gk_fa_sync(void) {
 #if FA_MAX_THREADS > FA_THREADS
-  gk_bar_sync<FA_THREADS>(FA_BAR_FIRST);
+  gk_bar_sync<FA_THREADS>(FA_BAR_FIRST + gk_fa_wg());
 #else
   __syncthreads();
 #endif
 }
 GK_DEV bool gk_fa_any(bool pred) {
 #if FA_MAX_THREADS > FA_THREADS
-  return gk_bar_any<FA_THREADS>(FA_BAR_FIRST, pred);
+  return gk_bar_any<FA_THREADS>(FA_BAR_FIRST + gk_fa_wg(), pred);
 #else
   return gk_block_any(pred);
 #endif
@@ -324,6 +331,22 @@ GK_DEV gk_fa_smem<D> &gk_fa_sm(void) {
   return gk_fa_shared<gk_fa_smem<D>>();
 }
 
+/* The warpgroups of a block that run a decode, each a block of its own
+ * (gk_fa_walk_mma): those that reach the walk (the warp-specialized
+ * image's two consumers, not its producer: gk_flash_attention), as many
+ * as the image's shared memory holds decode stages for (gk_fa_dsmem: 48
+ * KB each; two in the 208 KB of -DGK_FA_WGMMA=4's image, one elsewhere).
+ * There one block an SM runs, and on one warpgroup a decode took 25.0 us
+ * where the default image's two blocks an SM take 18.5 (H200,
+ * 2026-11-29): so a decode does not slow the image that has the fastest
+ * prefill. */
+template <int D>
+GK_DEV int gk_fa_decode_wgs(void) {
+  constexpr int fit = (int)(sizeof(gk_fa_smem<D>) / sizeof(gk_fa_dsmem<D>));
+  const int walk = FA_WS_ANY && blockDim.x == FA_WS_THREADS ? 2 : (int)blockDim.x / FA_THREADS;
+  return walk < fit ? walk : fit;
+}
+
 /* The grid's walk over one sequence's queries q and o ([n_heads][sq][D])
  * and its keys and values kv, on tensor cores (fa_mma.cuh; H gk_f16 or
  * gk_bf16): query blocks x, x + gridDim.x, ... of heads
@@ -339,10 +362,14 @@ GK_DEV gk_fa_smem<D> &gk_fa_sm(void) {
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t n_heads,
                            int64_t n_kv_heads, int64_t sq, float scale, const gk_fa_ws &ws) {
-  typedef gk_fa_smem<D> S;
+  typedef gk_fa_dsmem<D> S;
   gk_fa_smem<D> &sm = gk_fa_sm<D>();
   if (gk_fa_is_decode(n_heads, n_kv_heads, sq)) {
-    if (threadIdx.x >= FA_THREADS) return; /* a decode is the first warpgroup's */
+    /* Each walking warpgroup (gk_fa_decode_wgs) a block of its own: its
+     * share of the shared memory, its barrier, its units. */
+    const int wgs = gk_fa_decode_wgs<D>(), wg = gk_fa_wg();
+    if (wg >= wgs) return;
+    S &dm = ((S *)&sm)[wg];
     const int frags = gk_fa_decode_frags(n_heads, n_kv_heads, sq);
     const int64_t kend = gk_fa_kend(Causal, sq, kv.n, 0, (int)sq);
     const int64_t tiles = (kend + S::KEYS - 1) / S::KEYS;
@@ -351,8 +378,10 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
     if (n > ws.splits / frags) n = ws.splits / frags;
     if (n > FA_SPLITS_MAX) n = FA_SPLITS_MAX;
     if (n < 1) n = 1;
-    const int64_t units = n_kv_heads * n * frags, blocks = (int64_t)gridDim.x * gridDim.y;
-    for (int64_t u = (int64_t)blockIdx.y * gridDim.x + blockIdx.x; u < units; u += blocks) {
+    const int64_t units = n_kv_heads * n * frags,
+                  walkers = (int64_t)gridDim.x * gridDim.y * wgs;
+    for (int64_t u = ((int64_t)blockIdx.y * gridDim.x + blockIdx.x) * wgs + wg; u < units;
+         u += walkers) {
       /* (split, fragment) in 32 bits: a 64-bit division is a call */
       const unsigned sf = (unsigned)(u / n_kv_heads);
       const int64_t hk = u % n_kv_heads, i = sf / (unsigned)frags;
@@ -361,7 +390,7 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
       const gk_fa_split sp = {n, i, ws.count ? ws.count + hk : nullptr,
                               ws.slots ? ws.slots + hk * ws.splits * GK_FA_SLOT(D) : nullptr,
                               frags};
-      gk_fa_mma_decode<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, hk, kb,
+      gk_fa_mma_decode<Causal, D, H>(dm, q, kv, o, n_heads, n_kv_heads, sq, scale, hk, kb,
                                      ke < kend ? ke : kend, sp, f);
       if (n > 1) gk_fa_split_done<D, H>(sp, o, hk, n_heads / n_kv_heads, sq); /* uniform */
     }

@@ -127,7 +127,7 @@ struct block_state {
 };
 
 block_state *S;
-bool order_last_first; /* gk_emu_order */
+bool order_last_first, order_cyclic; /* gk_emu_order */
 const char *order_perm = getenv("GK_EMU_PERM"); /* warpgroups' order, by hand */
 
 void resume_point(void) {
@@ -272,7 +272,10 @@ void gk_emu_bar_arrive(int id, int count) {
   }
 }
 
-void gk_emu_order(int last_first) { order_last_first = last_first != 0; }
+void gk_emu_order(int order) {
+  order_last_first = order == 1;
+  order_cyclic = order == GK_EMU_CYCLIC;
+}
 
 int gk_emu_bar_or(int id, int count, int pred) {
   const unsigned g = id >= 1 && id < NAMED ? S->named[id].gen : 0;
@@ -498,6 +501,7 @@ static int run_block(block_state &st) {
        * consumers overwrites what they have yet to read. */
       if (st.released) {
         st.released = false;
+        if (order_cyclic) continue; /* the next thread in turn */
         k = (size_t)-1;
         live = false;
       }

@@ -72,10 +72,14 @@ int gk_emu_syncthreads_or(int pred);
  * when pred was nonzero in any of them. */
 void gk_emu_bar_sync(int id, int count);
 /* The order in which the scheduler looks for a thread to run: the lowest
- * thread that can run first (0, the default), or the highest (nonzero):
- * the first threads, or the last, run as far ahead of the others as the
- * barriers let them. */
-void gk_emu_order(int last_first);
+ * thread that can run first (0, the default), or the highest (1): the
+ * first threads, or the last, run as far ahead of the others as the
+ * barriers let them; or in turn (GK_EMU_CYCLIC): each thread runs until it
+ * waits, then the next one in thread order, so that threads that wait at
+ * barriers of their own (warpgroups with named barriers) take turns, one
+ * phase each, and each meets what the others did in between. */
+#define GK_EMU_CYCLIC 2
+void gk_emu_order(int order);
 void gk_emu_bar_arrive(int id, int count);
 int gk_emu_bar_or(int id, int count, int pred);
 
