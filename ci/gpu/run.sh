@@ -46,11 +46,11 @@
 #   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
 #   racecheck  the same under racecheck
 #   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1 and 16, bits=4), on
-#              flash_attention prefill and decode, on qmatmul_q8x_mm
-#              (m=512, bits=4) and, where the wgmma5 step passed, on its
-#              archive's prefill (ncu-*.txt; each launch's stall reasons,
-#              ncu-*-stalls.txt; the prefill's and qmatmul_q8x_mm's per SASS
-#              instruction, ncu-*-source.csv)
+#              flash_attention prefill and decode, paged_attention's decode,
+#              on qmatmul_q8x_mm (m=512, bits=4) and, where the wgmma5 step
+#              passed, on its archive's prefill (ncu-*.txt; each launch's
+#              stall reasons, ncu-*-stalls.txt; the prefill's, qmatmul_q8x's
+#              and qmatmul_q8x_mm's per SASS instruction, ncu-*-source.csv)
 #   vulkan     tests/backends/vulkan's test_vk_kernels on NVIDIA's Vulkan driver, with
 #              the loader unpacked from gpu-pack/debs
 # Each step has its own timeout and the run goes on past a failed one; all
@@ -188,7 +188,8 @@ step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$arc
 # launches, one entry a run: the bench times each entry whole before the
 # next, so a regex over both would catch two launches of qmatmul; at m = 16
 # qmatmul_q8x is the int8 mma.sync tile), flash_attention's causal prefill
-# and its split decode at head_dim 128, and
+# and its split decode at head_dim 128, paged_attention's first decode
+# (pages of 64, one sequence of 8192), and
 # the int8 tensor-core qmatmul_q8x_mm at m = 512, BITS 4, and last, where
 # the wgmma5 step passed, the causal prefill of its archive (wgmma beside
 # the default's mma.sync); ncu
@@ -217,9 +218,10 @@ step ncu 200 sh -c 'prof() { # NAME KERNEL_REGEX SOURCE FILTER [ARCHIVE]
   prof fa-prefill "^flash_attention" 1 "flash_attention prefill causal=1,dtype=f16,head_dim=128 " &&
   for m in 1 16; do
     prof "qmatmul-m$m" "^qmatmul$" 0 "qmatmul bits=4 m=$m " &&
-      prof "q8x-m$m" "^qmatmul_q8x$" 0 "qmatmul bits=4 m=$m " || exit 1
+      prof "q8x-m$m" "^qmatmul_q8x$" 1 "qmatmul bits=4 m=$m " || exit 1
   done &&
   prof fa-decode "^flash_attention" 0 "flash_attention decode " &&
+  prof pa-decode "^paged_attention" 0 "paged_attention decode dtype=f16,head_dim=128,page=64 seqs=1 len=8192 " &&
   if grep -q "^wgmma5: ok" "$OUTD/summary.txt"; then
     prof fa-prefill-wgmma5 "^flash_attention" 1 \
       "flash_attention prefill causal=1,dtype=f16,head_dim=128 " "$PACK/wgmma5.gkfat"
