@@ -192,74 +192,6 @@ GK_DEV void gk_q8x_round_x(gk_q8x_dsmem &sm, const float *__restrict__ x, int64_
   }
 }
 
-/* What a lane reads of W for one step (one block of each of its
- * Q8X_HROWS rows): the block's header word (d, m as binary16), then its
- * Bits code words. */
-#define Q8X_HROWS (Q8X_WROWS / 2) /* rows of W a half group */
-template <int Bits>
-struct gk_q8x_words {
-  uint32_t v[Q8X_HROWS][1 + Bits];
-};
-
-/* f: the words at `at` words past each row's pointer (0: this step's,
- * Q8X_LANES blocks on: the next one's). */
-template <int Bits>
-GK_DEV void gk_q8x_wload(const uint32_t *const p[Q8X_HROWS], gk_q8x_words<Bits> &f, int at) {
-#pragma unroll
-  for (int r = 0; r < Q8X_HROWS; r++)
-#pragma unroll
-    for (int u = 0; u <= Bits; u++) f.v[r][u] = p[r][at + u];
-}
-
-/* One step of a lane: block b of the chunk (f: its words, one block a row
- * of W) against the chunk's MT rounded rows of x, each (row of W, row of
- * x) adding the block into its own part, as the definition's lane does. */
-template <int Bits, int MT>
-GK_DEV void gk_q8x_step(const gk_q8x_dsmem &sm, int b, const gk_q8x_words<Bits> &f,
-                        float part[Q8X_HROWS][MT]) {
-  const int P = 8 / Bits;
-  const uint32_t rep = GK_QMASK(Bits) * 0x01010101u;
-  /* b's x codes, read once for the Q8X_HROWS rows (two 16-byte loads a row
-   * of x), and its scales. */
-  uint32_t xw[MT][8];
-  float dx[MT], sb[MT];
-#pragma unroll
-  for (int i = 0; i < MT; i++) {
-    const uint4 *xp = (const uint4 *)&sm.xq[i][b * 8];
-    const uint4 lo = xp[0], hi = xp[1];
-    xw[i][0] = lo.x, xw[i][1] = lo.y, xw[i][2] = lo.z, xw[i][3] = lo.w;
-    xw[i][4] = hi.x, xw[i][5] = hi.y, xw[i][6] = hi.z, xw[i][7] = hi.w;
-    dx[i] = sm.dx[i][b], sb[i] = sm.sb[i][b];
-  }
-#pragma unroll
-  for (int r = 0; r < Q8X_HROWS; r++) {
-    const uint32_t head = f.v[r][0];
-    const float d = gk_h2f((uint16_t)(head & 0xffffu));
-    const float mo = gk_h2f((uint16_t)(head >> 16));
-    /* Each sum starts at the bits of 1.5 * 2^23, so that it ends as the
-     * float 1.5 * 2^23 + i_b (|i_b| < 2^21): one subtraction, exact,
-     * instead of a conversion instruction (see gk_q8x_round_block). */
-    int is[MT];
-#pragma unroll
-    for (int i = 0; i < MT; i++) is[i] = Q8X_MAGIC;
-#pragma unroll
-    for (int u = 0; u < Bits; u++) {
-#pragma unroll
-      for (int s = 0; s < P; s++) {
-        const uint32_t codes = (f.v[r][1 + u] >> (Bits * s)) & rep;
-#pragma unroll
-        for (int i = 0; i < MT; i++) is[i] = gk_dp4a_us<Bits>(codes, xw[i][u * P + s], is[i]);
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < MT; i++) {
-      const float ib = gk_q_f32_from_bits((uint32_t)is[i]) - 12582912.0f;
-      const float l1 = gk_fadd(part[r][i], gk_fmul(ib, gk_fmul(d, dx[i])));
-      part[r][i] = gk_fadd(l1, gk_fmul(mo, sb[i]));
-    }
-  }
-}
-
 /* One block's tile on dp4a: rows j0 .. j0 + Q8X_COLS - 1 of W (those < n)
  * against rows i0 .. i0 + MT - 1 of x (those < m), MT <= Q8X_XROWS.
  *
@@ -369,6 +301,71 @@ GK_DEV void gk_q8x_tile(gk_q8x_dsmem &sm, const float *__restrict__ x,
         if (j0 + 2 * r < n && i < xrows) y[(i0 + i) * n + j0 + 2 * r] = acc[r][i];
 }
 
+/* What a lane reads of W for one step (one block of each of its
+ * Q8X_HROWS rows): the block's header word (d, m as binary16), then its
+ * Bits code words. */
+#define Q8X_HROWS (Q8X_WROWS / 2) /* rows of W a half group */
+template <int Bits>
+struct gk_q8x_words {
+  uint32_t v[Q8X_HROWS][1 + Bits];
+};
+
+/* f: the words at `at` words past each row's pointer (0: this step's,
+ * Q8X_LANES blocks on: the next one's). */
+template <int Bits>
+GK_DEV void gk_q8x_wload(const uint32_t *const p[Q8X_HROWS], gk_q8x_words<Bits> &f, int at) {
+#pragma unroll
+  for (int r = 0; r < Q8X_HROWS; r++)
+#pragma unroll
+    for (int u = 0; u <= Bits; u++) f.v[r][u] = p[r][at + u];
+}
+
+/* One step of a lane at m = 1: block b of the chunk (f: its words, one
+ * block a row of W) against the chunk's rounded x, each row of W adding
+ * the block into its own part, as the definition's lane does. */
+template <int Bits>
+GK_DEV void gk_q8x_step(const gk_q8x_dsmem &sm, int b, const gk_q8x_words<Bits> &f,
+                        float part[Q8X_HROWS]) {
+  const int P = 8 / Bits;
+  const uint32_t rep = GK_QMASK(Bits) * 0x01010101u;
+  /* b's x codes (two 16-byte loads) and scales, read once for the rows. */
+  const uint4 *xp = (const uint4 *)&sm.xq[0][b * 8];
+  const uint4 lo = xp[0], hi = xp[1];
+  const uint32_t xw[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  const float dx = sm.dx[0][b], sb = sm.sb[0][b];
+#pragma unroll
+  for (int r = 0; r < Q8X_HROWS; r++) {
+    const uint32_t head = f.v[r][0];
+    const float d = gk_h2f((uint16_t)(head & 0xffffu));
+    const float mo = gk_h2f((uint16_t)(head >> 16));
+    /* The sum starts at the bits of 1.5 * 2^23, so that it ends as the
+     * float 1.5 * 2^23 + i_b (|i_b| < 2^21): one subtraction, exact,
+     * instead of a conversion instruction (see gk_q8x_round_block). */
+    int is = Q8X_MAGIC;
+#pragma unroll
+    for (int u = 0; u < Bits; u++)
+#pragma unroll
+      for (int s = 0; s < P; s++)
+        is = gk_dp4a_us<Bits>((f.v[r][1 + u] >> (Bits * s)) & rep, xw[u * P + s], is);
+    const float ib = gk_q_f32_from_bits((uint32_t)is) - 12582912.0f;
+    const float l1 = gk_fadd(part[r], gk_fmul(ib, gk_fmul(d, dx)));
+    part[r] = gk_fadd(l1, gk_fmul(mo, sb));
+  }
+}
+
+/* Whether gk_q8x_vec keeps two sets of words: not on HIP at BITS 8 (72
+ * registers of words; gfx906's 128 VGPRs then took 140 bytes of scratch),
+ * which loads a step's words and uses them, one set. The emulator's runs
+ * without the mma.sync tile (Sm80 = 0: as sm_75 and HIP) take HIP's
+ * choice, so that it checks both loops. */
+#if defined(__HIPCC__)
+#define GK_Q8X_PIPE(Bits, Sm80) ((Bits) <= 4)
+#elif defined(GK_GPU_EMULATE)
+#define GK_Q8X_PIPE(Bits, Sm80) ((Sm80) || (Bits) <= 4)
+#else
+#define GK_Q8X_PIPE(Bits, Sm80) 1
+#endif
+
 /* m = 1 (a decode): one block's rows jb .. jb + Q8X_COLS - 1 of W (those
  * < n) against x. Half h of group g takes rows j0 + 2 r (j0 = jb + g *
  * Q8X_WROWS + h, r < Q8X_HROWS), lane l of the half (the definition's
@@ -394,18 +391,6 @@ GK_DEV void gk_q8x_tile(gk_q8x_dsmem &sm, const float *__restrict__ x,
  * and the block's other words hit L1 (80% of L1's hits in the profile
  * above). The order of the sums is the definition's, as gk_q8x_tile's:
  * the same bits. */
-/* Whether gk_q8x_vec keeps two sets of words: not on HIP at BITS 8 (72
- * registers of words; gfx906's 128 VGPRs then took 140 bytes of scratch),
- * which loads a step's words and uses them, one set. The emulator's runs
- * without the mma.sync tile (Sm80 = 0: as sm_75 and HIP) take HIP's
- * choice, so that it checks both loops. */
-#if defined(__HIPCC__)
-#define GK_Q8X_PIPE(Bits, Sm80) ((Bits) <= 4)
-#elif defined(GK_GPU_EMULATE)
-#define GK_Q8X_PIPE(Bits, Sm80) ((Sm80) || (Bits) <= 4)
-#else
-#define GK_Q8X_PIPE(Bits, Sm80) 1
-#endif
 template <int Bits, bool Pipe>
 GK_DEV void gk_q8x_vec(gk_q8x_dsmem &sm, const float *__restrict__ x,
                        const void *__restrict__ w, float *__restrict__ y, int64_t n,
@@ -424,8 +409,8 @@ GK_DEV void gk_q8x_vec(gk_q8x_dsmem &sm, const float *__restrict__ x,
   /* The lane's steps, all chunks together; 32-bit (k < 2^40). */
   const int steps = hl < nb ? (int)((nb - 1 - hl) / Q8X_LANES) + 1 : 0;
 
-  float acc[Q8X_HROWS][1];
-  for (int r = 0; r < Q8X_HROWS; r++) acc[r][0] = 0.0f;
+  float acc[Q8X_HROWS];
+  for (int r = 0; r < Q8X_HROWS; r++) acc[r] = 0.0f;
   gk_q8x_words<Bits> a, c;
   int t = 0;
   if (Pipe && steps > 0) gk_q8x_wload<Bits>(p, a, 0);
@@ -434,8 +419,8 @@ GK_DEV void gk_q8x_vec(gk_q8x_dsmem &sm, const float *__restrict__ x,
     __syncthreads(); /* the previous chunk's x is read */
     gk_q8x_round_x<Bits>(sm, x, k, 0, 1, c0, cb);
     __syncthreads();
-    float part[Q8X_HROWS][1];
-    for (int r = 0; r < Q8X_HROWS; r++) part[r][0] = 0.0f;
+    float part[Q8X_HROWS];
+    for (int r = 0; r < Q8X_HROWS; r++) part[r] = 0.0f;
     /* The lane's steps up to the chunk's end: 8 in a whole chunk (an even
      * count: the pairs end with `a` holding the next chunk's first step),
      * fewer only in the last. */
@@ -445,20 +430,20 @@ GK_DEV void gk_q8x_vec(gk_q8x_dsmem &sm, const float *__restrict__ x,
     if (Pipe) {
       for (; t + 1 < te; t += 2, b += 2 * Q8X_LANES) {
         gk_q8x_wload<Bits>(p, c, SW);
-        gk_q8x_step<Bits, 1>(sm, b, a, part);
+        gk_q8x_step<Bits>(sm, b, a, part);
         for (int r = 0; r < Q8X_HROWS; r++) p[r] += SW;
         if (t + 2 < steps) gk_q8x_wload<Bits>(p, a, SW);
-        gk_q8x_step<Bits, 1>(sm, b + Q8X_LANES, c, part);
+        gk_q8x_step<Bits>(sm, b + Q8X_LANES, c, part);
         for (int r = 0; r < Q8X_HROWS; r++) p[r] += SW;
       }
       if (t < te) { /* the last step of all */
-        gk_q8x_step<Bits, 1>(sm, b, a, part);
+        gk_q8x_step<Bits>(sm, b, a, part);
         t++;
       }
     } else {
       for (; t < te; t++, b += Q8X_LANES) {
         gk_q8x_wload<Bits>(p, a, 0);
-        gk_q8x_step<Bits, 1>(sm, b, a, part);
+        gk_q8x_step<Bits>(sm, b, a, part);
         for (int r = 0; r < Q8X_HROWS; r++) p[r] += SW;
       }
     }
@@ -466,14 +451,14 @@ GK_DEV void gk_q8x_vec(gk_q8x_dsmem &sm, const float *__restrict__ x,
     for (int r = 0; r < Q8X_HROWS; r++) {
       /* The fold of the 16 lanes (every lane shuffles, those without a
        * block of the chunk too), then the chunk sum into y's sum. */
-      float v = part[r][0];
+      float v = part[r];
       for (int h = Q8X_LANES / 2; h > 0; h /= 2) v = gk_fadd(v, GK_SHFL_XOR(v, h));
-      acc[r][0] = gk_fadd(acc[r][0], v);
+      acc[r] = gk_fadd(acc[r], v);
     }
   }
   if (hl == 0)
     for (int r = 0; r < Q8X_HROWS; r++)
-      if (j0 + 2 * r < n) y[j0 + 2 * r] = acc[r][0];
+      if (j0 + 2 * r < n) y[j0 + 2 * r] = acc[r];
 }
 
 /* qmatmul_q8x's walk over the grid at m = 1 (gk_qmatmul_q8x,
@@ -488,7 +473,7 @@ GK_DEV void gk_q8x_vec(gk_q8x_dsmem &sm, const float *__restrict__ x,
 #endif
 template <int Bits, bool Pipe>
 GK_Q8X_APART void gk_q8x_walk1(gk_q8x_dsmem &sm, const float *x, const void *w, float *y,
-                                  int64_t n, int64_t k) {
+                               int64_t n, int64_t k) {
   if (blockIdx.x == 0)
     for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
       gk_q8x_vec<Bits, Pipe>(sm, x, w, y, n, k, by * Q8X_COLS);
