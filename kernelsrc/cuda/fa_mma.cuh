@@ -95,18 +95,38 @@ struct gk_fa_swz {
   GK_DEV int at(int r, int c) { return r * D + 8 * (c ^ (r & 7)); }
 };
 
+/* STAGES stages of the tile (gk_fa_mma_keys: the mma.sync prefill's and a
+ * decode's), or (a decode, at the end) the merge: 48 KB. A block holds one
+ * in its shared memory (gk_fa_smem's d), or one a warpgroup that runs a
+ * decode where that has room (gk_fa_decode_wgs, flash_attention.cuh). */
+template <int D>
+struct gk_fa_dsmem {
+  enum {
+    KEYS = D == 128 ? 32 : 64, /* keys a tile: 16 KB of K and V */
+    STAGES = 3,                /* tiles in shared memory: 48 KB */
+  };
+  union {
+    struct { /* gk_fa_swz */
+      uint16_t k[STAGES][KEYS * D], v[STAGES][KEYS * D];
+    } tile;
+    struct {
+      float m[FA_GROUPS][16], l[FA_GROUPS][16], o[FA_GROUPS][16][D];
+    } merge;
+  };
+};
+
 /* The block's shared memory (one, declared by the caller for both
- * schedules): STAGES stages of the tile (gk_fa_mma_keys), or the
- * prefill's Q and one tile (QSMEM), or the wgmma prefill's stages (two of
- * K, one of V, in tiles twice as long), or (decode, at the end) the merge.
- * 48 KB at most: static shared memory, no opt-in needed; but for the
- * overlapped warp-specialized images' two stages of V (`ov`, 64 KB; `oq`,
- * 208 KB with Q), which take it as dynamic shared memory (gk_fa_sm). */
+ * schedules): the stages and merge above (d), or the prefill's Q and one
+ * tile (QSMEM), or the wgmma prefill's stages (two of K, one of V, in
+ * tiles twice as long). 48 KB at most: static shared memory, no opt-in
+ * needed; but for the overlapped warp-specialized images' two stages of V
+ * (`ov`, 64 KB; `oq`, 208 KB with Q), which take it as dynamic shared
+ * memory (gk_fa_sm). */
 template <int D>
 struct gk_fa_smem {
   enum {
-    KEYS = D == 128 ? 32 : 64,     /* keys a tile: 16 KB of K and V */
-    STAGES = 3,                    /* tiles in shared memory: 48 KB */
+    KEYS = gk_fa_dsmem<D>::KEYS,
+    STAGES = gk_fa_dsmem<D>::STAGES,
     WG_KEYS = D == 128 ? 64 : 128, /* keys a wgmma tile: 3 x 16 KB */
     OV_KEYS = 64,                  /* the overlapped schedule's (registers) */
     OQ_KEYS = 128,                 /* the same with Q in shared memory, causal */
@@ -118,9 +138,7 @@ struct gk_fa_smem {
 #endif
   };
   union {
-    struct { /* gk_fa_swz */
-      uint16_t k[STAGES][KEYS * D], v[STAGES][KEYS * D];
-    } tile;
+    gk_fa_dsmem<D> d;
 #if GK_FA_QSMEM /* not in sm_75's images, nor -DGK_FA_QSMEM=0's */
     struct { /* gk_fa_swz: 32 + 8 + 8 KB at head_dim 128 (+ 16 + 16: 64 keys) */
       uint16_t q[FA_GROUPS * 32 * D], k[QS_KEYS * D], v[QS_KEYS * D];
@@ -141,25 +159,6 @@ struct gk_fa_smem {
       uint16_t q[2][FA_BLOCK_ROWS * D], k[2][OQ_WIDE_KEYS * D], v[2][OQ_WIDE_KEYS * D];
     } oq;
 #endif
-    struct {
-      float m[FA_GROUPS][16], l[FA_GROUPS][16], o[FA_GROUPS][16][D];
-    } merge;
-  };
-};
-
-/* A decode's shared memory: gk_fa_smem's tile stages and merge alone (the
- * same layout), so that a block may hold one a warpgroup
- * (gk_fa_decode_wgs, flash_attention.cuh). */
-template <int D>
-struct gk_fa_dsmem {
-  enum { KEYS = gk_fa_smem<D>::KEYS, STAGES = gk_fa_smem<D>::STAGES };
-  union {
-    struct { /* gk_fa_swz */
-      uint16_t k[STAGES][KEYS * D], v[STAGES][KEYS * D];
-    } tile;
-    struct {
-      float m[FA_GROUPS][16], l[FA_GROUPS][16], o[FA_GROUPS][16][D];
-    } merge;
   };
 };
 
@@ -674,8 +673,8 @@ GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const gk_fa_stat
 }
 
 /*
- * Keys [kb, ke) of KV head hk through the STAGES stages of sm (gk_fa_smem,
- * or a warpgroup's gk_fa_dsmem), by the whole block (or warpgroup)
+ * Keys [kb, ke) of KV head hk through the STAGES stages of sm, by the
+ * whole block (a decode: by the warpgroup)
  * (kb a multiple of the tile; keys past ke in ke's tile must be masked by
  * the step, as keys past the causal limit or kv.n are): each group runs
  * gk_fa_mma_step<NT, MT> on n-tiles nt0 + NT p .. + NT - 1 of every tile,
@@ -687,10 +686,11 @@ GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const gk_fa_stat
  * then also says that every group has done with tile j - 1, whose stage
  * the copy of tile j + STAGES - 1 overwrites. Ends with a barrier.
  */
-template <int Causal, int D, int NT, int PARTS, int MT, class H, class KV, class S>
-GK_DEV void gk_fa_mma_keys(S &sm, const KV &kv, int64_t hk, int64_t kb, int64_t ke, int64_t sq,
-                           const uint32_t (*qa)[D / 16][4], int nt0, const int64_t (*qpos)[2],
-                           float scale, gk_fa_state<D> *st) {
+template <int Causal, int D, int NT, int PARTS, int MT, class H, class KV>
+GK_DEV void gk_fa_mma_keys(gk_fa_dsmem<D> &sm, const KV &kv, int64_t hk, int64_t kb,
+                           int64_t ke, int64_t sq, const uint32_t (*qa)[D / 16][4], int nt0,
+                           const int64_t (*qpos)[2], float scale, gk_fa_state<D> *st) {
+  typedef gk_fa_dsmem<D> S;
   const float sl = scale * 1.4426950408889634f;
   gk_fa_sync(); /* the previous use of the stages is over */
   for (int i = 0; i < S::STAGES - 1; i++) {
@@ -745,7 +745,7 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
     gk_fa_state_init<D>(st[m]);
   }
   gk_fa_mma_keys<Causal, D, P::NT, S::KEYS / 8 / P::NT, P::MT, H>(
-      sm, kv, hk, 0, gk_fa_kend(Causal, sq, skv, row0, P::ROWS), sq, qa, 0, qpos, scale, st);
+      sm.d, kv, hk, 0, gk_fa_kend(Causal, sq, skv, row0, P::ROWS), sq, qa, 0, qpos, scale, st);
   for (int m = 0; m < P::MT; m++) gk_fa_mma_store<D, H>(o, rows[m], st[m]);
 }
 

@@ -369,7 +369,7 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
      * share of the shared memory, its barrier, its units. */
     const int wgs = gk_fa_decode_wgs<D>(), wg = gk_fa_wg();
     if (wg >= wgs) return;
-    S &dm = ((S *)&sm)[wg];
+    S &dm = (&sm.d)[wg]; /* sm.d, and as many again past it */
     const int frags = gk_fa_decode_frags(n_heads, n_kv_heads, sq);
     const int64_t kend = gk_fa_kend(Causal, sq, kv.n, 0, (int)sq);
     const int64_t tiles = (kend + S::KEYS - 1) / S::KEYS;
