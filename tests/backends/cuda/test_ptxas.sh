@@ -77,7 +77,14 @@ check() { # ARCH NAME FLAGS...: compile SRC/NAME.cu for ARCH with FLAGS, judge p
     echo "FAIL: $what spills registers:"; grep "spill" "$T/log"; failures=$((failures + 1))
   fi
 }
-# qm_loop BITS: the bound above on $T/out.cubin (qmatmul, sm_90a, BITS).
+# mix_check BITS KERNEL: the Python check on stdin, given BITS and the JSON
+# of sass_mix.py's runs (every length) of KERNEL in $T/out.cubin; a failure
+# counts one.
+mix_check() {
+  python3 "$(dirname "$0")/sass_mix.py" "$T/out.cubin" "$2" --json --min 1 >"$T/mix.json" &&
+    python3 - "$1" "$T/mix.json" || failures=$((failures + 1))
+}
+# qm_loop BITS: the bounds above on $T/out.cubin (qmatmul, sm_90a, BITS).
 qm_loop() {
   python3 "$(dirname "$0")/sass_mix.py" "$T/out.cubin" qmatmul --json >"$T/mix.json" &&
     python3 - "$1" "$T/mix.json" <<'PY' || failures=$((failures + 1))
@@ -127,8 +134,7 @@ if r["length"] > bound:
 print(f"ok: {what} issues {r['length']} instructions for {prod} products "
       f"({prod / r['length']:.2f} of them fmaf of the products)")
 PY
-  python3 "$(dirname "$0")/sass_mix.py" "$T/out.cubin" qmatmul_q8x_mm --json --min 1 >"$T/mix.json" &&
-    python3 - "$1" "$T/mix.json" <<'PY' || failures=$((failures + 1))
+  mix_check "$1" qmatmul_q8x_mm <<'PY'
 import json, sys
 bits, mix = int(sys.argv[1]), json.load(open(sys.argv[2]))
 pieces = 3 + 1 + bits  # a thread's cp.async a stage: 3 of x, Bits + 1 words of W
@@ -152,8 +158,7 @@ if r["length"] > 6.25 * ob:
 print(f"ok: {what}: {r['length']} instructions for {ob} outputs of a block and {pieces} "
       f"cp.async ({r['length'] / ob:.2f} an output)")
 PY
-  python3 "$(dirname "$0")/sass_mix.py" "$T/out.cubin" qmatmul_q8x --json --min 1 >"$T/mix.json" &&
-    python3 - "$1" "$T/mix.json" <<'PY' || failures=$((failures + 1))
+  mix_check "$1" qmatmul_q8x <<'PY'
 import json, sys
 bits, mix = int(sys.argv[1]), json.load(open(sys.argv[2]))
 # qmatmul_q8x at m = 1 (gk_q8x_vec): a step is a lane's block of each of 4
