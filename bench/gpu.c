@@ -25,7 +25,8 @@
  * events (as many as take about 1 ms, at least one), so that the time of
  * one launch's submission is not counted; per-launch median and best.
  * --quick: small shapes, 3 runs (the tests). --filter: only the cases whose
- * name contains TEXT (ncu; given again, those that contain any of them). Without a usable GPU: {"skipped": "why"}, exit 0.
+ * name contains TEXT (ncu; given again, those that contain any of them).
+ * Without a usable GPU: {"skipped": "why"}, exit 0.
  */
 #include <jansson.h>
 #include <math.h>

@@ -37,6 +37,17 @@ def load(path):
         return None
 
 
+def timed(out, steps, name):
+    """NAME-bench.json's numbers where NAME's step passed, and None; else
+    None and the line that says why NAME is not compared."""
+    verdict = steps.get(name, "not run")
+    data = load(os.path.join(out, name + "-bench.json"))
+    if verdict == "ok" and data:
+        return data, None
+    why = verdict if verdict != "ok" else "passed, but no %s-bench.json" % name
+    return None, "- `%s`: %s; not compared." % (name, why)
+
+
 def key(c):
     return (c["kind"], c["head_dim"], c["causal"], c.get("dtype", "f16"), c["sq"], c["skv"])
 
@@ -66,11 +77,9 @@ def main():
     for c in report["flash_attention"]:
         cases.setdefault(key(c), {})["default"] = c
     for name in EXPERIMENTS:
-        verdict = steps.get(name, "not run")
-        data = load(os.path.join(out, name + "-bench.json"))
-        if verdict != "ok" or not data:
-            lines.append("- `%s`: %s; not compared." % (name, verdict if verdict != "ok"
-                                                          else "passed, but no %s-bench.json" % name))
+        data, why = timed(out, steps, name)
+        if why:
+            lines.append(why)
             continue
         cols.append(name)
         for c in data.get("flash_attention", []):
@@ -127,11 +136,9 @@ def q8m_lines(out, report, steps):
         return lines + ["- no %s case in bench/gpu.json; not compared." % PAIR]
     cols = []
     for name, what in Q8M_EXPERIMENTS:
-        verdict = steps.get(name, "not run")
-        data = load(os.path.join(out, name + "-bench.json"))
-        if verdict != "ok" or not data:
-            why = verdict if verdict != "ok" else "passed, but no %s-bench.json" % name
-            lines.append("- `%s`: %s; not compared." % (name, why))
+        data, why = timed(out, steps, name)
+        if why:
+            lines.append(why)
             continue
         cols.append((name, what, {(c["bits"], c["m"], c["n"], c["k"]): c
                                   for c in data.get("qmatmul", []) if c.get("entry") == PAIR}))
@@ -171,11 +178,9 @@ def base_lines(out, report, steps):
     call) and, for the paged decodes, the ratio to SDPA's time (issue 19's
     target: at most 1.2)."""
     lines = ["", "## Against the base commit's kernels (ci/gpu/experiments.py)", ""]
-    verdict = steps.get("base", "not run")
-    data = load(os.path.join(out, "base-bench.json"))
-    if verdict != "ok" or not data:
-        why = verdict if verdict != "ok" else "passed, but no base-bench.json"
-        return lines + ["- `base`: %s; not compared." % why]
+    data, why = timed(out, steps, "base")
+    if why:
+        return lines + [why]
     copy = (report.get("copy") or {}).get("gbps") or 0.0
 
     def share(gbps):
@@ -200,8 +205,9 @@ def base_lines(out, report, steps):
     pbase = {pkey(c): c for c in data.get("paged_attention", [])}
     prows = [c for c in report.get("paged_attention", []) if pkey(c) in pbase]
     if prows:
-        lines += ["" if rows else None,
-                  "Paged decodes, microseconds (and K and V bytes a second over the copy's; "
+        if rows:
+            lines.append("")
+        lines += ["Paged decodes, microseconds (and K and V bytes a second over the copy's; "
                   "x SDPA's time on the contiguous cache).", "",
                   "| page | seqs x len | D | SDPA | default | base | base / default |",
                   "|---:|---|---:|---:|---:|---:|---:|"]
@@ -213,7 +219,6 @@ def base_lines(out, report, steps):
             lines.append("| %d | %d x %d | %d | %s | %s | %s | %.2f |" % (
                 c["page"], c["seqs"], c["len"], c["head_dim"], "%.1f" % sd if sd else "",
                 cell(c), cell(b), b["us"] / c["us"]))
-    lines = [l for l in lines if l is not None]
     if not rows and not prows:
         lines.append("- `base`: no case of its in bench/gpu.json's; not compared.")
     return lines
