@@ -172,8 +172,8 @@ def q8m_lines(out, report, steps):
 
 
 def base_lines(out, report, steps):
-    """The default image's m = 1 qmatmul cases and paged decodes (bench's)
-    against base.gkfat's (the base step's): the time, its share of the copy
+    """The default image's m = 1 and m = 16 qmatmul cases and paged decodes
+    (bench's) against base.gkfat's (the base step's): the time, its share of the copy
     bandwidth (weights, or K and V, over the default's copy in the same
     call) and, for the paged decodes, the ratio to SDPA's time (issue 19's
     target: at most 1.2)."""
@@ -184,11 +184,11 @@ def base_lines(out, report, steps):
     copy = (report.get("copy") or {}).get("gbps") or 0.0
 
     def share(gbps):
-        return " (%.2f)" % (gbps / copy) if copy else ""
+        return " (%.2f)" % (gbps / copy) if copy and gbps else ""
 
     qkey = lambda c: (c.get("entry"), c["bits"], c["m"], c["n"], c["k"])
     base = {qkey(c): c for c in data.get("qmatmul", [])}
-    rows = [c for c in report.get("qmatmul", []) if c["m"] == 1 and qkey(c) in base]
+    rows = [c for c in report.get("qmatmul", []) if c["m"] <= 16 and qkey(c) in base]
     if rows:
         lines += ["Microseconds (and weight bytes a second over the copy's); base / default: "
                   "above 1, the default is faster.", "",

@@ -31,13 +31,13 @@
 #              SM): test_gpu, then gk_bench_gpu's BITS 4 qmatmul cases
 #   base       gpu-pack/base.gkfat (qmatmul, paged_attention and kv_append
 #              for sm_90a from the kernels of an earlier commit, prepare.sh's
-#              GK_GPU_BASE): test_gpu, then gk_bench_gpu's m = 1 qmatmul
-#              cases (qmatmul and qmatmul_q8x) and paged decodes, the A/B of
-#              what changed since that commit's measurements
+#              GK_GPU_BASE): test_gpu, then gk_bench_gpu's m = 1 and m = 16
+#              qmatmul cases (qmatmul and qmatmul_q8x) and paged decodes, the
+#              A/B of what changed since that commit's measurements
 #   compare    ci/gpu/experiments.py: each flash_attention case's TFLOP/s on
 #              every archive whose step passed, against SDPA's, and
 #              qmatmul_q8x_mm's on the default image and q8mb2's against
-#              PyTorch's f16 GEMM, and base's m = 1 and paged cases against
+#              PyTorch's f16 GEMM, and base's m = 1, m = 16 and paged cases against
 #              the default image's (experiments.md)
 #   sass       cuobjdump -res-usage -sass of the sm_90a images of the causal
 #              f16 head_dim-128 flash_attention (gpu.gkfat, wgmma5.gkfat)
@@ -155,11 +155,13 @@ step probes 30 sh -c 'for p in wgmma tma; do
 experiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exit 77; }
   env "$1" "$2/tests/gpu/test_gpu" "$2/$4.gkfat" "$2/gpu.gkfat"; r=$?
   [ "$r" -eq 0 ] || exit "$r"
-  env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" --filter "$5" ${6:+--filter "$6"}'
+  env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" --filter "$5" \
+    ${6:+--filter "$6"} ${7:+--filter "$7"}'
 step wgmma5 60 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5 "flash_attention "
 step k32 60 sh -c "$experiment" sh "$libs" "$pack" "$work" k32 "flash_attention "
 step q8mb2 45 sh -c "$experiment" sh "$libs" "$pack" "$work" q8mb2 "qmatmul bits=4 m="
-step base 45 sh -c "$experiment" sh "$libs" "$pack" "$work" base " m=1 " "paged_attention decode "
+step base 60 sh -c "$experiment" sh "$libs" "$pack" "$work" base " m=1 " " m=16 " \
+  "paged_attention decode "
 step compare 20 python3 "$root/ci/gpu/experiments.py" "$work"
 # The sh -c texts from here on read these from the environment.
 OUTD=$work LIBS=$libs PACK=$pack ARCH=$archive

@@ -707,6 +707,21 @@ GK_DEV void gk_cp_async16(void *dst, const void *src, bool full) {
   *(uint4 *)dst = v;
 #endif
 }
+/* The same through L1 (cp.async.ca), for data that the SM's other blocks
+ * read too (q8x_batch.cuh's rows of x). */
+GK_DEV void gk_cp_async16_l1(void *dst, const void *src, bool full) {
+#if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
+  const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;"
+               :: "r"(a), "l"(src), "r"(full ? 16 : 0) : "memory");
+#elif defined(GK_GPU_EMULATE)
+  gk_emu_cp_async(dst, full ? src : nullptr, 16);
+#else
+  uint4 v = {0u, 0u, 0u, 0u};
+  if (full) v = *(const uint4 *)src;
+  *(uint4 *)dst = v;
+#endif
+}
 /* The same for 4 bytes (cp.async.ca: through L1), for data that is not
  * 16-byte aligned. */
 GK_DEV void gk_cp_async4(void *dst, const void *src, bool full) {

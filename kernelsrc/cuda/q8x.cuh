@@ -66,8 +66,9 @@ GK_DEV int gk_q8x_pos(int t) {
  * issue at 16 a clock an SM: a quarter of the FMA rate on sm_80, an eighth
  * on sm_90; x is rounded once per block of the grid, so this runs n /
  * Q8X_COLS times per element of x):
- * - gk_q8x_load: N floats of the block (at src, 16-byte aligned) and the
- *   max of their |x| in column order (a max is exact in any order);
+ * - gk_q8x_load: N floats of the block (at src, 16-byte aligned; four at
+ *   a time, S float4 apart) and the max of their |x| in column order (a
+ *   max is exact in any order);
  * - gk_q8x_quantize: rint by the float adder: p + 1.5 * 2^23 lies in
  *   [2^23, 2^24), where the float's unit is 1, so the sum rounds p to the
  *   nearest integer, ties to even, as rint does, and its low bits are
@@ -75,11 +76,11 @@ GK_DEV int gk_q8x_pos(int t) {
  * - gk_q8x_scales: dx, and sb from the sum of the codes taken in integers
  *   (|sum| < 2^12: exact, as the float sum of the definition is),
  *   converted once. */
-template <int N>
+template <int N, int S = 1>
 GK_DEV float gk_q8x_load(const float *__restrict__ src, float *v) {
 #pragma unroll
   for (int c = 0; c < N / 4; c++) {
-    const float4 f = ((const float4 *)src)[c];
+    const float4 f = ((const float4 *)src)[S * c];
     v[4 * c] = f.x, v[4 * c + 1] = f.y, v[4 * c + 2] = f.z, v[4 * c + 3] = f.w;
   }
   float a = fabsf(v[0]);
@@ -127,20 +128,21 @@ GK_DEV void gk_q8x_round_block(const float *__restrict__ src, uint32_t *codes, f
   gk_q8x_scales(a, sum, dx, sb);
 }
 
-/* Rounds half h of a block of x (the 16 floats at src, 16-byte aligned)
- * with the thread beside it (lane ^ 1), which takes the other half of the
- * same block: gk_q8x_round_block's bits. The max and the code sum are
- * combined by one shuffle each (a max is exact in any order; the sum is an
- * integer). codes gets words 4 h .. 4 h + 3 of the block's 8 (gk_q8x_pos
+/* Rounds half h of a block of x (the 16 floats at src, 16-byte aligned,
+ * four at a time S float4 apart: q8x_batch.cuh's copy in shared memory
+ * takes S = QM_THREADS) with the thread beside it (lane ^ 1), which takes
+ * the other half of the same block: gk_q8x_round_block's bits. The max and
+ * the code sum are combined by one shuffle each (a max is exact in any
+ * order; the sum is an integer). codes gets words 4 h .. 4 h + 3 of the block's 8 (gk_q8x_pos
  * order): for Bits >= 2 a half's 16 columns fill 4 whole words (gk_q8x_pos
  * (t + 16) is gk_q8x_pos(t) + 16: 4 words on); for Bits = 1 each half
  * fills 2 bytes of all 8 (gk_q8x_pos(t + 16) is gk_q8x_pos(t) + 2), so the
  * pair swaps its words. Every thread of the group calls it. */
-template <int Bits>
+template <int Bits, int S = 1>
 GK_DEV void gk_q8x_round_half(const float *__restrict__ src, int h, uint32_t codes[4],
                               float *dx, float *sb) {
   float v[16];
-  float a = gk_q8x_load<16>(src, v);
+  float a = gk_q8x_load<16, S>(src, v);
   a = fmaxf(a, GK_SHFL_XOR(a, 1));
   uint32_t wl[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   uint32_t sum = gk_q8x_quantize<Bits, 16>(v, a > 0.0f ? 127.0f / a : 0.0f, wl);

@@ -29,9 +29,11 @@
  * Stages of Q8X_KB = 8 blocks, two in a ring: while stage s is multiplied,
  * stage s + 1's W is in flight (cp.async) and its x is rounded into the
  * other buffer, two threads a block of x (gk_q8x_round_half); one barrier
- * a stage. A chunk is 16 stages, so a stage's buffer (s % 2) is also which
- * half of the chunk's lanes it feeds: the ring is unrolled by two and every
- * slot index is a constant.
+ * a stage. Up to BITS 4, x's floats come a step ahead through shared
+ * memory (gk_q8b_x_copy), in flight under the products as W is. A chunk
+ * is 16 stages, so a stage's buffer (s % 2) is also which half of the
+ * chunk's lanes it feeds: the ring is unrolled by two and every slot index
+ * is a constant.
  *
  * Launch: qmatmul_q8x's row (grid m / 16 by n / 64, or smaller). Rows of x
  * past m are rounded as zeros (their outputs are not written); blocks past
@@ -102,8 +104,12 @@ struct gk_q8b_smem {
     BW = 1 + Bits,          /* words of a W block: the head, then the codes */
     WS = Q8X_KB * BW + 1,   /* words of a stage's W row; odd, so the 8 rows
                                of a fragment load hit distinct banks */
-    XS = Q8X_KB * 8 + 4     /* words of a stage's row of x: rows g and g + 8
+    XS = Q8X_KB * 8 + 4,    /* words of a stage's row of x: rows g and g + 8
                                of a fragment load 4 banks apart */
+    /* Whether x's floats come through shared memory (gk_q8b_x_copy): 16 KB
+     * more, which static shared memory (48 KB a block) has room for up to
+     * BITS 4 (48128 bytes in all); BITS 8's stages alone take 48128. */
+    RAW = Bits <= 4
   };
   struct scale {
     float dx, sb;
@@ -111,6 +117,10 @@ struct gk_q8b_smem {
   uint32_t w[2][Q8X_COLS * WS];
   uint32_t x[2][Q8B_ROWS * XS];
   scale s[2][Q8X_KB * Q8B_ROWS]; /* [block][row]: a fragment's 8 rows in a row */
+  /* The floats of a stage of x, each rounding thread's 16 as 4 float4
+   * QM_THREADS apart (so a warp's copy and loads take consecutive 16-byte
+   * pieces): the thread that copies them is the one that reads them. */
+  float4 raw[RAW ? 4 * QM_THREADS : 1];
 };
 
 /* qmatmul_q8x's shared memory: one object for whichever tile a call
@@ -125,32 +135,62 @@ union gk_q8x_smem<Bits, 0> {
   gk_q8x_dsmem d;
 };
 
-/* Starts copying blocks b0 .. b0 + Q8X_KB - 1 of W rows j0 .. j0 +
- * Q8X_COLS - 1 into stage `buf` (zeros past n and nb), one cp.async group
- * a thread, and rounds the same blocks of x rows i0 .. i0 + 15 into it
- * (zeros past m and nb): two threads a block of x. By the whole block. */
-template <int Bits>
-GK_DEV void gk_q8b_stage_in(gk_q8b_smem<Bits> &sm, int buf, const float *__restrict__ x,
-                            const uint32_t *__restrict__ w, int64_t m, int64_t n,
-                            int64_t k, int64_t nb, int64_t i0, int64_t j0, int64_t b0) {
-  typedef gk_q8b_smem<Bits> S;
-  gk_q8x_w_stage<Bits, S::WS>(sm.w[buf], w, n, nb, j0, b0);
-
+/* Which row of x (r) and block of the stage (kb) thread e rounds half h
+ * of: two threads a block of x, a group two rows. */
+struct gk_q8b_half {
+  int h, r, kb;
+};
+GK_DEV gk_q8b_half gk_q8b_mine(void) {
   static_assert(QM_THREADS == 2 * Q8B_ROWS * Q8X_KB && 4 * Q8X_KB == GK_GROUP,
                 "two threads a block of x, a group two rows");
-  const int e = (int)threadIdx.x, h = e & 1, r = (e >> 1) / Q8X_KB, kb = (e >> 1) % Q8X_KB;
+  const int e = (int)threadIdx.x;
+  return {e & 1, (e >> 1) / Q8X_KB, (e >> 1) % Q8X_KB};
+}
+
+/* Starts copying this thread's half block of x for the stage at block b0
+ * into sm.raw (zeros past m and nb), as a cp.async group of its own. Only
+ * this thread reads them (gk_q8b_round), after its own wait: no barrier.
+ * Through L1: every block of the grid reads the same rows of x, and the
+ * SM's other block may be at a stage near this one's (on an H200 at m =
+ * 16 the kernel's loads, these and W's, hit L1 57% of the time). */
+template <int Bits>
+GK_DEV void gk_q8b_x_copy(gk_q8b_smem<Bits> &sm, const float *__restrict__ x, int64_t m,
+                          int64_t k, int64_t nb, int64_t i0, int64_t b0) {
+  const gk_q8b_half me = gk_q8b_mine();
+  const bool in = i0 + me.r < m && b0 + me.kb < nb;
+  const float *src = x + (in ? (i0 + me.r) * k + (b0 + me.kb) * GK_QBLOCK + 16 * me.h : 0);
+#pragma unroll
+  for (int c = 0; c < 4; c++)
+    gk_cp_async16_l1(&sm.raw[QM_THREADS * c + threadIdx.x], src + 4 * c, in);
+  gk_cp_async_commit();
+}
+
+/* Rounds the stage at block b0 of x rows i0 .. i0 + 15 into stage `buf`
+ * (zeros past m and nb), two threads a block of x: from sm.raw where the
+ * stage has it (its copy landed: this thread's wait), else from x. By the
+ * whole block. */
+template <int Bits>
+GK_DEV void gk_q8b_round(gk_q8b_smem<Bits> &sm, int buf, const float *__restrict__ x,
+                         int64_t m, int64_t k, int64_t nb, int64_t i0, int64_t b0) {
+  typedef gk_q8b_smem<Bits> S;
+  const gk_q8b_half me = gk_q8b_mine();
+  const int h = me.h, r = me.r, kb = me.kb;
   const bool in = i0 + r < m && b0 + kb < nb;
   uint32_t codes[4] = {0u, 0u, 0u, 0u};
   float dx = 0.0f, sb = 0.0f;
   /* A group rounds rows 2 gw and 2 gw + 1: past m it only writes zeros
    * (the decode batches of 5 .. 15 rows round no padding). Inside, a pair
-   * out of range rounds a valid address (nb >= 1 here) and keeps zeros, so
-   * that the whole group shuffles together. */
+   * out of range rounds a valid address (nb >= 1 here; zeros in sm.raw)
+   * and keeps zeros, so that the whole group shuffles together. */
   if (i0 + 2 * gk_group() < m) {
-    const float *src = x + (in ? (i0 + r) * k + (b0 + kb) * GK_QBLOCK : 0) + 16 * h;
     uint32_t c[4];
     float cdx, csb;
-    gk_q8x_round_half<Bits>(src, h, c, &cdx, &csb);
+    if (S::RAW)
+      gk_q8x_round_half<Bits, QM_THREADS>((const float *)&sm.raw[threadIdx.x], h, c, &cdx,
+                                          &csb);
+    else
+      gk_q8x_round_half<Bits>(x + (in ? (i0 + r) * k + (b0 + kb) * GK_QBLOCK : 0) + 16 * h, h,
+                              c, &cdx, &csb);
     if (in) codes[0] = c[0], codes[1] = c[1], codes[2] = c[2], codes[3] = c[3], dx = cdx, sb = csb;
   }
   const uint4 cw = {codes[0], codes[1], codes[2], codes[3]};
@@ -235,18 +275,39 @@ GK_DEV void gk_q8b_fold(float (*slot)[2][4], float (*acc)[4], float *scratch) {
 }
 
 /* One step of the ring: stage s (buffer Buf) multiplied while stage s + 1
- * comes in, then the fold where s ends a chunk. */
+ * comes in, then the fold where s ends a chunk. Stage s + 1's x is
+ * rounded before the products; where x comes through shared memory
+ * (S::RAW), from its copy, started a step before, and stage s + 2's copy
+ * starts behind it, so that x's loads are in flight under this step's
+ * products as W's are (rounded from x itself, each thread waited for its
+ * loads there, every warp of the block at once after the barrier). The
+ * cp.async groups a thread has in flight: x (s + 1) at the top, then W
+ * (s + 1) and x (s + 2); the bottom waits for W's only. x is rounded
+ * before W's copy starts: after it, ptxas 13.0 spilled 16 bytes at BITS 1
+ * (sm_90a). */
 template <int Bits, int Buf>
 GK_DEV void gk_q8b_step(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
                         const uint32_t *__restrict__ w, int64_t m, int64_t n, int64_t k,
                         int64_t nb, int64_t i0, int64_t j0, int64_t s, float (*slot)[2][4],
                         float (*acc)[4]) {
+  typedef gk_q8b_smem<Bits> S;
   const int64_t stages = (nb + Q8X_KB - 1) / Q8X_KB;
-  if (s + 1 < stages)
-    gk_q8b_stage_in<Bits>(sm, Buf ^ 1, x, w, m, n, k, nb, i0, j0, (s + 1) * Q8X_KB);
+  const bool ahead = S::RAW && s + 2 < stages;
+  if (s + 1 < stages && S::RAW) {
+    gk_cp_async_wait<0>(); /* this thread's copy of stage s + 1's x */
+    gk_q8b_round<Bits>(sm, Buf ^ 1, x, m, k, nb, i0, (s + 1) * Q8X_KB);
+    gk_q8x_w_stage<Bits, S::WS>(sm.w[Buf ^ 1], w, n, nb, j0, (s + 1) * Q8X_KB);
+    if (ahead) gk_q8b_x_copy<Bits>(sm, x, m, k, nb, i0, (s + 2) * Q8X_KB);
+  } else if (s + 1 < stages) { /* W's copy first, under x's loads */
+    gk_q8x_w_stage<Bits, S::WS>(sm.w[Buf ^ 1], w, n, nb, j0, (s + 1) * Q8X_KB);
+    gk_q8b_round<Bits>(sm, Buf ^ 1, x, m, k, nb, i0, (s + 1) * Q8X_KB);
+  }
   const int64_t left = nb - s * Q8X_KB;
   gk_q8b_stage_mul<Bits, Buf>(sm, left < Q8X_KB ? (int)left : Q8X_KB, slot);
-  gk_cp_async_wait<0>();
+  if (ahead)
+    gk_cp_async_wait<1>(); /* W (s + 1); x (s + 2) may stay in flight */
+  else
+    gk_cp_async_wait<0>();
   __syncthreads(); /* stage s + 1 is in; stage s is read */
   if ((s + 1) % (Q8X_CHUNK / Q8X_KB) == 0 || s + 1 == stages)
     gk_q8b_fold(slot, acc, (float *)sm.w[Buf]);
@@ -273,8 +334,18 @@ GK_DEV_NOINLINE void gk_q8b_tile(gk_q8b_smem<Bits> &sm, const float *__restrict_
 
   __syncthreads(); /* the previous tile is done with sm */
   if (stages > 0) {
-    gk_q8b_stage_in<Bits>(sm, 0, x, w32, m, n, k, nb, i0, j0, 0);
-    gk_cp_async_wait<0>();
+    typedef gk_q8b_smem<Bits> S;
+    if (S::RAW) { /* x (0) and W (0) in, x (0) rounded, x (1) started */
+      gk_q8b_x_copy<Bits>(sm, x, m, k, nb, i0, 0);
+      gk_q8x_w_stage<Bits, S::WS>(sm.w[0], w32, n, nb, j0, 0);
+      gk_cp_async_wait<0>();
+      gk_q8b_round<Bits>(sm, 0, x, m, k, nb, i0, 0);
+      if (stages > 1) gk_q8b_x_copy<Bits>(sm, x, m, k, nb, i0, Q8X_KB);
+    } else {
+      gk_q8x_w_stage<Bits, S::WS>(sm.w[0], w32, n, nb, j0, 0);
+      gk_q8b_round<Bits>(sm, 0, x, m, k, nb, i0, 0);
+      gk_cp_async_wait<0>();
+    }
     __syncthreads();
   }
   for (int64_t s = 0; s < stages; s += 2) {
