@@ -20,6 +20,10 @@
  *   causal mask allows every key, and PyTorch's is_causal would not) and
  *   prefill 4096 x 4096 causal and not, head_dim 64 prefill too; bf16
  *   prefill at head_dim 128, causal and not. Inputs rotate like W.
+ * - paged_attention f16 decodes (bench_paged).
+ * - split: the decodes whose workspace gave more pieces than the card's
+ *   blocks at once, timed again with the fewest pieces that still give
+ *   each block one (bench_split), beside the default's time.
  * Each case: two launches of warm-up (the second timed alone), then --runs
  * runs (default 10), each a batch of launches back to back between two
  * events (as many as take about 1 ms, at least one), so that the time of
@@ -306,7 +310,45 @@ static cu_deviceptr ws_new(int64_t units, int64_t keys, int64_t rows, int d, int
   return p;
 }
 
-static void bench_attention(json_t *out, double copy_gbps) {
+/*
+ * The workspace's other size (docs/kernels.md, "flash_attention"): it
+ * decides how many pieces a decode cuts each unit's keys into. The cases
+ * above give one piece per 256 keys, the most the kernels take; a long
+ * context then makes many short pieces, more than the card's blocks at
+ * once (skv = 32768, 8 KV heads: 1024 pieces of 256 keys for 264 blocks
+ * on 132 SMs), each starting its pipeline anew, and a last block that
+ * merges 128 pieces' states a KV head. Here the same launches are timed
+ * again with a workspace for the fewest pieces that still give each of the
+ * card's blocks one (two an SM: `units` = sequences x KV heads x
+ * fragments share 2 x SMs), where that is fewer: the A/B for the docs'
+ * advice on sizing it. Appended to `split`, beside the default's time.
+ */
+static void bench_split(json_t *split, launches *l, int ws_arg, const char *name,
+                        int64_t units, int64_t frags, int64_t keys, int64_t rows, int d,
+                        double kv_bytes, double copy_gbps, double default_us) {
+  const int64_t def = (keys + 255) / 256, all = units * frags,
+                fill = (2 * (int64_t)cu.sms + all - 1) / all;
+  if (fill >= def) return; /* the default is already that few */
+  int64_t wsb;
+  const cu_deviceptr ws = ws_new(units, fill * 256, rows, d, &wsb);
+  for (int c = 0; c < l->copies; c++)
+    l->args[c][ws_arg] = gk_arg_ptr(ws), l->args[c][ws_arg + 1] = gk_arg_i64(wsb);
+  const timing t = time_it(launch_issue, l);
+  const double gbps = kv_bytes / (t.us * 1e3);
+  fprintf(stderr, "%s%lld pieces a unit (default %lld): %.1f us (default %.1f), K+V %.0f GB/s\n",
+          name, (long long)fill, (long long)def, t.us, default_us, gbps);
+  char what[160];
+  const size_t len = strlen(name); /* the case's name, without its trailing blank */
+  snprintf(what, sizeof what, "%.*s", (int)(len && name[len - 1] == ' ' ? len - 1 : len), name);
+  json_array_append_new(
+      split, json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:f}", "case", what, "pieces",
+                       (json_int_t)fill, "pieces_default", (json_int_t)def, "us", t.us,
+                       "default_us", default_us, "kv_gbps", gbps, "copy_ratio",
+                       copy_gbps > 0 ? gbps / copy_gbps : 0));
+  ok(cu.cuMemFree(ws), "cuMemFree");
+}
+
+static void bench_attention(json_t *out, json_t *split, double copy_gbps) {
   static const struct {
     const char *kind, *dtype;
     int causal, d;
@@ -383,6 +425,10 @@ static void bench_attention(json_t *out, double copy_gbps) {
                          t.best_us, "runs", t.runs, "batch", t.batch, "copies", copies,
                          "tflops", tflops, "kv_bytes", (json_int_t)(2 * kb), "kv_gbps",
                          kv_gbps, "copy_ratio", copy_gbps > 0 ? kv_gbps / copy_gbps : 0));
+      const int64_t rows = H / HK * SQ;
+      if (strcmp(kind, "decode") == 0)
+        bench_split(split, &l, 9, name, HK, rows > 16 ? (rows + 15) / 16 : 1, SKV, rows, D,
+                    2.0 * kb, copy_gbps, t.us);
     } else {
       fprintf(stderr, "gk_bench_gpu: flash_attention %s: %s\n", variant, err);
     }
@@ -401,7 +447,7 @@ static void bench_attention(json_t *out, double copy_gbps) {
  * bytes read per second against the copy bandwidth; the report sets the
  * time beside SDPA's decode of the same skv.
  */
-static void bench_paged(json_t *out, double copy_gbps) {
+static void bench_paged(json_t *out, json_t *split, double copy_gbps) {
   static const struct {
     int64_t seqs, len;
     int page;
@@ -482,6 +528,7 @@ static void bench_paged(json_t *out, double copy_gbps) {
                          t.us, "best_us", t.best_us, "runs", t.runs, "batch", t.batch, "copies",
                          copies, "kv_gbps", kv_gbps, "copy_ratio",
                          copy_gbps > 0 ? kv_gbps / copy_gbps : 0));
+      bench_split(split, &l, 13, name, S * HK, 1, per * P, H / HK, (int)D, kvb, copy_gbps, t.us);
     } else {
       fprintf(stderr, "gk_bench_gpu: paged_attention %s: %s\n", variant, err);
     }
@@ -525,18 +572,18 @@ int main(int argc, char **argv) {
     gk_device_format(&dev, spec, sizeof spec);
     json_t *copy = wanted("copy") ? bench_copy() : json_pack("{s:f}", "gbps", 0.0);
     const double copy_gbps = json_real_value(json_object_get(copy, "gbps"));
-    json_t *qm = json_array(), *fa = json_array(), *pa = json_array();
+    json_t *qm = json_array(), *fa = json_array(), *pa = json_array(), *sp = json_array();
     bench_qmatmul(qm, copy_gbps); /* 0 when not measured (--filter): no ratios */
-    bench_attention(fa, copy_gbps);
-    bench_paged(pa, copy_gbps);
+    bench_attention(fa, sp, copy_gbps);
+    bench_paged(pa, sp, copy_gbps);
     root = json_pack("{s:{s:s, s:s, s:i, s:i, s:i, s:i, s:I, s:f, s:s}, s:s, s:b, s:i, s:o, "
-                     "s:o, s:o, s:o}",
+                     "s:o, s:o, s:o, s:o}",
                      "device", "name", cu.name, "sm", dev.arch, "driver_version",
                      cu.driver_version, "sms", cu.sms, "sm_clock_khz", cu.sm_clock_khz,
                      "l2_bytes", cu.l2_bytes, "mem_bytes", (json_int_t)cu.mem_bytes,
                      "spec_gbps", cu.spec_gbps, "libgk_device", spec,
                      "archive", path, "quick", quick, "runs", runs, "copy", copy, "qmatmul",
-                     qm, "flash_attention", fa, "paged_attention", pa);
+                     qm, "flash_attention", fa, "paged_attention", pa, "split", sp);
     cu.cuEventDestroy(ev0), cu.cuEventDestroy(ev1);
     gk_archive_close(ar);
   }

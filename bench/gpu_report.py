@@ -90,6 +90,20 @@ for c in k.get("paged_attention", []):
           f"{c['kv_gbps']:.0f} ({c['copy_ratio']:.2f}) | "
           + (f"{dec['us']:.1f} | **{c['vs_sdpa']:.2f}**" if dec else " | ") + " |")
 
+split = k.get("split", [])
+if split:
+    print()
+    print("The same decodes with a workspace for fewer, longer pieces: the fewest a unit (sequence x "
+          "KV head x fragment) that still give each of the card's blocks one (two an SM), instead "
+          "of one per 256 keys (docs/kernels.md, the workspace).")
+    print()
+    print("| case | pieces a unit (default) | us | K+V GB/s (of copy) | default us | time / default |")
+    print("|---|---:|---:|---|---:|---:|")
+    for c in split:
+        print(f"| {c['case']} | {c['pieces']} ({c['pieces_default']}) | {c['us']:.1f} | "
+              f"{c['kv_gbps']:.0f} ({c['copy_ratio']:.2f}) | {c['default_us']:.1f} | "
+              f"**{c['us'] / c['default_us']:.2f}** |")
+
 # The issues' targets, each against what this run measured (issue 18's and
 # 19's "Done when"): met, not met, or why it could not be judged here.
 targets = []
@@ -168,7 +182,7 @@ for t_ in targets:
           f"{t_['limit']:.2f} {t_['unit']} | {t_['verdict']} |")
 result = dict(device=dev, date=date, nvidia_smi=nvsmi, archive=k["archive"], quick=k["quick"],
               runs=k["runs"], copy=k["copy"], qmatmul=rows, flash_attention=k["flash_attention"],
-              paged_attention=k.get("paged_attention", []), targets=targets, torch=t,
+              paged_attention=k.get("paged_attention", []), split=split, targets=targets, torch=t,
               torch_note=torch_note or None)
 with open(out_path + ".tmp", "w") as f:
     json.dump(result, f, indent=2, sort_keys=True)

@@ -49,8 +49,9 @@
 #              flash_attention prefill and decode, paged_attention's decode,
 #              on qmatmul_q8x_mm (m=512, bits=4) and, where the wgmma5 step
 #              passed, on its archive's prefill (ncu-*.txt; each launch's
-#              stall reasons, ncu-*-stalls.txt; the prefill's, qmatmul_q8x's
-#              and qmatmul_q8x_mm's per SASS instruction, ncu-*-source.csv)
+#              stall reasons, ncu-*-stalls.txt; the prefill's, qmatmul's,
+#              qmatmul_q8x's and qmatmul_q8x_mm's per SASS instruction,
+#              ncu-*-source.csv)
 #   vulkan     tests/backends/vulkan's test_vk_kernels on NVIDIA's Vulkan driver, with
 #              the loader unpacked from gpu-pack/debs
 # Each step has its own timeout and the run goes on past a failed one; all
@@ -219,7 +220,7 @@ step ncu 200 sh -c 'prof() { # NAME KERNEL_REGEX SOURCE FILTER [ARCHIVE]
   prof q8x-mm "^qmatmul_q8x_mm" 1 "qmatmul bits=4 m=512 " &&
   prof fa-prefill "^flash_attention" 1 "flash_attention prefill causal=1,dtype=f16,head_dim=128 " &&
   for m in 1 16; do
-    prof "qmatmul-m$m" "^qmatmul$" 0 "qmatmul bits=4 m=$m " &&
+    prof "qmatmul-m$m" "^qmatmul$" 1 "qmatmul bits=4 m=$m " &&
       prof "q8x-m$m" "^qmatmul_q8x$" 1 "qmatmul bits=4 m=$m " || exit 1
   done &&
   prof fa-decode "^flash_attention" 0 "flash_attention decode " &&

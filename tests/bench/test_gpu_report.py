@@ -57,6 +57,10 @@ kernels = dict(
         dict(seqs=1, len=32768, page=64, target="sm_90a", us=60.0, best_us=60.0, runs=3,
              kv_gbps=3000.0, copy_ratio=0.75),     # met
     ],
+    # the 32768-key decode again with 33 pieces a KV head: no target judged on it
+    split=[dict(case="flash_attention decode causal=0,dtype=f16,head_dim=128 sq=1 skv=32768 "
+                "h=32/8", pieces=33, pieces_default=128, us=45.0, default_us=60.0,
+                kv_gbps=2982.0, copy_ratio=0.73)],
 )
 
 
@@ -132,6 +136,10 @@ if abs(m16["limit"] - 0.5 * 132 * 128 * 2 * 1.98e-3) > 1e-6:
 if "| 19 | flash_attention decode sq = 1, skv = 8192: time / SDPA's | 1.16 | <= 1.20 x | **met** |" \
         not in md:
     print("FAIL: the decode's row is not in the report:\n" + md)
+    bad += 1
+if ("| flash_attention decode causal=0,dtype=f16,head_dim=128 sq=1 skv=32768 h=32/8 | 33 (128) "
+        "| 45.0 | 2982 (0.73) | 60.0 | **0.75** |") not in md or out.get("split") != kernels["split"]:
+    print("FAIL: the split decode's row is not in the report, or not in its JSON:\n" + md)
     bad += 1
 if bad:
     sys.exit(1)
