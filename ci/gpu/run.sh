@@ -45,7 +45,8 @@
 #              (sass-*.txt), for reading where no disassembler is
 #   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
 #   racecheck  the same under racecheck
-#   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1 and 16, bits=4), on
+#   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1 and 16, bits=4;
+#              qmatmul m=1 bits=1 too), on
 #              flash_attention prefill and decode, paged_attention's decode,
 #              on qmatmul_q8x_mm (m=512, bits=4) and, where the wgmma5 step
 #              passed, on its archive's prefill (ncu-*.txt; each launch's
@@ -187,7 +188,9 @@ step sass 30 sh -c 'command -v cuobjdump >/dev/null || { echo "SKIP: no cuobjdum
 step memcheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" memcheck
 step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" racecheck
 # Nsight Compute on the first launch of each kernel the issues are about:
-# qmatmul and qmatmul_q8x at m = 1 and at m = 16, BITS 4 (the warm-up
+# qmatmul and qmatmul_q8x at m = 1 and at m = 16, BITS 4, and qmatmul at
+# m = 1, BITS 1 (the whole-block layout of BITS 1 and 2: measured at 0.38
+# and 0.41 of copy, short of the 22 and 36 us its loop issues) (the warm-up
 # launches, one entry a run: the bench times each entry whole before the
 # next, so a regex over both would catch two launches of qmatmul; at m = 16
 # qmatmul_q8x is the int8 mma.sync tile), flash_attention's causal prefill
@@ -223,6 +226,7 @@ step ncu 200 sh -c 'prof() { # NAME KERNEL_REGEX SOURCE FILTER [ARCHIVE]
     prof "qmatmul-m$m" "^qmatmul$" 1 "qmatmul bits=4 m=$m " &&
       prof "q8x-m$m" "^qmatmul_q8x$" 1 "qmatmul bits=4 m=$m " || exit 1
   done &&
+  prof qmatmul-b1-m1 "^qmatmul$" 1 "qmatmul bits=1 m=1 " &&
   prof fa-decode "^flash_attention" 0 "flash_attention decode " &&
   prof pa-decode "^paged_attention" 0 "paged_attention decode dtype=f16,head_dim=128,page=64 seqs=1 len=8192 " &&
   if grep -q "^wgmma5: ok" "$OUTD/summary.txt"; then
