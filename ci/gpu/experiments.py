@@ -172,8 +172,9 @@ def q8m_lines(out, report, steps):
 
 
 def base_lines(out, report, steps):
-    """The default image's m = 1 and m = 16 qmatmul cases and paged decodes
-    (bench's) against base.gkfat's (the base step's): the time, its share of the copy
+    """The default image's m = 1 and m = 16 qmatmul cases, qmatmul_q8x_x +
+    _mm's, and paged decodes (bench's) against base.gkfat's (the base
+    step's): the time, its share of the copy
     bandwidth (weights, or K and V, over the default's copy in the same
     call) and, for the paged decodes, the ratio to SDPA's time (issue 19's
     target: at most 1.2)."""
@@ -188,7 +189,8 @@ def base_lines(out, report, steps):
 
     qkey = lambda c: (c.get("entry"), c["bits"], c["m"], c["n"], c["k"])
     base = {qkey(c): c for c in data.get("qmatmul", [])}
-    rows = [c for c in report.get("qmatmul", []) if c["m"] <= 16 and qkey(c) in base]
+    rows = [c for c in report.get("qmatmul", []) if qkey(c) in base and
+            (c["m"] <= 16 or c.get("entry") == "qmatmul_q8x_x+mm")]
     if rows:
         lines += ["Microseconds (and weight bytes a second over the copy's); base / default: "
                   "above 1, the default is faster.", "",
@@ -196,7 +198,7 @@ def base_lines(out, report, steps):
                   "|---|---:|---|---:|---:|---:|"]
         for c in sorted(rows, key=qkey):
             b = base[qkey(c)]
-            wb = c.get("weight_bytes", 0)
+            wb = c.get("weight_bytes", 0) if c["m"] <= 16 else 0  # a prefill: no share
             lines.append("| %s | %d | %d x %d x %d | %.1f%s | %.1f%s | %.2f |" % (
                 c["entry"], c["bits"], c["m"], c["n"], c["k"],
                 c["us"], share(wb / c["us"] / 1e3), b["us"], share(wb / b["us"] / 1e3),

@@ -32,8 +32,9 @@
 #   base       gpu-pack/base.gkfat (qmatmul, paged_attention and kv_append
 #              for sm_90a from the kernels of an earlier commit, prepare.sh's
 #              GK_GPU_BASE): test_gpu, then gk_bench_gpu's m = 1 and m = 16
-#              qmatmul cases (qmatmul and qmatmul_q8x) and paged decodes, the
-#              A/B of what changed since that commit's measurements
+#              qmatmul cases (qmatmul and qmatmul_q8x), BITS 4 at m = 512
+#              (qmatmul_q8x_x + _mm) and paged decodes, the A/B of what
+#              changed since that commit's measurements
 #   compare    ci/gpu/experiments.py: each flash_attention case's TFLOP/s on
 #              every archive whose step passed, against SDPA's, and
 #              qmatmul_q8x_mm's on the default image and q8mb2's against
@@ -158,12 +159,12 @@ experiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exi
   env "$1" "$2/tests/gpu/test_gpu" "$2/$4.gkfat" "$2/gpu.gkfat"; r=$?
   [ "$r" -eq 0 ] || exit "$r"
   env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" --filter "$5" \
-    ${6:+--filter "$6"} ${7:+--filter "$7"}'
+    ${6:+--filter "$6"} ${7:+--filter "$7"} ${8:+--filter "$8"}'
 step wgmma5 60 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5 "flash_attention "
 step k32 60 sh -c "$experiment" sh "$libs" "$pack" "$work" k32 "flash_attention "
 step q8mb2 45 sh -c "$experiment" sh "$libs" "$pack" "$work" q8mb2 "qmatmul bits=4 m="
-step base 60 sh -c "$experiment" sh "$libs" "$pack" "$work" base " m=1 " " m=16 " \
-  "paged_attention decode "
+step base 75 sh -c "$experiment" sh "$libs" "$pack" "$work" base " m=1 " " m=16 " \
+  "paged_attention decode " "bits=4 m=512 "
 step compare 20 python3 "$root/ci/gpu/experiments.py" "$work"
 # The sh -c texts from here on read these from the environment.
 OUTD=$work LIBS=$libs PACK=$pack ARCH=$archive

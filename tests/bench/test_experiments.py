@@ -126,7 +126,8 @@ with tempfile.TemporaryDirectory() as out:
     with open(os.path.join(out, "base-bench.json"), "w") as f:
         json.dump(dict(qmatmul=[dict(qm(1, 1.0, entry="qmatmul_q8x"), n=32768, us=80.0),
                                 dict(qm(1, 1.0, entry="qmatmul"), n=32768, us=60.0),
-                                dict(qm(16, 1.0, entry="qmatmul_q8x"), n=32768, us=150.0)],
+                                dict(qm(16, 1.0, entry="qmatmul_q8x"), n=32768, us=150.0),
+                                dict(qm(512, 100.0), us=110.0, weight_bytes=wb)],
                        paged_attention=[dict(paged, us=24.0, kv_gbps=1333.3)]), f)
     with open(os.path.join(out, "summary.txt"), "a") as f:
         f.write("base: ok, 30 s\n")
@@ -139,12 +140,14 @@ with tempfile.TemporaryDirectory() as out:
           "the qmatmul m = 1 row:\n" + base)
     check("| qmatmul_q8x | 4 | 16 x 32768 x 8192 | 99.0 | 150.0 | 1.52 |" in base,
           "the q8x m = 16 row:\n" + base)
-    check("x 8192 x 8192" not in base, "a prefill case in the base table")
+    check("| qmatmul_q8x_x+mm | 4 | 512 x 8192 x 8192 | 100.0 | 110.0 | 1.10 |" in base,
+          "the prefill pair's row (no share of copy):\n" + base)
+    check("4096 x 8192" not in base, "a case the base lacks in the base table")
     check("| 64 | 1 x 8192 | 128 | 16.0 | 20.0 (0.40) 1.25x | 24.0 (0.33) 1.50x | 1.20 |" in base,
           "the paged row:\n" + base)
     check("| 16 | 1 x 8192 |" not in base, "a paged case the base lacks was compared")
 
 print("%d failure(s)" % failures if failures else "ok: experiments.py compares the attention "
       "experiments (one timed, prefill and decode; one failed), an empty OUT, qmatmul_q8x_mm's "
-      "(not run; failed, then timed) and the base commit's m = 1, m = 16 and paged cases")
+      "(not run; failed, then timed) and the base commit's m = 1, 16 and 512 and paged cases")
 sys.exit(1 if failures else 0)

@@ -38,6 +38,9 @@
 #   order (coalesced, 13 to 40% faster on an H200: docs/kernels.md), where
 #   2 threads a row took 5.31 to 5.64 (a 647 to 687 stage, a 27 to 35 copy
 #   beside it) and the 32 x 32 corners before 5.77 to 6.36 without the copy;
+#   and the ring of 4 trips not unrolled (one run a trip), or its trips
+#   over 5.5 an output a block on average: ptxas 13.0 gives 5.18 to 5.42
+#   unrolled (a slot index known in each trip), 5.66 to 6.03 before;
 # - qmatmul_q8x's m = 1 trip (sm_90a, gk_q8x_vec) without a whole step's
 #   loads of W (4 rows x 1 + BITS words) in the straight run of a step's
 #   dp4a, or over 1.3 instructions a weight: ptxas 13.0 gives one run of
@@ -146,17 +149,24 @@ what = f"qmatmul.cu sm_90a -DBITS={bits}: qmatmul_q8x_mm's trip"
 if not runs:
     print(f"FAIL: {what}: no straight run of {2 * ob} FFMA (2 blocks of a 64 x 32 corner)")
     sys.exit(1)
+for r in runs:
+    if r["mix"].get("LDGSTS", 0) != pieces:
+        print(f"FAIL: {what}: {r['mix'].get('LDGSTS', 0)} cp.async in a trip, not the copy's "
+              f"{pieces} (gk_q8m_load_full): {r['mix']}")
+        sys.exit(1)
 r = max(runs, key=lambda r: r["length"])
-if r["mix"].get("LDGSTS", 0) != pieces:
-    print(f"FAIL: {what}: {r['mix'].get('LDGSTS', 0)} cp.async in the run, not the copy's "
-          f"{pieces} (gk_q8m_load_full): {r['mix']}")
-    sys.exit(1)
 if r["length"] > 6.25 * ob:
     print(f"FAIL: {what} issues {r['length']} instructions for {ob} outputs of a block, over "
           f"{6.25 * ob:.0f} (the definition's floor is 4 an output): {r['mix']}")
     sys.exit(1)
-print(f"ok: {what}: {r['length']} instructions for {ob} outputs of a block and {pieces} "
-      f"cp.async ({r['length'] / ob:.2f} an output)")
+# The ring of 4 stages (sm_80 and newer), one trip a slot (gk_q8m_ring).
+avg = sum(r["length"] for r in runs) / len(runs)
+if len(runs) != 4 or avg > 5.5 * ob:
+    print(f"FAIL: {what}: {len(runs)} trips of {[r['length'] for r in runs]} instructions, not "
+          f"the ring's 4 unrolled within {5.5 * ob:.0f} on average (gk_q8m_ring)")
+    sys.exit(1)
+print(f"ok: {what}: {len(runs)} trips of {[r['length'] for r in runs]} instructions for {ob} "
+      f"outputs of a block and {pieces} cp.async each ({avg / ob:.2f} an output on average)")
 PY
   mix_check "$1" qmatmul_q8x <<'PY'
 import json, sys
