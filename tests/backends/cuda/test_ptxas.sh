@@ -19,7 +19,7 @@
 #   217 registers a thread, so no block of 384 could start);
 # - C7519 "warpgroup.arrive is injected ... by compiler": registers a wgmma
 #   reads written after the wgmma.fence (the cause of C7520 before);
-# - register spills;
+# - register spills (past SPILL_OK where a check names a known one);
 # - qmatmul's m = 1 loop (sm_90a) issuing more than its bound a weight: the
 #   straight run of machine code holding two steps' fmaf (sass_mix.py),
 #   against 5.6 instructions a weight (2.9 at BITS 1, 4.7 at 2). The f32
@@ -76,8 +76,12 @@ check() { # ARCH NAME FLAGS...: compile SRC/NAME.cu for ARCH with FLAGS, judge p
   if grep -E "Performance Loss|C7519|C7520" "$T/log" >/dev/null; then
     echo "FAIL: $what:"; grep -E "Performance Loss|C75" "$T/log"; failures=$((failures + 1))
   fi
-  if grep "spill" "$T/log" | grep -vE " 0 bytes spill stores, 0 bytes spill loads" >/dev/null; then
-    echo "FAIL: $what spills registers:"; grep "spill" "$T/log"; failures=$((failures + 1))
+  # SPILL_OK="STORES LOADS": the bytes a known spill may reach (none else).
+  if ! grep "spill" "$T/log" | awk -v ok="${SPILL_OK:-0 0}" \
+       'BEGIN { split(ok, m, " ") } { if ($5 + 0 > m[1] + 0 || $9 + 0 > m[2] + 0) bad = 1 }
+        END { exit bad }'; then
+    echo "FAIL: $what spills registers${SPILL_OK:+ past $SPILL_OK bytes}:"; grep "spill" "$T/log"
+    failures=$((failures + 1))
   fi
 }
 # mix_check BITS KERNEL: the Python check on stdin, given BITS and the JSON
@@ -208,6 +212,18 @@ for dt in f16 bf16; do
     for p in 16 64; do check sm_90a paged_attention $w -DDTYPE=$dt -DHEAD_DIM=$d -DPAGE=$p; done
   done
 done
+# The sm_90a images as recipes/flash_attention.lua builds them (64-key
+# tiles). At head_dim 128 ptxas 13.0 spills there (S 64 and O 128 registers
+# a thread): 64 to 92 bytes stored once before the loop, about 6 reloads a
+# tile of ~1400 instructions; the H200's k64 figures were measured with
+# 128 bytes (docs/kernels.md). A ceiling, so that it grows no further.
+for dt in f16 bf16; do
+  for c in 0 1; do
+    SPILL_OK="92 148" check sm_90a flash_attention -DGK_FA_QS_KEYS=64 -DDTYPE=$dt \
+      -DHEAD_DIM=128 -DCAUSAL=$c
+    check sm_90a flash_attention -DGK_FA_QS_KEYS=64 -DDTYPE=$dt -DHEAD_DIM=64 -DCAUSAL=$c
+  done
+done
 for a in sm_75 sm_80 sm_90a; do
   for c in 0 1; do check $a flash_attention -DDTYPE=f16 -DHEAD_DIM=128 -DCAUSAL=$c; done
   check $a flash_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DCAUSAL=0
@@ -219,4 +235,4 @@ for a in sm_75 sm_80 sm_90a; do
   done
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 27 default): no serialized wgmma, no compiler-inserted arrive, no spills; qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip and qmatmul_q8x_mm's trip within their bounds"
+echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 27 default, 8 sm_90a as shipped): no serialized wgmma, no compiler-inserted arrive, no spills but the shipped sm_90a head_dim-128 images' known ceiling; qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip and qmatmul_q8x_mm's trip within their bounds"
