@@ -158,7 +158,9 @@ GK_DEV void gk_q8b_x_copy(gk_q8b_smem<Bits> &sm, const float *__restrict__ x, in
                           int64_t k, int64_t nb, int64_t i0, int64_t b0) {
   const gk_q8b_half me = gk_q8b_mine();
   const bool in = i0 + me.r < m && b0 + me.kb < nb;
-  const float *src = x + (in ? (i0 + me.r) * k + (b0 + me.kb) * GK_QBLOCK + 16 * me.h : 0);
+  /* The pointer selected, not its offset: an offset of 0 past m made
+   * ptxas 13.0 spill 20 bytes at BITS 1 for sm_120. */
+  const float *src = in ? x + (i0 + me.r) * k + (b0 + me.kb) * GK_QBLOCK + 16 * me.h : x;
 #pragma unroll
   for (int c = 0; c < 4; c++)
     gk_cp_async16_l1(&sm.raw[QM_THREADS * c + threadIdx.x], src + 4 * c, in);
