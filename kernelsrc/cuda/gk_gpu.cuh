@@ -693,27 +693,19 @@ GK_DEV void gk_ldmatrix_x4_trans(uint32_t r[4], const uint16_t *row) {
  * to the block. Before sm_80 the copy happens at once. The emulator lands
  * it as late as the PTX ISA allows: at the gk_cp_async_wait that must see
  * it (tests/backends/cuda/emu), so a missing wait reads stale data there.
+ * L1: through L1 (cp.async.ca), for data that the SM's other blocks read
+ * too (q8x_batch.cuh's rows of x).
  */
+template <bool L1 = false>
 GK_DEV void gk_cp_async16(void *dst, const void *src, bool full) {
 #if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
   const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-               :: "r"(a), "l"(src), "r"(full ? 16 : 0) : "memory");
-#elif defined(GK_GPU_EMULATE)
-  gk_emu_cp_async(dst, full ? src : nullptr, 16);
-#else
-  uint4 v = {0u, 0u, 0u, 0u};
-  if (full) v = *(const uint4 *)src;
-  *(uint4 *)dst = v;
-#endif
-}
-/* The same through L1 (cp.async.ca), for data that the SM's other blocks
- * read too (q8x_batch.cuh's rows of x). */
-GK_DEV void gk_cp_async16_l1(void *dst, const void *src, bool full) {
-#if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
-  const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;"
-               :: "r"(a), "l"(src), "r"(full ? 16 : 0) : "memory");
+  if (L1)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;"
+                 :: "r"(a), "l"(src), "r"(full ? 16 : 0) : "memory");
+  else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 :: "r"(a), "l"(src), "r"(full ? 16 : 0) : "memory");
 #elif defined(GK_GPU_EMULATE)
   gk_emu_cp_async(dst, full ? src : nullptr, 16);
 #else

@@ -163,7 +163,7 @@ GK_DEV void gk_q8b_x_copy(gk_q8b_smem<Bits> &sm, const float *__restrict__ x, in
   const float *src = in ? x + (i0 + me.r) * k + (b0 + me.kb) * GK_QBLOCK + 16 * me.h : x;
 #pragma unroll
   for (int c = 0; c < 4; c++)
-    gk_cp_async16_l1(&sm.raw[QM_THREADS * c + threadIdx.x], src + 4 * c, in);
+    gk_cp_async16<true>(&sm.raw[QM_THREADS * c + threadIdx.x], src + 4 * c, in);
   gk_cp_async_commit();
 }
 
