@@ -366,21 +366,25 @@ GK_DEV void gk_q8m_stage(S &sm, int slot, const gk_q8m_copy<S> &cp, const unsign
     gk_cp_async_commit();
 }
 
-/* Trip j of the tile's loop (below), the mma form: stage j, in slot St
- * (j % STAGES), multiplied while stage j + STAGES - 1 starts into the
- * slot before it. */
-template <int Bits, bool Direct, int St, class S>
-GK_DEV void gk_q8m_trip(S &sm, const gk_q8m_copy<S> &cp, const unsigned char *xq,
+/* Trip j of the tile's loop (below): stage j, in slot st (j % STAGES),
+ * multiplied while stage j + STAGES - 1 starts into the slot before it. */
+template <int Bits, bool Direct, class S>
+GK_DEV void gk_q8m_trip(S &sm, int st, const gk_q8m_copy<S> &cp, const unsigned char *xq,
                         const uint32_t *w, int64_t m, int64_t n, int64_t nb, int64_t i0,
                         int64_t j0, int64_t j, int xr, int wr, int gw, float (*acc)[4][4]) {
   constexpr int NS = S::STAGES;
   gk_cp_async_wait<NS - 2>(); /* stage j's group has landed */
   __syncthreads();            /* everyone's; and stage j - 1's slot is read */
-  gk_q8m_stage(sm, (St + NS - 1) % NS, cp, xq, w, m, n, nb, i0, j0, j + NS - 1);
-  gk_q8m_dm(sm, St, wr, gw);
+  gk_q8m_stage(sm, st == 0 ? NS - 1 : st - 1, cp, xq, w, m, n, nb, i0, j0, j + NS - 1);
+  /* HIP's copies are loads and stores (no cp.async): none moved into the
+   * products below, where clang 19 then held them and spilled
+   * (gfx11-generic: 256 to 288 bytes of scratch, against 96 to 224 when a
+   * block barrier stood between them). */
+  if (Direct) asm volatile("" ::: "memory");
+  if (!Direct) gk_q8m_dm(sm, st, wr, gw);
 #pragma unroll
   for (int kb = 0; kb < Q8M_KB; kb++)
-    gk_q8m_block<Bits>(sm, St, kb, xr, wr, acc, gk_bool<Direct>());
+    gk_q8m_block<Bits>(sm, st, kb, xr, wr, acc, gk_bool<Direct>());
 }
 
 /* Trips j + St .. j + STAGES - 1 of the tile's loop (those < stages): the
@@ -402,7 +406,7 @@ GK_DEV void gk_q8m_ring(S &sm, const gk_q8m_copy<S> &cp, const unsigned char *xq
                         int64_t j0, int64_t j, int64_t stages, int xr, int wr, int gw,
                         float (*acc)[4][4], gk_bool<true>) {
   if (j + St >= stages) return; /* the block's: every thread leaves together */
-  gk_q8m_trip<Bits, Direct, St>(sm, cp, xq, w, m, n, nb, i0, j0, j + St, xr, wr, gw, acc);
+  gk_q8m_trip<Bits, Direct>(sm, St, cp, xq, w, m, n, nb, i0, j0, j + St, xr, wr, gw, acc);
   gk_q8m_ring<Bits, Direct, St + 1>(sm, cp, xq, w, m, n, nb, i0, j0, j, stages, xr, wr, gw, acc,
                                     gk_bool<(St + 1 < S::STAGES)>());
 }
@@ -440,23 +444,10 @@ GK_DEV void gk_q8m_tile(S &sm, const unsigned char *xq, const uint32_t *w, float
     for (int64_t j = 0; j < stages; j += NS)
       gk_q8m_ring<Bits, Direct, 0>(sm, cp, xq, w, m, n, nb, i0, j0, j, stages, xr, wr, gw, acc,
                                    gk_bool<true>());
-  } else { /* HIP: one trip a slot variable (unrolled, clang 19 spilled 80 to 256 bytes) */
-    int st = 0, next = NS - 1; /* the slots of stage j and of stage j + NS - 1 */
-    for (int64_t j = 0; j < stages; j++) {
-      gk_cp_async_wait<NS - 2>();
-      __syncthreads();
-      gk_q8m_stage(sm, next, cp, xq, w, m, n, nb, i0, j0, j + NS - 1);
-      /* HIP's copies are loads and stores (no cp.async): none moved into
-       * the products below, where clang 19 then held them and spilled
-       * (gfx11-generic: 256 to 288 bytes of scratch, against 96 to 224 when
-       * a block barrier stood between them). */
-      asm volatile("" ::: "memory");
-#pragma unroll
-      for (int kb = 0; kb < Q8M_KB; kb++)
-        gk_q8m_block<Bits>(sm, st, kb, xr, wr, acc, gk_bool<Direct>());
-      st = st == NS - 1 ? 0 : st + 1;
-      next = next == NS - 1 ? 0 : next + 1;
-    }
+  } else { /* HIP: the slot a variable (unrolled, clang 19 spilled 80 to 256 bytes) */
+    for (int64_t j = 0; j < stages; j++)
+      gk_q8m_trip<Bits, Direct>(sm, (int)(j % NS), cp, xq, w, m, n, nb, i0, j0, j, xr, wr, gw,
+                                acc);
   }
   gk_cp_async_wait<0>(); /* none left in flight past the tile (the empty groups) */
   for (int mi = 0; mi < G::MT; mi++)
