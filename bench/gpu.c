@@ -324,9 +324,9 @@ static cu_deviceptr ws_new(int64_t units, int64_t keys, int64_t rows, int d, int
  * advice on sizing it. Appended to `split`, beside the default's time.
  */
 static void bench_split(json_t *split, launches *l, int ws_arg, const char *name,
-                        int64_t units, int64_t frags, int64_t keys, int64_t rows, int d,
-                        double kv_bytes, double copy_gbps, double default_us) {
-  const int64_t def = (keys + 255) / 256, all = units * frags,
+                        int64_t units, int64_t keys, int64_t rows, int d, double kv_bytes,
+                        double copy_gbps, double default_us) {
+  const int64_t def = (keys + 255) / 256, all = units * kref_attention_frags(rows),
                 fill = (2 * (int64_t)cu.sms + all - 1) / all;
   if (fill >= def) return; /* the default is already that few */
   int64_t wsb;
@@ -425,10 +425,8 @@ static void bench_attention(json_t *out, json_t *split, double copy_gbps) {
                          t.best_us, "runs", t.runs, "batch", t.batch, "copies", copies,
                          "tflops", tflops, "kv_bytes", (json_int_t)(2 * kb), "kv_gbps",
                          kv_gbps, "copy_ratio", copy_gbps > 0 ? kv_gbps / copy_gbps : 0));
-      const int64_t rows = H / HK * SQ;
       if (strcmp(kind, "decode") == 0)
-        bench_split(split, &l, 9, name, HK, rows > 16 ? (rows + 15) / 16 : 1, SKV, rows, D,
-                    2.0 * kb, copy_gbps, t.us);
+        bench_split(split, &l, 9, name, HK, SKV, H / HK * SQ, D, 2.0 * kb, copy_gbps, t.us);
     } else {
       fprintf(stderr, "gk_bench_gpu: flash_attention %s: %s\n", variant, err);
     }
@@ -528,7 +526,7 @@ static void bench_paged(json_t *out, json_t *split, double copy_gbps) {
                          t.us, "best_us", t.best_us, "runs", t.runs, "batch", t.batch, "copies",
                          copies, "kv_gbps", kv_gbps, "copy_ratio",
                          copy_gbps > 0 ? kv_gbps / copy_gbps : 0));
-      bench_split(split, &l, 13, name, S * HK, 1, per * P, H / HK, (int)D, kvb, copy_gbps, t.us);
+      bench_split(split, &l, 13, name, S * HK, per * P, H / HK, (int)D, kvb, copy_gbps, t.us);
     } else {
       fprintf(stderr, "gk_bench_gpu: paged_attention %s: %s\n", variant, err);
     }

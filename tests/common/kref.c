@@ -681,9 +681,13 @@ void kref_guarded_free(void *p, size_t size) {
   munmap((unsigned char *)p + size - span, span + page);
 }
 
+int64_t kref_attention_frags(int64_t rows) {
+  return rows > 16 && rows <= 64 ? (rows + 15) / 16 : 1;
+}
+
 size_t kref_attention_ws_bytes(int64_t units, int64_t keys, int64_t rows, int d) {
   const int64_t splits = keys > 0 ? (keys + 255) / 256 : 1;
-  const int64_t frags = rows > 16 && rows <= 64 ? (rows + 15) / 16 : 1;
+  const int64_t frags = kref_attention_frags(rows);
   return (size_t)((units * 4 + 15) / 16 * 16 +
                   units * splits * frags * (32 + 16 * (int64_t)d) * 4);
 }

@@ -295,6 +295,9 @@ void kref_attention_tolerance(kref_dtype dt, int d, double scale_mul, int64_t sk
  * past 64 rows, a prefill's, which takes none) per 256 keys of each unit
  * (one at least): room for every split the keys allow. */
 size_t kref_attention_ws_bytes(int64_t units, int64_t keys, int64_t rows, int d);
+/* The slots a piece's state takes for `rows` packed query rows: ceil(rows
+ * / 16), one past 64 rows (a prefill's) and at 16 or fewer. */
+int64_t kref_attention_frags(int64_t rows);
 
 /* ---- memory ---- */
 
