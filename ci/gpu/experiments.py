@@ -16,7 +16,9 @@ qmatmul experiment's (q8mb2: two blocks an SM), against
 PyTorch's f16 GEMM; and, where the base step passed (base.gkfat: an earlier
 commit's qmatmul and paged_attention, ci/gpu/prepare.sh's GK_GPU_BASE), the
 m = 1 qmatmul cases and paged decodes on the default image against the
-base's, so that a change is timed against what it replaced in the same call.
+base's, so that a change is timed against what it replaced in the same call;
+and the same for the qmpf experiment's m = 16 qmatmul cases (the m > 1 tile
+with W's L2 prefetch, -DGK_QM_TILE_PF=1).
 Exit 0 whatever it finds; 2 on bad usage.
 tests/bench/test_experiments.py feeds it numbers of its own.
 """
@@ -171,15 +173,31 @@ def q8m_lines(out, report, steps):
     return lines
 
 
+# The A/B experiments: NAME.gkfat's cases against the same cases of the
+# default image (bench's), each under its own heading.
+AB_EXPERIMENTS = (
+    ("base", "Against the base commit's kernels"),
+    ("qmpf", "qmatmul's m > 1 tile with W's L2 prefetch (qmpf) against the default"),
+)
+
+
 def base_lines(out, report, steps):
+    lines = []
+    for name, heading in AB_EXPERIMENTS:
+        lines += ab_lines(out, report, steps, name, heading)
+    return lines
+
+
+def ab_lines(out, report, steps, name, heading):
     """The default image's m = 1 and m = 16 qmatmul cases, qmatmul_q8x_x +
-    _mm's, and paged decodes (bench's) against base.gkfat's (the base
-    step's): the time, its share of the copy
+    _mm's, and paged decodes (bench's) against NAME.gkfat's (NAME's step:
+    base.gkfat, an earlier commit's kernels; qmpf.gkfat, the m > 1 tile's
+    prefetch): the time, its share of the copy
     bandwidth (weights, or K and V, over the default's copy in the same
     call) and, for the paged decodes, the ratio to SDPA's time (issue 19's
     target: at most 1.2)."""
-    lines = ["", "## Against the base commit's kernels (ci/gpu/experiments.py)", ""]
-    data, why = timed(out, steps, "base")
+    lines = ["", "## %s (ci/gpu/experiments.py)" % heading, ""]
+    data, why = timed(out, steps, name)
     if why:
         return lines + [why]
     copy = (report.get("copy") or {}).get("gbps") or 0.0
@@ -188,33 +206,33 @@ def base_lines(out, report, steps):
         return " (%.2f)" % (gbps / copy) if copy and gbps else ""
 
     qkey = lambda c: (c.get("entry"), c["bits"], c["m"], c["n"], c["k"])
-    base = {qkey(c): c for c in data.get("qmatmul", [])}
-    rows = [c for c in report.get("qmatmul", []) if qkey(c) in base and
+    other = {qkey(c): c for c in data.get("qmatmul", [])}
+    rows = [c for c in report.get("qmatmul", []) if qkey(c) in other and
             (c["m"] <= 16 or c.get("entry") == "qmatmul_q8x_x+mm")]
     if rows:
-        lines += ["Microseconds (and weight bytes a second over the copy's); base / default: "
-                  "above 1, the default is faster.", "",
-                  "| entry | bits | m x n x k | default | base | base / default |",
+        lines += ["Microseconds (and weight bytes a second over the copy's); %s / default: "
+                  "above 1, the default is faster." % name, "",
+                  "| entry | bits | m x n x k | default | %s | %s / default |" % (name, name),
                   "|---|---:|---|---:|---:|---:|"]
         for c in sorted(rows, key=qkey):
-            b = base[qkey(c)]
+            b = other[qkey(c)]
             wb = c.get("weight_bytes", 0) if c["m"] <= 16 else 0  # a prefill: no share
             lines.append("| %s | %d | %d x %d x %d | %.1f%s | %.1f%s | %.2f |" % (
                 c["entry"], c["bits"], c["m"], c["n"], c["k"],
                 c["us"], share(wb / c["us"] / 1e3), b["us"], share(wb / b["us"] / 1e3),
                 b["us"] / c["us"]))
     pkey = lambda c: (c["page"], c["seqs"], c["len"], c["head_dim"])
-    pbase = {pkey(c): c for c in data.get("paged_attention", [])}
-    prows = [c for c in report.get("paged_attention", []) if pkey(c) in pbase]
+    pother = {pkey(c): c for c in data.get("paged_attention", [])}
+    prows = [c for c in report.get("paged_attention", []) if pkey(c) in pother]
     if prows:
         if rows:
             lines.append("")
         lines += ["Paged decodes, microseconds (and K and V bytes a second over the copy's; "
                   "x SDPA's time on the contiguous cache).", "",
-                  "| page | seqs x len | D | SDPA | default | base | base / default |",
+                  "| page | seqs x len | D | SDPA | default | %s | %s / default |" % (name, name),
                   "|---:|---|---:|---:|---:|---:|---:|"]
         for c in sorted(prows, key=pkey):
-            b = pbase[pkey(c)]
+            b = pother[pkey(c)]
             sd = c.get("sdpa_us")
             cell = lambda t: "%.1f%s%s" % (t["us"], share(t.get("kv_gbps", 0.0)),
                                            " %.2fx" % (t["us"] / sd) if sd else "")
@@ -222,7 +240,7 @@ def base_lines(out, report, steps):
                 c["page"], c["seqs"], c["len"], c["head_dim"], "%.1f" % sd if sd else "",
                 cell(c), cell(b), b["us"] / c["us"]))
     if not rows and not prows:
-        lines.append("- `base`: no case of its in bench/gpu.json's; not compared.")
+        lines.append("- `%s`: no case of its in bench/gpu.json's; not compared." % name)
     return lines
 
 

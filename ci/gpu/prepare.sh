@@ -7,7 +7,7 @@
 #                          images for $GK_GPU_TARGETS (default sm_80, sm_90,
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
-#   wgmma5.gkfat, k32.gkfat, q8mb2.gkfat
+#   wgmma5.gkfat, k32.gkfat, q8mb2.gkfat, qmpf.gkfat
 #                          the experiments, which run.sh tests and times
 #                          beside gpu.gkfat's images (docs/kernels.md,
 #                          "Speed on GPUs", says what each gave):
@@ -31,6 +31,12 @@
 #                                 default tile at two blocks an SM (128
 #                                 registers a thread, 16 warps an SM where
 #                                 the default has 8 at up to 235)
+#                          qmpf   qmatmul alone (sm_90a),
+#                                 -DGK_QM_TILE_PF=1: the f32 m > 1 tile
+#                                 prefetching W into L2 a few steps ahead
+#                                 (qmatmul.cuh), against the default's
+#                                 m = 16 (whether its long_scoreboard
+#                                 waits on W)
 #                          base   qmatmul, paged_attention and kv_append
 #                                 for sm_90a from the recipes and kernels
 #                                 of commit $GK_GPU_BASE (default 38173af,
@@ -60,7 +66,7 @@
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,57p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,67p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -145,8 +151,8 @@ done
 # FLAG and qmatmul_q8x_mm's launch row giving SHARED bytes of dynamic shared
 # memory (a block takes the tiles of the grid's walk, any grid):
 #   q8mb2  the default tile at two blocks an SM (4 stages, 94 KB each)
-# shellcheck disable=SC2043 # one experiment now; the list takes more
-for e in q8mb2:-DGK_Q8M_MIN_BLOCKS=2:96256; do
+#   qmpf   the f32 m > 1 tile with W's L2 prefetch (GK_QM_TILE_PF)
+for e in q8mb2:-DGK_Q8M_MIN_BLOCKS=2:96256 qmpf:-DGK_QM_TILE_PF=1:96256; do
   name=${e%%:*} rest=${e#*:}
   flag=${rest%%:*} shared=${rest#*:}
   exp_recipes "$name"

@@ -28,18 +28,23 @@
 #              target but sm_90a, whose image takes 64)
 #   q8mb2      gpu-pack/q8mb2.gkfat (qmatmul alone, sm_90a,
 #              -DGK_Q8M_MIN_BLOCKS=2: qmatmul_q8x_mm's tile at two blocks an
-#              SM): test_gpu, then gk_bench_gpu's BITS 4 qmatmul cases
+#              SM): test_gpu, then gk_bench_gpu's BITS 4 qmatmul cases;
+#              not a default step (timed 2026-11-29: within 2% either way;
+#              the unrolled ring since needs more than its 128 registers)
 #   base       gpu-pack/base.gkfat (qmatmul, paged_attention and kv_append
 #              for sm_90a from the kernels of an earlier commit, prepare.sh's
 #              GK_GPU_BASE): test_gpu, then gk_bench_gpu's m = 1 and m = 16
 #              qmatmul cases (qmatmul and qmatmul_q8x), BITS 4 at m = 512
 #              (qmatmul_q8x_x + _mm) and paged decodes, the A/B of what
 #              changed since that commit's measurements
+#   qmpf       gpu-pack/qmpf.gkfat (qmatmul alone, sm_90a,
+#              -DGK_QM_TILE_PF=1: the f32 m > 1 tile prefetching W into L2):
+#              test_gpu, then gk_bench_gpu's m = 16 cases
 #   compare    ci/gpu/experiments.py: each flash_attention case's TFLOP/s on
 #              every archive whose step passed, against SDPA's, and
 #              qmatmul_q8x_mm's on the default image and q8mb2's against
-#              PyTorch's f16 GEMM, and base's m = 1, m = 16 and paged cases against
-#              the default image's (experiments.md)
+#              PyTorch's f16 GEMM, and base's m = 1, m = 16 and paged cases
+#              and qmpf's m = 16 against the default image's (experiments.md)
 #   sass       cuobjdump -res-usage -sass of the sm_90a images of the causal
 #              f16 head_dim-128 flash_attention (gpu.gkfat, wgmma5.gkfat)
 #              and of qmatmul bits=4 and bits=1
@@ -59,18 +64,18 @@
 # Each step has its own timeout and the run goes on past a failed one; all
 # of them share $GK_GPU_BUDGET seconds (default 475), so the call ends in
 # about 8 minutes; $OUT is complete after each step, so a call killed at its
-# limit still brings back what ran. $GK_GPU_STEPS picks steps (default all,
-# in that order).
+# limit still brings back what ran. $GK_GPU_STEPS picks steps (default all
+# but q8mb2, in the order above).
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,62p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,70p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 work=${GK_GPU_WORK:-/tmp/gk-gpu-work}
 budget=${GK_GPU_BUDGET:-475}
-steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 k32 q8mb2 base compare sass memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 k32 base qmpf compare sass memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -165,6 +170,7 @@ step k32 60 sh -c "$experiment" sh "$libs" "$pack" "$work" k32 "flash_attention 
 step q8mb2 45 sh -c "$experiment" sh "$libs" "$pack" "$work" q8mb2 "qmatmul bits=4 m="
 step base 75 sh -c "$experiment" sh "$libs" "$pack" "$work" base " m=1 " " m=16 " \
   "paged_attention decode " "bits=4 m=512 "
+step qmpf 45 sh -c "$experiment" sh "$libs" "$pack" "$work" qmpf " m=16 "
 step compare 20 python3 "$root/ci/gpu/experiments.py" "$work"
 # The sh -c texts from here on read these from the environment.
 OUTD=$work LIBS=$libs PACK=$pack ARCH=$archive

@@ -23,7 +23,7 @@
  * rows once (8 registers a row), then streams the rows of x through it one
  * at a time (8 registers): the decode, 3 instructions a weight, is paid
  * once per 8 rows of x, so at m >= 8 the fmaf are most of what the group
- * issues (ptxas 13.0, sm_90a, a whole tile of 8 rows: 445 instructions a
+ * issues (ptxas 13.0, sm_90a, a whole tile of 8 rows: 443 instructions a
  * step at BITS 4, 256 of them the products' fmaf). 16 rows spill past the 128 registers two
  * blocks an SM leave; 12 fit (126) but cut m = 16 in two tiles, as 8 do.
  *
@@ -62,6 +62,9 @@
 #define QM_MIN_BLOCKS 2                 /* per SM: at most 128 registers a thread */
 #define QM_STEP 8                       /* blocks of a W row per group step */
 #define QM_GROUP 32                     /* tiles of x a group of tiles walks W with */
+#ifndef GK_QM_TILE_PF
+#define GK_QM_TILE_PF 0 /* m > 1: W's L2 prefetch (an experiment: gk_qmatmul_tile) */
+#endif
 
 /*
  * Where lane s's octet of a block lies: QM_HALVES 16-bit halves of code
@@ -274,7 +277,7 @@ GK_DEV void gk_qmatmul_vec(const float *__restrict__ x, const void *__restrict__
  * pointer a row of W, moved by a constant, and rows of W past n read row
  * n - 1 again (their sums are not stored): no branch a row of W. A whole
  * tile of x (Full) has no branch a row of x either: a step is one straight
- * run of machine code (sm_90a, BITS 4: 445 instructions, where a branch a
+ * run of machine code (sm_90a, BITS 4: 443 instructions, where a branch a
  * row of x, around its loads and fmaf, made it 545: the predicate, the
  * branch and its reconvergence, and the row's address taken anew). The
  * last tile of x, when m % MT != 0, skips rows past m by a branch the
@@ -299,8 +302,8 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
   for (int r = 0; r < QM_WROWS; r++)
     for (int i = 0; i < MT; i++) acc[r][i] = 0.0f;
 
-  for (int64_t b = b0; b < nb; b += QM_STEP) {
-    /* This lane's octet of block b of each row of W, decoded. */
+  auto step = [&]() {
+    /* This lane's octet of the step's block of each row of W, decoded. */
     float wv[QM_WROWS][8];
 #pragma unroll
     for (int r = 0; r < QM_WROWS; r++) {
@@ -328,7 +331,36 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
       }
     }
     xp += QM_STEP * GK_QBLOCK;
+  };
+  const int steps = b0 < nb ? (int)((nb - 1 - b0) / QM_STEP) + 1 : 0;
+  int st = 0;
+#if GK_QM_TILE_PF
+  /* The experiment GK_QM_TILE_PF (ci/gpu/prepare.sh's qmpf; off in the
+   * recipes): W's L2 prefetch, QM_AHEAD steps on, as in gk_qmatmul_vec
+   * (lane l: sector l / 4 of row l % 4's step; a lane that would hint
+   * nothing hints its own block of the step, which it loads anyway), in
+   * the steps whose step QM_AHEAD on is a full one, then the rest without,
+   * every lane of the group alike. Whether the m = 16 profile's
+   * long_scoreboard (48% of a warp's cycles on an H200) waits on W from
+   * DRAM at the top of each step: 449 instructions a step at BITS 4
+   * (sm_90a) where 440 do without; BITS 8 spills 40 bytes. */
+  {
+    const int pr = lane % 4, q = lane / 4;
+    const char *first =
+        (const char *)w + ((j0 + pr) * nb + (int64_t)QM_STEP * QM_AHEAD(Bits)) * V::BB;
+    const char *pf = q == 0 ? first : (const char *)((uintptr_t)first & ~(uintptr_t)31) + 32 * q;
+    if (!(pr < rows && 32 * q < QM_STEP * V::BB + (int)((uintptr_t)first & 31)))
+      pf = (const char *)p[0];
+    const int pf_all = (int)(nb / QM_STEP) - QM_AHEAD(Bits);
+    const int pf_steps = pf_all < 0 ? 0 : (pf_all < steps ? pf_all : steps);
+    for (; st < pf_steps; st++) {
+      gk_prefetch_l2(pf);
+      pf += QM_STEP * V::BB;
+      step();
+    }
   }
+#endif
+  for (; st < steps; st++) step();
   /* Every lane reaches the butterflies: the bounds above are per group. */
 #pragma unroll
   for (int r = 0; r < QM_WROWS; r++)

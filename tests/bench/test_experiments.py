@@ -146,8 +146,28 @@ with tempfile.TemporaryDirectory() as out:
     check("| 64 | 1 x 8192 | 128 | 16.0 | 20.0 (0.40) 1.25x | 24.0 (0.33) 1.50x | 1.20 |" in base,
           "the paged row:\n" + base)
     check("| 16 | 1 x 8192 |" not in base, "a paged case the base lacks was compared")
+    check("- `qmpf`: not run; not compared." in text, "qmpf not reported as not run:\n" + text)
+
+    # qmpf timed: qmatmul at m = 16 faster with the prefetch; under its own
+    # heading, beside (not inside) the base's table.
+    report["qmatmul"].append(dict(qm(16, 1.0, entry="qmatmul"), n=32768, us=380.0))
+    with open(os.path.join(out, "bench", "gpu.json"), "w") as f:
+        json.dump(report, f)
+    with open(os.path.join(out, "qmpf-bench.json"), "w") as f:
+        json.dump(dict(qmatmul=[dict(qm(16, 1.0, entry="qmatmul"), n=32768, us=304.0)]), f)
+    with open(os.path.join(out, "summary.txt"), "a") as f:
+        f.write("qmpf: ok, 20 s\n")
+    rc, text = run(out)
+    check(rc == 0, "exit %d with qmpf" % rc)
+    qmpf = text.split("W's L2 prefetch (qmpf)")[-1]
+    check("| entry | bits | m x n x k | default | qmpf | qmpf / default |" in qmpf,
+          "qmpf's columns:\n" + qmpf)
+    check("| qmatmul | 4 | 16 x 32768 x 8192 | 380.0 | 304.0 | 0.80 |" in qmpf,
+          "qmpf's m = 16 row:\n" + qmpf)
+    check("| qmatmul_q8x |" not in qmpf, "a case qmpf lacks in its table:\n" + qmpf)
 
 print("%d failure(s)" % failures if failures else "ok: experiments.py compares the attention "
       "experiments (one timed, prefill and decode; one failed), an empty OUT, qmatmul_q8x_mm's "
-      "(not run; failed, then timed) and the base commit's m = 1, 16 and 512 and paged cases")
+      "(not run; failed, then timed), the base commit's m = 1, 16 and 512 and paged cases, and "
+      "qmpf's m = 16")
 sys.exit(1 if failures else 0)
