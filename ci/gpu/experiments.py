@@ -18,7 +18,8 @@ commit's qmatmul and paged_attention, ci/gpu/prepare.sh's GK_GPU_BASE), the
 m = 1 qmatmul cases and paged decodes on the default image against the
 base's, so that a change is timed against what it replaced in the same call;
 and the same for the qmpf experiment's m = 16 qmatmul cases (the m > 1 tile
-with W's L2 prefetch, -DGK_QM_TILE_PF=1).
+with W's L2 prefetch, -DGK_QM_TILE_PF=1) and qmxs's m = 1 and 16 (the m > 1
+tile with x through shared memory, -DGK_QM_TILE_XS=1).
 Exit 0 whatever it finds; 2 on bad usage.
 tests/bench/test_experiments.py feeds it numbers of its own.
 """
@@ -178,6 +179,7 @@ def q8m_lines(out, report, steps):
 AB_EXPERIMENTS = (
     ("base", "Against the base commit's kernels"),
     ("qmpf", "qmatmul's m > 1 tile with W's L2 prefetch (qmpf) against the default"),
+    ("qmxs", "qmatmul's m > 1 tile with x through shared memory (qmxs) against the default"),
 )
 
 
@@ -191,8 +193,8 @@ def base_lines(out, report, steps):
 def ab_lines(out, report, steps, name, heading):
     """The default image's m = 1 and m = 16 qmatmul cases, qmatmul_q8x_x +
     _mm's, and paged decodes (bench's) against NAME.gkfat's (NAME's step:
-    base.gkfat, an earlier commit's kernels; qmpf.gkfat, the m > 1 tile's
-    prefetch): the time, its share of the copy
+    base.gkfat, an earlier commit's kernels; qmpf.gkfat and qmxs.gkfat, the
+    m > 1 tile's experiments): the time, its share of the copy
     bandwidth (weights, or K and V, over the default's copy in the same
     call) and, for the paged decodes, the ratio to SDPA's time (issue 19's
     target: at most 1.2)."""

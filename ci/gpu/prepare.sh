@@ -7,7 +7,7 @@
 #                          images for $GK_GPU_TARGETS (default sm_80, sm_90,
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
-#   wgmma5.gkfat, k32.gkfat, q8mb2.gkfat, qmpf.gkfat
+#   wgmma5.gkfat, k32.gkfat, q8mb2.gkfat, qmpf.gkfat, qmxs.gkfat
 #                          the experiments, which run.sh tests and times
 #                          beside gpu.gkfat's images (docs/kernels.md,
 #                          "Speed on GPUs", says what each gave):
@@ -37,6 +37,13 @@
 #                                 (qmatmul.cuh), against the default's
 #                                 m = 16 (whether its long_scoreboard
 #                                 waits on W)
+#                          qmxs   qmatmul alone (sm_90a),
+#                                 -DGK_QM_TILE_XS=1: the f32 m > 1 tile
+#                                 reading a whole tile of x from shared
+#                                 memory, copied once a block a step
+#                                 (qmatmul.cuh), against the default's
+#                                 m = 16 (and m = 1, whose loop it
+#                                 lengthens by 1 to 3%)
 #                          base   qmatmul, paged_attention and kv_append
 #                                 for sm_90a from the recipes and kernels
 #                                 of commit $GK_GPU_BASE (default 38173af,
@@ -66,7 +73,7 @@
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,67p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,74p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -152,7 +159,9 @@ done
 # memory (a block takes the tiles of the grid's walk, any grid):
 #   q8mb2  the default tile at two blocks an SM (4 stages, 94 KB each)
 #   qmpf   the f32 m > 1 tile with W's L2 prefetch (GK_QM_TILE_PF)
-for e in q8mb2:-DGK_Q8M_MIN_BLOCKS=2:96256 qmpf:-DGK_QM_TILE_PF=1:96256; do
+#   qmxs   the f32 m > 1 tile with x through shared memory (GK_QM_TILE_XS)
+for e in q8mb2:-DGK_Q8M_MIN_BLOCKS=2:96256 qmpf:-DGK_QM_TILE_PF=1:96256 \
+  qmxs:-DGK_QM_TILE_XS=1:96256; do
   name=${e%%:*} rest=${e#*:}
   flag=${rest%%:*} shared=${rest#*:}
   exp_recipes "$name"

@@ -40,11 +40,15 @@
 #   qmpf       gpu-pack/qmpf.gkfat (qmatmul alone, sm_90a,
 #              -DGK_QM_TILE_PF=1: the f32 m > 1 tile prefetching W into L2):
 #              test_gpu, then gk_bench_gpu's m = 16 cases
+#   qmxs       gpu-pack/qmxs.gkfat (qmatmul alone, sm_90a,
+#              -DGK_QM_TILE_XS=1: the f32 m > 1 tile with x through shared
+#              memory): test_gpu, then gk_bench_gpu's m = 1 and m = 16 cases
 #   compare    ci/gpu/experiments.py: each flash_attention case's TFLOP/s on
 #              every archive whose step passed, against SDPA's, and
 #              qmatmul_q8x_mm's on the default image and q8mb2's against
-#              PyTorch's f16 GEMM, and base's m = 1, m = 16 and paged cases
-#              and qmpf's m = 16 against the default image's (experiments.md)
+#              PyTorch's f16 GEMM, and base's m = 1, m = 16 and paged cases,
+#              qmpf's m = 16 and qmxs's m = 1 and 16 against the default
+#              image's (experiments.md)
 #   sass       cuobjdump -res-usage -sass of the sm_90a images of the causal
 #              f16 head_dim-128 flash_attention (gpu.gkfat, wgmma5.gkfat)
 #              and of qmatmul bits=4 and bits=1
@@ -69,13 +73,13 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,70p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,74p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 work=${GK_GPU_WORK:-/tmp/gk-gpu-work}
 budget=${GK_GPU_BUDGET:-475}
-steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 k32 base qmpf compare sass memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 k32 base qmpf qmxs compare sass memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -171,6 +175,7 @@ step q8mb2 45 sh -c "$experiment" sh "$libs" "$pack" "$work" q8mb2 "qmatmul bits
 step base 75 sh -c "$experiment" sh "$libs" "$pack" "$work" base " m=1 " " m=16 " \
   "paged_attention decode " "bits=4 m=512 "
 step qmpf 45 sh -c "$experiment" sh "$libs" "$pack" "$work" qmpf " m=16 "
+step qmxs 45 sh -c "$experiment" sh "$libs" "$pack" "$work" qmxs " m=1 " " m=16 "
 step compare 20 python3 "$root/ci/gpu/experiments.py" "$work"
 # The sh -c texts from here on read these from the environment.
 OUTD=$work LIBS=$libs PACK=$pack ARCH=$archive

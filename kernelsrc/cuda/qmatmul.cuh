@@ -62,9 +62,17 @@
 #define QM_MIN_BLOCKS 2                 /* per SM: at most 128 registers a thread */
 #define QM_STEP 8                       /* blocks of a W row per group step */
 #define QM_GROUP 32                     /* tiles of x a group of tiles walks W with */
+/* Two experiments on the m > 1 tile (off in the recipes; ci/gpu's qmpf
+ * and qmxs time them against the default): W's L2 prefetch
+ * (gk_qmatmul_tile), and a whole tile of x through shared memory
+ * (gk_qmatmul_tile_xs). */
 #ifndef GK_QM_TILE_PF
-#define GK_QM_TILE_PF 0 /* m > 1: W's L2 prefetch (an experiment: gk_qmatmul_tile) */
+#define GK_QM_TILE_PF 0
 #endif
+#ifndef GK_QM_TILE_XS
+#define GK_QM_TILE_XS 0
+#endif
+#define QM_XS_STAGES 3 /* gk_qmatmul_tile_xs: steps of x in shared memory */
 
 /*
  * Where lane s's octet of a block lies: QM_HALVES 16-bit halves of code
@@ -373,6 +381,156 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
     }
 }
 
+#if GK_QM_TILE_XS
+/*
+ * The experiment GK_QM_TILE_XS (ci/gpu/prepare.sh's qmxs; off in the
+ * recipes): a whole tile of x (QM_XROWS rows) through shared memory. The
+ * H200's profile of m = 16 (2026-11-29: 379 us, 0.34 of the f32 FMA peak)
+ * had warps waiting on loads 48% of their cycles with L1 77% busy: in
+ * gk_qmatmul_tile each of the block's 8 groups loads the same 8 KB of x a
+ * step from L1, or from L2 where L1 no longer holds it, and waits for it in
+ * the step. Here the block copies each step's 8 rows of 256 columns once
+ * (cp.async, 2 pieces a thread, 24 KB for QM_XS_STAGES steps), QM_XS_STAGES
+ * - 1 steps ahead, and the groups read them back after the step's barrier;
+ * W's words are loaded before it, so they are in flight across it. A step
+ * is one straight run of 435 instructions at BITS 4, 442 at 8 (ptxas 13.0,
+ * sm_90a; 443 and 450 from global memory: x's addresses are constant
+ * offsets of one shared address), but beside it the kernel's m = 1 loop
+ * takes 4 and 10 more moves a trip (342 and 362 instructions: the kernel's
+ * 128 registers are allocated as one; with either in a function of its own,
+ * a call, worse), which is why it is not the default until a GPU times
+ * both. The same products in the same order as gk_qmatmul_tile: the same
+ * bits (cuda.emu on a build of it, by hand). Called by every group of the
+ * block (those past n read row n - 1 of W and store nothing), for the
+ * barriers. A row's 256 floats lie as lane l reads them: floats 8l .. 8l +
+ * 3 at 4l, 8l + 4 .. 8l + 7 at 128 + 4l, so that a quarter warp's 16-byte
+ * loads are 128 consecutive bytes (no bank conflict).
+ */
+struct gk_qm_xs {
+  float x[QM_XS_STAGES][QM_XROWS * QM_STEP * GK_QBLOCK]; /* 8 KB a step */
+};
+
+/* This thread's part of the copies: piece f (16 bytes) of row i of a
+ * step (f = tid % 64, i = tid / 64) and of row i + 4, from src on and into
+ * the stage `stage` at dst; a step's copy moves src by 256 columns and
+ * the stage round the ring, nothing else (the addresses are set once a
+ * tile). Blocks past nb are not copied (no lane reads them), which only a
+ * last partial step tests. One group of copies a thread a step (empty
+ * past the last step). */
+struct gk_qm_xs_copy {
+  const float *src;
+  int64_t four; /* 4 rows of x, in floats */
+  int dst, blk, stage;
+};
+enum { QM_XS_ROW = QM_STEP * GK_QBLOCK, QM_XS_PER = QM_XS_ROW / 4 }; /* floats, pieces */
+
+GK_DEV gk_qm_xs_copy gk_qm_xs_copy_init(const float *x, int64_t k, int64_t i0) {
+  static_assert(2 * QM_THREADS == QM_XROWS * QM_XS_PER, "two pieces a thread a step");
+  const int t = (int)threadIdx.x, i = t / QM_XS_PER, f = t % QM_XS_PER;
+  gk_qm_xs_copy c;
+  c.src = x + (i0 + i) * k + 4 * f;
+  c.four = 4 * k;
+  c.dst = i * QM_XS_ROW + (f % 2) * (QM_XS_ROW / 2) + (f / 2) * 4;
+  c.blk = f / 8;
+  c.stage = 0;
+  return c;
+}
+
+/* The copy of step st (full: the steps of QM_STEP whole blocks). */
+GK_DEV void gk_qm_xs_copy_next(gk_qm_xs_copy &c, gk_qm_xs &sm, int st, int full, int steps,
+                               int64_t nb) {
+  float *d = sm.x[c.stage] + c.dst;
+  if (st < full || (st < steps && (int64_t)st * QM_STEP + c.blk < nb)) {
+    gk_cp_async16(d, c.src, true);
+    gk_cp_async16(d + 4 * QM_XS_ROW, c.src + c.four, true);
+  }
+  gk_cp_async_commit();
+  c.src += QM_XS_ROW;
+  c.stage = c.stage == QM_XS_STAGES - 1 ? 0 : c.stage + 1;
+}
+
+template <int Bits>
+GK_DEV void gk_qmatmul_tile_xs(gk_qm_xs &sm, const float *__restrict__ x,
+                               const void *__restrict__ w, float *__restrict__ y, int64_t n,
+                               int64_t k, int64_t j0, int64_t i0) {
+  typedef gk_qm_octet<Bits> octet;
+  typedef gk_qm_vec<Bits> V;
+  enum { MT = QM_XROWS };
+  const int lane = gk_lane(), s = lane % 4, b0 = lane / 4;
+  const int64_t nb = k / GK_QBLOCK;
+  const int rows = n - j0 < QM_WROWS ? (int)(n - j0) : QM_WROWS; /* <= 0 past n */
+  const int off = octet::word(s);
+  const uint32_t *p[QM_WROWS];
+  gk_qm_rows<Bits>(w, j0, rows, nb, b0, p);
+  /* The block's steps (the last one partial where nb % QM_STEP != 0: the
+   * lanes past nb skip its products, as in gk_qmatmul_tile). */
+  const int steps = (int)((nb + QM_STEP - 1) / QM_STEP), full = (int)(nb / QM_STEP);
+
+  float acc[QM_WROWS][MT];
+  for (int r = 0; r < QM_WROWS; r++)
+    for (int i = 0; i < MT; i++) acc[r][i] = 0.0f;
+
+  gk_qm_xs_copy cp = gk_qm_xs_copy_init(x, k, i0);
+  __syncthreads(); /* the last tile's stages are read */
+  for (int st = 0; st < QM_XS_STAGES - 1; st++) gk_qm_xs_copy_next(cp, sm, st, full, steps, nb);
+  int rs = 0; /* the stage step st reads */
+  auto step = [&](int st) {
+    /* W's words first, in flight across the wait and the barrier. */
+    uint32_t head[QM_WROWS], c[QM_WROWS][octet::WORDS];
+#pragma unroll
+    for (int r = 0; r < QM_WROWS; r++) {
+      head[r] = p[r][0];
+      for (int u = 0; u < octet::WORDS; u++) c[r][u] = p[r][off + u];
+      p[r] += V::SW;
+    }
+    gk_cp_async_wait<QM_XS_STAGES - 2>(); /* this step's x, this thread's copies */
+    __syncthreads(); /* everyone's; and the stage copied next is read */
+    gk_qm_xs_copy_next(cp, sm, st + QM_XS_STAGES - 1, full, steps, nb);
+    float wv[QM_WROWS][8];
+#pragma unroll
+    for (int r = 0; r < QM_WROWS; r++) {
+      uint32_t h[octet::HALVES];
+      octet::halves(c[r], s, h);
+      gk_qm_weights<Bits>(h, gk_h2f((uint16_t)(head[r] & 0xffffu)),
+                          gk_h2f((uint16_t)(head[r] >> 16)), wv[r]);
+    }
+    const float *xs = sm.x[rs] + 4 * lane;
+    rs = rs == QM_XS_STAGES - 1 ? 0 : rs + 1;
+#pragma unroll
+    for (int i = 0; i < MT; i++) {
+      const float4 a = *(const float4 *)(xs + i * QM_STEP * GK_QBLOCK),
+                   c2 = *(const float4 *)(xs + i * QM_STEP * GK_QBLOCK + 128);
+      const float xv[8] = {a.x, a.y, a.z, a.w, c2.x, c2.y, c2.z, c2.w};
+#pragma unroll
+      for (int r = 0; r < QM_WROWS; r++) {
+        float v = acc[r][i];
+        for (int t = 0; t < 8; t++) v = fmaf(xv[t], wv[r][t], v);
+        acc[r][i] = v;
+      }
+    }
+  };
+  int st = 0;
+  for (; st < full; st++) step(st);
+  if (st < steps) { /* the partial last step: every thread to the barriers */
+    if (b0 < nb - (int64_t)st * QM_STEP) {
+      step(st);
+    } else {
+      gk_cp_async_wait<QM_XS_STAGES - 2>();
+      __syncthreads();
+      gk_qm_xs_copy_next(cp, sm, st + QM_XS_STAGES - 1, full, steps, nb);
+    }
+  }
+  gk_cp_async_wait<0>(); /* no copy left in flight past the tile (all empty by now) */
+#pragma unroll
+  for (int r = 0; r < QM_WROWS; r++)
+#pragma unroll
+    for (int i = 0; i < MT; i++) {
+      const float v = gk_group_sum(acc[r][i]);
+      if (lane == 0 && r < rows) y[(i0 + i) * n + j0 + r] = v;
+    }
+}
+#endif
+
 /* m > 1: the tiles (QM_XROWS rows of x by QM_COLS of W) in groups of
  * QM_GROUP tiles of x (gk_grouped_tiles), so a grid smaller
  * than ceil(m / QM_XROWS) x ceil(n / QM_COLS) (one clamped to a device
@@ -434,7 +592,16 @@ GK_DEV void gk_qmatmul(const float *x, const void *w, float *y, int64_t m, int64
     }
     return;
   }
+#if GK_QM_TILE_XS
+  __shared__ __attribute__((aligned(16))) gk_qm_xs sm;
+#endif
   gk_qm_tiles(m, n, [&](int64_t j0, int64_t i0, int xrows) {
+#if GK_QM_TILE_XS
+    if (xrows == QM_XROWS) { /* the block's: every group, those past n too */
+      gk_qmatmul_tile_xs<Bits>(sm, x, w, y, n, k, j0, i0);
+      return;
+    }
+#endif
     if (j0 >= n) return; /* no barrier inside: a group past n leaves */
     if (xrows == QM_XROWS)
       gk_qmatmul_tile<Bits, QM_XROWS, true>(x, w, y, n, k, j0, i0, xrows);

@@ -164,10 +164,20 @@ with tempfile.TemporaryDirectory() as out:
           "qmpf's columns:\n" + qmpf)
     check("| qmatmul | 4 | 16 x 32768 x 8192 | 380.0 | 304.0 | 0.80 |" in qmpf,
           "qmpf's m = 16 row:\n" + qmpf)
-    check("| qmatmul_q8x |" not in qmpf, "a case qmpf lacks in its table:\n" + qmpf)
+    check("| qmatmul_q8x |" not in qmpf.split("(qmxs)")[0], "a case qmpf lacks in its table:\n" + qmpf)
+    check("- `qmxs`: not run; not compared." in text, "qmxs not reported as not run:\n" + text)
+
+    # qmxs failed its test_gpu: not compared, whatever it timed.
+    with open(os.path.join(out, "qmxs-bench.json"), "w") as f:
+        json.dump(dict(qmatmul=[dict(qm(16, 1.0, entry="qmatmul"), n=32768, us=111.0)]), f)
+    with open(os.path.join(out, "summary.txt"), "a") as f:
+        f.write("qmxs: FAILED (exit 1), 9 s\n")
+    rc, text = run(out)
+    check("- `qmxs`: FAILED (exit 1); not compared." in text, "qmxs's failure:\n" + text)
+    check("111.0" not in text, "a failed experiment's numbers were compared")
 
 print("%d failure(s)" % failures if failures else "ok: experiments.py compares the attention "
       "experiments (one timed, prefill and decode; one failed), an empty OUT, qmatmul_q8x_mm's "
       "(not run; failed, then timed), the base commit's m = 1, 16 and 512 and paged cases, and "
-      "qmpf's m = 16")
+      "qmpf's m = 16 (qmxs failed: not compared)")
 sys.exit(1 if failures else 0)
