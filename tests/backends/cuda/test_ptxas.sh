@@ -12,8 +12,9 @@
 # of attention and qmatmul (head_dim 128; BITS 1, 4 and 8) for sm_75, sm_80
 # and sm_90a (there the prefill keeps Q in shared memory, at 252-255
 # registers), as the recipes' nvcc.lua does (-O3 -std=c++17); then the
-# sm_90a images as shipped (64-key tiles) and the other default targets
-# (sm_86 to sm_120: qmatmul, and attention at head_dim 128); it fails on:
+# sm_90a images as shipped (64-key tiles), ci/gpu's qmatmul experiments
+# (sm_90a) and the other default targets (sm_86 to sm_120: qmatmul, and
+# attention at head_dim 128); it fails on:
 # - C7520 "wgmma.mma_async instructions are serialized" (or any other
 #   "Potential Performance Loss"): each wgmma waited on before the next;
 #   C7508 "'setmaxnreg' ignored" among them (a kernel with no register cap
@@ -236,6 +237,15 @@ for a in sm_75 sm_80 sm_90a; do
     [ $a = sm_90a ] && [ -f "$T/out.cubin" ] && qm_loop $b
   done
 done
+# ci/gpu's qmatmul experiments as prepare.sh builds them (sm_90a), so that
+# they still compile between GPU sessions: qmpf (W's L2 prefetch in the
+# m > 1 tile; at BITS 8 ptxas 13.0 spills 40 bytes, held to that) and qmxs
+# (x through shared memory). No bound on their loops.
+for b in 4 8; do
+  ok=; [ $b = 8 ] && ok="40 76"
+  SPILL_OK=${ok:-0 0} check sm_90a qmatmul -DBITS=$b -DGK_QM_TILE_PF=1
+  check sm_90a qmatmul -DBITS=$b -DGK_QM_TILE_XS=1
+done
 # The other targets the recipes ship by default (recipes/toolchains/nvcc.lua):
 # each kernel file once or per BITS, no bound on the loops. sm_120's BITS 1
 # qmatmul spills 8 bytes in its prologue, outside the loops (ptxas 13.0).
@@ -248,4 +258,4 @@ for a in sm_86 sm_87 sm_89 sm_90 sm_100 sm_120; do
   check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=128 -DPAGE=64
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 27 default, 8 sm_90a as shipped, 42 of the other shipped targets): no serialized wgmma, no compiler-inserted arrive, no spills but the known ceilings (sm_90a's head_dim-128 attention, sm_120's BITS 1 qmatmul); qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip and qmatmul_q8x_mm's trip within their bounds"
+echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 27 default, 8 sm_90a as shipped, 4 of ci/gpu's qmatmul experiments, 42 of the other shipped targets): no serialized wgmma, no compiler-inserted arrive, no spills but the known ceilings (sm_90a's head_dim-128 attention, sm_120's BITS 1 qmatmul, the qmpf experiment's BITS 8); qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip and qmatmul_q8x_mm's trip within their bounds"
