@@ -277,6 +277,20 @@ GK_DEV void gk_qmatmul_vec(const float *__restrict__ x, const void *__restrict__
   }
 }
 
+/* m > 1: row i of x's 8 columns of the lane's octet (a, c) against every
+ * row of W's decoded weights wv, into acc[r][i] in column order. */
+template <int MT>
+GK_DEV void gk_qm_products(const float4 a, const float4 c, const float (*wv)[8],
+                           float (*acc)[MT], int i) {
+  const float xv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
+#pragma unroll
+  for (int r = 0; r < QM_WROWS; r++) {
+    float v = acc[r][i];
+    for (int t = 0; t < 8; t++) v = fmaf(xv[t], wv[r][t], v);
+    acc[r][i] = v;
+  }
+}
+
 /*
  * m > 1, one group: rows j0 .. j0 + QM_WROWS - 1 of W (those < n) against
  * rows i0 .. i0 + xrows - 1 of x (xrows <= MT; Full: xrows == MT). Bound by
@@ -328,14 +342,7 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
     for (int i = 0; i < MT; i++) {
       if (Full || i < xrows) { /* the group's bound: the 32 lanes branch together */
         const float4 *xq = (const float4 *)(xp + i * k);
-        const float4 a = xq[0], c = xq[1];
-        const float xv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
-#pragma unroll
-        for (int r = 0; r < QM_WROWS; r++) {
-          float v = acc[r][i];
-          for (int t = 0; t < 8; t++) v = fmaf(xv[t], wv[r][t], v);
-          acc[r][i] = v;
-        }
+        gk_qm_products<MT>(xq[0], xq[1], wv, acc, i);
       }
     }
     xp += QM_STEP * GK_QBLOCK;
@@ -497,17 +504,9 @@ GK_DEV void gk_qmatmul_tile_xs(gk_qm_xs &sm, const float *__restrict__ x,
     const float *xs = sm.x[rs] + 4 * lane;
     rs = rs == QM_XS_STAGES - 1 ? 0 : rs + 1;
 #pragma unroll
-    for (int i = 0; i < MT; i++) {
-      const float4 a = *(const float4 *)(xs + i * QM_STEP * GK_QBLOCK),
-                   c2 = *(const float4 *)(xs + i * QM_STEP * GK_QBLOCK + 128);
-      const float xv[8] = {a.x, a.y, a.z, a.w, c2.x, c2.y, c2.z, c2.w};
-#pragma unroll
-      for (int r = 0; r < QM_WROWS; r++) {
-        float v = acc[r][i];
-        for (int t = 0; t < 8; t++) v = fmaf(xv[t], wv[r][t], v);
-        acc[r][i] = v;
-      }
-    }
+    for (int i = 0; i < MT; i++)
+      gk_qm_products<MT>(*(const float4 *)(xs + i * QM_STEP * GK_QBLOCK),
+                         *(const float4 *)(xs + i * QM_STEP * GK_QBLOCK + 128), wv, acc, i);
   };
   int st = 0;
   for (; st < full; st++) step(st);

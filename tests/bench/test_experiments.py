@@ -41,6 +41,19 @@ def run(out):
     return p.returncode, p.stdout
 
 
+def step(out, name, verdict, data, report=None):
+    """As run.sh leaves an experiment's step NAME (its JSON and its line of
+    summary.txt; bench's gpu.json anew where REPORT is given), then run."""
+    if report is not None:
+        with open(os.path.join(out, "bench", "gpu.json"), "w") as f:
+            json.dump(report, f)
+    with open(os.path.join(out, name + "-bench.json"), "w") as f:
+        json.dump(data, f)
+    with open(os.path.join(out, "summary.txt"), "a") as f:
+        f.write("%s: %s\n" % (name, verdict))
+    return run(out)
+
+
 with tempfile.TemporaryDirectory() as out:
     # Nothing under OUT: says so, exit 0, still writes experiments.md.
     rc, text = run(out)
@@ -121,43 +134,34 @@ with tempfile.TemporaryDirectory() as out:
     paged = dict(kernel="paged_attention", page=64, seqs=1, len=8192, head_dim=128, heads=32,
                  kv_heads=8, us=20.0, sdpa_us=16.0, kv_gbps=1600.0)
     report["paged_attention"] = [paged, dict(paged, page=16, us=30.0)]
-    with open(os.path.join(out, "bench", "gpu.json"), "w") as f:
-        json.dump(report, f)
-    with open(os.path.join(out, "base-bench.json"), "w") as f:
-        json.dump(dict(qmatmul=[dict(qm(1, 1.0, entry="qmatmul_q8x"), n=32768, us=80.0),
-                                dict(qm(1, 1.0, entry="qmatmul"), n=32768, us=60.0),
-                                dict(qm(16, 1.0, entry="qmatmul_q8x"), n=32768, us=150.0),
-                                dict(qm(512, 100.0), us=110.0, weight_bytes=wb)],
-                       paged_attention=[dict(paged, us=24.0, kv_gbps=1333.3)]), f)
-    with open(os.path.join(out, "summary.txt"), "a") as f:
-        f.write("base: ok, 30 s\n")
-    rc, text = run(out)
+    rc, text = step(out, "base", "ok, 30 s",
+                    dict(qmatmul=[dict(qm(1, 1.0, entry="qmatmul_q8x"), n=32768, us=80.0),
+                                  dict(qm(1, 1.0, entry="qmatmul"), n=32768, us=60.0),
+                                  dict(qm(16, 1.0, entry="qmatmul_q8x"), n=32768, us=150.0),
+                                  dict(qm(512, 100.0), us=110.0, weight_bytes=wb)],
+                         paged_attention=[dict(paged, us=24.0, kv_gbps=1333.3)]), report)
     check(rc == 0, "exit %d with base" % rc)
     base = text.split("base commit's kernels")[-1]
-    check("| qmatmul_q8x | 4 | 1 x 32768 x 8192 | 50.0 (0.84) | 80.0 (0.53) | 1.60 |" in base,
-          "the q8x m = 1 row:\n" + base)
-    check("| qmatmul | 4 | 1 x 32768 x 8192 | 60.0 (0.70) | 60.0 (0.70) | 1.00 |" in base,
-          "the qmatmul m = 1 row:\n" + base)
-    check("| qmatmul_q8x | 4 | 16 x 32768 x 8192 | 99.0 | 150.0 | 1.52 |" in base,
-          "the q8x m = 16 row:\n" + base)
-    check("| qmatmul_q8x_x+mm | 4 | 512 x 8192 x 8192 | 100.0 | 110.0 | 1.10 |" in base,
-          "the prefill pair's row (no share of copy):\n" + base)
+    for row, what in (
+            ("| qmatmul_q8x | 4 | 1 x 32768 x 8192 | 50.0 (0.84) | 80.0 (0.53) | 1.60 |",
+             "the q8x m = 1 row"),
+            ("| qmatmul | 4 | 1 x 32768 x 8192 | 60.0 (0.70) | 60.0 (0.70) | 1.00 |",
+             "the qmatmul m = 1 row"),
+            ("| qmatmul_q8x | 4 | 16 x 32768 x 8192 | 99.0 | 150.0 | 1.52 |", "the q8x m = 16 row"),
+            ("| qmatmul_q8x_x+mm | 4 | 512 x 8192 x 8192 | 100.0 | 110.0 | 1.10 |",
+             "the prefill pair's row (no share of copy)"),
+            ("| 64 | 1 x 8192 | 128 | 16.0 | 20.0 (0.40) 1.25x | 24.0 (0.33) 1.50x | 1.20 |",
+             "the paged row")):
+        check(row in base, what + ":\n" + base)
     check("4096 x 8192" not in base, "a case the base lacks in the base table")
-    check("| 64 | 1 x 8192 | 128 | 16.0 | 20.0 (0.40) 1.25x | 24.0 (0.33) 1.50x | 1.20 |" in base,
-          "the paged row:\n" + base)
     check("| 16 | 1 x 8192 |" not in base, "a paged case the base lacks was compared")
     check("- `qmpf`: not run; not compared." in text, "qmpf not reported as not run:\n" + text)
 
     # qmpf timed: qmatmul at m = 16 faster with the prefetch; under its own
     # heading, beside (not inside) the base's table.
     report["qmatmul"].append(dict(qm(16, 1.0, entry="qmatmul"), n=32768, us=380.0))
-    with open(os.path.join(out, "bench", "gpu.json"), "w") as f:
-        json.dump(report, f)
-    with open(os.path.join(out, "qmpf-bench.json"), "w") as f:
-        json.dump(dict(qmatmul=[dict(qm(16, 1.0, entry="qmatmul"), n=32768, us=304.0)]), f)
-    with open(os.path.join(out, "summary.txt"), "a") as f:
-        f.write("qmpf: ok, 20 s\n")
-    rc, text = run(out)
+    rc, text = step(out, "qmpf", "ok, 20 s",
+                    dict(qmatmul=[dict(qm(16, 1.0, entry="qmatmul"), n=32768, us=304.0)]), report)
     check(rc == 0, "exit %d with qmpf" % rc)
     qmpf = text.split("W's L2 prefetch (qmpf)")[-1]
     check("| entry | bits | m x n x k | default | qmpf | qmpf / default |" in qmpf,
@@ -168,11 +172,8 @@ with tempfile.TemporaryDirectory() as out:
     check("- `qmxs`: not run; not compared." in text, "qmxs not reported as not run:\n" + text)
 
     # qmxs failed its test_gpu: not compared, whatever it timed.
-    with open(os.path.join(out, "qmxs-bench.json"), "w") as f:
-        json.dump(dict(qmatmul=[dict(qm(16, 1.0, entry="qmatmul"), n=32768, us=111.0)]), f)
-    with open(os.path.join(out, "summary.txt"), "a") as f:
-        f.write("qmxs: FAILED (exit 1), 9 s\n")
-    rc, text = run(out)
+    rc, text = step(out, "qmxs", "FAILED (exit 1), 9 s",
+                    dict(qmatmul=[dict(qm(16, 1.0, entry="qmatmul"), n=32768, us=111.0)]))
     check("- `qmxs`: FAILED (exit 1); not compared." in text, "qmxs's failure:\n" + text)
     check("111.0" not in text, "a failed experiment's numbers were compared")
 
