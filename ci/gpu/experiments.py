@@ -120,7 +120,8 @@ def main():
                 k[1], k[2], best, ", %.2fx SDPA (issue 19: 0.9x with the sm_90a image)" % ratio
                 if ratio is not None else ""))
     lines += q8m_lines(out, report, steps)
-    lines += base_lines(out, report, steps)
+    for name, heading in AB_EXPERIMENTS:
+        lines += ab_lines(out, report, steps, name, heading)
     return finish(out, lines)
 
 
@@ -181,13 +182,6 @@ AB_EXPERIMENTS = (
     ("qmpf", "qmatmul's m > 1 tile with W's L2 prefetch (qmpf) against the default"),
     ("qmxs", "qmatmul's m > 1 tile with x through shared memory (qmxs) against the default"),
 )
-
-
-def base_lines(out, report, steps):
-    lines = []
-    for name, heading in AB_EXPERIMENTS:
-        lines += ab_lines(out, report, steps, name, heading)
-    return lines
 
 
 def ab_lines(out, report, steps, name, heading):

@@ -132,10 +132,14 @@ GK_DEV float gk_qm_code(uint32_t h, int p) {
          (float)(1u << (23 - p));
 }
 
-/* The octet's 8 weights, each fmaf(d, q, m) (see the top). */
+/* Lane s's octet's 8 weights, each fmaf(d, q, m) (see the top), from its
+ * words as loaded: the block's header (d, m as binary16) and code words c. */
 template <int Bits>
-GK_DEV void gk_qm_weights(const uint32_t *h, float d, float mo, float wv[8]) {
+GK_DEV void gk_qm_weights(uint32_t head, const uint32_t *c, int s, float wv[8]) {
   typedef gk_qm_octet<Bits> octet;
+  uint32_t h[octet::HALVES];
+  octet::halves(c, s, h);
+  const float d = gk_h2f((uint16_t)(head & 0xffffu)), mo = gk_h2f((uint16_t)(head >> 16));
   for (int hh = 0; hh < octet::HALVES; hh++)
     for (int u = 0; u < octet::PER_HALF; u++)
       wv[hh * octet::PER_HALF + u] = fmaf(d, gk_qm_code<Bits>(h[hh], Bits * u), mo);
@@ -199,16 +203,12 @@ GK_DEV void gk_qm_vec_load(const gk_qm_vec<Bits> &v, gk_qm_words<Bits> &f, int a
 template <int Bits>
 GK_DEV void gk_qm_vec_step(gk_qm_vec<Bits> &v, const gk_qm_words<Bits> &f,
                            float acc[QM_WROWS]) {
-  typedef gk_qm_octet<Bits> octet;
   const float4 a = ((const float4 *)v.xp)[0], c = ((const float4 *)v.xp)[1];
   const float xv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
 #pragma unroll
   for (int r = 0; r < QM_WROWS; r++) {
-    uint32_t h[octet::HALVES];
     float wv[8];
-    octet::halves(f.c[r], v.s, h);
-    gk_qm_weights<Bits>(h, gk_h2f((uint16_t)(f.head[r] & 0xffffu)),
-                        gk_h2f((uint16_t)(f.head[r] >> 16)), wv);
+    gk_qm_weights<Bits>(f.head[r], f.c[r], v.s, wv);
     float a_r = acc[r];
     for (int t = 0; t < 8; t++) a_r = fmaf(xv[t], wv[t], a_r);
     acc[r] = a_r;
@@ -329,12 +329,10 @@ GK_DEV void gk_qmatmul_tile(const float *__restrict__ x, const void *__restrict_
     float wv[QM_WROWS][8];
 #pragma unroll
     for (int r = 0; r < QM_WROWS; r++) {
-      uint32_t c[octet::WORDS], h[octet::HALVES];
+      uint32_t c[octet::WORDS];
       const uint32_t head = p[r][0];
       for (int u = 0; u < octet::WORDS; u++) c[u] = p[r][off + u];
-      octet::halves(c, s, h);
-      gk_qm_weights<Bits>(h, gk_h2f((uint16_t)(head & 0xffffu)), gk_h2f((uint16_t)(head >> 16)),
-                          wv[r]);
+      gk_qm_weights<Bits>(head, c, s, wv[r]);
       p[r] += V::SW;
     }
     /* Each row of x's 8 columns of the octet, against every row of W. */
@@ -481,6 +479,13 @@ GK_DEV void gk_qmatmul_tile_xs(gk_qm_xs &sm, const float *__restrict__ x,
   __syncthreads(); /* the last tile's stages are read */
   for (int st = 0; st < QM_XS_STAGES - 1; st++) gk_qm_xs_copy_next(cp, sm, st, full, steps, nb);
   int rs = 0; /* the stage step st reads */
+  /* Step st's x landed for the block, and the copy of the step
+   * QM_XS_STAGES - 1 on started into the stage the last step read. */
+  auto turn = [&](int st) {
+    gk_cp_async_wait<QM_XS_STAGES - 2>(); /* this step's x, this thread's copies */
+    __syncthreads(); /* everyone's; and the stage copied next is read */
+    gk_qm_xs_copy_next(cp, sm, st + QM_XS_STAGES - 1, full, steps, nb);
+  };
   auto step = [&](int st) {
     /* W's words first, in flight across the wait and the barrier. */
     uint32_t head[QM_WROWS], c[QM_WROWS][octet::WORDS];
@@ -490,17 +495,10 @@ GK_DEV void gk_qmatmul_tile_xs(gk_qm_xs &sm, const float *__restrict__ x,
       for (int u = 0; u < octet::WORDS; u++) c[r][u] = p[r][off + u];
       p[r] += V::SW;
     }
-    gk_cp_async_wait<QM_XS_STAGES - 2>(); /* this step's x, this thread's copies */
-    __syncthreads(); /* everyone's; and the stage copied next is read */
-    gk_qm_xs_copy_next(cp, sm, st + QM_XS_STAGES - 1, full, steps, nb);
+    turn(st);
     float wv[QM_WROWS][8];
 #pragma unroll
-    for (int r = 0; r < QM_WROWS; r++) {
-      uint32_t h[octet::HALVES];
-      octet::halves(c[r], s, h);
-      gk_qm_weights<Bits>(h, gk_h2f((uint16_t)(head[r] & 0xffffu)),
-                          gk_h2f((uint16_t)(head[r] >> 16)), wv[r]);
-    }
+    for (int r = 0; r < QM_WROWS; r++) gk_qm_weights<Bits>(head[r], c[r], s, wv[r]);
     const float *xs = sm.x[rs] + 4 * lane;
     rs = rs == QM_XS_STAGES - 1 ? 0 : rs + 1;
 #pragma unroll
@@ -511,13 +509,10 @@ GK_DEV void gk_qmatmul_tile_xs(gk_qm_xs &sm, const float *__restrict__ x,
   int st = 0;
   for (; st < full; st++) step(st);
   if (st < steps) { /* the partial last step: every thread to the barriers */
-    if (b0 < nb - (int64_t)st * QM_STEP) {
+    if (b0 < nb - (int64_t)st * QM_STEP)
       step(st);
-    } else {
-      gk_cp_async_wait<QM_XS_STAGES - 2>();
-      __syncthreads();
-      gk_qm_xs_copy_next(cp, sm, st + QM_XS_STAGES - 1, full, steps, nb);
-    }
+    else
+      turn(st);
   }
   gk_cp_async_wait<0>(); /* no copy left in flight past the tile (all empty by now) */
 #pragma unroll
