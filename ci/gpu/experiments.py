@@ -19,7 +19,9 @@ m = 1 qmatmul cases and paged decodes on the default image against the
 base's, so that a change is timed against what it replaced in the same call;
 and the same for the qmpf experiment's m = 16 qmatmul cases (the m > 1 tile
 with W's L2 prefetch, -DGK_QM_TILE_PF=1) and qmxs's m = 1 and 16 (the m > 1
-tile with x through shared memory, -DGK_QM_TILE_XS=1).
+tile with x through shared memory, -DGK_QM_TILE_XS=1), and dec6's paged decodes
+(a decode's ring of 6 tiles, -DGK_FA_DEC_STAGES=6; its flash_attention
+decodes are a column of the first table).
 Exit 0 whatever it finds; 2 on bad usage.
 tests/bench/test_experiments.py feeds it numbers of its own.
 """
@@ -28,7 +30,7 @@ import os
 import re
 import sys
 
-EXPERIMENTS = ("wgmma5", "k32")
+EXPERIMENTS = ("wgmma5", "k32", "dec6")
 PAIR = "qmatmul_q8x_x+mm"  # gk_bench_gpu's name for the int8 prefill, timed from x
 
 
@@ -181,6 +183,7 @@ AB_EXPERIMENTS = (
     ("base", "Against the base commit's kernels"),
     ("qmpf", "qmatmul's m > 1 tile with W's L2 prefetch (qmpf) against the default"),
     ("qmxs", "qmatmul's m > 1 tile with x through shared memory (qmxs) against the default"),
+    ("dec6", "A decode's ring of 6 tiles (dec6) against the default"),
 )
 
 
@@ -188,7 +191,7 @@ def ab_lines(out, report, steps, name, heading):
     """The default image's m = 1 and m = 16 qmatmul cases, qmatmul_q8x_x +
     _mm's, and paged decodes (bench's) against NAME.gkfat's (NAME's step:
     base.gkfat, an earlier commit's kernels; qmpf.gkfat and qmxs.gkfat, the
-    m > 1 tile's experiments): the time, its share of the copy
+    m > 1 tile's experiments; dec6.gkfat, a decode's ring of 6 tiles): the time, its share of the copy
     bandwidth (weights, or K and V, over the default's copy in the same
     call) and, for the paged decodes, the ratio to SDPA's time (issue 19's
     target: at most 1.2)."""

@@ -7,7 +7,7 @@
 #                          images for $GK_GPU_TARGETS (default sm_80, sm_90,
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
-#   wgmma5.gkfat, k32.gkfat, q8mb2.gkfat, qmpf.gkfat, qmxs.gkfat
+#   wgmma5.gkfat, k32.gkfat, dec6.gkfat, q8mb2.gkfat, qmpf.gkfat, qmxs.gkfat
 #                          the experiments, which run.sh tests and times
 #                          beside gpu.gkfat's images (docs/kernels.md,
 #                          "Speed on GPUs", says what each gave):
@@ -26,6 +26,12 @@
 #                                 that every target but sm_90a runs, where
 #                                 sm_90a's takes 64 (recipes/
 #                                 flash_attention.lua)
+#                          dec6   flash_attention, paged_attention and
+#                                 kv_append for sm_90a, both attention
+#                                 kernels with -DGK_FA_DEC_STAGES=6: a
+#                                 decode's ring of 6 tiles of 16 KB (5 in
+#                                 flight; sm_90a's flash_attention takes
+#                                 4, paged_attention 3), shared 98304
 #                          q8mb2  qmatmul alone (sm_90a),
 #                                 -DGK_Q8M_MIN_BLOCKS=2: qmatmul_q8x_mm's
 #                                 default tile at two blocks an SM (128
@@ -73,7 +79,7 @@
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,74p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,80p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -133,7 +139,7 @@ for e in wgmma5:sm_90a:-DGK_FA_WGMMA=4:384:212992 k32:sm_90:::; do
   exp_recipes "$name"
   f=$exp/recipes/flash_attention.lua
   if [ -n "$flag" ]; then
-    sed -i "s|flags   = { \"-DGK_FA_QS_KEYS=64\" },|flags   = { \"$flag\" },|" "$f"
+    sed -i "s|flags   = { \"-DGK_FA_QS_KEYS=64\", \"-DGK_FA_DEC_STAGES=4\" },|flags   = { \"$flag\" },|" "$f"
     grep -q -- "flags   = { \"$flag\" }," "$f" ||
       { echo "ci/gpu/prepare.sh: could not give flash_attention.lua's sm_90a section $flag" >&2; exit 1; }
   fi
@@ -153,6 +159,25 @@ for e in wgmma5:sm_90a:-DGK_FA_WGMMA=4:384:212992 k32:sm_90:::; do
     --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
   "$build/gk" pack "$exp/images" -o "$pack/$name.gkfat" >&2
 done
+
+# The decode's ring of 6 tiles (dec6): sm_90a's flash_attention section and
+# paged_attention's cuda section take -DGK_FA_DEC_STAGES=6, each launch row
+# 96 KB of dynamic shared memory (6 x 16 KB).
+exp_recipes dec6
+f=$exp/recipes/flash_attention.lua
+sed -i 's|flags   = { "-DGK_FA_QS_KEYS=64", "-DGK_FA_DEC_STAGES=4" },|flags   = { "-DGK_FA_QS_KEYS=64", "-DGK_FA_DEC_STAGES=6" },|; s|launch  = cuda_launch(65536),|launch  = cuda_launch(98304),|' "$f"
+if ! grep -q 'DGK_FA_DEC_STAGES=6" },' "$f" || ! grep -q 'launch  = cuda_launch(98304),' "$f"; then
+  echo "ci/gpu/prepare.sh: could not give flash_attention.lua's sm_90a section 6 stages" >&2; exit 1
+fi
+exp_flag paged_attention -DGK_FA_DEC_STAGES=6
+f=$exp/recipes/paged_attention.lua
+sed -i '0,/      shared = 0,/s//      shared = 98304,/' "$f"
+grep -q '      shared = 98304,' "$f" ||
+  { echo "ci/gpu/prepare.sh: could not give paged_attention.lua shared = 98304" >&2; exit 1; }
+"$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel flash_attention \
+  --kernel paged_attention --kernel kv_append --targets cuda=sm_90a \
+  --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
+"$build/gk" pack "$exp/images" -o "$pack/dec6.gkfat" >&2
 
 # The qmatmul experiments, NAME:FLAG:SHARED, qmatmul alone for sm_90a with
 # FLAG and qmatmul_q8x_mm's launch row giving SHARED bytes of dynamic shared

@@ -26,6 +26,11 @@
 #   k32        the same for gpu-pack/k32.gkfat (the attention kernels for
 #              sm_90: the mma.sync prefill on the 32-key tiles of every
 #              target but sm_90a, whose image takes 64)
+#   dec6       gpu-pack/dec6.gkfat (flash_attention and paged_attention for
+#              sm_90a, a decode's ring of 6 tiles, 5 in flight, where the
+#              default image's flash_attention has 4 and paged_attention 3):
+#              test_gpu, then gk_bench_gpu's decodes of both (and their
+#              split table)
 #   q8mb2      gpu-pack/q8mb2.gkfat (qmatmul alone, sm_90a,
 #              -DGK_Q8M_MIN_BLOCKS=2: qmatmul_q8x_mm's tile at two blocks an
 #              SM): test_gpu, then gk_bench_gpu's BITS 4 qmatmul cases;
@@ -47,6 +52,7 @@
 #              every archive whose step passed, against SDPA's, and
 #              qmatmul_q8x_mm's on the default image and q8mb2's against
 #              PyTorch's f16 GEMM, and base's m = 1, m = 16 and paged cases,
+#              dec6's paged decodes,
 #              qmpf's m = 16 and qmxs's m = 1 and 16 against the default
 #              image's (experiments.md)
 #   sass       cuobjdump -res-usage -sass of the sm_90a images of the causal
@@ -73,13 +79,13 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,74p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,80p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 work=${GK_GPU_WORK:-/tmp/gk-gpu-work}
 budget=${GK_GPU_BUDGET:-475}
-steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 k32 base qmpf qmxs compare sass memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 k32 dec6 base qmpf qmxs compare sass memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -171,6 +177,8 @@ experiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exi
     ${6:+--filter "$6"} ${7:+--filter "$7"} ${8:+--filter "$8"}'
 step wgmma5 60 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5 "flash_attention "
 step k32 60 sh -c "$experiment" sh "$libs" "$pack" "$work" k32 "flash_attention "
+step dec6 45 sh -c "$experiment" sh "$libs" "$pack" "$work" dec6 "flash_attention decode " \
+  "paged_attention decode "
 step q8mb2 45 sh -c "$experiment" sh "$libs" "$pack" "$work" q8mb2 "qmatmul bits=4 m="
 step base 75 sh -c "$experiment" sh "$libs" "$pack" "$work" base " m=1 " " m=16 " \
   "paged_attention decode " "bits=4 m=512 "

@@ -39,7 +39,8 @@
  *   Up to FA_DECODE_ROWS (64) packed rows (speculative decode of up to 16
  *   tokens at GQA 4:1, of 8 at 8:1) each fragment of 16 rows is a block's,
  *   over the same ranges of keys, and has slots of its own.
- * Shared memory: 48 KB (the decode merge reuses it).
+ * Shared memory: 48 KB (the decode merge reuses it); a decode's ring of
+ * more than 3 tiles (GK_FA_DEC_STAGES) 16 KB a tile more.
  */
 #ifndef GK_FA_MMA_CUH
 #define GK_FA_MMA_CUH
@@ -95,15 +96,16 @@ struct gk_fa_swz {
   GK_DEV int at(int r, int c) { return r * D + 8 * (c ^ (r & 7)); }
 };
 
-/* STAGES stages of the tile (gk_fa_mma_keys: the mma.sync prefill's and a
- * decode's), or (a decode, at the end) the merge: 48 KB. A block holds one
- * in its shared memory (gk_fa_smem's d), or one a warpgroup that runs a
- * decode where that has room (gk_fa_decode_wgs, flash_attention.cuh). */
-template <int D>
+/* ST stages of the tile (gk_fa_mma_keys: the mma.sync prefill's, 3, and a
+ * decode's, Dt::dec_stages), or (a decode, at the end) the merge: 16 KB a
+ * stage, 48 KB for 3. A block holds one in its shared memory (gk_fa_smem's
+ * d, gk_fa_dsm), or one a warpgroup that runs a decode where that has room
+ * (gk_fa_decode_wgs, flash_attention.cuh). */
+template <int D, int ST = 3>
 struct gk_fa_dsmem {
   enum {
     KEYS = D == 128 ? 32 : 64, /* keys a tile: 16 KB of K and V */
-    STAGES = 3,                /* tiles in shared memory: 48 KB */
+    STAGES = ST,               /* tiles in shared memory */
   };
   union {
     struct { /* gk_fa_swz */
@@ -126,7 +128,11 @@ template <int D>
 struct gk_fa_smem {
   enum {
     KEYS = gk_fa_dsmem<D>::KEYS,
-    STAGES = gk_fa_dsmem<D>::STAGES,
+#if defined(GK_GPU_EMULATE)
+    DEC_ROOM = 6, /* room for every Dt::dec_stages the emulator runs */
+#else
+    DEC_ROOM = GK_FA_DEC_STAGES, /* the decode's ring (Dt::dec_stages) */
+#endif
     WG_KEYS = D == 128 ? 64 : 128, /* keys a wgmma tile: 3 x 16 KB */
     OV_KEYS = 64,                  /* the overlapped schedule's (registers) */
     OQ_KEYS = 128,                 /* the same with Q in shared memory, causal */
@@ -138,7 +144,7 @@ struct gk_fa_smem {
 #endif
   };
   union {
-    gk_fa_dsmem<D> d;
+    gk_fa_dsmem<D, DEC_ROOM> d; /* as gk_fa_dsm takes it */
 #if GK_FA_QSMEM /* not in sm_75's images, nor -DGK_FA_QSMEM=0's */
     struct { /* gk_fa_swz: 32 + 8 + 8 KB at head_dim 128 (+ 16 + 16: 64 keys) */
       uint16_t q[FA_GROUPS * 32 * D], k[QS_KEYS * D], v[QS_KEYS * D];
@@ -161,6 +167,14 @@ struct gk_fa_smem {
 #endif
   };
 };
+
+/* The stages of sm.d as a ring of ST (at most DEC_ROOM), and the i-th such
+ * past it (a decode's warpgroups, gk_fa_decode_wgs). */
+template <int ST, int D>
+GK_DEV gk_fa_dsmem<D, ST> &gk_fa_dsm(gk_fa_smem<D> &sm, int i = 0) {
+  static_assert(ST <= (int)gk_fa_smem<D>::DEC_ROOM, "the ring fits gk_fa_smem's d");
+  return reinterpret_cast<gk_fa_dsmem<D, ST> *>(&sm.d)[i];
+}
 
 /* Where the keys and values of one sequence lie: kv.n keys, key j of KV
  * head hk at element gk_kv_row(kv, hk, j) of kv.k and kv.v (of type T).
@@ -686,11 +700,11 @@ GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const gk_fa_stat
  * then also says that every group has done with tile j - 1, whose stage
  * the copy of tile j + STAGES - 1 overwrites. Ends with a barrier.
  */
-template <int Causal, int D, int NT, int PARTS, int MT, class H, class KV>
-GK_DEV void gk_fa_mma_keys(gk_fa_dsmem<D> &sm, const KV &kv, int64_t hk, int64_t kb,
+template <int Causal, int D, int NT, int PARTS, int MT, class H, int ST, class KV>
+GK_DEV void gk_fa_mma_keys(gk_fa_dsmem<D, ST> &sm, const KV &kv, int64_t hk, int64_t kb,
                            int64_t ke, int64_t sq, const uint32_t (*qa)[D / 16][4], int nt0,
                            const int64_t (*qpos)[2], float scale, gk_fa_state<D> *st) {
-  typedef gk_fa_dsmem<D> S;
+  typedef gk_fa_dsmem<D, ST> S;
   const float sl = scale * 1.4426950408889634f;
   gk_fa_sync(); /* the previous use of the stages is over */
   for (int i = 0; i < S::STAGES - 1; i++) {
@@ -745,7 +759,8 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
     gk_fa_state_init<D>(st[m]);
   }
   gk_fa_mma_keys<Causal, D, P::NT, S::KEYS / 8 / P::NT, P::MT, H>(
-      sm.d, kv, hk, 0, gk_fa_kend(Causal, sq, skv, row0, P::ROWS), sq, qa, 0, qpos, scale, st);
+      gk_fa_dsm<3>(sm), kv, hk, 0, gk_fa_kend(Causal, sq, skv, row0, P::ROWS), sq, qa, 0, qpos,
+      scale, st);
   for (int m = 0; m < P::MT; m++) gk_fa_mma_store<D, H>(o, rows[m], st[m]);
 }
 
@@ -839,8 +854,10 @@ struct gk_fa_split {
  * its reads are spread: group w takes rows w, w + 4, ... (a decode's 4
  * rows of GQA 4:1 go to the 4 groups, not all to the first); a row's max
  * over the n slots is read by the lanes together (max is exact in any
- * order); the sum keeps slot order, its loads unrolled by 8 to be in
- * flight together. */
+ * order); the sum keeps slot order, its loads unrolled by 16 to be in
+ * flight together (the sum is a chain of round trips to L2, n / 16 of
+ * them: 8 at skv = 32768 in pieces of 256 keys), a lane's two outputs of
+ * each 64 in one 8-byte load (4 loads a slot, 64 in flight). */
 template <int D, class H>
 GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, int64_t group,
                               int64_t sq) {
@@ -855,15 +872,19 @@ GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, in
       m = fmaxf(m, gk_ld_cg(slots + s * GK_FA_SLOT(D) + fr));
     m = gk_group_max(m);
     for (int e = 0; e < D / 32; e++) acc[e] = 0.0f;
-#pragma unroll 8
-    for (int64_t s = 0; s < sp.n; s++) {
-      const float *slot = slots + s * GK_FA_SLOT(D);
+    /* The row's max and sum (ml), and this lane's outputs (ol), in slot
+     * s: pointers moved by a constant, not addresses computed a slot. */
+    const float *ml = slots + fr, *ol = slots + 32 + fr * D + 2 * lane;
+#pragma unroll 16
+    for (int64_t s = 0; s < sp.n; s++, ml += GK_FA_SLOT(D), ol += GK_FA_SLOT(D)) {
       /* A split that saw no allowed key has m = -inf and weighs 0. */
-      const float scl = m == -INFINITY ? 0.0f : exp2f(gk_ld_cg(slot + fr) - m);
-      l += gk_ld_cg(slot + 16 + fr) * scl;
-      for (int e = 0; e < D / 64; e++)
-        for (int u = 0; u < 2; u++)
-          acc[2 * e + u] += gk_ld_cg(slot + 32 + fr * D + 2 * lane + 64 * e + u) * scl;
+      const float scl = m == -INFINITY ? 0.0f : exp2f(gk_ld_cg(ml) - m);
+      l += gk_ld_cg(ml + 16) * scl;
+      for (int e = 0; e < D / 64; e++) {
+        const gk_f2 ov = gk_ld_cg2(ol + 64 * e);
+        acc[2 * e] += ov.x * scl;
+        acc[2 * e + 1] += ov.y * scl;
+      }
     }
     const int64_t orow = (hk * group + row % group) * sq + row / group;
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
@@ -907,10 +928,11 @@ GK_DEV void gk_fa_split_done(const gk_fa_split &sp, uint16_t *o, int64_t hk, int
  * registers.
  */
 template <int Causal, int D, class H, class KV>
-GK_DEV void gk_fa_mma_decode(gk_fa_dsmem<D> &sm, const uint16_t *q, const KV &kv, uint16_t *o,
-                             int64_t n_heads, int64_t n_kv_heads, int64_t sq, float scale,
-                             int64_t hk, int64_t kb, int64_t ke, const gk_fa_split &sp, int f) {
-  typedef gk_fa_dsmem<D> S;
+GK_DEV void gk_fa_mma_decode(gk_fa_dsmem<D, H::dec_stages> &sm, const uint16_t *q, const KV &kv,
+                             uint16_t *o, int64_t n_heads, int64_t n_kv_heads, int64_t sq,
+                             float scale, int64_t hk, int64_t kb, int64_t ke,
+                             const gk_fa_split &sp, int f) {
+  typedef gk_fa_dsmem<D, H::dec_stages> S;
   constexpr int NT = S::KEYS / 8 / FA_GROUPS; /* n-tiles a group takes: 1 or 2 */
   const int64_t group = n_heads / n_kv_heads;
   const int64_t row0 = 16 * (int64_t)f, nrows = group * sq - row0; /* this fragment's */

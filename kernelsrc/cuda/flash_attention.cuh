@@ -340,9 +340,9 @@ GK_DEV gk_fa_smem<D> &gk_fa_sm(void) {
  * where the default image's two blocks an SM take 18.5 (H200,
  * 2026-11-29): so a decode does not slow the image that has the fastest
  * prefill. */
-template <int D>
+template <int D, int ST>
 GK_DEV int gk_fa_decode_wgs(void) {
-  constexpr int fit = (int)(sizeof(gk_fa_smem<D>) / sizeof(gk_fa_dsmem<D>));
+  constexpr int fit = (int)(sizeof(gk_fa_smem<D>) / sizeof(gk_fa_dsmem<D, ST>));
   const int walk = FA_WS_ANY && blockDim.x == FA_WS_THREADS ? 2 : (int)blockDim.x / FA_THREADS;
   return walk < fit ? walk : fit;
 }
@@ -362,14 +362,14 @@ GK_DEV int gk_fa_decode_wgs(void) {
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t n_heads,
                            int64_t n_kv_heads, int64_t sq, float scale, const gk_fa_ws &ws) {
-  typedef gk_fa_dsmem<D> S;
+  typedef gk_fa_dsmem<D, H::dec_stages> S;
   gk_fa_smem<D> &sm = gk_fa_sm<D>();
   if (gk_fa_is_decode(n_heads, n_kv_heads, sq)) {
     /* Each walking warpgroup (gk_fa_decode_wgs) a block of its own: its
      * share of the shared memory, its barrier, its units. */
-    const int wgs = gk_fa_decode_wgs<D>(), wg = gk_fa_wg();
+    const int wgs = gk_fa_decode_wgs<D, H::dec_stages>(), wg = gk_fa_wg();
     if (wg >= wgs) return;
-    S &dm = (&sm.d)[wg]; /* sm.d, and as many again past it */
+    S &dm = gk_fa_dsm<H::dec_stages>(sm, wg); /* sm.d, and as many again past it */
     const int frags = gk_fa_decode_frags(n_heads, n_kv_heads, sq);
     const int64_t kend = gk_fa_kend(Causal, sq, kv.n, 0, (int)sq);
     const int64_t tiles = (kend + S::KEYS - 1) / S::KEYS;

@@ -407,8 +407,22 @@ GK_DEV float gk_exp2(float x) {
 #if GK_FA_QS_KEYS != 32 && GK_FA_QS_KEYS != 64
 #error "gk_gpu.cuh: GK_FA_QS_KEYS must be 32 or 64"
 #endif
+/* Tiles of 16 KB (K and V) a decode's ring holds in shared memory
+ * (fa_mma.cuh's gk_fa_dsmem; STAGES - 1 of them in flight while one is
+ * worked on): 3, the 48 KB of static shared memory, or, with
+ * -DGK_FA_DEC_STAGES=N, N of them in dynamic shared memory, N x 16 KB (and
+ * at least what the rest of gk_fa_smem takes) that the launch row's
+ * `shared` must give. sm_90a's flash_attention takes 4 (its 64 KB for the
+ * 64-key prefill hold them: recipes/flash_attention.lua); ci/gpu builds 6 as
+ * an experiment (dec6.gkfat). */
+#if !defined(GK_FA_DEC_STAGES)
+#define GK_FA_DEC_STAGES 3
+#endif
+#if GK_FA_DEC_STAGES < 3 || GK_FA_DEC_STAGES > 8
+#error "gk_gpu.cuh: GK_FA_DEC_STAGES must be 3 to 8"
+#endif
 /* Whether the attention kernels' shared memory is dynamic (over 48 KB). */
-#define GK_FA_DYN_SMEM (GK_FA_WS_OVERLAP_ON || GK_FA_QS_KEYS > 32)
+#define GK_FA_DYN_SMEM (GK_FA_WS_OVERLAP_ON || GK_FA_QS_KEYS > 32 || GK_FA_DEC_STAGES > 3)
 
 /* A compile-time bool as a type, to pick an overload (C++14: no if constexpr
  * outside nvcc's branches). */
@@ -443,13 +457,22 @@ struct gk_int {};
  * schedule overlaps S and P V, and how (GK_FA_WS_OVERLAP_ON: 0, 1 or 2),
  * Dt::direct whether the tensor-core path multiplies in dot products
  * (GK_MMA_DIRECT), Dt::qs_keys how many keys a tile of the prefill with Q
- * in shared memory takes (GK_FA_QS_KEYS). GK_BF16_MMA: whether this device
+ * in shared memory takes (GK_FA_QS_KEYS), Dt::dec_stages how many tiles a
+ * decode's ring holds (GK_FA_DEC_STAGES). GK_BF16_MMA: whether this device
  * has bf16 mma (sm_80 and newer; the twins everywhere else but sm_75's
  * code).
  */
 struct gk_f32 {
   typedef float elem;
-  enum { half = 0, bf16 = 0, wgmma = 0, ws_overlap = 0, direct = 0, qs_keys = 32 };
+  enum {
+    half = 0,
+    bf16 = 0,
+    wgmma = 0,
+    ws_overlap = 0,
+    direct = 0,
+    qs_keys = 32,
+    dec_stages = 3
+  };
   GK_DEV float load(float x) { return x; }
   GK_DEV float store(float x) { return x; }
 };
@@ -461,7 +484,8 @@ struct gk_f16 {
     wgmma = GK_FA_WGMMA_ON,
     ws_overlap = GK_FA_WS_OVERLAP_ON,
     direct = GK_MMA_DIRECT,
-    qs_keys = GK_FA_QS_KEYS
+    qs_keys = GK_FA_QS_KEYS,
+    dec_stages = GK_FA_DEC_STAGES
   };
   GK_DEV float load(uint16_t x) { return gk_h2f(x); }
   GK_DEV uint16_t store(float x) { return gk_q_f32_to_f16(x); }
@@ -475,7 +499,8 @@ struct gk_bf16 {
     wgmma = GK_FA_WGMMA_ON,
     ws_overlap = GK_FA_WS_OVERLAP_ON,
     direct = GK_MMA_DIRECT,
-    qs_keys = GK_FA_QS_KEYS
+    qs_keys = GK_FA_QS_KEYS,
+    dec_stages = GK_FA_DEC_STAGES
   };
   GK_DEV float load(uint16_t x) { return gk_q_bf16_to_f32(x); }
   GK_DEV uint16_t store(float x) { return gk_q_f32_to_bf16(x); }
@@ -847,6 +872,19 @@ GK_DEV float gk_ld_cg(const float *p) {
   return __ldcg(p);
 #else
   return *(const volatile float *)p;
+#endif
+}
+/* The same for two floats, p 8-byte aligned: one load. */
+struct gk_f2 {
+  float x, y;
+};
+GK_DEV gk_f2 gk_ld_cg2(const float *p) {
+#if defined(GK_GPU_NVIDIA)
+  const float2 v = __ldcg((const float2 *)p);
+  return {v.x, v.y};
+#else
+  const volatile float *v = p;
+  return {v[0], v[1]};
 #endif
 }
 

@@ -177,8 +177,24 @@ with tempfile.TemporaryDirectory() as out:
     check("- `qmxs`: FAILED (exit 1); not compared." in text, "qmxs's failure:\n" + text)
     check("111.0" not in text, "a failed experiment's numbers were compared")
 
+    # dec6 timed: its flash_attention decode a column of the attention table,
+    # its paged decode (faster) in a table of its own; no qmatmul case.
+    rc, text = step(out, "dec6", "ok, 25 s",
+                    dict(flash_attention=[dict(fa(128, 0, 8.4, kind="decode"), sq=1, skv=8192)],
+                         paged_attention=[dict(paged, us=16.0, kv_gbps=2000.0)]))
+    check(rc == 0, "exit %d with dec6" % rc)
+    check("| default | wgmma5 | dec6 |" in text, "dec6's column:\n" + text)
+    check("| decode | 128 | 0 | f16 | 1 x 8192 | 8.0 | 7.0 (0.88) | 7.5 (0.94) | **8.4 (1.05)** |"
+          in text, "the decode row with dec6:\n" + text)
+    check("| prefill | 128 | 1 | f16 | 4096 x 4096 | 500.0 | **250.0 (0.50)** | 200.0 (0.40) |  |"
+          in text, "dec6 has no prefill (an empty cell):\n" + text)
+    dec6 = text.split("ring of 6 tiles (dec6)")[-1]
+    check("| 64 | 1 x 8192 | 128 | 16.0 | 20.0 (0.40) 1.25x | 16.0 (0.50) 1.00x | 0.80 |" in dec6,
+          "dec6's paged row:\n" + dec6)
+    check("| entry |" not in dec6, "a qmatmul table for dec6:\n" + dec6)
+
 print("%d failure(s)" % failures if failures else "ok: experiments.py compares the attention "
       "experiments (one timed, prefill and decode; one failed), an empty OUT, qmatmul_q8x_mm's "
       "(not run; failed, then timed), the base commit's m = 1, 16 and 512 and paged cases, and "
-      "qmpf's m = 16 (qmxs failed: not compared)")
+      "qmpf's m = 16 (qmxs failed: not compared), and dec6's decodes")
 sys.exit(1 if failures else 0)

@@ -633,20 +633,29 @@ struct bf16_dir : gk_bf16 {
   enum { direct = 1 };
 };
 
-/* f16 and bf16 with the head_dim-128 prefill's tiles of 64 keys (Q in
- * shared memory: -DGK_FA_QS_KEYS=64, ci/gpu's k64.gkfat). */
+/* f16 and bf16 as sm_90a's image takes them: the head_dim-128 prefill's
+ * tiles of 64 keys (Q in shared memory: -DGK_FA_QS_KEYS=64) and a decode's
+ * ring of 4 tiles (-DGK_FA_DEC_STAGES=4), in its 64 KB. */
 struct f16_k64 : gk_f16 {
-  enum { qs_keys = 64 };
+  enum { qs_keys = 64, dec_stages = 4 };
 };
 struct bf16_k64 : gk_bf16 {
-  enum { qs_keys = 64 };
+  enum { qs_keys = 64, dec_stages = 4 };
+};
+/* A decode's ring of 6 tiles (-DGK_FA_DEC_STAGES=6: ci/gpu's dec6.gkfat). */
+struct f16_d6 : gk_f16 {
+  enum { dec_stages = 6 };
+};
+struct bf16_d6 : gk_bf16 {
+  enum { dec_stages = 6 };
 };
 
 /* Calls f(Dt(), C, D) with the element tag of dtype dt on `path` (0: the
  * default, 1: sm_75's scalar path, 2: wgmma, 3 and 4: wgmma on blocks of
  * 256 and 384 threads, 6: 384 overlapped, 8: overlapped with Q in shared
- * memory, 10: ROCm's dot products, 11: 64-key tiles of the prefill with
- * Q in shared memory, f32 as ever) and the
+ * memory, 10: ROCm's dot products, 11: sm_90a's image, 64-key tiles of
+ * the prefill with Q in shared memory and a decode's ring of 4 tiles, 12:
+ * a decode's ring of 6, f32 as ever) and the
  * compile-time causal flag and head_dim (std::integral_constant). */
 template <class F>
 static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
@@ -660,14 +669,16 @@ static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
       causal ? f(t, c1(), integral_constant<int, 128>()) : f(t, c0(), integral_constant<int, 128>());
   };
   if (dt == KREF_F16)
-    path == 11   ? dims(f16_k64())
+    path == 12   ? dims(f16_d6())
+    : path == 11 ? dims(f16_k64())
     : path == 10 ? dims(f16_dir())
     : path >= 8  ? dims(f16_wgq())
     : path >= 6  ? dims(f16_wgo())
     : path >= 2  ? dims(f16_wg())
                  : dims(gk_f16());
   else if (dt == KREF_BF16)
-    path == 11   ? dims(bf16_k64())
+    path == 12   ? dims(bf16_d6())
+    : path == 11 ? dims(bf16_k64())
     : path == 10 ? dims(bf16_dir())
     : path >= 8  ? dims(bf16_wgq())
     : path >= 6  ? dims(bf16_wgo())
@@ -685,7 +696,9 @@ static const char *fa_path_name(int path) {
                                       " (384 threads, overlapped, last first)",
                                       " (384 threads, overlapped, Q in shared memory)",
                                       " (384 threads, overlapped, Q in shared memory, last first)",
-                                      " (ROCm's dot products)", " (64-key tiles)"};
+                                      " (ROCm's dot products)",
+                                      " (sm_90a: 64-key tiles, 4-stage decode ring)",
+                                      " (6-stage decode ring)"};
   return names[path];
 }
 
@@ -745,7 +758,7 @@ static void check_attention(void) {
   check_banks("before flash_attention");
   for (int causal = 0; causal <= 1; causal++)
     for (kref_dtype dt : KREF_DTYPES)
-      for (int path : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
+      for (int path : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
       for (int d : {64, 128}) {
         /* Path 0: the default. 1: bf16 on the scalar path that sm_75's
          * image runs (no bf16 mma on Turing). 2: f16 and bf16 prefill on
@@ -762,15 +775,17 @@ static void check_attention(void) {
          * and 176 not, 192 at head_dim 64 (-DGK_FA_WGMMA=4). 10: f16 and
          * bf16 as ROCm runs them, the tensor-core schedule in dot products
          * (GK_MMA_DIRECT). 11: the head_dim-128 prefill with Q in shared
-         * memory on 64-key tiles (-DGK_FA_QS_KEYS=64; f16 and bf16,
-         * prefills: nothing else differs). */
+         * memory on 64-key tiles (-DGK_FA_QS_KEYS=64) and decodes through a
+         * ring of 4 tiles (-DGK_FA_DEC_STAGES=4): sm_90a's image (f16 and
+         * bf16; at head_dim 64 only the decodes differ). 12: decodes
+         * through a ring of 6 tiles (ci/gpu's dec6.gkfat, whose launch
+         * row prepare.sh writes: checked against the other targets'). */
         const bool fma = path == 1, wide = path >= 3 && path < 10,
                    last_first = path == 5 || path == 7 || path == 9;
         if (last_first && quick) continue;
         if ((fma && dt != KREF_BF16) || (path == 2 && dt == KREF_F32)) continue;
         /* f32's blocks of 384: paths 4 to 7; it has no mma to take apart (10) */
         if (path >= 8 && dt == KREF_F32) continue;
-        if (path == 11 && d != 128) continue;
         if (quick && path != 0 && d != 64) continue;
         char variant[64];
         snprintf(variant, sizeof variant, "causal=%d,dtype=%s,head_dim=%d", causal,
@@ -787,7 +802,10 @@ static void check_attention(void) {
         for (const shape &s : shapes) {
           /* A decode never takes the prefill on wgmma; blocks of 256 take
            * it on the first warpgroup. */
-          if ((path == 2 || path == 11) && fa_decode(s.h, s.hk, s.sq)) continue;
+          /* 11 at head_dim 64 and 12: only the decodes differ */
+          const bool dec = fa_decode(s.h, s.hk, s.sq);
+          if (path == 2 && dec) continue;
+          if (((path == 11 && d == 64) || path == 12) && !dec) continue;
           if (quick && !in_quick[&s - shapes]) continue;
           if (s.one && (dt != KREF_F16 || d != 128 || causal || path != 0)) continue;
           const size_t es = kref_dtype_size(dt), qn = (size_t)(s.h * s.sq * d),
@@ -821,8 +839,12 @@ static void check_attention(void) {
           const std::map<std::string, long long> vars = {
               {"n_heads", s.h}, {"n_kv_heads", s.hk}, {"sq", s.sq}, {"skv", s.skv}};
           const unsigned threads = path >= 4 && path < 10 ? 384 : wide ? 256 : 0;
-          /* the head_dim-128 prefill's Q and 64-key tiles (gk_fa_smem's qs) */
-          const size_t shared = path == 11 ? sizeof(gk_fa_smem<128>::qs) : 0;
+          /* sm_90a's: the head_dim-128 prefill's Q and 64-key tiles
+           * (gk_fa_smem's qs), a decode's ring of 4 */
+          const size_t shared =
+              path != 11 ? 0
+              : d == 64  ? sizeof(gk_fa_dsmem<64, 4>)
+                         : std::max(sizeof(gk_fa_smem<128>::qs), sizeof(gk_fa_dsmem<128, 4>));
           gk_emu_order(last_first);
           const bool ran = run(what, L, params, vars, body, false, threads, shared);
           gk_emu_order(0);
@@ -878,8 +900,9 @@ static void check_attention(void) {
   SECTION_OK(before, "ok: flash_attention 12 variants (bf16 also on sm_75's path, f16 and bf16 "
                      "also on wgmma, and all on blocks of 256 and 384, the last overlapped "
                      "or not, with Q in registers or shared memory, in both orders; f16 and "
-                     "bf16 also in ROCm's dot products and, at head_dim 128 but in quick "
-                     "runs, on 64-key tiles) x %zu shapes%s\n",
+                     "bf16 also in ROCm's dot products, on sm_90a's 64-key tiles at head_dim "
+                     "128 but in quick runs, and decodes through rings of 4 and 6 tiles) x "
+                     "%zu shapes%s\n",
              quick ? (size_t)std::count(std::begin(in_quick), std::end(in_quick), true)
                    : sizeof shapes / sizeof shapes[0],
              quick ? " (GK_EMU_QUICK, once each)" : "");
@@ -901,9 +924,15 @@ static void paged_variant(kref_dtype dt, int d, int page, int path, F f) {
                  : f(t, integral_constant<int, 128>(), integral_constant<int, 64>());
   };
   if (dt == KREF_F16)
-    path == 3 ? dims(f16_dir()) : path >= 1 ? dims(f16_wg()) : dims(gk_f16());
+    path == 4   ? dims(f16_d6())
+    : path == 3 ? dims(f16_dir())
+    : path >= 1 ? dims(f16_wg())
+                : dims(gk_f16());
   else if (dt == KREF_BF16)
-    path == 3 ? dims(bf16_dir()) : path >= 1 ? dims(bf16_wg()) : dims(gk_bf16());
+    path == 4   ? dims(bf16_d6())
+    : path == 3 ? dims(bf16_dir())
+    : path >= 1 ? dims(bf16_wg())
+                : dims(gk_bf16());
   else
     dims(gk_f32());
 }
@@ -942,12 +971,13 @@ static void check_paged(void) {
   };
   for (kref_dtype dt : KREF_DTYPES)
     /* the prefill on wgmma (f16_wg) too, on 128 or 256 threads (paths 1,
-     * 2), and ROCm's images' products (path 3, f16_dir: GK_MMA_DIRECT) */
-    for (int path : {0, 1, 2, 3})
+     * 2), ROCm's images' products (path 3, f16_dir: GK_MMA_DIRECT), and
+     * decodes through a ring of 6 tiles (path 4, f16_d6: ci/gpu's dec6.gkfat) */
+    for (int path : {0, 1, 2, 3, 4})
     for (int d : {64, 128})
       for (int page : {16, 64}) {
         const bool wg = path == 1 || path == 2, wide = path == 2;
-        if ((path == 1 || path == 3) && dt == KREF_F32) continue;
+        if ((path == 1 || path >= 3) && dt == KREF_F32) continue;
         if (wide && page == 16) continue;
         char variant[64];
         snprintf(variant, sizeof variant, "dtype=%s,head_dim=%d,page=%d", kref_dtype_name(dt),
@@ -960,6 +990,7 @@ static void check_paged(void) {
           /* wgmma is the prefill's: its batch, on one page size; on blocks
            * of 256 both batches (a decode is the first warpgroup's). */
           if (path == 1 && (page == 16 || fa_decode(c.h, c.hk, c.sq))) continue;
+          if (path == 4 && !fa_decode(c.h, c.hk, c.sq)) continue;
           qref_rng r;
           qref_seed(&r, 4242 + c.sq + d + page);
           int32_t lens[4];
@@ -1001,7 +1032,8 @@ static void check_paged(void) {
           /* paged_attention on the appended pools. */
           snprintf(what, sizeof what, "paged_attention %s%s n_seqs=%lld h=%lld kvh=%lld sq=%lld",
                    variant,
-                   path == 3 ? " (ROCm's dot products)"
+                   path == 4   ? " (6-stage decode ring)"
+                   : path == 3 ? " (ROCm's dot products)"
                    : wide    ? " (256 threads)"
                    : wg      ? " (wgmma)"
                              : "",

@@ -12,8 +12,8 @@
 # of attention and qmatmul (head_dim 128; BITS 1, 4 and 8) for sm_75, sm_80
 # and sm_90a (there the prefill keeps Q in shared memory, at 252-255
 # registers), as the recipes' nvcc.lua does (-O3 -std=c++17); then the
-# sm_90a images as shipped (64-key tiles), ci/gpu's qmatmul experiments
-# (sm_90a) and the other default targets (sm_86 to sm_120: qmatmul, and
+# sm_90a images as shipped (64-key tiles, a decode's ring of 4), ci/gpu's
+# dec6 and qmatmul experiments (sm_90a) and the other default targets (sm_86 to sm_120: qmatmul, and
 # attention at head_dim 128); it fails on:
 # - C7520 "wgmma.mma_async instructions are serialized" (or any other
 #   "Potential Performance Loss"): each wgmma waited on before the next;
@@ -51,6 +51,9 @@
 #   weights), two runs at BITS 8 (238), where the tile before it, a branch
 #   a row of W, had 1 + BITS loads in each row's run (0.49 of copy on an
 #   H200, latency-bound);
+# - the split decode's merge (sm_90a) without 16 slots' loads in one
+#   straight run, or over 24 instructions a slot (ptxas 13.0: 333 for 16,
+#   where 8 slots of 4-byte loads at addresses computed a slot took 212);
 # - qmatmul's m > 1 tile (sm_90a, a whole tile of 8 rows of x) issuing more
 #   than 1.8 instructions a product's fmaf (1.65 at BITS 1) a step: ptxas
 #   13.0 gives 1.74 to 1.77 (for 4 columns of a block: 1.49 at BITS 1, 1.66
@@ -93,6 +96,31 @@ check() { # ARCH NAME FLAGS...: compile SRC/NAME.cu for ARCH with FLAGS, judge p
 mix_check() {
   python3 "$(dirname "$0")/sass_mix.py" "$T/out.cubin" "$2" --json --min 1 >"$T/mix.json" &&
     python3 - "$1" "$T/mix.json" || failures=$((failures + 1))
+}
+# fa_merge: the last block's merge of a split decode (gk_fa_split_merge) in
+# $T/out.cubin (flash_attention, sm_90a, head_dim 128): 16 slots a straight run, their
+# loads in flight together (a row's max and sum, a lane's outputs in two
+# 8-byte loads: 64) beside their 16 exp2, within 24 instructions a slot
+# (ptxas 13.0: 333, where 8 slots of 4-byte loads at
+# addresses computed a slot took 212, and 16 such 532).
+fa_merge() {
+  mix_check 0 flash_attention <<'PY'
+import json, sys
+mix = json.load(open(sys.argv[2]))
+runs = [r for r in mix["runs"] if r["mix"].get("MUFU", 0) == 16 and r["mix"].get("LDG", 0) >= 64]
+what = "flash_attention.cu sm_90a: the split's merge"
+if not runs:
+    print(f"FAIL: {what}: no straight run of 16 slots (16 MUFU, 64 loads); runs with loads: "
+          + "; ".join(f"{r['length']} with {r['mix'].get('LDG', 0)} loads, "
+                      f"{r['mix'].get('MUFU', 0)} MUFU" for r in mix["runs"]
+                      if r["mix"].get("LDG", 0) >= 16))
+    sys.exit(1)
+n = min(r["length"] for r in runs)
+if n > 24 * 16:
+    print(f"FAIL: {what}: {n} instructions for 16 slots, over 24 a slot")
+    sys.exit(1)
+print(f"ok: {what}: 16 slots in a run of {n}, {runs[0]['mix']['LDG']} loads")
+PY
 }
 # qm_loop BITS: the bounds above on $T/out.cubin (qmatmul, sm_90a, BITS).
 qm_loop() {
@@ -216,16 +244,27 @@ for dt in f16 bf16; do
   done
 done
 # The sm_90a images as recipes/flash_attention.lua builds them (64-key
-# tiles). At head_dim 128 ptxas 13.0 spills there (S 64 and O 128 registers
+# tiles, a decode's ring of 4). At head_dim 128 ptxas 13.0 spills there (S 64 and O 128 registers
 # a thread): 64 to 92 bytes stored once before the loop, about 6 reloads a
 # tile of ~1400 instructions; the H200's k64 figures were measured with
 # 128 bytes (docs/kernels.md). A ceiling, so that it grows no further.
 for dt in f16 bf16; do
   for c in 0 1; do
-    SPILL_OK="92 148" check sm_90a flash_attention -DGK_FA_QS_KEYS=64 -DDTYPE=$dt \
-      -DHEAD_DIM=128 -DCAUSAL=$c
-    check sm_90a flash_attention -DGK_FA_QS_KEYS=64 -DDTYPE=$dt -DHEAD_DIM=64 -DCAUSAL=$c
+    SPILL_OK="92 148" check sm_90a flash_attention -DGK_FA_QS_KEYS=64 -DGK_FA_DEC_STAGES=4 \
+      -DDTYPE=$dt -DHEAD_DIM=128 -DCAUSAL=$c
+    [ $dt = f16 ] && [ $c = 0 ] && [ -f "$T/out.cubin" ] && fa_merge
+    check sm_90a flash_attention -DGK_FA_QS_KEYS=64 -DGK_FA_DEC_STAGES=4 -DDTYPE=$dt \
+      -DHEAD_DIM=64 -DCAUSAL=$c
   done
+done
+# ci/gpu's dec6 (a decode's ring of 6 tiles, sm_90a): flash_attention as
+# the recipe's sm_90a section with 6 stages, paged_attention with 6.
+SPILL_OK="92 148" check sm_90a flash_attention -DGK_FA_QS_KEYS=64 -DGK_FA_DEC_STAGES=6 \
+  -DDTYPE=f16 -DHEAD_DIM=128 -DCAUSAL=0
+check sm_90a flash_attention -DGK_FA_QS_KEYS=64 -DGK_FA_DEC_STAGES=6 -DDTYPE=bf16 \
+  -DHEAD_DIM=64 -DCAUSAL=1
+for p in 16 64; do
+  check sm_90a paged_attention -DGK_FA_DEC_STAGES=6 -DDTYPE=f16 -DHEAD_DIM=128 -DPAGE=$p
 done
 for a in sm_75 sm_80 sm_90a; do
   for c in 0 1; do check $a flash_attention -DDTYPE=f16 -DHEAD_DIM=128 -DCAUSAL=$c; done
