@@ -693,7 +693,8 @@ GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const gk_fa_stat
  * the step, as keys past the causal limit or kv.n are): each group runs
  * gk_fa_mma_step<NT, MT> on n-tiles nt0 + NT p .. + NT - 1 of every tile,
  * for p = 0 .. PARTS - 1 (steps shorter than the tile keep the score
- * fragments of MT fragments of rows in fewer registers). The copies of the
+ * fragments of MT fragments of rows in fewer registers; a decode's groups
+ * take 1, 2 or 4 steps a tile, gk_fa_mma_decode). The copies of the
  * next STAGES - 1 tiles are in flight while one is worked on: a thread
  * commits one cp.async group per tile (empty past ke), so tile j has
  * landed when STAGES - 2 of its groups are left; the one barrier a tile
@@ -845,8 +846,9 @@ GK_DEV void gk_fa_mma_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv
 struct gk_fa_split {
   int64_t n, i;    /* splits of this KV head, and this block's */
   unsigned *count; /* this KV head's counter */
-  float *slots;    /* its n * frags slots (n > 1): split s of fragment f at f * n + s */
-  int frags;       /* fragments of 16 rows a split's state takes, gk_fa_decode_frags */
+  float *slots;    /* its n * frags slots (n > 1): split s of fragment f at f * n + s
+                      (frags: gk_fa_decode_frags) */
+  int blocks;      /* blocks a split: 1, or frags (a block a fragment) */
 };
 
 /* The last block's merge of the n slots into o; rows as gk_fa_mma_decode's.
@@ -895,14 +897,14 @@ GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, in
 }
 
 /* Counts the block in to its KV head's split (after every thread's slot
- * writes); the last of the n * frags (a block a split and fragment) merges
- * the slots and sets the counter back to 0. Uniform over the block. */
+ * writes); the last of the n * blocks merges the slots and sets the
+ * counter back to 0. Uniform over the block. */
 template <int D, class H>
 GK_DEV void gk_fa_split_done(const gk_fa_split &sp, uint16_t *o, int64_t hk, int64_t group,
                              int64_t sq) {
   gk_threadfence(); /* this thread's slot writes before the count */
   gk_fa_sync();
-  const unsigned last = (unsigned)(sp.n * sp.frags - 1);
+  const unsigned last = (unsigned)(sp.n * sp.blocks - 1);
   if (!gk_fa_any(gk_fa_tid() == 0 && atomicAdd(sp.count, 1u) == last))
     return; /* uniform */
   gk_threadfence(); /* the others' slots after their counts */
@@ -911,48 +913,60 @@ GK_DEV void gk_fa_split_done(const gk_fa_split &sp, uint16_t *o, int64_t hk, int
 }
 
 /*
- * Decode: fragment f of the query rows of KV head hk's group of heads
- * (group * sq <= FA_DECODE_ROWS rows, packed query by query: row p of them
- * is query p / group of head hk * group + p % group, and row 16 f + r is
- * fragment row r; so a lane's row r = 1 is no earlier a query than its
- * row 0, as gk_fa_softmax_p asks) against keys [kb, ke),
- * split sp.i of sp.n. Group w takes keys [w KEYS/4, (w + 1) KEYS/4) of
- * each tile; the block then merges the 4 partial states: m = max m_w, l =
- * sum l_w 2^(m_w - m), o likewise, into o (one split) or into slot
- * f * sp.n + sp.i (gk_fa_split; then the caller counts the block in:
- * gk_fa_split_done). A decode of more than 16 rows gives each fragment a
- * block of its own over the same keys: the same instructions as one
- * fragment's, where a fragment a group against every key (Q in
- * registers, steps of 8 to 32 keys) made ptxas 13.0 spill 4 to 144 bytes
- * in the warp-specialized images, whose consumers get 216 or 232
- * registers.
+ * Decode: the query rows of KV head hk's group of heads (group * sq <=
+ * FA_DECODE_ROWS rows, packed query by query: row p of them is query
+ * p / group of head hk * group + p % group, and row 16 f + r is row r of
+ * fragment f; so a lane's row r = 1 is no earlier a query than its row 0,
+ * as gk_fa_softmax_p asks), fragments f0 .. f0 + fb - 1 of them (fb = FB
+ * = 1, or 2 to 4 where FB is 4), against keys [kb, ke), split sp.i of
+ * sp.n. FB 1: each group takes a quarter of every tile's keys (n-tiles
+ * [w NT, (w + 1) NT)), one step. FB 4: group w takes fragment f0 + w,
+ * every key of the tile in 4 steps of NT n-tiles, and a group past fb
+ * (rows past the queries) multiplies zeros and stores nothing (with 2
+ * fragments a block, groups of 2 a fragment took 2 steps each, and ptxas
+ * 13.0 spilled 4 bytes in sm_90a's default image). Then the block merges
+ * each fragment's GPF = 4 / FB partial states,
+ * in group order: m = max m_w, l = sum l_w 2^(m_w - m), o likewise, into
+ * o (one split) or into slot f * sp.n + sp.i (gk_fa_split; then the caller
+ * counts the block in: gk_fa_split_done). The mma.sync images take every
+ * fragment in one block (fb = frags, gk_fa_walk_mma), so each tile of K
+ * and V is read once a block for all of them, where a block a fragment
+ * read it frags times (a speculative decode of 16 tokens at GQA 4:1: four
+ * blocks a piece, each a quarter of the tile's work). The wgmma images
+ * keep a block a fragment (fb = 1): there the consumers of the warp-
+ * specialized schedule have 168 to 232 registers, and with fb a runtime
+ * value this spilled 4 to 24 bytes (ptxas 13.0; and 4 on sm_80's default
+ * image), as did a fragment a group in one step of a whole tile (4 to
+ * 144).
  */
-template <int Causal, int D, class H, class KV>
+template <int Causal, int D, class H, int FB, class KV>
 GK_DEV void gk_fa_mma_decode(gk_fa_dsmem<D, H::dec_stages> &sm, const uint16_t *q, const KV &kv,
                              uint16_t *o, int64_t n_heads, int64_t n_kv_heads, int64_t sq,
                              float scale, int64_t hk, int64_t kb, int64_t ke,
-                             const gk_fa_split &sp, int f) {
+                             const gk_fa_split &sp, int f0, int fb) {
   typedef gk_fa_dsmem<D, H::dec_stages> S;
-  constexpr int NT = S::KEYS / 8 / FA_GROUPS; /* n-tiles a group takes: 1 or 2 */
-  const int64_t group = n_heads / n_kv_heads;
-  const int64_t row0 = 16 * (int64_t)f, nrows = group * sq - row0; /* this fragment's */
+  static_assert(FB == 1 || FB == FA_GROUPS, "1 or 4 fragments a block");
+  constexpr int NT = S::KEYS / 8 / FA_GROUPS, GPF = FA_GROUPS / FB; /* NT: 1 or 2 */
+  const int64_t group = n_heads / n_kv_heads, nrows = group * sq; /* packed rows, all */
   const int w = gk_group() % FA_GROUPS, lane = gk_lane(), g = lane / 4, t = lane % 4;
+  const int f = f0 + w / GPF, c = w % GPF;
   int64_t qpos[2], rows[2];
   for (int r = 0; r < 2; r++) {
-    const int64_t p = row0 + g + 8 * r;
-    qpos[r] = g + 8 * r < nrows ? p / group : sq - 1; /* past the rows: the last query's */
-    rows[r] = g + 8 * r < nrows ? (hk * group + p % group) * sq + p / group : -1;
+    const int64_t p = 16 * (int64_t)f + g + 8 * r;
+    qpos[r] = p < nrows ? p / group : sq - 1; /* past the rows: the last query's */
+    rows[r] = p < nrows ? (hk * group + p % group) * sq + p / group : -1;
   }
   uint32_t qa[D / 16][4];
   gk_fa_mma_q<D>(q, rows, qa);
   gk_fa_state<D> st;
   gk_fa_state_init<D>(st);
-  gk_fa_mma_keys<Causal, D, NT, 1, 1, H>(sm, kv, hk, kb, ke, sq, &qa, NT * w, &qpos, scale,
-                                         &st);
+  gk_fa_mma_keys<Causal, D, NT, FB, 1, H>(sm, kv, hk, kb, ke, sq, &qa, NT * FB * c, &qpos,
+                                          scale, &st);
 
   /* The merge: each group's state into shared memory (the stages are no
    * longer read: gk_fa_mma_keys ends with a barrier), then group w combines
-   * rows w, w + 4, ... of all four, in the same order everywhere. */
+   * rows c, c + GPF, ... of its fragment's GPF groups, in the same order
+   * everywhere (with one fragment: rows w, w + 4, ... of all four). */
   for (int r = 0; r < 2; r++) {
     const int fr = g + 8 * r;
     const float l = gk_fa_row_sum(st, r);
@@ -963,24 +977,26 @@ GK_DEV void gk_fa_mma_decode(gk_fa_dsmem<D, H::dec_stages> &sm, const uint16_t *
     }
   }
   gk_fa_sync();
+  if (w / GPF >= fb) return; /* a group with no rows (fb 3) */
   float *slot = sp.n > 1 ? sp.slots + (f * sp.n + sp.i) * GK_FA_SLOT(D) : nullptr;
-  for (int fr = w; fr < 16 && fr < nrows; fr += FA_GROUPS) { /* uniform over the group */
+  const int u0 = w / GPF * GPF; /* the fragment's first group */
+  for (int fr = c; fr < 16 && 16 * f + fr < nrows; fr += GPF) { /* uniform over the group */
     float m = -INFINITY;
-    for (int u = 0; u < FA_GROUPS; u++) m = fmaxf(m, sm.merge.m[u][fr]);
-    float scl[FA_GROUPS], l = 0.0f;
-    for (int u = 0; u < FA_GROUPS; u++) {
+    for (int j = 0; j < GPF; j++) m = fmaxf(m, sm.merge.m[u0 + j][fr]);
+    float scl[GPF], l = 0.0f;
+    for (int j = 0; j < GPF; j++) {
       /* A group that saw no allowed key has m = -inf and weighs 0. */
-      scl[u] = m == -INFINITY ? 0.0f : exp2f(sm.merge.m[u][fr] - m);
-      l += sm.merge.l[u][fr] * scl[u];
+      scl[j] = m == -INFINITY ? 0.0f : exp2f(sm.merge.m[u0 + j][fr] - m);
+      l += sm.merge.l[u0 + j][fr] * scl[j];
     }
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    const int64_t p = row0 + fr, row = (hk * group + p % group) * sq + p / group;
+    const int64_t p = 16 * (int64_t)f + fr, row = (hk * group + p % group) * sq + p / group;
     if (slot && lane == 0) slot[fr] = m, slot[16 + fr] = l;
     for (int d = 2 * lane; d < D; d += 2 * GK_GROUP) {
       float a = 0.0f, b = 0.0f;
-      for (int u = 0; u < FA_GROUPS; u++) {
-        a += sm.merge.o[u][fr][d] * scl[u];
-        b += sm.merge.o[u][fr][d + 1] * scl[u];
+      for (int j = 0; j < GPF; j++) {
+        a += sm.merge.o[u0 + j][fr][d] * scl[j];
+        b += sm.merge.o[u0 + j][fr][d + 1] * scl[j];
       }
       if (slot)
         slot[32 + fr * D + d] = a, slot[32 + fr * D + d + 1] = b;

@@ -352,12 +352,12 @@ GK_DEV int gk_fa_decode_wgs(void) {
  * gk_bf16): query blocks x, x + gridDim.x, ... of heads
  * y, y + gridDim.y, ... A decode (every query of a KV head's heads in at
  * most 4 fragments of 16 rows, gk_fa_is_decode) is cut into units instead,
- * (KV head, fragment, split): n splits of at least FA_SPLIT_KEYS keys
- * each, as many as the keys and the workspace (frags slots a split) allow
- * (never more, whatever the grid: the results do not depend on it), unit u
- * to block u, u + blocks, ... in the x-fastest order of (x, y); the
- * fragments of a split read its keys at about the same time, so from L2
- * but for the first.
+ * (KV head, split, block of fragments: all of them on mma.sync, one on
+ * wgmma, gk_fa_mma_decode): n splits of at
+ * least FA_SPLIT_KEYS keys each, as many as the keys and the workspace
+ * (frags slots a split) allow (never more, whatever the grid: the results
+ * do not depend on it), unit u to block u, u + blocks, ... in the
+ * x-fastest order of (x, y).
  * Uniform over the block, so every barrier inside is reached by all. */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t n_heads,
@@ -378,20 +378,27 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
     if (n > ws.splits / frags) n = ws.splits / frags;
     if (n > FA_SPLITS_MAX) n = FA_SPLITS_MAX;
     if (n < 1) n = 1;
-    const int64_t units = n_kv_heads * n * frags,
+    /* Fragments a block: all (mma.sync), or one (wgmma: gk_fa_mma_decode) */
+    const int fb = H::wgmma ? 1 : frags, blocks = frags / fb;
+    const int64_t units = n_kv_heads * n * blocks,
                   walkers = (int64_t)gridDim.x * gridDim.y * wgs;
     for (int64_t u = ((int64_t)blockIdx.y * gridDim.x + blockIdx.x) * wgs + wg; u < units;
          u += walkers) {
-      /* (split, fragment) in 32 bits: a 64-bit division is a call */
-      const unsigned sf = (unsigned)(u / n_kv_heads);
-      const int64_t hk = u % n_kv_heads, i = sf / (unsigned)frags;
-      const int f = (int)(sf % (unsigned)frags);
+      /* (split, block of fragments) in 32 bits: a 64-bit division is a call */
+      const unsigned sb = (unsigned)(u / n_kv_heads);
+      const int64_t hk = u % n_kv_heads, i = sb / (unsigned)blocks;
+      const int f0 = (int)(sb % (unsigned)blocks) * fb;
       const int64_t kb = tiles * i / n * S::KEYS, ke = tiles * (i + 1) / n * S::KEYS;
       const gk_fa_split sp = {n, i, ws.count ? ws.count + hk : nullptr,
                               ws.slots ? ws.slots + hk * ws.splits * GK_FA_SLOT(D) : nullptr,
-                              frags};
-      gk_fa_mma_decode<Causal, D, H>(dm, q, kv, o, n_heads, n_kv_heads, sq, scale, hk, kb,
-                                     ke < kend ? ke : kend, sp, f);
+                              blocks};
+      const int64_t e = ke < kend ? ke : kend;
+      if (fb == 1) /* every wgmma image; mma.sync's decodes of up to 16 rows */
+        gk_fa_mma_decode<Causal, D, H, 1>(dm, q, kv, o, n_heads, n_kv_heads, sq, scale, hk, kb,
+                                          e, sp, f0, 1);
+      else if (!H::wgmma)
+        gk_fa_mma_decode<Causal, D, H, FA_GROUPS>(dm, q, kv, o, n_heads, n_kv_heads, sq, scale,
+                                                  hk, kb, e, sp, f0, fb);
       if (n > 1) gk_fa_split_done<D, H>(sp, o, hk, n_heads / n_kv_heads, sq); /* uniform */
     }
     return;

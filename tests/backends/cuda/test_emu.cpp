@@ -747,12 +747,17 @@ static void check_attention(void) {
        * the last 64 two, so a schedule that splits the block's rows (two
        * warpgroups, wgmma) skips a tile for the first half alone */
       {2, 1, 130, 130, 1.0},
+      /* speculative decodes whose fragments share a block on mma.sync
+       * (gk_fa_mma_decode's FB 4): 4 x 6 rows, 2 fragments (2 groups with
+       * no rows), 3 splits; 4 x 16 rows, all 4 fragments, 2 splits */
+      {4, 1, 6, 520, 1.0},
+      {8, 2, 16, 300, 1.0},
   };
   /* GK_EMU_QUICK (the sanitizer stage: ASan slows the fibers several
    * times): the shapes marked here, once each, and the other paths at
    * head_dim 64 only; every variant still runs. */
-  static const bool in_quick[] = {true,  true,  false, true,  true,  true, false, false,
-                                  true,  true,  false, false, false, true, false};
+  static const bool in_quick[] = {true,  true,  false, true, true,  true,  false, false, true,
+                                  true,  false, false, false, true, false, false, true};
   static_assert(sizeof in_quick == sizeof shapes / sizeof shapes[0], "a mark a shape");
   const bool quick = getenv("GK_EMU_QUICK") != nullptr;
   check_banks("before flash_attention");
