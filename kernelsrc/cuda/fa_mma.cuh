@@ -37,8 +37,9 @@
  *   ranges of whole tiles, whose states meet in the caller's workspace
  *   and are merged by the last block to finish.
  *   Up to FA_DECODE_ROWS (64) packed rows (speculative decode of up to 16
- *   tokens at GQA 4:1, of 8 at 8:1) each fragment of 16 rows is a block's,
- *   over the same ranges of keys, and has slots of its own.
+ *   tokens at GQA 4:1, of 8 at 8:1) the fragments of 16 rows share a
+ *   block, a group each (a block each on the wgmma images), over the same
+ *   ranges of keys, and each has slots of its own.
  * Shared memory: 48 KB (the decode merge reuses it); a decode's ring of
  * more than 3 tiles (GK_FA_DEC_STAGES) 16 KB a tile more.
  */
@@ -694,7 +695,7 @@ GK_DEV void gk_fa_mma_store(uint16_t *o, const int64_t orow[2], const gk_fa_stat
  * gk_fa_mma_step<NT, MT> on n-tiles nt0 + NT p .. + NT - 1 of every tile,
  * for p = 0 .. PARTS - 1 (steps shorter than the tile keep the score
  * fragments of MT fragments of rows in fewer registers; a decode's groups
- * take 1, 2 or 4 steps a tile, gk_fa_mma_decode). The copies of the
+ * take 1 or 4 steps a tile, gk_fa_mma_decode). The copies of the
  * next STAGES - 1 tiles are in flight while one is worked on: a thread
  * commits one cp.async group per tile (empty past ke), so tile j has
  * landed when STAGES - 2 of its groups are left; the one barrier a tile
@@ -925,10 +926,10 @@ GK_DEV void gk_fa_split_done(const gk_fa_split &sp, uint16_t *o, int64_t hk, int
  * (rows past the queries) multiplies zeros and stores nothing (with 2
  * fragments a block, groups of 2 a fragment took 2 steps each, and ptxas
  * 13.0 spilled 4 bytes in sm_90a's default image). Then the block merges
- * each fragment's GPF = 4 / FB partial states,
- * in group order: m = max m_w, l = sum l_w 2^(m_w - m), o likewise, into
- * o (one split) or into slot f * sp.n + sp.i (gk_fa_split; then the caller
- * counts the block in: gk_fa_split_done). The mma.sync images take every
+ * each fragment's GPF = 4 / FB partial states, in group order: m = max
+ * m_w, l = sum l_w 2^(m_w - m), o likewise, into o (one split) or into
+ * slot f * sp.n + sp.i (gk_fa_split; then the caller counts the block in:
+ * gk_fa_split_done). The mma.sync images take every
  * fragment in one block (fb = frags, gk_fa_walk_mma), so each tile of K
  * and V is read once a block for all of them, where a block a fragment
  * read it frags times (a speculative decode of 16 tokens at GQA 4:1: four

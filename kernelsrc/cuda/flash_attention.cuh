@@ -353,11 +353,10 @@ GK_DEV int gk_fa_decode_wgs(void) {
  * y, y + gridDim.y, ... A decode (every query of a KV head's heads in at
  * most 4 fragments of 16 rows, gk_fa_is_decode) is cut into units instead,
  * (KV head, split, block of fragments: all of them on mma.sync, one on
- * wgmma, gk_fa_mma_decode): n splits of at
- * least FA_SPLIT_KEYS keys each, as many as the keys and the workspace
- * (frags slots a split) allow (never more, whatever the grid: the results
- * do not depend on it), unit u to block u, u + blocks, ... in the
- * x-fastest order of (x, y).
+ * wgmma, gk_fa_mma_decode): n splits of at least FA_SPLIT_KEYS keys each,
+ * as many as the keys and the workspace (frags slots a split) allow (never
+ * more, whatever the grid: the results do not depend on it), unit u to
+ * block u, u + blocks, ... in the x-fastest order of (x, y).
  * Uniform over the block, so every barrier inside is reached by all. */
 template <int Causal, int D, class H, class KV>
 GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t n_heads,
