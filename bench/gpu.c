@@ -21,9 +21,10 @@
  *   prefill 4096 x 4096 causal and not, head_dim 64 prefill too; bf16
  *   prefill at head_dim 128, causal and not. Inputs rotate like W.
  * - paged_attention f16 decodes (bench_paged).
- * - split: the decodes whose workspace gave more pieces than the card's
- *   blocks at once, timed again with the fewest pieces that still give
- *   each block one (bench_split), beside the default's time.
+ * - the decodes' workspace: for the pieces docs/kernels.md advises (one per
+ *   256 keys, at most enough to give each of the card's blocks one:
+ *   ws_pieces); split: those where that is fewer, timed again with one per
+ *   256 keys (bench_split), beside the default's time.
  * Each case: two launches of warm-up (the second timed alone), then --runs
  * runs (default 10), each a batch of launches back to back between two
  * events (as many as take about 1 ms, at least one), so that the time of
@@ -299,50 +300,57 @@ static void bench_qmatmul(json_t *out, double copy_gbps) {
 
 /* ---- flash_attention ------------------------------------------------------------ */
 
+/*
+ * The pieces a unit (sequence x KV head) docs/kernels.md advises sizing the
+ * workspace for: one per 256 keys (the most the kernels take), but no more
+ * than give each of the card's blocks one (two an SM: the units share 2 x
+ * SMs). At skv = 32768 on an H200 (8 KV heads, 2026-11-30): 33 pieces of
+ * 1024 keys took 44.2 us where 128 of 256 took 65.6 (about 4 waves of
+ * blocks, each filling its ring anew, and a merge of 128 states a KV head).
+ */
+static int64_t ws_pieces(int64_t units, int64_t keys) {
+  const int64_t each = keys > 0 ? (keys + 255) / 256 : 1,
+                fill = (2 * (int64_t)cu.sms + units - 1) / units;
+  return each < fill ? each : fill;
+}
+
 /* A zeroed workspace for attention's cross-block split (docs/kernels.md):
  * counters for `units` (sequence, KV head) pairs, the slots of `rows`
- * packed query rows per 256 keys of each. Launches on one stream may share
- * it. */
-static cu_deviceptr ws_new(int64_t units, int64_t keys, int64_t rows, int d, int64_t *bytes) {
-  *bytes = (int64_t)kref_attention_ws_bytes(units, keys, rows, d);
+ * packed query rows for `pieces` pieces of each. Launches on one stream may
+ * share it. */
+static cu_deviceptr ws_new(int64_t units, int64_t pieces, int64_t rows, int d, int64_t *bytes) {
+  *bytes = (int64_t)kref_attention_ws_bytes(units, pieces * 256, rows, d);
   const cu_deviceptr p = dalloc((size_t)*bytes);
   ok(cu.cuMemsetD8(p, 0, (size_t)*bytes), "cuMemsetD8");
   return p;
 }
 
 /*
- * The workspace's other size (docs/kernels.md, "flash_attention"): it
- * decides how many pieces a decode cuts each unit's keys into. The cases
- * above give one piece per 256 keys, the most the kernels take; a long
- * context then makes many short pieces, more than the card's blocks at
- * once (skv = 32768, 8 KV heads: 1024 pieces of 256 keys for 264 blocks
- * on 132 SMs), each starting its pipeline anew, and a last block that
- * merges 128 pieces' states a KV head. Here the same launches are timed
- * again with a workspace for the fewest pieces that still give each of the
- * card's blocks one (two an SM: `units` = sequences x KV heads x
- * fragments share 2 x SMs), where that is fewer: the A/B for the docs'
- * advice on sizing it. Appended to `split`, beside the default's time.
+ * The workspace's other size: the cases above take ws_pieces' (the docs'
+ * advice); here the decodes where that is fewer than one piece per 256
+ * keys are timed again with one per 256 keys (the advice until the H200
+ * timed both, 2026-11-30), the A/B behind the advice. Appended to `split`,
+ * beside the default's time.
  */
 static void bench_split(json_t *split, launches *l, int ws_arg, const char *name,
                         int64_t units, int64_t keys, int64_t rows, int d, double kv_bytes,
                         double copy_gbps, double default_us) {
-  const int64_t def = (keys + 255) / 256, all = units * kref_attention_frags(rows),
-                fill = (2 * (int64_t)cu.sms + all - 1) / all;
-  if (fill >= def) return; /* the default is already that few */
+  const int64_t def = ws_pieces(units, keys), each = (keys + 255) / 256;
+  if (each <= def) return; /* the default is one per 256 keys already */
   int64_t wsb;
-  const cu_deviceptr ws = ws_new(units, fill * 256, rows, d, &wsb);
+  const cu_deviceptr ws = ws_new(units, each, rows, d, &wsb);
   for (int c = 0; c < l->copies; c++)
     l->args[c][ws_arg] = gk_arg_ptr(ws), l->args[c][ws_arg + 1] = gk_arg_i64(wsb);
   const timing t = time_it(launch_issue, l);
   const double gbps = kv_bytes / (t.us * 1e3);
   fprintf(stderr, "%s%lld pieces a unit (default %lld): %.1f us (default %.1f), K+V %.0f GB/s\n",
-          name, (long long)fill, (long long)def, t.us, default_us, gbps);
+          name, (long long)each, (long long)def, t.us, default_us, gbps);
   char what[160];
   const size_t len = strlen(name); /* the case's name, without its trailing blank */
   snprintf(what, sizeof what, "%.*s", (int)(len && name[len - 1] == ' ' ? len - 1 : len), name);
   json_array_append_new(
       split, json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:f}", "case", what, "pieces",
-                       (json_int_t)fill, "pieces_default", (json_int_t)def, "us", t.us,
+                       (json_int_t)each, "pieces_default", (json_int_t)def, "us", t.us,
                        "default_us", default_us, "kv_gbps", gbps, "copy_ratio",
                        copy_gbps > 0 ? gbps / copy_gbps : 0));
   ok(cu.cuMemFree(ws), "cuMemFree");
@@ -391,7 +399,7 @@ static void bench_attention(json_t *out, json_t *split, double copy_gbps) {
     kref_fill(&r, dt, h, set / 2, -1.0, 1.0);
     int64_t wsb;
     cu_deviceptr in = dalloc(set * (size_t)copies), o = dalloc(qb),
-                 ws = ws_new(HK, SKV, H / HK * SQ, D, &wsb);
+                 ws = ws_new(HK, ws_pieces(HK, SKV), H / HK * SQ, D, &wsb);
     ok(cu.cuMemcpyHtoD(in, h, set), "cuMemcpyHtoD");
     free(h);
     for (int k = 1; k < copies; k++)
@@ -498,7 +506,8 @@ static void bench_paged(json_t *out, json_t *split, double copy_gbps) {
       ok(cu.cuMemcpyDtoDAsync(kv + 2 * pool * (size_t)k, kv, 2 * pool, NULL),
          "cuMemcpyDtoDAsync");
     int64_t wsb;
-    const cu_deviceptr ws = ws_new(S * HK, per * P, H / HK, (int)D, &wsb); /* decodes: sq 1 */
+    const cu_deviceptr ws = /* decodes: sq 1 */
+        ws_new(S * HK, ws_pieces(S * HK, per * P), H / HK, (int)D, &wsb);
     launches l = {m, "paged_attention", copies, 15, NULL};
     l.args = calloc((size_t)copies, sizeof *l.args);
     char err[512];

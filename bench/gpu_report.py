@@ -93,9 +93,10 @@ for c in k.get("paged_attention", []):
 split = k.get("split", [])
 if split:
     print()
-    print("The same decodes with a workspace for fewer, longer pieces: the fewest a unit (sequence x "
-          "KV head x fragment) that still give each of the card's blocks one (two an SM), instead "
-          "of one per 256 keys (docs/kernels.md, the workspace).")
+    print("The decodes above take the workspace docs/kernels.md advises: one piece a unit (sequence x "
+          "KV head) per 256 keys, but no more than give each of the card's blocks one (two an SM). "
+          "Here those where that is fewer, timed again with one piece per 256 keys (above 1: the "
+          "default's fewer, longer pieces are faster).")
     print()
     print("| case | pieces a unit (default) | us | K+V GB/s (of copy) | default us | time / default |")
     print("|---|---:|---:|---|---:|---:|")

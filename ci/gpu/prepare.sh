@@ -75,11 +75,15 @@
 #                          libgles2, the set the device tool's README ran
 #                          Vulkan with there): the GPU machine has
 #                          NVIDIA's Vulkan driver but no loader
+# $GK_GPU_EXPERIMENTS names the experiments built (default all: wgmma5 k32
+# dec6 q8mb2 qmpf qmxs base); run.sh's step of one not built says SKIP. A
+# short list keeps a prepare after a kernel change short: each attention
+# experiment compiles ~28 images anew.
 # Images are compiled through the test cache (GK_TEST_CACHE of BUILD_DIR's
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,80p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,84p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -110,6 +114,12 @@ fi
   --cache "${cache:-$build/test-cache}" --out "$build/gpu-pack-images" >&2
 "$build/gk" pack "$build/gpu-pack-images" -o "$pack/gpu.gkfat" >&2
 
+# want NAME: whether experiment NAME is to be built ($GK_GPU_EXPERIMENTS).
+want() {
+  case " ${GK_GPU_EXPERIMENTS:-wgmma5 k32 dec6 q8mb2 qmpf qmxs base} " in *" $1 "*) return 0 ;; esac
+  return 1
+}
+
 # An experiment's recipes: a copy in $exp ($build/gpu-NAME) beside a link to
 # kernelsrc, so that their sources resolve (exp_recipes NAME), whose recipe
 # R's cuda section may add FLAG (exp_flag R FLAG).
@@ -136,6 +146,7 @@ for e in wgmma5:sm_90a:-DGK_FA_WGMMA=4:384:212992 k32:sm_90:::; do
   target=${rest%%:*} rest=${rest#*:}
   flag=${rest%%:*} rest=${rest#*:}
   block=${rest%%:*} shared=${rest#*:}
+  want "$name" || continue
   exp_recipes "$name"
   f=$exp/recipes/flash_attention.lua
   if [ -n "$flag" ]; then
@@ -163,21 +174,23 @@ done
 # The decode's ring of 6 tiles (dec6): sm_90a's flash_attention section and
 # paged_attention's cuda section take -DGK_FA_DEC_STAGES=6, each launch row
 # 96 KB of dynamic shared memory (6 x 16 KB).
-exp_recipes dec6
-f=$exp/recipes/flash_attention.lua
-sed -i 's|flags   = { "-DGK_FA_QS_KEYS=64", "-DGK_FA_DEC_STAGES=4" },|flags   = { "-DGK_FA_QS_KEYS=64", "-DGK_FA_DEC_STAGES=6" },|; s|launch  = cuda_launch(65536),|launch  = cuda_launch(98304),|' "$f"
-if ! grep -q 'DGK_FA_DEC_STAGES=6" },' "$f" || ! grep -q 'launch  = cuda_launch(98304),' "$f"; then
-  echo "ci/gpu/prepare.sh: could not give flash_attention.lua's sm_90a section 6 stages" >&2; exit 1
+if want dec6; then
+  exp_recipes dec6
+  f=$exp/recipes/flash_attention.lua
+  sed -i 's|flags   = { "-DGK_FA_QS_KEYS=64", "-DGK_FA_DEC_STAGES=4" },|flags   = { "-DGK_FA_QS_KEYS=64", "-DGK_FA_DEC_STAGES=6" },|; s|launch  = cuda_launch(65536),|launch  = cuda_launch(98304),|' "$f"
+  if ! grep -q 'DGK_FA_DEC_STAGES=6" },' "$f" || ! grep -q 'launch  = cuda_launch(98304),' "$f"; then
+    echo "ci/gpu/prepare.sh: could not give flash_attention.lua's sm_90a section 6 stages" >&2; exit 1
+  fi
+  exp_flag paged_attention -DGK_FA_DEC_STAGES=6
+  f=$exp/recipes/paged_attention.lua
+  sed -i '0,/      shared = 0,/s//      shared = 98304,/' "$f"
+  grep -q '      shared = 98304,' "$f" ||
+    { echo "ci/gpu/prepare.sh: could not give paged_attention.lua shared = 98304" >&2; exit 1; }
+  "$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel flash_attention \
+    --kernel paged_attention --kernel kv_append --targets cuda=sm_90a \
+    --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
+  "$build/gk" pack "$exp/images" -o "$pack/dec6.gkfat" >&2
 fi
-exp_flag paged_attention -DGK_FA_DEC_STAGES=6
-f=$exp/recipes/paged_attention.lua
-sed -i '0,/      shared = 0,/s//      shared = 98304,/' "$f"
-grep -q '      shared = 98304,' "$f" ||
-  { echo "ci/gpu/prepare.sh: could not give paged_attention.lua shared = 98304" >&2; exit 1; }
-"$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel flash_attention \
-  --kernel paged_attention --kernel kv_append --targets cuda=sm_90a \
-  --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
-"$build/gk" pack "$exp/images" -o "$pack/dec6.gkfat" >&2
 
 # The qmatmul experiments, NAME:FLAG:SHARED, qmatmul alone for sm_90a with
 # FLAG and qmatmul_q8x_mm's launch row giving SHARED bytes of dynamic shared
@@ -189,6 +202,7 @@ for e in q8mb2:-DGK_Q8M_MIN_BLOCKS=2:96256 qmpf:-DGK_QM_TILE_PF=1:96256 \
   qmxs:-DGK_QM_TILE_XS=1:96256; do
   name=${e%%:*} rest=${e#*:}
   flag=${rest%%:*} shared=${rest#*:}
+  want "$name" || continue
   exp_recipes "$name"
   exp_flag qmatmul "$flag"
   sed -i "s|launch  = cuda_launch(96256),|launch  = cuda_launch($shared),|" "$exp/recipes/qmatmul.lua"
@@ -203,7 +217,9 @@ done
 base=${GK_GPU_BASE:-38173af}
 exp=$build/gpu-base
 rm -rf "$exp" && mkdir -p "$exp"
-if git -C "$root" archive "$base" recipes kernelsrc 2>/dev/null | tar -x -C "$exp"; then
+if ! want base; then
+  :
+elif git -C "$root" archive "$base" recipes kernelsrc 2>/dev/null | tar -x -C "$exp"; then
   "$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel qmatmul \
     --kernel paged_attention --kernel kv_append --targets cuda=sm_90a \
     --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2

@@ -63,12 +63,14 @@
 #   racecheck  the same under racecheck
 #   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1 and 16, bits=4;
 #              qmatmul m=1 bits=1 too), on
-#              flash_attention prefill and decode, paged_attention's decode,
+#              flash_attention prefill and decode (one token, and 16:
+#              fa-spec), paged_attention's decode,
 #              on qmatmul_q8x_mm (m=512, bits=4) and, where the wgmma5 step
 #              passed, on its archive's prefill (ncu-*.txt; each launch's
-#              stall reasons, ncu-*-stalls.txt; the prefill's, qmatmul's,
-#              qmatmul_q8x's and qmatmul_q8x_mm's per SASS instruction,
-#              ncu-*-source.csv)
+#              stall reasons, ncu-*-stalls.txt; the prefill's, decodes',
+#              qmatmul's, qmatmul_q8x's and qmatmul_q8x_mm's per SASS
+#              instruction, ncu-*-source.csv); $GK_GPU_NCU="fa-spec ..."
+#              takes only the profiles it names
 #   vulkan     tests/backends/vulkan's test_vk_kernels on NVIDIA's Vulkan driver, with
 #              the loader unpacked from gpu-pack/debs
 # Each step has its own timeout and the run goes on past a failed one; all
@@ -79,7 +81,7 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,80p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,82p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
@@ -214,18 +216,21 @@ step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$arc
 # launches, one entry a run: the bench times each entry whole before the
 # next, so a regex over both would catch two launches of qmatmul; at m = 16
 # qmatmul_q8x is the int8 mma.sync tile), flash_attention's causal prefill
-# and its split decode at head_dim 128, paged_attention's first decode
+# and its split decode at head_dim 128 (one token, and 16: fa-spec), paged_attention's first decode
 # (pages of 64, one sequence of 8192), and
 # the int8 tensor-core qmatmul_q8x_mm at m = 512, BITS 4, and last, where
 # the wgmma5 step passed, the causal prefill of its archive (wgmma beside
 # the default's mma.sync); ncu
 # replays each launch once per section, with the clocks left as they are
-# (--clock-control none: the lent card is never reconfigured). Each
+# (--clock-control none: the lent card is never reconfigured);
+# $GK_GPU_NCU, where set, names the only profiles taken (fa-spec fa-decode
+# ...: a short call). Each
 # launch's stall reasons go to ncu-NAME-stalls.txt (ci/gpu/stalls.py, from
 # the raw page), and, for SOURCE=1, where in the SASS its warps stall
 # (the SourceCounters section) to ncu-NAME-source.csv.
 # shellcheck disable=SC2016
 step ncu 200 sh -c 'prof() { # NAME KERNEL_REGEX SOURCE FILTER [ARCHIVE]
+    case " ${GK_GPU_NCU:-$1} " in *" $1 "*) ;; *) return 0 ;; esac
     src=; [ "$3" = 1 ] && src="--section SourceCounters"
     # shellcheck disable=SC2086 # $src: one option and its value, or nothing
     ncu --clock-control none --launch-count 1 --kernel-name "regex:$2" --section SpeedOfLight \
@@ -247,7 +252,8 @@ step ncu 200 sh -c 'prof() { # NAME KERNEL_REGEX SOURCE FILTER [ARCHIVE]
       prof "q8x-m$m" "^qmatmul_q8x$" 1 "qmatmul bits=4 m=$m " || exit 1
   done &&
   prof qmatmul-b1-m1 "^qmatmul$" 1 "qmatmul bits=1 m=1 " &&
-  prof fa-decode "^flash_attention" 0 "flash_attention decode " &&
+  prof fa-decode "^flash_attention" 1 "flash_attention decode " &&
+  prof fa-spec "^flash_attention" 1 "flash_attention decode causal=1,dtype=f16,head_dim=128 sq=16 " &&
   prof pa-decode "^paged_attention" 0 "paged_attention decode dtype=f16,head_dim=128,page=64 seqs=1 len=8192 " &&
   if grep -q "^wgmma5: ok" "$OUTD/summary.txt"; then
     prof fa-prefill-wgmma5 "^flash_attention" 1 \

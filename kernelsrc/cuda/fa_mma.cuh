@@ -853,14 +853,19 @@ struct gk_fa_split {
 };
 
 /* The last block's merge of the n slots into o; rows as gk_fa_mma_decode's.
- * It is the launch's tail (one block per KV head, after the others), so
- * its reads are spread: group w takes rows w, w + 4, ... (a decode's 4
- * rows of GQA 4:1 go to the 4 groups, not all to the first); a row's max
- * over the n slots is read by the lanes together (max is exact in any
- * order); the sum keeps slot order, its loads unrolled by 16 to be in
- * flight together (the sum is a chain of round trips to L2, n / 16 of
- * them: 8 at skv = 32768 in pieces of 256 keys), a lane's two outputs of
- * each 64 in one 8-byte load (4 loads a slot, 64 in flight). */
+ * It is the launch's tail (one block per KV head, after the others), a
+ * chain of round trips to L2 a row, so it keeps as few as it can: group w
+ * takes rows w, w + 4, ... (a decode's 4 rows of GQA 4:1 go to the 4
+ * groups, not all to the first). Per row, each lane loads the max and the
+ * sum of slot lane (the first 32 slots: the round trip that also gives the
+ * row's max, exact in any order; the max of later slots in the same
+ * trips); then, 32 slots at a time, the slot's weight 2^(m_s - m) is
+ * computed once by the lane that holds it and handed to every lane
+ * (GK_SHFL), and the outputs are summed in slot order, a lane's two
+ * outputs of each 64 in one 8-byte load: 2 loads a slot, 64 in flight. So
+ * a row of up to 32 slots (skv <= 8192 in pieces of 256 keys) costs 2
+ * round trips, where loading each slot's max and sum beside its outputs
+ * cost 3 (the l's products and sums are the same: the same bits). */
 template <int D, class H>
 GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, int64_t group,
                               int64_t sq) {
@@ -870,23 +875,40 @@ GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, in
     /* Row `row` is row fr of fragment `row / 16`'s n slots. */
     const float *slots = sp.slots + (row / 16) * sp.n * GK_FA_SLOT(D);
     const int fr = row % 16;
-    float m = -INFINITY, l = 0.0f, acc[D / 32];
-    for (int64_t s = lane; s < sp.n; s += GK_GROUP)
+    /* Slot `lane`'s max and sum (-inf and 0 past n), and the row's max. */
+    float ms = -INFINITY, ls = 0.0f;
+    if (lane < sp.n) {
+      ms = gk_ld_cg(slots + lane * GK_FA_SLOT(D) + fr);
+      ls = gk_ld_cg(slots + lane * GK_FA_SLOT(D) + 16 + fr);
+    }
+    float m = ms;
+    for (int64_t s = lane + GK_GROUP; s < sp.n; s += GK_GROUP)
       m = fmaxf(m, gk_ld_cg(slots + s * GK_FA_SLOT(D) + fr));
     m = gk_group_max(m);
+    float l = 0.0f, acc[D / 32];
     for (int e = 0; e < D / 32; e++) acc[e] = 0.0f;
-    /* The row's max and sum (ml), and this lane's outputs (ol), in slot
-     * s: pointers moved by a constant, not addresses computed a slot. */
-    const float *ml = slots + fr, *ol = slots + 32 + fr * D + 2 * lane;
-#pragma unroll 16
-    for (int64_t s = 0; s < sp.n; s++, ml += GK_FA_SLOT(D), ol += GK_FA_SLOT(D)) {
+    for (int64_t s0 = 0; s0 < sp.n; s0 += GK_GROUP) {
+      if (s0 > 0) { /* the next 32 slots' max and sum */
+        ms = -INFINITY, ls = 0.0f;
+        if (s0 + lane < sp.n) {
+          ms = gk_ld_cg(slots + (s0 + lane) * GK_FA_SLOT(D) + fr);
+          ls = gk_ld_cg(slots + (s0 + lane) * GK_FA_SLOT(D) + 16 + fr);
+        }
+      }
       /* A split that saw no allowed key has m = -inf and weighs 0. */
-      const float scl = m == -INFINITY ? 0.0f : exp2f(gk_ld_cg(ml) - m);
-      l += gk_ld_cg(ml + 16) * scl;
-      for (int e = 0; e < D / 64; e++) {
-        const gk_f2 ov = gk_ld_cg2(ol + 64 * e);
-        acc[2 * e] += ov.x * scl;
-        acc[2 * e + 1] += ov.y * scl;
+      const float sc = m == -INFINITY ? 0.0f : exp2f(ms - m);
+      const int cn = sp.n - s0 < GK_GROUP ? (int)(sp.n - s0) : GK_GROUP;
+      /* This lane's outputs in slot s0 + j: a pointer moved by a constant. */
+      const float *ol = slots + s0 * GK_FA_SLOT(D) + 32 + fr * D + 2 * lane;
+#pragma unroll 32
+      for (int j = 0; j < cn; j++, ol += GK_FA_SLOT(D)) {
+        const float scl = GK_SHFL(sc, j);
+        l += GK_SHFL(ls, j) * scl;
+        for (int e = 0; e < D / 64; e++) {
+          const gk_f2 ov = gk_ld_cg2(ol + 64 * e);
+          acc[2 * e] += ov.x * scl;
+          acc[2 * e + 1] += ov.y * scl;
+        }
       }
     }
     const int64_t orow = (hk * group + row % group) * sq + row / group;

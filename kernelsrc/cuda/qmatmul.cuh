@@ -486,16 +486,20 @@ GK_DEV void gk_qmatmul_tile_xs(gk_qm_xs &sm, const float *__restrict__ x,
     __syncthreads(); /* everyone's; and the stage copied next is read */
     gk_qm_xs_copy_next(cp, sm, st + QM_XS_STAGES - 1, full, steps, nb);
   };
-  auto step = [&](int st) {
+  /* live: this lane's blocks of the step lie inside k (all but the
+   * partial last step's past nb); every thread reaches the one barrier. */
+  auto step = [&](int st, bool live) {
     /* W's words first, in flight across the wait and the barrier. */
     uint32_t head[QM_WROWS], c[QM_WROWS][octet::WORDS];
 #pragma unroll
-    for (int r = 0; r < QM_WROWS; r++) {
-      head[r] = p[r][0];
-      for (int u = 0; u < octet::WORDS; u++) c[r][u] = p[r][off + u];
-      p[r] += V::SW;
-    }
+    for (int r = 0; r < QM_WROWS; r++)
+      if (live) {
+        head[r] = p[r][0];
+        for (int u = 0; u < octet::WORDS; u++) c[r][u] = p[r][off + u];
+        p[r] += V::SW;
+      }
     turn(st);
+    if (!live) return;
     float wv[QM_WROWS][8];
 #pragma unroll
     for (int r = 0; r < QM_WROWS; r++) gk_qm_weights<Bits>(head[r], c[r], s, wv[r]);
@@ -507,13 +511,13 @@ GK_DEV void gk_qmatmul_tile_xs(gk_qm_xs &sm, const float *__restrict__ x,
                          *(const float4 *)(xs + i * QM_STEP * GK_QBLOCK + 128), wv, acc, i);
   };
   int st = 0;
-  for (; st < full; st++) step(st);
-  if (st < steps) { /* the partial last step: every thread to the barriers */
-    if (b0 < nb - (int64_t)st * QM_STEP)
-      step(st);
-    else
-      turn(st);
-  }
+  for (; st < full; st++) step(st, true);
+  /* The partial last step: the lanes past nb skip its loads and products
+   * but not its barrier. (Calling turn alone on their side of a branch put
+   * a second barrier instruction in the code, reached by part of a warp:
+   * __syncthreads is bar.sync.aligned, which a warp must reach as one, and
+   * on the H200 the test of k = 32 hung, 2026-11-30.) */
+  if (st < steps) step(st, b0 < nb - (int64_t)st * QM_STEP);
   gk_cp_async_wait<0>(); /* no copy left in flight past the tile (all empty by now) */
 #pragma unroll
   for (int r = 0; r < QM_WROWS; r++)

@@ -98,28 +98,29 @@ mix_check() {
     python3 - "$1" "$T/mix.json" || failures=$((failures + 1))
 }
 # fa_merge: the last block's merge of a split decode (gk_fa_split_merge) in
-# $T/out.cubin (flash_attention, sm_90a, head_dim 128): 16 slots a straight run, their
-# loads in flight together (a row's max and sum, a lane's outputs in two
-# 8-byte loads: 64) beside their 16 exp2, within 24 instructions a slot
-# (ptxas 13.0: 333, where 8 slots of 4-byte loads at
-# addresses computed a slot took 212, and 16 such 532).
+# $T/out.cubin (flash_attention, sm_90a, head_dim 128): 32 slots a straight
+# run, a lane's outputs in two 8-byte loads a slot (64 in flight together)
+# weighted by the slot's weight and sum handed over by 2 shuffles (160
+# FFMA: 4 outputs and the sum a slot), within 20 instructions a slot
+# (ptxas 13.0: 325; where each slot's max and sum were loaded beside its
+# outputs, 16 slots took 333).
 fa_merge() {
   mix_check 0 flash_attention <<'PY'
 import json, sys
 mix = json.load(open(sys.argv[2]))
-runs = [r for r in mix["runs"] if r["mix"].get("MUFU", 0) == 16 and r["mix"].get("LDG", 0) >= 64]
+runs = [r for r in mix["runs"] if r["mix"].get("LDG", 0) >= 64 and r["mix"].get("FFMA", 0) >= 160]
 what = "flash_attention.cu sm_90a: the split's merge"
 if not runs:
-    print(f"FAIL: {what}: no straight run of 16 slots (16 MUFU, 64 loads); runs with loads: "
+    print(f"FAIL: {what}: no straight run of 32 slots (64 loads, 160 FFMA); runs with loads: "
           + "; ".join(f"{r['length']} with {r['mix'].get('LDG', 0)} loads, "
-                      f"{r['mix'].get('MUFU', 0)} MUFU" for r in mix["runs"]
+                      f"{r['mix'].get('FFMA', 0)} FFMA" for r in mix["runs"]
                       if r["mix"].get("LDG", 0) >= 16))
     sys.exit(1)
 n = min(r["length"] for r in runs)
-if n > 24 * 16:
-    print(f"FAIL: {what}: {n} instructions for 16 slots, over 24 a slot")
+if n > 20 * 32:
+    print(f"FAIL: {what}: {n} instructions for 32 slots, over 20 a slot")
     sys.exit(1)
-print(f"ok: {what}: 16 slots in a run of {n}, {runs[0]['mix']['LDG']} loads")
+print(f"ok: {what}: 32 slots in a run of {n}, {runs[0]['mix']['LDG']} loads")
 PY
 }
 # qm_loop BITS: the bounds above on $T/out.cubin (qmatmul, sm_90a, BITS).
@@ -266,20 +267,20 @@ check sm_90a flash_attention -DGK_FA_QS_KEYS=64 -DGK_FA_DEC_STAGES=6 -DDTYPE=bf1
 for p in 16 64; do
   check sm_90a paged_attention -DGK_FA_DEC_STAGES=6 -DDTYPE=f16 -DHEAD_DIM=128 -DPAGE=$p
 done
-# The sm_90 and sm_90a images of 32-key tiles at head_dim 128 take all 255
-# registers, and since the decode's blocks of 2 to 4 fragments
-# (gk_fa_mma_decode's FB 4) ptxas 13.0 spills 4 bytes in one or the other
-# of causal and not (each change to the decode moved it): stored once in
-# the kernel's prologue and reloaded once a trip of a 16-trip copy loop
-# outside the tile steps. Held to that (S4 below).
+# The attention kernels at head_dim 128 take all 255 registers on most
+# targets, and ptxas 13.0 spills a few bytes in one image or another as the
+# decode changes: 4 bytes in sm_90 and sm_90a's 32-key flash_attention from
+# the decode's blocks of fragments (gk_fa_mma_decode's FB 4) until the
+# split's merge handed each slot's weight over by shuffles; since then 4
+# bytes in sm_100's paged_attention (pages of 64), stored in the prologue
+# and reloaded once a unit of the decode's walk (the loop's test after the
+# unit's output, not in the tile steps). S4: that allowance, where it is.
 S4="4 4"
 for a in sm_75 sm_80 sm_90a; do
   for c in 0 1; do
-    ok=; [ $a = sm_90a ] && ok=$S4
-    SPILL_OK=${ok:-0 0} check $a flash_attention -DDTYPE=f16 -DHEAD_DIM=128 -DCAUSAL=$c
+    check $a flash_attention -DDTYPE=f16 -DHEAD_DIM=128 -DCAUSAL=$c
   done
-  ok=; [ $a = sm_90a ] && ok=$S4
-  SPILL_OK=${ok:-0 0} check $a flash_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DCAUSAL=0
+  check $a flash_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DCAUSAL=0
   check $a paged_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DPAGE=64
   check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=64 -DPAGE=16
   for b in 1 2 4 8; do
@@ -305,10 +306,10 @@ for a in sm_86 sm_87 sm_89 sm_90 sm_100 sm_120; do
     SPILL_OK=${ok:-0 0} check $a qmatmul -DBITS=$b
   done
   for c in 0 1; do
-    ok=; [ $a = sm_90 ] && ok=$S4
-    SPILL_OK=${ok:-0 0} check $a flash_attention -DDTYPE=f16 -DHEAD_DIM=128 -DCAUSAL=$c
+    check $a flash_attention -DDTYPE=f16 -DHEAD_DIM=128 -DCAUSAL=$c
   done
-  check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=128 -DPAGE=64
+  ok=; [ $a = sm_100 ] && ok=$S4
+  SPILL_OK=${ok:-0 0} check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=128 -DPAGE=64
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 27 default, 8 sm_90a as shipped, 4 of ci/gpu's qmatmul experiments, 42 of the other shipped targets): no serialized wgmma, no compiler-inserted arrive, no spills but the known ceilings (sm_90a's head_dim-128 attention, sm_120's BITS 1 qmatmul, the qmpf experiment's BITS 8); qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip and qmatmul_q8x_mm's trip within their bounds"
