@@ -310,8 +310,8 @@ static void bench_qmatmul(json_t *out, double copy_gbps) {
  */
 static int64_t ws_pieces(int64_t units, int64_t keys) {
   const int64_t each = keys > 0 ? (keys + 255) / 256 : 1,
-                fill = (2 * (int64_t)cu.sms + units - 1) / units;
-  return each < fill ? each : fill;
+                fill = (2 * (int64_t)cu.sms + units - 1) / units; /* 0: SMs unknown */
+  return fill < 1 || each < fill ? each : fill;
 }
 
 /* A zeroed workspace for attention's cross-block split (docs/kernels.md):
