@@ -41,7 +41,9 @@ kernel "flash_attention" {
   -- blocks an SM fit as before (sm_86 and sm_89 have 100 KB an SM).
   -- The same 64 KB hold a decode's ring of 4 tiles of 16 KB where the
   -- static 48 KB of the other targets hold 3 (-DGK_FA_DEC_STAGES=4: three
-  -- tiles in flight while one is worked on; not timed yet).
+  -- tiles in flight while one is worked on). On an H200 (2026-11-30) a
+  -- ring of 6 timed within 2% of it: what a block keeps in flight is not
+  -- what holds the decode.
   cuda {
     source  = "../kernelsrc/cuda/flash_attention.cu",
     entry   = { "flash_attention" },
