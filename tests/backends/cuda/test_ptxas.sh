@@ -312,4 +312,4 @@ for a in sm_86 sm_87 sm_89 sm_90 sm_100 sm_120; do
   SPILL_OK=${ok:-0 0} check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=128 -DPAGE=64
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 27 default, 8 sm_90a as shipped, 4 of ci/gpu's qmatmul experiments, 42 of the other shipped targets): no serialized wgmma, no compiler-inserted arrive, no spills but the known ceilings (sm_90a's head_dim-128 attention, sm_120's BITS 1 qmatmul, the qmpf experiment's BITS 8); qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip and qmatmul_q8x_mm's trip within their bounds"
+echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 27 default, 8 sm_90a as shipped, 4 of ci/gpu's qmatmul experiments, 42 of the other shipped targets): no serialized wgmma, no compiler-inserted arrive, no spills but the known ceilings (sm_90a's head_dim-128 attention, sm_100's head_dim-128 paged_attention, sm_120's BITS 1 qmatmul, the qmpf experiment's BITS 8); qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip and qmatmul_q8x_mm's trip within their bounds"
