@@ -13,12 +13,17 @@
 -- both correct. Divided by the multiples of 16 in sq past that, so that
 -- a prefill gets one idle column at most where skv <= 64 sq; no product
 -- of two parameters and no divisor that can be 0, so that no value of
--- theirs makes the count fail. A decode splits through the workspace
--- `ws` (docs/kernels.md: NULL runs without the split).
+-- theirs makes the count fail. The query blocks are counted one short,
+-- `sq / 64 - 1`, since the split's term is at least 1 wherever there are
+-- keys: so a decode (sq <= 16) gets the split's columns alone, 8 at
+-- skv = 8192, 256 blocks for 256 pieces (`sq / 64` added a ninth of idle
+-- blocks), and a prefill of skv <= 64 sq its query blocks exactly (a count
+-- below 1, sq = 0 or no keys, is raised to 1). A decode splits through the
+-- workspace `ws` (docs/kernels.md: NULL runs without the split).
 local function cuda_launch(shared)
   return {
     block  = { 128, 1, 1 },
-    grid   = { "sq / 64 + skv / (1024 * (sq / 16) + 1)", "n_heads", 1 },
+    grid   = { "sq / 64 - 1 + skv / (1024 * (sq / 16) + 1)", "n_heads", 1 },
     shared = shared,
     params = { "q:ptr", "k:ptr", "v:ptr", "o:ptr", "n_heads:i64", "n_kv_heads:i64",
                "sq:i64", "skv:i64", "scale:f32", "ws:ptr", "ws_bytes:i64" },

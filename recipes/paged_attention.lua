@@ -18,15 +18,19 @@ kernel "paged_attention" {
   -- CUDA: flash_attention's schedules (tensor cores for f16 and bf16) with the keys
   -- found through the block table (kernelsrc/cuda/paged_attention.cuh).
   -- A decode splits a sequence's keys across blocks through the workspace
-  -- `ws` (flash_attention's): grid x adds flash_attention's columns for
-  -- the split, counting max_pages * 64 tokens (the larger page): a column
-  -- per 16 pages, for any sq up to 16.
+  -- `ws` (flash_attention's): grid x is flash_attention's, counting the
+  -- max_pages * {page} tokens a table holds (the variant's page: "{page}"
+  -- is replaced by it in each variant's row), a column per 1024 tokens,
+  -- for any sq up to 16. Counted with the larger page for both, pages of
+  -- 16 had 4 times the columns a decode uses: at 8 sequences of 1024
+  -- tokens, 1024 of 1280 blocks idle, dispatched between the working ones.
   cuda {
     source  = "../kernelsrc/cuda/paged_attention.cu",
     entry   = { "paged_attention" },
     launch  = {
       block  = { 128, 1, 1 },
-      grid   = { "sq / 64 + max_pages / (16 * (sq / 16) + 1)", "n_heads", "n_seqs" },
+      grid   = { "sq / 64 - 1 + max_pages * {page} / (1024 * (sq / 16) + 1)", "n_heads",
+                  "n_seqs" },
       shared = 0,
       params = { "q:ptr", "k_pool:ptr", "v_pool:ptr", "block_table:ptr", "seq_lens:ptr",
                   "o:ptr", "n_seqs:i64", "n_heads:i64", "n_kv_heads:i64", "sq:i64",

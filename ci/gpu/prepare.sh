@@ -50,14 +50,16 @@
 #                                 (qmatmul.cuh), against the default's
 #                                 m = 16 (and m = 1, whose loop it
 #                                 lengthens by 1 to 3%)
-#                          base   qmatmul, paged_attention and kv_append
-#                                 for sm_90a from the recipes and kernels
-#                                 of commit $GK_GPU_BASE (default 38173af,
-#                                 the tree the H200 measured on
-#                                 2026-11-29): the A/B, in the same call,
-#                                 of what changed since (qmatmul_q8x at
-#                                 m = 1, the paged tiles); skipped with a
-#                                 word where git or the commit is missing
+#                          base   qmatmul, flash_attention,
+#                                 paged_attention and kv_append for sm_90a
+#                                 from the recipes and kernels of commit
+#                                 $GK_GPU_BASE (default 7c039b9, the tree
+#                                 the H200 measured on 2026-11-30): the
+#                                 A/B, in the same call, of what changed
+#                                 since (the split's merge, the decode
+#                                 grids, paged_attention's table check);
+#                                 skipped with a word where git or the
+#                                 commit is missing
 #   tests/gpu/wgmma_probe.cubin  one wgmma per shape (tests/gpu/wgmma_probe.cu,
 #                          sm_90a), which test_wgmma_probe checks first
 #   tests/gpu/tma_probe.cubin  K tiles by TMA read by wgmma (tma_probe.cu),
@@ -83,7 +85,7 @@
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,84p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,86p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -155,8 +157,8 @@ for e in wgmma5:sm_90a:-DGK_FA_WGMMA=4:384:212992 k32:sm_90:::; do
       { echo "ci/gpu/prepare.sh: could not give flash_attention.lua's sm_90a section $flag" >&2; exit 1; }
   fi
   if [ -n "$block" ]; then
-    sed -i "s|block  = { 128, 1, 1 },|block  = { $block, 1, 1 },|; s|\"sq / 64 + skv|\"sq / 128 + skv|" "$f"
-    if ! grep -q '"sq / 128 + skv' "$f" || ! grep -q "block  = { $block, 1, 1 }" "$f"; then
+    sed -i "s|block  = { 128, 1, 1 },|block  = { $block, 1, 1 },|; s|\"sq / 64 - 1 + skv|\"sq / 128 - 1 + skv|" "$f"
+    if ! grep -q '"sq / 128 - 1 + skv' "$f" || ! grep -q "block  = { $block, 1, 1 }" "$f"; then
       echo "ci/gpu/prepare.sh: could not give flash_attention.lua blocks of $block" >&2; exit 1
     fi
   fi
@@ -214,14 +216,14 @@ for e in q8mb2:-DGK_Q8M_MIN_BLOCKS=2:96256 qmpf:-DGK_QM_TILE_PF=1:96256 \
 done
 
 # The base: the recipes and kernelsrc of an earlier commit, as it was.
-base=${GK_GPU_BASE:-38173af}
+base=${GK_GPU_BASE:-7c039b9}
 exp=$build/gpu-base
 rm -rf "$exp" && mkdir -p "$exp"
 if ! want base; then
   :
 elif git -C "$root" archive "$base" recipes kernelsrc 2>/dev/null | tar -x -C "$exp"; then
   "$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel qmatmul \
-    --kernel paged_attention --kernel kv_append --targets cuda=sm_90a \
+    --kernel flash_attention --kernel paged_attention --kernel kv_append --targets cuda=sm_90a \
     --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
   "$build/gk" pack "$exp/images" -o "$pack/base.gkfat" >&2
 else

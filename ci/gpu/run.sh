@@ -36,12 +36,13 @@
 #              SM): test_gpu, then gk_bench_gpu's BITS 4 qmatmul cases;
 #              not a default step (timed 2026-11-29: within 2% either way;
 #              the unrolled ring since needs more than its 128 registers)
-#   base       gpu-pack/base.gkfat (qmatmul, paged_attention and kv_append
-#              for sm_90a from the kernels of an earlier commit, prepare.sh's
-#              GK_GPU_BASE): test_gpu, then gk_bench_gpu's m = 1 and m = 16
-#              qmatmul cases (qmatmul and qmatmul_q8x), BITS 4 at m = 512
-#              (qmatmul_q8x_x + _mm) and paged decodes, the A/B of what
-#              changed since that commit's measurements
+#   base       gpu-pack/base.gkfat (qmatmul, flash_attention,
+#              paged_attention and kv_append for sm_90a from the kernels of
+#              an earlier commit, prepare.sh's GK_GPU_BASE): test_gpu, then
+#              gk_bench_gpu's m = 1 and m = 16 qmatmul cases (qmatmul and
+#              qmatmul_q8x), BITS 4 at m = 512 (qmatmul_q8x_x + _mm), the
+#              flash and paged decodes, the A/B of what changed since that
+#              commit's measurements
 #   qmpf       gpu-pack/qmpf.gkfat (qmatmul alone, sm_90a,
 #              -DGK_QM_TILE_PF=1: the f32 m > 1 tile prefetching W into L2):
 #              test_gpu, then gk_bench_gpu's m = 16 cases
@@ -81,7 +82,7 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,82p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,83p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
@@ -182,8 +183,8 @@ step k32 60 sh -c "$experiment" sh "$libs" "$pack" "$work" k32 "flash_attention 
 step dec6 45 sh -c "$experiment" sh "$libs" "$pack" "$work" dec6 "flash_attention decode " \
   "paged_attention decode "
 step q8mb2 45 sh -c "$experiment" sh "$libs" "$pack" "$work" q8mb2 "qmatmul bits=4 m="
-step base 75 sh -c "$experiment" sh "$libs" "$pack" "$work" base " m=1 " " m=16 " \
-  "paged_attention decode " "bits=4 m=512 "
+step base 100 sh -c "$experiment" sh "$libs" "$pack" "$work" base " m=1 " " m=16 " \
+  "attention decode " "bits=4 m=512 "
 step qmpf 45 sh -c "$experiment" sh "$libs" "$pack" "$work" qmpf " m=16 "
 step qmxs 45 sh -c "$experiment" sh "$libs" "$pack" "$work" qmxs " m=1 " " m=16 "
 step compare 20 python3 "$root/ci/gpu/experiments.py" "$work"

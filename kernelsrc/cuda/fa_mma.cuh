@@ -854,37 +854,58 @@ struct gk_fa_split {
 
 /* The last block's merge of the n slots into o; rows as gk_fa_mma_decode's.
  * It is the launch's tail (one block per KV head, after the others), a
- * chain of round trips to L2 a row, so it keeps as few as it can: group w
- * takes rows w, w + 4, ... (a decode's 4 rows of GQA 4:1 go to the 4
- * groups, not all to the first). Per row, each lane loads the max and the
- * sum of slot lane (the first 32 slots: the round trip that also gives the
- * row's max, exact in any order; the max of later slots in the same
- * trips); then, 32 slots at a time, the slot's weight 2^(m_s - m) is
- * computed once by the lane that holds it and handed to every lane
- * (GK_SHFL), and the outputs are summed in slot order, a lane's two
- * outputs of each 64 in one 8-byte load: 2 loads a slot, 64 in flight. So
- * a row of up to 32 slots (skv <= 8192 in pieces of 256 keys) costs 2
- * round trips, where loading each slot's max and sum beside its outputs
- * cost 3 (the l's products and sums are the same: the same bits). */
+ * chain of round trips to L2, so it keeps as few as it can: group w takes
+ * rows w, w + 4, ... (a decode's 4 rows of GQA 4:1 go to the 4 groups, not
+ * all to the first; a speculative decode's 64 rows, 16 to each). Per row,
+ * each lane needs the max and the sum of slot lane (the first 32 slots),
+ * and the row's max over all slots (exact in any order); then, 32 slots at
+ * a time, the slot's weight 2^(m_s - m) is computed once by the lane that
+ * holds it and handed to every lane (GK_SHFL), and the outputs are summed
+ * in slot order, a lane's two outputs of each 64 in one 8-byte load: 2
+ * loads a slot, 64 in flight. The next row's max and sum are loaded with
+ * this row's outputs, so that its max is known when this row is done: a
+ * group's R rows of up to 32 slots (skv <= 8192 in pieces of 256 keys)
+ * cost R + 1 round trips, where they cost 2R with each row's max and sum
+ * loaded just before its outputs (and 3R with each slot's beside its
+ * outputs): 17 for a speculative decode's 16 rows a group, 2 for a
+ * decode's one. The products and sums, and their order, are the same as
+ * in all of those: the same bits. Slots past the first 32 (longer keys, a
+ * larger workspace) take a round trip more each 32, their maxima after
+ * the row's outputs. (Keeping every row's max in shared memory instead,
+ * loaded in one trip, cost ptxas 13.0 a 40-byte spill in
+ * paged_attention's image, at 255 registers.) */
 template <int D, class H>
 GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, int64_t group,
                               int64_t sq) {
   const int w = gk_group() % FA_GROUPS, lane = gk_lane();
   const int64_t nrows = group * sq;
-  for (int row = w; row < nrows; row += FA_GROUPS) { /* uniform over the group */
-    /* Row `row` is row fr of fragment `row / 16`'s n slots. */
+  /* Row `row` is row row % 16 of fragment row / 16's n slots. */
+  const auto head = [&](int64_t row) { /* slot lane's max and sum of the row */
+    return sp.slots + ((row / 16) * sp.n + lane) * GK_FA_SLOT(D) + row % 16;
+  };
+  /* The row's max over the slots past the first 32, and over the lanes. */
+  const auto rowmax = [&](int64_t row, float m) {
+    const float *sl = head(row);
+    for (int64_t s = GK_GROUP; s + lane < sp.n; s += GK_GROUP)
+      m = fmaxf(m, gk_ld_cg(sl + s * GK_FA_SLOT(D)));
+    return gk_group_max(m);
+  };
+  float ms = -INFINITY, ls = 0.0f, m = -INFINITY;
+  if (w < nrows && lane < sp.n) {
+    const float *sl = head(w);
+    ms = gk_ld_cg(sl), ls = gk_ld_cg(sl + 16);
+  }
+  if (w < nrows) m = rowmax(w, ms); /* uniform over the group */
+  for (int64_t row = w; row < nrows; row += FA_GROUPS) { /* uniform over the group */
     const float *slots = sp.slots + (row / 16) * sp.n * GK_FA_SLOT(D);
-    const int fr = row % 16;
-    /* Slot `lane`'s max and sum (-inf and 0 past n), and the row's max. */
-    float ms = -INFINITY, ls = 0.0f;
-    if (lane < sp.n) {
-      ms = gk_ld_cg(slots + lane * GK_FA_SLOT(D) + fr);
-      ls = gk_ld_cg(slots + lane * GK_FA_SLOT(D) + 16 + fr);
+    const int fr = (int)(row % 16);
+    /* The next row's max and sum, in flight with this row's outputs. */
+    const int64_t next = row + FA_GROUPS;
+    float nms = -INFINITY, nls = 0.0f;
+    if (next < nrows && lane < sp.n) {
+      const float *sl = head(next);
+      nms = gk_ld_cg(sl), nls = gk_ld_cg(sl + 16);
     }
-    float m = ms;
-    for (int64_t s = lane + GK_GROUP; s < sp.n; s += GK_GROUP)
-      m = fmaxf(m, gk_ld_cg(slots + s * GK_FA_SLOT(D) + fr));
-    m = gk_group_max(m);
     float l = 0.0f, acc[D / 32];
     for (int e = 0; e < D / 32; e++) acc[e] = 0.0f;
     for (int64_t s0 = 0; s0 < sp.n; s0 += GK_GROUP) {
@@ -916,6 +937,8 @@ GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, in
     for (int e = 0; e < D / 64; e++)
       *(uint32_t *)(o + orow * D + 2 * lane + 64 * e) =
           H::pack2(acc[2 * e] * inv, acc[2 * e + 1] * inv);
+    ms = nms, ls = nls;
+    if (next < nrows) m = rowmax(next, ms); /* uniform over the group */
   }
 }
 

@@ -290,6 +290,39 @@ local function section_fn(ctx, backend)
   end
 end
 
+-- A launch as one variant takes it: every "{name}" in its strings replaced
+-- by the value of the kernel's param `name` in `values` (a count
+-- expression may depend on the variant: paged_attention's columns count
+-- max_pages * {page} tokens). A launch without braces is returned as is.
+function dsl.launch_for(launch, values)
+  if launch == nil then return nil end
+  local out = {}
+  for k, v in pairs(launch) do
+    if type(v) == "string" then
+      out[k] = v:gsub("{([%a_][%w_]*)}", function(name)
+        return values[name] ~= nil and tostring(values[name]) or nil
+      end)
+    elseif type(v) == "table" then
+      out[k] = dsl.launch_for(v, values)
+    else
+      out[k] = v
+    end
+  end
+  return out
+end
+
+-- The "{name}" placeholders of a launch's strings, in the order met.
+local function launch_names(launch, out)
+  for _, v in pairs(launch) do
+    if type(v) == "string" then
+      for name in v:gmatch("{([^}]*)}") do out[#out + 1] = name end
+    elseif type(v) == "table" then
+      launch_names(v, out)
+    end
+  end
+  return out
+end
+
 -- Runs one recipe file. ctx = { path = "recipes/x.lua", backends = { sorted
 -- names }, toolchains_for = function(backend) -> { modules } }. Returns the
 -- list of kernels it declares:
@@ -390,10 +423,47 @@ function dsl.run(text, ctx)
         -- The launch as libgk will read it from the archive: what it would
         -- refuse at run time (a bad count expression, a field of the wrong
         -- shape) is refused here, at the section's line.
+        -- With "{param}" placeholders, as each variant will have it.
         if s.launch ~= nil and LAUNCHES[s.backend] then
-          local text = assert(gk.json_encode(s.launch))
-          local why = gk.launch_check(s.backend, text, s.entry)
-          if why then fail(s.where, "launch of %s: %s", s.backend, why) end
+          local byname, combos = {}, { {} }
+          for _, p in ipairs(k.params) do byname[p.name] = p end
+          for _, pname in ipairs(launch_names(s.launch, {})) do
+            local p = byname[pname]
+            if not p then
+              local names = {}
+              for _, q in ipairs(k.params) do names[#names + 1] = q.name end
+              fail(s.where, "launch of %s: {%s} names no param of kernel '%s'; %s%s", s.backend,
+                   pname, name, #names > 0 and "its params: " .. table.concat(names, ", ")
+                   or "it has none (add params = { ... }, or write the value)",
+                   suggest(pname, names))
+            end
+            if not p.seen then
+              p.seen = true
+              local nxt = {}
+              for _, c in ipairs(combos) do
+                for _, v in ipairs(p.values) do
+                  local d = {}
+                  for kk, x in pairs(c) do d[kk] = x end
+                  d[pname] = v
+                  nxt[#nxt + 1] = d
+                end
+              end
+              combos = nxt
+            end
+          end
+          for _, p in ipairs(k.params) do p.seen = nil end
+          for _, c in ipairs(combos) do
+            local text = assert(gk.json_encode(dsl.launch_for(s.launch, c)))
+            local why = gk.launch_check(s.backend, text, s.entry)
+            if why then
+              local vs = {}
+              for _, p in ipairs(k.params) do
+                if c[p.name] ~= nil then vs[#vs + 1] = p.name .. "=" .. tostring(c[p.name]) end
+              end
+              fail(s.where, "launch of %s%s: %s", s.backend,
+                   #vs > 0 and " (variant " .. table.concat(vs, ",") .. ")" or "", why)
+            end
+          end
         end
         for _, t in ipairs(s.targets) do
           local id = s.backend .. "\0" .. t

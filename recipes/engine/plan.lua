@@ -160,7 +160,7 @@ function M.expand(kernels, reg, wanted, override)
               local j = {
                 kernel = k.name, backend = s.backend, target = t, variant = v.variant,
                 params = v.values, defines = v.defines, flags = s.flags, entry = s.entry,
-                launch = s.launch, source = s.source, srcdir = srcdir, where = s.where,
+                launch = dsl.launch_for(s.launch, v.values), source = s.source, srcdir = srcdir, where = s.where,
                 srcname = s.source:match("([^/]*)$"), tc = tc, info = info,
                 format = format, ext = ext,
                 path = ("%s/%s/%s%s.%s"):format(s.backend, k.name, file_target(t),

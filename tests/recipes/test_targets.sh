@@ -116,6 +116,24 @@ m = json.load(open(sys.argv[2]))
 got = sorted((i["target"], i["launch"]["n"]) for i in m["images"])
 assert got == [("t1:x+", 1), ("t2", 2)], got
 PY
+# A launch's "{param}" placeholders take each variant's value, in every
+# string of the launch (a list's too), and nowhere else.
+cat >"$P/recipes/k.lua" <<'LUA'
+kernel "k" {
+  params = { p = { 16, 64 }, q = { "a" } },
+  fake { source = "../src/k.txt", targets = { "t1" },
+         launch = { g = { "n * {p}", "{q}{p}" }, s = "{p}", n = 1 } },
+}
+LUA
+run "$GK" build --recipes "$P/recipes" --out "$T/out9" --cache "$T/cache"
+expect_status 0 "a launch with {param} placeholders"
+python3 - "$T/out9/manifest.json" <<'PY' || fail "each variant's launch has its own values"
+import json, sys
+m = json.load(open(sys.argv[1]))
+got = sorted((i["variant"], i["launch"]["g"], i["launch"]["s"], i["launch"]["n"]) for i in m["images"])
+assert got == [("p=16,q=a", ["n * 16", "a16"], "16", 1),
+               ("p=64,q=a", ["n * 64", "a64"], "64", 1)], got
+PY
 # refused FIRST_SECTION WHAT MESSAGE: a kernel of FIRST_SECTION and a fake
 # section without targets is refused with MESSAGE.
 refused() {

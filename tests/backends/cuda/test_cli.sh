@@ -198,8 +198,8 @@ d = json.load(open(sys.argv[1]))
 for i in d["images"]:
     assert i["error"] == "no image in the archive fits the device", i
     assert "fits cuda:sm_70; archive" in i["message"] and "has cuda sm_75..sm_120 (9 cubins) + compute_75 PTX (CUDA 13.0)" in i["message"], i' "$T/stdout"
-
-# --launch: the numbers a launch would use, from the row (libgk's evaluator).
+# --launch: the numbers a launch would use, from the row (libgk's evaluator): sq = 200
+# is 4 query blocks of 64, counted sq / 64 - 1 and the split's column (recipes/flash_attention.lua).
 run "$GK" probe "$ARCHIVE" --device cuda:sm_86 --launch flash_attention causal=1,dtype=f16,head_dim=128 \
   n_heads=32 n_kv_heads=8 sq=200 skv=4096 ws_bytes=0 --json
 expect_status 0 "probe --launch flash_attention"
@@ -207,14 +207,14 @@ py 'import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["target"] == "sm_86" and d["limits"]["max_groups"] == [2147483647, 65535, 65535], d
 (l,) = d["launches"]
-assert l["entry"] == "flash_attention" and l["grid"] == [5, 32, 1] and l["block"] == [128, 1, 1], l' "$T/stdout"
+assert l["entry"] == "flash_attention" and l["grid"] == [4, 32, 1] and l["block"] == [128, 1, 1], l' "$T/stdout"
 # sm_90's device takes the sm_90a image, whose section gives the prefill's 64-key tiles
 # 64 KB of dynamic shared memory (recipes/flash_attention.lua).
 run "$GK" probe "$ARCHIVE" --device cuda:sm_90 --launch flash_attention causal=1,dtype=f16,head_dim=128 \
   n_heads=32 n_kv_heads=8 sq=200 skv=4096 ws_bytes=0
 expect_status 0 "probe --launch flash_attention on sm_90"
 expect_out "-> cuda sm_90a (cubin)" "sm_90's device picks the sm_90a image"
-expect_out "  flash_attention grid 5 x 32 x 1, block 128 x 1 x 1, 65536 bytes shared" "the sm_90a section's own launch"
+expect_out "  flash_attention grid 4 x 32 x 1, block 128 x 1 x 1, 65536 bytes shared" "the sm_90a section's own launch"
 run "$GK" probe "$ARCHIVE" --device cuda:sm_86 --launch qmatmul bits=4 m=1 n=11008 k=4096
 expect_status 0 "probe --launch qmatmul"
 expect_out "  qmatmul_q8x    grid 1 x 172 x 1, block 256 x 1 x 1, 0 bytes shared" "the int8-x twin's own row"

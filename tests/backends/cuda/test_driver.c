@@ -354,8 +354,9 @@ static void launch_kernels(void **state) {
                   gk_arg_ptr(0x5000), gk_arg_i64(1 << 20)};
   D.launch_nparams = 11;
   assert_int_equal(gk_module_launch(m, "flash_attention", f, 11, NULL), GK_OK);
-  /* ["sq / 64 + skv / (1024 * (sq / 16) + 1)", "n_heads", 1] */
-  assert_int_equal(D.grid[0], 3 + 1);
+  /* ["sq / 64 - 1 + skv / (1024 * (sq / 16) + 1)", "n_heads", 1]: the 3
+   * query blocks of 64 rows, the split's column counting for the last */
+  assert_int_equal(D.grid[0], 3 - 1 + 1);
   assert_int_equal(D.grid[1], 32);
   assert_int_equal(D.block[0], 128);
   float scale;
@@ -366,19 +367,19 @@ static void launch_kernels(void **state) {
   assert_int_equal(ws_bytes, 1 << 20);
   gk_launch_dims d;
   assert_int_equal(gk_module_launch_dims(m, "flash_attention", f, 11, &d), GK_OK);
-  assert_int_equal(d.grid[0], 4);
+  assert_int_equal(d.grid[0], 3);
   /* A decode: sq = 1, a column per 1024 keys: a block per 256 keys of
    * each of the 8 KV heads. */
   f[6] = gk_arg_i64(1);
   f[7] = gk_arg_i64(8192);
   assert_int_equal(gk_module_launch_dims(m, "flash_attention", f, 11, &d), GK_OK);
-  assert_int_equal(d.grid[0], 1 + 8);
-  assert_int_equal(d.grid[0] * d.grid[1], 9 * 32); /* >= 8 KV heads x 32 splits */
+  assert_int_equal(d.grid[0], 8); /* the split's columns alone: 1 / 64 - 1 = 0 */
+  assert_int_equal(d.grid[0] * d.grid[1], 8 * 32); /* 8 KV heads x 32 splits */
   /* A speculative decode of 16 tokens (4 heads x 16 rows a KV head): the
    * same columns, where sq itself in the divisor gave 1. */
   f[6] = gk_arg_i64(16);
   assert_int_equal(gk_module_launch_dims(m, "flash_attention", f, 11, &d), GK_OK);
-  assert_int_equal(d.grid[0], 1 + 8);
+  assert_int_equal(d.grid[0], 8);
   gk_module_unload(m);
   gk_archive_close(ar);
 }

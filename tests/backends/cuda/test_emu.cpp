@@ -1089,8 +1089,35 @@ static void check_paged(void) {
         }
       }
   check_banks("paged_attention");
+  /* The block's table check (gk_paged_block_ok) past the entries each
+   * thread loads before the length arrives (KV_EARLY a thread, 4 x 128):
+   * 600 pages of 1 token, a bad id at entry 5 (loaded early), at 590 (in
+   * the loop after them), or at 599 of a sequence that uses 599 (not read
+   * as a page: fine). Blocks of 128. */
+  {
+    static int32_t bt[600];
+    static int got[4];
+    struct tcase { int bad_at; int32_t len; int ok; };
+    static const tcase tc[] = {{-1, 600, 1}, {5, 600, 0}, {590, 600, 0}, {599, 599, 1}};
+    for (int i = 0; i < 4; i++) {
+      for (int j = 0; j < 600; j++) bt[j] = j % 10;
+      if (tc[i].bad_at >= 0) bt[tc[i].bad_at] = i == 1 ? -1 : 10;
+      static int32_t len;
+      static int slot;
+      len = tc[i].len, slot = i;
+      gk_emu_dim3 g1 = {1, 1, 1}, b128 = {128, 1, 1};
+      CHECK(gk_emu_launch(g1, b128, [](void *) {
+              const gk_paged_early e = gk_paged_load_early(bt, 600);
+              const bool ok = gk_paged_block_ok(bt, e, len, 1, 600, 10);
+              if (threadIdx.x == 0) got[slot] = ok;
+            }, NULL) == 0, "paged table check %d: the emulator stopped", i);
+      CHECK(got[i] == tc[i].ok, "paged table check: bad id at %d of %d used: %s, want %s",
+            tc[i].bad_at, tc[i].len, got[i] ? "valid" : "invalid", tc[i].ok ? "valid" : "invalid");
+    }
+  }
   SECTION_OK(before, "ok: paged_attention and kv_append 12 variants x %zu batches (invalid "
-             "sequences included; decodes of one fragment and of two)\n",
+             "sequences included; decodes of one fragment and of two); the table check past "
+             "its early loads\n",
              sizeof cases / sizeof cases[0]);
 }
 

@@ -66,9 +66,9 @@ int main(int argc, char **argv) {
   int rc = launch_cuda_main(2, args);
   int bad = rc != 0;
   if (d.launches != 2) printf("FAIL: %d launches; want qmatmul and flash_attention\n", d.launches), bad = 1;
-  /* The last launch: flash_attention, grid ["sq / 64 + skv / (1024 * (sq /
-   * 16) + 1)", "n_heads", 1]: 4 + 1 for sq = 200, skv = 1024. */
-  if (d.grid[0] != 5 || d.grid[1] != 32 || d.grid[2] != 1 || d.block[0] != 128)
+  /* The last launch: flash_attention, grid ["sq / 64 - 1 + skv / (1024 * (sq /
+   * 16) + 1)", "n_heads", 1]: 4 - 1 + 1 for sq = 200, skv = 1024. */
+  if (d.grid[0] != 4 || d.grid[1] != 32 || d.grid[2] != 1 || d.block[0] != 128)
     printf("FAIL: flash_attention launched with grid %u x %u x %u, block %u\n", d.grid[0],
            d.grid[1], d.grid[2], d.block[0]), bad = 1;
   if (d.stream != (void *)&the_stream) printf("FAIL: not on the example's stream\n"), bad = 1;
