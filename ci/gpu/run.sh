@@ -65,7 +65,7 @@
 #   ncu        Nsight Compute on qmatmul and qmatmul_q8x (m=1 and 16, bits=4;
 #              qmatmul m=1 bits=1 too), on
 #              flash_attention prefill and decode (one token, and 16:
-#              fa-spec), paged_attention's decode,
+#              fa-spec), paged_attention's decodes (pa-decode, pa-short),
 #              on qmatmul_q8x_mm (m=512, bits=4) and, where the wgmma5 step
 #              passed, on its archive's prefill (ncu-*.txt; each launch's
 #              stall reasons, ncu-*-stalls.txt; the prefill's, decodes',
@@ -218,7 +218,7 @@ step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$arc
 # next, so a regex over both would catch two launches of qmatmul; at m = 16
 # qmatmul_q8x is the int8 mma.sync tile), flash_attention's causal prefill
 # and its split decode at head_dim 128 (one token, and 16: fa-spec), paged_attention's first decode
-# (pages of 64, one sequence of 8192), and
+# (pages of 64, one sequence of 8192) and its 8 sequences of 1024 in pages of 16 (pa-short), and
 # the int8 tensor-core qmatmul_q8x_mm at m = 512, BITS 4, and last, where
 # the wgmma5 step passed, the causal prefill of its archive (wgmma beside
 # the default's mma.sync); ncu
@@ -256,6 +256,7 @@ step ncu 200 sh -c 'prof() { # NAME KERNEL_REGEX SOURCE FILTER [ARCHIVE]
   prof fa-decode "^flash_attention" 1 "flash_attention decode " &&
   prof fa-spec "^flash_attention" 1 "flash_attention decode causal=1,dtype=f16,head_dim=128 sq=16 " &&
   prof pa-decode "^paged_attention" 0 "paged_attention decode dtype=f16,head_dim=128,page=64 seqs=1 len=8192 " &&
+  prof pa-short "^paged_attention" 0 "paged_attention decode dtype=f16,head_dim=128,page=16 seqs=8 len=1024 " &&
   if grep -q "^wgmma5: ok" "$OUTD/summary.txt"; then
     prof fa-prefill-wgmma5 "^flash_attention" 1 \
       "flash_attention prefill causal=1,dtype=f16,head_dim=128 " "$PACK/wgmma5.gkfat"

@@ -873,7 +873,9 @@ struct gk_fa_split {
  * larger workspace) take a round trip more each 32, their maxima after
  * the row's outputs. (Keeping every row's max in shared memory instead,
  * loaded in one trip, cost ptxas 13.0 a 40-byte spill in
- * paged_attention's image, at 255 registers.) */
+ * paged_attention's sm_80 to sm_90a images, at 255 registers; as it is,
+ * sm_120's images alone spill, 8 and 32 bytes: tests/backends/cuda/
+ * test_ptxas.sh.) */
 template <int D, class H>
 GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, int64_t group,
                               int64_t sq) {
