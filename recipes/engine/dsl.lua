@@ -290,6 +290,32 @@ local function section_fn(ctx, backend)
   end
 end
 
+-- Every combination of param values, in a stable order:
+-- { variant = "bits=4", file = "bits4", defines = { "BITS=4" }, values = { bits = 4 } }
+function dsl.variants(params)
+  local out = { { variant = "", file = "", defines = {}, values = {} } }
+  for _, p in ipairs(params) do
+    local nxt = {}
+    for _, base in ipairs(out) do
+      for _, v in ipairs(p.values) do
+        local sv = tostring(v)
+        local d = {
+          variant = (base.variant == "" and "" or base.variant .. ",") .. p.name .. "=" .. sv,
+          file = (base.file == "" and "" or base.file .. ".") .. p.name .. sv,
+          defines = table.move(base.defines, 1, #base.defines, 1, {}),
+          values = {},
+        }
+        for k, x in pairs(base.values) do d.values[k] = x end
+        d.defines[#d.defines + 1] = p.name:upper() .. "=" .. sv
+        d.values[p.name] = v
+        nxt[#nxt + 1] = d
+      end
+    end
+    out = nxt
+  end
+  return out
+end
+
 -- A launch as one variant takes it: every "{name}" in its strings replaced
 -- by the value of the kernel's param `name` in `values` (a count
 -- expression may depend on the variant: paged_attention's columns count
@@ -425,43 +451,24 @@ function dsl.run(text, ctx)
         -- shape) is refused here, at the section's line.
         -- With "{param}" placeholders, as each variant will have it.
         if s.launch ~= nil and LAUNCHES[s.backend] then
-          local byname, combos = {}, { {} }
-          for _, p in ipairs(k.params) do byname[p.name] = p end
-          for _, pname in ipairs(launch_names(s.launch, {})) do
-            local p = byname[pname]
-            if not p then
-              local names = {}
-              for _, q in ipairs(k.params) do names[#names + 1] = q.name end
+          local names = {}
+          for _, p in ipairs(k.params) do names[#names + 1] = p.name end
+          local placeholders = launch_names(s.launch, {})
+          for _, pname in ipairs(placeholders) do
+            if not contains(names, pname) then
               fail(s.where, "launch of %s: {%s} names no param of kernel '%s'; %s%s", s.backend,
                    pname, name, #names > 0 and "its params: " .. table.concat(names, ", ")
                    or "it has none (add params = { ... }, or write the value)",
                    suggest(pname, names))
             end
-            if not p.seen then
-              p.seen = true
-              local nxt = {}
-              for _, c in ipairs(combos) do
-                for _, v in ipairs(p.values) do
-                  local d = {}
-                  for kk, x in pairs(c) do d[kk] = x end
-                  d[pname] = v
-                  nxt[#nxt + 1] = d
-                end
-              end
-              combos = nxt
-            end
           end
-          for _, p in ipairs(k.params) do p.seen = nil end
-          for _, c in ipairs(combos) do
-            local text = assert(gk.json_encode(dsl.launch_for(s.launch, c)))
+          local vs = #placeholders > 0 and dsl.variants(k.params) or { { variant = "", values = {} } }
+          for _, v in ipairs(vs) do
+            local text = assert(gk.json_encode(dsl.launch_for(s.launch, v.values)))
             local why = gk.launch_check(s.backend, text, s.entry)
             if why then
-              local vs = {}
-              for _, p in ipairs(k.params) do
-                if c[p.name] ~= nil then vs[#vs + 1] = p.name .. "=" .. tostring(c[p.name]) end
-              end
               fail(s.where, "launch of %s%s: %s", s.backend,
-                   #vs > 0 and " (variant " .. table.concat(vs, ",") .. ")" or "", why)
+                   v.variant ~= "" and " (variant " .. v.variant .. ")" or "", why)
             end
           end
         end

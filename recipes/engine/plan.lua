@@ -54,32 +54,6 @@ function M.load_recipes(dir, reg)
   return kernels
 end
 
--- Every combination of param values, in a stable order:
--- { variant = "bits=4", file = "bits4", defines = { "BITS=4" }, values = { bits = 4 } }
-local function variants(params)
-  local out = { { variant = "", file = "", defines = {}, values = {} } }
-  for _, p in ipairs(params) do
-    local nxt = {}
-    for _, base in ipairs(out) do
-      for _, v in ipairs(p.values) do
-        local sv = tostring(v)
-        local d = {
-          variant = (base.variant == "" and "" or base.variant .. ",") .. p.name .. "=" .. sv,
-          file = (base.file == "" and "" or base.file .. ".") .. p.name .. sv,
-          defines = table.move(base.defines, 1, #base.defines, 1, {}),
-          values = {},
-        }
-        for k, x in pairs(base.values) do d.values[k] = x end
-        d.defines[#d.defines + 1] = p.name:upper() .. "=" .. sv
-        d.values[p.name] = v
-        nxt[#nxt + 1] = d
-      end
-    end
-    out = nxt
-  end
-  return out
-end
-
 local function job_less(a, b)
   if a.kernel ~= b.kernel then return a.kernel < b.kernel end
   if a.backend ~= b.backend then return a.backend < b.backend end
@@ -142,7 +116,7 @@ end
 function M.expand(kernels, reg, wanted, override)
   local jobs, skipped, built, tskipped = {}, {}, {}, {}
   for _, k in ipairs(kernels) do
-    local vs = variants(k.params)
+    local vs = dsl.variants(k.params)
     for _, s in ipairs(k.sections) do
       if not wanted or wanted[s.backend] then
         local cands, why = reg:candidates(s.backend, s.toolchain)
@@ -160,7 +134,8 @@ function M.expand(kernels, reg, wanted, override)
               local j = {
                 kernel = k.name, backend = s.backend, target = t, variant = v.variant,
                 params = v.values, defines = v.defines, flags = s.flags, entry = s.entry,
-                launch = dsl.launch_for(s.launch, v.values), source = s.source, srcdir = srcdir, where = s.where,
+                launch = dsl.launch_for(s.launch, v.values), source = s.source, srcdir = srcdir,
+                where = s.where,
                 srcname = s.source:match("([^/]*)$"), tc = tc, info = info,
                 format = format, ext = ext,
                 path = ("%s/%s/%s%s.%s"):format(s.backend, k.name, file_target(t),
