@@ -31,6 +31,11 @@ GK_PFN int64_t gk_paged_used(int32_t len, int64_t page) {
   return ((int64_t)len + page - 1) / page;
 }
 
+/* 1 when a table entry names a page of the pool of n_pages. */
+GK_PFN int gk_paged_id_ok(int32_t id, int64_t n_pages) {
+  return id >= 0 && id < n_pages;
+}
+
 /* 1 when the sequence with table row bt and length len is valid. */
 GK_PFN int gk_paged_seq_ok(const int32_t *bt, int32_t len, int64_t page,
                            int64_t max_pages, int64_t n_pages) {
@@ -40,7 +45,7 @@ GK_PFN int gk_paged_seq_ok(const int32_t *bt, int32_t len, int64_t page,
   if (used > max_pages)
     return 0;
   for (int64_t j = 0; j < used; j++)
-    if (bt[j] < 0 || bt[j] >= n_pages)
+    if (!gk_paged_id_ok(bt[j], n_pages))
       return 0;
   return 1;
 }

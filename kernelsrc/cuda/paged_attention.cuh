@@ -54,16 +54,17 @@ GK_DEV gk_paged_early gk_paged_load_early(const int32_t *bt, int64_t max_pages) 
  * gk_paged_load_early), then agreed on by a vote of the block. */
 GK_DEV bool gk_paged_block_ok(const int32_t *bt, const gk_paged_early &early, int32_t len,
                               int64_t page, int64_t max_pages, int64_t n_pages) {
-  if (len < 0 || gk_paged_used(len, page) > max_pages) return false; /* uniform */
+  if (len < 0) return false; /* uniform */
   const int64_t used = gk_paged_used(len, page);
+  if (used > max_pages) return false; /* uniform */
   bool bad = false;
 #pragma unroll
   for (int i = 0; i < KV_EARLY; i++) {
     const int64_t j = threadIdx.x + (int64_t)blockDim.x * i;
-    if (j < used && (early.e[i] < 0 || early.e[i] >= n_pages)) bad = true;
+    if (j < used && !gk_paged_id_ok(early.e[i], n_pages)) bad = true;
   }
   for (int64_t j = threadIdx.x + (int64_t)blockDim.x * KV_EARLY; j < used; j += blockDim.x)
-    if (bt[j] < 0 || bt[j] >= n_pages) bad = true;
+    if (!gk_paged_id_ok(bt[j], n_pages)) bad = true;
   return !gk_block_any(bad);
 }
 
