@@ -74,6 +74,21 @@
 /* After the vendor's header: HIP declares device-side memcpy there. */
 #include "../common/gk_quant.h"
 
+/* threadIdx.x, read where it is used: on NVIDIA through an asm volatile,
+ * which the compiler neither merges with another read nor hoists out of a
+ * loop, so that addresses computed from it in a loop body are computed
+ * there again instead of held in registers across the loop (for tiles at
+ * their register limit: q8x_batch.cuh's copies). */
+GK_DEV int gk_tid_here(void) {
+#if defined(GK_GPU_NVIDIA)
+  int t;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+  return t;
+#else
+  return (int)threadIdx.x;
+#endif
+}
+
 /* This thread's lane in its group, and its group in the block. */
 GK_DEV int gk_lane(void) { return (int)(threadIdx.x % GK_GROUP); }
 GK_DEV int gk_group(void) { return (int)(threadIdx.x / GK_GROUP); }
@@ -750,6 +765,23 @@ GK_DEV void gk_cp_async4(void *dst, const void *src, bool full) {
   gk_emu_cp_async(dst, full ? src : nullptr, 4);
 #else
   *(uint32_t *)dst = full ? *(const uint32_t *)src : 0u;
+#endif
+}
+/* A barrier among the group's lanes, with the ordering of their shared
+ * memory accesses: what a lane wrote before it (its cp.async copies too,
+ * once its own gk_cp_async_wait saw them land) the others read after it,
+ * and what they read before it is read before any lane writes again. For
+ * data a group copies for itself in another lane order than it reads
+ * (q8x_batch.cuh's rows of x), where a block barrier would wait for every
+ * group. __syncwarp on NVIDIA; on AMD a wavefront's lanes run together,
+ * so a fence orders the accesses; the emulator's lanes meet. */
+GK_DEV void gk_group_sync(void) {
+#if defined(GK_GPU_NVIDIA)
+  __syncwarp();
+#elif defined(GK_GPU_EMULATE)
+  gk_emu_group_sync();
+#else
+  __threadfence_block();
 #endif
 }
 GK_DEV void gk_cp_async_commit(void) {

@@ -10,7 +10,8 @@
  * times, each load of a lane gathering words of 16 blocks 20 bytes apart,
  * and pays 8 dp4a per block, row of W and row of x. Here a block takes 16
  * rows of x by Q8X_COLS = 64 rows of W: W is read once for 16 rows, through
- * shared memory in 4-byte cp.async pieces (gk_q8x_w_stage), and
+ * shared memory in 16-byte cp.async pieces (gk_q8x_w_stage; W's rows
+ * 16-byte aligned, else q8x.cuh's tile takes every m), and
  * one mma.sync m16n8k32 (s8 x, u8 codes) gives a block's integer sums
  * i_b for 16 rows of x by 8 rows of W (its k = 32 is one block). What
  * remains per output and block is the definition's float epilogue (6
@@ -49,41 +50,6 @@
 
 #define Q8X_KB 8 /* blocks of W a stage */
 
-/* Starts copying blocks b0 .. b0 + Q8X_KB - 1 of W rows j0 .. j0 +
- * Q8X_COLS - 1 into dst (a row every WS words; zeros past n and nb), one
- * cp.async group a thread, by the whole block. Eight threads a row, rows r
- * and r + 32 a thread: thread c of a row copies words c, c + 8, ..., so it
- * needs two source pointers and constant offsets, and a group instruction
- * takes 32 bytes of each of 4 rows: 4 cache lines, what L1's tag stage
- * resolves in a cycle (4 threads a row took 8 rows, two cycles; a row's
- * words in thread order, one, but a divide and a 64-bit address a word). */
-template <int Bits, int WS>
-GK_DEV void gk_q8x_w_stage(uint32_t *dst, const uint32_t *__restrict__ w, int64_t n,
-                           int64_t nb, int64_t j0, int64_t b0) {
-  constexpr int BW = 1 + Bits, SEG = Q8X_KB * BW, TPR = 8, PASS = QM_THREADS / TPR;
-  static_assert(SEG % TPR == 0 && PASS * 2 == Q8X_COLS, "a row's stage splits evenly");
-  const int c = (int)threadIdx.x % TPR;
-  const int have = nb - b0 < Q8X_KB ? (int)(nb - b0) * BW : SEG; /* words in range */
-#pragma unroll
-  for (int p = 0; p < 2; p++) {
-    const int r = (int)threadIdx.x / TPR + PASS * p;
-    const bool row = j0 + r < n;
-    const uint32_t *src = row ? w + ((j0 + r) * nb + b0) * BW + c : w;
-    uint32_t *to = dst + r * WS + c;
-    if (row && have == SEG) { /* every stage but a row's last: no per-word test */
-#pragma unroll
-      for (int u = 0; u < SEG / TPR; u++) gk_cp_async4(to + TPR * u, src + TPR * u, true);
-    } else {
-#pragma unroll
-      for (int u = 0; u < SEG / TPR; u++) {
-        const bool in = row && c + TPR * u < have;
-        gk_cp_async4(to + TPR * u, in ? src + TPR * u : w, in);
-      }
-    }
-  }
-  gk_cp_async_commit();
-}
-
 /* Whether qmatmul_q8x takes this tile past Q8X_XROWS rows of x: on sm_80
  * and newer, and in the emulator, which runs both tiles. The others keep
  * q8x.cuh's dp4a tile for every m:
@@ -102,24 +68,39 @@ template <int Bits>
 struct gk_q8b_smem {
   enum {
     BW = 1 + Bits,          /* words of a W block: the head, then the codes */
-    WS = Q8X_KB * BW + 1,   /* words of a stage's W row; odd, so the 8 rows
-                               of a fragment load hit distinct banks */
+    SEG = Q8X_KB * BW,      /* words of a W row's stage: a multiple of 8 */
+    /* A stage's W rows lie SEG words apart, with 4 words more after every
+     * WG rows: each row starts 16-byte aligned (its 16-byte copies,
+     * gk_q8x_w_stage), and the 8 rows of a fragment load start in
+     * distinct groups of 4 banks (SEG = 8 mod 32: 4 rows 8 banks apart, the
+     * next 4 shifted by 4; SEG = 16 mod 32 at BITS 1: 2 rows, then 4 on;
+     * BITS 2's 24: 4 rows 24 apart, then 4 on), so that neither a code
+     * load (words 1 .. 8 of the block at most) nor a head load conflicts.
+     * The same words as 64 rows of SEG + 1 words, but at BITS 1. */
+    WG = SEG % 32 == 16 ? 2 : 4,
+    WSTAGE = Q8X_COLS * SEG + 4 * (Q8X_COLS / WG),
     XS = Q8X_KB * 8 + 4,    /* words of a stage's row of x: rows g and g + 8
                                of a fragment load 4 banks apart */
+    /* Scales [block][row], blocks SS = 18 entries apart: a fragment's 8
+     * rows of a block lie in 8 distinct bank pairs, and a group's write of
+     * 2 rows x 8 blocks (gk_q8b_round) in 16 (pair 2 kb + r mod 16). With
+     * blocks 16 entries apart those 16 writes fell on one bank pair: 16
+     * passes a write (an H200, 2026-11-30, m = 16, BITS 4). */
+    SS = Q8B_ROWS + 2,
     /* Whether x's floats come through shared memory (gk_q8b_x_copy): 16 KB
      * more, which static shared memory (48 KB a block) has room for up to
-     * BITS 4 (48128 bytes in all); BITS 8's stages alone take 48128. */
+     * BITS 4 (48384 bytes in all); BITS 8's stages alone take 48384. */
     RAW = Bits <= 4
   };
   struct scale {
     float dx, sb;
   };
-  uint32_t w[2][Q8X_COLS * WS];
+  uint32_t w[2][WSTAGE];
   uint32_t x[2][Q8B_ROWS * XS];
-  scale s[2][Q8X_KB * Q8B_ROWS]; /* [block][row]: a fragment's 8 rows in a row */
+  scale s[2][Q8X_KB * SS];
   /* The floats of a stage of x, each rounding thread's 16 as 4 float4
-   * QM_THREADS apart (so a warp's copy and loads take consecutive 16-byte
-   * pieces): the thread that copies them is the one that reads them. */
+   * QM_THREADS apart (so that a warp's loads take consecutive 16-byte
+   * pieces); copied by its group (gk_q8b_x_copy). */
   float4 raw[RAW ? 4 * QM_THREADS : 1];
 };
 
@@ -135,6 +116,59 @@ union gk_q8x_smem<Bits, 0> {
   gk_q8x_dsmem d;
 };
 
+/* Where row r of a W stage starts in its buffer (the pads: gk_q8b_smem). */
+template <int Bits>
+GK_DEV int gk_q8b_wrow(int r) {
+  typedef gk_q8b_smem<Bits> S;
+  return r * S::SEG + 4 * (r / S::WG);
+}
+
+/* Starts copying blocks b0 .. b0 + Q8X_KB - 1 of W rows j0 .. j0 +
+ * Q8X_COLS - 1 into stage buffer dst (zeros past n and nb), one cp.async
+ * group a thread, by the whole block, in 16-byte pieces: where W and its
+ * rows are 16-byte aligned (gk_q8b_w16: this tile's condition), which a
+ * stage's blocks then are too (b0 is a multiple of 8). Four threads a
+ * row: thread c of row r copies pieces c, c + 4, ... of its SEG / 4, from
+ * one pointer at constant offsets; a warp instruction takes 64 bytes of each of 8 rows and writes
+ * them in 4 passes, the fewest for 512 bytes. The 4-byte copies this
+ * tile took before took 32 bytes of each of 4 rows: on an H200
+ * (2026-11-30, m = 16, BITS 4) in 5 passes where 1 would do. A thread a
+ * piece in piece order (512 consecutive bytes a warp) kept 3 to 5 row
+ * pointers across the ring, and ptxas 13.0 spilled 44 bytes at BITS 4. */
+template <int Bits>
+GK_DEV void gk_q8x_w_stage(uint32_t *dst, const uint32_t *__restrict__ w, int64_t n,
+                           int64_t nb, int64_t j0, int64_t b0) {
+  typedef gk_q8b_smem<Bits> S;
+  constexpr int PR = S::SEG / 4, TPR = QM_THREADS / Q8X_COLS;
+  static_assert(TPR == 4, "four threads a row");
+  const int tid = gk_tid_here(); /* not hoisted: see there */
+  const int r = tid / TPR, c = tid % TPR;
+  /* Pieces of the row in range: nb and b0 are multiples of 4 here, so a
+   * last stage's blocks fill whole pieces. */
+  const int have = nb - b0 < Q8X_KB ? (int)(nb - b0) * S::BW / 4 : PR;
+  const bool row = j0 + r < n;
+  const uint32_t *src = row ? w + ((j0 + r) * nb + b0) * S::BW + 4 * c : w;
+  uint32_t *to = dst + gk_q8b_wrow<Bits>(r) + 4 * c;
+#pragma unroll
+  for (int u = 0; u < (PR + TPR - 1) / TPR; u++) {
+    if (PR % TPR != 0 && c + TPR * u >= PR) break;
+    const bool in = row && c + TPR * u < have;
+    gk_cp_async16(to + 4 * TPR * u, in ? src + 4 * TPR * u : w, in);
+  }
+  gk_cp_async_commit();
+}
+
+/* Whether this tile may take W: the buffer and each row (nb * BW words)
+ * 16-byte aligned, for gk_q8x_w_stage's copies. Else gk_qmatmul_q8x takes
+ * q8x.cuh's dp4a tile (4-byte loads) for every m: with 4-byte copies here
+ * as well, the tile compiled twice, and ptxas 13.0 spilled in the kernel
+ * at BITS 1 (sm_80 to sm_100). A k that is a multiple of 128 and a
+ * buffer from cuMemAlloc (256-byte aligned) are 16-byte aligned. */
+template <int Bits>
+GK_DEV bool gk_q8b_w16(const void *w, int64_t nb) {
+  return (uintptr_t)w % 16 == 0 && nb * (1 + Bits) % 4 == 0;
+}
+
 /* Which row of x (r) and block of the stage (kb) thread e rounds half h
  * of: two threads a block of x, a group two rows. */
 struct gk_q8b_half {
@@ -147,30 +181,45 @@ GK_DEV gk_q8b_half gk_q8b_mine(void) {
   return {e & 1, (e >> 1) / Q8X_KB, (e >> 1) % Q8X_KB};
 }
 
-/* Starts copying this thread's half block of x for the stage at block b0
- * into sm.raw (zeros past m and nb), as a cp.async group of its own. Only
- * this thread reads them (gk_q8b_round), after its own wait: no barrier.
- * Through L1: every block of the grid reads the same rows of x, and the
- * SM's other block may be at a stage near this one's (on an H200 at m =
- * 16 the kernel's loads, these and W's, hit L1 57% of the time). */
+/* Starts copying the group's half blocks of x for the stage at block b0
+ * into sm.raw (zeros past m and nb), as a cp.async group of each thread's
+ * own. The group's 32 half blocks (rows 2 gw and 2 gw + 1, 8 blocks each)
+ * are 2 KB, 128 pieces of 16 bytes: instruction c takes 512 consecutive
+ * bytes of row 2 gw + c / 2, lane l piece q = 32 (c % 2) + l of it (block
+ * q / 8, half q % 8 / 4), which lane 8 c + l / 4 rounds (gk_q8b_mine) as
+ * its piece l % 4. A thread copying its own half block took 16-byte pieces
+ * 64 bytes apart, 16 cache lines a warp instruction: on an H200
+ * (2026-11-30, m = 16, BITS 4) 32 sectors and 16 shared-memory passes
+ * where 16 and 4 do. So the lanes read what others copied: gk_q8b_round
+ * meets the group after each lane's wait, and this meets it before any
+ * lane writes the buffer again. Through L1: every block of the grid reads
+ * the same rows of x, and the SM's other block may be at a stage near this
+ * one's (on an H200 at m = 16 the kernel's loads, these and W's, hit L1
+ * 57% of the time). */
 template <int Bits>
 GK_DEV void gk_q8b_x_copy(gk_q8b_smem<Bits> &sm, const float *__restrict__ x, int64_t m,
                           int64_t k, int64_t nb, int64_t i0, int64_t b0) {
-  const gk_q8b_half me = gk_q8b_mine();
-  const bool in = i0 + me.r < m && b0 + me.kb < nb;
-  /* The pointer selected, not its offset: an offset of 0 past m made
-   * ptxas 13.0 spill 20 bytes at BITS 1 for sm_120. */
-  const float *src = in ? x + (i0 + me.r) * k + (b0 + me.kb) * GK_QBLOCK + 16 * me.h : x;
+  const int tid = gk_tid_here(); /* not hoisted: see there */
+  const int gw = tid / GK_GROUP, lane = tid % GK_GROUP;
+  gk_group_sync(); /* the group has read the previous stage's floats */
+  const int kbs = nb - b0 < Q8X_KB ? (int)(nb - b0) : Q8X_KB;
 #pragma unroll
-  for (int c = 0; c < 4; c++)
-    gk_cp_async16<true>(&sm.raw[QM_THREADS * c + threadIdx.x], src + 4 * c, in);
+  for (int c = 0; c < 4; c++) {
+    const int64_t r = i0 + 2 * gw + c / 2;
+    const bool in = r < m && 4 * (c % 2) + lane / 8 < kbs;
+    /* The pointer selected, not its offset: an offset of 0 past m made
+     * ptxas 13.0 spill 20 bytes at BITS 1 for sm_120. */
+    const float *src = in ? x + r * k + b0 * GK_QBLOCK + 128 * (c % 2) + 4 * lane : x;
+    gk_cp_async16<true>(&sm.raw[QM_THREADS * (lane % 4) + GK_GROUP * gw + 8 * c + lane / 4],
+                        src, in);
+  }
   gk_cp_async_commit();
 }
 
 /* Rounds the stage at block b0 of x rows i0 .. i0 + 15 into stage `buf`
  * (zeros past m and nb), two threads a block of x: from sm.raw where the
- * stage has it (its copy landed: this thread's wait), else from x. By the
- * whole block. */
+ * stage has it (its copy landed: each lane's wait, then the group meets
+ * here), else from x. By the whole block. */
 template <int Bits>
 GK_DEV void gk_q8b_round(gk_q8b_smem<Bits> &sm, int buf, const float *__restrict__ x,
                          int64_t m, int64_t k, int64_t nb, int64_t i0, int64_t b0) {
@@ -184,6 +233,7 @@ GK_DEV void gk_q8b_round(gk_q8b_smem<Bits> &sm, int buf, const float *__restrict
    * (the decode batches of 5 .. 15 rows round no padding). Inside, a pair
    * out of range rounds a valid address (nb >= 1 here; zeros in sm.raw)
    * and keeps zeros, so that the whole group shuffles together. */
+  if (S::RAW) gk_group_sync(); /* every lane's copy of the stage landed (its wait) */
   if (i0 + 2 * gk_group() < m) {
     uint32_t c[4];
     float cdx, csb;
@@ -197,7 +247,7 @@ GK_DEV void gk_q8b_round(gk_q8b_smem<Bits> &sm, int buf, const float *__restrict
   }
   const uint4 cw = {codes[0], codes[1], codes[2], codes[3]};
   *(uint4 *)&sm.x[buf][r * S::XS + kb * 8 + 4 * h] = cw;
-  if (h == 0) sm.s[buf][kb * Q8B_ROWS + r].dx = dx, sm.s[buf][kb * Q8B_ROWS + r].sb = sb;
+  if (h == 0) sm.s[buf][kb * S::SS + r].dx = dx, sm.s[buf][kb * S::SS + r].sb = sb;
 }
 
 /* Multiplies stage `Buf` (its first kbs blocks) into this group's slots
@@ -212,6 +262,10 @@ GK_DEV void gk_q8b_stage_mul(const gk_q8b_smem<Bits> &sm, int kbs, float (*slot)
             t = lane % 4;
   /* Operand words t and 4 + t of a block: their code words and shifts. */
   const int u0 = t / P, s0 = Bits * (t % P), u1 = (4 + t) / P, s1 = Bits * ((4 + t) % P);
+  /* Where this lane's W rows start: row g of the fragment (codes), rows 2 t
+   * and 2 t + 1 (heads), in tile 0 of its pair; tile ti is gk_q8b_wrow(8 ti)
+   * words on (8 ti, 16 p: whole runs of WG rows, so the offsets add). */
+  const int og = gk_q8b_wrow<Bits>(16 * p + g), oh = gk_q8b_wrow<Bits>(16 * p + 2 * t);
 #pragma unroll
   for (int i = 0; i < Q8X_KB / 2; i++) {
     const int kb = 2 * i + q;
@@ -219,17 +273,15 @@ GK_DEV void gk_q8b_stage_mul(const gk_q8b_smem<Bits> &sm, int kbs, float (*slot)
     const uint32_t *xs = &sm.x[Buf][kb * 8];
     const uint32_t a[4] = {xs[g * S::XS + t], xs[(g + 8) * S::XS + t], xs[g * S::XS + 4 + t],
                            xs[(g + 8) * S::XS + 4 + t]};
-    const typename S::scale xr[2] = {sm.s[Buf][kb * Q8B_ROWS + g],
-                                     sm.s[Buf][kb * Q8B_ROWS + g + 8]};
+    const typename S::scale xr[2] = {sm.s[Buf][kb * S::SS + g], sm.s[Buf][kb * S::SS + g + 8]};
 #pragma unroll
     for (int ti = 0; ti < 2; ti++) {
-      const uint32_t *wt = &sm.w[Buf][(16 * p + 8 * ti) * S::WS + kb * S::BW];
-      const uint32_t b[2] = {(wt[g * S::WS + 1 + u0] >> s0) & mask,
-                             (wt[g * S::WS + 1 + u1] >> s1) & mask};
+      const uint32_t *wt = &sm.w[Buf][gk_q8b_wrow<Bits>(8 * ti) + kb * S::BW];
+      const uint32_t b[2] = {(wt[og + 1 + u0] >> s0) & mask, (wt[og + 1 + u1] >> s1) & mask};
       /* The scales of this lane's two W rows (columns 2t, 2t + 1 of D). */
       float d[2], mo[2];
       for (int c = 0; c < 2; c++) {
-        const uint32_t head = wt[(2 * t + c) * S::WS];
+        const uint32_t head = wt[oh + c * S::SEG];
         d[c] = gk_h2f((uint16_t)(head & 0xffffu));
         mo[c] = gk_h2f((uint16_t)(head >> 16));
       }
@@ -296,12 +348,12 @@ GK_DEV void gk_q8b_step(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
   const int64_t stages = (nb + Q8X_KB - 1) / Q8X_KB;
   const bool ahead = S::RAW && s + 2 < stages;
   if (s + 1 < stages && S::RAW) {
-    gk_cp_async_wait<0>(); /* this thread's copy of stage s + 1's x */
+    gk_cp_async_wait<0>(); /* this thread's part of stage s + 1's x */
     gk_q8b_round<Bits>(sm, Buf ^ 1, x, m, k, nb, i0, (s + 1) * Q8X_KB);
-    gk_q8x_w_stage<Bits, S::WS>(sm.w[Buf ^ 1], w, n, nb, j0, (s + 1) * Q8X_KB);
+    gk_q8x_w_stage<Bits>(sm.w[Buf ^ 1], w, n, nb, j0, (s + 1) * Q8X_KB);
     if (ahead) gk_q8b_x_copy<Bits>(sm, x, m, k, nb, i0, (s + 2) * Q8X_KB);
   } else if (s + 1 < stages) { /* W's copy first, under x's loads */
-    gk_q8x_w_stage<Bits, S::WS>(sm.w[Buf ^ 1], w, n, nb, j0, (s + 1) * Q8X_KB);
+    gk_q8x_w_stage<Bits>(sm.w[Buf ^ 1], w, n, nb, j0, (s + 1) * Q8X_KB);
     gk_q8b_round<Bits>(sm, Buf ^ 1, x, m, k, nb, i0, (s + 1) * Q8X_KB);
   }
   const int64_t left = nb - s * Q8X_KB;
@@ -318,7 +370,7 @@ GK_DEV void gk_q8b_step(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
 /* One block's tile: rows j0 .. j0 + Q8X_COLS - 1 of W (those < n) against
  * rows i0 .. i0 + Q8B_ROWS - 1 of x (those < m). Not inlined: it fits 128
  * registers alone (124), and inlined beside q8x.cuh's tiles it came to the
- * limit or past it (GK_DEV_NOINLINE). */
+ * limit or past it (GK_DEV_NOINLINE). W as gk_q8b_w16 asks. */
 template <int Bits>
 GK_DEV_NOINLINE void gk_q8b_tile(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
                                  const void *__restrict__ w, float *__restrict__ y, int64_t m,
@@ -339,12 +391,12 @@ GK_DEV_NOINLINE void gk_q8b_tile(gk_q8b_smem<Bits> &sm, const float *__restrict_
     typedef gk_q8b_smem<Bits> S;
     if (S::RAW) { /* x (0) and W (0) in, x (0) rounded, x (1) started */
       gk_q8b_x_copy<Bits>(sm, x, m, k, nb, i0, 0);
-      gk_q8x_w_stage<Bits, S::WS>(sm.w[0], w32, n, nb, j0, 0);
+      gk_q8x_w_stage<Bits>(sm.w[0], w32, n, nb, j0, 0);
       gk_cp_async_wait<0>();
       gk_q8b_round<Bits>(sm, 0, x, m, k, nb, i0, 0);
       if (stages > 1) gk_q8b_x_copy<Bits>(sm, x, m, k, nb, i0, Q8X_KB);
     } else {
-      gk_q8x_w_stage<Bits, S::WS>(sm.w[0], w32, n, nb, j0, 0);
+      gk_q8x_w_stage<Bits>(sm.w[0], w32, n, nb, j0, 0);
       gk_q8b_round<Bits>(sm, 0, x, m, k, nb, i0, 0);
       gk_cp_async_wait<0>();
     }
@@ -352,7 +404,8 @@ GK_DEV_NOINLINE void gk_q8b_tile(gk_q8b_smem<Bits> &sm, const float *__restrict_
   }
   for (int64_t s = 0; s < stages; s += 2) {
     gk_q8b_step<Bits, 0>(sm, x, w32, m, n, k, nb, i0, j0, s, slot, acc);
-    if (s + 1 < stages) gk_q8b_step<Bits, 1>(sm, x, w32, m, n, k, nb, i0, j0, s + 1, slot, acc);
+    if (s + 1 < stages)
+      gk_q8b_step<Bits, 1>(sm, x, w32, m, n, k, nb, i0, j0, s + 1, slot, acc);
   }
   const int gw = gk_group(), lane = gk_lane(), g = lane / 4, t = lane % 4;
   if (gw % 2 == 0)
@@ -378,7 +431,8 @@ GK_DEV void gk_q8x_batch_tile(gk_q8x_smem<Bits, 0> &, const float *, const void 
 
 /* qmatmul_q8x: the grid walk of gk_qmatmul (qmatmul.cuh) over tiles of
  * Q8X_COLS rows of W by one row of x when m == 1 (q8x.cuh), Q8X_XROWS rows
- * when m <= Q8X_XROWS or without this tile (q8x.cuh), else Q8B_ROWS rows
+ * when m <= Q8X_XROWS, without this tile or where W is not 16-byte aligned
+ * as it asks (gk_q8b_w16; q8x.cuh), else Q8B_ROWS rows
  * (this file's). Each in a loop nest of its own: in one, ptxas kept the
  * walk's values beside the batch tile's 64 lanes and spilled. Every bound
  * is per block: the barriers are reached by all. */
@@ -389,7 +443,7 @@ GK_DEV void gk_qmatmul_q8x(const float *x, const void *w, float *y, int64_t m, i
   if (m <= 0 || n <= 0 || k < 0) return;
   if (m == 1) {
     gk_q8x_walk1<Bits, GK_Q8X_PIPE(Bits, Sm80)>(sm.d, x, w, y, n, k);
-  } else if (!Sm80 || m <= Q8X_XROWS) {
+  } else if (!Sm80 || m <= Q8X_XROWS || !gk_q8b_w16<Bits>(w, k / GK_QBLOCK)) {
     for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
       for (int64_t bx = blockIdx.x; bx * Q8X_XROWS < m; bx += gridDim.x)
         gk_q8x_tile<Bits, Q8X_XROWS>(sm.d, x, w, y, m, n, k, by * Q8X_COLS, bx * Q8X_XROWS);

@@ -333,44 +333,50 @@ static void check_q8x(void) {
   check_dp4a_forms();
   static const std::vector<std::string> params = {"x:ptr", "w:ptr", "y:ptr",
                                                   "m:i64", "n:i64", "k:i64"};
-  /* k = 4160: a chunk of 128 blocks and 2 more (the batch tile's 17th
-   * stage: 2 blocks, in its first buffer); m = 6: a partial x tile;
-   * m = 17: a second batch tile of one row, n = 70: a second W tile of 6
-   * rows, k = 544: 17 blocks, a last stage of 1 (the odd groups idle); k =
-   * 4384: 137 blocks, a last stage of 1 in the second buffer; m = 3: the
-   * tiles of 4 rows, partial; m = 1 and 4 over 130 and 137 blocks: chunks,
-   * partial at the end; m = 262, n = 70: a whole group of 16 batch tiles
-   * and one of 1, 2 tiles of W each; m = 1, k = 8800: 275 blocks, two
-   * whole chunks (the next chunk's W loaded across the rounding) and 19
-   * blocks, lanes 0 .. 2 of each half two steps (a pair), the others one;
-   * n = 9: every group but the first reads row 8 again. */
-  static const long long shapes[][3] = {{1, 37, 96},   {6, 35, 4160}, {1, 3, 32},
-                                        {9, 5, 0},     {17, 70, 544}, {5, 20, 4384},
-                                        {3, 9, 64},    {1, 70, 4160}, {4, 66, 4384},
-                                        {262, 70, 64}, {1, 9, 8800}};
+  /* The batch tile (m > 4 on sm_80 and newer) takes W whose rows are
+   * 16-byte aligned (k a multiple of 128), else the 4-row tiles do. k =
+   * 4224: a chunk of 128 blocks and 4 more (the batch tile's 17th stage,
+   * in its first buffer); m = 6: a partial x tile; m = 17, k = 544: 17
+   * blocks, rows not aligned: the 4-row tiles past 4 rows too; n = 70: a
+   * second W tile of 6 rows; k = 4480: 140 blocks, a last stage of 4 in
+   * the second buffer, m = 5: a pair's second row past m; m = 3: the tiles
+   * of 4 rows, partial; m = 1 and 4 over 130 and 137 blocks: chunks,
+   * partial at the end; m = 262, n = 70, k = 128: a whole group of 16
+   * batch tiles and one of 1, 2 tiles of W each, one stage of 4 blocks; m
+   * = 1, k = 8800: 275 blocks, two whole chunks (the next chunk's W loaded
+   * across the rounding) and 19 blocks, lanes 0 .. 2 of each half two
+   * steps (a pair), the others one; n = 9: every group but the first reads
+   * row 8 again; the fourth number, where there is one, puts W that many
+   * bytes into its buffer (4: not 16-byte aligned, the 4-row tiles'). */
+  static const long long shapes[][4] = {{1, 37, 96},    {6, 35, 4224}, {1, 3, 32},
+                                        {9, 5, 0},      {17, 70, 544}, {5, 20, 4480},
+                                        {3, 9, 64},     {1, 70, 4160}, {4, 66, 4384},
+                                        {262, 70, 128}, {1, 9, 8800},  {6, 35, 128, 4}};
   for (int bits : {1, 2, 4, 8}) {
     launch L;
     char variant[16];
     snprintf(variant, sizeof variant, "bits=%d", bits);
     if (!read_launch("qmatmul", variant, &L, "qmatmul_q8x")) continue;
     for (auto &s : shapes) {
-      const long long m = s[0], n = s[1], k = s[2];
+      const long long m = s[0], n = s[1], k = s[2], woff = s[3];
       qref_rng r;
       qref_seed(&r, 7000 * bits + m + n + k);
-      std::vector<unsigned char> w(qref_w_bytes(bits, n, k) + 1);
+      std::vector<unsigned char> wbuf(qref_w_bytes(bits, n, k) + 1 + woff);
+      unsigned char *const w0 = wbuf.data() + woff;
       std::vector<float> x(m * k + 1), y(m * n + 8, NAN), want(m * n + 1);
       std::vector<double> bound(m * n + 1);
       qref_fill_x(&r, x.data(), (size_t)(m * k));
-      qref_fill_w(&r, bits, n, k, w.data());
-      if (qref_q8x(bits, x.data(), w.data(), m, n, k, want.data(), bound.data()) != 0) {
+      qref_fill_w(&r, bits, n, k, w0);
+      if (qref_q8x(bits, x.data(), w0, m, n, k, want.data(), bound.data()) != 0) {
         CHECK(false, "out of memory for the q8x reference");
         return;
       }
       char what[96];
-      snprintf(what, sizeof what, "qmatmul_q8x bits=%d m=%lld n=%lld k=%lld", bits, m, n, k);
+      snprintf(what, sizeof what, "qmatmul_q8x bits=%d m=%lld n=%lld k=%lld%s", bits, m, n, k,
+               woff ? " (W 4 bytes into its buffer)" : "");
       const float *xp = x.data();
       float *yp = y.data();
-      const void *wp = w.data();
+      const void *wp = w0;
       for (int run_case = 0; run_case < 4; run_case++) {
         const int sm80 = run_case < 2;
         const bool small = run_case % 2;

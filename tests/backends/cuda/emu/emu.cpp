@@ -395,6 +395,8 @@ static void group_barrier(void) {
   yield_to_scheduler();
 }
 
+void gk_emu_group_sync(void) { group_barrier(); }
+
 uint64_t gk_emu_exchange(uint64_t v, int src) {
   int me = S->cur, base = me / GROUP * GROUP;
   S->slots[me] = v;

@@ -92,6 +92,10 @@ int gk_emu_bar_or(int id, int count, int pred);
  * the copy's size, where the GPU would fault, fails the launch (as does an
  * ldmatrix row not 16-byte aligned). */
 void gk_emu_cp_async(void *dst, const void *src, unsigned bytes);
+/* __syncwarp (gk_gpu.cuh's gk_group_sync): the group's lanes meet. A lane
+ * that reads what another lane's cp.async copied, after its own wait but
+ * with no meeting, runs before that lane's wait and reads old bytes. */
+void gk_emu_group_sync(void);
 void gk_emu_cp_async_commit(void);
 void gk_emu_cp_async_wait(int n);
 
