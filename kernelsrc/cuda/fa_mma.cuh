@@ -113,7 +113,13 @@ struct gk_fa_dsmem {
       uint16_t k[STAGES][KEYS * D], v[STAGES][KEYS * D];
     } tile;
     struct {
-      float m[FA_GROUPS][16], l[FA_GROUPS][16], o[FA_GROUPS][16][D];
+      /* A row of o is D + 8 floats (32 bytes mod 128 apart), so that a
+       * group's store of its fragment's 8 rows (2 floats of each of 4
+       * lanes a row) takes 2 passes, the fewest for 256 bytes: rows D
+       * floats apart fell on the same 8 banks, 8 passes (Nsight Compute
+       * on an H200, 2026-11-30: the decode's 32 stores a warp, 6144 of
+       * their 8192 passes excess). Within the tile stages' bytes. */
+      float m[FA_GROUPS][16], l[FA_GROUPS][16], o[FA_GROUPS][16][D + 8];
     } merge;
   };
 };
@@ -994,6 +1000,7 @@ GK_DEV void gk_fa_mma_decode(gk_fa_dsmem<D, H::dec_stages> &sm, const uint16_t *
                              const gk_fa_split &sp, int f0, int fb) {
   typedef gk_fa_dsmem<D, H::dec_stages> S;
   static_assert(FB == 1 || FB == FA_GROUPS, "1 or 4 fragments a block");
+  static_assert(sizeof(S::merge) <= sizeof(S::tile), "the merge adds no shared memory");
   constexpr int NT = S::KEYS / 8 / FA_GROUPS, GPF = FA_GROUPS / FB; /* NT: 1 or 2 */
   const int64_t group = n_heads / n_kv_heads, nrows = group * sq; /* packed rows, all */
   const int w = gk_group() % FA_GROUPS, lane = gk_lane(), g = lane / 4, t = lane % 4;
