@@ -129,12 +129,13 @@ GK_DEV int gk_q8b_wrow(int r) {
  * rows are 16-byte aligned (gk_q8b_w16: this tile's condition), which a
  * stage's blocks then are too (b0 is a multiple of 8). Four threads a
  * row: thread c of row r copies pieces c, c + 4, ... of its SEG / 4, from
- * one pointer at constant offsets; a warp instruction takes 64 bytes of each of 8 rows and writes
- * them in 4 passes, the fewest for 512 bytes. The 4-byte copies this
- * tile took before took 32 bytes of each of 4 rows: on an H200
- * (2026-11-30, m = 16, BITS 4) in 5 passes where 1 would do. A thread a
- * piece in piece order (512 consecutive bytes a warp) kept 3 to 5 row
- * pointers across the ring, and ptxas 13.0 spilled 44 bytes at BITS 4. */
+ * one pointer at constant offsets; a warp instruction takes 64 bytes of
+ * each of 8 rows and writes them in 4 passes, the fewest for 512 bytes.
+ * The tile's earlier 4-byte copies took 32 bytes of each of 4 rows: on an
+ * H200 (2026-11-30, m = 16, BITS 4) in 5 passes where 1 would do. A
+ * thread a piece in piece order (512 consecutive bytes a warp) kept 3 to
+ * 5 row pointers across the ring, and ptxas 13.0 spilled 44 bytes at
+ * BITS 4. */
 template <int Bits>
 GK_DEV void gk_q8x_w_stage(uint32_t *dst, const uint32_t *__restrict__ w, int64_t n,
                            int64_t nb, int64_t j0, int64_t b0) {
