@@ -311,9 +311,8 @@ for b in 4 8; do
 done
 # The other targets the recipes ship by default (recipes/toolchains/nvcc.lua):
 # each kernel file once or per BITS, no bound on the loops. BITS 1 qmatmul:
-# Q8B1 above on sm_86 to sm_90; sm_120 spilled 8 bytes in its prologue,
-# outside the loops, before the batch tile's 16-byte copies (none since:
-# ptxas 13.0), held to that.
+# Q8B1 above on sm_86 to sm_90; on sm_120 the qmatmul entry (f32) spills 8
+# bytes in its prologue, outside the loops (ptxas 13.0), held to that.
 for a in sm_86 sm_87 sm_89 sm_90 sm_100 sm_120; do
   for b in 1 2 4 8; do
     ok=; [ $b = 1 ] && ok=$Q8B1; [ $a = sm_100 ] && ok=; [ $a = sm_120 ] && [ $b = 1 ] && ok="8 8"
