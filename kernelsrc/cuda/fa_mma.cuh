@@ -35,7 +35,8 @@
  *   FlashDecoding's merge inside one block. Long contexts are split
  *   across blocks too (gk_fa_split): a KV head's keys go to n blocks in
  *   ranges of whole tiles, whose states meet in the caller's workspace
- *   and are merged by the last block to finish.
+ *   and are merged by the last block to finish (a speculative decode's
+ *   many rows in two levels: gk_fa_merge_p).
  *   Up to FA_DECODE_ROWS (64) packed rows (speculative decode of up to 16
  *   tokens at GQA 4:1, of 8 at 8:1) the fragments of 16 rows share a
  *   block, a group each (a block each on the wgmma images), over the same
@@ -950,19 +951,152 @@ GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, in
   }
 }
 
+/* The merge in two levels, for units whose rows are many (a speculative
+ * decode: up to 16 a group, where the one-level merge above takes R + 1
+ * round trips of up to 32 slots each, by one block a KV head while the
+ * other SMs idle: the launch's tail). The n pieces fall into ng <= 4
+ * groups of P (the last may be shorter); the last block of each group
+ * merges its group's slots into the group's first slot (the same state:
+ * max, sum and the unnormalised output, in log2 units), and the last
+ * group to finish merges the ng group states into o. Each level holds a
+ * batch of rows' loads at once (RB rows of up to MAXS slots each: the
+ * row's maxima and sums beside its outputs, one round trip a batch: 64
+ * floats a lane at head_dim 128, 2 rows of 8 slots, then 4 rows of 4),
+ * so a group's 16 rows at n = 32 take 8 round trips of 8 slots and then 4
+ * of 4 (half as many at head_dim 64), where the one level's 17 read 32
+ * slots each, 2.6 times the bytes, in one block. (8 rows at the second
+ * level, 128 floats, spilled 36 bytes more in sm_90a's shipped head_dim
+ * 128 image, ptxas 13.0.) The bits depend on n and P
+ * only, not on which block is last. The counter counts the groups' blocks
+ * in its 4 bytes (group g: byte g), each group's one more when its state
+ * is written: its last block sees the byte reach the group's blocks, and
+ * the last group sees the word reach every byte's count plus one (a byte
+ * never carries: at most P * blocks + 1 <= 255). The workspace's layout
+ * is the one-level merge's. */
+#define GK_FA_MERGE_GROUPS 4
+#define GK_FA_MERGE_P 8 /* pieces a group at most (n <= 32) */
+/* P, the pieces of a group, or 0 where the unit merges in one level: its
+ * warps have one row each (a decode: two round trips of up to 32 slots,
+ * where two levels would add a level's), n is under 4 or past 4 groups
+ * of GK_FA_MERGE_P. The wgmma images (a block a fragment, 168 registers
+ * in the warp-specialized ones) merge in one level: a level's batches
+ * there spilled 12 to 28 bytes (ptxas 13.0). */
+GK_DEV int64_t gk_fa_merge_p(const gk_fa_split &sp, int64_t nrows) {
+  const int64_t p = (sp.n + GK_FA_MERGE_GROUPS - 1) / GK_FA_MERGE_GROUPS;
+  return nrows > FA_GROUPS && sp.n >= 4 && p <= GK_FA_MERGE_P && p * sp.blocks < 255 ? p : 0;
+}
+
+/* Merges slots first, first + stride, ... (cn <= MAXS of them) of every
+ * row into slot `to` (to >= 0: the state, as a slot holds it) or into o
+ * (to < 0: normalised). Group w takes rows w, w + 4, ..., RB of them a
+ * batch: every load of a batch is issued before the first is used (RB *
+ * MAXS * D / 32 registers a lane for the outputs; the slots of a row
+ * past cn are not read), and the slot-order sums are the one-level
+ * merge's. A slot written (`to`) is one of those read: a row is read
+ * whole by its group before that group writes it. */
+template <int D, class H, int RB, int MAXS>
+GK_DEV void gk_fa_merge_batch(const gk_fa_split &sp, int64_t first, int cn, int64_t stride,
+                              int64_t to, uint16_t *o, int64_t hk, int64_t group, int64_t sq) {
+  const int w = gk_group() % FA_GROUPS, lane = gk_lane();
+  const int64_t nrows = group * sq;
+  for (int64_t r0 = w; r0 < nrows; r0 += RB * FA_GROUPS) { /* uniform over the group */
+    float ms[RB], ls[RB];
+    gk_f2 ov[RB][MAXS][D / 64];
+#pragma unroll
+    for (int b = 0; b < RB; b++) {
+      const int64_t row = r0 + b * FA_GROUPS;
+      const float *slots = sp.slots + (row / 16) * sp.n * GK_FA_SLOT(D);
+      const int fr = (int)(row % 16);
+      ms[b] = -INFINITY, ls[b] = 0.0f;
+      if (row < nrows && lane < cn) {
+        const float *sl = slots + (first + lane * stride) * GK_FA_SLOT(D);
+        ms[b] = gk_ld_cg(sl + fr), ls[b] = gk_ld_cg(sl + 16 + fr);
+      }
+#pragma unroll
+      for (int j = 0; j < MAXS; j++)
+        for (int e = 0; e < D / 64; e++)
+          ov[b][j][e] = row < nrows && j < cn
+                            ? gk_ld_cg2(slots + (first + j * stride) * GK_FA_SLOT(D) + 32 +
+                                        fr * D + 2 * lane + 64 * e)
+                            : gk_f2{0.0f, 0.0f};
+    }
+#pragma unroll
+    for (int b = 0; b < RB; b++) {
+      const int64_t row = r0 + b * FA_GROUPS;
+      if (row >= nrows) break; /* uniform over the group */
+      const float m = gk_group_max(ms[b]);
+      /* A slot that saw no allowed key has m = -inf and weighs 0. */
+      const float sc = m == -INFINITY ? 0.0f : exp2f(ms[b] - m);
+      float l = 0.0f, acc[D / 32];
+      for (int e = 0; e < D / 32; e++) acc[e] = 0.0f;
+#pragma unroll
+      for (int j = 0; j < MAXS; j++) {
+        if (j >= cn) break; /* uniform */
+        const float scl = GK_SHFL(sc, j);
+        l += GK_SHFL(ls[b], j) * scl;
+        for (int e = 0; e < D / 64; e++) {
+          acc[2 * e] += ov[b][j][e].x * scl;
+          acc[2 * e + 1] += ov[b][j][e].y * scl;
+        }
+      }
+      const int fr = (int)(row % 16);
+      if (to >= 0) {
+        float *sl = sp.slots + ((row / 16) * sp.n + to) * GK_FA_SLOT(D);
+        if (lane == 0) sl[fr] = m, sl[16 + fr] = l;
+        for (int e = 0; e < D / 64; e++)
+          *(gk_f2 *)(sl + 32 + fr * D + 2 * lane + 64 * e) = gk_f2{acc[2 * e], acc[2 * e + 1]};
+      } else {
+        const int64_t orow = (hk * group + row % group) * sq + row / group;
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        for (int e = 0; e < D / 64; e++)
+          *(uint32_t *)(o + orow * D + 2 * lane + 64 * e) =
+              H::pack2(acc[2 * e] * inv, acc[2 * e + 1] * inv);
+      }
+    }
+  }
+}
+
 /* Counts the block in to its KV head's split (after every thread's slot
  * writes); the last of the n * blocks merges the slots and sets the
- * counter back to 0. Uniform over the block. */
+ * counter back to 0 (in two levels where gk_fa_merge_p says so). Uniform
+ * over the block. */
 template <int D, class H>
 GK_DEV void gk_fa_split_done(const gk_fa_split &sp, uint16_t *o, int64_t hk, int64_t group,
                              int64_t sq) {
   gk_threadfence(); /* this thread's slot writes before the count */
   gk_fa_sync();
-  const unsigned last = (unsigned)(sp.n * sp.blocks - 1);
-  if (!gk_fa_any(gk_fa_tid() == 0 && atomicAdd(sp.count, 1u) == last))
-    return; /* uniform */
-  gk_threadfence(); /* the others' slots after their counts */
-  gk_fa_split_merge<D, H>(sp, o, hk, group, sq);
+  const int64_t p = H::wgmma ? 0 : gk_fa_merge_p(sp, group * sq);
+  if (p == 0) {
+    const unsigned last = (unsigned)(sp.n * sp.blocks - 1);
+    if (!gk_fa_any(gk_fa_tid() == 0 && atomicAdd(sp.count, 1u) == last))
+      return; /* uniform */
+    gk_threadfence(); /* the others' slots after their counts */
+    gk_fa_split_merge<D, H>(sp, o, hk, group, sq);
+    if (gk_fa_tid() == 0) *sp.count = 0u;
+    return;
+  }
+  const int g = (int)(sp.i / p), ng = (int)((sp.n + p - 1) / p);
+  const int64_t first = g * p;
+  const int cn = (int)(sp.n - first < p ? sp.n - first : p);
+  const unsigned blocks = (unsigned)(cn * sp.blocks);
+  if (!gk_fa_any(gk_fa_tid() == 0 &&
+                 ((atomicAdd(sp.count, 1u << (8 * g)) >> (8 * g)) & 255u) == blocks - 1))
+    return; /* uniform: not the group's last block */
+  gk_threadfence(); /* the group's slots after their counts */
+  gk_fa_merge_batch<D, H, 256 / D, GK_FA_MERGE_P>(sp, first, cn, 1, first, o, hk, group, sq);
+  gk_threadfence(); /* the group's state before its count */
+  gk_fa_sync();
+  /* Every group's bytes full and one more: the word the last group sees. */
+  unsigned full = 0;
+  for (int k = 0; k < ng; k++) {
+    const int64_t kn = sp.n - k * p < p ? sp.n - k * p : p;
+    full += (unsigned)(kn * sp.blocks + 1) << (8 * k);
+  }
+  const unsigned one = 1u << (8 * g);
+  if (!gk_fa_any(gk_fa_tid() == 0 && atomicAdd(sp.count, one) + one == full))
+    return; /* uniform: not the last group */
+  gk_threadfence(); /* the other groups' states after their counts */
+  gk_fa_merge_batch<D, H, 512 / D, GK_FA_MERGE_GROUPS>(sp, 0, ng, p, -1, o, hk, group, sq);
   if (gk_fa_tid() == 0) *sp.count = 0u;
 }
 

@@ -735,10 +735,13 @@ static void check_attention(void) {
        * last step ends at skv) is masked for the second */
       {8, 2, 3, 200, 1.0},
       /* speculative decode of 12 tokens: 4 heads x 12 rows, 3 fragments of
-       * 16 (a unit of blocks each), 3 splits of a KV head */
-      {8, 2, 12, 600, 1.0},
+       * 16 (a unit of blocks each), 5 splits of a KV head, merged in two
+       * levels (gk_fa_merge_p: groups of 2, 2 and 1 pieces) */
+      {8, 2, 12, 1100, 1.0},
       {4, 1, 1, 300, 4.0},  /* decode, 4 heads on one KV head, peaked, 2 splits */
-      {8, 2, 2, 1100, 1.0}, /* speculative decode, 5 splits of a KV head */
+      /* speculative decode, 5 splits of a KV head: 2 rows a group, merged
+       * in two levels */
+      {8, 2, 2, 1100, 1.0},
       /* a prefill over 7 (head_dim 64) or 13 (128) key tiles: the stages'
        * ring wraps, and the single buffers are reused 13 times (2 x 40
        * rows: past a decode's 64); 3 tiles of the widest, 176 and 192 keys */
@@ -980,8 +983,8 @@ static void check_paged(void) {
       {3, 2, 1, 40, {230, 7, 40},
        {KREF_PAGED_OK, KREF_PAGED_OK, KREF_PAGED_PAGE_PAST_POOL}},
       /* speculative decode of 8 tokens: 4 heads x 8 rows, two fragments of
-       * 16; lengths 600 (3 splits, each 2 slots) and 9 */
-      {2, 4, 1, 8, {600, 9}, {KREF_PAGED_OK, KREF_PAGED_OK}},
+       * 16; lengths 1100 (5 splits, each 2 slots, merged in two levels) and 9 */
+      {2, 4, 1, 8, {1100, 9}, {KREF_PAGED_OK, KREF_PAGED_OK}},
   };
   for (kref_dtype dt : KREF_DTYPES)
     /* the prefill on wgmma (f16_wg) too, on 128 or 256 threads (paths 1,

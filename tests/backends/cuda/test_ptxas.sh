@@ -121,6 +121,16 @@ if n > 20 * 32:
     print(f"FAIL: {what}: {n} instructions for 32 slots, over 20 a slot")
     sys.exit(1)
 print(f"ok: {what}: 32 slots in a run of {n}, {runs[0]['mix']['LDG']} loads")
+# The two-level merge's first level (gk_fa_merge_batch, a speculative
+# decode's groups of up to 8 slots): a batch of 2 rows issues its 36 loads
+# (8 slots' outputs, 2 loads each, and a slot's max and sum, a row) in one
+# straight run before the first product, so that a batch is one round trip
+# (ptxas 13.0: a run of 151 with the 36 loads and no FFMA).
+what = "flash_attention.cu sm_90a: the two-level merge's batch"
+if not [r for r in mix["runs"] if r["mix"].get("LDG", 0) >= 36 and not r["mix"].get("FFMA", 0)]:
+    print(f"FAIL: {what}: no straight run of 36 loads before the products")
+    sys.exit(1)
+print(f"ok: {what}: 36 loads in one run")
 PY
 }
 # qm_loop BITS: the bounds above on $T/out.cubin (qmatmul, sm_90a, BITS).
@@ -278,9 +288,15 @@ done
 # spills in sm_120's images alone, 8 bytes in flash_attention (causal) and
 # 32 in paged_attention, stored in the prologue (ptxas 13.0; loading each
 # row's sum with its outputs instead moved 4 bytes to sm_90 and sm_90a's
-# flash_attention and left 24 in sm_120's paged_attention). S120: those
-# ceilings, sm_120 only (consumer Blackwell, not a measured target).
-S120_FA="8 8" S120_PA="32 24"
+# flash_attention and left 24 in sm_120's paged_attention). The two-level
+# merge of a speculative decode (gk_fa_merge_batch, 2026-12-01) took
+# sm_120's to none in flash_attention and 8 bytes in paged_attention, and
+# put 4 bytes in sm_90 and sm_90a's 32-key head_dim-128 flash_attention,
+# stored in the prologue and reloaded once in the decode's merge of its
+# warps (S90_FA; sm_90a's shipped image, 64-key tiles, spills less than
+# before: below). S120: its ceilings, sm_120 only (consumer Blackwell, not
+# a measured target).
+S120_FA="0 0" S120_PA="8 8" S90_FA="4 4"
 # qmatmul_q8x at BITS 1 on sm_80 to sm_90a spills 8 to 16 bytes in the
 # kernel's walk over the batch tiles (gk_grouped_tiles' 64-bit divisions,
 # kept across the call of the noinline gk_q8b_tile: stored once a tile,
@@ -288,10 +304,11 @@ S120_FA="8 8" S120_PA="32 24"
 # pieces a warp takes whole (q8x_batch.cuh; ptxas 13.0). Q8B1: that ceiling.
 Q8B1="16 28"
 for a in sm_75 sm_80 sm_90a; do
+  ok=; [ $a = sm_90a ] && ok=$S90_FA
   for c in 0 1; do
-    check $a flash_attention -DDTYPE=f16 -DHEAD_DIM=128 -DCAUSAL=$c
+    SPILL_OK=${ok:-0 0} check $a flash_attention -DDTYPE=f16 -DHEAD_DIM=128 -DCAUSAL=$c
   done
-  check $a flash_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DCAUSAL=0
+  SPILL_OK=${ok:-0 0} check $a flash_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DCAUSAL=0
   check $a paged_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DPAGE=64
   check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=64 -DPAGE=16
   for b in 1 2 4 8; do
@@ -318,7 +335,7 @@ for a in sm_86 sm_87 sm_89 sm_90 sm_100 sm_120; do
     ok=; [ $b = 1 ] && ok=$Q8B1; [ $a = sm_100 ] && ok=; [ $a = sm_120 ] && [ $b = 1 ] && ok="8 8"
     SPILL_OK=${ok:-0 0} check $a qmatmul -DBITS=$b
   done
-  ok=; [ $a = sm_120 ] && ok=$S120_FA
+  ok=; [ $a = sm_120 ] && ok=$S120_FA; [ $a = sm_90 ] && ok=$S90_FA
   for c in 0 1; do
     SPILL_OK=${ok:-0 0} check $a flash_attention -DDTYPE=f16 -DHEAD_DIM=128 -DCAUSAL=$c
   done
@@ -326,4 +343,4 @@ for a in sm_86 sm_87 sm_89 sm_90 sm_100 sm_120; do
   SPILL_OK=${ok:-0 0} check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=128 -DPAGE=64
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 27 default, 8 sm_90a as shipped, 4 of ci/gpu's qmatmul experiments, 42 of the other shipped targets): no serialized wgmma, no compiler-inserted arrive, no spills but the known ceilings (sm_90a's head_dim-128 attention, sm_120's head_dim-128 attention, BITS 1 qmatmul's walk from sm_80 on, the qmpf experiment's BITS 8); qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip and qmatmul_q8x_mm's trip within their bounds"
+echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 27 default, 8 sm_90a as shipped, 4 of ci/gpu's qmatmul experiments, 42 of the other shipped targets): no serialized wgmma, no compiler-inserted arrive, no spills but the known ceilings (sm_90a's head_dim-128 attention, sm_90's head_dim-128 flash_attention, sm_120's head_dim-128 paged_attention, BITS 1 qmatmul's walk from sm_80 on, the qmpf experiment's BITS 8); qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip and qmatmul_q8x_mm's trip within their bounds"
