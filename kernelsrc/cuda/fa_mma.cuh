@@ -966,8 +966,8 @@ GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, in
  * of 4 (half as many at head_dim 64), where the one level's 17 read 32
  * slots each, 2.6 times the bytes, in one block. (8 rows at the second
  * level, 128 floats, spilled 36 bytes more in sm_90a's shipped head_dim
- * 128 image, ptxas 13.0.) The bits depend on n and P
- * only, not on which block is last. The counter counts the groups' blocks
+ * 128 image, ptxas 13.0.) The bits depend on n only (P is ceil(n / 4)),
+ * not on which block is last. The counter counts the groups' blocks
  * in its 4 bytes (group g: byte g), each group's one more when its state
  * is written: its last block sees the byte reach the group's blocks, and
  * the last group sees the word reach every byte's count plus one (a byte
