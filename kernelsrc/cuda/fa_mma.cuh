@@ -981,9 +981,11 @@ GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, in
  * of GK_FA_MERGE_P. The wgmma images (a block a fragment, 168 registers
  * in the warp-specialized ones) merge in one level: a level's batches
  * there spilled 12 to 28 bytes (ptxas 13.0). */
+template <class H>
 GK_DEV int64_t gk_fa_merge_p(const gk_fa_split &sp, int64_t nrows) {
+  if (H::wgmma || nrows <= FA_GROUPS || sp.n < 4) return 0;
   const int64_t p = (sp.n + GK_FA_MERGE_GROUPS - 1) / GK_FA_MERGE_GROUPS;
-  return nrows > FA_GROUPS && sp.n >= 4 && p <= GK_FA_MERGE_P && p * sp.blocks < 255 ? p : 0;
+  return p <= GK_FA_MERGE_P && p * sp.blocks < 255 ? p : 0;
 }
 
 /* Merges slots first, first + stride, ... (cn <= MAXS of them) of every
@@ -1065,7 +1067,7 @@ GK_DEV void gk_fa_split_done(const gk_fa_split &sp, uint16_t *o, int64_t hk, int
                              int64_t sq) {
   gk_threadfence(); /* this thread's slot writes before the count */
   gk_fa_sync();
-  const int64_t p = H::wgmma ? 0 : gk_fa_merge_p(sp, group * sq);
+  const int64_t p = gk_fa_merge_p<H>(sp, group * sq);
   if (p == 0) {
     const unsigned last = (unsigned)(sp.n * sp.blocks - 1);
     if (!gk_fa_any(gk_fa_tid() == 0 && atomicAdd(sp.count, 1u) == last))
@@ -1075,9 +1077,10 @@ GK_DEV void gk_fa_split_done(const gk_fa_split &sp, uint16_t *o, int64_t hk, int
     if (gk_fa_tid() == 0) *sp.count = 0u;
     return;
   }
-  const int g = (int)(sp.i / p), ng = (int)((sp.n + p - 1) / p);
+  /* Group k's pieces: p, but the last group's may be fewer. */
+  const auto pieces = [&](int k) { return (int)(sp.n - k * p < p ? sp.n - k * p : p); };
+  const int g = (int)(sp.i / p), ng = (int)((sp.n + p - 1) / p), cn = pieces(g);
   const int64_t first = g * p;
-  const int cn = (int)(sp.n - first < p ? sp.n - first : p);
   const unsigned blocks = (unsigned)(cn * sp.blocks);
   if (!gk_fa_any(gk_fa_tid() == 0 &&
                  ((atomicAdd(sp.count, 1u << (8 * g)) >> (8 * g)) & 255u) == blocks - 1))
@@ -1088,10 +1091,7 @@ GK_DEV void gk_fa_split_done(const gk_fa_split &sp, uint16_t *o, int64_t hk, int
   gk_fa_sync();
   /* Every group's bytes full and one more: the word the last group sees. */
   unsigned full = 0;
-  for (int k = 0; k < ng; k++) {
-    const int64_t kn = sp.n - k * p < p ? sp.n - k * p : p;
-    full += (unsigned)(kn * sp.blocks + 1) << (8 * k);
-  }
+  for (int k = 0; k < ng; k++) full += (unsigned)(pieces(k) * sp.blocks + 1) << (8 * k);
   const unsigned one = 1u << (8 * g);
   if (!gk_fa_any(gk_fa_tid() == 0 && atomicAdd(sp.count, one) + one == full))
     return; /* uniform: not the last group */
