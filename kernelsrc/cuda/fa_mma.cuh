@@ -621,11 +621,12 @@ GK_DEV void gk_fa_pv_mma(const uint16_t *v, const float (*s)[NT][4], int nt0,
     uint32_t pw[MT][2]; /* rows g, g + 8: this lane's two weights, rounded */
     for (int m = 0; m < MT; m++)
       for (int r = 0; r < 2; r++) pw[m][r] = H::pack2(s[m][nt][2 * r], s[m][nt][2 * r + 1]);
+    const gk_lanes<uint32_t, 2 * MT> pl(&pw[0][0]);
     for (int u = 0; u < 4; u++) {
       float p[MT][2][2]; /* keys 2u, 2u + 1 of the n-tile */
       for (int m = 0; m < MT; m++)
         for (int r = 0; r < 2; r++) {
-          const uint32_t w = GK_SHFL(pw[m][r], 4 * g + u);
+          const uint32_t w = pl.get(2 * m + r, 4 * g + u);
           p[m][r][0] = H::load((uint16_t)w), p[m][r][1] = H::load((uint16_t)(w >> 16));
         }
       for (int e = 0; e < 2; e++) {

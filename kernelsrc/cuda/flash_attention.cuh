@@ -252,9 +252,10 @@ GK_DEV void gk_fa_block(const typename Dt::elem *q, const KV &kv, typename Dt::e
       const float alpha = expf(mx[rr] - mnew); /* 0 on the first tile */
       l[rr] = l[rr] * alpha + gk_group_sum(p);
       for (int c = 0; c < DPL; c++) acc[rr][c] *= alpha;
+      const gk_lanes<float, 1> pl(&p);
 #pragma unroll 8
       for (int j = 0; j < FA_KEYS; j++) {
-        const float pj = GK_SHFL(p, j);
+        const float pj = pl.get(0, j);
         for (int c = 0; c < DPL; c++)
           acc[rr][c] = fmaf(pj, sv_t[j][lane + c * GK_GROUP], acc[rr][c]);
       }

@@ -93,6 +93,45 @@ GK_DEV int gk_tid_here(void) {
 GK_DEV int gk_lane(void) { return (int)(threadIdx.x % GK_GROUP); }
 GK_DEV int gk_group(void) { return (int)(threadIdx.x / GK_GROUP); }
 
+/*
+ * N values (4 or 8 bytes each) a lane, read across the group: every lane
+ * of the group makes a gk_lanes of its values together, and get(i, src)
+ * gives value i of lane src, every lane asking for the same i together. On
+ * a GPU a get is a shuffle. In the emulator the group meets once, when it
+ * is made (gk_emu_meet), and a get reads the meeting's table until the
+ * lane's next shuffle: a shuffle each would switch the group's 32 fibers
+ * each time, and the mma twins' 32 shuffles took most of cuda.emu's time.
+ */
+template <class T, int N>
+struct gk_lanes {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "values of 4 or 8 bytes");
+#if defined(GK_GPU_EMULATE)
+  static_assert(N <= GK_EMU_MEET_WORDS, "one meeting's words");
+  const uint64_t *t;
+  explicit gk_lanes(const T *v) {
+    uint64_t w[N] = {0};
+    for (int i = 0; i < N; i++) memcpy(&w[i], &v[i], sizeof(T));
+    t = gk_emu_meet(w, N);
+  }
+  T get(int i, int src) const {
+    T r;
+    memcpy(&r, &t[(src & (GK_GROUP - 1)) * GK_EMU_MEET_WORDS + i], sizeof(T));
+    return r;
+  }
+#else
+  T v[N];
+  __device__ explicit gk_lanes(const T *p) {
+#pragma unroll
+    for (int i = 0; i < N; i++) v[i] = p[i];
+  }
+  __device__ T get(int i, int src) const { return shfl(v[i], src); }
+  template <class U>
+  __device__ static U shfl(U x, int src) { return GK_SHFL(x, src); }
+  template <class U>
+  __device__ static U *shfl(U *x, int src) { return (U *)GK_SHFL((uintptr_t)x, src); }
+#endif
+};
+
 /* The walk of a matmul's tx x ty tiles (x: rows of x, y: rows of W) in
  * groups of `group` tiles of x: a group's tiles numbered x first, then y,
  * the last group narrower (CUTLASS's threadblock swizzle, Triton's
@@ -530,22 +569,28 @@ struct gk_bf16 {
  * from b[0] and b[1] of lanes 4(2t + col) .. +3), in k order. gk_mma_twin_rows is
  * the A half alone (gk_wgmma's twin reads B from shared memory).
  */
-GK_DEV void gk_mma_twin_rows(const uint32_t a[4], uint32_t ar[2][8]) {
+template <int N>
+GK_DEV void gk_mma_twin_rows(const gk_lanes<uint32_t, N> &w, uint32_t ar[2][8]) {
   const int g = gk_lane() / 4;
   for (int u = 0; u < 4; u++) {
     const int src = 4 * g + u;
-    ar[0][u] = GK_SHFL(a[0], src), ar[0][4 + u] = GK_SHFL(a[2], src);
-    ar[1][u] = GK_SHFL(a[1], src), ar[1][4 + u] = GK_SHFL(a[3], src);
+    ar[0][u] = w.get(0, src), ar[0][4 + u] = w.get(2, src);
+    ar[1][u] = w.get(1, src), ar[1][4 + u] = w.get(3, src);
   }
+}
+GK_DEV void gk_mma_twin_rows(const uint32_t a[4], uint32_t ar[2][8]) {
+  gk_mma_twin_rows(gk_lanes<uint32_t, 4>(a), ar);
 }
 GK_DEV void gk_mma_twin_gather(const uint32_t a[4], const uint32_t b[2], uint32_t ar[2][8],
                                uint32_t bc[2][8]) {
   const int t = gk_lane() % 4;
-  gk_mma_twin_rows(a, ar);
+  const uint32_t ab[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+  const gk_lanes<uint32_t, 6> w(ab);
+  gk_mma_twin_rows(w, ar);
   for (int col = 0; col < 2; col++)
     for (int u = 0; u < 4; u++) {
       const int src = 4 * (2 * t + col) + u;
-      bc[col][u] = GK_SHFL(b[0], src), bc[col][4 + u] = GK_SHFL(b[1], src);
+      bc[col][u] = w.get(4, src), bc[col][4 + u] = w.get(5, src);
     }
 }
 
@@ -563,7 +608,8 @@ GK_DEV void gk_mma_twin_gather(const uint32_t a[4], const uint32_t b[2], uint32_
  * sm_80 and newer: one instruction; sm_75 (Turing): two m16n8k8 (the k
  * halves, same fragments), f16 only (Turing has no bf16 mma). The twin (the
  * emulator, and HIP until an AMD
- * matrix path is written) gathers the operands with 32 shuffles and sums
+ * matrix path is written) gathers the operands with 32 shuffles (one
+ * meeting in the emulator: gk_lanes) and sums
  * the 16 products of each element in k order with fmaf: the products are
  * exact in f32 (11 or 8 significant bits each), the hardware's summation
  * order inside one instruction is
@@ -685,7 +731,7 @@ GK_DEV void gk_mma_s8u8_16832(int d[4], const uint32_t a[4], const uint32_t b[2]
  * aligned) and receives, of each matrix i, r[i] = elements (L / 4, 2(L % 4))
  * and (L / 4, 2(L % 4) + 1): an mma fragment. With .trans it receives the
  * transposed matrix's: (2(L % 4), L / 4) and (2(L % 4) + 1, L / 4). The twin
- * gathers the 32 row addresses with shuffles and reads them; under the
+ * gathers the 32 row addresses (gk_lanes) and reads them; under the
  * emulator it also counts their bank conflicts.
  */
 GK_DEV void gk_ldmatrix_x4(uint32_t r[4], const uint16_t *row) {
@@ -695,12 +741,13 @@ GK_DEV void gk_ldmatrix_x4(uint32_t r[4], const uint16_t *row) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(a));
 #else
+  const gk_lanes<const uint16_t *, 1> rows(&row);
 #if defined(GK_GPU_EMULATE)
-  gk_emu_ldmatrix_banks(row);
+  gk_emu_ldmatrix_banks(rows.t);
 #endif
   const int lane = gk_lane();
   for (int i = 0; i < 4; i++) {
-    const uint16_t *p = (const uint16_t *)GK_SHFL((uintptr_t)row, 8 * i + lane / 4);
+    const uint16_t *p = rows.get(0, 8 * i + lane / 4);
     r[i] = (uint32_t)p[2 * (lane % 4)] | (uint32_t)p[2 * (lane % 4) + 1] << 16;
   }
 #endif
@@ -712,13 +759,14 @@ GK_DEV void gk_ldmatrix_x4_trans(uint32_t r[4], const uint16_t *row) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(a));
 #else
+  const gk_lanes<const uint16_t *, 1> rows(&row);
 #if defined(GK_GPU_EMULATE)
-  gk_emu_ldmatrix_banks(row);
+  gk_emu_ldmatrix_banks(rows.t);
 #endif
   const int lane = gk_lane();
   for (int i = 0; i < 4; i++) {
-    const uint16_t *p0 = (const uint16_t *)GK_SHFL((uintptr_t)row, 8 * i + 2 * (lane % 4));
-    const uint16_t *p1 = (const uint16_t *)GK_SHFL((uintptr_t)row, 8 * i + 2 * (lane % 4) + 1);
+    const uint16_t *p0 = rows.get(0, 8 * i + 2 * (lane % 4));
+    const uint16_t *p1 = rows.get(0, 8 * i + 2 * (lane % 4) + 1);
     r[i] = (uint32_t)p0[lane / 4] | (uint32_t)p1[lane / 4] << 16;
   }
 #endif

@@ -1322,7 +1322,19 @@ static void early_return(void) {
 }
 static int shuffled[64];
 static void shuffle(void) {
-  shuffled[threadIdx.x] = GK_SHFL_XOR((int)threadIdx.x, 1) + 1000 * GK_SHFL((int)threadIdx.x, 31);
+  shuffled[threadIdx.x] =
+      GK_SHFL_XOR((int)threadIdx.x, 1) + 1000 * GK_SHFL((int)threadIdx.x + 7, 31);
+}
+/* A meeting of 3 words a lane (gk_lanes), read after the group's last lane
+ * (the first to run on) has gone on to the next meeting, then that one. */
+static uint32_t met[64][2];
+static void meeting(void) {
+  const uint32_t t = threadIdx.x, lane = t % 32, s = (lane + 5) % 32;
+  const uint32_t w[3] = {t, 100 + t, 200 + t}, v[1] = {300 + t};
+  const gk_lanes<uint32_t, 3> a(w);
+  met[t][0] = a.get(0, (int)s) + a.get(2, (int)s);
+  const gk_lanes<uint32_t, 1> b(v);
+  met[t][1] = b.get(0, (int)(31 - lane));
 }
 /* cp.async lands at the wait that must see it, not before; a vote. */
 static int votes[64][3];
@@ -1459,7 +1471,15 @@ static void check_emulator(void) {
           named_votes[t][0], named_votes[t][1]);
   CHECK(gk_emu_launch(g, b, [](void *) { shuffle(); }, NULL) == 0, "emulator: shuffles");
   for (int t = 0; t < 64; t++)
-    CHECK(shuffled[t] == (t ^ 1) + 1000 * (t / 32 * 32 + 31), "emulator: shuffle of thread %d", t);
+    CHECK(shuffled[t] == (t ^ 1) + 1000 * (t / 32 * 32 + 31 + 7), "emulator: shuffle of thread %d",
+          t);
+  CHECK(gk_emu_launch(g, b, [](void *) { meeting(); }, NULL) == 0, "emulator: meetings");
+  for (uint32_t t = 0; t < 64; t++) {
+    const uint32_t base = t / 32 * 32, s = base + (t % 32 + 5) % 32;
+    CHECK(met[t][0] == 2 * s + 200 && met[t][1] == 300 + base + 31 - t % 32,
+          "emulator: thread %u read %u and %u from two meetings, want %u and %u", t, met[t][0],
+          met[t][1], 2 * s + 200, 300 + base + 31 - t % 32);
+  }
   CHECK(gk_emu_launch(g, b, [](void *) { async_copies(); }, NULL) == 0, "emulator: cp.async");
   for (int t = 0; t < 64; t++) {
     CHECK(seen[t][0] == 0 && seen[t][1] == 1 && seen[t][2] == 8 && seen[t][3] == 2,
@@ -1476,7 +1496,7 @@ static void check_emulator(void) {
         "emulator: ldmatrix bank conflicts counted %llu and %llu, want 0 and 28", bank_extra[0],
         bank_extra[1]);
   SECTION_OK(before, "ok: the emulator stops at divergent barriers, misaligned copies and dp4a "
-                     "operands past their bound, shuffles by group, lands cp.async at its wait, "
+                     "operands past their bound, shuffles and meets by group, lands cp.async at its wait, "
                      "votes, waits at a named barrier for its count, hands over by bar.arrive in "
                      "either order and counts ldmatrix's bank conflicts\n");
 }

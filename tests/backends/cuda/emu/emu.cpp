@@ -113,8 +113,9 @@ struct block_state {
   named_barrier named[NAMED];
   bool released; /* a barrier opened since the scheduler last looked */
   std::vector<unsigned> group_gen, group_arrived;
-  std::vector<uint64_t> slots; /* one shuffle value per thread */
-  std::vector<uintptr_t> rows; /* one ldmatrix row address per thread */
+  /* gk_emu_meet's tables, GK_EMU_MEET_WORDS a thread: a group's meeting
+   * of generation g (its group barriers so far) writes meet[g & 1]. */
+  std::vector<uint64_t> meet[2];
   /* Each 16-byte piece of shared memory a cp.async landed in and its
    * thread has not fenced for the async proxy since: which thread. */
   std::unordered_map<uintptr_t, int> unfenced;
@@ -397,25 +398,37 @@ static void group_barrier(void) {
 
 void gk_emu_group_sync(void) { group_barrier(); }
 
-uint64_t gk_emu_exchange(uint64_t v, int src) {
-  int me = S->cur, base = me / GROUP * GROUP;
-  S->slots[me] = v;
+/* A lane at its group's k-th barrier finds group_gen == k (the k before
+ * it completed, and it cannot complete without this lane), so every lane of
+ * a meeting writes the same table. A lane writes that table again only at
+ * meeting k + 2, after barrier k + 1 completed: every lane of the group has
+ * reached barrier k + 1, so none still reads the table of meeting k. */
+const uint64_t *gk_emu_meet(const uint64_t *w, int n) {
+  const int me = S->cur, g = me / GROUP, W = GK_EMU_MEET_WORDS;
+  if (n < 1 || n > W) {
+    fprintf(stdout, "emulator: gk_emu_meet of %d words (1 .. %d)\n", n, W);
+    abort();
+  }
+  uint64_t *t = S->meet[S->group_gen[g] & 1].data();
+  memcpy(t + (size_t)me * W, w, (size_t)n * sizeof *w);
   group_barrier(); /* every lane has published */
-  uint64_t r = S->slots[base + (src & (GROUP - 1))];
-  group_barrier(); /* every lane has read before the next exchange writes */
-  return r;
+  return t + (size_t)g * GROUP * W;
+}
+
+uint64_t gk_emu_exchange(uint64_t v, int src) {
+  return gk_emu_meet(&v, 1)[(src & (GROUP - 1)) * GK_EMU_MEET_WORDS];
 }
 
 static unsigned long long ldsm_matrices, ldsm_extra;
 
-void gk_emu_ldmatrix_banks(const void *row) {
-  int me = S->cur, base = me / GROUP * GROUP;
+void gk_emu_ldmatrix_banks(const uint64_t *rows) {
+  const int me = S->cur, base = me / GROUP * GROUP;
+  const void *row = (const void *)(uintptr_t)rows[(me - base) * GK_EMU_MEET_WORDS];
   if ((uintptr_t)row % 16) misaligned("ldmatrix row", row, 16);
-  S->rows[me] = (uintptr_t)row;
-  group_barrier(); /* every lane's address is in */
   if (me == base)
     for (int m = 0; m < 4; m++) {
-      const uintptr_t *r = &S->rows[base + 8 * m];
+      uintptr_t r[8];
+      for (int i = 0; i < 8; i++) r[i] = (uintptr_t)rows[(8 * m + i) * GK_EMU_MEET_WORDS];
       int n[8] = {0}, passes = 0; /* distinct rows in each bank group */
       for (int i = 0; i < 8; i++) {
         bool seen = false;
@@ -427,7 +440,6 @@ void gk_emu_ldmatrix_banks(const void *row) {
       ldsm_matrices++;
       ldsm_extra += (unsigned long long)(passes - 1);
     }
-  group_barrier(); /* read before the next ldmatrix writes */
 }
 
 void gk_emu_ldmatrix_stats(unsigned long long *matrices, unsigned long long *extra) {
@@ -550,8 +562,8 @@ int gk_emu_launch(gk_emu_dim3 grid, gk_emu_dim3 block, gk_emu_body body, void *c
   }
   st.group_gen.resize(block.x / GROUP);
   st.group_arrived.resize(block.x / GROUP);
-  st.slots.resize(block.x);
-  st.rows.resize(block.x);
+  st.meet[0].resize((size_t)block.x * GK_EMU_MEET_WORDS);
+  st.meet[1].resize((size_t)block.x * GK_EMU_MEET_WORDS);
   st.body = body;
   st.ctx = ctx;
   st.failed = false;

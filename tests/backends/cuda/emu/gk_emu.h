@@ -127,14 +127,26 @@ extern unsigned long gk_emu_unfenced; /* 16-byte pieces landed, not fenced */
 void gk_emu_fence_proxy_async(void);
 void gk_emu_async_read(const void *p, unsigned bytes);
 
-/* Shared-memory banks under ldmatrix (gk_gpu.cuh's twin calls it with
- * each lane's row address): the group's 32 row addresses make 4 matrices
- * of 8 rows of 16 bytes, and the hardware reads a matrix in one pass when
- * its 8 rows lie in distinct groups of 4 banks ((address / 16) mod 8; rows
- * at the same address are one read). gk_emu_ldmatrix_stats gives the
+/* The group's lanes meet and each publishes n (1 .. GK_EMU_MEET_WORDS)
+ * 64-bit words: returns the group's table, lane L's words at
+ * [L * GK_EMU_MEET_WORDS], which the lane may read until its next
+ * shuffle or meeting (the tables of consecutive meetings alternate). One
+ * meeting switches the group's fibers once; a shuffle is a meeting of one
+ * word, so a twin that needs 32 words of other lanes (an mma's operands)
+ * meets once where 32 shuffles would switch the fibers 32 times
+ * (gk_gpu.cuh's gk_lanes). */
+#define GK_EMU_MEET_WORDS 8
+const uint64_t *gk_emu_meet(const uint64_t *w, int n);
+
+/* Shared-memory banks under ldmatrix (gk_gpu.cuh's twin calls it with the
+ * table of its meeting, each lane's row address as its word 0): the group's
+ * 32 row addresses make 4 matrices of 8 rows of 16 bytes, and the hardware
+ * reads a matrix in one pass when its 8 rows lie in distinct groups of 4
+ * banks ((address / 16) mod 8; rows at the same address are one read); a
+ * row not 16-byte aligned fails the launch. gk_emu_ldmatrix_stats gives the
  * matrices read since the last call and the passes beyond one each they
  * took (bank conflicts), and starts counting again. */
-void gk_emu_ldmatrix_banks(const void *row);
+void gk_emu_ldmatrix_banks(const uint64_t *rows);
 void gk_emu_ldmatrix_stats(unsigned long long *matrices, unsigned long long *extra);
 
 /* Exchanges 64 bits among the group: every lane publishes v, then reads the
