@@ -485,7 +485,7 @@ static void real_images(void **state) {
   assert_true(done > 0);
 }
 
-/* The clang-19 images: gfx942, gfx1100-1102, gfx1200/1201 and the generic
+/* The clang-19 images: gfx942, gfx1100, gfx1200 and the generic
  * targets, every one loaded. */
 static void clang_images(void **state) {
   (void)state;
