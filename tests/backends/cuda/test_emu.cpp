@@ -1496,9 +1496,9 @@ static void check_emulator(void) {
         "emulator: ldmatrix bank conflicts counted %llu and %llu, want 0 and 28", bank_extra[0],
         bank_extra[1]);
   SECTION_OK(before, "ok: the emulator stops at divergent barriers, misaligned copies and dp4a "
-                     "operands past their bound, shuffles and meets by group, lands cp.async at its wait, "
-                     "votes, waits at a named barrier for its count, hands over by bar.arrive in "
-                     "either order and counts ldmatrix's bank conflicts\n");
+                     "operands past their bound, shuffles and meets by group, lands cp.async at "
+                     "its wait, votes, waits at a named barrier for its count, hands over by "
+                     "bar.arrive in either order and counts ldmatrix's bank conflicts\n");
 }
 
 /* tests/gpu's wgmma probe (one wgmma per shape, D against A B, which
