@@ -89,6 +89,18 @@ GK_DEV int gk_tid_here(void) {
 #endif
 }
 
+/* blockIdx.y, read where it is used, as gk_tid_here reads threadIdx.x (a
+ * test on it inside a tile is not a value held across the tile). */
+GK_DEV int gk_block_y_here(void) {
+#if defined(GK_GPU_NVIDIA)
+  int t;
+  asm volatile("mov.u32 %0, %%ctaid.y;" : "=r"(t));
+  return t;
+#else
+  return (int)blockIdx.y;
+#endif
+}
+
 /* This thread's lane in its group, and its group in the block. */
 GK_DEV int gk_lane(void) { return (int)(threadIdx.x % GK_GROUP); }
 GK_DEV int gk_group(void) { return (int)(threadIdx.x / GK_GROUP); }
@@ -131,6 +143,85 @@ struct gk_lanes {
   __device__ static U *shfl(U *x, int src) { return (U *)GK_SHFL((uintptr_t)x, src); }
 #endif
 };
+
+/* The GPU's SMs as the hardware numbers them (NVIDIA: %nsmid, the bound of
+ * the SM ids, the SM count on the GPUs made so far): the input of a
+ * heuristic, never of a bound or an index. 0 where not known (HIP: no
+ * such register; not written for AMD). The emulator's is gk_emu_sms. Read
+ * where it is used (asm volatile), so that what is computed from it is
+ * computed there, not held in registers across a loop. */
+GK_DEV int gk_sm_count(void) {
+#if defined(GK_GPU_NVIDIA)
+  int n;
+  asm volatile("mov.u32 %0, %%nsmid;" : "=r"(n));
+  return n;
+#elif defined(GK_GPU_EMULATE)
+  return gk_emu_sms;
+#else
+  return 0;
+#endif
+}
+
+/*
+ * A walk over `tiles` tiles along the grid's y axis (the tiles of W of a
+ * matmul with one row of x) in which a block takes up to `most`
+ * consecutive tiles, so that what it prepares once (x, rounded or copied
+ * into shared memory) serves them all. A launch row's grid gives a block
+ * a tile (it is sized for every m), so when the grid holds every tile,
+ * blocks whose y is not a multiple of G take nothing and the others take
+ * G tiles each; G (gk_walk_rows_group) is the largest count up to `most`
+ * that does not lengthen the launch: with `resident` blocks an SM, its
+ * waves of G tiles take no more tiles a block than the waves of one tile
+ * do (n = 32768 on 132 SMs, two blocks an SM: 1024 tiles of 32 rows, 3.9
+ * waves of one, one wave of 4; 512 tiles of 64 rows, 1.9 waves of one, one
+ * of 2). A smaller grid, and a GPU whose SM count the code cannot read,
+ * keep G = 1: each block walks tiles y, y + gridDim.y, ...
+ *
+ * The caller writes the loop over its n rows in tiles of `rows`, a tile a
+ * trip, t its tile, the block's first tile t == blockIdx.y; `gs`, an int
+ * of its shared memory, holds G:
+ *   if (gk_walk_rows_idle(n, rows, most, resident, &sm.g)) return;
+ *   for (int t = blockIdx.y; (int64_t)t * rows < n; t = gk_walk_rows_next(t, n, rows, &sm.g))
+ * (a whole block returns or loops: the bounds are the block's). Each
+ * thread stores the G it worked out (every thread's is the same) and
+ * reads it back at each trip's end, so that the tile's body keeps one
+ * value of the walk beside its own: a walk that held its bounds in
+ * registers made ptxas 13.0 spill 4 to 28 bytes in qmatmul's BITS 1 and 2
+ * tiles, at the 128 registers two blocks an SM leave (so did one that
+ * worked G out again at each trip's end). A tile index is 32-bit: past
+ * 2^31 - 1 (a W of 2^36 rows) the walk stops.
+ */
+GK_DEV int gk_walk_rows_group(int64_t n, int rows, int most, int resident) {
+  const int64_t tiles = (n + rows - 1) / rows;
+  const int64_t slots = (int64_t)gk_sm_count() * resident;
+  int g = 1;
+  if (slots > 0 && (int64_t)gridDim.y >= tiles) {
+    const int64_t waves = (tiles + slots - 1) / slots; /* of one tile a block */
+    for (int c = 2; c <= most; c++)
+      if (((tiles + c - 1) / c + slots - 1) / slots * c <= waves) g = c;
+  }
+  return g;
+}
+#if defined(GK_GPU_NVIDIA) || defined(GK_GPU_EMULATE)
+GK_DEV bool gk_walk_rows_idle(int64_t n, int rows, int most, int resident, int *gs) {
+  const int g = gk_walk_rows_group(n, rows, most, resident);
+  *(volatile int *)gs = g;
+  return blockIdx.y % g != 0;
+}
+GK_DEV int gk_walk_rows_next(int t, int64_t n, int rows, const int *gs) {
+  const int g = *(const volatile int *)gs;
+  /* After a group's last tile: the first past n, which ends the walk. */
+  const int64_t next = g > 1 ? ((t + 1) % g != 0 ? t + 1 : (n + rows - 1) / rows)
+                             : (int64_t)t + gridDim.y;
+  return next < 0x7fffffff ? (int)next : 0x7fffffff;
+}
+#else /* no SM count (HIP): G = 1, the plain walk, with nothing kept in shared memory */
+GK_DEV bool gk_walk_rows_idle(int64_t, int, int, int, int *) { return false; }
+GK_DEV int gk_walk_rows_next(int t, int64_t, int, const int *) {
+  const int64_t next = (int64_t)t + gridDim.y;
+  return next < 0x7fffffff ? (int)next : 0x7fffffff;
+}
+#endif
 
 /* The walk of a matmul's tx x ty tiles (x: rows of x, y: rows of W) in
  * groups of `group` tiles of x: a group's tiles numbered x first, then y,

@@ -167,6 +167,7 @@ GK_DEV void gk_q8x_round_half(const float *__restrict__ src, int h, uint32_t cod
 struct gk_q8x_dsmem {
   uint32_t xq[Q8X_XROWS][Q8X_CHUNK * 8];
   float dx[Q8X_XROWS][Q8X_CHUNK], sb[Q8X_XROWS][Q8X_CHUNK];
+  int g; /* m == 1: tiles a block takes (gk_walk_rows_idle) */
 };
 
 /* Rounds rows i0 .. i0 + xrows - 1 of x, blocks c0 .. c0 + cb - 1, into
@@ -175,21 +176,28 @@ struct gk_q8x_dsmem {
  * (a pair past the last block rounds block c0 of row i0 again and keeps
  * nothing). A thread a block, as before, held 32 floats beside the next
  * step's W words and left half the threads idle at m = 1; the caller puts
- * barriers around it. */
+ * barriers around it. Row i's block b lies at xq word (i * Q8X_CHUNK + b)
+ * * 8, its scales at dx and sb entry i * Q8X_CHUNK + b: with xrows > 1, cb
+ * <= Q8X_CHUNK (the arrays' rows); one row may take the whole space,
+ * Q8X_VEC_X blocks (gk_q8x_vec). */
+#define Q8X_VEC_X (Q8X_XROWS * Q8X_CHUNK) /* blocks of one row gk_q8x_dsmem holds */
 template <int Bits>
 GK_DEV void gk_q8x_round_x(gk_q8x_dsmem &sm, const float *__restrict__ x, int64_t k,
                            int64_t i0, int xrows, int64_t c0, int cb) {
   const int halves = 2 * xrows * cb, h = (int)threadIdx.x & 1;
+  uint32_t *const xq = &sm.xq[0][0];
+  float *const dx = &sm.dx[0][0], *const sb = &sm.sb[0][0];
   for (int e0 = 0; e0 < halves; e0 += QM_THREADS) {
     const int e = e0 + (int)threadIdx.x, in = e < halves;
     const int i = in ? (e >> 1) / cb : 0, b = in ? (e >> 1) % cb : 0;
     uint32_t c[4];
-    float dx, sb;
-    gk_q8x_round_half<Bits>(x + (i0 + i) * k + (c0 + b) * GK_QBLOCK + 16 * h, h, c, &dx, &sb);
+    float dxv, sbv;
+    gk_q8x_round_half<Bits>(x + (i0 + i) * k + (c0 + b) * GK_QBLOCK + 16 * h, h, c, &dxv, &sbv);
     if (in) {
+      const int at = i * Q8X_CHUNK + b;
       const uint4 cw = {c[0], c[1], c[2], c[3]};
-      *(uint4 *)&sm.xq[i][b * 8 + 4 * h] = cw;
-      if (h == 0) sm.dx[i][b] = dx, sm.sb[i][b] = sb;
+      *(uint4 *)&xq[at * 8 + 4 * h] = cw;
+      if (h == 0) dx[at] = dxv, sb[at] = sbv;
     }
   }
 }
@@ -322,19 +330,20 @@ GK_DEV void gk_q8x_wload(const uint32_t *const p[Q8X_HROWS], gk_q8x_words<Bits> 
     for (int u = 0; u <= Bits; u++) f.v[r][u] = p[r][at + u];
 }
 
-/* One step of a lane at m = 1: block b of the chunk (f: its words, one
- * block a row of W) against the chunk's rounded x, each row of W adding
- * the block into its own part, as the definition's lane does. */
+/* One step of a lane at m = 1: block b of the rounded row (f: its words,
+ * one block a row of W) against its x codes and scales, each row of W
+ * adding the block into its own part, as the definition's lane does. */
 template <int Bits>
 GK_DEV void gk_q8x_step(const gk_q8x_dsmem &sm, int b, const gk_q8x_words<Bits> &f,
                         float part[Q8X_HROWS]) {
   const int P = 8 / Bits;
   const uint32_t rep = GK_QMASK(Bits) * 0x01010101u;
-  /* b's x codes (two 16-byte loads) and scales, read once for the rows. */
-  const uint4 *xp = (const uint4 *)&sm.xq[0][b * 8];
+  /* b's x codes (two 16-byte loads) and scales, read once for the rows;
+   * the row may fill the whole space (gk_q8x_round_x). */
+  const uint4 *xp = (const uint4 *)(&sm.xq[0][0] + b * 8);
   const uint4 lo = xp[0], hi = xp[1];
   const uint32_t xw[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-  const float dx = sm.dx[0][b], sb = sm.sb[0][b];
+  const float dx = (&sm.dx[0][0])[b], sb = (&sm.sb[0][0])[b];
 #pragma unroll
   for (int r = 0; r < Q8X_HROWS; r++) {
     const uint32_t head = f.v[r][0];
@@ -355,17 +364,34 @@ GK_DEV void gk_q8x_step(const gk_q8x_dsmem &sm, int b, const gk_q8x_words<Bits> 
   }
 }
 
-/* Whether gk_q8x_vec keeps two sets of words: not on HIP at BITS 8 (72
- * registers of words; gfx906's 128 VGPRs then took 140 bytes of scratch),
- * which loads a step's words and uses them, one set. The emulator's runs
- * without the mma.sync tile (Sm80 = 0: as sm_75 and HIP) take HIP's
- * choice, so that it checks both loops. */
+/* How many steps' words gk_q8x_vec keeps in registers, a ring of sets:
+ * while one step is used, the loads of the next Sets - 1 are in flight.
+ * A step of a warp is 32 lanes x 4 rows x one block: 2560 bytes at BITS 4,
+ * 4608 at 8, 1536 at 2, 1024 at 1. On the H200 (2026-11-30) two sets gave
+ * BITS 8 0.91 of the copy bandwidth and BITS 4 0.85, BITS 2 0.71 and 1
+ * 0.60: with fewer bytes a step the narrow codes kept fewer in flight.
+ * So BITS 2 keeps 4 sets (48 registers of words, 6 KB a warp) and BITS 1
+ * 8 (64 registers, 8 KB), about what BITS 8 keeps with two (72 registers,
+ * 9 KB); BITS 4 keeps two (40 registers, 5 KB: with 4, ptxas 13.0 spilled
+ * 28 bytes a tile in the walk). In the sm_90a cubin a trip of the ring
+ * issues 1243 instructions at BITS 1 (1024 weights) and 572 at BITS 2
+ * (512), where two sets took 305 and 298 for 256; at BITS 1 on sm_90 and
+ * sm_90a ptxas stores 16 bytes once a tile (tests/backends/cuda/
+ * test_ptxas.sh). A count divides the 8 steps of a whole chunk
+ * (Q8X_CHUNK / Q8X_LANES), so that every chunk but the last starts with the
+ * ring in the same place. HIP keeps two but at BITS 8 (72 registers of
+ * words; gfx906's 128 VGPRs then took 140 bytes of scratch), which loads a
+ * step's words and uses them: one set. The emulator's runs without the
+ * mma.sync tile (Sm80 = 0: as sm_75 and HIP) take HIP's counts, so that it
+ * checks those rings too. */
+#define GK_Q8X_SETS_NV(Bits) ((Bits) == 1 ? 8 : (Bits) == 2 ? 4 : 2)
+#define GK_Q8X_SETS_HIP(Bits) ((Bits) <= 4 ? 2 : 1)
 #if defined(__HIPCC__)
-#define GK_Q8X_PIPE(Bits, Sm80) ((Bits) <= 4)
+#define GK_Q8X_SETS(Bits, Sm80) GK_Q8X_SETS_HIP(Bits)
 #elif defined(GK_GPU_EMULATE)
-#define GK_Q8X_PIPE(Bits, Sm80) ((Sm80) || (Bits) <= 4)
+#define GK_Q8X_SETS(Bits, Sm80) ((Sm80) ? GK_Q8X_SETS_NV(Bits) : GK_Q8X_SETS_HIP(Bits))
 #else
-#define GK_Q8X_PIPE(Bits, Sm80) 1
+#define GK_Q8X_SETS(Bits, Sm80) GK_Q8X_SETS_NV(Bits)
 #endif
 
 /* m = 1 (a decode): one block's rows jb .. jb + Q8X_COLS - 1 of W (those
@@ -384,25 +410,35 @@ GK_DEV void gk_q8x_step(const gk_q8x_dsmem &sm, int b, const gk_q8x_words<Bits> 
  * - rows past n read row n - 1 again (their sums are not stored): no
  *   branch inside a step;
  * - a pointer a row, moved by a constant;
- * - two sets of words, a and c, in turn: the next step's loads are issued
- *   before this step's words are used, across the chunk's barriers and
- *   rounding too (W does not depend on x): two steps, 5 KB a warp at
- *   BITS 4, 80 KB an SM at 16 warps, in flight.
+ * - a ring of Sets sets of words (GK_Q8X_SETS): the loads of the next
+ *   Sets - 1 steps are issued before this step's words are used, across
+ *   the barriers and x's rounding too (W does not depend on x): at BITS 4
+ *   two steps, 5 KB a warp, 80 KB an SM at 16 warps, in flight;
+ * - x rounded once for k up to Q8X_VEC_X blocks (16384 columns: the 4
+ *   rows of gk_q8x_dsmem taken as one), else Q8X_VEC_X blocks at a time:
+ *   between two chunks of the definition the warps no longer meet at a
+ *   barrier and wait for the next chunk of x from L2 with only the ring's
+ *   loads in flight (at k = 8192 that was once a tile, halfway); and once
+ *   a block, not a tile, where x fits (at the block's first tile, y:
+ *   gk_q8x_walk1), each rounding read x from L2, 32 KB at k = 8192 where a
+ *   tile reads 328 KB of W at BITS 4 and 131 KB at BITS 1.
  * W is read straight from global memory: a load of a code word takes 4
  * bytes of 16 blocks 20 bytes apart in each of 2 rows, ~7 cache lines,
  * and the block's other words hit L1 (80% of L1's hits in the profile
  * above). The order of the sums is the definition's, as gk_q8x_tile's:
  * the same bits. */
-template <int Bits, bool Pipe>
+template <int Bits, int Sets>
 GK_DEV void gk_q8x_vec(gk_q8x_dsmem &sm, const float *__restrict__ x,
                        const void *__restrict__ w, float *__restrict__ y, int64_t n,
                        int64_t k, int64_t jb) {
   enum { BW = GK_QBLOCK_BYTES(Bits) / 4, /* words a block: 1 + Bits */
-         SW = Q8X_LANES * BW };          /* words a step of a row */
+         SW = Q8X_LANES * BW,            /* words a step of a row */
+         CS = Q8X_CHUNK / Q8X_LANES };   /* a lane's steps in a whole chunk */
+  static_assert(Sets >= 1 && CS % Sets == 0, "a whole chunk is whole trips of the ring");
   const int lane = gk_lane(), hl = lane % Q8X_LANES;
   const int64_t nb = k / GK_QBLOCK;
   const int64_t j0 = jb + (int64_t)gk_group() * Q8X_WROWS + lane / Q8X_LANES;
-  const uint32_t *p[Q8X_HROWS];
+  const uint32_t *p[Q8X_HROWS]; /* each row's block of step t */
 #pragma unroll
   for (int r = 0; r < Q8X_HROWS; r++) {
     const int64_t j = j0 + 2 * r < n ? j0 + 2 * r : n - 1;
@@ -413,49 +449,54 @@ GK_DEV void gk_q8x_vec(gk_q8x_dsmem &sm, const float *__restrict__ x,
 
   float acc[Q8X_HROWS];
   for (int r = 0; r < Q8X_HROWS; r++) acc[r] = 0.0f;
-  gk_q8x_words<Bits> a, c;
-  int t = 0;
-  if (Pipe && steps > 0) gk_q8x_wload<Bits>(p, a, 0);
-  for (int64_t c0 = 0; c0 < nb; c0 += Q8X_CHUNK) {
-    const int cb = nb - c0 < Q8X_CHUNK ? (int)(nb - c0) : Q8X_CHUNK;
-    __syncthreads(); /* the previous chunk's x is read */
-    gk_q8x_round_x<Bits>(sm, x, k, 0, 1, c0, cb);
-    __syncthreads();
-    float part[Q8X_HROWS];
-    for (int r = 0; r < Q8X_HROWS; r++) part[r] = 0.0f;
-    /* The lane's steps up to the chunk's end: 8 in a whole chunk (an even
-     * count: the pairs end with `a` holding the next chunk's first step),
-     * fewer only in the last. */
-    const int64_t ce = (c0 + Q8X_CHUNK) / Q8X_LANES;
-    const int te = ce < steps ? (int)ce : steps;
-    int b = hl;
-    if (Pipe) {
-      for (; t + 1 < te; t += 2, b += 2 * Q8X_LANES) {
-        gk_q8x_wload<Bits>(p, c, SW);
-        gk_q8x_step<Bits>(sm, b, a, part);
-        for (int r = 0; r < Q8X_HROWS; r++) p[r] += SW;
-        if (t + 2 < steps) gk_q8x_wload<Bits>(p, a, SW);
-        gk_q8x_step<Bits>(sm, b + Q8X_LANES, c, part);
-        for (int r = 0; r < Q8X_HROWS; r++) p[r] += SW;
-      }
-      if (t < te) { /* the last step of all */
-        gk_q8x_step<Bits>(sm, b, a, part);
-        t++;
-      }
-    } else {
-      for (; t < te; t++, b += Q8X_LANES) {
-        gk_q8x_wload<Bits>(p, a, 0);
-        gk_q8x_step<Bits>(sm, b, a, part);
-        for (int r = 0; r < Q8X_HROWS; r++) p[r] += SW;
-      }
-    }
+  /* The ring: step t's words in f[t % Sets]. Steps 0 .. Sets - 2 now. */
+  gk_q8x_words<Bits> f[Sets];
 #pragma unroll
-    for (int r = 0; r < Q8X_HROWS; r++) {
-      /* The fold of the 16 lanes (every lane shuffles, those without a
-       * block of the chunk too), then the chunk sum into y's sum. */
-      float v = part[r];
-      for (int h = Q8X_LANES / 2; h > 0; h /= 2) v = gk_fadd(v, GK_SHFL_XOR(v, h));
-      acc[r] = gk_fadd(acc[r], v);
+  for (int u = 0; u + 1 < Sets; u++)
+    if (u < steps) gk_q8x_wload<Bits>(p, f[u], u * SW);
+  int t = 0; /* the lane's next step */
+  for (int64_t x0 = 0; x0 < nb; x0 += Q8X_VEC_X) {
+    const int xb = nb - x0 < Q8X_VEC_X ? (int)(nb - x0) : Q8X_VEC_X;
+    /* At the block's first tile (jb's tile y), else that one rounded all of x. */
+    if (jb == (int64_t)gk_block_y_here() * Q8X_COLS || nb > Q8X_VEC_X) {
+      __syncthreads();             /* the previous blocks of x are read */
+      gk_q8x_round_x<Bits>(sm, x, k, 0, 1, x0, xb);
+      __syncthreads();
+    }
+    for (int64_t c0 = x0; c0 < x0 + xb; c0 += Q8X_CHUNK) {
+      float part[Q8X_HROWS];
+      for (int r = 0; r < Q8X_HROWS; r++) part[r] = 0.0f;
+      /* The lane's steps up to the chunk's end: CS in a whole chunk,
+       * fewer only in the last of all. b: step t's block in the row. */
+      const int64_t ce = (c0 + Q8X_CHUNK) / Q8X_LANES;
+      const int te = ce < steps ? (int)ce : steps;
+      int b = (int)(c0 - x0) + hl;
+      /* A trip: Sets steps, each loading the step Sets - 1 on into the
+       * set the step before it used. */
+      for (; t + Sets <= te; t += Sets, b += Sets * Q8X_LANES) {
+#pragma unroll
+        for (int u = 0; u < Sets; u++) {
+          if (t + u + Sets - 1 < steps)
+            gk_q8x_wload<Bits>(p, f[(u + Sets - 1) % Sets], (Sets - 1) * SW);
+          gk_q8x_step<Bits>(sm, b + u * Q8X_LANES, f[u], part);
+#pragma unroll
+          for (int r = 0; r < Q8X_HROWS; r++) p[r] += SW;
+        }
+      }
+      /* The last steps of all (fewer than Sets), whose words are loaded:
+       * t is a multiple of Sets here, so step t + u is in f[u]. */
+#pragma unroll
+      for (int u = 0; u + 1 < Sets; u++)
+        if (t + u < te) gk_q8x_step<Bits>(sm, b + u * Q8X_LANES, f[u], part);
+      if (t < te) t = te;
+#pragma unroll
+      for (int r = 0; r < Q8X_HROWS; r++) {
+        /* The fold of the 16 lanes (every lane shuffles, those without a
+         * block of the chunk too), then the chunk sum into y's sum. */
+        float v = part[r];
+        for (int h = Q8X_LANES / 2; h > 0; h /= 2) v = gk_fadd(v, GK_SHFL_XOR(v, h));
+        acc[r] = gk_fadd(acc[r], v);
+      }
     }
   }
   if (hl == 0)
@@ -464,21 +505,23 @@ GK_DEV void gk_q8x_vec(gk_q8x_dsmem &sm, const float *__restrict__ x,
 }
 
 /* qmatmul_q8x's walk over the grid at m = 1 (gk_qmatmul_q8x,
- * q8x_batch.cuh), a function of its own on CUDA: inlined beside the other
- * tiles, ptxas spilled (the same kernel's 128 registers, allocated as
- * one). On HIP a call costs scratch memory (the callee's saved registers),
- * so there it is inlined. */
+ * q8x_batch.cuh): a block takes up to 4 consecutive tiles where that does
+ * not lengthen the launch (gk_walk_rows_group), x rounded at its first. A
+ * function of its own on CUDA: inlined beside the other tiles, ptxas
+ * spilled (the same kernel's 128 registers, allocated as one). On HIP a
+ * call costs scratch memory (the callee's saved registers), so there it is
+ * inlined. */
 #if defined(__HIPCC__)
 #define GK_Q8X_APART GK_DEV
 #else
 #define GK_Q8X_APART GK_DEV_NOINLINE
 #endif
-template <int Bits, bool Pipe>
+template <int Bits, int Sets>
 GK_Q8X_APART void gk_q8x_walk1(gk_q8x_dsmem &sm, const float *x, const void *w, float *y,
                                int64_t n, int64_t k) {
-  if (blockIdx.x == 0)
-    for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
-      gk_q8x_vec<Bits, Pipe>(sm, x, w, y, n, k, by * Q8X_COLS);
+  if (blockIdx.x != 0 || gk_walk_rows_idle(n, Q8X_COLS, 4, QM_MIN_BLOCKS, &sm.g)) return;
+  for (int t = (int)blockIdx.y; (int64_t)t * Q8X_COLS < n; t = gk_walk_rows_next(t, n, Q8X_COLS, &sm.g))
+    gk_q8x_vec<Bits, Sets>(sm, x, w, y, n, k, (int64_t)t * Q8X_COLS);
 }
 
 #endif /* GK_Q8X_CUH */

@@ -443,7 +443,7 @@ GK_DEV void gk_qmatmul_q8x(const float *x, const void *w, float *y, int64_t m, i
   __shared__ __attribute__((aligned(16))) gk_q8x_smem<Bits, Sm80> sm;
   if (m <= 0 || n <= 0 || k < 0) return;
   if (m == 1) {
-    gk_q8x_walk1<Bits, GK_Q8X_PIPE(Bits, Sm80)>(sm.d, x, w, y, n, k);
+    gk_q8x_walk1<Bits, GK_Q8X_SETS(Bits, Sm80)>(sm.d, x, w, y, n, k);
   } else if (!Sm80 || m <= Q8X_XROWS || !gk_q8b_w16<Bits>(w, k / GK_QBLOCK)) {
     for (int64_t by = blockIdx.y; by * Q8X_COLS < n; by += gridDim.y)
       for (int64_t bx = blockIdx.x; bx * Q8X_XROWS < m; bx += gridDim.x)

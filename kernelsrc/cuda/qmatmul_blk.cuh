@@ -51,6 +51,7 @@
  * rows (a tile of m > 1): 36 KB either way. */
 struct gk_qmb_smem {
   float xs[QMB_VEC_CHUNK * QMB_PAD];
+  int g; /* m == 1: tiles a block takes (gk_walk_rows_idle) */
 };
 
 /*
@@ -152,10 +153,15 @@ GK_DEV void gk_qmb_vec_load(const uint32_t *const p[QM_WROWS], int at, uint32_t 
 }
 
 /*
- * m == 1: the tiles of W (QM_COLS rows, blockIdx.y on), one group
- * QM_WROWS rows of a tile. x goes into shared memory once a call when it
- * fits (k <= 8192), else a chunk of QMB_VEC_CHUNK blocks at a time for
- * each tile. A lane's steps go as in gk_qmatmul_vec: a pointer a row,
+ * m == 1: the tiles of W (QM_COLS rows), one group QM_WROWS rows of a
+ * tile, a block up to 4 consecutive tiles where that does not lengthen
+ * the launch (gk_walk_rows_group: at n = 32768 on 132 SMs, 256 blocks of 4
+ * tiles where 1024 blocks took one). x goes into shared memory once a
+ * block when it fits (k <= 8192), else a chunk of QMB_VEC_CHUNK blocks at
+ * a time for each tile: at k = 8192 each copy reads 32 KB of x from L2,
+ * and a tile 32 KB of W at BITS 1 (48 KB at BITS 2), so a copy a tile
+ * doubled what BITS 1 read and made each block wait for x before its first
+ * product. A lane's steps go as in gk_qmatmul_vec: a pointer a row,
  * rows past n reading row n - 1 (their sums not stored), two sets of
  * words in turn with nothing tested inside, and at BITS 1 the L2
  * prefetch of the step QMB_AHEAD on (lane l: row l / 8, sector l % 8 of
@@ -173,9 +179,10 @@ GK_DEV void gk_qmb_vec(gk_qmb_smem &sm, const float *__restrict__ x, const void 
   const int chunks = (int)((nb + QMB_VEC_CHUNK - 1) / QMB_VEC_CHUNK);
   /* Steps before pf_steps hint step + QMB_AHEAD, a whole step of W. */
   const int pf_steps = QMB_AHEAD(Bits) ? (int)(nb / QMB_STEP) - QMB_AHEAD(Bits) : 0;
-  bool staged = false;
-  for (int64_t by = blockIdx.y; by * QM_COLS < n; by += gridDim.y) {
-    const int64_t j0 = by * QM_COLS + (int64_t)gk_group() * QM_WROWS;
+  if (gk_walk_rows_idle(n, QM_COLS, 4, QM_MIN_BLOCKS, &sm.g)) return;
+  for (int by = (int)blockIdx.y; (int64_t)by * QM_COLS < n;
+       by = gk_walk_rows_next(by, n, QM_COLS, &sm.g)) {
+    const int64_t j0 = (int64_t)by * QM_COLS + (int64_t)gk_group() * QM_WROWS;
     /* rows <= 0: a group past n, reading row n - 1, storing nothing. */
     const int rows = n - j0 < QM_WROWS ? (int)(n - j0) : QM_WROWS;
     const uint32_t *p[QM_WROWS];
@@ -200,11 +207,10 @@ GK_DEV void gk_qmb_vec(gk_qmb_smem &sm, const float *__restrict__ x, const void 
       const int steps = lane < cb ? (cb - 1 - lane) / QMB_STEP + 1 : 0;
       uint32_t a[QM_WROWS][1 + Bits], b[QM_WROWS][1 + Bits];
       if (steps > 0) gk_qmb_vec_load<Bits>(p, 0, a); /* in flight during the copy */
-      if (!staged || chunks > 1) {
-        __syncthreads(); /* the last chunk's x is read */
+      if (by == gk_block_y_here() || chunks > 1) { /* else the block's first tile copied x */
+        __syncthreads();           /* the last chunk's x is read */
         gk_qmb_stage<1, QMB_VEC_CHUNK>(sm.xs, x, k, 0, 1, c0, cb);
         __syncthreads();
-        staged = true;
       }
       const float *xs = sm.xs + lane * QMB_PAD;
       int i = 0;

@@ -221,10 +221,14 @@ static void check_qmatmul(void) {
    * group of 32 tiles of x and one of 1, 2 tiles of W each (gk_qmatmul);
    * k = 9248 (289 blocks): at BITS 1 and 2, x in two chunks of shared memory at
    * m = 1 (256 blocks, then 33: a last step of one block) and the L2
-   * prefetch on (qmatmul_blk.cuh). */
+   * prefetch on (qmatmul_blk.cuh); m = 1, n = 500: 16 tiles of W, which the
+   * emulated GPU's 2 SMs (gk_emu_sms) take 4 a block at BITS 1 and 2
+   * (gk_walk_rows_group; x copied at a block's first tile only), the last
+   * tile 20 rows. */
   static const long long shapes[][3] = {{1, 19, 96},   {5, 10, 256}, {1, 3, 4128},
                                         {7, 9, 80},    {17, 70, 288}, {1, 70, 288},
-                                        {260, 40, 32}, {1, 5, 9248},  {9, 6, 9248}};
+                                        {260, 40, 32}, {1, 5, 9248},  {9, 6, 9248},
+                                        {1, 500, 1056}};
   for (int bits : {1, 2, 4, 8}) {
     launch L;
     char variant[16];
@@ -346,12 +350,20 @@ static void check_q8x(void) {
    * = 1, k = 8800: 275 blocks, two whole chunks (the next chunk's W loaded
    * across the rounding) and 19 blocks, lanes 0 .. 2 of each half two
    * steps (a pair), the others one; n = 9: every group but the first reads
-   * row 8 again; the fourth number, where there is one, puts W that many
-   * bytes into its buffer (4: not 16-byte aligned, the 4-row tiles'). */
+   * row 8 again; m = 1, k = 17504: 547 blocks, x rounded twice (512
+   * blocks, gk_q8x_vec's whole space, then 35), the ring of sets across
+   * the second rounding and a last chunk of 35 blocks (lanes 0 .. 2 three
+   * steps, the others two: fewer than a trip); m = 1, n = 520: 9 tiles of
+   * W, which the emulated GPU's 2 SMs take 3 a block (gk_walk_rows_group;
+   * x rounded at a block's first tile only), the last 8 rows; the fourth
+   * number, where
+   * there is one, puts W that many bytes into its buffer (4: not 16-byte
+   * aligned, the 4-row tiles'). */
   static const long long shapes[][4] = {{1, 37, 96},    {6, 35, 4224}, {1, 3, 32},
                                         {9, 5, 0},      {17, 70, 544}, {5, 20, 4480},
                                         {3, 9, 64},     {1, 70, 4160}, {4, 66, 4384},
-                                        {262, 70, 128}, {1, 9, 8800},  {6, 35, 128, 4}};
+                                        {262, 70, 128}, {1, 9, 8800},  {6, 35, 128, 4},
+                                        {1, 5, 17504}, {1, 520, 1056}};
   for (int bits : {1, 2, 4, 8}) {
     launch L;
     char variant[16];

@@ -45,12 +45,14 @@
 #   over 5.5 an output a block on average: ptxas 13.0 gives 5.18 to 5.42
 #   unrolled (a slot index known in each trip), 5.66 to 6.03 before;
 # - qmatmul_q8x's m = 1 trip (sm_90a, gk_q8x_vec) without a whole step's
-#   loads of W (4 rows x 1 + BITS words) in the straight run of a step's
-#   dp4a, or over 1.3 instructions a weight: ptxas 13.0 gives one run of
-#   two steps at BITS 1, 2 and 4 (297 to 305 instructions for 256
-#   weights), two runs at BITS 8 (238), where the tile before it, a branch
-#   a row of W, had 1 + BITS loads in each row's run (0.49 of copy on an
-#   H200, latency-bound);
+#   loads of W (4 rows x 1 + BITS words) beside each step's dp4a in its
+#   straight runs, without its whole ring of sets (8 steps at BITS 1, 4 at
+#   2, 2 at 4 and 8: q8x.cuh's GK_Q8X_SETS), or over 1.3 instructions a
+#   weight: ptxas 13.0 gives one run of the ring at BITS 1, 2 and 4 (1243
+#   instructions for 1024 weights, 572 for 512, 295 for 256), two runs at
+#   BITS 8 (232 for 256); two sets at every BITS took 297 to 305 for 256,
+#   and the tile before them, a branch a row of W, had 1 + BITS loads in
+#   each row's run (0.49 of copy on an H200, latency-bound);
 # - the split decode's merge (sm_90a) without 16 slots' loads in one
 #   straight run, or over 24 instructions a slot (ptxas 13.0: 333 for 16,
 #   where 8 slots of 4-byte loads at addresses computed a slot took 212);
@@ -218,17 +220,19 @@ PY
 import json, sys
 bits, mix = int(sys.argv[1]), json.load(open(sys.argv[2]))
 # qmatmul_q8x at m = 1 (gk_q8x_vec): a step is a lane's block of each of 4
-# rows of W, 1 + Bits words a row, 8 dp4a a row. Its trip must hold a
-# whole step's loads in the straight run of a step's dp4a (the next step's,
-# issued before this one's are used), and issue at most 1.3 instructions a
-# weight.
+# rows of W, 1 + Bits words a row, 8 dp4a a row. Its trip (the ring of
+# GK_Q8X_SETS steps) must hold a whole step's loads beside each step's dp4a
+# in its straight runs (the step Sets - 1 on, issued before this one's
+# words are used), and issue at most 1.3 instructions a weight.
 loads, dp4a = 4 * (1 + bits), 4 * 8
-trip = [r for r in mix["runs"] if r["mix"].get("IDP4A", 0) in (dp4a, 2 * dp4a)
-        and r["mix"].get("LDG", 0) >= loads]
+sets = {1: 8, 2: 4, 4: 2, 8: 2}[bits]
+trip = [r for r in mix["runs"] if r["mix"].get("IDP4A", 0) >= dp4a
+        and r["mix"]["IDP4A"] % dp4a == 0
+        and r["mix"].get("LDG", 0) >= loads * r["mix"]["IDP4A"] // dp4a]
 what = f"qmatmul.cu sm_90a -DBITS={bits}: qmatmul_q8x's m = 1 trip"
-if not trip:
-    print(f"FAIL: {what}: no straight run with a step's {dp4a} dp4a and {loads} loads (the "
-          "next step's); runs with dp4a: "
+if sum(r["mix"]["IDP4A"] for r in trip) != sets * dp4a:
+    print(f"FAIL: {what}: not {sets} steps' {sets * dp4a} dp4a in straight runs, each "
+          f"step's beside {loads} loads (those of a step {sets - 1} on); runs with dp4a: "
           + "; ".join(f"{r['length']} with {r['mix']['IDP4A']} dp4a, {r['mix'].get('LDG', 0)} "
                       "loads" for r in mix["runs"] if r["mix"].get("IDP4A", 0) >= 8))
     sys.exit(1)
@@ -302,6 +306,9 @@ S120_FA="0 0" S120_PA="8 8" S90_FA="4 4"
 # kept across the call of the noinline gk_q8b_tile: stored once a tile,
 # not in a loop), since that tile's copies of x and W went to 16-byte
 # pieces a warp takes whole (q8x_batch.cuh; ptxas 13.0). Q8B1: that ceiling.
+# On sm_90 and sm_90a the m = 1 walk (gk_q8x_walk1, its ring of 8 sets at
+# BITS 1) spills 16 bytes within it: stored as a tile's loads of W are
+# issued, reloaded after its last step, once a tile (2026-12-01).
 Q8B1="16 28"
 for a in sm_75 sm_80 sm_90a; do
   ok=; [ $a = sm_90a ] && ok=$S90_FA
@@ -329,10 +336,19 @@ done
 # The other targets the recipes ship by default (recipes/toolchains/nvcc.lua):
 # each kernel file once or per BITS, no bound on the loops. BITS 1 qmatmul:
 # Q8B1 above on sm_86 to sm_90; on sm_120 the qmatmul entry (f32) spills 8
-# bytes in its prologue, outside the loops (ptxas 13.0), held to that.
+# bytes in its prologue, outside the loops (ptxas 13.0), held to that. On
+# sm_100, since the m = 1 walks take several tiles a block (2026-12-01):
+# the qmatmul entry at BITS 2 stores 8 bytes at its entry and reloads them
+# before and after its loops, qmatmul_q8x's m = 1 walk at BITS 8 stores 8
+# bytes a tile and reloads them after its last step; S100: that ceiling.
+# On sm_120 the same walk at BITS 8 stores 16 bytes a tile (S120_Q8).
+S100="8 16" S120_Q8="16 16"
 for a in sm_86 sm_87 sm_89 sm_90 sm_100 sm_120; do
   for b in 1 2 4 8; do
-    ok=; [ $b = 1 ] && ok=$Q8B1; [ $a = sm_100 ] && ok=; [ $a = sm_120 ] && [ $b = 1 ] && ok="8 8"
+    ok=; [ $b = 1 ] && ok=$Q8B1; [ $a = sm_100 ] && ok=
+    [ $a = sm_100 ] && { [ $b = 2 ] || [ $b = 8 ]; } && ok=$S100
+    [ $a = sm_120 ] && [ $b = 1 ] && ok="8 8"
+    [ $a = sm_120 ] && [ $b = 8 ] && ok=$S120_Q8
     SPILL_OK=${ok:-0 0} check $a qmatmul -DBITS=$b
   done
   ok=; [ $a = sm_120 ] && ok=$S120_FA; [ $a = sm_90 ] && ok=$S90_FA
@@ -343,4 +359,4 @@ for a in sm_86 sm_87 sm_89 sm_90 sm_100 sm_120; do
   SPILL_OK=${ok:-0 0} check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=128 -DPAGE=64
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 27 default, 8 sm_90a as shipped, 4 of ci/gpu's qmatmul experiments, 42 of the other shipped targets): no serialized wgmma, no compiler-inserted arrive, no spills but the known ceilings (sm_90a's head_dim-128 attention, sm_90's head_dim-128 flash_attention, sm_120's head_dim-128 paged_attention, BITS 1 qmatmul's walk from sm_80 on, the qmpf experiment's BITS 8); qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip and qmatmul_q8x_mm's trip within their bounds"
+echo "ok: $n images (16 sm_90a wgmma attention, 24 warp-specialized, 27 default, 8 sm_90a as shipped, 4 of ci/gpu's qmatmul experiments, 42 of the other shipped targets): no serialized wgmma, no compiler-inserted arrive, no spills but the known ceilings (sm_90a's head_dim-128 attention, sm_90's head_dim-128 flash_attention, sm_120's head_dim-128 paged_attention, BITS 1 qmatmul's walk from sm_80 on, sm_100's and sm_120's m = 1 walks, the qmpf experiment's BITS 8); qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip and qmatmul_q8x_mm's trip within their bounds"

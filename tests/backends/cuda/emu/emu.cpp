@@ -45,6 +45,7 @@ namespace ctx = boost::context;
 #endif
 
 gk_emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
+int gk_emu_sms = 2;
 unsigned long gk_emu_unfenced;
 
 namespace {

@@ -30,6 +30,11 @@ struct gk_emu_dim3 {
 };
 /* The running fiber's coordinates; the scheduler sets them at every switch. */
 extern gk_emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
+/* The SMs of the emulated GPU, as %nsmid reads them on NVIDIA (gk_gpu.cuh's
+ * gk_sm_count: a heuristic's input, never a bound): 2 unless a test sets
+ * it, so that the small grids of the tests find it as busy as a real
+ * launch finds a real GPU. */
+extern int gk_emu_sms;
 
 #define __global__
 #define __device__
