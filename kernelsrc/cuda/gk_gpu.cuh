@@ -168,45 +168,57 @@ GK_DEV int gk_sm_count(void) {
  * consecutive tiles, so that what it prepares once (x, rounded or copied
  * into shared memory) serves them all. A launch row's grid gives a block
  * a tile (it is sized for every m), so when the grid holds every tile,
- * blocks whose y is not a multiple of G take nothing and the others take
- * G tiles each; G (gk_walk_rows_group) is the largest count up to `most`
- * that does not lengthen the launch: with `resident` blocks an SM, its
- * waves of G tiles take no more tiles a block than the waves of one tile
- * do (n = 32768 on 132 SMs, two blocks an SM: 1024 tiles of 32 rows, 3.9
- * waves of one, one wave of 4; 512 tiles of 64 rows, 1.9 waves of one, one
- * of 2). A smaller grid, and a GPU whose SM count the code cannot read,
- * keep G = 1: each block walks tiles y, y + gridDim.y, ...
+ * block y takes tiles G y .. G y + G - 1 and the blocks past the last
+ * tile take nothing; G (gk_walk_rows_group) is the largest count up to
+ * `most` that does not lengthen the launch: with `resident` blocks an SM,
+ * its waves of G tiles take no more tiles a block than the waves of one
+ * tile do (n = 32768 on 132 SMs, two blocks an SM: 1024 tiles of 32 rows,
+ * 3.9 waves of one, one wave of 4; 512 tiles of 64 rows, 1.9 waves of one,
+ * one of 2). The working blocks are the grid's first, which the GPU
+ * dispatches first, and the idle ones come behind them: with the blocks
+ * whose y is a multiple of G working (as first written, 2026-12-01), 3 of
+ * every 4 blocks dispatched first returned at once and the last working
+ * ones came after 768 idle ones (not measured: the cost is the GPU's
+ * dispatch). A smaller grid, and a GPU whose SM count the code cannot
+ * read, keep G = 1: each block walks tiles y, y + gridDim.y, ...
  *
  * The caller writes the loop over its n rows in tiles of `rows`, a tile a
- * trip, t its tile, the block's first tile t == blockIdx.y; `gs`, an int
- * of its shared memory, holds G:
- *   if (gk_walk_rows_idle(n, rows, most, resident, &sm.g)) return;
- *   for (int t = blockIdx.y; (int64_t)t * rows < n; t = gk_walk_rows_next(t, n, rows, &sm.g))
- * (a whole block returns or loops: the bounds are the block's). Each
- * thread stores the G it worked out (every thread's is the same) and
- * reads it back at each trip's end, so that the tile's body keeps one
- * value of the walk beside its own: a walk that held its bounds in
- * registers made ptxas 13.0 spill 4 to 28 bytes in qmatmul's BITS 1 and 2
- * tiles, at the 128 registers two blocks an SM leave (so did one that
- * worked G out again at each trip's end). A tile index is 32-bit: past
- * 2^31 - 1 (a W of 2^36 rows) the walk stops.
+ * trip; `gs`, an int of its shared memory, holds G:
+ *   const int t0 = gk_walk_rows_start(n, rows, most, resident, &sm.g);
+ *   if (t0 < 0) return;  (the block takes no tile)
+ *   for (int t = t0; (int64_t)t * rows < n; t = gk_walk_rows_next(t, n, rows, &sm.g))
+ * (a whole block returns or loops: the bounds are the block's), its first
+ * tile the one t == gk_walk_rows_first(&sm.g). Each thread stores the G it
+ * worked out (every thread's is the same) and reads it back where it is
+ * used, so that the tile's body keeps one value of the walk beside its
+ * own: a walk that held its bounds in registers made ptxas 13.0 spill 4 to
+ * 28 bytes in qmatmul's BITS 1 and 2 tiles, at the 128 registers two
+ * blocks an SM leave (so did one that worked G out again at each trip's
+ * end, and one whose loop began at gk_walk_rows_first: 4 bytes at BITS 1
+ * on sm_100). A tile index is 32-bit: past 2^31 - 1 (a W of 2^36 rows) the
+ * walk stops; so is G's arithmetic past its test (G > 1 only where the
+ * grid's y, below 2^31, holds every tile).
  */
 GK_DEV int gk_walk_rows_group(int64_t n, int rows, int most, int resident) {
-  const int64_t tiles = (n + rows - 1) / rows;
-  const int64_t slots = (int64_t)gk_sm_count() * resident;
+  const int64_t tiles64 = (n + rows - 1) / rows;
+  const int slots = gk_sm_count() * resident;
   int g = 1;
-  if (slots > 0 && (int64_t)gridDim.y >= tiles) {
-    const int64_t waves = (tiles + slots - 1) / slots; /* of one tile a block */
+  if (slots > 0 && (int64_t)gridDim.y >= tiles64) {
+    const unsigned tiles = (unsigned)tiles64, us = (unsigned)slots;
+    const unsigned waves = (tiles + us - 1) / us; /* of one tile a block */
     for (int c = 2; c <= most; c++)
-      if (((tiles + c - 1) / c + slots - 1) / slots * c <= waves) g = c;
+      if (((tiles + c - 1) / c + us - 1) / us * c <= waves) g = c;
   }
   return g;
 }
 #if defined(GK_GPU_NVIDIA) || defined(GK_GPU_EMULATE)
-GK_DEV bool gk_walk_rows_idle(int64_t n, int rows, int most, int resident, int *gs) {
+GK_DEV int gk_walk_rows_start(int64_t n, int rows, int most, int resident, int *gs) {
   const int g = gk_walk_rows_group(n, rows, most, resident);
   *(volatile int *)gs = g;
-  return blockIdx.y % g != 0;
+  return g > 1 && (int64_t)blockIdx.y * g >= (n + rows - 1) / rows ? -1 : (int)blockIdx.y * g;
+}
+GK_DEV int gk_walk_rows_first(const int *gs) {
+  return *(const volatile int *)gs * gk_block_y_here();
 }
 GK_DEV int gk_walk_rows_next(int t, int64_t n, int rows, const int *gs) {
   const int g = *(const volatile int *)gs;
@@ -216,7 +228,8 @@ GK_DEV int gk_walk_rows_next(int t, int64_t n, int rows, const int *gs) {
   return next < 0x7fffffff ? (int)next : 0x7fffffff;
 }
 #else /* no SM count (HIP): G = 1, the plain walk, with nothing kept in shared memory */
-GK_DEV bool gk_walk_rows_idle(int64_t, int, int, int, int *) { return false; }
+GK_DEV int gk_walk_rows_start(int64_t, int, int, int, int *) { return (int)blockIdx.y; }
+GK_DEV int gk_walk_rows_first(const int *) { return gk_block_y_here(); }
 GK_DEV int gk_walk_rows_next(int t, int64_t, int, const int *) {
   const int64_t next = (int64_t)t + gridDim.y;
   return next < 0x7fffffff ? (int)next : 0x7fffffff;

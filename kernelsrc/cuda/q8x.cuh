@@ -167,7 +167,7 @@ GK_DEV void gk_q8x_round_half(const float *__restrict__ src, int h, uint32_t cod
 struct gk_q8x_dsmem {
   uint32_t xq[Q8X_XROWS][Q8X_CHUNK * 8];
   float dx[Q8X_XROWS][Q8X_CHUNK], sb[Q8X_XROWS][Q8X_CHUNK];
-  int g; /* m == 1: tiles a block takes (gk_walk_rows_idle) */
+  int g; /* m == 1: tiles a block takes (gk_walk_rows_start) */
 };
 
 /* Rounds rows i0 .. i0 + xrows - 1 of x, blocks c0 .. c0 + cb - 1, into
@@ -374,9 +374,8 @@ GK_DEV void gk_q8x_step(const gk_q8x_dsmem &sm, int b, const gk_q8x_words<Bits> 
  * 8 (64 registers, 8 KB), about what BITS 8 keeps with two (72 registers,
  * 9 KB); BITS 4 keeps two (40 registers, 5 KB: with 4, ptxas 13.0 spilled
  * 28 bytes a tile in the walk). In the sm_90a cubin a trip of the ring
- * issues 1243 instructions at BITS 1 (1024 weights) and 572 at BITS 2
- * (512), where two sets took 305 and 298 for 256; at BITS 1 on sm_90 and
- * sm_90a ptxas stores 16 bytes once a tile (tests/backends/cuda/
+ * issues 1124 instructions at BITS 1 (1024 weights) and 572 at BITS 2
+ * (512), where two sets took 305 and 298 for 256 (tests/backends/cuda/
  * test_ptxas.sh). A count divides the 8 steps of a whole chunk
  * (Q8X_CHUNK / Q8X_LANES), so that every chunk but the last starts with the
  * ring in the same place. HIP keeps two but at BITS 8 (72 registers of
@@ -419,9 +418,10 @@ GK_DEV void gk_q8x_step(const gk_q8x_dsmem &sm, int b, const gk_q8x_words<Bits> 
  *   between two chunks of the definition the warps no longer meet at a
  *   barrier and wait for the next chunk of x from L2 with only the ring's
  *   loads in flight (at k = 8192 that was once a tile, halfway); and once
- *   a block, not a tile, where x fits (at the block's first tile, y:
- *   gk_q8x_walk1), each rounding read x from L2, 32 KB at k = 8192 where a
- *   tile reads 328 KB of W at BITS 4 and 131 KB at BITS 1.
+ *   a block, not a tile, where x fits (at the block's first tile:
+ *   gk_q8x_walk1, gk_walk_rows_first), each rounding read x from L2, 32
+ *   KB at k = 8192 where a tile reads 328 KB of W at BITS 4 and 131 KB at
+ *   BITS 1.
  * W is read straight from global memory: a load of a code word takes 4
  * bytes of 16 blocks 20 bytes apart in each of 2 rows, ~7 cache lines,
  * and the block's other words hit L1 (80% of L1's hits in the profile
@@ -457,8 +457,8 @@ GK_DEV void gk_q8x_vec(gk_q8x_dsmem &sm, const float *__restrict__ x,
   int t = 0; /* the lane's next step */
   for (int64_t x0 = 0; x0 < nb; x0 += Q8X_VEC_X) {
     const int xb = nb - x0 < Q8X_VEC_X ? (int)(nb - x0) : Q8X_VEC_X;
-    /* At the block's first tile (jb's tile y), else that one rounded all of x. */
-    if (jb == (int64_t)gk_block_y_here() * Q8X_COLS || nb > Q8X_VEC_X) {
+    /* At the block's first tile, else that one rounded all of x. */
+    if (jb == (int64_t)gk_walk_rows_first(&sm.g) * Q8X_COLS || nb > Q8X_VEC_X) {
       __syncthreads();             /* the previous blocks of x are read */
       gk_q8x_round_x<Bits>(sm, x, k, 0, 1, x0, xb);
       __syncthreads();
@@ -519,8 +519,10 @@ GK_DEV void gk_q8x_vec(gk_q8x_dsmem &sm, const float *__restrict__ x,
 template <int Bits, int Sets>
 GK_Q8X_APART void gk_q8x_walk1(gk_q8x_dsmem &sm, const float *x, const void *w, float *y,
                                int64_t n, int64_t k) {
-  if (blockIdx.x != 0 || gk_walk_rows_idle(n, Q8X_COLS, 4, QM_MIN_BLOCKS, &sm.g)) return;
-  for (int t = (int)blockIdx.y; (int64_t)t * Q8X_COLS < n; t = gk_walk_rows_next(t, n, Q8X_COLS, &sm.g))
+  const int t0 = gk_walk_rows_start(n, Q8X_COLS, 4, QM_MIN_BLOCKS, &sm.g);
+  if (blockIdx.x != 0 || t0 < 0) return;
+  for (int t = t0; (int64_t)t * Q8X_COLS < n;
+       t = gk_walk_rows_next(t, n, Q8X_COLS, &sm.g))
     gk_q8x_vec<Bits, Sets>(sm, x, w, y, n, k, (int64_t)t * Q8X_COLS);
 }
 

@@ -51,7 +51,7 @@
  * rows (a tile of m > 1): 36 KB either way. */
 struct gk_qmb_smem {
   float xs[QMB_VEC_CHUNK * QMB_PAD];
-  int g; /* m == 1: tiles a block takes (gk_walk_rows_idle) */
+  int g; /* m == 1: tiles a block takes (gk_walk_rows_start) */
 };
 
 /*
@@ -179,8 +179,9 @@ GK_DEV void gk_qmb_vec(gk_qmb_smem &sm, const float *__restrict__ x, const void 
   const int chunks = (int)((nb + QMB_VEC_CHUNK - 1) / QMB_VEC_CHUNK);
   /* Steps before pf_steps hint step + QMB_AHEAD, a whole step of W. */
   const int pf_steps = QMB_AHEAD(Bits) ? (int)(nb / QMB_STEP) - QMB_AHEAD(Bits) : 0;
-  if (gk_walk_rows_idle(n, QM_COLS, 4, QM_MIN_BLOCKS, &sm.g)) return;
-  for (int by = (int)blockIdx.y; (int64_t)by * QM_COLS < n;
+  const int t0 = gk_walk_rows_start(n, QM_COLS, 4, QM_MIN_BLOCKS, &sm.g);
+  if (t0 < 0) return;
+  for (int by = t0; (int64_t)by * QM_COLS < n;
        by = gk_walk_rows_next(by, n, QM_COLS, &sm.g)) {
     const int64_t j0 = (int64_t)by * QM_COLS + (int64_t)gk_group() * QM_WROWS;
     /* rows <= 0: a group past n, reading row n - 1, storing nothing. */
@@ -207,7 +208,7 @@ GK_DEV void gk_qmb_vec(gk_qmb_smem &sm, const float *__restrict__ x, const void 
       const int steps = lane < cb ? (cb - 1 - lane) / QMB_STEP + 1 : 0;
       uint32_t a[QM_WROWS][1 + Bits], b[QM_WROWS][1 + Bits];
       if (steps > 0) gk_qmb_vec_load<Bits>(p, 0, a); /* in flight during the copy */
-      if (by == gk_block_y_here() || chunks > 1) { /* else the block's first tile copied x */
+      if (by == gk_walk_rows_first(&sm.g) || chunks > 1) { /* else the block's first tile copied x */
         __syncthreads();           /* the last chunk's x is read */
         gk_qmb_stage<1, QMB_VEC_CHUNK>(sm.xs, x, k, 0, 1, c0, cb);
         __syncthreads();

@@ -48,7 +48,7 @@
 #   loads of W (4 rows x 1 + BITS words) beside each step's dp4a in its
 #   straight runs, without its whole ring of sets (8 steps at BITS 1, 4 at
 #   2, 2 at 4 and 8: q8x.cuh's GK_Q8X_SETS), or over 1.3 instructions a
-#   weight: ptxas 13.0 gives one run of the ring at BITS 1, 2 and 4 (1243
+#   weight: ptxas 13.0 gives one run of the ring at BITS 1, 2 and 4 (1124
 #   instructions for 1024 weights, 572 for 512, 295 for 256), two runs at
 #   BITS 8 (232 for 256); two sets at every BITS took 297 to 305 for 256,
 #   and the tile before them, a branch a row of W, had 1 + BITS loads in
@@ -306,9 +306,9 @@ S120_FA="0 0" S120_PA="8 8" S90_FA="4 4"
 # kept across the call of the noinline gk_q8b_tile: stored once a tile,
 # not in a loop), since that tile's copies of x and W went to 16-byte
 # pieces a warp takes whole (q8x_batch.cuh; ptxas 13.0). Q8B1: that ceiling.
-# On sm_90 and sm_90a the m = 1 walk (gk_q8x_walk1, its ring of 8 sets at
-# BITS 1) spills 16 bytes within it: stored as a tile's loads of W are
-# issued, reloaded after its last step, once a tile (2026-12-01).
+# (The m = 1 walk, gk_q8x_walk1 with its ring of 8 sets at BITS 1, spilled
+# 16 bytes a tile on sm_90 and sm_90a while its loop began at a value read
+# back from shared memory; beginning at gk_walk_rows_start's, none.)
 Q8B1="16 28"
 for a in sm_75 sm_80 sm_90a; do
   ok=; [ $a = sm_90a ] && ok=$S90_FA

@@ -46,6 +46,7 @@ namespace ctx = boost::context;
 
 gk_emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
 int gk_emu_sms = 2;
+int gk_emu_reverse;
 unsigned long gk_emu_unfenced;
 
 namespace {
@@ -578,9 +579,9 @@ int gk_emu_launch(gk_emu_dim3 grid, gk_emu_dim3 block, gk_emu_body body, void *c
   for (unsigned z = 0; z < grid.z && rc == 0; z++)
     for (unsigned y = 0; y < grid.y && rc == 0; y++)
       for (unsigned x = 0; x < grid.x && rc == 0; x++) {
-        blockIdx.x = x;
-        blockIdx.y = y;
-        blockIdx.z = z;
+        blockIdx.x = gk_emu_reverse ? grid.x - 1 - x : x;
+        blockIdx.y = gk_emu_reverse ? grid.y - 1 - y : y;
+        blockIdx.z = gk_emu_reverse ? grid.z - 1 - z : z;
         rc = run_block(st);
         if (st.failed) rc = -1;
       }

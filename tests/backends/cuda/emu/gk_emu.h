@@ -35,6 +35,12 @@ extern gk_emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
  * it, so that the small grids of the tests find it as busy as a real
  * launch finds a real GPU. */
 extern int gk_emu_sms;
+/* Nonzero: a launch runs its blocks last first (y, then x, counting down).
+ * Blocks share the function-static __shared__ objects one after another,
+ * so a block that reads shared memory it did not write finds what the
+ * block before it left: in grid order that is often right by chance (the
+ * same x, rounded), last first it is what another launch left. */
+extern int gk_emu_reverse;
 
 #define __global__
 #define __device__
