@@ -265,6 +265,17 @@ GK_DEV float gk_group_max(float v) {
   for (int m = GK_GROUP / 2; m > 0; m /= 2) v = fmaxf(v, GK_SHFL_XOR(v, m));
   return v;
 }
+/* Whether pred holds in every thread of the group (every thread calls
+ * it): one vote on NVIDIA, a butterfly of shuffles elsewhere. */
+GK_DEV bool gk_group_all(bool pred) {
+#if defined(GK_GPU_NVIDIA)
+  return __all_sync(0xffffffffu, pred) != 0;
+#else
+  int v = pred ? 1 : 0;
+  for (int m = GK_GROUP / 2; m > 0; m /= 2) v &= GK_SHFL_XOR(v, m);
+  return v != 0;
+#endif
+}
 
 /* Sum over a whole block of NGROUPS groups; every thread gets the result.
  * `scratch` is __shared__ float[NGROUPS] of the caller. Ends with a barrier,
@@ -446,6 +457,26 @@ GK_DEV uint32_t gk_and_or(uint32_t a, uint32_t b, uint32_t c) {
   return d;
 #else
   return (a & b) | c;
+#endif
+}
+
+/* max(a, b), and NaN where either is: PTX max.NaN (sm_80 and newer), one
+ * FMNMX as fmaxf is, where fmaxf drops a NaN operand. GK_FMAX_NAN says
+ * whether the target has it in one instruction (the emulator's twin stands
+ * in for it); elsewhere it takes compares and callers keep fmaxf. */
+#if (defined(GK_GPU_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800) || \
+    defined(GK_GPU_EMULATE)
+#define GK_FMAX_NAN 1
+#else
+#define GK_FMAX_NAN 0
+#endif
+GK_DEV float gk_fmax_nan(float a, float b) {
+#if defined(GK_GPU_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return a != a || b != b ? __builtin_nanf("") : fmaxf(a, b);
 #endif
 }
 

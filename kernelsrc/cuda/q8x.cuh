@@ -76,7 +76,7 @@ GK_DEV int gk_q8x_pos(int t) {
  * - gk_q8x_scales: dx, and sb from the sum of the codes taken in integers
  *   (|sum| < 2^12: exact, as the float sum of the definition is),
  *   converted once. */
-template <int N, int S = 1>
+template <int N, int S = 1, bool Nan = false>
 GK_DEV float gk_q8x_load(const float *__restrict__ src, float *v) {
 #pragma unroll
   for (int c = 0; c < N / 4; c++) {
@@ -85,20 +85,25 @@ GK_DEV float gk_q8x_load(const float *__restrict__ src, float *v) {
   }
   float a = fabsf(v[0]);
 #pragma unroll
-  for (int t = 1; t < N; t++) a = fmaxf(a, fabsf(v[t]));
+  for (int t = 1; t < N; t++) a = Nan ? gk_fmax_nan(a, fabsf(v[t])) : fmaxf(a, fabsf(v[t]));
   return a;
 }
 
 /* Columns t < N of a block, v[t], rounded by inv into the bytes of w
- * (gk_q8x_pos(t)); returns the sum of their 0x4b400000 + q, mod 2^32. */
-template <int Bits, int N>
+ * (gk_q8x_pos(t)); returns the sum of their 0x4b400000 + q, mod 2^32.
+ * Clamp: the definition's min and max. Without them (gk_q8x_round_half,
+ * where it has checked that they change nothing) a column takes 4
+ * instructions where it took 6. */
+template <int Bits, int N, bool Clamp = true>
 GK_DEV uint32_t gk_q8x_quantize(const float *v, float inv, uint32_t w[8]) {
   uint32_t sum = 0;
 #pragma unroll
   for (int t = 0; t < N; t++) {
     float p = gk_fmul(v[t], inv);
-    p = p > -127.0f ? p : -127.0f;
-    p = p < 127.0f ? p : 127.0f;
+    if (Clamp) {
+      p = p > -127.0f ? p : -127.0f;
+      p = p < 127.0f ? p : 127.0f;
+    }
     const uint32_t qb = gk_q_f32_to_bits(gk_fadd(p, 12582912.0f)); /* 0x4b400000 + q */
     sum += qb;
     const int pos = gk_q8x_pos<Bits>(t);
@@ -138,14 +143,42 @@ GK_DEV void gk_q8x_round_block(const float *__restrict__ src, uint32_t *codes, f
  * (t + 16) is gk_q8x_pos(t) + 16: 4 words on); for Bits = 1 each half
  * fills 2 bytes of all 8 (gk_q8x_pos(t + 16) is gk_q8x_pos(t) + 2), so the
  * pair swaps its words. Every thread of the group calls it. */
-template <int Bits, int S = 1>
+template <int Bits, int S = 1, bool Fast = false>
 GK_DEV void gk_q8x_round_half(const float *__restrict__ src, int h, uint32_t codes[4],
                               float *dx, float *sb) {
+  constexpr bool Nan = Fast && GK_FMAX_NAN;
   float v[16];
-  float a = gk_q8x_load<16, S>(src, v);
-  a = fmaxf(a, GK_SHFL_XOR(a, 1));
   uint32_t wl[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  uint32_t sum = gk_q8x_quantize<Bits, 16>(v, a > 0.0f ? 127.0f / a : 0.0f, wl);
+  uint32_t sum;
+  float a = gk_q8x_load<16, S, Nan>(src, v);
+  if (Nan) {
+    /* The clamps change nothing where the block's 32 floats are finite
+     * and 127 / a is: then |x_t * inv| <= 127 (1 + 2^-24)^2 < 127.5, so
+     * rint gives -127 .. 127 as it does from the clamped value. The max
+     * that keeps a NaN (the same one instruction as fmaxf) tells whether
+     * the block has one; the group takes the branch together (a vote), so
+     * that the other takes the shuffle it needs. It is the definition as
+     * written where x has a NaN or an infinity (which the definition
+     * excludes), or a < 127 / FLT_MAX (127 / a is infinite, 0 * inv a
+     * NaN, which the clamps make -127). 2 of the 6 instructions a column
+     * (ptxas 13.0, sm_90a): Fast, q8x_batch.cuh's tile (GK_Q8B_FAST),
+     * whose every block rounds its 16 rows of x again; the m <= 4 tiles
+     * (gk_q8x_round_x) round x once a block and keep one path. */
+    a = gk_fmax_nan(a, GK_SHFL_XOR(a, 1));
+    const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+    if (gk_group_all(a <= 3.40282347e38f && inv <= 3.40282347e38f)) {
+      sum = gk_q8x_quantize<Bits, 16, false>(v, inv, wl);
+    } else {
+      a = fabsf(v[0]);
+#pragma unroll
+      for (int t = 1; t < 16; t++) a = fmaxf(a, fabsf(v[t]));
+      a = fmaxf(a, GK_SHFL_XOR(a, 1));
+      sum = gk_q8x_quantize<Bits, 16>(v, a > 0.0f ? 127.0f / a : 0.0f, wl);
+    }
+  } else {
+    a = fmaxf(a, GK_SHFL_XOR(a, 1));
+    sum = gk_q8x_quantize<Bits, 16>(v, a > 0.0f ? 127.0f / a : 0.0f, wl);
+  }
   sum += GK_SHFL_XOR(sum, 1);
   if (Bits == 1) {
 #pragma unroll

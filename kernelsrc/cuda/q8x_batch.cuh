@@ -49,6 +49,16 @@
 #define Q8B_GROUP 16 /* tiles of x a group of tiles walks W with (gk_grouped_tiles) */
 
 #define Q8X_KB 8 /* blocks of W a stage */
+/* Whether the tile rounds x without the clamps where they change nothing
+ * (gk_q8x_round_half's Fast): sm_80 to sm_90a, and the emulator. On sm_100
+ * and sm_120 the tile's second path made ptxas 13.0 spill 24 to 116 bytes
+ * in qmatmul_q8x around its call of the tile (once a tile); neither is a
+ * target measured yet. */
+#if defined(GK_GPU_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+#define GK_Q8B_FAST 0
+#else
+#define GK_Q8B_FAST 1
+#endif
 
 /* Whether qmatmul_q8x takes this tile past Q8X_XROWS rows of x: on sm_80
  * and newer, and in the emulator, which runs both tiles. The others keep
@@ -102,6 +112,11 @@ struct gk_q8b_smem {
    * QM_THREADS apart (so that a warp's loads take consecutive 16-byte
    * pieces); copied by its group (gk_q8b_x_copy). */
   float4 raw[RAW ? 4 * QM_THREADS : 1];
+  /* The tile's rows, written once a tile (gk_q8b_rows) for the copies of
+   * its whole stages (gk_q8b_w_full, gk_q8b_x_full): row r of the tile's
+   * W (row n - 1 past n) and of its x (row m - 1 past m). */
+  const uint32_t *wrow[Q8X_COLS];
+  const float *xrow[Q8B_ROWS];
 };
 
 /* qmatmul_q8x's shared memory: one object for whichever tile a call
@@ -155,6 +170,35 @@ GK_DEV void gk_q8x_w_stage(uint32_t *dst, const uint32_t *__restrict__ w, int64_
     if (PR % TPR != 0 && c + TPR * u >= PR) break;
     const bool in = row && c + TPR * u < have;
     gk_cp_async16(to + 4 * TPR * u, in ? src + 4 * TPR * u : w, in);
+  }
+  gk_cp_async_commit();
+}
+
+/*
+ * The copies of a whole stage (all Q8X_KB blocks before nb), from the
+ * tile's rows in shared memory (gk_q8b_rows): a pointer loaded and a
+ * constant offset a piece, no test. Computed from threadIdx and the
+ * tile's bounds each stage (gk_q8x_w_stage, gk_q8b_x_copy: 64-bit row
+ * products, a test and a selected pointer a piece), a stage's copies took
+ * 185 of its 736 instructions a thread (ptxas 13.0, sm_90a, BITS 4), as
+ * many as x's rounding; held in registers across the ring, the pointers
+ * made ptxas spill (the tile is at 124 of 128). Rows past n and m read
+ * the last row again (gk_q8b_rows): their sums are not stored, and x's
+ * rounding zeroes rows past m (gk_q8b_round). The last stage, when it is
+ * short, takes the general copies (zeros past nb).
+ */
+template <int Bits>
+GK_DEV void gk_q8b_w_full(const gk_q8b_smem<Bits> &sm, uint32_t *dst, int64_t b0) {
+  typedef gk_q8b_smem<Bits> S;
+  constexpr int PR = S::SEG / 4, TPR = QM_THREADS / Q8X_COLS;
+  const int tid = gk_tid_here();
+  const int r = tid / TPR, c = tid % TPR;
+  const uint32_t *src = sm.wrow[r] + b0 * S::BW + 4 * c;
+  uint32_t *to = dst + gk_q8b_wrow<Bits>(r) + 4 * c;
+#pragma unroll
+  for (int u = 0; u < (PR + TPR - 1) / TPR; u++) {
+    if (PR % TPR != 0 && c + TPR * u >= PR) break;
+    gk_cp_async16(to + 4 * TPR * u, src + 4 * TPR * u, true);
   }
   gk_cp_async_commit();
 }
@@ -217,6 +261,38 @@ GK_DEV void gk_q8b_x_copy(gk_q8b_smem<Bits> &sm, const float *__restrict__ x, in
   gk_cp_async_commit();
 }
 
+/* gk_q8b_x_copy for a whole stage (b0 + Q8X_KB <= nb), from the tile's
+ * rows (see gk_q8b_w_full): the same pieces into the same places. */
+template <int Bits>
+GK_DEV void gk_q8b_x_full(gk_q8b_smem<Bits> &sm, int64_t b0) {
+  const int tid = gk_tid_here();
+  const int gw = tid / GK_GROUP, lane = tid % GK_GROUP;
+  gk_group_sync(); /* the group has read the previous stage's floats */
+  const float *r0 = sm.xrow[2 * gw] + b0 * GK_QBLOCK + 4 * lane,
+              *r1 = sm.xrow[2 * gw + 1] + b0 * GK_QBLOCK + 4 * lane;
+#pragma unroll
+  for (int c = 0; c < 4; c++)
+    gk_cp_async16<true>(&sm.raw[QM_THREADS * (lane % 4) + GK_GROUP * gw + 8 * c + lane / 4],
+                        (c / 2 ? r1 : r0) + 128 * (c % 2), true);
+  gk_cp_async_commit();
+}
+
+/* Writes the tile's rows for gk_q8b_w_full and gk_q8b_x_full (read after
+ * the block's next barrier). */
+template <int Bits>
+GK_DEV void gk_q8b_rows(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
+                        const uint32_t *__restrict__ w, int64_t m, int64_t n, int64_t k,
+                        int64_t nb, int64_t i0, int64_t j0) {
+  const int tid = (int)threadIdx.x;
+  if (tid < Q8X_COLS) {
+    const int64_t j = j0 + tid < n ? j0 + tid : n - 1;
+    sm.wrow[tid] = w + j * nb * gk_q8b_smem<Bits>::BW;
+  } else if (tid < Q8X_COLS + Q8B_ROWS) {
+    const int64_t i = i0 + (tid - Q8X_COLS) < m ? i0 + (tid - Q8X_COLS) : m - 1;
+    sm.xrow[tid - Q8X_COLS] = x + i * k;
+  }
+}
+
 /* Rounds the stage at block b0 of x rows i0 .. i0 + 15 into stage `buf`
  * (zeros past m and nb), two threads a block of x: from sm.raw where the
  * stage has it (its copy landed: each lane's wait, then the group meets
@@ -239,11 +315,11 @@ GK_DEV void gk_q8b_round(gk_q8b_smem<Bits> &sm, int buf, const float *__restrict
     uint32_t c[4];
     float cdx, csb;
     if (S::RAW)
-      gk_q8x_round_half<Bits, QM_THREADS>((const float *)&sm.raw[threadIdx.x], h, c, &cdx,
-                                          &csb);
+      gk_q8x_round_half<Bits, QM_THREADS, GK_Q8B_FAST>((const float *)&sm.raw[threadIdx.x], h, c,
+                                                &cdx, &csb);
     else
-      gk_q8x_round_half<Bits>(x + (in ? (i0 + r) * k + (b0 + kb) * GK_QBLOCK : 0) + 16 * h, h,
-                              c, &cdx, &csb);
+      gk_q8x_round_half<Bits, 1, GK_Q8B_FAST>(
+          x + (in ? (i0 + r) * k + (b0 + kb) * GK_QBLOCK : 0) + 16 * h, h, c, &cdx, &csb);
     if (in) codes[0] = c[0], codes[1] = c[1], codes[2] = c[2], codes[3] = c[3], dx = cdx, sb = csb;
   }
   const uint4 cw = {codes[0], codes[1], codes[2], codes[3]};
@@ -348,13 +424,25 @@ GK_DEV void gk_q8b_step(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
   typedef gk_q8b_smem<Bits> S;
   const int64_t stages = (nb + Q8X_KB - 1) / Q8X_KB;
   const bool ahead = S::RAW && s + 2 < stages;
+  /* Stage s + 1's W, whole (from the tile's rows) or the short last one. */
+  auto w_copy = [&]() {
+    if ((s + 2) * Q8X_KB <= nb)
+      gk_q8b_w_full<Bits>(sm, sm.w[Buf ^ 1], (s + 1) * Q8X_KB);
+    else
+      gk_q8x_w_stage<Bits>(sm.w[Buf ^ 1], w, n, nb, j0, (s + 1) * Q8X_KB);
+  };
   if (s + 1 < stages && S::RAW) {
     gk_cp_async_wait<0>(); /* this thread's part of stage s + 1's x */
     gk_q8b_round<Bits>(sm, Buf ^ 1, x, m, k, nb, i0, (s + 1) * Q8X_KB);
-    gk_q8x_w_stage<Bits>(sm.w[Buf ^ 1], w, n, nb, j0, (s + 1) * Q8X_KB);
-    if (ahead) gk_q8b_x_copy<Bits>(sm, x, m, k, nb, i0, (s + 2) * Q8X_KB);
+    w_copy();
+    if (ahead) {
+      if ((s + 3) * Q8X_KB <= nb)
+        gk_q8b_x_full<Bits>(sm, (s + 2) * Q8X_KB);
+      else
+        gk_q8b_x_copy<Bits>(sm, x, m, k, nb, i0, (s + 2) * Q8X_KB);
+    }
   } else if (s + 1 < stages) { /* W's copy first, under x's loads */
-    gk_q8x_w_stage<Bits>(sm.w[Buf ^ 1], w, n, nb, j0, (s + 1) * Q8X_KB);
+    w_copy();
     gk_q8b_round<Bits>(sm, Buf ^ 1, x, m, k, nb, i0, (s + 1) * Q8X_KB);
   }
   const int64_t left = nb - s * Q8X_KB;
@@ -388,6 +476,7 @@ GK_DEV_NOINLINE void gk_q8b_tile(gk_q8b_smem<Bits> &sm, const float *__restrict_
     for (int e = 0; e < 4; e++) acc[ti][e] = 0.0f;
 
   __syncthreads(); /* the previous tile is done with sm */
+  gk_q8b_rows<Bits>(sm, x, w32, m, n, k, nb, i0, j0); /* read past the barrier below */
   if (stages > 0) {
     typedef gk_q8b_smem<Bits> S;
     if (S::RAW) { /* x (0) and W (0) in, x (0) rounded, x (1) started */

@@ -355,15 +355,19 @@ static void check_q8x(void) {
    * the second rounding and a last chunk of 35 blocks (lanes 0 .. 2 three
    * steps, the others two: fewer than a trip); m = 1, n = 520: 9 tiles of
    * W, which the emulated GPU's 2 SMs take 3 a block (gk_walk_rows_group;
-   * x rounded at a block's first tile only), the last 8 rows; the fourth
-   * number, where
+   * x rounded at a block's first tile only), the last 8 rows; m = 20,
+   * n = 70, k = 1024: 4 whole stages a batch tile (copied from the tile's
+   * rows, gk_q8b_w_full), two tiles of x, the second 4 rows, and of W,
+   * which a small grid walks with one block (the rows written anew each
+   * tile); the fourth number, where
    * there is one, puts W that many bytes into its buffer (4: not 16-byte
    * aligned, the 4-row tiles'). */
   static const long long shapes[][4] = {{1, 37, 96},    {6, 35, 4224}, {1, 3, 32},
                                         {9, 5, 0},      {17, 70, 544}, {5, 20, 4480},
                                         {3, 9, 64},     {1, 70, 4160}, {4, 66, 4384},
                                         {262, 70, 128}, {1, 9, 8800},  {6, 35, 128, 4},
-                                        {1, 5, 17504}, {1, 520, 1056}};
+                                        {1, 5, 17504}, {1, 520, 1056},
+                                        {20, 70, 1024}};
   for (int bits : {1, 2, 4, 8}) {
     launch L;
     char variant[16];
@@ -378,6 +382,19 @@ static void check_q8x(void) {
       std::vector<float> x(m * k + 1), y(m * n + 8, NAN), want(m * n + 1);
       std::vector<double> bound(m * n + 1);
       qref_fill_x(&r, x.data(), (size_t)(m * k));
+      /* Blocks that the rounding's shortcut (gk_q8x_round_half: no clamps
+       * where they change nothing) must leave to the definition as
+       * written: row m - 1's block 1 below 127 / FLT_MAX, one value 0
+       * (127 / a is infinite, 0 * inv a NaN, which the clamps make -127),
+       * and a NaN in row 0's block 0 (outside the definition, which asks
+       * for finite x, but given its bits: the max drops it, the clamps
+       * make it -127). */
+      if (k >= 64) {
+        float *b1 = &x[(m - 1) * k + 32];
+        for (int t = 0; t < 32; t++) b1[t] *= 1e-39f;
+        b1[8] = 0.0f;
+      }
+      if (k >= 32) x[5] = NAN;
       qref_fill_w(&r, bits, n, k, w0);
       if (qref_q8x(bits, x.data(), w0, m, n, k, want.data(), bound.data()) != 0) {
         CHECK(false, "out of memory for the q8x reference");
