@@ -343,13 +343,19 @@ GK_DEV void gk_q8b_stage_mul(const gk_q8b_smem<Bits> &sm, int kbs, float (*slot)
    * and 2 t + 1 (heads), in tile 0 of its pair; tile ti is gk_q8b_wrow(8 ti)
    * words on (8 ti, 16 p: whole runs of WG rows, so the offsets add). */
   const int og = gk_q8b_wrow<Bits>(16 * p + g), oh = gk_q8b_wrow<Bits>(16 * p + 2 * t);
+  /* A (x's 16 rows of the block) by one ldmatrix: its 4 matrices of 8 rows
+   * by 16 bytes are a0 .. a3 of the fragment (rows 0-7 and 8-15, words 0-3
+   * and 4-7); lane l gives row l % 8 + 8 ((l / 8) % 2), words 4 (l / 16)
+   * on. Rows XS words apart (4 banks): the 8 rows of a matrix in distinct
+   * banks. 4 loads a block before. */
+  const uint16_t *xa =
+      (const uint16_t *)&sm.x[Buf][(lane % 8 + 8 * ((lane / 8) % 2)) * S::XS + 4 * (lane / 16)];
 #pragma unroll
   for (int i = 0; i < Q8X_KB / 2; i++) {
     const int kb = 2 * i + q;
     if (kb >= kbs) break; /* by whole groups: kb is the group's */
-    const uint32_t *xs = &sm.x[Buf][kb * 8];
-    const uint32_t a[4] = {xs[g * S::XS + t], xs[(g + 8) * S::XS + t], xs[g * S::XS + 4 + t],
-                           xs[(g + 8) * S::XS + 4 + t]};
+    uint32_t a[4];
+    gk_ldmatrix_x4(a, xa + 16 * kb);
     const typename S::scale xr[2] = {sm.s[Buf][kb * S::SS + g], sm.s[Buf][kb * S::SS + g + 8]};
 #pragma unroll
     for (int ti = 0; ti < 2; ti++) {

@@ -301,15 +301,13 @@ done
 # before: below). S120: its ceilings, sm_120 only (consumer Blackwell, not
 # a measured target).
 S120_FA="0 0" S120_PA="8 8" S90_FA="4 4"
-# qmatmul_q8x at BITS 1 on sm_80 to sm_90a spills 8 to 16 bytes in the
-# kernel's walk over the batch tiles (gk_grouped_tiles' 64-bit divisions,
-# kept across the call of the noinline gk_q8b_tile: stored once a tile,
-# not in a loop), since that tile's copies of x and W went to 16-byte
-# pieces a warp takes whole (q8x_batch.cuh; ptxas 13.0). Q8B1: that ceiling.
-# (The m = 1 walk, gk_q8x_walk1 with its ring of 8 sets at BITS 1, spilled
-# 16 bytes a tile on sm_90 and sm_90a while its loop began at a value read
+# (qmatmul_q8x at BITS 1 on sm_80 to sm_90a spilled 8 to 16 bytes in the
+# kernel's walk over the batch tiles, around its call of the noinline
+# gk_q8b_tile, from 2026-11-30 until that tile's whole stages copied from
+# its rows in shared memory (2026-12-02): none since, on every target. The
+# m = 1 walk, gk_q8x_walk1 with its ring of 8 sets at BITS 1, spilled 16
+# bytes a tile on sm_90 and sm_90a while its loop began at a value read
 # back from shared memory; beginning at gk_walk_rows_start's, none.)
-Q8B1="16 28"
 for a in sm_75 sm_80 sm_90a; do
   ok=; [ $a = sm_90a ] && ok=$S90_FA
   for c in 0 1; do
@@ -319,8 +317,7 @@ for a in sm_75 sm_80 sm_90a; do
   check $a paged_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DPAGE=64
   check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=64 -DPAGE=16
   for b in 1 2 4 8; do
-    ok=; [ $a != sm_75 ] && [ $b = 1 ] && ok=$Q8B1
-    SPILL_OK=${ok:-0 0} check $a qmatmul -DBITS=$b
+    check $a qmatmul -DBITS=$b
     [ $a = sm_90a ] && [ -f "$T/out.cubin" ] && qm_loop $b
   done
 done
@@ -334,10 +331,7 @@ for b in 4 8; do
   check sm_90a qmatmul -DBITS=$b -DGK_QM_TILE_XS=1
 done
 # The other targets the recipes ship by default (recipes/toolchains/nvcc.lua):
-# each kernel file once or per BITS, no bound on the loops. BITS 1 qmatmul:
-# Q8B1 above on sm_86 to sm_90; on sm_120 the qmatmul entry (f32) spills 8
-# bytes in its prologue, outside the loops (ptxas 13.0), held to that. On
-# sm_100, since the m = 1 walks take several tiles a block (2026-12-01):
+# each kernel file once or per BITS, no bound on the loops. On sm_100, since the m = 1 walks take several tiles a block (2026-12-01):
 # the qmatmul entry at BITS 2 stores 8 bytes at its entry and reloads them
 # before and after its loops, qmatmul_q8x's m = 1 walk at BITS 8 stores 8
 # bytes a tile and reloads them after its last step; S100: that ceiling.
@@ -345,9 +339,8 @@ done
 S100="8 16" S120_Q8="16 16"
 for a in sm_86 sm_87 sm_89 sm_90 sm_100 sm_120; do
   for b in 1 2 4 8; do
-    ok=; [ $b = 1 ] && ok=$Q8B1; [ $a = sm_100 ] && ok=
+    ok=
     [ $a = sm_100 ] && { [ $b = 2 ] || [ $b = 8 ]; } && ok=$S100
-    [ $a = sm_120 ] && [ $b = 1 ] && ok="8 8"
     [ $a = sm_120 ] && [ $b = 8 ] && ok=$S120_Q8
     SPILL_OK=${ok:-0 0} check $a qmatmul -DBITS=$b
   done
