@@ -331,8 +331,9 @@ for b in 4 8; do
   check sm_90a qmatmul -DBITS=$b -DGK_QM_TILE_XS=1
 done
 # The other targets the recipes ship by default (recipes/toolchains/nvcc.lua):
-# each kernel file once or per BITS, no bound on the loops. On sm_100, since the m = 1 walks take several tiles a block (2026-12-01):
-# the qmatmul entry at BITS 2 stores 8 bytes at its entry and reloads them
+# each kernel file once or per BITS, no bound on the loops. On sm_100,
+# since the m = 1 walks take several tiles a block (2026-12-01): the
+# qmatmul entry at BITS 2 stores 8 bytes at its entry and reloads them
 # before and after its loops, qmatmul_q8x's m = 1 walk at BITS 8 stores 8
 # bytes a tile and reloads them after its last step; S100: that ceiling.
 # On sm_120 the same walk at BITS 8 stores 16 bytes a tile (S120_Q8).
