@@ -39,19 +39,42 @@
 
 #include "gk_wgmma.cuh"
 
+/* Where piece p (16 bytes: elements 8 p .. 8 p + 7) of row n of a stage
+ * of ROWS rows lies in the 128-byte swizzle's layout (gk_wgmma.cuh), in
+ * elements: the rows' first 64 elements (pieces 0 .. 7) in one column of
+ * atoms, the next 64 in the next, ROWS * 64 elements on; row n at atom
+ * n / 8, row n % 8 of it; piece p % 8 at (p % 8) ^ (n % 8). Both K-major
+ * K (and Q) and N-major V read it (gk_fa_wo<D, 2, C>). */
+template <int ROWS>
+GK_DEV int gk_fa_sw_at(int n, int p) {
+  return p / 8 * ROWS * 64 + n / 8 * 512 + n % 8 * 64 + ((p % 8) ^ (n % 8)) * 8;
+}
+
 /* Starts copying keys [k0, k0 + KEYS) of KV head hk of src (kv.k or
  * kv.v) into `stage` in the wgmma layout (zeros past kv.n), by THREADS
  * threads, this one number `tid` of them; the caller commits the group.
- * Chunk e (16 bytes) lands at element 8 e: e = i THREADS + tid is key
- * 8 (e / D) + e % 8 = STEP i + r, elements c .. c + 7 of it. LEAN: the
- * rounds in a loop (a producer's few registers). */
+ * Without swizzle (SW false) chunk e (16 bytes) lands at element 8 e: e
+ * = i THREADS + tid is key 8 (e / D) + e % 8 = STEP i + r, elements
+ * c .. c + 7 of it, so that a quarter warp writes one core matrix (128
+ * contiguous bytes), and a warp reads 64 bytes of each of 8 keys: 8
+ * cache lines, each half read, for 512 bytes. With the 128-byte swizzle
+ * (SW: gk_fa_sw_at), thread tid takes piece tid % (D / 8) of key STEP i +
+ * tid / (D / 8): a warp reads whole rows (4 lines for 512 bytes, as a TMA
+ * box would), and each quarter warp's 8 pieces of a row land in 8
+ * distinct groups of banks. LEAN: the rounds in a loop (a producer's few
+ * registers). */
 template <int D, int THREADS, class KV, typename T, int KEYS = gk_fa_smem<D>::WG_KEYS,
-          bool LEAN = false>
+          bool LEAN = false, bool SW = false>
 GK_DEV void gk_fa_wg_load(uint16_t *stage, const T *src, const KV &kv, int64_t hk, int64_t k0,
                           int tid) {
   static_assert(KEYS * (D / 8) % THREADS == 0 && THREADS % D == 0, "whole rounds");
   constexpr int STEP = 8 * THREADS / D, ROUNDS = KEYS * (D / 8) / THREADS;
-  const int r = 8 * (tid / D) + tid % 8, c = (tid / 8) % (D / 8) * 8;
+  /* Elements of the stage a round moves on: STEP keys, in either layout. */
+  constexpr int DSTEP = SW ? 64 * STEP : 8 * THREADS;
+  static_assert(!SW || STEP % 8 == 0, "a round's keys: whole atoms (its swizzle the same)");
+  const int r = SW ? tid / (D / 8) : 8 * (tid / D) + tid % 8;
+  const int c = SW ? 8 * (tid % (D / 8)) : (tid / 8) % (D / 8) * 8;
+  const int d0 = SW ? gk_fa_sw_at<KEYS>(r, c / 8) : 8 * tid;
   /* A whole tile of contiguous rows: round i's chunk a constant step on
    * from the thread's first, in memory and in the stage, where the walk
    * below spends ~28 instructions a round on its 64-bit index, bound and
@@ -65,15 +88,14 @@ GK_DEV void gk_fa_wg_load(uint16_t *stage, const T *src, const KV &kv, int64_t h
   if constexpr (!KV::paged && (LEAN || !GK_FA_WS_ON)) {
     if (k0 + KEYS <= kv.n) {
       const T *s = src + gk_kv_row(kv, hk, k0 + r) + c;
-      uint16_t *d = &stage[8 * tid];
+      uint16_t *d = &stage[d0];
       if (LEAN) {
 #pragma unroll 4
-        for (int i = 0; i < ROUNDS; i++, s += STEP * D, d += 8 * THREADS)
-          gk_cp_async16(d, s, true);
+        for (int i = 0; i < ROUNDS; i++, s += STEP * D, d += DSTEP) gk_cp_async16(d, s, true);
       } else {
 #pragma unroll
         for (int i = 0; i < ROUNDS; i++)
-          gk_cp_async16(d + 8 * THREADS * i, s + (int64_t)STEP * D * i, true);
+          gk_cp_async16(d + DSTEP * i, s + (int64_t)STEP * D * i, true);
       }
       return;
     }
@@ -81,7 +103,7 @@ GK_DEV void gk_fa_wg_load(uint16_t *stage, const T *src, const KV &kv, int64_t h
   const int64_t left = kv.n - k0 - r; /* round i's key is in if STEP i < left */
   auto round = [&](int i) {
     const bool in = STEP * i < left;
-    gk_cp_async16(&stage[8 * (i * THREADS + tid)],
+    gk_cp_async16(&stage[d0 + DSTEP * i],
                   src + (in ? gk_kv_row(kv, hk, k0 + r + STEP * i) + c : 0), in);
   };
   if (LEAN) {
@@ -464,26 +486,49 @@ template <int D, int OV, int Causal>
 struct gk_fa_wo;
 template <int D, int Causal>
 struct gk_fa_wo<D, 1, Causal> {
-  enum { KEYS = gk_fa_smem<D>::OV_KEYS, QREG = 1 };
+  enum { KEYS = gk_fa_smem<D>::OV_KEYS, QREG = 1, SW = 0 };
   GK_DEV uint16_t *k(gk_fa_smem<D> &sm, int s) { return sm.ov.k[s]; }
   GK_DEV uint16_t *v(gk_fa_smem<D> &sm, int s) { return sm.ov.v[s]; }
   template <class H>
   GK_DEV void s_mma(gk_fa_smem<D> &sm, int ks, const gk_fa_ws_rows<D> &c, float (*s)[4]) {
     gk_fa_wg_s_mma<D, H, KEYS>(&sm, sm.ov.k[ks], c.qa, s);
   }
+  template <class H>
+  GK_DEV void pv_mma(gk_fa_smem<D> &sm, int vs, const uint32_t (*pa)[4], gk_fa_state<D> &st) {
+    gk_fa_wg_pv_mma<D, H, KEYS>(&sm, sm.ov.v[vs], pa, st);
+  }
 };
+/* OV 2's stages (Q, K and V) lie in the 128-byte swizzle's layout
+ * (gk_fa_sw_at), which the copies fill a row at a time; every stage is a
+ * whole number of 1024-byte atoms from the shared struct, which starts
+ * 1024-byte aligned (gk_fa_shared; gk_wgmma_sw128_check). S: for each 16
+ * of d, A (Q) and B (K) K-major, the start 32 bytes on in the row's 64
+ * elements, the next 64 a column of atoms on; SBO 1024 (8 rows), LBO
+ * unused. P V: B (V) N-major, 16 keys two atoms on; SBO 1024 (8 keys),
+ * LBO the column of atoms (d 64 .. 127). */
 template <int D, int Causal>
 struct gk_fa_wo<D, 2, Causal> {
-  enum { KEYS = Causal ? gk_fa_smem<D>::OQ_KEYS : gk_fa_smem<D>::OQ_WIDE_KEYS, QREG = 0 };
+  enum { KEYS = Causal ? gk_fa_smem<D>::OQ_KEYS : gk_fa_smem<D>::OQ_WIDE_KEYS, QREG = 0, SW = 1 };
+  static_assert(2 * FA_BLOCK_ROWS * D % 1024 == 0 &&
+                    2 * gk_fa_smem<D>::OQ_WIDE_KEYS * D % 1024 == 0,
+                "oq's stages: whole 1024-byte atoms from the struct's start");
   GK_DEV uint16_t *k(gk_fa_smem<D> &sm, int s) { return sm.oq.k[s]; }
   GK_DEV uint16_t *v(gk_fa_smem<D> &sm, int s) { return sm.oq.v[s]; }
   template <class H>
   GK_DEV void s_mma(gk_fa_smem<D> &sm, int ks, const gk_fa_ws_rows<D> &c, float (*s)[4]) {
-    constexpr uint32_t CM = 128, ROW8 = 16 * D; /* Q's stage: K's layout, 64 rows */
     const uint16_t *q = sm.oq.q[c.w], *k = sm.oq.k[ks];
     for (int kk = 0; kk < D / 16; kk++)
-      gk_wgmma_ss<H, KEYS, 0>(&s[0][0], gk_wgmma_desc(&sm, &q[128 * kk], CM, ROW8),
-                              gk_wgmma_desc(&sm, &k[128 * kk], CM, ROW8), &sm, kk > 0);
+      gk_wgmma_ss<H, KEYS, 0>(
+          &s[0][0],
+          gk_wgmma_desc_sw128(&sm, &q[kk / 4 * FA_BLOCK_ROWS * 64 + kk % 4 * 16], 16, 1024),
+          gk_wgmma_desc_sw128(&sm, &k[kk / 4 * KEYS * 64 + kk % 4 * 16], 16, 1024), &sm, kk > 0);
+  }
+  template <class H>
+  GK_DEV void pv_mma(gk_fa_smem<D> &sm, int vs, const uint32_t (*pa)[4], gk_fa_state<D> &st) {
+    const uint16_t *v = sm.oq.v[vs];
+    for (int kk = 0; kk < KEYS / 16; kk++) /* keys 16 kk .. 16 kk + 15 */
+      gk_wgmma<H, D, 1>(&st.acc[0][0], pa[kk],
+                        gk_wgmma_desc_sw128(&sm, &v[1024 * kk], 128 * KEYS, 1024), &sm);
   }
 };
 
@@ -499,8 +544,9 @@ GK_DEV void gk_fa_wo_q(gk_fa_smem<D> &sm, const uint16_t *q, int64_t h, int64_t 
 template <int D>
 GK_DEV void gk_fa_wo_q(gk_fa_smem<D> &sm, const uint16_t *q, int64_t h, int64_t sq,
                        const gk_fa_ws_rows<D> &c, int64_t row0, gk_int<2>) {
+  gk_wgmma_sw128_check(&sm);
   const gk_kv_contig<uint16_t> rows = {q + h * sq * D, q + h * sq * D, sq, D};
-  gk_fa_wg_load<D, FA_THREADS, gk_kv_contig<uint16_t>, uint16_t, FA_BLOCK_ROWS>(
+  gk_fa_wg_load<D, FA_THREADS, gk_kv_contig<uint16_t>, uint16_t, FA_BLOCK_ROWS, false, true>(
       sm.oq.q[c.w], rows.k, rows, 0, row0 + FA_BLOCK_ROWS * c.w, (int)threadIdx.x % FA_THREADS);
   gk_cp_async_commit();
   gk_cp_async_wait<0>();
@@ -520,12 +566,12 @@ GK_DEV void gk_fa_wo_produce(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_
   for (int j = 0; j < tiles; j++) {
     const int st = (int)(j & 1);
     if (j >= 2) gk_bar_sync<FA_WS_THREADS>(FA_WO_EMPTY_K + st); /* S of tile j - 2 done */
-    gk_fa_wg_load<D, FA_THREADS, KV, uint16_t, KEYS, true>(W::k(sm, st), kv.k, kv, hk,
-                                                          (int64_t)j * KEYS, tid);
+    gk_fa_wg_load<D, FA_THREADS, KV, uint16_t, KEYS, true, (bool)W::SW>(W::k(sm, st), kv.k, kv, hk,
+                                                                 (int64_t)j * KEYS, tid);
     gk_cp_async_commit();
     if (j >= 2) gk_bar_sync<FA_WS_THREADS>(FA_WO_EMPTY_V + st); /* P V of tile j - 2 done */
-    gk_fa_wg_load<D, FA_THREADS, KV, uint16_t, KEYS, true>(W::v(sm, st), kv.v, kv, hk,
-                                                          (int64_t)j * KEYS, tid);
+    gk_fa_wg_load<D, FA_THREADS, KV, uint16_t, KEYS, true, (bool)W::SW>(W::v(sm, st), kv.v, kv, hk,
+                                                                 (int64_t)j * KEYS, tid);
     gk_cp_async_commit();
     if (j >= 1) gk_fa_ws_landed<1>(FA_WO_FULL_V + 2 * (st ^ 1)); /* V(j - 1), */
     gk_fa_ws_landed<1>(FA_WO_FULL_K + 2 * st);                   /* K(j) */
@@ -605,7 +651,7 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
     gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_V + 2 * (cs ^ 1) + c.w);
     if (GK_FA_WS_PINGPONG) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + c.w); /* this one's turn */
     gk_fa_s_issue([&] { W::template s_mma<H>(sm, cs, c, s); });
-    gk_fa_wg_pv_mma<D, H, KEYS>(&sm, W::v(sm, cs ^ 1), pa, st);
+    W::template pv_mma<H>(sm, cs ^ 1, pa, st);
     gk_wgmma_commit();
     if (GK_FA_WS_PINGPONG) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + (c.w ^ 1)); /* its turn */
     gk_wgmma_wait<1>(); /* S */
@@ -625,7 +671,7 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   if (GK_FA_WS_PINGPONG) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + c.w);
   if ((c.tiles - 1) * KEYS < c.mine) {
     gk_wgmma_fence();
-    gk_fa_wg_pv_mma<D, H, KEYS>(&sm, W::v(sm, ls), pa, st);
+    W::template pv_mma<H>(sm, ls, pa, st);
     gk_wgmma_commit();
     gk_wgmma_wait<0>();
   }

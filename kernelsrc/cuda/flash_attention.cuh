@@ -173,7 +173,10 @@ GK_DEV void gk_fa_prefill(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv, ui
 template <class T>
 GK_DEV T &gk_fa_shared(void) {
 #if GK_FA_DYN_SMEM
-  extern __shared__ __attribute__((aligned(16))) unsigned char gk_fa_dyn[];
+  /* 1024: the 128-byte swizzle's atoms (-DGK_FA_WGMMA=4's stages,
+   * fa_wgmma.cuh's gk_fa_wo<D, 2, C>) start on 1024-byte boundaries. */
+  extern __shared__ __attribute__((aligned(GK_FA_WS_OVERLAP_ON == 2 ? 1024 : 16)))
+      unsigned char gk_fa_dyn[];
   uint32_t dyn;
   asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
   if (dyn < sizeof(T)) __trap(); /* its launch row's `shared` only */

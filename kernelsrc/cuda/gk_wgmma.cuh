@@ -19,13 +19,28 @@
  *   So a warp's mma.sync fragments of 16 rows are its share of wgmma's.
  * - B is described by a 64-bit matrix descriptor (gk_wgmma_desc): start
  *   address, leading byte offset (LBO) and stride byte offset (SBO), each
- *   in 16-byte units, no swizzle. B is stored as 8 x 8 "core matrices" of
- *   128 contiguous bytes (8 rows of 16 bytes). Without swizzle, SBO is the
- *   step between core matrices along N and LBO along K, for both majors:
+ *   in 16-byte units, and a swizzle mode. B is stored as 8 x 8 "core
+ *   matrices" of 128 contiguous bytes (8 rows of 16 bytes). Without
+ *   swizzle, SBO is the step between core matrices along N and LBO along
+ *   K, for both majors:
  *     K-major (TransB 0, B[k][n] with k contiguous): element (k, n) at
  *       start + (n / 8) SBO + (k / 8) LBO + (n % 8) 16 + (k % 8) 2
  *     N-major (TransB 1, n contiguous):
  *       start + (n / 8) SBO + (k / 8) LBO + (k % 8) 16 + (n % 8) 2
+ *   With the 128-byte swizzle (gk_wgmma_desc_sw128; the PTX ISA's
+ *   canonical layouts, CUTLASS's Layout_K_SW128_Atom and _MN_), rows are
+ *   128 bytes, 8 of them an atom of 1024 bytes, and the 16-byte piece p of
+ *   row r of an atom lies at piece p ^ (r % 8): the byte address a that
+ *   the layout gives is read at a ^ ((a >> 7) % 8) << 4, on the shared
+ *   window's addresses, so an atom must start 1024-byte aligned:
+ *     K-major: start + (n / 8) SBO + (n % 8) 128 + k 2, k < 16 (LBO
+ *       unused; a step of 16 in k is the start 32 bytes on, within the
+ *       row's 64 elements)
+ *     N-major: start + (n / 64) LBO + (n % 64) 2 + (k / 8) SBO + (k % 8) 128
+ *   A row's 8 pieces land in 8 distinct groups of 4 banks whatever the
+ *   row, so a row copied whole (16 lanes on 256 contiguous bytes of
+ *   global memory) is written in the fewest passes; without swizzle, a
+ *   core matrix's 8 rows are 8 rows of the tensor, 16 bytes of each.
  * - Ordering: wgmma runs asynchronously. gk_wgmma_fence before the first
  *   wgmma that reads registers written since (the accumulators, A);
  *   gk_wgmma_commit closes a group, gk_wgmma_wait<0> waits for all of them
@@ -45,6 +60,10 @@
 #define GK_WGMMA_CUH
 
 #include "gk_gpu.cuh"
+
+#if defined(GK_GPU_EMULATE)
+#include <stdlib.h> /* abort: a twin given a layout no body takes */
+#endif
 
 #if defined(GK_GPU_NVIDIA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define GK_WGMMA_HW 1
@@ -68,6 +87,28 @@ GK_DEV uint64_t gk_wgmma_desc(const void *base, const void *p, uint32_t lbo, uin
 #endif
   return (uint64_t)((start & 0x3ffffu) >> 4) | (uint64_t)((lbo & 0x3ffffu) >> 4) << 16 |
          (uint64_t)((sbo & 0x3ffffu) >> 4) << 32;
+}
+
+/* The same with the 128-byte swizzle (layout type 1, bits 62-63; base
+ * offset 0: p's atom starts 1024-byte aligned, p itself up to 96 bytes
+ * into its first row, a K-major step). The emulator's shared memory has
+ * no window, so its twin swizzles p's offset from `base`: a caller keeps
+ * its atoms 1024 bytes from base, and base 1024-byte aligned on the GPU
+ * (gk_wgmma_sw128_check). */
+GK_DEV uint64_t gk_wgmma_desc_sw128(const void *base, const void *p, uint32_t lbo,
+                                    uint32_t sbo) {
+  return gk_wgmma_desc(base, p, lbo, sbo) | (uint64_t)1 << 62;
+}
+
+/* Traps where base is not 1024-byte aligned in the shared window (the
+ * swizzle's atoms would then not be where the twin and the copies put
+ * them); nothing elsewhere. */
+GK_DEV void gk_wgmma_sw128_check(const void *base) {
+#if GK_WGMMA_HW
+  if ((uint32_t)__cvta_generic_to_shared(base) % 1024u != 0u) __trap();
+#else
+  (void)base;
+#endif
 }
 
 GK_DEV void gk_wgmma_fence(void) {
@@ -234,28 +275,47 @@ GK_DEV void gk_wgmma_twin_ld(void *dst, const char *p, unsigned n) {
   memcpy(dst, p, n);
 }
 
+/* Where a descriptor's element (mn, k) lies, in bytes from base: the
+ * layouts at the top, by the descriptor's swizzle mode (none or 128
+ * bytes; the others trap), mn_major as TransB 1. */
+GK_DEV uint32_t gk_wgmma_twin_at(uint64_t desc, int mn, int k, bool mn_major) {
+  const uint32_t start = (uint32_t)(desc & 0x3fffu) << 4;
+  const uint32_t lbo = (uint32_t)((desc >> 16) & 0x3fffu) << 4;
+  const uint32_t sbo = (uint32_t)((desc >> 32) & 0x3fffu) << 4;
+  const uint32_t m = (uint32_t)mn, kk = (uint32_t)k;
+  switch ((unsigned)(desc >> 62)) {
+  case 0:
+    return start + m / 8 * sbo + kk / 8 * lbo + (mn_major ? kk % 8 * 16 + m % 8 * 2
+                                                           : m % 8 * 16 + kk % 8 * 2);
+  case 1: {
+    const uint32_t a = start + (mn_major ? m / 64 * lbo + m % 64 * 2 + kk / 8 * sbo + kk % 8 * 128
+                                         : m / 8 * sbo + m % 8 * 128 + kk * 2);
+    return a ^ (a >> 7 & 7u) << 4;
+  }
+  default: /* 64- and 32-byte swizzles: no body takes them */
+#if defined(GK_GPU_EMULATE)
+    abort();
+#endif
+    return 0;
+  }
+}
+
 /* The twins' product: d += A B, with this thread's rows g and g + 8 of its
  * warp's 16 rows of A as k pairs (ar[r][p]: k = 2p low, 2p + 1 high) and B
- * read through the descriptor's layout from base + start. Each thread sums
- * its elements' 16 products in k order with fmaf (exact products, as
+ * read through the descriptor's layout from base. Each thread sums its
+ * elements' 16 products in k order with fmaf (exact products, as
  * gk_mma_16816's twin). */
 template <class H, int N, int TransB>
 GK_DEV void gk_wgmma_twin(float *d, const uint32_t ar[2][8], uint64_t desc, const void *base,
                           int acc) {
-  const char *start = (const char *)base + ((desc & 0x3fffu) << 4);
-  const uint32_t lbo = (uint32_t)((desc >> 16) & 0x3fffu) << 4;
-  const uint32_t sbo = (uint32_t)((desc >> 32) & 0x3fffu) << 4;
   const int t = gk_lane() % 4;
   for (int j = 0; j < N / 8; j++)
     for (int e = 0; e < 4; e++) {
       const int r = e >> 1, n = 8 * j + 2 * t + (e & 1);
       float sum = acc ? d[4 * j + e] : 0.0f;
       for (int k = 0; k < 16; k++) {
-        const uint32_t off = (uint32_t)(n / 8) * sbo + (uint32_t)(k / 8) * lbo +
-                             (TransB ? (uint32_t)(k % 8) * 16 + (uint32_t)(n % 8) * 2
-                                     : (uint32_t)(n % 8) * 16 + (uint32_t)(k % 8) * 2);
         uint16_t b;
-        gk_wgmma_twin_ld(&b, start + off, 2);
+        gk_wgmma_twin_ld(&b, (const char *)base + gk_wgmma_twin_at(desc, n, k, TransB), 2);
         const uint16_t av = (uint16_t)(ar[r][k / 2] >> (16 * (k % 2)));
         sum = fmaf(H::load(av), H::load(b), sum);
       }
@@ -302,17 +362,12 @@ struct gk_wgmma_ss_twin {
   const void *base;
   int acc;
   GK_DEV void run(const gk_wgmma_ss_twin &o) {
-    const char *start = (const char *)o.base + ((o.da & 0x3fffu) << 4);
-    const uint32_t lbo = (uint32_t)((o.da >> 16) & 0x3fffu) << 4;
-    const uint32_t sbo = (uint32_t)((o.da >> 32) & 0x3fffu) << 4;
     const int m0 = 16 * (gk_group() % 4) + gk_lane() / 4;
     uint32_t ar[2][8];
     for (int r = 0; r < 2; r++) {
       const int m = m0 + 8 * r;
-      for (int p = 0; p < 8; p++) /* k = 2p, 2p + 1: adjacent within a core matrix row */
-        gk_wgmma_twin_ld(&ar[r][p],
-                         start + (uint32_t)(m / 8) * sbo + (uint32_t)(p / 4) * lbo +
-                             (uint32_t)(m % 8) * 16 + (uint32_t)(2 * p % 8) * 2,
+      for (int p = 0; p < 8; p++) /* k = 2p, 2p + 1: adjacent within a 16-byte piece */
+        gk_wgmma_twin_ld(&ar[r][p], (const char *)o.base + gk_wgmma_twin_at(o.da, m, 2 * p, false),
                          4);
     }
     gk_wgmma_twin<H, N, TransB>(o.d, ar, o.db, o.base, o.acc);

@@ -1,8 +1,10 @@
 /*
- * test_wgmma_probe.c - runs wgmma_probe.cu's ten entries (one wgmma
+ * test_wgmma_probe.c - runs wgmma_probe.cu's fifteen entries (one wgmma
  * m64nNk16 f16 each: N 32, 64, 128 with B K-major and N-major and A in
  * registers; N 96, 128, 176 and 192 with A in shared memory too, the SS
- * form) on a real Hopper GPU and compares D with A B computed here (the
+ * form; and the 128-byte swizzle, B N-major at N 64 and 128, A and B
+ * K-major at N 128, 176 and 192) on a real Hopper GPU and compares D with
+ * A B computed here (the
  * entry issues its product twice, scale-d 0 then 1, and halves D: both
  * accumulator modes). The values are small integers, so every product and
  * sum is exact in f32 whatever order the tensor cores add in: D must be
@@ -10,8 +12,10 @@
  *
  * On a mismatch it says which reading of the stage the GPU's D matches
  * instead (the descriptor's two offsets swapped, B's major flipped; A's
- * offsets swapped for the SS form), so a wrong assumption in
- * kernelsrc/cuda/gk_wgmma.cuh is named, not just seen.
+ * offsets swapped for the SS form; for the swizzled shapes, the stage
+ * read without the swizzle, or with it applied to the offset from the
+ * start alone), so a wrong assumption in kernelsrc/cuda/gk_wgmma.cuh is
+ * named, not just seen.
  *
  *   test_wgmma_probe CUBIN [--libcuda PATH]
  *
@@ -64,6 +68,48 @@ static void a_swapped(const float *a, float *alt) {
     for (int k = 0; k < K; k++) alt[m * K + k] = stage[m / 8 * 64 + k / 8 * 128 + m % 8 * 8 + k % 8];
 }
 
+/* Runs entry `name` on A and B's bits (ha, hb: n columns) into got (64 x
+ * n). 0, or 1 after saying which driver call failed. */
+static int launch(cudrv *gpu, cu_module mod, const char *name, int n, const uint16_t *ha,
+                  const uint16_t *hb, float *got) {
+  const size_t abytes = sizeof(uint16_t) * M * K, bbytes = sizeof(uint16_t) * (size_t)(K * n),
+               dbytes = sizeof(float) * (size_t)(M * n);
+  cu_function f;
+  cu_deviceptr da = 0, db = 0, dd = 0;
+  cu_result r;
+  const char *step = "cuModuleGetFunction";
+  if ((r = gpu->cuModuleGetFunction(&f, mod, name)) != CUDRV_SUCCESS) goto driver;
+  step = "cuMemAlloc";
+  if ((r = gpu->cuMemAlloc(&da, abytes)) != CUDRV_SUCCESS ||
+      (r = gpu->cuMemAlloc(&db, bbytes)) != CUDRV_SUCCESS ||
+      (r = gpu->cuMemAlloc(&dd, dbytes)) != CUDRV_SUCCESS)
+    goto driver;
+  step = "cuMemcpyHtoD";
+  if ((r = gpu->cuMemcpyHtoD(da, ha, abytes)) != CUDRV_SUCCESS ||
+      (r = gpu->cuMemcpyHtoD(db, hb, bbytes)) != CUDRV_SUCCESS ||
+      (r = gpu->cuMemsetD8(dd, 0xff, dbytes)) != CUDRV_SUCCESS)
+    goto driver;
+  void *params[] = {&da, &db, &dd};
+  step = "cuLaunchKernel";
+  if ((r = gpu->cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, NULL, params, NULL)) != CUDRV_SUCCESS)
+    goto driver;
+  step = "cuCtxSynchronize";
+  if ((r = gpu->cuCtxSynchronize()) != CUDRV_SUCCESS) goto driver;
+  step = "cuMemcpyDtoH";
+  if ((r = gpu->cuMemcpyDtoH(got, dd, dbytes)) != CUDRV_SUCCESS) goto driver;
+  gpu->cuMemFree(da);
+  gpu->cuMemFree(db);
+  gpu->cuMemFree(dd);
+  return 0;
+
+driver:
+  printf("FAIL: %s: %s failed with %s\n", name, step, cudrv_err(gpu, r));
+  if (da) gpu->cuMemFree(da);
+  if (db) gpu->cuMemFree(db);
+  if (dd) gpu->cuMemFree(dd);
+  return 1;
+}
+
 /* Shape n, t: 0 and 1 B K-major and N-major, A in registers; 2 A in
  * shared memory too, B K-major. */
 static int probe(cudrv *gpu, cu_module mod, int n, int t) {
@@ -82,34 +128,7 @@ static int probe(cudrv *gpu, cu_module mod, int n, int t) {
   for (int k = 0; k < K; k++)
     for (int j = 0; j < n; j++) stage[hw_at(k, j, lbo, sbo, t)] = b[k * n + j];
   reading(a, stage, n, lbo, sbo, t, want);
-
-  cu_function f;
-  cu_deviceptr da = 0, db = 0, dd = 0;
-  cu_result r;
-  const char *step = "cuModuleGetFunction";
-  if ((r = gpu->cuModuleGetFunction(&f, mod, name)) != CUDRV_SUCCESS) goto driver;
-  step = "cuMemAlloc";
-  if ((r = gpu->cuMemAlloc(&da, sizeof ha)) != CUDRV_SUCCESS ||
-      (r = gpu->cuMemAlloc(&db, sizeof hb)) != CUDRV_SUCCESS ||
-      (r = gpu->cuMemAlloc(&dd, sizeof got)) != CUDRV_SUCCESS)
-    goto driver;
-  step = "cuMemcpyHtoD";
-  if ((r = gpu->cuMemcpyHtoD(da, ha, sizeof ha)) != CUDRV_SUCCESS ||
-      (r = gpu->cuMemcpyHtoD(db, hb, sizeof hb)) != CUDRV_SUCCESS ||
-      (r = gpu->cuMemsetD8(dd, 0xff, sizeof got)) != CUDRV_SUCCESS)
-    goto driver;
-  void *params[] = {&da, &db, &dd};
-  step = "cuLaunchKernel";
-  if ((r = gpu->cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, NULL, params, NULL)) != CUDRV_SUCCESS)
-    goto driver;
-  step = "cuCtxSynchronize";
-  if ((r = gpu->cuCtxSynchronize()) != CUDRV_SUCCESS) goto driver;
-  step = "cuMemcpyDtoH";
-  if ((r = gpu->cuMemcpyDtoH(got, dd, sizeof(float) * (size_t)(M * n))) != CUDRV_SUCCESS)
-    goto driver;
-  gpu->cuMemFree(da);
-  gpu->cuMemFree(db);
-  gpu->cuMemFree(dd);
+  if (launch(gpu, mod, name, n, ha, hb, got)) return 1;
 
   if (equal(got, want, n)) {
     printf("ok: %s: m64n%dk16 f16, B %s (LBO %d, SBO %d bytes): D exact\n", name, n, what,
@@ -137,12 +156,83 @@ static int probe(cudrv *gpu, cu_module mod, int n, int t) {
       printf("    the GPU's D is A B with A read with its descriptor's LBO and SBO swapped\n");
   }
   return 1;
+}
 
-driver:
-  printf("FAIL: %s: %s failed with %s\n", name, step, cudrv_err(gpu, r));
-  if (da) gpu->cuMemFree(da);
-  if (db) gpu->cuMemFree(db);
-  if (dd) gpu->cuMemFree(dd);
+/*
+ * The swizzled shapes (wgmma_probe.cuh's T 3 and 4), staged as there, in
+ * halves (`off`: the element's place before the swizzle, relative to the
+ * stage's 1024-byte aligned start; `from`: the descriptor's start, where
+ * the K-major steps begin 32 q bytes into a row). How the stage is read
+ * when `how` is 0: the swizzle on the address (gk_wgmma.cuh's rule); 1:
+ * none; 2: on the offset from the descriptor's start alone.
+ */
+enum { SW_MN = 3, SW_K = 4, QA = 3, QB = 1 }; /* wgmma_probe.cuh's T and q */
+static int sw_read(int off, int from, int how) {
+  const int a = 2 * (from + off); /* bytes from the aligned start */
+  if (how == 1) return a / 2;
+  if (how == 2) return from + (2 * off ^ (2 * off >> 7 & 7) << 4) / 2;
+  return (a ^ (a >> 7 & 7) << 4) / 2;
+}
+/* Element (k, n) of B (t 3: N-major) or (row, k) of a K-major operand
+ * (t 4), read the way `how` says. */
+static int sw_b(int k, int n, int t, int how) {
+  if (t == SW_MN) return sw_read(n / 64 * 1024 + k / 8 * 512 + k % 8 * 64 + n % 64, 0, how);
+  return sw_read(n / 8 * 512 + n % 8 * 64 + k, 16 * QB, how);
+}
+static int sw_a(int m, int k, int how) {
+  return sw_read(m / 8 * 512 + m % 8 * 64 + k, 16 * QA, how);
+}
+
+static int probe_sw(cudrv *gpu, cu_module mod, int n, int t) {
+  enum { BSTAGE = 192 * 64, ASTAGE = 64 * 64 };
+  char name[64];
+  snprintf(name, sizeof name, "wgmma_probe_n%d_t%d", n, t);
+  const char *what = t == SW_MN ? "B N-major" : "A and B K-major";
+  static uint16_t ha[M * K], hb[K * NMAX];
+  static float a[M * K], b[K * NMAX], bst[BSTAGE], ast[ASTAGE], want[M * NMAX], got[M * NMAX],
+      alt[M * NMAX];
+  wgmma_probe_data(n, t, a, ha, b, hb);
+  for (int i = 0; i < BSTAGE; i++) bst[i] = 1e30f; /* not written: never read */
+  for (int i = 0; i < ASTAGE; i++) ast[i] = 1e30f;
+  for (int k = 0; k < K; k++)
+    for (int j = 0; j < n; j++) bst[sw_b(k, j, t, 0)] = b[k * n + j];
+  for (int m = 0; m < M; m++)
+    for (int k = 0; k < K; k++) ast[sw_a(m, k, 0)] = a[m * K + k];
+  /* D as the stages read `how` give it (A from registers for t 3). */
+  for (int how = 0; how < 3; how++) {
+    float *d = how ? alt : want;
+    int inside = 1;
+    for (int i = 0; i < M && inside; i++)
+      for (int j = 0; j < n && inside; j++) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; k++) {
+          const int bi = sw_b(k, j, t, how), ai = t == SW_K ? sw_a(i, k, how) : 0;
+          if (bi < 0 || bi >= BSTAGE || ai < 0 || ai >= ASTAGE) inside = 0;
+          else acc += (t == SW_K ? ast[ai] : a[i * K + k]) * bst[bi];
+        }
+        d[i * n + j] = acc;
+      }
+    if (how == 0 && !inside) {
+      printf("FAIL: %s: the probe's own layout leaves its stage\n", name);
+      return 1;
+    }
+    if (how == 0) {
+      if (launch(gpu, mod, name, n, ha, hb, got)) return 1;
+      if (equal(got, want, n)) {
+        printf("ok: %s: m64n%dk16 f16, 128-byte swizzle, %s: D exact\n", name, n, what);
+        return 0;
+      }
+      int bad = 0;
+      for (int i = 0; i < M * n; i++)
+        if (memcmp(&got[i], &want[i], sizeof(float)) != 0 && bad++ < 3)
+          printf("FAIL: %s: D[%d][%d] = %g, A B has %g\n", name, i / n, i % n, got[i], want[i]);
+      printf("FAIL: %s: %d of %d elements of D differ from A B (128-byte swizzle, %s)\n", name,
+             bad, M * n, what);
+    } else if (inside && equal(got, alt, n)) {
+      printf("    the GPU's D is A B read %s\n",
+             how == 1 ? "without the swizzle" : "with the swizzle on the offset from the start");
+    }
+  }
   return 1;
 }
 
@@ -164,8 +254,13 @@ int main(int argc, char **argv) {
   failures += probe(&gpu, mod, 128, 2);
   failures += probe(&gpu, mod, 176, 2);
   failures += probe(&gpu, mod, 192, 2);
+  failures += probe_sw(&gpu, mod, 64, SW_MN);
+  failures += probe_sw(&gpu, mod, 128, SW_MN);
+  failures += probe_sw(&gpu, mod, 128, SW_K);
+  failures += probe_sw(&gpu, mod, 176, SW_K);
+  failures += probe_sw(&gpu, mod, 192, SW_K);
   gpu.cuModuleUnload(mod);
   cudrv_close(&gpu);
-  printf("%d of 10 shapes failed\n", failures);
+  printf("%d of 15 shapes failed\n", failures);
   return failures ? 1 : 0;
 }

@@ -24,6 +24,18 @@
  * K-major, A K-major in Q's layout: element (m, k) at
  *   m / 8 * 128 + k / 8 * 64 + m % 8 * 8 + k % 8
  *   (LBO 128 bytes from k to k + 8, SBO 256 from m to m + 8).
+ * T 3 and 4 take the 128-byte swizzle (gk_wgmma_desc_sw128), as the
+ * overlapped schedule with Q in shared memory lays out Q, K and V
+ * (fa_wgmma.cuh's gk_fa_sw_at): rows of 128 bytes, 8 an atom of 1024, 16-
+ * byte piece p of row r at piece p ^ (r % 8). In halves:
+ *   T 3, B N-major (V's; N 64, 128): n / 64 * 1024 + k / 8 * 512 +
+ *     k % 8 * 64 + ((n % 64 / 8) ^ (k % 8)) * 8 + n % 8
+ *     (LBO 2048 bytes from n to n + 64, SBO 1024 from k to k + 8)
+ *   T 4, A and B K-major (Q's and K's; N 128, 176, 192), each at a piece
+ *     pair q of its rows (A at q 3, B at q 1: the start 32 q bytes on, as
+ *     the attention's steps of 16 in d take it): B's (k, n) at
+ *     n / 8 * 512 + n % 8 * 64 + ((2 q + k / 8) ^ (n % 8)) * 8 + k % 8,
+ *     A's (m, k) the same with m for n (SBO 1024 bytes, LBO unused).
  */
 #ifndef GK_WGMMA_PROBE_CUH
 #define GK_WGMMA_PROBE_CUH
@@ -44,19 +56,38 @@ struct gk_wgmma_probe_layout {
   }
 };
 
+/* The swizzled stages of T 3 and 4 (see the top), in halves: B N-major,
+ * and a K-major row-set (B by n, A by m) at piece pair q. */
+GK_DEV int gk_wgmma_probe_sw_mn(int k, int n) {
+  return n / 64 * 1024 + k / 8 * 512 + k % 8 * 64 + ((n % 64 / 8) ^ (k % 8)) * 8 + n % 8;
+}
+GK_DEV int gk_wgmma_probe_sw_k(int row, int k, int q) {
+  return row / 8 * 512 + row % 8 * 64 + ((2 * q + k / 8) ^ (row % 8)) * 8 + k % 8;
+}
+enum { GK_PROBE_QA = 3, GK_PROBE_QB = 1 }; /* T 4's piece pairs */
+
 template <int N, int T>
 GK_DEV void gk_wgmma_probe(const uint16_t *a, const uint16_t *b, float *d) {
-  constexpr int TransB = T == 1;
+  constexpr int TransB = T == 1 || T == 3, Sw = T >= 3, Ss = T == 2 || T == 4;
   typedef gk_wgmma_probe_layout<N, TransB> L;
-  /* B's stage, then A's (T 2): one array, the descriptors' base. */
-  __shared__ __attribute__((aligned(128))) uint16_t sb[16 * 192 + 64 * 16];
-  uint16_t *sa = sb + 16 * 192;
+  /* B's stage (at most 192 rows of 128 bytes: T 4), then A's (T 2 and 4:
+   * 64 rows of 128 bytes at 24 KB, an atom boundary): one array, the
+   * descriptors' base, 1024-byte aligned for the swizzle's atoms. */
+  __shared__ __attribute__((aligned(1024))) uint16_t sb[192 * 64 + 64 * 64];
+  uint16_t *sa = sb + 192 * 64;
   const int tid = (int)threadIdx.x, w = tid / 32, g = tid % 32 / 4, t = tid % 4;
-  for (int e = tid; e < 16 * N; e += 128) sb[L::at(e / N, e % N)] = b[e];
-  if (T == 2)
+  gk_wgmma_sw128_check(sb);
+  for (int e = tid; e < 16 * N; e += 128) {
+    const int k = e / N, n = e % N;
+    sb[T == 3 ? gk_wgmma_probe_sw_mn(k, n)
+       : T == 4 ? gk_wgmma_probe_sw_k(n, k, GK_PROBE_QB)
+                : L::at(k, n)] = b[e];
+  }
+  if (Ss)
     for (int e = tid; e < 64 * 16; e += 128) {
       const int m = e / 16, k = e % 16;
-      sa[m / 8 * 128 + k / 8 * 64 + m % 8 * 8 + k % 8] = a[e];
+      sa[T == 4 ? gk_wgmma_probe_sw_k(m, k, GK_PROBE_QA)
+                : m / 8 * 128 + k / 8 * 64 + m % 8 * 8 + k % 8] = a[e];
     }
   gk_fence_proxy_async(); /* these stores, for the tensor cores */
   __syncthreads();
@@ -77,9 +108,12 @@ GK_DEV void gk_wgmma_probe(const uint16_t *a, const uint16_t *b, float *d) {
   const uint32_t nan = 0x7fc00000u;
   for (int i = 0; i < N / 2; i++) memcpy(&acc[i], &nan, sizeof nan);
   gk_wgmma_fence();
-  const uint64_t db = gk_wgmma_desc(sb, sb, L::LBO, L::SBO);
-  if constexpr (T == 2) {
-    const uint64_t da = gk_wgmma_desc(sb, sa, 128, 256);
+  const uint64_t db = T == 3   ? gk_wgmma_desc_sw128(sb, sb, 2048, 1024)
+                      : T == 4 ? gk_wgmma_desc_sw128(sb, sb + 16 * GK_PROBE_QB, 16, 1024)
+                               : gk_wgmma_desc(sb, sb, L::LBO, L::SBO);
+  if constexpr (Ss) {
+    const uint64_t da = Sw ? gk_wgmma_desc_sw128(sb, sa + 16 * GK_PROBE_QA, 16, 1024)
+                           : gk_wgmma_desc(sb, sa, 128, 256);
     gk_wgmma_ss<gk_f16, N, 0>(acc, da, db, sb, 0);
     gk_wgmma_ss<gk_f16, N, 0>(acc, da, db, sb, 1);
   } else {

@@ -1565,7 +1565,12 @@ static void check_wgmma_probe(void) {
   wgmma_probe_one<128, 2>();
   wgmma_probe_one<176, 2>();
   wgmma_probe_one<192, 2>();
-  SECTION_OK(before, "ok: tests/gpu's wgmma probe, 10 shapes, D = A B through the twins\n");
+  wgmma_probe_one<64, 3>(); /* the 128-byte swizzle: B N-major */
+  wgmma_probe_one<128, 3>();
+  wgmma_probe_one<128, 4>(); /* A and B K-major, at piece pairs 3 and 1 */
+  wgmma_probe_one<176, 4>();
+  wgmma_probe_one<192, 4>();
+  SECTION_OK(before, "ok: tests/gpu's wgmma probe, 15 shapes, D = A B through the twins\n");
 }
 
 int main(int argc, char **argv) {
