@@ -14,10 +14,12 @@
 #   test       tests/gpu's test_gpu: every cuda kernel x variant x entry
 #              point against the CPU images, every image the card runs
 #   bench      bench/gpu.sh: bench/report.md and bench/gpu.json (with PyTorch)
-#   probes     test_wgmma_probe (one wgmma per shape, D against A B) and
-#              test_tma_probe: K tiles loaded by TMA (no swizzle, boxes of 8
-#              x 64) and read by wgmma as K and as V, the layout a TMA
-#              producer would use (docs/kernels.md, "Next steps")
+#   probes     test_wgmma_probe (one wgmma per shape, D against A B; the
+#              128-byte swizzle of wgmma5's stages too) and test_tma_probe:
+#              K tiles loaded by TMA (no swizzle, boxes of 8 x 64; and the
+#              128-byte swizzle, boxes of 64 x 64) and read by wgmma as K
+#              and as V, the layouts a TMA producer would use
+#              (docs/kernels.md, "Next steps")
 #   wgmma5     gpu-pack/wgmma5.gkfat (the attention kernels for sm_90a,
 #              flash_attention's prefill on wgmma, warp-specialized, blocks
 #              of 384): test_gpu against gpu.gkfat's CPU images, then

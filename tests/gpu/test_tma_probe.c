@@ -1,13 +1,15 @@
 /*
- * test_tma_probe.c - runs tma_probe.cu on a real Hopper GPU: a 3-D tensor
- * map of K (d, key, KV head; f16, no swizzle, boxes of 8 x 64 x 1) made by
- * the driver's cuTensorMapEncodeTiled, 16 boxes loaded by TMA into one
- * 64-key tile, and the tile read by wgmma as K (S = A K^T) and as V (O =
- * P V) in the layouts tma_probe.cuh describes. Two tiles: keys 0 .. 63 of
- * KV head 0, and keys 64 .. 127 of KV head 1 of a tensor of 100 keys, whose
- * last 28 rows lie past it and must read as zeros. The values are small
- * integers, so S and O are exact in f32 whatever order the tensor cores
- * add in: each must be equal, element for element, as must the tile.
+ * test_tma_probe.c - runs tma_probe.cu on a real Hopper GPU: 3-D tensor
+ * maps of K (d, key, KV head; f16) made by the driver's
+ * cuTensorMapEncodeTiled, one without swizzle (boxes of 8 x 64 x 1: 16
+ * into a 64-key tile) and one with the 128-byte swizzle (boxes of 64 x 64
+ * x 1: 2 a tile, the layout of wgmma5's stages), and each tile read by
+ * wgmma as K (S = A K^T) and as V (O = P V) in the layouts tma_probe.cuh
+ * describes. Two tiles a map: keys 0 .. 63 of KV head 0, and keys 64 ..
+ * 127 of KV head 1 of a tensor of 100 keys, whose last 28 rows lie past it
+ * and must read as zeros. The values are small integers, so S and O are
+ * exact in f32 whatever order the tensor cores add in: each must be equal,
+ * element for element, as must the tile.
  *
  *   test_tma_probe CUBIN [--libcuda PATH]
  *
@@ -28,23 +30,33 @@ static float kval(int h, int n, int d) { return (float)((h * 7 + n * 3 + d * 5) 
 /* K as a tile reads it: zeros past the tensor's SKV keys. */
 static float ktile(int h, int n, int d) { return n < SKV ? kval(h, n, d) : 0.0f; }
 
-static int check_tile(int k0, int hk, const uint16_t *raw, const float *s, const float *o,
-                      const float *a, const float *p) {
+/* Where key n's piece c (d = 8c .. 8c + 7) lies in the stage, in halves:
+ * without swizzle box c at c KEYS 8 halves, key n's 8 elements at n 8 in
+ * it; with it, box c / 8 at (c / 8) KEYS 64 halves, key n a 128-byte row
+ * of it (n / 8 atoms of 512 halves, then n % 8 rows of 64), its piece
+ * c % 8 at (c % 8) ^ (n % 8) (fa_wgmma.cuh's gk_fa_sw_at). */
+static int stage_at(int swz, int n, int c) {
+  return swz ? c / 8 * KEYS * 64 + n / 8 * 512 + n % 8 * 64 + ((c % 8) ^ (n % 8)) * 8
+             : (c * KEYS + n) * 8;
+}
+
+static int check_tile(int swz, int k0, int hk, const uint16_t *raw, const float *s,
+                      const float *o, const float *a, const float *p) {
+  const char *map = swz ? "128-byte swizzle" : "no swizzle";
   int bad = 0;
-  /* The stage as the TMA wrote it: box c (d = 8c ..) at c KEYS 8 halves. */
   for (int c = 0; c < D / 8; c++)
     for (int n = 0; n < KEYS; n++)
       for (int e = 0; e < 8; e++) {
         const int key = k0 + n, d = 8 * c + e;
         const float want = ktile(hk, key, d);
-        const float got = gk_q_f16_to_f32(raw[(c * KEYS + n) * 8 + e]);
+        const float got = gk_q_f16_to_f32(raw[stage_at(swz, n, c) + e]);
         if (got != want && bad++ < 3)
-          printf("FAIL: tile k0=%d hk=%d: key %d, d %d landed as %g, K has %g\n", k0, hk, key,
-                 d, got, want);
+          printf("FAIL: %s, tile k0=%d hk=%d: key %d, d %d landed as %g, K has %g\n", map, k0,
+                 hk, key, d, got, want);
       }
   if (bad) {
-    printf("FAIL: tile k0=%d hk=%d: %d of %d halves of the stage are not K's (box layout)\n",
-           k0, hk, bad, KEYS * D);
+    printf("FAIL: %s, tile k0=%d hk=%d: %d of %d halves of the stage are not K's (box "
+           "layout)\n", map, k0, hk, bad, KEYS * D);
     return 1;
   }
   int sbad = 0, obad = 0;
@@ -65,14 +77,17 @@ static int check_tile(int k0, int hk, const uint16_t *raw, const float *s, const
         printf("FAIL: O[%d][%d] = %g, P V has %g\n", i, d, o[i * D + d], want);
     }
   if (sbad)
-    printf("FAIL: tile k0=%d hk=%d: %d of %d of S differ: K-major (LBO %d, SBO 128 bytes) is "
-           "not how wgmma reads the stage\n", k0, hk, sbad, M * KEYS, 16 * KEYS);
+    printf("FAIL: %s, tile k0=%d hk=%d: %d of %d of S differ: K-major (%s) is not how wgmma "
+           "reads the stage\n", map, k0, hk, sbad, M * KEYS,
+           swz ? "SBO 1024 bytes, a step of 16 in d 32 bytes on" : "LBO 16 KEYS, SBO 128 bytes");
   if (obad)
-    printf("FAIL: tile k0=%d hk=%d: %d of %d of O differ: N-major (LBO 128, SBO %d bytes) is "
-           "not how wgmma reads the stage\n", k0, hk, obad, M * D, 16 * KEYS);
+    printf("FAIL: %s, tile k0=%d hk=%d: %d of %d of O differ: N-major (%s) is not how wgmma "
+           "reads the stage\n", map, k0, hk, obad, M * D,
+           swz ? "LBO 128 KEYS, SBO 1024 bytes" : "LBO 128, SBO 16 KEYS bytes");
   if (!sbad && !obad)
-    printf("ok: tile k0=%d hk=%d: 16 boxes of 8 x %d landed as core-matrix columns%s; wgmma "
-           "reads them as K (S exact) and as V (O exact)\n", k0, hk, KEYS,
+    printf("ok: %s, tile k0=%d hk=%d: %d boxes of %d x %d landed as %s%s; wgmma reads them as "
+           "K (S exact) and as V (O exact)\n", map, k0, hk, swz ? D / 64 : D / 8,
+           swz ? 64 : 8, KEYS, swz ? "swizzled atoms" : "core-matrix columns",
            k0 + KEYS > SKV ? ", keys past the tensor as zeros" : "");
   return sbad || obad;
 }
@@ -108,9 +123,9 @@ int main(int argc, char **argv) {
     p[i] = (float)((i * 3 + i / KEYS) % 3 - 1), hp[i] = gk_q_f32_to_f16(p[i]);
 
   /* K as (d, key, head): strides in bytes of dims 1 and 2. */
-  static cudrv_tmap map;
+  static cudrv_tmap maps[2];
   const unsigned long long dims[3] = {D, SKV, KVH}, strides[2] = {2 * D, 2ull * D * SKV};
-  const unsigned box[3] = {8, KEYS, 1}, es[3] = {1, 1, 1};
+  const unsigned boxes[2][3] = {{8, KEYS, 1}, {64, KEYS, 1}}, es[3] = {1, 1, 1};
   static const int tiles[2][2] = {{0, 0}, {64, 1}};
   int failures = 0, status = 0;
   cu_function f;
@@ -133,14 +148,20 @@ int main(int argc, char **argv) {
       (r = gpu.cuMemcpyHtoD(dp, hp, sizeof hp)) != CUDRV_SUCCESS)
     goto driver;
   step = "cuTensorMapEncodeTiled (f16, rank 3, no swizzle, box 8 x 64 x 1)";
-  if ((r = encode(&map, CUDRV_TMAP_FLOAT16, 3, (void *)(uintptr_t)dk, dims, strides, box, es,
-                    CUDRV_TMAP_INTERLEAVE_NONE, CUDRV_TMAP_SWIZZLE_NONE,
+  if ((r = encode(&maps[0], CUDRV_TMAP_FLOAT16, 3, (void *)(uintptr_t)dk, dims, strides,
+                    boxes[0], es, CUDRV_TMAP_INTERLEAVE_NONE, CUDRV_TMAP_SWIZZLE_NONE,
                     CUDRV_TMAP_L2_PROMOTION_NONE, CUDRV_TMAP_OOB_FILL_ZEROS)) !=
       CUDRV_SUCCESS)
     goto driver;
-  for (int t = 0; t < 2; t++) {
-    int k0 = tiles[t][0], h = tiles[t][1];
-    void *params[] = {&map, &k0, &h, &da, &dp, &draw, &ds, &dout, &dst};
+  step = "cuTensorMapEncodeTiled (f16, rank 3, 128-byte swizzle, box 64 x 64 x 1)";
+  if ((r = encode(&maps[1], CUDRV_TMAP_FLOAT16, 3, (void *)(uintptr_t)dk, dims, strides,
+                    boxes[1], es, CUDRV_TMAP_INTERLEAVE_NONE, CUDRV_TMAP_SWIZZLE_128B,
+                    CUDRV_TMAP_L2_PROMOTION_NONE, CUDRV_TMAP_OOB_FILL_ZEROS)) !=
+      CUDRV_SUCCESS)
+    goto driver;
+  for (int run = 0; run < 4; run++) {
+    int swz = run / 2, k0 = tiles[run % 2][0], h = tiles[run % 2][1];
+    void *params[] = {&maps[swz], &swz, &k0, &h, &da, &dp, &draw, &ds, &dout, &dst};
     step = "cuMemsetD8";
     if ((r = gpu.cuMemsetD8(draw, 0xff, sizeof raw)) != CUDRV_SUCCESS ||
         (r = gpu.cuMemsetD8(dst, 0, sizeof status)) != CUDRV_SUCCESS)
@@ -156,14 +177,20 @@ int main(int argc, char **argv) {
         (r = gpu.cuMemcpyDtoH(s, ds, sizeof s)) != CUDRV_SUCCESS ||
         (r = gpu.cuMemcpyDtoH(o, dout, sizeof o)) != CUDRV_SUCCESS)
       goto driver;
-    if (status) {
-      printf("FAIL: tile k0=%d hk=%d: the mbarrier's phase never completed (the bytes expected, "
-             "%d, never all came: the TMA counts fewer for boxes past the tensor, or failed)\n",
-             k0, h, KEYS * D * 2);
+    if (status == 2) {
+      printf("FAIL: the probe's stage is not 1024-byte aligned in shared memory (the swizzle's "
+             "atoms need it)\n");
       failures++;
       continue;
     }
-    failures += check_tile(k0, h, raw, s, o, a, p);
+    if (status) {
+      printf("FAIL: %s, tile k0=%d hk=%d: the mbarrier's phase never completed (the bytes "
+             "expected, %d, never all came: the TMA counts fewer for boxes past the tensor, or "
+             "failed)\n", swz ? "128-byte swizzle" : "no swizzle", k0, h, KEYS * D * 2);
+      failures++;
+      continue;
+    }
+    failures += check_tile(swz, k0, h, raw, s, o, a, p);
   }
   goto done;
 driver:
@@ -179,6 +206,7 @@ done:
   if (dst) gpu.cuMemFree(dst);
   gpu.cuModuleUnload(mod);
   cudrv_close(&gpu);
-  printf("%s\n", failures ? "the TMA probe FAILED" : "the TMA probe passed: 2 tiles");
+  printf("%s\n", failures ? "the TMA probe FAILED"
+                          : "the TMA probe passed: 2 tiles, without and with the swizzle");
   return failures ? 1 : 0;
 }

@@ -1,6 +1,6 @@
 /*
- * tma_probe.cu - tma_probe.cuh's entry for the GPU: tma_probe(map, k0, hk,
- * a, p, raw, s, o, status), a block of 128 threads, the tensor map a
+ * tma_probe.cu - tma_probe.cuh's entry for the GPU: tma_probe(map, swz, k0,
+ * hk, a, p, raw, s, o, status), a block of 128 threads, the tensor map a
  * __grid_constant__ parameter (how CUTLASS and FlashAttention-3 pass theirs).
  * Built by ci/gpu/prepare.sh and ctest's gpu.tma_probe: nvcc -cubin
  * -arch=sm_90a -I kernelsrc/cuda.
@@ -12,7 +12,8 @@
 #endif
 
 extern "C" GK_KERNEL void __launch_bounds__(128)
-    tma_probe(const __grid_constant__ CUtensorMap map, int k0, int hk, const uint16_t *a,
-              const uint16_t *p, uint16_t *raw, float *s, float *o, int *status) {
-  gk_tma_probe(&map, k0, hk, a, p, raw, s, o, status);
+    tma_probe(const __grid_constant__ CUtensorMap map, int swz, int k0, int hk,
+              const uint16_t *a, const uint16_t *p, uint16_t *raw, float *s, float *o,
+              int *status) {
+  gk_tma_probe(&map, swz, k0, hk, a, p, raw, s, o, status);
 }

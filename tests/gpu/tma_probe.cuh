@@ -9,7 +9,12 @@
  *   d / 8 * 8 KEYS + n / 8 * 64 + n % 8 * 8 + d % 8,
  * which wgmma reads as K-major B (S = Q K^T: LBO 16 KEYS bytes from d to
  * d + 8, SBO 128 from n to n + 8) and as N-major B (O = P V, k = key: LBO
- * 128, SBO 16 KEYS). No kernel loads by TMA yet: these wrappers have no
+ * 128, SBO 16 KEYS). With `swz` the map has the 128-byte swizzle and each
+ * box is 64 elements (128 bytes) wide: D / 64 boxes, box c at c KEYS 64
+ * halves, each key's 128 bytes a row, 8 rows an atom, piece p of key n at
+ * piece p ^ (n % 8): the layout of wgmma5's stages (fa_wgmma.cuh's
+ * gk_fa_sw_at), read by gk_wgmma_desc_sw128 descriptors as that kernel
+ * reads K and V. No kernel loads by TMA yet: these wrappers have no
  * emulator twin (tests/backends/cuda), which the kernel that takes them up
  * will need; this probe is the GPU's word on the layout first.
  *
@@ -89,12 +94,17 @@ GK_DEV void gk_tma_probe_afrag(const uint16_t *a, int cols, int kk, uint32_t fa[
 }
 
 #if GK_WGMMA_HW
-GK_DEV void gk_tma_probe(const CUtensorMap *map, int k0, int hk, const uint16_t *a,
+GK_DEV void gk_tma_probe(const CUtensorMap *map, int swz, int k0, int hk, const uint16_t *a,
                          const uint16_t *p, uint16_t *raw, float *s, float *o, int *status) {
   constexpr int KEYS = TMA_PROBE_KEYS, D = TMA_PROBE_D;
-  __shared__ __attribute__((aligned(128))) uint16_t st[KEYS * D];
+  /* 1024: the swizzle's atoms, on the shared window's addresses. */
+  __shared__ __attribute__((aligned(1024))) uint16_t st[KEYS * D];
   __shared__ __attribute__((aligned(8))) uint64_t bar;
   const int tid = (int)threadIdx.x, w = tid / 32, g = tid % 32 / 4, t = tid % 4;
+  if ((uint32_t)__cvta_generic_to_shared(st) % 1024u != 0u) { /* the same for every thread */
+    if (tid == 0) *status = 2;
+    return;
+  }
   if (tid == 0) {
     gk_mbar_init(&bar, 1);
     gk_mbar_init_fence();
@@ -102,7 +112,11 @@ GK_DEV void gk_tma_probe(const CUtensorMap *map, int k0, int hk, const uint16_t 
   __syncthreads();
   if (tid == 0) {
     gk_mbar_arrive_expect_tx(&bar, KEYS * D * 2);
-    for (int c = 0; c < D / 8; c++) gk_tma_load_3d(&st[c * KEYS * 8], map, 8 * c, k0, hk, &bar);
+    if (swz)
+      for (int c = 0; c < D / 64; c++)
+        gk_tma_load_3d(&st[c * KEYS * 64], map, 64 * c, k0, hk, &bar);
+    else
+      for (int c = 0; c < D / 8; c++) gk_tma_load_3d(&st[c * KEYS * 8], map, 8 * c, k0, hk, &bar);
   }
   /* Bounded, so that bytes that never come (a wrong count, a copy that
    * faulted) end the probe with a word instead of a hang. */
@@ -120,10 +134,14 @@ GK_DEV void gk_tma_probe(const CUtensorMap *map, int k0, int hk, const uint16_t 
   uint32_t fa[D / 16][4];
   for (int kk = 0; kk < D / 16; kk++) gk_tma_probe_afrag(a, D, kk, fa[kk]);
   gk_wgmma_fence();
+  /* Swizzled: each 16 of d the start 32 bytes on in a row's 64 elements,
+   * the next 64 a box on (SBO 1024: 8 keys). */
   for (int kk = 0; kk < D / 16; kk++)
-    gk_wgmma<gk_f16, KEYS, 0>(acc, fa[kk],
-                              gk_wgmma_desc(st, &st[kk * 2 * KEYS * 8], 16 * KEYS, 128), st,
-                              kk > 0);
+    gk_wgmma<gk_f16, KEYS, 0>(
+        acc, fa[kk],
+        swz ? gk_wgmma_desc_sw128(st, &st[kk / 4 * KEYS * 64 + kk % 4 * 16], 16, 1024)
+            : gk_wgmma_desc(st, &st[kk * 2 * KEYS * 8], 16 * KEYS, 128),
+        st, kk > 0);
   gk_wgmma_commit();
   gk_wgmma_wait<0>();
   for (int j = 0; j < KEYS / 8; j++)
@@ -134,9 +152,12 @@ GK_DEV void gk_tma_probe(const CUtensorMap *map, int k0, int hk, const uint16_t 
   uint32_t fp[KEYS / 16][4];
   for (int kk = 0; kk < KEYS / 16; kk++) gk_tma_probe_afrag(p, KEYS, kk, fp[kk]);
   gk_wgmma_fence();
+  /* Swizzled: 16 keys two atoms on (SBO 1024), d 64 .. 127 a box on (LBO). */
   for (int kk = 0; kk < KEYS / 16; kk++)
-    gk_wgmma<gk_f16, D, 1>(oacc, fp[kk], gk_wgmma_desc(st, &st[kk * 2 * 64], 128, 16 * KEYS), st,
-                           kk > 0);
+    gk_wgmma<gk_f16, D, 1>(oacc, fp[kk],
+                           swz ? gk_wgmma_desc_sw128(st, &st[1024 * kk], 128 * KEYS, 1024)
+                               : gk_wgmma_desc(st, &st[kk * 2 * 64], 128, 16 * KEYS),
+                           st, kk > 0);
   gk_wgmma_commit();
   gk_wgmma_wait<0>();
   for (int j = 0; j < D / 8; j++)
