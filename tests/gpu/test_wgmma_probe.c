@@ -58,6 +58,15 @@ static int equal(const float *x, const float *y, int n) {
   return memcmp(x, y, sizeof(float) * (size_t)(M * n)) == 0;
 }
 
+/* How many elements of got (64 x n) differ from want, the first 3 said. */
+static int differ(const char *name, const float *got, const float *want, int n) {
+  int bad = 0;
+  for (int i = 0; i < M * n; i++)
+    if (memcmp(&got[i], &want[i], sizeof(float)) != 0 && bad++ < 3)
+      printf("FAIL: %s: D[%d][%d] = %g, A B has %g\n", name, i / n, i % n, got[i], want[i]);
+  return bad;
+}
+
 /* A as the SS form reads it from its stage (wgmma_probe.cuh: LBO 64, SBO
  * 128 halves) when the two offsets mean the other thing. */
 static void a_swapped(const float *a, float *alt) {
@@ -135,10 +144,7 @@ static int probe(cudrv *gpu, cu_module mod, int n, int t) {
            2 * lbo, 2 * sbo);
     return 0;
   }
-  int bad = 0;
-  for (int i = 0; i < M * n; i++)
-    if (memcmp(&got[i], &want[i], sizeof(float)) != 0 && bad++ < 3)
-      printf("FAIL: %s: D[%d][%d] = %g, A B has %g\n", name, i / n, i % n, got[i], want[i]);
+  const int bad = differ(name, got, want, n);
   printf("FAIL: %s: %d of %d elements of D differ from A B (B %s, LBO %d, SBO %d bytes)\n", name,
          bad, M * n, what, 2 * lbo, 2 * sbo);
   static const struct { int swap, flip; const char *why; } alts[] = {
@@ -222,10 +228,7 @@ static int probe_sw(cudrv *gpu, cu_module mod, int n, int t) {
         printf("ok: %s: m64n%dk16 f16, 128-byte swizzle, %s: D exact\n", name, n, what);
         return 0;
       }
-      int bad = 0;
-      for (int i = 0; i < M * n; i++)
-        if (memcmp(&got[i], &want[i], sizeof(float)) != 0 && bad++ < 3)
-          printf("FAIL: %s: D[%d][%d] = %g, A B has %g\n", name, i / n, i % n, got[i], want[i]);
+      const int bad = differ(name, got, want, n);
       printf("FAIL: %s: %d of %d elements of D differ from A B (128-byte swizzle, %s)\n", name,
              bad, M * n, what);
     } else if (inside && equal(got, alt, n)) {
