@@ -7,7 +7,8 @@
 #                          images for $GK_GPU_TARGETS (default sm_80, sm_90,
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
-#   wgmma5.gkfat, k32.gkfat, dec6.gkfat, q8mb2.gkfat, qmpf.gkfat, qmxs.gkfat
+#   wgmma5.gkfat, wgmma5b.gkfat, k32.gkfat, dec6.gkfat, q8mb2.gkfat,
+#   qmpf.gkfat, qmxs.gkfat
 #                          the experiments, which run.sh tests and times
 #                          beside gpu.gkfat's images (docs/kernels.md,
 #                          "Speed on GPUs", says what each gave):
@@ -21,6 +22,13 @@
 #                                 P V of the last one is, Q in shared
 #                                 memory, tiles of 128 keys causal, 176
 #                                 not (192 at head_dim 64): shared 212992
+#                          wgmma5b the same as wgmma5 from the recipes and
+#                                 kernels of commit $GK_GPU_WGMMA5_BASE
+#                                 (default c44b9bf: the stages without
+#                                 swizzle, as timed on 2026-11-30): the
+#                                 A/B, in the same call, of the 128-byte
+#                                 swizzle (docs/kernels.md, "Written
+#                                 2026-12-02, later")
 #                          k32    the same kernels for sm_90 (not sm_90a):
 #                                 the mma.sync prefill on tiles of 32 keys
 #                                 that every target but sm_90a runs, where
@@ -77,15 +85,16 @@
 #                          libgles2, the set the device tool's README ran
 #                          Vulkan with there): the GPU machine has
 #                          NVIDIA's Vulkan driver but no loader
-# $GK_GPU_EXPERIMENTS names the experiments built (default all: wgmma5 k32
-# dec6 q8mb2 qmpf qmxs base); run.sh's step of one not built says SKIP. A
+# $GK_GPU_EXPERIMENTS names the experiments built (default all: wgmma5
+# wgmma5b k32 dec6 q8mb2 qmpf qmxs base); run.sh's step of one not built
+# says SKIP. A
 # short list keeps a prepare after a kernel change short: each attention
 # experiment compiles ~28 images anew.
 # Images are compiled through the test cache (GK_TEST_CACHE of BUILD_DIR's
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,86p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,95p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -118,16 +127,24 @@ fi
 
 # want NAME: whether experiment NAME is to be built ($GK_GPU_EXPERIMENTS).
 want() {
-  case " ${GK_GPU_EXPERIMENTS:-wgmma5 k32 dec6 q8mb2 qmpf qmxs base} " in *" $1 "*) return 0 ;; esac
+  case " ${GK_GPU_EXPERIMENTS:-wgmma5 wgmma5b k32 dec6 q8mb2 qmpf qmxs base} " in
+    *" $1 "*) return 0 ;;
+  esac
   return 1
 }
 
 # An experiment's recipes: a copy in $exp ($build/gpu-NAME) beside a link to
-# kernelsrc, so that their sources resolve (exp_recipes NAME), whose recipe
-# R's cuda section may add FLAG (exp_flag R FLAG).
+# kernelsrc, so that their sources resolve (exp_recipes NAME), or the
+# recipes and kernelsrc of commit COMMIT (exp_recipes NAME COMMIT; 1 where
+# git or the commit is missing), whose recipe R's cuda section may add FLAG
+# (exp_flag R FLAG).
 exp_recipes() {
   exp=$build/gpu-$1
   rm -rf "$exp" && mkdir -p "$exp"
+  if [ -n "${2:-}" ]; then
+    git -C "$root" archive "$2" recipes kernelsrc 2>/dev/null | tar -x -C "$exp"
+    return
+  fi
   cp -R "$root/recipes" "$exp/recipes"
   ln -s "$root/kernelsrc" "$exp/kernelsrc"
 }
@@ -138,18 +155,25 @@ exp_flag() {
     { echo "ci/gpu/prepare.sh: could not add $2 to $1.lua" >&2; exit 1; }
 }
 
-# The attention experiments, NAME:TARGET:FLAG:BLOCK:SHARED: flash_attention,
-# paged_attention and kv_append for TARGET from a copy of the recipes whose
-# flash_attention section for sm_90a takes FLAG instead of its own and, where
-# BLOCK is given, the launches take blocks of BLOCK threads on query blocks
-# of 128 rows, and SHARED bytes of dynamic shared memory where given.
-for e in wgmma5:sm_90a:-DGK_FA_WGMMA=4:384:212992 k32:sm_90:::; do
+# The attention experiments, NAME:TARGET:FLAG:BLOCK:SHARED:COMMIT:
+# flash_attention, paged_attention and kv_append for TARGET from a copy of
+# the recipes (those of COMMIT where given) whose flash_attention section
+# for sm_90a takes FLAG instead of its own and, where BLOCK is given, the
+# launches take blocks of BLOCK threads on query blocks of 128 rows, and
+# SHARED bytes of dynamic shared memory where given.
+w5=-DGK_FA_WGMMA=4:384:212992
+for e in "wgmma5:sm_90a:$w5:" "wgmma5b:sm_90a:$w5:${GK_GPU_WGMMA5_BASE:-c44b9bf}" \
+  k32:sm_90::::; do
   name=${e%%:*} rest=${e#*:}
   target=${rest%%:*} rest=${rest#*:}
   flag=${rest%%:*} rest=${rest#*:}
-  block=${rest%%:*} shared=${rest#*:}
+  block=${rest%%:*} rest=${rest#*:}
+  shared=${rest%%:*} commit=${rest#*:}
   want "$name" || continue
-  exp_recipes "$name"
+  if ! exp_recipes "$name" "$commit"; then
+    echo "ci/gpu/prepare.sh: no commit $commit here (git archive failed): no $name.gkfat" >&2
+    continue
+  fi
   f=$exp/recipes/flash_attention.lua
   if [ -n "$flag" ]; then
     sed -i "s|flags   = { \"-DGK_FA_QS_KEYS=64\", \"-DGK_FA_DEC_STAGES=4\" },|flags   = { \"$flag\" },|" "$f"

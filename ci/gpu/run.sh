@@ -25,6 +25,9 @@
 #              of 384): test_gpu against gpu.gkfat's CPU images, then
 #              gk_bench_gpu's flash_attention cases (prefill and decode)
 #              beside bench's, which time the default sm_90a image
+#   wgmma5b    the same for gpu-pack/wgmma5b.gkfat (wgmma5 from an earlier
+#              commit, ci/gpu/prepare.sh's GK_GPU_WGMMA5_BASE: the stages
+#              without the 128-byte swizzle), the prefill cases alone
 #   k32        the same for gpu-pack/k32.gkfat (the attention kernels for
 #              sm_90: the mma.sync prefill on the 32-key tiles of every
 #              target but sm_90a, whose image takes 64)
@@ -90,7 +93,7 @@ pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 work=${GK_GPU_WORK:-/tmp/gk-gpu-work}
 budget=${GK_GPU_BUDGET:-475}
-steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 k32 dec6 base qmpf qmxs compare sass memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 wgmma5b k32 dec6 base qmpf qmxs compare sass memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -181,6 +184,7 @@ experiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exi
   env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" --filter "$5" \
     ${6:+--filter "$6"} ${7:+--filter "$7"} ${8:+--filter "$8"}'
 step wgmma5 60 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5 "flash_attention "
+step wgmma5b 50 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5b "flash_attention prefill "
 step k32 60 sh -c "$experiment" sh "$libs" "$pack" "$work" k32 "flash_attention "
 step dec6 45 sh -c "$experiment" sh "$libs" "$pack" "$work" dec6 "flash_attention decode " \
   "paged_attention decode "
