@@ -277,7 +277,8 @@ GK_DEV void gk_wgmma_twin_ld(void *dst, const char *p, unsigned n) {
 
 /* Where a descriptor's element (mn, k) lies, in bytes from base: the
  * layouts at the top, by the descriptor's swizzle mode (none or 128
- * bytes; the others trap), mn_major as TransB 1. */
+ * bytes; the emulator aborts on the others, which no body takes),
+ * mn_major as TransB 1. */
 GK_DEV uint32_t gk_wgmma_twin_at(uint64_t desc, int mn, int k, bool mn_major) {
   const uint32_t start = (uint32_t)(desc & 0x3fffu) << 4;
   const uint32_t lbo = (uint32_t)((desc >> 16) & 0x3fffu) << 4;
