@@ -241,11 +241,9 @@ done
 
 # The base: the recipes and kernelsrc of an earlier commit, as it was.
 base=${GK_GPU_BASE:-7c039b9}
-exp=$build/gpu-base
-rm -rf "$exp" && mkdir -p "$exp"
 if ! want base; then
-  :
-elif git -C "$root" archive "$base" recipes kernelsrc 2>/dev/null | tar -x -C "$exp"; then
+  rm -rf "$build/gpu-base"
+elif exp_recipes base "$base"; then
   "$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel qmatmul \
     --kernel flash_attention --kernel paged_attention --kernel kv_append --targets cuda=sm_90a \
     --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
