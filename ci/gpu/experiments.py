@@ -30,7 +30,7 @@ import os
 import re
 import sys
 
-EXPERIMENTS = ("wgmma5", "wgmma5b", "k32", "dec6")
+EXPERIMENTS = ("wgmma5", "wgmma5b", "wgmma5t", "k32", "dec6")
 PAIR = "qmatmul_q8x_x+mm"  # gk_bench_gpu's name for the int8 prefill, timed from x
 
 

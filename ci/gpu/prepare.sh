@@ -7,7 +7,7 @@
 #                          images for $GK_GPU_TARGETS (default sm_80, sm_90,
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
-#   wgmma5.gkfat, wgmma5b.gkfat, k32.gkfat, dec6.gkfat, q8mb2.gkfat,
+#   wgmma5.gkfat, wgmma5b.gkfat, wgmma5t.gkfat, k32.gkfat, dec6.gkfat, q8mb2.gkfat,
 #   qmpf.gkfat, qmxs.gkfat
 #                          the experiments, which run.sh tests and times
 #                          beside gpu.gkfat's images (docs/kernels.md,
@@ -29,6 +29,12 @@
 #                                 A/B, in the same call, of the 128-byte
 #                                 swizzle (docs/kernels.md, "Written
 #                                 2026-12-02, later")
+#                          wgmma5t the same as wgmma5 with -DGK_FA_TMA=1:
+#                                 its producer loads K and V by TMA (one
+#                                 thread, boxes of 64 x KEYS in the
+#                                 128-byte swizzle, tensor maps it builds
+#                                 on the device), the consumers wait on
+#                                 mbarriers: shared 213632
 #                          k32    the same kernels for sm_90 (not sm_90a):
 #                                 the mma.sync prefill on tiles of 32 keys
 #                                 that every target but sm_90a runs, where
@@ -86,7 +92,7 @@
 #                          Vulkan with there): the GPU machine has
 #                          NVIDIA's Vulkan driver but no loader
 # $GK_GPU_EXPERIMENTS names the experiments built (default all: wgmma5
-# wgmma5b k32 dec6 q8mb2 qmpf qmxs base); run.sh's step of one not built
+# wgmma5b wgmma5t k32 dec6 q8mb2 qmpf qmxs base); run.sh's step of one not built
 # says SKIP. A
 # short list keeps a prepare after a kernel change short: each attention
 # experiment compiles ~28 images anew.
@@ -94,7 +100,7 @@
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,95p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,101p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -127,7 +133,7 @@ fi
 
 # want NAME: whether experiment NAME is to be built ($GK_GPU_EXPERIMENTS).
 want() {
-  case " ${GK_GPU_EXPERIMENTS:-wgmma5 wgmma5b k32 dec6 q8mb2 qmpf qmxs base} " in
+  case " ${GK_GPU_EXPERIMENTS:-wgmma5 wgmma5b wgmma5t k32 dec6 q8mb2 qmpf qmxs base} " in
     *" $1 "*) return 0 ;;
   esac
   return 1
@@ -160,10 +166,11 @@ exp_flag() {
 # the recipes (those of COMMIT where given) whose flash_attention section
 # for sm_90a takes FLAG instead of its own and, where BLOCK is given, the
 # launches take blocks of BLOCK threads on query blocks of 128 rows, and
-# SHARED bytes of dynamic shared memory where given.
+# SHARED bytes of dynamic shared memory where given. FLAG may be several,
+# separated by spaces.
 w5=-DGK_FA_WGMMA=4:384:212992
 for e in "wgmma5:sm_90a:$w5:" "wgmma5b:sm_90a:$w5:${GK_GPU_WGMMA5_BASE:-c44b9bf}" \
-  k32:sm_90::::; do
+  "wgmma5t:sm_90a:-DGK_FA_WGMMA=4 -DGK_FA_TMA=1:384:213632:" k32:sm_90::::; do
   name=${e%%:*} rest=${e#*:}
   target=${rest%%:*} rest=${rest#*:}
   flag=${rest%%:*} rest=${rest#*:}
@@ -176,6 +183,7 @@ for e in "wgmma5:sm_90a:$w5:" "wgmma5b:sm_90a:$w5:${GK_GPU_WGMMA5_BASE:-c44b9bf}
   fi
   f=$exp/recipes/flash_attention.lua
   if [ -n "$flag" ]; then
+    flag=$(echo "$flag" | sed 's/ /", "/g') # a Lua list's items
     sed -i "s|flags   = { \"-DGK_FA_QS_KEYS=64\", \"-DGK_FA_DEC_STAGES=4\" },|flags   = { \"$flag\" },|" "$f"
     grep -q -- "flags   = { \"$flag\" }," "$f" ||
       { echo "ci/gpu/prepare.sh: could not give flash_attention.lua's sm_90a section $flag" >&2; exit 1; }

@@ -28,6 +28,9 @@
 #   wgmma5b    the same for gpu-pack/wgmma5b.gkfat (wgmma5 from an earlier
 #              commit, ci/gpu/prepare.sh's GK_GPU_WGMMA5_BASE: the stages
 #              without the 128-byte swizzle), the prefill cases alone
+#   wgmma5t    the same for gpu-pack/wgmma5t.gkfat (wgmma5 with its
+#              producer loading by TMA, maps built on the device), the
+#              prefill cases alone
 #   k32        the same for gpu-pack/k32.gkfat (the attention kernels for
 #              sm_90: the mma.sync prefill on the 32-key tiles of every
 #              target but sm_90a, whose image takes 64)
@@ -87,13 +90,13 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,83p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,91p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 work=${GK_GPU_WORK:-/tmp/gk-gpu-work}
 budget=${GK_GPU_BUDGET:-475}
-steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 wgmma5b k32 dec6 base qmpf qmxs compare sass memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 wgmma5b wgmma5t k32 dec6 base qmpf qmxs compare sass memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -185,6 +188,7 @@ experiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exi
     ${6:+--filter "$6"} ${7:+--filter "$7"} ${8:+--filter "$8"}'
 step wgmma5 60 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5 "flash_attention "
 step wgmma5b 50 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5b "flash_attention prefill "
+step wgmma5t 50 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5t "flash_attention prefill "
 step k32 60 sh -c "$experiment" sh "$libs" "$pack" "$work" k32 "flash_attention "
 step dec6 45 sh -c "$experiment" sh "$libs" "$pack" "$work" dec6 "flash_attention decode " \
   "paged_attention decode "
@@ -227,7 +231,8 @@ step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$arc
 # (pages of 64, one sequence of 8192) and its 8 sequences of 1024 in pages of 16 (pa-short), and
 # the int8 tensor-core qmatmul_q8x_mm at m = 512, BITS 4, and last, where
 # the wgmma5 step passed, the causal prefill of its archive (wgmma beside
-# the default's mma.sync); ncu
+# the default's mma.sync), and the same for wgmma5t (its TMA producer,
+# fa-prefill-wgmma5t); ncu
 # replays each launch once per section, with the clocks left as they are
 # (--clock-control none: the lent card is never reconfigured);
 # $GK_GPU_NCU, where set, names the only profiles taken (fa-spec fa-decode
@@ -266,6 +271,10 @@ step ncu 200 sh -c 'prof() { # NAME KERNEL_REGEX SOURCE FILTER [ARCHIVE]
   if grep -q "^wgmma5: ok" "$OUTD/summary.txt"; then
     prof fa-prefill-wgmma5 "^flash_attention" 1 \
       "flash_attention prefill causal=1,dtype=f16,head_dim=128 " "$PACK/wgmma5.gkfat"
+  fi &&
+  if grep -q "^wgmma5t: ok" "$OUTD/summary.txt"; then
+    prof fa-prefill-wgmma5t "^flash_attention" 1 \
+      "flash_attention prefill causal=1,dtype=f16,head_dim=128 " "$PACK/wgmma5t.gkfat"
   fi' \
   sh
 vk=$work/vulkan-loader

@@ -171,6 +171,16 @@ struct gk_fa_smem {
 #if GK_FA_WS_OVERLAP_ON == 2 || defined(GK_GPU_EMULATE)
     struct { /* and each consumer's Q, longer tiles (208 KB at head_dim 128) */
       uint16_t q[2][FA_BLOCK_ROWS * D], k[2][OQ_WIDE_KEYS * D], v[2][OQ_WIDE_KEYS * D];
+#if GK_FA_TMA_CODE
+      /* The TMA producer's (fa_wgmma.cuh, GK_FA_TMA_ON): a tensor map's
+       * staging (gk_tmap_build), the stages' mbarriers (K stage 0, 1,
+       * then V's), the slot of the block's maps (-1: cp.async), and each
+       * thread's parities of the 4 mbarriers (bit b: barrier b's next). */
+      __attribute__((aligned(128))) unsigned char tstage[128];
+      uint64_t full[4];
+      int slot;
+      unsigned char ph[3 * FA_THREADS];
+#endif
     } oq;
 #endif
   };

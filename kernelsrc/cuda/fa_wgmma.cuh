@@ -38,6 +38,9 @@
 #define GK_FA_WGMMA_CUH
 
 #include "gk_wgmma.cuh"
+#if GK_FA_TMA_CODE
+#include "gk_tma.cuh"
+#endif
 
 /* Where piece p (16 bytes: elements 8 p .. 8 p + 7) of row n of a stage
  * of ROWS rows lies in the 128-byte swizzle's layout (gk_wgmma.cuh), in
@@ -553,8 +556,123 @@ GK_DEV void gk_fa_wo_q(gk_fa_smem<D> &sm, const uint16_t *q, int64_t h, int64_t 
   gk_fence_proxy_async();
 }
 
+#if GK_FA_TMA_CODE
+/*
+ * The producer by TMA (GK_FA_TMA_ON, OV 2): its first thread issues each
+ * stage's boxes, 64 elements of d (128 bytes, the 128-byte swizzle) by
+ * KEYS keys of one KV head, D / 64 a stage, into the layout the copies
+ * write (gk_fa_sw_at: box c at c KEYS 64 elements), and announces their
+ * bytes to the stage's mbarrier (sm.oq.full: K stage 0, 1, V stage 0, 1),
+ * on which both consumers wait (gk_fa_wo_full) instead of the FULL named
+ * barriers; keys past skv land as zeros, as the copies' do. The EMPTY
+ * barriers and the turns stay as they are, so a stage is loaded again
+ * only once both consumers have waited for its last phase. 128 threads
+ * issuing 44 cp.async each a stage (head_dim 128, 176 keys) become one
+ * issuing 2 boxes, and each box reads whole lines of L2.
+ *
+ * The maps: built on the device (gk_tmap_build) into a slot of this SM
+ * (gk_tma_claim) once a block, by the producer's first warp, from the
+ * launch's own k, v, skv and n_kv_heads: the kernel's arguments and
+ * launch row stay as they are. Where there is no slot (or k or v is not
+ * 16-byte aligned, or skv is 0 or past 2^31 - 1, or the launch is a
+ * decode), the block copies by cp.async as without TMA: the same bytes
+ * in the same places, so the same bits.
+ *
+ * gk_fa_tma_begin, by every thread of the block before the schedules
+ * part: returns the slot (or -1) to all; gk_fa_tma_end, by every thread
+ * after them: gives the slot back once every copy has landed (the
+ * consumers waited for each before they returned). Neither meets at a
+ * barrier in a decode, whose producer warpgroup leaves at once.
+ */
+template <int Causal, int D, class Dt, class KV>
+GK_DEV int gk_fa_tma_begin(gk_fa_smem<D> &sm, const KV &kv, int64_t n_kv_heads, bool prefill) {
+  typedef gk_fa_wo<D, 2, Causal> W;
+  /* A decode's producer leaves at once, and its consumers meet at block
+   * barriers of their own: no barrier here (uniform). */
+  if (!Dt::tma || !prefill) return -1;
+  const int tid = (int)threadIdx.x;
+  sm.oq.ph[tid] = 0;
+  if (tid == 2 * FA_THREADS) {
+    int slot = -1;
+    if (kv.n > 0 && kv.n < 2147483647 && n_kv_heads < 2147483647 &&
+        (uintptr_t)kv.k % 16 == 0 && (uintptr_t)kv.v % 16 == 0)
+      slot = gk_tma_claim();
+    if (slot >= 0) {
+      for (int b = 0; b < 4; b++) gk_mbar_init(&sm.oq.full[b], 1);
+      gk_mbar_init_fence();
+    }
+    sm.oq.slot = slot;
+  }
+  __syncthreads();
+  const int slot = sm.oq.slot;
+  if (slot >= 0 && gk_group() == 2 * FA_GROUPS) { /* the producer's first warp */
+    for (int i = 0; i < 2; i++) {
+      gk_tmap_fields f;
+      f.base = i ? kv.v : kv.k;
+      f.dim[0] = D, f.dim[1] = (uint32_t)kv.n, f.dim[2] = (uint32_t)n_kv_heads;
+      f.stride[0] = 2u * D, f.stride[1] = (uint64_t)kv.n * D * 2u;
+      f.box[0] = 64, f.box[1] = W::KEYS, f.box[2] = 1;
+      f.swizzle128 = 1;
+      gk_tmap_build(slot, i, sm.oq.tstage, f);
+    }
+  }
+  return slot;
+}
+GK_DEV void gk_fa_tma_end(int slot) {
+  if (slot < 0) return; /* uniform: a decode, or a prefill by cp.async */
+  __syncthreads();
+  if (threadIdx.x == 2 * FA_THREADS) gk_tma_release(slot);
+}
+
+/* The TMA producer's tiles (the caller's block barrier passed). */
+template <int Causal, int D, class KV>
+GK_DEV void gk_fa_wo_produce_tma(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int tiles) {
+  typedef gk_fa_wo<D, 2, Causal> W;
+  constexpr int KEYS = W::KEYS;
+  constexpr uint32_t BYTES = KEYS * D * 2;
+  const bool lead = threadIdx.x == 2 * FA_THREADS;
+  const int slot = sm.oq.slot;
+  (void)kv;
+  for (int j = 0; j < tiles; j++) {
+    const int st = (int)(j & 1);
+    if (j >= 2) gk_bar_sync<FA_WS_THREADS>(FA_WO_EMPTY_K + st); /* S of tile j - 2 done */
+    if (lead) {
+      gk_mbar_arrive_expect_tx(&sm.oq.full[st], BYTES);
+      for (int c = 0; c < D / 64; c++)
+        gk_tma_load_3d(W::k(sm, st) + c * KEYS * 64, gk_tmap(slot, 0), 64 * c, j * KEYS, (int)hk,
+                       &sm.oq.full[st]);
+    }
+    if (j >= 2) gk_bar_sync<FA_WS_THREADS>(FA_WO_EMPTY_V + st); /* P V of tile j - 2 done */
+    if (lead) {
+      gk_mbar_arrive_expect_tx(&sm.oq.full[2 + st], BYTES);
+      for (int c = 0; c < D / 64; c++)
+        gk_tma_load_3d(W::v(sm, st) + c * KEYS * 64, gk_tmap(slot, 1), 64 * c, j * KEYS, (int)hk,
+                       &sm.oq.full[2 + st]);
+    }
+  }
+}
+#endif
+
+/* A consumer's wait for K stage s (V: 2 + s) of the tile it multiplies
+ * next: the producer's FULL named barrier, or with TMA the stage's
+ * mbarrier, at the parity this thread tracks (ph). */
+template <class H, int D>
+GK_DEV void gk_fa_wo_full(gk_fa_smem<D> &sm, bool tma, unsigned &ph, int b, int w) {
+#if GK_FA_TMA_CODE
+  if constexpr ((bool)H::tma) {
+    if (tma) {
+      gk_mbar_wait(&sm.oq.full[b], ph >> b & 1u);
+      ph ^= 1u << b;
+      return;
+    }
+  }
+#endif
+  (void)sm, (void)tma, (void)ph;
+  gk_bar_sync<FA_WS_SIGNAL>((b < 2 ? FA_WO_FULL_K + 2 * b : FA_WO_FULL_V + 2 * (b - 2)) + w);
+}
+
 /* The producer's part of query rows [row0, row0 + 128), overlapped. */
-template <int Causal, int D, int OV, class KV>
+template <int Causal, int D, int OV, class KV, int TMA = 0>
 GK_DEV void gk_fa_wo_produce(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t sq,
                              int64_t row0) {
   typedef gk_fa_wo<D, OV, Causal> W;
@@ -563,6 +681,14 @@ GK_DEV void gk_fa_wo_produce(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_
   const int tiles = (int)((ke + KEYS - 1) / KEYS);
   const int tid = (int)threadIdx.x - 2 * FA_THREADS;
   __syncthreads(); /* the previous use of the stages is over */
+#if GK_FA_TMA_CODE
+  if constexpr (TMA && OV == 2) {
+    if (sm.oq.slot >= 0) {
+      gk_fa_wo_produce_tma<Causal, D>(sm, kv, hk, tiles);
+      return;
+    }
+  }
+#endif
   for (int j = 0; j < tiles; j++) {
     const int st = (int)(j & 1);
     if (j >= 2) gk_bar_sync<FA_WS_THREADS>(FA_WO_EMPTY_K + st); /* S of tile j - 2 done */
@@ -622,9 +748,24 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
     gk_fa_mma_store<D, H>(o, c.rows, st);
     return;
   }
+  /* With TMA (gk_fa_wo_produce_tma), this thread's parities of the
+   * stages' mbarriers, kept in shared memory from one query block to the
+   * next. */
+  bool tma = false;
+  unsigned ph = 0;
+#if GK_FA_TMA_CODE
+  if constexpr ((bool)H::tma && OV == 2) {
+    tma = sm.oq.slot >= 0;
+    if (tma) ph = sm.oq.ph[threadIdx.x];
+  }
+#endif
   gk_fa_wo_q<D>(sm, q, h, sq, c, row0, gk_int<OV>());
+  /* Q's copies, made visible to the warpgroup by FULL_K's named barrier
+   * below; with TMA that is an mbarrier, which orders nothing between the
+   * threads, so the warpgroup meets at the barrier's id alone. */
+  if (tma) gk_bar_sync<FA_THREADS>(FA_WO_FULL_K + c.w);
   /* Step 0: S of tile 0 alone. */
-  gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_K + c.w);
+  gk_fa_wo_full<H>(sm, tma, ph, 0, c.w);
   if (GK_FA_WS_PINGPONG && c.w == 1) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + 1);
   /* Issued whether or not this consumer's rows see tile 0, as the steps
    * below issue theirs: in a branch, s was left undefined on the other
@@ -647,8 +788,8 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
    * zeros should the tiles shrink. The K and V stages read are loaded. */
   for (int64_t j = 1; j < c.tiles; j++) {
     const int cs = (int)(j & 1);
-    gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_K + 2 * cs + c.w);
-    gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_V + 2 * (cs ^ 1) + c.w);
+    gk_fa_wo_full<H>(sm, tma, ph, cs, c.w);
+    gk_fa_wo_full<H>(sm, tma, ph, 2 + (cs ^ 1), c.w);
     if (GK_FA_WS_PINGPONG) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + c.w); /* this one's turn */
     gk_fa_s_issue([&] { W::template s_mma<H>(sm, cs, c, s); });
     W::template pv_mma<H>(sm, cs ^ 1, pa, st);
@@ -667,7 +808,7 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   }
   /* Step `tiles`: P V of the last tile alone. */
   const int ls = (int)((c.tiles - 1) & 1);
-  gk_bar_sync<FA_WS_SIGNAL>(FA_WO_FULL_V + 2 * ls + c.w);
+  gk_fa_wo_full<H>(sm, tma, ph, 2 + ls, c.w);
   if (GK_FA_WS_PINGPONG) gk_bar_sync<FA_WS_SIGNAL>(FA_WO_TURN + c.w);
   if ((c.tiles - 1) * KEYS < c.mine) {
     gk_wgmma_fence();
@@ -675,6 +816,11 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
     gk_wgmma_commit();
     gk_wgmma_wait<0>();
   }
+#if GK_FA_TMA_CODE
+  if constexpr ((bool)H::tma && OV == 2) {
+    if (tma) sm.oq.ph[threadIdx.x] = (unsigned char)ph;
+  }
+#endif
   if (GK_FA_WS_PINGPONG && c.w == 0) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + 1);
   gk_fa_mma_store<D, H>(o, c.rows, st);
 }

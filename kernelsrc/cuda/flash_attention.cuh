@@ -459,14 +459,14 @@ GK_DEV void gk_fa_walk(const typename Dt::elem *q, const KV &kv, typename Dt::el
 
 /* The producer's side, overlapped (OV 1 or 2, gk_fa_wo) or not (as
  * gk_fa_ws_consumer). */
-template <int Causal, int D, class KV, int OV>
+template <int Causal, int D, class KV, int OV, int TMA>
 GK_DEV void gk_fa_ws_producer(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t sq,
-                              int64_t row0, gk_int<OV>) {
-  gk_fa_wo_produce<Causal, D, OV>(sm, kv, hk, sq, row0);
+                              int64_t row0, gk_int<OV>, gk_int<TMA>) {
+  gk_fa_wo_produce<Causal, D, OV, KV, TMA>(sm, kv, hk, sq, row0);
 }
-template <int Causal, int D, class KV>
+template <int Causal, int D, class KV, int TMA>
 GK_DEV void gk_fa_ws_producer(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t sq,
-                              int64_t row0, gk_int<0>) {
+                              int64_t row0, gk_int<0>, gk_int<TMA>) {
   gk_fa_ws_produce<Causal, D>(sm, kv, hk, sq, row0);
 }
 
@@ -484,11 +484,25 @@ GK_DEV void gk_fa_ws_walk(const KV &kv, int64_t n_heads, int64_t n_kv_heads, int
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
     for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x) {
       const int64_t hk = h / (n_heads / n_kv_heads), row0 = (Causal ? nqb - 1 - x : x) * R;
-      gk_fa_ws_producer<Causal, D>(sm, kv, hk, sq, row0, gk_int<(int)Dt::ws_overlap>());
+      gk_fa_ws_producer<Causal, D>(sm, kv, hk, sq, row0, gk_int<(int)Dt::ws_overlap>(),
+                                   gk_int<(int)Dt::tma>());
     }
 }
 template <int Causal, int D, class Dt, class KV>
 GK_DEV void gk_fa_ws_walk(const KV &, int64_t, int64_t, int64_t, gk_bool<false>) {}
+
+/* The end of a block that may have loaded by TMA (gk_fa_tma_end: by every
+ * thread, where Dt has tma and the block is of FA_WS_THREADS; nothing
+ * elsewhere). */
+template <class Dt>
+GK_DEV void gk_fa_ws_end(int tma_slot) {
+#if GK_FA_TMA_CODE
+  if constexpr ((bool)Dt::tma) {
+    if (blockDim.x == FA_WS_THREADS) gk_fa_tma_end(tma_slot);
+  }
+#endif
+  (void)tma_slot;
+}
 
 template <int Causal, class Dt, int D>
 GK_DEV void gk_flash_attention(const void *q, const void *k, const void *v, void *o,
@@ -504,22 +518,35 @@ GK_DEV void gk_flash_attention(const void *q, const void *k, const void *v, void
    * and the rest within the consumers' (a path that joined both would get
    * the fewer). The warp-specialized image takes no other block size. */
   typedef gk_bool<(bool)(Dt::half && Dt::wgmma)> ws_path;
+  /* The TMA producer's slot (GK_FA_TMA_ON; the emulator's blocks of
+   * FA_WS_THREADS whose Dt has tma): -1 where it copies by cp.async. */
+  int tma_slot = -1;
+#if GK_FA_TMA_CODE
+  if constexpr ((bool)Dt::tma) {
+    if (blockDim.x == FA_WS_THREADS) /* uniform */
+      tma_slot = gk_fa_tma_begin<Causal, D, Dt>(gk_fa_sm<D>(), kv, n_kv_heads,
+                                                !gk_fa_is_decode(n_heads, n_kv_heads, sq));
+  }
+#endif
 #if GK_FA_WS_ON
   if (blockDim.x != FA_WS_THREADS) __trap(); /* its launch row's blocks only */
   if (gk_group() >= 2 * FA_GROUPS) {
     gk_setmaxnreg_dec<FA_WS_PRODUCER_REGS>();
     gk_fa_ws_walk<Causal, D, Dt>(kv, n_heads, n_kv_heads, sq, ws_path());
+    gk_fa_ws_end<Dt>(tma_slot);
     return;
   }
   gk_setmaxnreg_inc<FA_WS_CONSUMER_REGS>();
 #elif defined(GK_GPU_EMULATE)
   if (blockDim.x == FA_WS_THREADS && gk_group() >= 2 * FA_GROUPS) {
     gk_fa_ws_walk<Causal, D, Dt>(kv, n_heads, n_kv_heads, sq, ws_path());
+    gk_fa_ws_end<Dt>(tma_slot);
     return;
   }
 #endif
   gk_fa_walk<Causal, D, Dt>((const T *)q, kv, (T *)o, n_heads, n_kv_heads, sq, scale,
                             gk_fa_ws_of<D>(ws, ws_bytes, n_kv_heads));
+  gk_fa_ws_end<Dt>(tma_slot);
 }
 
 #endif /* GK_FLASH_ATTENTION_CUH */

@@ -583,6 +583,22 @@ GK_DEV float gk_exp2(float x) {
 #else
 #define GK_FA_WS_OVERLAP_ON 0
 #endif
+/* -DGK_FA_TMA=1 with -DGK_FA_WGMMA=4: that schedule's producer loads K
+ * and V by TMA (gk_tma.cuh: one thread issues a tile's boxes, the
+ * consumers wait on mbarriers), where it has a slot for the tensor maps it
+ * builds; else, and in decodes, by cp.async as -DGK_FA_WGMMA=4 alone
+ * does. An experiment of its own (ci/gpu: wgmma5t.gkfat). */
+#if GK_FA_WS_OVERLAP_ON == 2 && defined(GK_FA_TMA) && GK_FA_TMA
+#define GK_FA_TMA_ON 1
+#else
+#define GK_FA_TMA_ON 0
+#endif
+/* Whether the TMA producer's code is compiled (its images, the emulator). */
+#if GK_FA_TMA_ON || defined(GK_GPU_EMULATE)
+#define GK_FA_TMA_CODE 1
+#else
+#define GK_FA_TMA_CODE 0
+#endif
 /* Keys a tile of the head_dim-128 prefill with Q in shared memory
  * (fa_mma.cuh's QSMEM, the mma.sync path): 32 (Q 32 KB and a tile each of
  * K and V, 8 KB, the 48 KB of static shared memory), or, with
@@ -644,6 +660,7 @@ struct gk_int {};
  * path (fa_mma.cuh) takes it, Dt::wgmma whether its prefill runs on
  * wgmma (fa_wgmma.cuh) and Dt::ws_overlap whether the warp-specialized
  * schedule overlaps S and P V, and how (GK_FA_WS_OVERLAP_ON: 0, 1 or 2),
+ * Dt::tma whether that schedule's producer loads by TMA (GK_FA_TMA_ON),
  * Dt::direct whether the tensor-core path multiplies in dot products
  * (GK_MMA_DIRECT), Dt::qs_keys how many keys a tile of the prefill with Q
  * in shared memory takes (GK_FA_QS_KEYS), Dt::dec_stages how many tiles a
@@ -658,6 +675,7 @@ struct gk_f32 {
     bf16 = 0,
     wgmma = 0,
     ws_overlap = 0,
+    tma = 0,
     direct = 0,
     qs_keys = 32,
     dec_stages = 3
@@ -672,6 +690,7 @@ struct gk_f16 {
     bf16 = 0,
     wgmma = GK_FA_WGMMA_ON,
     ws_overlap = GK_FA_WS_OVERLAP_ON,
+    tma = GK_FA_TMA_ON,
     direct = GK_MMA_DIRECT,
     qs_keys = GK_FA_QS_KEYS,
     dec_stages = GK_FA_DEC_STAGES
@@ -687,6 +706,7 @@ struct gk_bf16 {
     bf16 = 1,
     wgmma = GK_FA_WGMMA_ON,
     ws_overlap = GK_FA_WS_OVERLAP_ON,
+    tma = GK_FA_TMA_ON,
     direct = GK_MMA_DIRECT,
     qs_keys = GK_FA_QS_KEYS,
     dec_stages = GK_FA_DEC_STAGES

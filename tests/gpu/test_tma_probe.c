@@ -42,7 +42,9 @@ static int stage_at(int swz, int n, int c) {
 
 static int check_tile(int swz, int k0, int hk, const uint16_t *raw, const float *s,
                       const float *o, const float *a, const float *p) {
-  const char *map = swz ? "128-byte swizzle" : "no swizzle";
+  const char *map = swz == 2 ? "128-byte swizzle, the map built on the device"
+                   : swz    ? "128-byte swizzle"
+                            : "no swizzle";
   int bad = 0;
   for (int c = 0; c < D / 8; c++)
     for (int n = 0; n < KEYS; n++)
@@ -129,7 +131,9 @@ int main(int argc, char **argv) {
   static const int tiles[2][2] = {{0, 0}, {64, 1}};
   int failures = 0, status = 0;
   cu_function f;
-  cu_deviceptr dk = 0, da = 0, dp = 0, draw = 0, ds = 0, dout = 0, dst = 0;
+  cu_deviceptr dk = 0, da = 0, dp = 0, draw = 0, ds = 0, dout = 0, dst = 0, dmap = 0;
+  unsigned char hmap[128];
+  int skv = SKV, kvh = KVH;
   cu_result r;
   const char *step = "cuModuleGetFunction";
   if ((r = gpu.cuModuleGetFunction(&f, mod, "tma_probe")) != CUDRV_SUCCESS) goto driver;
@@ -140,7 +144,8 @@ int main(int argc, char **argv) {
       (r = gpu.cuMemAlloc(&draw, sizeof raw)) != CUDRV_SUCCESS ||
       (r = gpu.cuMemAlloc(&ds, sizeof s)) != CUDRV_SUCCESS ||
       (r = gpu.cuMemAlloc(&dout, sizeof o)) != CUDRV_SUCCESS ||
-      (r = gpu.cuMemAlloc(&dst, sizeof status)) != CUDRV_SUCCESS)
+      (r = gpu.cuMemAlloc(&dst, sizeof status)) != CUDRV_SUCCESS ||
+      (r = gpu.cuMemAlloc(&dmap, sizeof hmap)) != CUDRV_SUCCESS)
     goto driver;
   step = "cuMemcpyHtoD";
   if ((r = gpu.cuMemcpyHtoD(dk, hk_, sizeof hk_)) != CUDRV_SUCCESS ||
@@ -159,9 +164,11 @@ int main(int argc, char **argv) {
                     CUDRV_TMAP_L2_PROMOTION_NONE, CUDRV_TMAP_OOB_FILL_ZEROS)) !=
       CUDRV_SUCCESS)
     goto driver;
-  for (int run = 0; run < 4; run++) {
+  /* swz 2: the kernel builds the swizzled map itself (gk_tmap_build). */
+  for (int run = 0; run < 6; run++) {
     int swz = run / 2, k0 = tiles[run % 2][0], h = tiles[run % 2][1];
-    void *params[] = {&maps[swz], &swz, &k0, &h, &da, &dp, &draw, &ds, &dout, &dst};
+    void *params[] = {&maps[swz ? 1 : 0], &swz, &k0, &h,    &da,   &dp,  &draw,
+                      &ds,                &dout, &dst, &dk, &skv, &kvh, &dmap};
     step = "cuMemsetD8";
     if ((r = gpu.cuMemsetD8(draw, 0xff, sizeof raw)) != CUDRV_SUCCESS ||
         (r = gpu.cuMemsetD8(dst, 0, sizeof status)) != CUDRV_SUCCESS)
@@ -183,14 +190,34 @@ int main(int argc, char **argv) {
       failures++;
       continue;
     }
-    if (status) {
-      printf("FAIL: %s, tile k0=%d hk=%d: the mbarrier's phase never completed (the bytes "
-             "expected, %d, never all came: the TMA counts fewer for boxes past the tensor, or "
-             "failed)\n", swz ? "128-byte swizzle" : "no swizzle", k0, h, KEYS * D * 2);
+    if (status == 3) {
+      printf("FAIL: no free slot for the map built on the device (gk_tma_claim)\n");
       failures++;
       continue;
     }
-    failures += check_tile(swz, k0, h, raw, s, o, a, p);
+    if (status) {
+      printf("FAIL: %s, tile k0=%d hk=%d: the mbarrier's phase never completed (the bytes "
+             "expected, %d, never all came: the TMA counts fewer for boxes past the tensor, or "
+             "failed)\n", swz == 2 ? "128-byte swizzle, the map built on the device"
+                         : swz    ? "128-byte swizzle"
+                                  : "no swizzle", k0, h, KEYS * D * 2);
+      failures++;
+      continue;
+    }
+    const int bad = check_tile(swz, k0, h, raw, s, o, a, p);
+    failures += bad;
+    if (bad && swz == 2) { /* the two maps, for whoever reads the failure */
+      step = "cuMemcpyDtoH";
+      if ((r = gpu.cuMemcpyDtoH(hmap, dmap, sizeof hmap)) != CUDRV_SUCCESS) goto driver;
+      printf("the driver's map (cuTensorMapEncodeTiled) and the device's (gk_tmap_build):\n");
+      for (int row = 0; row < 8; row++) {
+        printf("  %3d ", 16 * row);
+        for (int b = 0; b < 16; b++) printf("%02x", ((const unsigned char *)&maps[1])[16 * row + b]);
+        printf("  ");
+        for (int b = 0; b < 16; b++) printf("%02x", hmap[16 * row + b]);
+        printf("\n");
+      }
+    }
   }
   goto done;
 driver:
@@ -204,9 +231,11 @@ done:
   if (ds) gpu.cuMemFree(ds);
   if (dout) gpu.cuMemFree(dout);
   if (dst) gpu.cuMemFree(dst);
+  if (dmap) gpu.cuMemFree(dmap);
   gpu.cuModuleUnload(mod);
   cudrv_close(&gpu);
   printf("%s\n", failures ? "the TMA probe FAILED"
-                          : "the TMA probe passed: 2 tiles, without and with the swizzle");
+                          : "the TMA probe passed: 2 tiles, without and with the swizzle, "
+                            "the latter also through a map built on the device");
   return failures ? 1 : 0;
 }

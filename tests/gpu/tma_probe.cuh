@@ -14,9 +14,11 @@
  * halves, each key's 128 bytes a row, 8 rows an atom, piece p of key n at
  * piece p ^ (n % 8): the layout of wgmma5's stages (fa_wgmma.cuh's
  * gk_fa_sw_at), read by gk_wgmma_desc_sw128 descriptors as that kernel
- * reads K and V. No kernel loads by TMA yet: these wrappers have no
- * emulator twin (tests/backends/cuda), which the kernel that takes them up
- * will need; this probe is the GPU's word on the layout first.
+ * reads K and V. With `swz` 2, the same map built on the device by
+ * gk_tmap_build (tensormap.replace from zeros, in a slot of this SM's),
+ * as wgmma5t's producer builds its own (fa_wgmma.cuh, GK_FA_TMA_ON): the
+ * GPU's word on those maps before that kernel is timed. The wrappers are
+ * gk_tma.cuh's, whose twins the emulator runs in that kernel.
  *
  * The probe, a block of 128 threads (one warpgroup), KEYS = 64, D = 128:
  * thread 0 starts an mbarrier expecting the tile's bytes and issues the 16
@@ -29,57 +31,17 @@
  *       n) times the tile as V, 4 wgmma m64n128k16 reading it N-major.
  * test_tma_probe.c builds the map (cuTensorMapEncodeTiled) and checks all
  * three against what it computes, keys past the tensor read as zeros.
+ * With swz 2 the kernel also writes the map it built to dmap (128 bytes),
+ * which the test prints beside the driver's on a mismatch; status 3: no
+ * free slot.
  */
 #ifndef GK_TMA_PROBE_CUH
 #define GK_TMA_PROBE_CUH
 
 #include <cuda.h> /* CUtensorMap */
 
-#include "gk_wgmma.cuh"
+#include "gk_tma.cuh" /* the mbarriers, the loads, gk_tmap_build */
 
-#if GK_WGMMA_HW
-/* An mbarrier in shared memory, `count` arrivals a phase. */
-GK_DEV void gk_mbar_init(uint64_t *bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(
-                   (uint32_t)__cvta_generic_to_shared(bar)),
-               "r"(count)
-               : "memory");
-}
-/* The inits of this thread, visible to the async proxy (the TMA unit). */
-GK_DEV void gk_mbar_init_fence(void) {
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-/* One arrival, and `bytes` more that the phase waits for. */
-GK_DEV void gk_mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
-                   (uint32_t)__cvta_generic_to_shared(bar)),
-               "r"(bytes)
-               : "memory");
-}
-/* Whether the phase of parity `phase` is complete, after waiting for it a
- * while (try_wait suspends the thread up to a time the hardware picks). */
-GK_DEV bool gk_mbar_try_wait(uint64_t *bar, uint32_t phase) {
-  uint32_t done;
-  asm volatile("{\n.reg .pred p;\n"
-               "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-               "selp.u32 %0, 1, 0, p;\n}\n"
-               : "=r"(done)
-               : "r"((uint32_t)__cvta_generic_to_shared(bar)), "r"(phase)
-               : "memory");
-  return done != 0;
-}
-/* Box (c0, c1, c2) of the 3-D map into shared memory at dst (128-byte
- * aligned), its bytes counted against bar's phase. */
-GK_DEV void gk_tma_load_3d(void *dst, const CUtensorMap *map, int c0, int c1, int c2,
-                           uint64_t *bar) {
-  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-               " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(
-                   (uint32_t)__cvta_generic_to_shared(dst)),
-               "l"((uint64_t)map), "r"((uint32_t)__cvta_generic_to_shared(bar)), "r"(c0),
-               "r"(c1), "r"(c2)
-               : "memory");
-}
-#endif
 
 enum { TMA_PROBE_KEYS = 64, TMA_PROBE_D = 128 };
 
@@ -95,7 +57,8 @@ GK_DEV void gk_tma_probe_afrag(const uint16_t *a, int cols, int kk, uint32_t fa[
 
 #if GK_WGMMA_HW
 GK_DEV void gk_tma_probe(const CUtensorMap *map, int swz, int k0, int hk, const uint16_t *a,
-                         const uint16_t *p, uint16_t *raw, float *s, float *o, int *status) {
+                         const uint16_t *p, uint16_t *raw, float *s, float *o, int *status,
+                         const uint16_t *kbase, int skv, int kvh, unsigned char *dmap) {
   constexpr int KEYS = TMA_PROBE_KEYS, D = TMA_PROBE_D;
   /* 1024: the swizzle's atoms, on the shared window's addresses. */
   __shared__ __attribute__((aligned(1024))) uint16_t st[KEYS * D];
@@ -105,18 +68,39 @@ GK_DEV void gk_tma_probe(const CUtensorMap *map, int swz, int k0, int hk, const 
     if (tid == 0) *status = 2;
     return;
   }
+  __shared__ __attribute__((aligned(128))) unsigned char mstage[128];
+  __shared__ int slot;
   if (tid == 0) {
     gk_mbar_init(&bar, 1);
     gk_mbar_init_fence();
+    slot = swz == 2 ? gk_tma_claim() : -1;
   }
   __syncthreads();
+  if (swz == 2 && slot < 0) { /* the same for every thread */
+    if (tid == 0) *status = 3;
+    return;
+  }
+  const void *m = map;
+  if (swz == 2) { /* the map built here, as fa_wgmma.cuh's gk_fa_tma_begin builds K's */
+    if (tid < 32) {
+      gk_tmap_fields f;
+      f.base = kbase;
+      f.dim[0] = D, f.dim[1] = (uint32_t)skv, f.dim[2] = (uint32_t)kvh;
+      f.stride[0] = 2u * D, f.stride[1] = 2ull * D * (uint64_t)skv;
+      f.box[0] = 64, f.box[1] = KEYS, f.box[2] = 1;
+      f.swizzle128 = 1;
+      gk_tmap_build(slot, 0, mstage, f);
+      if (tid == 0)
+        for (int b = 0; b < 128; b++) dmap[b] = ((const unsigned char *)gk_tmap(slot, 0))[b];
+    }
+    m = gk_tmap(slot, 0);
+  }
   if (tid == 0) {
     gk_mbar_arrive_expect_tx(&bar, KEYS * D * 2);
     if (swz)
-      for (int c = 0; c < D / 64; c++)
-        gk_tma_load_3d(&st[c * KEYS * 64], map, 64 * c, k0, hk, &bar);
+      for (int c = 0; c < D / 64; c++) gk_tma_load_3d(&st[c * KEYS * 64], m, 64 * c, k0, hk, &bar);
     else
-      for (int c = 0; c < D / 8; c++) gk_tma_load_3d(&st[c * KEYS * 8], map, 8 * c, k0, hk, &bar);
+      for (int c = 0; c < D / 8; c++) gk_tma_load_3d(&st[c * KEYS * 8], m, 8 * c, k0, hk, &bar);
   }
   /* Bounded, so that bytes that never come (a wrong count, a copy that
    * faulted) end the probe with a word instead of a hang. */
@@ -124,8 +108,9 @@ GK_DEV void gk_tma_probe(const CUtensorMap *map, int swz, int k0, int hk, const 
   for (long i = 0; i < (1l << 22) && !landed; i++) landed = gk_mbar_try_wait(&bar, 0);
   if (!__syncthreads_and(landed)) { /* the same answer for every thread */
     if (tid == 0) *status = 1;
-    return;
+    return; /* a slot taken stays taken: the copies may still read its map */
   }
+  if (swz == 2 && tid == 0) gk_tma_release(slot);
   for (int e = tid; e < KEYS * D; e += 128) raw[e] = st[e];
   /* S = A K^T: K-major, d steps of 16 are 2 box columns (2 x 16 KEYS bytes). */
   /* A's fragments all loaded before the fence (written after it, ptxas
@@ -134,7 +119,7 @@ GK_DEV void gk_tma_probe(const CUtensorMap *map, int swz, int k0, int hk, const 
   uint32_t fa[D / 16][4];
   for (int kk = 0; kk < D / 16; kk++) gk_tma_probe_afrag(a, D, kk, fa[kk]);
   gk_wgmma_fence();
-  /* Swizzled: each 16 of d the start 32 bytes on in a row's 64 elements,
+  /* Swizzled (swz 1 and 2): each 16 of d the start 32 bytes on in a row's 64 elements,
    * the next 64 a box on (SBO 1024: 8 keys). */
   for (int kk = 0; kk < D / 16; kk++)
     gk_wgmma<gk_f16, KEYS, 0>(

@@ -658,6 +658,14 @@ struct f16_wgq : gk_f16 {
 struct bf16_wgq : gk_bf16 {
   enum { wgmma = 1, ws_overlap = 2 };
 };
+/* And with its producer loading by TMA (-DGK_FA_TMA=1 beside it:
+ * GK_FA_TMA_ON, gk_tma.cuh's twins here). */
+struct f16_wgt : gk_f16 {
+  enum { wgmma = 1, ws_overlap = 2, tma = 1 };
+};
+struct bf16_wgt : gk_bf16 {
+  enum { wgmma = 1, ws_overlap = 2, tma = 1 };
+};
 
 /* f16 and bf16 as ROCm's images take them: the tensor-core schedule with
  * its products in dot products of shared memory (GK_MMA_DIRECT). */
@@ -690,7 +698,8 @@ struct bf16_d6 : gk_bf16 {
  * 256 and 384 threads, 6: 384 overlapped, 8: overlapped with Q in shared
  * memory, 10: ROCm's dot products, 11: sm_90a's image, 64-key tiles of
  * the prefill with Q in shared memory and a decode's ring of 4 tiles, 12:
- * a decode's ring of 6, f32 as ever) and the
+ * a decode's ring of 6, 13: 8 with its producer loading by TMA, f32 as
+ * ever) and the
  * compile-time causal flag and head_dim (std::integral_constant). */
 template <class F>
 static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
@@ -704,7 +713,8 @@ static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
       causal ? f(t, c1(), integral_constant<int, 128>()) : f(t, c0(), integral_constant<int, 128>());
   };
   if (dt == KREF_F16)
-    path == 12   ? dims(f16_d6())
+    path >= 13   ? dims(f16_wgt()) /* 15: with no slot free */
+    : path == 12 ? dims(f16_d6())
     : path == 11 ? dims(f16_k64())
     : path == 10 ? dims(f16_dir())
     : path >= 8  ? dims(f16_wgq())
@@ -712,7 +722,8 @@ static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
     : path >= 2  ? dims(f16_wg())
                  : dims(gk_f16());
   else if (dt == KREF_BF16)
-    path == 12   ? dims(bf16_d6())
+    path >= 13   ? dims(bf16_wgt())
+    : path == 12 ? dims(bf16_d6())
     : path == 11 ? dims(bf16_k64())
     : path == 10 ? dims(bf16_dir())
     : path >= 8  ? dims(bf16_wgq())
@@ -733,7 +744,10 @@ static const char *fa_path_name(int path) {
                                       " (384 threads, overlapped, Q in shared memory, last first)",
                                       " (ROCm's dot products)",
                                       " (sm_90a: 64-key tiles, 4-stage decode ring)",
-                                      " (6-stage decode ring)"};
+                                      " (6-stage decode ring)",
+                                      " (384 threads, Q in shared memory, TMA)",
+                                      " (384 threads, Q in shared memory, TMA, last first)",
+                                      " (384 threads, Q in shared memory, TMA, no slot free)"};
   return names[path];
 }
 
@@ -802,7 +816,7 @@ static void check_attention(void) {
   check_banks("before flash_attention");
   for (int causal = 0; causal <= 1; causal++)
     for (kref_dtype dt : KREF_DTYPES)
-      for (int path : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+      for (int path : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
       for (int d : {64, 128}) {
         /* Path 0: the default. 1: bf16 on the scalar path that sm_75's
          * image runs (no bf16 mma on Turing). 2: f16 and bf16 prefill on
@@ -823,9 +837,16 @@ static void check_attention(void) {
          * ring of 4 tiles (-DGK_FA_DEC_STAGES=4): sm_90a's image (f16 and
          * bf16; at head_dim 64 only the decodes differ). 12: decodes
          * through a ring of 6 tiles (ci/gpu's dec6.gkfat, whose launch
-         * row prepare.sh writes: checked against the other targets'). */
-        const bool fma = path == 1, wide = path >= 3 && path < 10,
-                   last_first = path == 5 || path == 7 || path == 9;
+         * row prepare.sh writes: checked against the other targets'). 13
+         * and 14: 8 and 9 with the producer loading K and V by TMA
+         * (-DGK_FA_TMA=1: ci/gpu's wgmma5t.gkfat), its maps built in a
+         * slot and its stages' mbarriers waited for by the consumers. 15:
+         * 13 with every slot of the SM taken (gk_tma_claim finds none):
+         * the TMA image's cp.async path, head_dim 64. */
+        const bool ws384 = (path >= 4 && path < 10) || path >= 13;
+        if (path == 15 && d != 64) continue;
+        const bool fma = path == 1, wide = (path >= 3 && path < 10) || path >= 13,
+                   last_first = path == 5 || path == 7 || path == 9 || path == 14;
         if (last_first && quick) continue;
         if ((fma && dt != KREF_BF16) || (path == 2 && dt == KREF_F32)) continue;
         /* f32's blocks of 384: paths 4 to 7; it has no mma to take apart (10) */
@@ -849,11 +870,12 @@ static void check_attention(void) {
           /* 11 at head_dim 64 and 12: only the decodes differ (f16's: the ring
            * does not depend on the element type, and cuda.emu's time is CI's) */
           const bool dec = fa_decode(s.h, s.hk, s.sq);
-          if (path == 2 && dec) continue;
+          if ((path == 2 || path >= 13) && dec) continue; /* 13, 14: as 8, 9's decodes */
           if (((path == 11 && d == 64) || path == 12) && (!dec || dt != KREF_F16)) continue;
           if (quick && !in_quick[&s - shapes]) continue;
           if (s.one && (dt != KREF_F16 || d != 128 || causal || path != 0)) continue;
-          if (s.frags && path >= 1 && path < 10) continue; /* a block a fragment there */
+          if (s.frags && ((path >= 1 && path < 10) || path >= 13))
+            continue; /* a block a fragment there */
           const size_t es = kref_dtype_size(dt), qn = (size_t)(s.h * s.sq * d),
                        kn = (size_t)(s.hk * s.skv * d);
           std::vector<unsigned char> q(qn * es + 1), k(kn * es + 1), v(kn * es + 1),
@@ -884,7 +906,7 @@ static void check_attention(void) {
           };
           const std::map<std::string, long long> vars = {
               {"n_heads", s.h}, {"n_kv_heads", s.hk}, {"sq", s.sq}, {"skv", s.skv}};
-          const unsigned threads = path >= 4 && path < 10 ? 384 : wide ? 256 : 0;
+          const unsigned threads = ws384 ? 384 : wide ? 256 : 0;
           /* sm_90a's: the head_dim-128 prefill's Q and 64-key tiles
            * (gk_fa_smem's qs), a decode's ring of 4 */
           const size_t shared =
@@ -892,8 +914,17 @@ static void check_attention(void) {
               : d == 64  ? sizeof(gk_fa_dsmem<64, 4>)
                          : std::max(sizeof(gk_fa_smem<128>::qs), sizeof(gk_fa_dsmem<128, 4>));
           gk_emu_order(last_first);
+          for (unsigned &slot : gk_tma_owner) slot = path == 15; /* 15: none free */
           const bool ran = run(what, L, params, vars, body, false, threads, shared);
           gk_emu_order(0);
+          /* Every slot a block took is given back (gk_fa_tma_end). */
+          const int kept = (int)std::count(std::begin(gk_tma_owner), std::end(gk_tma_owner),
+                                           1u);
+          if (kept != (path == 15 ? GK_TMA_SMS * GK_TMA_SLOTS : 0)) {
+            printf("FAIL: %s: %d TMA slots taken after the launch\n", what, kept);
+            failures++;
+          }
+          for (unsigned &slot : gk_tma_owner) slot = path == 15;
           if (!ran) continue;
           /* kref's error model; f16 and bf16 run on tensor cores, with p
            * rounded to their type. */
@@ -945,7 +976,9 @@ static void check_attention(void) {
   check_banks("flash_attention");
   SECTION_OK(before, "ok: flash_attention 12 variants (bf16 also on sm_75's path, f16 and bf16 "
                      "also on wgmma, and all on blocks of 256 and 384, the last overlapped "
-                     "or not, with Q in registers or shared memory, in both orders; f16 and "
+                     "or not, with Q in registers or shared memory, loaded by cp.async or "
+                     "TMA (or its image's cp.async where no slot is free), in both orders; "
+                     "f16 and "
                      "bf16 also in ROCm's dot products, on sm_90a's 64-key tiles at head_dim "
                      "128 but in quick runs, and decodes through rings of 4 and 6 tiles) x "
                      "%zu shapes%s\n",

@@ -8,7 +8,8 @@
 # spill without it) and its overlapped twins (-DGK_FA_WGMMA=3: P of a tile
 # held while S of the next is computed; -DGK_FA_WGMMA=4: the same with Q in
 # shared memory, 128-key tiles causal and 176 not (192 at head_dim 64),
-# consumers at 232 registers and the producer at 32), and the default images
+# consumers at 232 registers and the producer at 32; and, f16, with its
+# producer loading by TMA: -DGK_FA_TMA=1), and the default images
 # of attention and qmatmul (head_dim 128; BITS 1, 4 and 8) for sm_75, sm_80
 # and sm_90a (there the prefill keeps Q in shared memory, at 252-255
 # registers), as the recipes' nvcc.lua does (-O3 -std=c++17); then the
@@ -254,6 +255,9 @@ for dt in f16 bf16; do
       check sm_90a flash_attention -DGK_FA_WGMMA=2 -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c
       check sm_90a flash_attention -DGK_FA_WGMMA=3 -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c
       check sm_90a flash_attention -DGK_FA_WGMMA=4 -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c
+      # and its producer by TMA (wgmma5t; f16: bf16 changes only the consumers' conversions)
+      [ "$dt" = bf16 ] ||
+        check sm_90a flash_attention -DGK_FA_WGMMA=4 -DGK_FA_TMA=1 -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c
     done
     for p in 16 64; do check sm_90a paged_attention $w -DDTYPE=$dt -DHEAD_DIM=$d -DPAGE=$p; done
   done

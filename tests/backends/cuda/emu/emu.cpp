@@ -51,7 +51,14 @@ unsigned long gk_emu_unfenced;
 
 namespace {
 
-enum wait_kind { RUNNING, AT_BLOCK_BARRIER, AT_NAMED_BARRIER, AT_GROUP_BARRIER, DONE };
+enum wait_kind {
+  RUNNING,
+  AT_BLOCK_BARRIER,
+  AT_NAMED_BARRIER,
+  AT_GROUP_BARRIER,
+  AT_MBARRIER,
+  DONE
+};
 
 /* A cp.async in flight: its bytes, where they go, and the number of the
  * thread's commit group it belongs to. */
@@ -75,6 +82,7 @@ struct fiber {
   wait_kind wait;
   unsigned gen; /* the barrier generation it waits to see pass */
   int bar;      /* AT_NAMED_BARRIER: which */
+  uintptr_t mbar; /* AT_MBARRIER: which (gen: the parity it waits for) */
   std::vector<async_copy> copies; /* in flight, in issue order */
   unsigned committed;             /* groups committed so far */
   std::vector<async_mma> mmas;    /* wgmma in flight, in issue order */
@@ -96,6 +104,20 @@ struct named_barrier {
 
 /* Boost.Context's stack allocator concept, over the stack a fiber already
  * has (allocated once per launch, reused by every block). */
+/* An mbarrier (gk_emu_mbar_init): its arrivals a phase and those still
+ * to come, the bytes announced and not landed, its phases completed, and
+ * the TMA copies counted against the current phase, not landed. */
+struct tma_copy {
+  char *dst;
+  std::vector<unsigned char> bytes;
+};
+struct mbarrier {
+  unsigned count, pending;
+  long long tx;
+  unsigned phase;
+  std::vector<tma_copy> copies;
+};
+
 struct own_stack {
   char *base;
   ctx::stack_context allocate() {
@@ -121,6 +143,7 @@ struct block_state {
   /* Each 16-byte piece of shared memory a cp.async landed in and its
    * thread has not fenced for the async proxy since: which thread. */
   std::unordered_map<uintptr_t, int> unfenced;
+  std::unordered_map<uintptr_t, mbarrier> mbars; /* by address, anew each block */
   gk_emu_body body;
   void *ctx;
   bool failed;
@@ -191,6 +214,7 @@ const char *kind_name(wait_kind w) {
   case AT_BLOCK_BARRIER: return "__syncthreads";
   case AT_NAMED_BARRIER: return "a named barrier (bar.sync)";
   case AT_GROUP_BARRIER: return "a group shuffle";
+  case AT_MBARRIER: return "an mbarrier's phase";
   case DONE: return "returned";
   default: return "running";
   }
@@ -305,6 +329,89 @@ void gk_emu_fault(const char *what, unsigned long long value) {
     fprintf(stdout, "emulator: %s (0x%llx) in block (%u, %u, %u) thread %d\n", what, value,
             blockIdx.x, blockIdx.y, blockIdx.z, S->cur);
   S->failed = true;
+}
+
+/* The mbarrier at bar, or NULL (the launch failed) where none was
+ * initialized there in this block. */
+static mbarrier *mbar_of(const void *bar, const char *what) {
+  auto it = S->mbars.find((uintptr_t)bar);
+  if (it != S->mbars.end()) return &it->second;
+  if (!S->failed)
+    fprintf(stdout, "emulator: %s at %p, no mbarrier initialized there, in block (%u, %u, %u) "
+            "thread %d\n", what, bar, blockIdx.x, blockIdx.y, blockIdx.z, S->cur);
+  S->failed = true;
+  return NULL;
+}
+
+/* Completes m's phase where every arrival has come: its copies land, and
+ * the phase ends once the bytes announced have. True if it did. */
+static bool mbar_complete(mbarrier &m) {
+  if (m.pending != 0) return false;
+  for (tma_copy &c : m.copies) {
+    memcpy(c.dst, c.bytes.data(), c.bytes.size());
+    m.tx -= (long long)c.bytes.size();
+  }
+  m.copies.clear();
+  if (m.tx < 0) {
+    if (!S->failed)
+      fprintf(stdout, "emulator: an mbarrier phase in block (%u, %u, %u) got %lld bytes more "
+              "than its arrivals announced (expect_tx)\n", blockIdx.x, blockIdx.y, blockIdx.z,
+              -m.tx);
+    S->failed = true;
+    m.tx = 0;
+  }
+  if (m.tx != 0) return false; /* announced bytes that no copy brings: a deadlock */
+  m.phase++;
+  m.pending = m.count;
+  S->released = true;
+  return true;
+}
+
+void gk_emu_mbar_init(void *bar, unsigned count) {
+  auto it = S->mbars.find((uintptr_t)bar);
+  if (it != S->mbars.end() && !it->second.copies.empty()) {
+    if (!S->failed)
+      fprintf(stdout, "emulator: mbarrier at %p initialized again with copies in flight, in "
+              "block (%u, %u, %u) thread %d\n", bar, blockIdx.x, blockIdx.y, blockIdx.z, S->cur);
+    S->failed = true;
+  }
+  S->mbars[(uintptr_t)bar] = mbarrier{count, count, 0, 0, {}};
+}
+
+void gk_emu_mbar_arrive_expect_tx(void *bar, unsigned bytes) {
+  mbarrier *m = mbar_of(bar, "mbarrier.arrive.expect_tx");
+  if (!m) return;
+  if (m->pending == 0) {
+    if (!S->failed)
+      fprintf(stdout, "emulator: an arrival past the count (%u) of the mbarrier at %p, in block "
+              "(%u, %u, %u) thread %d\n", m->count, bar, blockIdx.x, blockIdx.y, blockIdx.z,
+              S->cur);
+    S->failed = true;
+    return;
+  }
+  m->tx += bytes;
+  m->pending--;
+}
+
+void gk_emu_tma(void *dst, const void *data, unsigned bytes, void *bar) {
+  mbarrier *m = mbar_of(bar, "a TMA copy's mbarrier");
+  if (!m) return;
+  tma_copy c;
+  c.dst = (char *)dst;
+  c.bytes.assign((const unsigned char *)data, (const unsigned char *)data + bytes);
+  m->copies.push_back(std::move(c));
+}
+
+void gk_emu_mbar_wait(void *bar, unsigned parity) {
+  mbarrier *m = mbar_of(bar, "mbarrier.try_wait");
+  if (!m) return;
+  if ((m->phase & 1u) != (parity & 1u)) return; /* that phase has completed */
+  if (mbar_complete(*m)) return;
+  fiber &f = S->fibers[S->cur];
+  f.wait = AT_MBARRIER;
+  f.mbar = (uintptr_t)bar;
+  f.gen = parity & 1u;
+  yield_to_scheduler();
 }
 
 void gk_emu_cp_async(void *dst, const void *src, unsigned bytes) {
@@ -455,6 +562,10 @@ static bool runnable(const fiber &f, int i) {
   case AT_BLOCK_BARRIER: return S->block_gen != f.gen;
   case AT_NAMED_BARRIER: return S->named[f.bar].gen != f.gen;
   case AT_GROUP_BARRIER: return S->group_gen[i / GROUP] != f.gen;
+  case AT_MBARRIER: {
+    mbarrier &m = S->mbars[f.mbar];
+    return (m.phase & 1u) != f.gen || mbar_complete(m);
+  }
   default: return false;
   }
 }
@@ -491,6 +602,7 @@ static int run_block(block_state &st) {
   for (size_t g = 0; g < st.group_gen.size(); g++) st.group_gen[g] = st.group_arrived[g] = 0;
   st.released = false;
   st.unfenced.clear(); /* a block's shared memory starts anew */
+  st.mbars.clear();
   gk_emu_unfenced = 0;
   /* GK_EMU_PERM, where it is an order of this block's warpgroups. */
   bool perm = order_perm && strlen(order_perm) * 128 == n;
@@ -523,6 +635,14 @@ static int run_block(block_state &st) {
       }
     }
     if (!live) {
+      /* TMA copies still in flight: the block's shared memory is gone. */
+      for (auto &m : st.mbars)
+        if (!m.second.copies.empty()) {
+          fprintf(stdout, "emulator: block (%u, %u, %u) ended with %zu TMA copies in flight "
+                  "(their mbarrier phase never waited for)\n", blockIdx.x, blockIdx.y,
+                  blockIdx.z, m.second.copies.size());
+          return -1;
+        }
       /* A named barrier left part-filled: arrivals that no wait matched
        * (bar.arrive more often than the waits), which on a GPU would
        * complete a later use of the barrier too early. */

@@ -127,6 +127,23 @@ void gk_emu_wgmma(gk_emu_wgmma_fn run, const void *op, unsigned bytes);
 void gk_emu_wgmma_commit(void);
 void gk_emu_wgmma_wait(int n);
 
+/* mbarriers and the TMA's copies (kernelsrc/cuda/gk_tma.cuh's twins): an
+ * mbarrier at bar (its 8 bytes of shared memory unused; the state is the
+ * emulator's, anew each block) completes a phase when `count` arrivals
+ * have come and the bytes they announced (gk_emu_mbar_arrive_expect_tx)
+ * have landed. A copy (gk_emu_tma: `bytes` bytes of `data`, read at
+ * issue, for dst) lands when a thread waits for the phase it counts
+ * against, after every arrival came: the latest the PTX ISA allows, so a
+ * stage read before its wait holds its old bytes. gk_emu_mbar_wait
+ * returns once the phase of parity `parity` has completed, and waits
+ * (a deadlock if it never does) until then. More bytes than announced, an
+ * arrival past the count, an mbarrier used before its init, or copies
+ * still in flight when the block ends fail the launch. */
+void gk_emu_mbar_init(void *bar, unsigned count);
+void gk_emu_mbar_arrive_expect_tx(void *bar, unsigned bytes);
+void gk_emu_mbar_wait(void *bar, unsigned parity);
+void gk_emu_tma(void *dst, const void *data, unsigned bytes, void *bar);
+
 /* The async proxy (what wgmma reads shared memory through): the bytes a
  * thread's cp.async wrote reach it once that thread has run
  * fence.proxy.async (gk_emu_fence_proxy_async) after they landed. A
@@ -188,6 +205,16 @@ static inline unsigned atomicAdd(unsigned *p, unsigned v) {
 static inline float atomicAdd(float *p, float v) {
   float o = *p;
   *p = o + v;
+  return o;
+}
+static inline unsigned atomicCAS(unsigned *p, unsigned cmp, unsigned v) {
+  unsigned o = *p;
+  if (o == cmp) *p = v;
+  return o;
+}
+static inline unsigned atomicExch(unsigned *p, unsigned v) {
+  unsigned o = *p;
+  *p = v;
   return o;
 }
 static inline unsigned long long atomicMin(unsigned long long *p, unsigned long long v) {
