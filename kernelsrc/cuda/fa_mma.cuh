@@ -989,9 +989,10 @@ GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, in
 /* P, the pieces of a group, or 0 where the unit merges in one level: its
  * warps have one row each (a decode: two round trips of up to 32 slots,
  * where two levels would add a level's), n is under 4 or past 4 groups
- * of GK_FA_MERGE_P. The wgmma images (a block a fragment, 168 registers
- * in the warp-specialized ones) merge in one level: a level's batches
- * there spilled 12 to 28 bytes (ptxas 13.0). */
+ * of GK_FA_MERGE_P. The wgmma images (168 to 232 registers in the
+ * warp-specialized ones) merge in one level: a level's batches there
+ * spilled 12 to 28 bytes (ptxas 13.0; 20 to 36 in -DGK_FA_WGMMA=4's, not
+ * causal, once their fragments shared a block). */
 template <class H>
 GK_DEV int64_t gk_fa_merge_p(const gk_fa_split &sp, int64_t nrows) {
   if (H::wgmma || nrows <= FA_GROUPS || sp.n < 4) return 0;
@@ -1131,12 +1132,13 @@ GK_DEV void gk_fa_split_done(const gk_fa_split &sp, uint16_t *o, int64_t hk, int
  * fragment in one block (fb = frags, gk_fa_walk_mma), so each tile of K
  * and V is read once a block for all of them, where a block a fragment
  * read it frags times (a speculative decode of 16 tokens at GQA 4:1: four
- * blocks a piece, each a quarter of the tile's work). The wgmma images
- * keep a block a fragment (fb = 1): there the consumers of the warp-
- * specialized schedule have 168 to 232 registers, and with fb a runtime
- * value this spilled 4 to 24 bytes (ptxas 13.0; and 4 on sm_80's default
- * image), as did a fragment a group in one step of a whole tile (4 to
- * 144).
+ * blocks a piece, each a quarter of the tile's work). So do the images of
+ * -DGK_FA_WGMMA=4 (wgmma5, wgmma5t: their consumers have 232 registers;
+ * no spill, ptxas 13.0, since stop 62). The other wgmma images keep a
+ * block a fragment (fb = 1): there the consumers have 168 to 216
+ * registers, and with fb a runtime value this spilled 4 to 24 bytes
+ * (ptxas 13.0; and 4 on sm_80's default image), as did a fragment a group
+ * in one step of a whole tile (4 to 144).
  */
 template <int Causal, int D, class H, int FB, class KV>
 GK_DEV void gk_fa_mma_decode(gk_fa_dsmem<D, H::dec_stages> &sm, const uint16_t *q, const KV &kv,

@@ -356,8 +356,9 @@ GK_DEV int gk_fa_decode_wgs(void) {
  * gk_bf16): query blocks x, x + gridDim.x, ... of heads
  * y, y + gridDim.y, ... A decode (every query of a KV head's heads in at
  * most 4 fragments of 16 rows, gk_fa_is_decode) is cut into units instead,
- * (KV head, split, block of fragments: all of them on mma.sync, one on
- * wgmma, gk_fa_mma_decode): n splits of at least FA_SPLIT_KEYS keys each,
+ * (KV head, split, block of fragments: all of them on mma.sync and in the
+ * images of -DGK_FA_WGMMA=4, one in the other wgmma images,
+ * gk_fa_mma_decode): n splits of at least FA_SPLIT_KEYS keys each,
  * as many as the keys and the workspace (frags slots a split) allow (never
  * more, whatever the grid: the results do not depend on it), unit u to
  * block u, u + blocks, ... in the x-fastest order of (x, y).
@@ -381,8 +382,11 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
     if (n > ws.splits / frags) n = ws.splits / frags;
     if (n > FA_SPLITS_MAX) n = FA_SPLITS_MAX;
     if (n < 1) n = 1;
-    /* Fragments a block: all (mma.sync), or one (wgmma: gk_fa_mma_decode) */
-    const int fb = H::wgmma ? 1 : frags, blocks = frags / fb;
+    /* Fragments a block: all (mma.sync, and the warp-specialized images
+     * with Q in shared memory, whose consumers have 232 registers), or
+     * one (the other wgmma images: gk_fa_mma_decode) */
+    constexpr bool ONE = H::wgmma && H::ws_overlap != 2;
+    const int fb = ONE ? 1 : frags, blocks = frags / fb;
     const int64_t units = n_kv_heads * n * blocks,
                   walkers = (int64_t)gridDim.x * gridDim.y * wgs;
     for (int64_t u = ((int64_t)blockIdx.y * gridDim.x + blockIdx.x) * wgs + wg; u < units;
@@ -396,10 +400,10 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
                               ws.slots ? ws.slots + hk * ws.splits * GK_FA_SLOT(D) : nullptr,
                               blocks};
       const int64_t e = ke < kend ? ke : kend;
-      if (fb == 1) /* every wgmma image; mma.sync's decodes of up to 16 rows */
+      if (fb == 1) /* ONE's images; the others' decodes of up to 16 rows */
         gk_fa_mma_decode<Causal, D, H, 1>(dm, q, kv, o, n_heads, n_kv_heads, sq, scale, hk, kb,
                                           e, sp, f0, 1);
-      else if (!H::wgmma)
+      else if (!ONE)
         gk_fa_mma_decode<Causal, D, H, FA_GROUPS>(dm, q, kv, o, n_heads, n_kv_heads, sq, scale,
                                                   hk, kb, e, sp, f0, fb);
       if (n > 1) gk_fa_split_done<D, H>(sp, o, hk, n_heads / n_kv_heads, sq); /* uniform */
