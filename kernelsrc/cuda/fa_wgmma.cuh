@@ -584,12 +584,12 @@ GK_DEV void gk_fa_wo_q(gk_fa_smem<D> &sm, const uint16_t *q, int64_t h, int64_t 
  * consumers waited for each before they returned). Neither meets at a
  * barrier in a decode, whose producer warpgroup leaves at once.
  */
-template <int Causal, int D, class Dt, class KV>
+template <int Causal, int D, class KV>
 GK_DEV int gk_fa_tma_begin(gk_fa_smem<D> &sm, const KV &kv, int64_t n_kv_heads, bool prefill) {
   typedef gk_fa_wo<D, 2, Causal> W;
   /* A decode's producer leaves at once, and its consumers meet at block
    * barriers of their own: no barrier here (uniform). */
-  if (!Dt::tma || !prefill) return -1;
+  if (!prefill) return -1;
   const int tid = (int)threadIdx.x;
   sm.oq.ph[tid] = 0;
   if (tid == 2 * FA_THREADS) {
@@ -625,14 +625,13 @@ GK_DEV void gk_fa_tma_end(int slot) {
 }
 
 /* The TMA producer's tiles (the caller's block barrier passed). */
-template <int Causal, int D, class KV>
-GK_DEV void gk_fa_wo_produce_tma(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int tiles) {
+template <int Causal, int D>
+GK_DEV void gk_fa_wo_produce_tma(gk_fa_smem<D> &sm, int64_t hk, int tiles) {
   typedef gk_fa_wo<D, 2, Causal> W;
   constexpr int KEYS = W::KEYS;
   constexpr uint32_t BYTES = KEYS * D * 2;
   const bool lead = threadIdx.x == 2 * FA_THREADS;
   const int slot = sm.oq.slot;
-  (void)kv;
   for (int j = 0; j < tiles; j++) {
     const int st = (int)(j & 1);
     if (j >= 2) gk_bar_sync<FA_WS_THREADS>(FA_WO_EMPTY_K + st); /* S of tile j - 2 done */
@@ -684,7 +683,7 @@ GK_DEV void gk_fa_wo_produce(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_
 #if GK_FA_TMA_CODE
   if constexpr (TMA && OV == 2) {
     if (sm.oq.slot >= 0) {
-      gk_fa_wo_produce_tma<Causal, D>(sm, kv, hk, tiles);
+      gk_fa_wo_produce_tma<Causal, D>(sm, hk, tiles);
       return;
     }
   }

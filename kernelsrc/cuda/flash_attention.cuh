@@ -495,15 +495,11 @@ GK_DEV void gk_fa_ws_walk(const KV &kv, int64_t n_heads, int64_t n_kv_heads, int
 template <int Causal, int D, class Dt, class KV>
 GK_DEV void gk_fa_ws_walk(const KV &, int64_t, int64_t, int64_t, gk_bool<false>) {}
 
-/* The end of a block that may have loaded by TMA (gk_fa_tma_end: by every
- * thread, where Dt has tma and the block is of FA_WS_THREADS; nothing
- * elsewhere). */
-template <class Dt>
+/* The end of a block, by every thread: gives back the TMA producer's slot
+ * where it took one (gk_fa_tma_end; nothing where tma_slot is -1). */
 GK_DEV void gk_fa_ws_end(int tma_slot) {
 #if GK_FA_TMA_CODE
-  if constexpr ((bool)Dt::tma) {
-    if (blockDim.x == FA_WS_THREADS) gk_fa_tma_end(tma_slot);
-  }
+  gk_fa_tma_end(tma_slot);
 #endif
   (void)tma_slot;
 }
@@ -528,8 +524,8 @@ GK_DEV void gk_flash_attention(const void *q, const void *k, const void *v, void
 #if GK_FA_TMA_CODE
   if constexpr ((bool)Dt::tma) {
     if (blockDim.x == FA_WS_THREADS) /* uniform */
-      tma_slot = gk_fa_tma_begin<Causal, D, Dt>(gk_fa_sm<D>(), kv, n_kv_heads,
-                                                !gk_fa_is_decode(n_heads, n_kv_heads, sq));
+      tma_slot = gk_fa_tma_begin<Causal, D>(gk_fa_sm<D>(), kv, n_kv_heads,
+                                            !gk_fa_is_decode(n_heads, n_kv_heads, sq));
   }
 #endif
 #if GK_FA_WS_ON
@@ -537,20 +533,20 @@ GK_DEV void gk_flash_attention(const void *q, const void *k, const void *v, void
   if (gk_group() >= 2 * FA_GROUPS) {
     gk_setmaxnreg_dec<FA_WS_PRODUCER_REGS>();
     gk_fa_ws_walk<Causal, D, Dt>(kv, n_heads, n_kv_heads, sq, ws_path());
-    gk_fa_ws_end<Dt>(tma_slot);
+    gk_fa_ws_end(tma_slot);
     return;
   }
   gk_setmaxnreg_inc<FA_WS_CONSUMER_REGS>();
 #elif defined(GK_GPU_EMULATE)
   if (blockDim.x == FA_WS_THREADS && gk_group() >= 2 * FA_GROUPS) {
     gk_fa_ws_walk<Causal, D, Dt>(kv, n_heads, n_kv_heads, sq, ws_path());
-    gk_fa_ws_end<Dt>(tma_slot);
+    gk_fa_ws_end(tma_slot);
     return;
   }
 #endif
   gk_fa_walk<Causal, D, Dt>((const T *)q, kv, (T *)o, n_heads, n_kv_heads, sq, scale,
                             gk_fa_ws_of<D>(ws, ws_bytes, n_kv_heads));
-  gk_fa_ws_end<Dt>(tma_slot);
+  gk_fa_ws_end(tma_slot);
 }
 
 #endif /* GK_FLASH_ATTENTION_CUH */
