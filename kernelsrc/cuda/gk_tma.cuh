@@ -65,7 +65,7 @@
 /* What gk_tmap_build is given: a 3-D tiled map of 16-bit elements. */
 struct gk_tmap_fields {
   const void *base;     /* 16-byte aligned */
-  uint32_t dim[3];      /* innermost first, each 1 .. 2^32 */
+  uint32_t dim[3];      /* innermost first, each 1 .. 2^32 - 1 */
   uint64_t stride[2];   /* bytes from one index of dim 1 (2) to the next */
   uint32_t box[3];      /* elements, each 1 .. 256; box[0] * 2 = 128 with swizzle */
   uint32_t swizzle128;  /* 1: the 128-byte swizzle; 0: none */
