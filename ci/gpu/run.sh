@@ -65,7 +65,8 @@
 #              qmpf's m = 16 and qmxs's m = 1 and 16 against the default
 #              image's (experiments.md)
 #   sass       cuobjdump -res-usage -sass of the sm_90a images of the causal
-#              f16 head_dim-128 flash_attention (gpu.gkfat, wgmma5.gkfat)
+#              f16 head_dim-128 flash_attention (gpu.gkfat, wgmma5.gkfat,
+#              wgmma5t.gkfat)
 #              and of qmatmul bits=4 and bits=1
 #              (sass-*.txt), for reading where no disassembler is
 #   memcheck   test_gpu --small under compute-sanitizer --tool memcheck
@@ -90,7 +91,7 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,91p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,92p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
@@ -216,6 +217,7 @@ step sass 30 sh -c 'command -v cuobjdump >/dev/null || { echo "SKIP: no cuobjdum
   fa=causal=1,dtype=f16,head_dim=128
   dump "$PACK/gpu.gkfat" fa sm_90a flash_attention "$fa" &&
     dump "$PACK/wgmma5.gkfat" fa-wgmma5 sm_90a flash_attention "$fa" &&
+    dump "$PACK/wgmma5t.gkfat" fa-wgmma5t sm_90a flash_attention "$fa" &&
     dump "$PACK/gpu.gkfat" qmatmul sm_90a qmatmul bits=4 &&
     dump "$PACK/gpu.gkfat" qmatmul-b1 sm_90a qmatmul bits=1 && ls -l "$OUTD"/sass-*.txt' sh
 step memcheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" memcheck
