@@ -102,15 +102,15 @@ struct named_barrier {
   int vote[2];
 };
 
-/* Boost.Context's stack allocator concept, over the stack a fiber already
- * has (allocated once per launch, reused by every block). */
-/* An mbarrier (gk_emu_mbar_init): its arrivals a phase and those still
- * to come, the bytes announced and not landed, its phases completed, and
- * the TMA copies counted against the current phase, not landed. */
+/* A TMA copy (gk_emu_tma): where its bytes go, and the bytes, read at
+ * issue. */
 struct tma_copy {
   char *dst;
   std::vector<unsigned char> bytes;
 };
+/* An mbarrier (gk_emu_mbar_init): its arrivals a phase and those still
+ * to come, the bytes announced and not landed, its phases completed, and
+ * the TMA copies counted against the current phase, not landed. */
 struct mbarrier {
   unsigned count, pending;
   long long tx;
@@ -118,6 +118,8 @@ struct mbarrier {
   std::vector<tma_copy> copies;
 };
 
+/* Boost.Context's stack allocator concept, over the stack a fiber already
+ * has (allocated once per launch, reused by every block). */
 struct own_stack {
   char *base;
   ctx::stack_context allocate() {
