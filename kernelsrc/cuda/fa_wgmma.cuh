@@ -606,15 +606,10 @@ GK_DEV int gk_fa_tma_begin(gk_fa_smem<D> &sm, const KV &kv, int64_t n_kv_heads, 
   __syncthreads();
   const int slot = sm.oq.slot;
   if (slot >= 0 && gk_group() == 2 * FA_GROUPS) { /* the producer's first warp */
-    for (int i = 0; i < 2; i++) {
-      gk_tmap_fields f;
-      f.base = i ? kv.v : kv.k;
-      f.dim[0] = D, f.dim[1] = (uint32_t)kv.n, f.dim[2] = (uint32_t)n_kv_heads;
-      f.stride[0] = 2u * D, f.stride[1] = (uint64_t)kv.n * D * 2u;
-      f.box[0] = 64, f.box[1] = W::KEYS, f.box[2] = 1;
-      f.swizzle128 = 1;
-      gk_tmap_build(slot, i, sm.oq.tstage, f);
-    }
+    for (int i = 0; i < 2; i++)
+      gk_tmap_build(slot, i, sm.oq.tstage,
+                    gk_tmap_rows_sw128(i ? kv.v : kv.k, D, (uint32_t)kv.n,
+                                       (uint32_t)n_kv_heads, W::KEYS));
   }
   return slot;
 }
@@ -632,22 +627,20 @@ GK_DEV void gk_fa_wo_produce_tma(gk_fa_smem<D> &sm, int64_t hk, int tiles) {
   constexpr uint32_t BYTES = KEYS * D * 2;
   const bool lead = threadIdx.x == 2 * FA_THREADS;
   const int slot = sm.oq.slot;
+  /* Tile j of map i (0: K, 1: V) into stage, its bytes to mbarrier b. */
+  auto issue = [&](int j, int i, uint16_t *stage, int b) {
+    if (!lead) return;
+    gk_mbar_arrive_expect_tx(&sm.oq.full[b], BYTES);
+    for (int c = 0; c < D / 64; c++)
+      gk_tma_load_3d(stage + c * KEYS * 64, gk_tmap(slot, i), 64 * c, j * KEYS, (int)hk,
+                     &sm.oq.full[b]);
+  };
   for (int j = 0; j < tiles; j++) {
     const int st = (int)(j & 1);
     if (j >= 2) gk_bar_sync<FA_WS_THREADS>(FA_WO_EMPTY_K + st); /* S of tile j - 2 done */
-    if (lead) {
-      gk_mbar_arrive_expect_tx(&sm.oq.full[st], BYTES);
-      for (int c = 0; c < D / 64; c++)
-        gk_tma_load_3d(W::k(sm, st) + c * KEYS * 64, gk_tmap(slot, 0), 64 * c, j * KEYS, (int)hk,
-                       &sm.oq.full[st]);
-    }
+    issue(j, 0, W::k(sm, st), st);
     if (j >= 2) gk_bar_sync<FA_WS_THREADS>(FA_WO_EMPTY_V + st); /* P V of tile j - 2 done */
-    if (lead) {
-      gk_mbar_arrive_expect_tx(&sm.oq.full[2 + st], BYTES);
-      for (int c = 0; c < D / 64; c++)
-        gk_tma_load_3d(W::v(sm, st) + c * KEYS * 64, gk_tmap(slot, 1), 64 * c, j * KEYS, (int)hk,
-                       &sm.oq.full[2 + st]);
-    }
+    issue(j, 1, W::v(sm, st), 2 + st);
   }
 }
 #endif

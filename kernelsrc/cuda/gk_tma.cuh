@@ -71,6 +71,21 @@ struct gk_tmap_fields {
   uint32_t swizzle128;  /* 1: the 128-byte swizzle; 0: none */
 };
 
+/* The map of a [heads][rows][d] tensor of 16-bit elements read in boxes
+ * of 64 elements of d (128 bytes) by box_rows rows of one head, in the
+ * 128-byte swizzle: fa_wgmma.cuh's K and V stages, and tests/gpu's
+ * tma_probe, which checks this map on a GPU. */
+GK_DEV gk_tmap_fields gk_tmap_rows_sw128(const void *base, uint32_t d, uint32_t rows,
+                                         uint32_t heads, uint32_t box_rows) {
+  gk_tmap_fields f;
+  f.base = base;
+  f.dim[0] = d, f.dim[1] = rows, f.dim[2] = heads;
+  f.stride[0] = 2ull * d, f.stride[1] = 2ull * d * rows;
+  f.box[0] = 64, f.box[1] = box_rows, f.box[2] = 1;
+  f.swizzle128 = 1;
+  return f;
+}
+
 /* A slot: GK_TMA_MAPS maps of 128 bytes (64-byte aligned). */
 struct gk_tma_slot {
   __attribute__((aligned(128))) unsigned char map[GK_TMA_MAPS][128];

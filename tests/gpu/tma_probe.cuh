@@ -81,15 +81,10 @@ GK_DEV void gk_tma_probe(const CUtensorMap *map, int swz, int k0, int hk, const 
     return;
   }
   const void *m = map;
-  if (swz == 2) { /* the map built here, as fa_wgmma.cuh's gk_fa_tma_begin builds K's */
+  if (swz == 2) { /* the map built here by fa_wgmma.cuh's gk_fa_tma_begin's calls */
     if (tid < 32) {
-      gk_tmap_fields f;
-      f.base = kbase;
-      f.dim[0] = D, f.dim[1] = (uint32_t)skv, f.dim[2] = (uint32_t)kvh;
-      f.stride[0] = 2u * D, f.stride[1] = 2ull * D * (uint64_t)skv;
-      f.box[0] = 64, f.box[1] = KEYS, f.box[2] = 1;
-      f.swizzle128 = 1;
-      gk_tmap_build(slot, 0, mstage, f);
+      gk_tmap_build(slot, 0, mstage,
+                    gk_tmap_rows_sw128(kbase, D, (uint32_t)skv, (uint32_t)kvh, KEYS));
       if (tid == 0)
         for (int b = 0; b < 128; b++) dmap[b] = ((const unsigned char *)gk_tmap(slot, 0))[b];
     }
