@@ -41,7 +41,7 @@ kernel "flash_attention" {
   -- keys, FlashAttention-2's 128 x 64 for H100, in 64 KB of dynamic shared
   -- memory (-DGK_FA_QS_KEYS=64, kernelsrc/cuda/gk_gpu.cuh): on an H200,
   -- 325 to 328 TFLOP/s not causal against 32-key tiles' 286 to 288, 234 to
-  -- 236 causal against 209 to 211, head_dim 64 within 1% (docs/kernels.md,
+  -- 236 causal against 209 to 211, head_dim 64 within 1% (docs/gpu-speed.md,
   -- "Measured on an H200"). Measured on Hopper alone, where two such
   -- blocks an SM fit as before (sm_86 and sm_89 have 100 KB an SM).
   -- The same 64 KB hold a decode's ring of 4 tiles of 16 KB where the

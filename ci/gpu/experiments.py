@@ -9,8 +9,7 @@ experiment whose test_gpu passed is timed, and only those count). Prints, and
 writes to OUT/experiments.md, two tables: each flash_attention case's TFLOP/s
 (prefill and decode) on every archive and its ratio to SDPA's, the fastest
 marked, so that the session that
-made the run reads which schedule to put in the recipes (docs/kernels.md,
-"Speed on GPUs") instead of adding it up; and qmatmul_q8x_mm's int8 prefill
+made the run reads which schedule to put in the recipes (docs/gpu-speed.md) instead of adding it up; and qmatmul_q8x_mm's int8 prefill
 (bench's qmatmul_q8x_x+mm cases) on the default image and on each
 qmatmul experiment's (q8mb2: two blocks an SM), against
 PyTorch's f16 GEMM; and, where the base step passed (base.gkfat: an earlier

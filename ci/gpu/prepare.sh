@@ -10,8 +10,8 @@
 #   wgmma5.gkfat, wgmma5b.gkfat, wgmma5t.gkfat, k32.gkfat, dec6.gkfat, q8mb2.gkfat,
 #   qmpf.gkfat, qmxs.gkfat
 #                          the experiments, which run.sh tests and times
-#                          beside gpu.gkfat's images (docs/kernels.md,
-#                          "Speed on GPUs", says what each gave):
+#                          beside gpu.gkfat's images (docs/gpu-speed.md
+#                          says what each gave):
 #                          wgmma5 flash_attention, paged_attention and
 #                                 kv_append for sm_90a, flash_attention
 #                                 with -DGK_FA_WGMMA=4: the prefill on
@@ -27,7 +27,7 @@
 #                                 (default c44b9bf: the stages without
 #                                 swizzle, as timed on 2026-11-30): the
 #                                 A/B, in the same call, of the 128-byte
-#                                 swizzle (docs/kernels.md, "Written
+#                                 swizzle (docs/gpu-speed.md, "Written
 #                                 2026-12-02, later")
 #                          wgmma5t the same as wgmma5 with -DGK_FA_TMA=1:
 #                                 its producer loads K and V by TMA (one

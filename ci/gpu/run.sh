@@ -19,7 +19,7 @@
 #              K tiles loaded by TMA (no swizzle, boxes of 8 x 64; and the
 #              128-byte swizzle, boxes of 64 x 64) and read by wgmma as K
 #              and as V, the layouts a TMA producer would use
-#              (docs/kernels.md, "Next steps")
+#              (docs/gpu-speed.md, "Next steps")
 #   wgmma5     gpu-pack/wgmma5.gkfat (the attention kernels for sm_90a,
 #              flash_attention's prefill on wgmma, warp-specialized, blocks
 #              of 384): test_gpu against gpu.gkfat's CPU images, then

@@ -57,7 +57,7 @@
  * accumulators made clang 19 spill 96 to 432 bytes (gfx942, gfx11).
  * -DGK_Q8M_MT=2 builds the mma.sync tile of before (64 rows, 32 x 32
  * corners, two blocks an SM: qmatmul.cu), which was slower on an H200
- * (docs/kernels.md, "Measured on an H200"). */
+ * (docs/gpu-speed.md, "Measured on an H200"). */
 #ifndef GK_Q8M_MT
 #define GK_Q8M_MT 4
 #endif

@@ -150,7 +150,7 @@ GK_DEV void gk_qm_weights(uint32_t head, const uint32_t *c, int s, float wv[8]) 
  * against x. Bound by memory, and by issue close to it: the f32 contract
  * costs 4 instructions a weight (mask, subtract, two fmaf), so what a
  * step spends besides them is kept small, counted in
- * the sm_90a cubin (docs/kernels.md, "Speed on GPUs"):
+ * the sm_90a cubin (docs/gpu-speed.md):
  * - a pointer a row, moved by a constant each step: no 64-bit index
  *   arithmetic a step (the old loop's 72 instructions to address 8 loads),
  *   and one to the lane's code words in it (the header's pointer plus

@@ -1,6 +1,6 @@
 /*
  * tma_probe.cuh - the Tensor Memory Accelerator (TMA, sm_90a), alone, to
- * check on a real Hopper GPU the layout docs/kernels.md proposes for
+ * check on a real Hopper GPU the layout docs/gpu-speed.md proposes for
  * loading the wgmma prefill's K and V stages by TMA instead of cp.async
  * ("Next steps"): no swizzle, each box 8 elements (16 bytes) wide and KEYS
  * rows tall, so that a box lands as KEYS x 16 contiguous bytes: one column

@@ -21,7 +21,7 @@ opcodes not named print as hex. ci/gpu/run.sh's sass step dumps the same
 cubins with cuobjdump on a GPU machine, which settles them.
 
 tests/backends/cuda/test_ptxas.sh uses it to bound qmatmul's m = 1 loop
-(docs/kernels.md, "Speed on GPUs").
+(docs/gpu-speed.md).
 """
 import argparse
 import collections

@@ -32,14 +32,14 @@
 #   qmatmul_blk.cuh), where the loop of 64-bit index arithmetic and a branch
 #   a row before gave 6.3 to 11.6, a runtime offset to each code word (one
 #   pointer a row of W) 5.5 to 5.75, and BITS 1 and 2 in octets 3.84 and
-#   5.34 (docs/kernels.md, "Speed on GPUs"). A newer nvcc may lay the loop
+#   5.34 (docs/gpu-speed.md). A newer nvcc may lay the loop
 #   out otherwise: the message says what was found;
 # - qmatmul_q8x_mm's trip (sm_90a: the copy of a whole stage, 3 + BITS + 1
 #   cp.async a thread, and a stage's 2 blocks of k against a group's 64 x
 #   32 corner of y, one straight run) issuing more than 6.25 instructions
 #   an output a block: the definition's epilogue takes 4 (docs/weights.md);
 #   ptxas 13.0 gives 5.66 to 6.03 since the copy's pieces are in row-major
-#   order (coalesced, 13 to 40% faster on an H200: docs/kernels.md), where
+#   order (coalesced, 13 to 40% faster on an H200: docs/gpu-speed.md), where
 #   2 threads a row took 5.31 to 5.64 (a 647 to 687 stage, a 27 to 35 copy
 #   beside it) and the 32 x 32 corners before 5.77 to 6.36 without the copy;
 #   and the ring of 4 trips not unrolled (one run a trip), or its trips
@@ -266,7 +266,7 @@ done
 # tiles, a decode's ring of 4). At head_dim 128 ptxas 13.0 spills there (S 64 and O 128 registers
 # a thread): 64 to 92 bytes stored once before the loop, about 6 reloads a
 # tile of ~1400 instructions; the H200's k64 figures were measured with
-# 128 bytes (docs/kernels.md). A ceiling, so that it grows no further.
+# 128 bytes (docs/gpu-speed.md). A ceiling, so that it grows no further.
 for dt in f16 bf16; do
   for c in 0 1; do
     SPILL_OK="92 148" check sm_90a flash_attention -DGK_FA_QS_KEYS=64 -DGK_FA_DEC_STAGES=4 \
