@@ -203,7 +203,8 @@ static cu_deviceptr make_w(int bits, int64_t n, int64_t k, int copies, size_t *w
   return w;
 }
 
-/* qmatmul_q8x_x then qmatmul_q8x_mm, timed as one: what a prefill costs. */
+/* qmatmul_q8x_x then qmatmul_q8x_mm (or _rec), timed as one: what a
+ * prefill (a decode batch) costs when its x serves one matmul. */
 typedef struct pair {
   launches round, mm;
 } pair;
@@ -246,35 +247,46 @@ static void bench_qmatmul(json_t *out, double copy_gbps) {
       ok(cu.cuMemcpyHtoD(x, hx, (size_t)(M * K) * 4), "cuMemcpyHtoD");
       free(hx);
       /* The int8 tensor-core pair is for many rows of x: timed together,
-       * from x, where m > 16. */
+       * from x, where m > 16. qmatmul_q8x_rec, for m <= 16, twice: from
+       * records rounded once before (x shared by several matmuls, as a
+       * layer's q, k and v projections share it: `qmatmul_q8x_rec`), and
+       * with its qmatmul_q8x_x (`qmatmul_q8x_x+rec`). */
       const size_t xqb = (size_t)(M * (K / 32)) * 48;
-      const cu_deviceptr xq = M > 16 ? dalloc(xqb) : 0;
-      for (size_t e = 0; e < json_array_size(entries); e++) {
-        const char *entry = json_string_value(json_array_get(entries, e));
+      const cu_deviceptr xq = dalloc(xqb);
+      /* Each entry once, form 0; qmatmul_q8x_rec again, form 1, with its
+       * rounding. */
+      for (size_t i = 0; i < 2 * json_array_size(entries); i++) {
+        const int form = (int)(i % 2);
+        const char *entry = json_string_value(json_array_get(entries, i / 2));
         launches l = {m, entry, copies, 6, NULL};
-        pair p = {{m, "qmatmul_q8x_x", copies, 4, NULL}, {m, "qmatmul_q8x_mm", copies, 6, NULL}};
-        const int is_pair = entry && strcmp(entry, "qmatmul_q8x_mm") == 0;
+        pair p = {{m, "qmatmul_q8x_x", copies, 4, NULL}, {m, entry, copies, 6, NULL}};
+        const int is_rec = entry && strcmp(entry, "qmatmul_q8x_rec") == 0;
+        const int is_pair = entry && (strcmp(entry, "qmatmul_q8x_mm") == 0 || (is_rec && form));
+        const int uses_xq = is_pair || is_rec;
         char err[512];
-        if (!entry || strcmp(entry, "qmatmul_q8x_x") == 0 || (is_pair && M <= 16)) continue;
+        if (!entry || (form && !is_rec) || strcmp(entry, "qmatmul_q8x_x") == 0 ||
+            (strcmp(entry, "qmatmul_q8x_mm") == 0 && M <= 16) || (is_rec && M > 16))
+          continue;
         l.args = calloc((size_t)copies, sizeof *l.args);
         p.round.args = calloc((size_t)copies, sizeof *p.round.args);
         for (int c = 0; c < copies; c++) {
           gk_arg *a = l.args[c], *ra = p.round.args[c];
-          a[0] = gk_arg_ptr(is_pair ? xq : x), a[1] = gk_arg_ptr(w + wb * (size_t)c);
+          a[0] = gk_arg_ptr(uses_xq ? xq : x), a[1] = gk_arg_ptr(w + wb * (size_t)c);
           a[2] = gk_arg_ptr(y), a[3] = gk_arg_i64(M), a[4] = gk_arg_i64(N), a[5] = gk_arg_i64(K);
           ra[0] = gk_arg_ptr(x), ra[1] = gk_arg_ptr(xq), ra[2] = gk_arg_i64(M), ra[3] = gk_arg_i64(K);
         }
         p.mm.args = l.args;
         if (launches_ready(&l, err, sizeof err) != 0 ||
-            (is_pair && launches_ready(&p.round, err, sizeof err) != 0)) {
+            (uses_xq && launches_ready(&p.round, err, sizeof err) != 0)) {
           /* an entry with another signature: not qmatmul's to time */
           fprintf(stderr, "gk_bench_gpu: qmatmul %s entry %s skipped: %s\n", variant, entry, err);
           free(l.args), free(p.round.args);
           continue;
         }
+        if (is_rec && !is_pair) launch_issue(&p.round, 0); /* the records, once */
         const timing t = is_pair ? time_it(pair_issue, &p) : time_it(launch_issue, &l);
         free(l.args), free(p.round.args);
-        if (is_pair) entry = "qmatmul_q8x_x+mm";
+        if (is_pair) entry = is_rec ? "qmatmul_q8x_x+rec" : "qmatmul_q8x_x+mm";
         const double gbps = (double)wb / (t.us * 1e3), tflops = 2.0 * M * N * K / (t.us * 1e6);
         const double ratio = copy_gbps > 0 ? gbps / copy_gbps : 0;
         fprintf(stderr, "%sentry=%s %s: %.1f us, %.0f GB/s of W (%.2f of copy), %.2f TFLOP/s\n",
@@ -291,7 +303,7 @@ static void bench_qmatmul(json_t *out, double copy_gbps) {
       }
       ok(cu.cuMemFree(w), "cuMemFree"), ok(cu.cuMemFree(x), "cuMemFree");
       ok(cu.cuMemFree(y), "cuMemFree");
-      if (xq) ok(cu.cuMemFree(xq), "cuMemFree");
+      ok(cu.cuMemFree(xq), "cuMemFree");
     }
     json_decref(entries);
     gk_module_unload(m);

@@ -137,6 +137,12 @@ for bits in (4, 8, 2, 1):
           "of copy")
     judge(18, f"qmatmul_q8x m = 16, BITS {bits}: time / m = 1's", sixteen["us"] / one["us"]
           if one and sixteen else None, 2.0, "x", higher=False)
+    # The same bits from x rounded once (qmatmul_q8x_x + _rec), the rounding
+    # timed with it: against qmatmul_q8x's m = 1 (x rounded in the call).
+    rec = qcase("qmatmul_q8x_x+rec", bits, 16)
+    if rec:
+        judge(18, f"qmatmul_q8x_x + _rec m = 16, BITS {bits}: time / qmatmul_q8x m = 1's",
+              rec["us"] / one["us"] if one else None, 2.0, "x", higher=False)
 for c in rows:
     if c["entry"] == "qmatmul_q8x_x+mm" and c["m"] >= 256:
         g = gemm.get((c["m"], c["n"], c["k"]))

@@ -44,6 +44,11 @@ static int launches(const gk_image_info *row, const gk_device_limits *lim, value
     json_decref(entries);
     return EXIT_FAIL;
   }
+  int width = 14; /* the entries' names in a column */
+  for (size_t e = 0; e < json_array_size(entries); e++) {
+    const char *entry = json_string_value(json_array_get(entries, e));
+    if (entry && (int)strlen(entry) > width && strlen(entry) < 64) width = (int)strlen(entry);
+  }
   for (size_t e = 0; e < json_array_size(entries) && rc == EXIT_OK; e++) {
     const char *entry = json_string_value(json_array_get(entries, e));
     gk_launch *L;
@@ -102,7 +107,7 @@ static int launches(const gk_image_info *row, const gk_device_limits *lim, value
       }
       json_array_append_new(out, o);
     } else {
-      printf("  %-14s %s %u x %u x %u, block %u x %u x %u", entry, buffers ? "groups" : "grid",
+      printf("  %-*s %s %u x %u x %u, block %u x %u x %u", width, entry, buffers ? "groups" : "grid",
              d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1], d.block[2]);
       if (buffers) printf(", %u buffers, scalars %s\n", d.nbuffers, *hex ? hex : "(none)");
       else printf(", %u bytes shared\n", d.shared);

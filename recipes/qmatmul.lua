@@ -2,7 +2,8 @@
 -- with W stored as `bits`-bit codes in blocks of 32 (kernelsrc/common/gk_quant.h).
 -- The cuda sections' entry points and launch rows: qmatmul_q8x_mm with
 -- `shared` bytes of dynamic shared memory (its stages: kernelsrc/cuda/q8x_mma.cuh).
-local cuda_entry = { "qmatmul", "qmatmul_q8x", "qmatmul_q8x_x", "qmatmul_q8x_mm" }
+local cuda_entry = { "qmatmul", "qmatmul_q8x", "qmatmul_q8x_x", "qmatmul_q8x_rec",
+                     "qmatmul_q8x_mm" }
 local function cuda_launch(shared)
   local params = { "x:ptr", "w:ptr", "y:ptr", "m:i64", "n:i64", "k:i64" }
   return {
@@ -21,6 +22,12 @@ local function cuda_launch(shared)
       grid   = { "k / 8192", "m", 1 },
       shared = 0,
       params = { "x:ptr", "xq:ptr", "m:i64", "k:i64" },
+    },
+    qmatmul_q8x_rec = {
+      block  = { 256, 1, 1 },
+      grid   = { "m / 16", "n / 64", 1 },
+      shared = 0,
+      params = { "xq:ptr", "w:ptr", "y:ptr", "m:i64", "n:i64", "k:i64" },
     },
     qmatmul_q8x_mm = {
       block  = { 256, 1, 1 },
@@ -52,7 +59,9 @@ kernel "qmatmul" {
   -- up to 16 of x (rounded into shared memory; past 4 on int8 mma.sync)
   -- by 64 of W (kernelsrc/cuda). For
   -- many rows of x, qmatmul_q8x_x rounds x once into records and
-  -- qmatmul_q8x_mm multiplies them on int8 tensor cores: each has its own
+  -- qmatmul_q8x_mm multiplies them on int8 tensor cores; qmatmul_q8x_rec
+  -- multiplies them as qmatmul_q8x does (its tiles, its launch, its bits),
+  -- for a decode batch whose x several matmuls share: each has its own
   -- launch, keyed by its name (docs/weights.md, "int8 x on tensor cores").
   -- Two sections, which differ in qmatmul_q8x_mm's shared memory only:
   -- sm_75 (64 KB a block at most) and the PTX keep its 2 stages of x and W

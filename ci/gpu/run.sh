@@ -223,7 +223,8 @@ step sass 30 sh -c 'command -v cuobjdump >/dev/null || { echo "SKIP: no cuobjdum
 step memcheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" memcheck
 step racecheck 90 env "$libs" tests/gpu/sanitize.sh "$test_gpu" "$archive" "$archive" racecheck
 # Nsight Compute on the first launch of each kernel the issues are about:
-# qmatmul and qmatmul_q8x at m = 1 and at m = 16, BITS 4, and qmatmul at
+# qmatmul and qmatmul_q8x at m = 1 and at m = 16, BITS 4 (and at m = 16
+# qmatmul_q8x_rec: the same tile on x rounded once), and qmatmul at
 # m = 1, BITS 1 (the whole-block layout of BITS 1 and 2: measured at 0.38
 # and 0.41 of copy, short of the 22 and 36 us its loop issues) (the warm-up
 # launches, one entry a run: the bench times each entry whole before the
@@ -265,6 +266,7 @@ step ncu 200 sh -c 'prof() { # NAME KERNEL_REGEX SOURCE FILTER [ARCHIVE]
     prof "qmatmul-m$m" "^qmatmul$" 1 "qmatmul bits=4 m=$m " &&
       prof "q8x-m$m" "^qmatmul_q8x$" 1 "qmatmul bits=4 m=$m " || exit 1
   done &&
+  prof q8x-rec-m16 "^qmatmul_q8x_rec$" 1 "qmatmul bits=4 m=16 " &&
   prof qmatmul-b1-m1 "^qmatmul$" 1 "qmatmul bits=1 m=1 " &&
   prof fa-decode "^flash_attention" 1 "flash_attention decode " &&
   prof fa-spec "^flash_attention" 1 "flash_attention decode causal=1,dtype=f16,head_dim=128 sq=16 " &&

@@ -970,6 +970,18 @@ GK_DEV void gk_cp_async4(void *dst, const void *src, bool full) {
   *(uint32_t *)dst = full ? *(const uint32_t *)src : 0u;
 #endif
 }
+/* The same for 8 bytes (cp.async.ca), 8-byte aligned. */
+GK_DEV void gk_cp_async8(void *dst, const void *src, bool full) {
+#if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
+  const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;"
+               :: "r"(a), "l"(src), "r"(full ? 8 : 0) : "memory");
+#elif defined(GK_GPU_EMULATE)
+  gk_emu_cp_async(dst, full ? src : nullptr, 8);
+#else
+  *(uint64_t *)dst = full ? *(const uint64_t *)src : 0u;
+#endif
+}
 /* A barrier among the group's lanes, with the ordering of their shared
  * memory accesses: what a lane wrote before it (its cp.async copies too,
  * once its own gk_cp_async_wait saw them land) the others read after it,

@@ -50,6 +50,30 @@
 #define Q8X_WROWS 8   /* rows of W per group, 4 per half */
 #define Q8X_COLS (QM_GROUPS * Q8X_WROWS) /* rows of W per block: x's rounding is
                                             shared by 64 rows of W */
+#define Q8X_REC 48 /* bytes of a rounded block of x (docs/weights.md) */
+
+/*
+ * Where a tile's x comes from: `const float *`, rounded by the tile
+ * (qmatmul_q8x), or gk_q8x_rec, x already rounded once per call by
+ * qmatmul_q8x_x into records (q8x_mma.cuh: per row of x and block, its 32
+ * codes in gk_q8x_pos order, dx, sb and 8 zero bytes), which
+ * qmatmul_q8x_rec multiplies: the same codes, dx and sb bits, so the same
+ * y, without the rounding that every block of the grid repeats (n /
+ * Q8X_COLS times a call) and with 1.5 bytes of x a column read from L2
+ * instead of 4. The tiles take either as a template parameter X;
+ * gk_q8x_src<X>::rec says which.
+ */
+struct gk_q8x_rec {
+  const unsigned char *q;
+};
+template <class X>
+struct gk_q8x_src {
+  enum { rec = 0 };
+};
+template <>
+struct gk_q8x_src<gk_q8x_rec> {
+  enum { rec = 1 };
+};
 
 /* Where column t of a block goes among the block's 32 int8 x values, so
  * that dp4a operand word u * P + j (code word u, shift j) meets them. */
@@ -235,6 +259,28 @@ GK_DEV void gk_q8x_round_x(gk_q8x_dsmem &sm, const float *__restrict__ x, int64_
   }
 }
 
+/* The same from records (gk_q8x_rec): the codes and scales copied, two
+ * threads a record (a half's 16 bytes of codes each, the first thread
+ * dx and sb). */
+template <int Bits>
+GK_DEV void gk_q8x_round_x(gk_q8x_dsmem &sm, gk_q8x_rec x, int64_t k, int64_t i0, int xrows,
+                           int64_t c0, int cb) {
+  const int64_t nb = k / GK_QBLOCK;
+  const int halves = 2 * xrows * cb;
+  uint32_t *const xq = &sm.xq[0][0];
+  float *const dx = &sm.dx[0][0], *const sb = &sm.sb[0][0];
+  for (int e = (int)threadIdx.x; e < halves; e += QM_THREADS) {
+    const int h = e & 1, i = (e >> 1) / cb, b = (e >> 1) % cb;
+    const unsigned char *rec = x.q + ((i0 + i) * nb + c0 + b) * Q8X_REC;
+    const int at = i * Q8X_CHUNK + b;
+    *(uint4 *)&xq[at * 8 + 4 * h] = *(const uint4 *)(rec + 16 * h);
+    if (h == 0) {
+      const float *f = (const float *)(rec + 32);
+      dx[at] = f[0], sb[at] = f[1];
+    }
+  }
+}
+
 /* One block's tile on dp4a: rows j0 .. j0 + Q8X_COLS - 1 of W (those < n)
  * against rows i0 .. i0 + MT - 1 of x (those < m), MT <= Q8X_XROWS.
  *
@@ -248,8 +294,8 @@ GK_DEV void gk_q8x_round_x(gk_q8x_dsmem &sm, const float *__restrict__ x, int64_
  * (gk_q8x_vec, below, says what that cost at m = 1). Without them, all
  * the rows' words beside 4 rows of x codes made ptxas spill (sm_90a, 12 to
  * 148 bytes: 2026-11-30), so m = 2 .. 4 keep this tile for now. */
-template <int Bits, int MT>
-GK_DEV void gk_q8x_tile(gk_q8x_dsmem &sm, const float *__restrict__ x,
+template <int Bits, int MT, class X>
+GK_DEV void gk_q8x_tile(gk_q8x_dsmem &sm, X x,
                         const void *__restrict__ w, float *__restrict__ y, int64_t m,
                         int64_t n, int64_t k, int64_t jb, int64_t i0) {
   static_assert(MT <= Q8X_XROWS, "the tile's rows of x fit gk_q8x_dsmem");
@@ -460,8 +506,8 @@ GK_DEV void gk_q8x_step(const gk_q8x_dsmem &sm, int b, const gk_q8x_words<Bits> 
  * and the block's other words hit L1 (80% of L1's hits in the profile
  * above). The order of the sums is the definition's, as gk_q8x_tile's:
  * the same bits. */
-template <int Bits, int Sets>
-GK_DEV void gk_q8x_vec(gk_q8x_dsmem &sm, const float *__restrict__ x,
+template <int Bits, int Sets, class X>
+GK_DEV void gk_q8x_vec(gk_q8x_dsmem &sm, X x,
                        const void *__restrict__ w, float *__restrict__ y, int64_t n,
                        int64_t k, int64_t jb) {
   enum { BW = GK_QBLOCK_BYTES(Bits) / 4, /* words a block: 1 + Bits */
@@ -549,8 +595,8 @@ GK_DEV void gk_q8x_vec(gk_q8x_dsmem &sm, const float *__restrict__ x,
 #else
 #define GK_Q8X_APART GK_DEV_NOINLINE
 #endif
-template <int Bits, int Sets>
-GK_Q8X_APART void gk_q8x_walk1(gk_q8x_dsmem &sm, const float *x, const void *w, float *y,
+template <int Bits, int Sets, class X>
+GK_Q8X_APART void gk_q8x_walk1(gk_q8x_dsmem &sm, X x, const void *w, float *y,
                                int64_t n, int64_t k) {
   const int t0 = gk_walk_rows_start(n, Q8X_COLS, 4, QM_MIN_BLOCKS, &sm.g);
   if (blockIdx.x != 0 || t0 < 0) return;

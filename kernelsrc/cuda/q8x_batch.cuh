@@ -278,15 +278,16 @@ GK_DEV void gk_q8b_x_full(gk_q8b_smem<Bits> &sm, int64_t b0) {
 }
 
 /* Writes the tile's rows for gk_q8b_w_full and gk_q8b_x_full (read after
- * the block's next barrier). */
-template <int Bits>
-GK_DEV void gk_q8b_rows(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
-                        const uint32_t *__restrict__ w, int64_t m, int64_t n, int64_t k,
-                        int64_t nb, int64_t i0, int64_t j0) {
+ * the block's next barrier); x's where it comes as floats. */
+template <int Bits, class X>
+GK_DEV void gk_q8b_rows(gk_q8b_smem<Bits> &sm, X x, const uint32_t *__restrict__ w, int64_t m,
+                        int64_t n, int64_t k, int64_t nb, int64_t i0, int64_t j0) {
   const int tid = (int)threadIdx.x;
   if (tid < Q8X_COLS) {
     const int64_t j = j0 + tid < n ? j0 + tid : n - 1;
     sm.wrow[tid] = w + j * nb * gk_q8b_smem<Bits>::BW;
+  } else if constexpr (gk_q8x_src<X>::rec) {
+    (void)x, (void)m, (void)k, (void)i0;
   } else if (tid < Q8X_COLS + Q8B_ROWS) {
     const int64_t i = i0 + (tid - Q8X_COLS) < m ? i0 + (tid - Q8X_COLS) : m - 1;
     sm.xrow[tid - Q8X_COLS] = x + i * k;
@@ -325,6 +326,26 @@ GK_DEV void gk_q8b_round(gk_q8b_smem<Bits> &sm, int buf, const float *__restrict
   const uint4 cw = {codes[0], codes[1], codes[2], codes[3]};
   *(uint4 *)&sm.x[buf][r * S::XS + kb * 8 + 4 * h] = cw;
   if (h == 0) sm.s[buf][kb * S::SS + r].dx = dx, sm.s[buf][kb * S::SS + r].sb = sb;
+}
+
+/* x from records (gk_q8x_rec): starts copying the stage at block b0 of
+ * rows i0 .. i0 + 15 into stage `buf` as gk_q8b_round writes it (zeros
+ * past m and nb), as a cp.async group of each thread's own: thread e takes
+ * record (row e / 8 % 16, block e % 8), e < 128 its first 16 bytes of
+ * codes and its scales, e >= 128 the other 16; a warp's instruction 4
+ * records of each of 2 rows (384 consecutive bytes a row). */
+template <int Bits>
+GK_DEV void gk_q8b_recs(gk_q8b_smem<Bits> &sm, int buf, gk_q8x_rec x, int64_t m, int64_t nb,
+                        int64_t i0, int64_t b0) {
+  typedef gk_q8b_smem<Bits> S;
+  static_assert(QM_THREADS == 2 * Q8B_ROWS * Q8X_KB, "two threads a record");
+  const int e = (int)threadIdx.x, h = e / (Q8B_ROWS * Q8X_KB), r = e / Q8X_KB % Q8B_ROWS,
+            kb = e % Q8X_KB;
+  const bool in = i0 + r < m && b0 + kb < nb;
+  const unsigned char *rec = in ? x.q + ((i0 + r) * nb + b0 + kb) * Q8X_REC : x.q;
+  gk_cp_async16(&sm.x[buf][r * S::XS + kb * 8 + 4 * h], rec + 16 * h, in);
+  if (h == 0) gk_cp_async8(&sm.s[buf][kb * S::SS + r], rec + 32, in);
+  gk_cp_async_commit();
 }
 
 /* Multiplies stage `Buf` (its first kbs blocks) into this group's slots
@@ -422,14 +443,14 @@ GK_DEV void gk_q8b_fold(float (*slot)[2][4], float (*acc)[4], float *scratch) {
  * (s + 1) and x (s + 2); the bottom waits for W's only. x is rounded
  * before W's copy starts: after it, ptxas 13.0 spilled 16 bytes at BITS 1
  * (sm_90a). */
-template <int Bits, int Buf>
-GK_DEV void gk_q8b_step(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
-                        const uint32_t *__restrict__ w, int64_t m, int64_t n, int64_t k,
-                        int64_t nb, int64_t i0, int64_t j0, int64_t s, float (*slot)[2][4],
-                        float (*acc)[4]) {
+template <int Bits, int Buf, class X>
+GK_DEV void gk_q8b_step(gk_q8b_smem<Bits> &sm, X x, const uint32_t *__restrict__ w, int64_t m,
+                        int64_t n, int64_t k, int64_t nb, int64_t i0, int64_t j0, int64_t s,
+                        float (*slot)[2][4], float (*acc)[4]) {
   typedef gk_q8b_smem<Bits> S;
+  constexpr bool REC = gk_q8x_src<X>::rec, RAW = S::RAW && !REC;
   const int64_t stages = (nb + Q8X_KB - 1) / Q8X_KB;
-  const bool ahead = S::RAW && s + 2 < stages;
+  const bool ahead = RAW && s + 2 < stages;
   /* Stage s + 1's W, whole (from the tile's rows) or the short last one. */
   auto w_copy = [&]() {
     if ((s + 2) * Q8X_KB <= nb)
@@ -437,7 +458,12 @@ GK_DEV void gk_q8b_step(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
     else
       gk_q8x_w_stage<Bits>(sm.w[Buf ^ 1], w, n, nb, j0, (s + 1) * Q8X_KB);
   };
-  if (s + 1 < stages && S::RAW) {
+  if constexpr (REC) { /* W's copy and x's, both in flight under the products */
+    if (s + 1 < stages) {
+      w_copy();
+      gk_q8b_recs<Bits>(sm, Buf ^ 1, x, m, nb, i0, (s + 1) * Q8X_KB);
+    }
+  } else if (s + 1 < stages && RAW) {
     gk_cp_async_wait<0>(); /* this thread's part of stage s + 1's x */
     gk_q8b_round<Bits>(sm, Buf ^ 1, x, m, k, nb, i0, (s + 1) * Q8X_KB);
     w_copy();
@@ -466,10 +492,10 @@ GK_DEV void gk_q8b_step(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
  * rows i0 .. i0 + Q8B_ROWS - 1 of x (those < m). Not inlined: it fits 128
  * registers alone (124), and inlined beside q8x.cuh's tiles it came to the
  * limit or past it (GK_DEV_NOINLINE). W as gk_q8b_w16 asks. */
-template <int Bits>
-GK_DEV_NOINLINE void gk_q8b_tile(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
-                                 const void *__restrict__ w, float *__restrict__ y, int64_t m,
-                                 int64_t n, int64_t k, int64_t j0, int64_t i0) {
+template <int Bits, class X>
+GK_DEV_NOINLINE void gk_q8b_tile(gk_q8b_smem<Bits> &sm, X x, const void *__restrict__ w,
+                                 float *__restrict__ y, int64_t m, int64_t n, int64_t k,
+                                 int64_t j0, int64_t i0) {
   static_assert(Q8X_CHUNK % (2 * Q8X_KB) == 0, "a chunk is an even number of stages");
   static_assert(QM_THREADS / GK_GROUP == 2 * (Q8X_COLS / 16), "a pair of groups for 16 rows of W");
   const uint32_t *w32 = (const uint32_t *)w;
@@ -485,7 +511,11 @@ GK_DEV_NOINLINE void gk_q8b_tile(gk_q8b_smem<Bits> &sm, const float *__restrict_
   gk_q8b_rows<Bits>(sm, x, w32, m, n, k, nb, i0, j0); /* read past the barrier below */
   if (stages > 0) {
     typedef gk_q8b_smem<Bits> S;
-    if (S::RAW) { /* x (0) and W (0) in, x (0) rounded, x (1) started */
+    if constexpr (gk_q8x_src<X>::rec) { /* W (0) and x (0) in */
+      gk_q8x_w_stage<Bits>(sm.w[0], w32, n, nb, j0, 0);
+      gk_q8b_recs<Bits>(sm, 0, x, m, nb, i0, 0);
+      gk_cp_async_wait<0>();
+    } else if (S::RAW) { /* x (0) and W (0) in, x (0) rounded, x (1) started */
       gk_q8b_x_copy<Bits>(sm, x, m, k, nb, i0, 0);
       gk_q8x_w_stage<Bits>(sm.w[0], w32, n, nb, j0, 0);
       gk_cp_async_wait<0>();
@@ -515,15 +545,14 @@ GK_DEV_NOINLINE void gk_q8b_tile(gk_q8b_smem<Bits> &sm, const float *__restrict_
 
 /* The batch tile where the build has it, picked by the shared memory's
  * type; never called where it has not (gk_qmatmul_q8x's walk). */
-template <int Bits>
-GK_DEV void gk_q8x_batch_tile(gk_q8x_smem<Bits, 1> &sm, const float *x, const void *w,
-                              float *y, int64_t m, int64_t n, int64_t k, int64_t j0,
-                              int64_t i0) {
+template <int Bits, class X>
+GK_DEV void gk_q8x_batch_tile(gk_q8x_smem<Bits, 1> &sm, X x, const void *w, float *y, int64_t m,
+                              int64_t n, int64_t k, int64_t j0, int64_t i0) {
   gk_q8b_tile<Bits>(sm.b, x, w, y, m, n, k, j0, i0);
 }
-template <int Bits>
-GK_DEV void gk_q8x_batch_tile(gk_q8x_smem<Bits, 0> &, const float *, const void *, float *,
-                              int64_t, int64_t, int64_t, int64_t, int64_t) {}
+template <int Bits, class X>
+GK_DEV void gk_q8x_batch_tile(gk_q8x_smem<Bits, 0> &, X, const void *, float *, int64_t,
+                              int64_t, int64_t, int64_t, int64_t) {}
 
 /* qmatmul_q8x: the grid walk of gk_qmatmul (qmatmul.cuh) over tiles of
  * Q8X_COLS rows of W by one row of x when m == 1 (q8x.cuh), Q8X_XROWS rows
@@ -532,9 +561,8 @@ GK_DEV void gk_q8x_batch_tile(gk_q8x_smem<Bits, 0> &, const float *, const void 
  * (this file's). Each in a loop nest of its own: in one, ptxas kept the
  * walk's values beside the batch tile's 64 lanes and spilled. Every bound
  * is per block: the barriers are reached by all. */
-template <int Bits, int Sm80 = GK_Q8X_SM80>
-GK_DEV void gk_qmatmul_q8x(const float *x, const void *w, float *y, int64_t m, int64_t n,
-                           int64_t k) {
+template <int Bits, int Sm80 = GK_Q8X_SM80, class X>
+GK_DEV void gk_qmatmul_q8x(X x, const void *w, float *y, int64_t m, int64_t n, int64_t k) {
   __shared__ __attribute__((aligned(16))) gk_q8x_smem<Bits, Sm80> sm;
   if (m <= 0 || n <= 0 || k < 0) return;
   if (m == 1) {

@@ -43,7 +43,6 @@
 
 #include "q8x.cuh"
 
-#define Q8X_REC 48      /* bytes of a rounded block of x (docs/weights.md) */
 #define Q8M_COLS 128    /* rows of W a block */
 #define Q8M_KB 2        /* blocks of 32 columns a stage */
 #define Q8M_GROUP 8     /* tiles of x's rows a group walks W together (gk_grouped_tiles) */

@@ -1,8 +1,10 @@
 /*
  * qmatmul.cu - the cuda/rocm entry points of qmatmul (docs/kernels.md), one
  * image per BITS (-DBITS=1, 2, 4, 8): qmatmul, its int8-x twin qmatmul_q8x
- * (docs/weights.md, "int8 x"), which launch the same way, and the int8
- * tensor-core pair for many rows of x, qmatmul_q8x_x then qmatmul_q8x_mm,
+ * (docs/weights.md, "int8 x"), which launch the same way, x rounded once
+ * into records by qmatmul_q8x_x, and the two entries that multiply them:
+ * qmatmul_q8x_rec (qmatmul_q8x's bits, a decode batch whose x several
+ * matmuls share) and qmatmul_q8x_mm (int8 tensor cores, many rows of x),
  * each with its own launch row. The bodies are qmatmul.cuh, q8x.cuh and
  * q8x_mma.cuh.
  */
@@ -28,6 +30,13 @@ qmatmul_q8x(const float *x, const void *w, float *y, int64_t m, int64_t n, int64
 extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS, QM_MIN_BLOCKS)
 qmatmul_q8x_x(const float *x, void *xq, int64_t m, int64_t k) {
   gk_q8x_x<BITS>(x, xq, m, k);
+}
+
+/* qmatmul_q8x on x rounded once by qmatmul_q8x_x (its records): the same
+ * tiles, walk and y bits, no rounding in any block (q8x.cuh, gk_q8x_rec). */
+extern "C" GK_KERNEL void __launch_bounds__(QM_THREADS, QM_MIN_BLOCKS)
+qmatmul_q8x_rec(const void *xq, const void *w, float *y, int64_t m, int64_t n, int64_t k) {
+  gk_qmatmul_q8x<BITS>(gk_q8x_rec{(const unsigned char *)xq}, w, y, m, n, k);
 }
 
 /* One block an SM (8 warps, up to 255 registers a thread): each group's

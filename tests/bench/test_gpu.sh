@@ -24,8 +24,10 @@ assert r["qmatmul"] and r["flash_attention"] and r["paged_attention"], r
 for c in r["qmatmul"] + r["flash_attention"] + r["paged_attention"]:
     assert c["us"] > 0 and c["runs"] == 3, c
 assert {c["bits"] for c in r["qmatmul"]} == {1, 2, 4, 8}, r["qmatmul"]
-assert {c["entry"] for c in r["qmatmul"]} == {"qmatmul", "qmatmul_q8x", "qmatmul_q8x_x+mm"}, r["qmatmul"]
+assert {c["entry"] for c in r["qmatmul"]} == {"qmatmul", "qmatmul_q8x", "qmatmul_q8x_rec",
+                                             "qmatmul_q8x_x+rec", "qmatmul_q8x_x+mm"}, r["qmatmul"]
 assert all(c["m"] > 16 for c in r["qmatmul"] if c["entry"] == "qmatmul_q8x_x+mm"), r["qmatmul"]
+assert all(c["m"] <= 16 for c in r["qmatmul"] if "rec" in c["entry"]), r["qmatmul"]
 assert "paged_attention f16 decode" in md, md
 # The issues' targets: every one listed, judged or said why not (--quick
 # shapes are not the issues': most say "not measured").

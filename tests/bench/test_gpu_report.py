@@ -43,6 +43,8 @@ kernels = dict(
         q("qmatmul_q8x", 4, 16, 79.0, copy_ratio=0.46),  # 79 / 40 <= 2: met
         q("qmatmul_q8x", 8, 1, 70.0, copy_ratio=0.92),
         q("qmatmul_q8x", 8, 16, 150.0),                  # 150 / 70 > 2: not met
+        q("qmatmul_q8x_x+rec", 4, 16, 81.0),             # 81 / 40 > 2: not met
+        q("qmatmul_q8x_x+rec", 8, 16, 139.0),            # 139 / 70 <= 2: met
         q("qmatmul_q8x_x+mm", 4, 4096, 1000.0, tflops=250.0),  # 250 / 700 < 0.4: not met
     ],
     flash_attention=[
@@ -101,6 +103,8 @@ want = {
     "qmatmul_q8x m = 1, BITS 4": "**met**",
     "qmatmul_q8x m = 16, BITS 4": "**met**",
     "qmatmul_q8x m = 16, BITS 8": "not met",
+    "qmatmul_q8x_x + _rec m = 16, BITS 4": "not met",
+    "qmatmul_q8x_x + _rec m = 16, BITS 8": "**met**",
     "qmatmul_q8x_x + _mm m = 4096": "not met",
     "flash_attention prefill f16 D = 128, 4096 x 4096, causal 1 (sm_90a): TFLOP/s / SDPA's, "
     "with sm_80": "**met**",

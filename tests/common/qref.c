@@ -233,47 +233,53 @@ int qref_q8x_mm(int bits, const float *x, const unsigned char *w, int64_t m, int
   return 0;
 }
 
+void qref_q8x_row(int bits, const int8_t *xq, const float *dx, const float *sb,
+                  const unsigned char *w, int64_t n, int64_t nb, float *y, double *bound) {
+  const int64_t bb = 4 + 4 * bits;
+  for (int64_t j = 0; j < n; j++) {
+    const unsigned char *row = w + j * nb * bb;
+    float acc = 0.0f;
+    double err = 0.0;
+    for (int64_t c = 0; c < nb; c += 128) {
+      float lane[16] = {0};
+      for (int64_t b = c; b < nb && b < c + 128; b++) {
+        const unsigned char *blk = row + b * bb;
+        const float d = qref_f16_decode((uint16_t)(blk[0] | blk[1] << 8));
+        const float mm = qref_f16_decode((uint16_t)(blk[2] | blk[3] << 8));
+        int32_t is = 0;
+        double wabs = 0.0;
+        for (int t = 0; t < 32; t++) {
+          const int q = (int)qref_code(blk + 4, bits, t);
+          is += q * xq[32 * b + t];
+          wabs += fabs((double)d * q + mm);
+        }
+        /* volatile: each product and sum rounded to float, never fused */
+        volatile float dd = d * dx[b];
+        volatile float p1 = (float)is * dd;
+        volatile float l1 = lane[(b - c) % 16] + p1;
+        volatile float p2 = mm * sb[b];
+        lane[(b - c) % 16] = l1 + p2;
+        err += wabs * ((double)dx[b] * 127.0 / 254.0);
+      }
+      for (int h = 8; h >= 1; h /= 2)
+        for (int l = 0; l < h; l++)
+          lane[l] += lane[l + h];
+      acc += lane[0];
+    }
+    y[j] = acc;
+    if (bound) bound[j] = err;
+  }
+}
+
 int qref_q8x(int bits, const float *x, const unsigned char *w, int64_t m,
                          int64_t n, int64_t k, float *y, double *bound) {
-  const int64_t nb = k / 32, bb = 4 + 4 * bits;
+  const int64_t nb = k / 32;
   int8_t *xq;
   float *dx, *sb;
   if (q8x_rows(nb, &xq, &dx, &sb) != 0) return -1;
   for (int64_t i = 0; i < m; i++) {
     qref_q8x_round(x + i * k, nb, xq, dx, sb);
-    for (int64_t j = 0; j < n; j++) {
-      const unsigned char *row = w + j * nb * bb;
-      float acc = 0.0f;
-      double err = 0.0;
-      for (int64_t c = 0; c < nb; c += 128) {
-        float lane[16] = {0};
-        for (int64_t b = c; b < nb && b < c + 128; b++) {
-          const unsigned char *blk = row + b * bb;
-          const float d = qref_f16_decode((uint16_t)(blk[0] | blk[1] << 8));
-          const float mm = qref_f16_decode((uint16_t)(blk[2] | blk[3] << 8));
-          int32_t is = 0;
-          double wabs = 0.0;
-          for (int t = 0; t < 32; t++) {
-            const int q = (int)qref_code(blk + 4, bits, t);
-            is += q * xq[32 * b + t];
-            wabs += fabs((double)d * q + mm);
-          }
-          /* volatile: each product and sum rounded to float, never fused */
-          volatile float dd = d * dx[b];
-          volatile float p1 = (float)is * dd;
-          volatile float l1 = lane[(b - c) % 16] + p1;
-          volatile float p2 = mm * sb[b];
-          lane[(b - c) % 16] = l1 + p2;
-          err += wabs * ((double)dx[b] * 127.0 / 254.0);
-        }
-        for (int h = 8; h >= 1; h /= 2)
-          for (int l = 0; l < h; l++)
-            lane[l] += lane[l + h];
-        acc += lane[0];
-      }
-      y[i * n + j] = acc;
-      bound[i * n + j] = err;
-    }
+    qref_q8x_row(bits, xq, dx, sb, w, n, nb, y + i * n, bound + i * n);
   }
   free(xq), free(dx), free(sb);
   return 0;

@@ -83,6 +83,11 @@ int qref_matmul(int bits, const float *x, const unsigned char *w, int64_t m,
 int qref_q8x(int bits, const float *x, const unsigned char *w, int64_t m, int64_t n,
              int64_t k, float *y, double *bound);
 
+/* One row of qref_q8x from x already rounded (qref_q8x_round): y[0 .. n),
+ * and bound[0 .. n) where bound is not NULL. */
+void qref_q8x_row(int bits, const int8_t *xq, const float *dx, const float *sb,
+                  const unsigned char *w, int64_t n, int64_t nb, float *y, double *bound);
+
 /* x's rounding of qmatmul_q8x, for one row of nb blocks: xq[32 b + t] the
  * int8 code of column t of block b, dx[b] and sb[b] (docs/weights.md). */
 void qref_q8x_round(const float *x, int64_t nb, int8_t *xq, float *dx, float *sb);

@@ -14,10 +14,10 @@
  * by the emulator (tests/backends/cuda) and, on a lent GPU, by ci/gpu/run.sh.
  * qmatmul_q8x's GPU entry reads W in the original block format and the CPU
  * entry the packed one: the double repacks W with the CPU image's
- * qmatmul_repack first. qmatmul_q8x_x and qmatmul_q8x_mm have no CPU
- * entries: the double runs tests/common's reference of their arithmetic
- * (qref_q8x_round into records of its own order, qref_q8x_mm_row from
- * them). Events read the host clock.
+ * qmatmul_repack first. qmatmul_q8x_x, qmatmul_q8x_rec and qmatmul_q8x_mm
+ * have no CPU entries: the double runs tests/common's reference of their
+ * arithmetic (qref_q8x_round into records of its own order, qref_q8x_row
+ * and qref_q8x_mm_row from them). Events read the host clock.
  */
 #include <sodium.h>
 #include <stdint.h>
@@ -200,7 +200,8 @@ EXPORT cu_result cuModuleLoadData(void **out, const void *image) {
 }
 /* GPU-only entries, run by the reference instead of a CPU image's. */
 static int gpu_only(const char *name) {
-  return !strcmp(name, "qmatmul_q8x_x") || !strcmp(name, "qmatmul_q8x_mm");
+  return !strcmp(name, "qmatmul_q8x_x") || !strcmp(name, "qmatmul_q8x_rec") ||
+         !strcmp(name, "qmatmul_q8x_mm");
 }
 
 EXPORT cu_result cuModuleGetFunction(void **f, void *mp, const char *name) {
@@ -257,8 +258,10 @@ static void q8x_x(const float *xs, unsigned char *xq, int64_t m, int64_t k) {
       memcpy(rec, codes, 32), memcpy(rec + 32, f, sizeof f);
     }
 }
+/* The records back into rows, then qref's row of qmatmul_q8x_mm (Rec 0) or
+ * of qmatmul_q8x (Rec 1: qmatmul_q8x_rec). */
 static void q8x_mm(int bits, const unsigned char *xq, const void *w, float *y, int64_t m,
-                   int64_t n, int64_t k) {
+                   int64_t n, int64_t k, int rec) {
   const int64_t nb = k / 32;
   int8_t *codes = malloc((size_t)(nb * 32) + 1);
   float *dx = malloc((size_t)nb * sizeof *dx + 1), *sb = malloc((size_t)nb * sizeof *sb + 1);
@@ -267,7 +270,10 @@ static void q8x_mm(int bits, const unsigned char *xq, const void *w, float *y, i
       const unsigned char *rec = xq + (i * nb + b) * 48;
       memcpy(codes + 32 * b, rec, 32), memcpy(&dx[b], rec + 32, 4), memcpy(&sb[b], rec + 36, 4);
     }
-    qref_q8x_mm_row(bits, codes, dx, sb, w, n, nb, y + i * n);
+    if (rec)
+      qref_q8x_row(bits, codes, dx, sb, w, n, nb, y + i * n, NULL);
+    else
+      qref_q8x_mm_row(bits, codes, dx, sb, w, n, nb, y + i * n);
   }
   free(codes), free(dx), free(sb);
 }
@@ -292,10 +298,10 @@ EXPORT cu_result cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, 
     q8x(x, P(0), P(1), P(2), I(3), I(4), I(5), (size_t)(I(5) / 32 * (4 + 4 * bits)) * (size_t)I(4));
   } else if (!strcmp(e, "qmatmul_q8x_x")) {
     q8x_x(P(0), P(1), I(2), I(3));
-  } else if (!strcmp(e, "qmatmul_q8x_mm")) {
+  } else if (!strcmp(e, "qmatmul_q8x_mm") || !strcmp(e, "qmatmul_q8x_rec")) {
     int bits = 0;
     sscanf(gk_module_info(x->cpu)->variant, "bits=%d", &bits);
-    q8x_mm(bits, P(0), P(1), P(2), I(3), I(4), I(5));
+    q8x_mm(bits, P(0), P(1), P(2), I(3), I(4), I(5), !strcmp(e, "qmatmul_q8x_rec"));
   } else if (!strcmp(e, "flash_attention"))
     ((gk_flash_attention_fn)x->f)(P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7), F(8));
   else if (!strcmp(e, "paged_attention"))

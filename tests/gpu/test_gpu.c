@@ -86,26 +86,31 @@ static int qmatmul_ref(const kv *t, const char *entry, const float *x, const uns
   return -1;
 }
 
-/* qmatmul_q8x_x then qmatmul_q8x_mm (int8 tensor cores, GPU images only):
- * y with tests/common's qref_q8x_mm bits (the arithmetic docs/weights.md
- * defines for them), on every image, and the same with a grid cut. */
-static void check_q8x_mm(kv *t, int bits, const float *x, const unsigned char *w,
-                         cu_deviceptr dx, cu_deviceptr dw, cu_deviceptr dy, int64_t m, int64_t n,
-                         int64_t k) {
+/* qmatmul_q8x_x then `mul` (GPU images only), on every image, and the
+ * same with a grid cut: qmatmul_q8x_mm (int8 tensor cores) with
+ * tests/common's qref_q8x_mm bits (the arithmetic docs/weights.md defines
+ * for it), qmatmul_q8x_rec with the CPU image's qmatmul_q8x bits (wants:
+ * the caller's, from that image). */
+static void check_q8x_pair(kv *t, const char *mul, int bits, const float *x,
+                           const unsigned char *w, const float *wants, cu_deviceptr dx,
+                           cu_deviceptr dw, cu_deviceptr dy, int64_t m, int64_t n, int64_t k) {
   const size_t yb = (size_t)(m * n) * sizeof(float), xqb = (size_t)(m * (k / 32)) * 48;
+  const int mm = strcmp(mul, "qmatmul_q8x_mm") == 0;
   float *want = malloc(yb + 1), *got = malloc(yb + 1), *again = malloc(yb + 1);
-  if (!want || !got || !again || qref_q8x_mm(bits, x, w, m, n, k, want) != 0) {
-    failf("qmatmul_q8x_mm: out of host memory");
+  if (!want || !got || !again || (mm && qref_q8x_mm(bits, x, w, m, n, k, want) != 0)) {
+    failf("%s: out of host memory", mul);
     free(want), free(got), free(again);
     return;
   }
+  if (!mm) memcpy(want, wants, yb);
   cu_deviceptr dxq = dnew(NULL, xqb);
   for (int i = 0; i < t->nimages; i++) {
     const image *im = &t->img[i];
-    const int ex = entry_of(im, "qmatmul_q8x_x"), em = entry_of(im, "qmatmul_q8x_mm");
+    const int ex = entry_of(im, "qmatmul_q8x_x"), em = entry_of(im, mul);
     char what[240];
-    snprintf(what, sizeof what, "qmatmul_q8x_x + _mm bits=%d m=%lld n=%lld k=%lld on %s", bits,
-             (long long)m, (long long)n, (long long)k, im->label);
+    snprintf(what, sizeof what, "qmatmul_q8x_x + %s bits=%d m=%lld n=%lld k=%lld on %s",
+             mul + strlen("qmatmul_q8x"), bits, (long long)m, (long long)n, (long long)k,
+             im->label);
     if (ex < 0 || em < 0) {
       failf("%s: the row lacks one of the pair", what);
       continue;
@@ -124,7 +129,9 @@ static void check_q8x_mm(kv *t, int bits, const float *x, const unsigned char *w
       if (cut)
         same_bits(got, again, yb, what, "grids cut to 2 x 1 x 1 blocks");
       else
-        same_bits(want, got, yb, what, "qref_q8x_mm's arithmetic (docs/weights.md)");
+        same_bits(want, got, yb, what,
+                  mm ? "qref_q8x_mm's arithmetic (docs/weights.md)"
+                     : "the CPU image's qmatmul_q8x (docs/weights.md)");
     }
   }
   dfree(dxq);
@@ -163,9 +170,16 @@ static void check_qmatmul(kv *t) {
     cu_deviceptr dx = dnew(x, (size_t)(m * k) * sizeof *x), dw = dnew(w, wb), dy = dnew(NULL, yb);
     for (int e0 = 0; e0 < t->img[0].nentries; e0++) {
       const char *entry = t->img[0].entry[e0];
-      if (strcmp(entry, "qmatmul_q8x_x") == 0) continue; /* with _mm, below */
+      if (strcmp(entry, "qmatmul_q8x_x") == 0) continue; /* with _mm and _rec, below */
       if (strcmp(entry, "qmatmul_q8x_mm") == 0) {
-        check_q8x_mm(t, bits, x, w, dx, dw, dy, m, n, k);
+        check_q8x_pair(t, entry, bits, x, w, NULL, dx, dw, dy, m, n, k);
+        continue;
+      }
+      if (strcmp(entry, "qmatmul_q8x_rec") == 0) {
+        if (qmatmul_ref(t, "qmatmul_q8x", x, w, wb, want, m, n, k) != 0)
+          failf("qmatmul_q8x_rec: the CPU image has no qmatmul_q8x to compare with");
+        else
+          check_q8x_pair(t, entry, bits, x, w, want, dx, dw, dy, m, n, k);
         continue;
       }
       char what[160];

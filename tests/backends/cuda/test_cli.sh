@@ -49,16 +49,20 @@ for i in m["images"]:
     assert i["format"] == ("ptx" if ptx else "cubin"), i
     assert i["path"].endswith(".ptx" if ptx else ".cubin"), i
     assert i["toolchain"].startswith("nvcc 13."), i
-    # qmatmul images carry its int8-x twin and the int8 tensor-core pair,
-    # which have their own launches, keyed by their names (the twin: a
-    # block takes up to 16 rows of x by 64 of W, qmatmul 8 by 32).
-    extra = ["qmatmul_q8x", "qmatmul_q8x_x", "qmatmul_q8x_mm"] if i["kernel"] == "qmatmul" else []
+    # qmatmul images carry its int8-x twin, the rounding of x into records
+    # and the two entries that multiply those (on the tiles of the twin, on
+    # int8 tensor cores), which have their own launches, keyed by their
+    # names (the twin and _rec: a block takes up to 16 rows of x by 64 of
+    # W, qmatmul 8 by 32).
+    extra = ["qmatmul_q8x", "qmatmul_q8x_x", "qmatmul_q8x_rec", "qmatmul_q8x_mm"] \
+        if i["kernel"] == "qmatmul" else []
     assert i["entry"] == [i["kernel"]] + extra, i
     l = i["launch"]
     own = {e: l.pop(e) for e in extra}
     if extra:
         assert l["grid"][:2] == ["m / 8", "n / 32"], l
         assert own["qmatmul_q8x"]["grid"][:2] == ["m / 16", "n / 64"], own
+        assert own["qmatmul_q8x_rec"]["grid"] == own["qmatmul_q8x"]["grid"], own
     for e, o in own.items():
         assert set(o) == {"block", "grid", "shared", "params"} and o["block"] == [256, 1, 1], (e, o)
     assert set(l) == {"block", "grid", "shared", "params"}, l
@@ -217,12 +221,13 @@ expect_out "-> cuda sm_90a (cubin)" "sm_90's device picks the sm_90a image"
 expect_out "  flash_attention grid 4 x 32 x 1, block 128 x 1 x 1, 65536 bytes shared" "the sm_90a section's own launch"
 run "$GK" probe "$ARCHIVE" --device cuda:sm_86 --launch qmatmul bits=4 m=1 n=11008 k=4096
 expect_status 0 "probe --launch qmatmul"
-expect_out "  qmatmul_q8x    grid 1 x 172 x 1, block 256 x 1 x 1, 0 bytes shared" "the int8-x twin's own row"
-expect_out "  qmatmul_q8x_mm grid 1 x 86 x 1, block 256 x 1 x 1, 96256 bytes shared" "an entry's own launch (4 stages, recipes/qmatmul.lua)"
+expect_out "  qmatmul_q8x     grid 1 x 172 x 1, block 256 x 1 x 1, 0 bytes shared" "the int8-x twin's own row"
+expect_out "  qmatmul_q8x_rec grid 1 x 172 x 1, block 256 x 1 x 1, 0 bytes shared" "the twin's row for records"
+expect_out "  qmatmul_q8x_mm  grid 1 x 86 x 1, block 256 x 1 x 1, 96256 bytes shared" "an entry's own launch (4 stages, recipes/qmatmul.lua)"
 # sm_75's section: its 2 stages lie in static shared memory.
 run "$GK" probe "$ARCHIVE" --device cuda:sm_75 --launch qmatmul bits=4 m=1 n=11008 k=4096
 expect_status 0 "probe --launch qmatmul on sm_75"
-expect_out "  qmatmul_q8x_mm grid 1 x 86 x 1, block 256 x 1 x 1, 0 bytes shared" "sm_75's own section"
+expect_out "  qmatmul_q8x_mm  grid 1 x 86 x 1, block 256 x 1 x 1, 0 bytes shared" "sm_75's own section"
 run "$GK" probe "$ARCHIVE" --device cuda:sm_86 --launch qmatmul bits=4 m=1 n=0 k=4096 rows=3
 expect_status 2 "probe --launch with a value that is no parameter"
 

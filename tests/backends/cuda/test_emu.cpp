@@ -331,12 +331,17 @@ static void check_dp4a_forms(void) {
 /* The GPU's qmatmul_q8x gives the bits of tests/common's qref_q8x, the CPU
  * images' arithmetic, on the original layout, launched by its own row: as
  * sm_80 and newer run it (past 4 rows of x on int8 mma.sync, q8x_batch.cuh)
- * and as sm_75 and HIP do (q8x.cuh's dp4a tile for every m). */
+ * and as sm_75 and HIP do (q8x.cuh's dp4a tile for every m). And so does
+ * qmatmul_q8x_rec on the records qmatmul_q8x_x rounds x into, launched by
+ * their rows, on the same tiles. */
 static void check_q8x(void) {
   const int before = failures;
   check_dp4a_forms();
   static const std::vector<std::string> params = {"x:ptr", "w:ptr", "y:ptr",
-                                                  "m:i64", "n:i64", "k:i64"};
+                                                  "m:i64", "n:i64", "k:i64"},
+                                        rparams = {"xq:ptr", "w:ptr", "y:ptr",
+                                                   "m:i64", "n:i64", "k:i64"},
+                                        xparams = {"x:ptr", "xq:ptr", "m:i64", "k:i64"};
   /* The batch tile (m > 4 on sm_80 and newer) takes W whose rows are
    * 16-byte aligned (k a multiple of 128), else the 4-row tiles do. k =
    * 4224: a chunk of 128 blocks and 4 more (the batch tile's 17th stage,
@@ -369,12 +374,15 @@ static void check_q8x(void) {
                                         {1, 5, 17504}, {1, 520, 1056},
                                         {20, 70, 1024}};
   for (int bits : {1, 2, 4, 8}) {
-    launch L;
+    launch L, Lx, Lr;
     char variant[16];
     snprintf(variant, sizeof variant, "bits=%d", bits);
-    if (!read_launch("qmatmul", variant, &L, "qmatmul_q8x")) continue;
+    if (!read_launch("qmatmul", variant, &L, "qmatmul_q8x") ||
+        !read_launch("qmatmul", variant, &Lx, "qmatmul_q8x_x") ||
+        !read_launch("qmatmul", variant, &Lr, "qmatmul_q8x_rec"))
+      continue;
     for (auto &s : shapes) {
-      const long long m = s[0], n = s[1], k = s[2], woff = s[3];
+      const long long m = s[0], n = s[1], k = s[2], woff = s[3], nb = k / 32;
       qref_rng r;
       qref_seed(&r, 7000 * bits + m + n + k);
       std::vector<unsigned char> wbuf(qref_w_bytes(bits, n, k) + 1 + woff);
@@ -406,9 +414,25 @@ static void check_q8x(void) {
       const float *xp = x.data();
       float *yp = y.data();
       const void *wp = w0;
-      for (int run_case = 0; run_case < 4; run_case++) {
-        const int sm80 = run_case < 2;
-        const bool small = run_case % 2;
+      /* x's records (qmatmul_q8x_x's), for the runs of qmatmul_q8x_rec. */
+      std::vector<unsigned char> xq((size_t)(m * nb) * Q8X_REC + 16);
+      void *xqp = xq.data();
+      const gk_q8x_rec xr = {xq.data()};
+      auto round = [&]() {
+        switch (bits) {
+        case 1: gk_q8x_x<1>(xp, xqp, m, k); break;
+        case 2: gk_q8x_x<2>(xp, xqp, m, k); break;
+        case 4: gk_q8x_x<4>(xp, xqp, m, k); break;
+        default: gk_q8x_x<8>(xp, xqp, m, k); break;
+        }
+      };
+      if (!run(what, Lx, xparams, {{"m", m}, {"k", k}}, round)) continue;
+      /* Runs 0 .. 3 from x, 4 .. 7 from the records; each the tiles of
+       * sm_80 and newer, then dp4a's alone, each on the row's grid and a
+       * clamped one. */
+      for (int run_case = 0; run_case < 8; run_case++) {
+        const int sm80 = run_case % 4 < 2;
+        const bool small = run_case % 2, rec = run_case >= 4;
         auto body = [&]() {
           switch (bits * 2 + sm80) {
           case 3: gk_qmatmul_q8x<1, 1>(xp, wp, yp, m, n, k); break;
@@ -421,12 +445,28 @@ static void check_q8x(void) {
           default: gk_qmatmul_q8x<8, 0>(xp, wp, yp, m, n, k); break;
           }
         };
+        auto rbody = [&]() {
+          switch (bits * 2 + sm80) {
+          case 3: gk_qmatmul_q8x<1, 1>(xr, wp, yp, m, n, k); break;
+          case 2: gk_qmatmul_q8x<1, 0>(xr, wp, yp, m, n, k); break;
+          case 5: gk_qmatmul_q8x<2, 1>(xr, wp, yp, m, n, k); break;
+          case 4: gk_qmatmul_q8x<2, 0>(xr, wp, yp, m, n, k); break;
+          case 9: gk_qmatmul_q8x<4, 1>(xr, wp, yp, m, n, k); break;
+          case 8: gk_qmatmul_q8x<4, 0>(xr, wp, yp, m, n, k); break;
+          case 17: gk_qmatmul_q8x<8, 1>(xr, wp, yp, m, n, k); break;
+          default: gk_qmatmul_q8x<8, 0>(xr, wp, yp, m, n, k); break;
+          }
+        };
         std::fill(y.begin(), y.end(), NAN);
-        if (!run(what, L, params, {{"m", m}, {"n", n}, {"k", k}}, body, small)) break;
+        const std::map<std::string, long long> vars = {{"m", m}, {"n", n}, {"k", k}};
+        if (!(rec ? run(what, Lr, rparams, vars, rbody, small)
+                  : run(what, L, params, vars, body, small)))
+          break;
         int bad = 0;
         for (long long i = 0; i < m * n && !bad; i++)
           if (memcmp(&y[i], &want[i], sizeof(float)) != 0) {
-            printf("FAIL: %s%s%s: y[%lld] = %.9g, the q8x arithmetic gives %.9g\n", what,
+            printf("FAIL: %s%s%s%s: y[%lld] = %.9g, the q8x arithmetic gives %.9g\n", what,
+                   rec ? " (qmatmul_q8x_rec, from qmatmul_q8x_x's records)" : "",
                    sm80 ? "" : " (dp4a only)", small ? " (clamped grid)" : "", i, y[i],
                    want[i]);
             bad = 1;
@@ -441,8 +481,8 @@ static void check_q8x(void) {
     }
   }
   SECTION_OK(before,
-             "ok: qmatmul_q8x bits 1, 2, 4, 8 x %zu shapes, mma.sync and dp4a, the CPU's "
-             "bits, any grid; dp4a's AMD form\n",
+             "ok: qmatmul_q8x and qmatmul_q8x_x + _rec bits 1, 2, 4, 8 x %zu shapes, mma.sync "
+             "and dp4a, the CPU's bits, any grid; dp4a's AMD form\n",
              sizeof shapes / sizeof shapes[0]);
 }
 
