@@ -62,7 +62,7 @@ done
 
 # --- qmatmul's int8 entries on the processors' byte dot products
 # (gk_gpu.cuh's GK_AMD_SUDOT4 / GK_AMD_SDOT4): no scratch memory in
-# qmatmul_q8x or qmatmul_q8x_mm of any processor image (44 to 1908 bytes
+# qmatmul_q8x, qmatmul_q8x_rec or qmatmul_q8x_mm of any processor image (44 to 1908 bytes
 # on plain-C byte products and the integer binary16 decode, docs/weights.md),
 # and gfx11's sums on v_dot4_i32_iu8 (llvm-objdump-15 decodes gfx11, not
 # gfx942 or gfx12).
@@ -74,7 +74,7 @@ if command -v llvm-readelf-15 >/dev/null 2>&1; then
     n=$((n + 1))
     llvm-readelf-15 --notes "$f" | awk -v f="${f##*/}" '
       /\.name:/ { name = $2 }
-      /\.private_segment_fixed_size:/ && name ~ /^qmatmul_q8x(_mm)?$/ && $2 != 0 {
+      /\.private_segment_fixed_size:/ && name ~ /^qmatmul_q8x(_mm|_rec)?$/ && $2 != 0 {
         printf "%s %s: %s bytes of scratch memory\n", f, name, $2; bad = 1 }
       END { exit bad }' || fail "scratch memory in qmatmul's int8 entries (above)"
   done

@@ -437,13 +437,14 @@ static size_t load_every_row(const char *path, size_t *launches) {
      * this processor, and the entry point is a kernel with a descriptor. */
     assert_int_equal(hd_get_log()->co_machine, 224);
     assert_string_equal(hd_get_log()->refused, "");
-    /* qmatmul images carry its int8-x twin and the int8 tensor-core pair
-     * as more entry points. */
-    static const char *const q8x_entries[] = {"", "_q8x", "_q8x_x", "_q8x_mm"};
-    const int q8x = strcmp(row.kernel, "qmatmul") == 0 ? 3 : 0;
+    /* qmatmul images carry its int8-x twin, x's rounding into records and
+     * the two entries that multiply them as more entry points. */
+    static const char *const q8x_entries[] = {"", "_q8x", "_q8x_x", "_q8x_rec", "_q8x_mm"};
+    const int q8x = strcmp(row.kernel, "qmatmul") == 0 ? 4 : 0;
     snprintf(entry, sizeof entry,
-             q8x ? "[\"%s\",\"%s_q8x\",\"%s_q8x_x\",\"%s_q8x_mm\"]" : "[\"%s\"]", row.kernel,
-             row.kernel, row.kernel, row.kernel);
+             q8x ? "[\"%s\",\"%s_q8x\",\"%s_q8x_x\",\"%s_q8x_rec\",\"%s_q8x_mm\"]"
+                 : "[\"%s\"]",
+             row.kernel, row.kernel, row.kernel, row.kernel, row.kernel);
     assert_string_equal(row.entry, entry);
     for (int e = 0; e <= q8x; e++) {
       char name[64];
