@@ -957,30 +957,30 @@ GK_DEV void gk_cp_async16(void *dst, const void *src, bool full) {
   *(uint4 *)dst = v;
 #endif
 }
-/* The same for 4 bytes (cp.async.ca: through L1), for data that is not
- * 16-byte aligned. */
-GK_DEV void gk_cp_async4(void *dst, const void *src, bool full) {
+/* The same for 4 or 8 bytes (cp.async.ca: through L1; the .cg form takes
+ * 16 only), for data that is not 16-byte aligned (W's blocks: 4) or
+ * pieces that size (a record's dx and sb: 8), aligned to their size. */
+template <int Bytes>
+GK_DEV void gk_cp_async_ca(void *dst, const void *src, bool full) {
+  static_assert(Bytes == 4 || Bytes == 8, "cp.async.ca's copies below 16 bytes");
 #if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
   const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
-               :: "r"(a), "l"(src), "r"(full ? 4 : 0) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;"
+               :: "r"(a), "l"(src), "n"(Bytes), "r"(full ? Bytes : 0) : "memory");
 #elif defined(GK_GPU_EMULATE)
-  gk_emu_cp_async(dst, full ? src : nullptr, 4);
+  gk_emu_cp_async(dst, full ? src : nullptr, Bytes);
 #else
-  *(uint32_t *)dst = full ? *(const uint32_t *)src : 0u;
+  if (Bytes == 4)
+    *(uint32_t *)dst = full ? *(const uint32_t *)src : 0u;
+  else
+    *(uint64_t *)dst = full ? *(const uint64_t *)src : 0u;
 #endif
 }
-/* The same for 8 bytes (cp.async.ca), 8-byte aligned. */
+GK_DEV void gk_cp_async4(void *dst, const void *src, bool full) {
+  gk_cp_async_ca<4>(dst, src, full);
+}
 GK_DEV void gk_cp_async8(void *dst, const void *src, bool full) {
-#if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
-  const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;"
-               :: "r"(a), "l"(src), "r"(full ? 8 : 0) : "memory");
-#elif defined(GK_GPU_EMULATE)
-  gk_emu_cp_async(dst, full ? src : nullptr, 8);
-#else
-  *(uint64_t *)dst = full ? *(const uint64_t *)src : 0u;
-#endif
+  gk_cp_async_ca<8>(dst, src, full);
 }
 /* A barrier among the group's lanes, with the ordering of their shared
  * memory accesses: what a lane wrote before it (its cp.async copies too,

@@ -328,6 +328,16 @@ static void check_dp4a_forms(void) {
         bad, 3 * 64 * 64);
 }
 
+/* qmatmul_q8x_x's body for `bits`: x rounded into records at xq. */
+static void q8x_round_x(int bits, const float *x, void *xq, long long m, long long k) {
+  switch (bits) {
+  case 1: gk_q8x_x<1>(x, xq, m, k); break;
+  case 2: gk_q8x_x<2>(x, xq, m, k); break;
+  case 4: gk_q8x_x<4>(x, xq, m, k); break;
+  default: gk_q8x_x<8>(x, xq, m, k); break;
+  }
+}
+
 /* The GPU's qmatmul_q8x gives the bits of tests/common's qref_q8x, the CPU
  * images' arithmetic, on the original layout, launched by its own row: as
  * sm_80 and newer run it (past 4 rows of x on int8 mma.sync, q8x_batch.cuh)
@@ -418,14 +428,7 @@ static void check_q8x(void) {
       std::vector<unsigned char> xq((size_t)(m * nb) * Q8X_REC + 16);
       void *xqp = xq.data();
       const gk_q8x_rec xr = {xq.data()};
-      auto round = [&]() {
-        switch (bits) {
-        case 1: gk_q8x_x<1>(xp, xqp, m, k); break;
-        case 2: gk_q8x_x<2>(xp, xqp, m, k); break;
-        case 4: gk_q8x_x<4>(xp, xqp, m, k); break;
-        default: gk_q8x_x<8>(xp, xqp, m, k); break;
-        }
-      };
+      auto round = [&]() { q8x_round_x(bits, xp, xqp, m, k); };
       if (!run(what, Lx, xparams, {{"m", m}, {"k", k}}, round)) continue;
       /* Runs 0 .. 3 from x, 4 .. 7 from the records; each the tiles of
        * sm_80 and newer, then dp4a's alone, each on the row's grid and a
@@ -433,30 +436,21 @@ static void check_q8x(void) {
       for (int run_case = 0; run_case < 8; run_case++) {
         const int sm80 = run_case % 4 < 2;
         const bool small = run_case % 2, rec = run_case >= 4;
-        auto body = [&]() {
+        /* x as floats (xp) or as records (xr), the same tiles. */
+        auto mul = [&](auto src) {
           switch (bits * 2 + sm80) {
-          case 3: gk_qmatmul_q8x<1, 1>(xp, wp, yp, m, n, k); break;
-          case 2: gk_qmatmul_q8x<1, 0>(xp, wp, yp, m, n, k); break;
-          case 5: gk_qmatmul_q8x<2, 1>(xp, wp, yp, m, n, k); break;
-          case 4: gk_qmatmul_q8x<2, 0>(xp, wp, yp, m, n, k); break;
-          case 9: gk_qmatmul_q8x<4, 1>(xp, wp, yp, m, n, k); break;
-          case 8: gk_qmatmul_q8x<4, 0>(xp, wp, yp, m, n, k); break;
-          case 17: gk_qmatmul_q8x<8, 1>(xp, wp, yp, m, n, k); break;
-          default: gk_qmatmul_q8x<8, 0>(xp, wp, yp, m, n, k); break;
+          case 3: gk_qmatmul_q8x<1, 1>(src, wp, yp, m, n, k); break;
+          case 2: gk_qmatmul_q8x<1, 0>(src, wp, yp, m, n, k); break;
+          case 5: gk_qmatmul_q8x<2, 1>(src, wp, yp, m, n, k); break;
+          case 4: gk_qmatmul_q8x<2, 0>(src, wp, yp, m, n, k); break;
+          case 9: gk_qmatmul_q8x<4, 1>(src, wp, yp, m, n, k); break;
+          case 8: gk_qmatmul_q8x<4, 0>(src, wp, yp, m, n, k); break;
+          case 17: gk_qmatmul_q8x<8, 1>(src, wp, yp, m, n, k); break;
+          default: gk_qmatmul_q8x<8, 0>(src, wp, yp, m, n, k); break;
           }
         };
-        auto rbody = [&]() {
-          switch (bits * 2 + sm80) {
-          case 3: gk_qmatmul_q8x<1, 1>(xr, wp, yp, m, n, k); break;
-          case 2: gk_qmatmul_q8x<1, 0>(xr, wp, yp, m, n, k); break;
-          case 5: gk_qmatmul_q8x<2, 1>(xr, wp, yp, m, n, k); break;
-          case 4: gk_qmatmul_q8x<2, 0>(xr, wp, yp, m, n, k); break;
-          case 9: gk_qmatmul_q8x<4, 1>(xr, wp, yp, m, n, k); break;
-          case 8: gk_qmatmul_q8x<4, 0>(xr, wp, yp, m, n, k); break;
-          case 17: gk_qmatmul_q8x<8, 1>(xr, wp, yp, m, n, k); break;
-          default: gk_qmatmul_q8x<8, 0>(xr, wp, yp, m, n, k); break;
-          }
-        };
+        auto body = [&]() { mul(xp); };
+        auto rbody = [&]() { mul(xr); };
         std::fill(y.begin(), y.end(), NAN);
         const std::map<std::string, long long> vars = {{"m", m}, {"n", n}, {"k", k}};
         if (!(rec ? run(what, Lr, rparams, vars, rbody, small)
@@ -540,14 +534,7 @@ static void check_q8x_mm(void) {
       void *xqp = xq.data();
       float *yp = y.data();
       const void *wp = w.data();
-      auto round = [&]() {
-        switch (bits) {
-        case 1: gk_q8x_x<1>(xp, xqp, m, k); break;
-        case 2: gk_q8x_x<2>(xp, xqp, m, k); break;
-        case 4: gk_q8x_x<4>(xp, xqp, m, k); break;
-        default: gk_q8x_x<8>(xp, xqp, m, k); break;
-        }
-      };
+      auto round = [&]() { q8x_round_x(bits, xp, xqp, m, k); };
       /* The tiles: 0, HIP's (GK_MMA_DIRECT, 2 stages); 1, mma.sync's on 2
        * stages (sm_75); 2, on 4 (sm_80 and newer). */
       int tile = 0;
