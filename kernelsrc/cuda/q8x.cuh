@@ -31,6 +31,7 @@
  * once for the 4 rows; the fold is 4 xor shuffles inside the half. x is
  * rounded once per block of the grid, not once per call: that reads x
  * (m * k floats) n / Q8X_COLS times from L2, against the n * k codes of W.
+ * qmatmul_q8x_rec takes x rounded once per call instead (gk_q8x_rec).
  *
  * Integer products: a code word holds 32 / Bits codes; (word >> Bits*j) &
  * (mask in every byte) puts codes j, j + P, j + 2P, j + 3P (P = 8 / Bits)

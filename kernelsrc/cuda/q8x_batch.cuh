@@ -39,6 +39,11 @@
  * Launch: qmatmul_q8x's row (grid m / 16 by n / 64, or smaller). Rows of x
  * past m are rounded as zeros (their outputs are not written); blocks past
  * k / 32 are skipped by whole groups.
+ *
+ * qmatmul_q8x_rec runs the same tile on x rounded once a call by
+ * qmatmul_q8x_x (gk_q8x_rec, q8x.cuh): a stage's records are copied by
+ * cp.async beside its W (gk_q8b_recs), into the same buffers the rounding
+ * writes, and waited for at the same barrier; nothing else differs.
  */
 #ifndef GK_Q8X_BATCH_CUH
 #define GK_Q8X_BATCH_CUH
