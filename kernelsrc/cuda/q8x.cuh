@@ -61,19 +61,12 @@
  * qmatmul_q8x_rec multiplies: the same codes, dx and sb bits, so the same
  * y, without the rounding that every block of the grid repeats (n /
  * Q8X_COLS times a call) and with 1.5 bytes of x a column read from L2
- * instead of 4. The tiles take either as a template parameter X;
- * gk_q8x_src<X>::rec says which.
+ * instead of 4. The tiles take either as a template parameter X, and the
+ * steps that differ are overloads on its type (C++14 for HIP: no if
+ * constexpr, gk_gpu.cuh's gk_bool).
  */
 struct gk_q8x_rec {
   const unsigned char *q;
-};
-template <class X>
-struct gk_q8x_src {
-  enum { rec = 0 };
-};
-template <>
-struct gk_q8x_src<gk_q8x_rec> {
-  enum { rec = 1 };
 };
 
 /* Where column t of a block goes among the block's 32 int8 x values, so

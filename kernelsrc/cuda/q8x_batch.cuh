@@ -282,8 +282,17 @@ GK_DEV void gk_q8b_x_full(gk_q8b_smem<Bits> &sm, int64_t b0) {
   gk_cp_async_commit();
 }
 
+/* Row r of the tile's x (row m - 1 past m) for gk_q8b_x_full's copies,
+ * where x comes as floats; records need none. */
+GK_DEV void gk_q8b_xrow(const float **row, const float *x, int64_t m, int64_t k, int64_t i0,
+                        int r) {
+  const int64_t i = i0 + r < m ? i0 + r : m - 1;
+  *row = x + i * k;
+}
+GK_DEV void gk_q8b_xrow(const float **, gk_q8x_rec, int64_t, int64_t, int64_t, int) {}
+
 /* Writes the tile's rows for gk_q8b_w_full and gk_q8b_x_full (read after
- * the block's next barrier); x's where it comes as floats. */
+ * the block's next barrier). */
 template <int Bits, class X>
 GK_DEV void gk_q8b_rows(gk_q8b_smem<Bits> &sm, X x, const uint32_t *__restrict__ w, int64_t m,
                         int64_t n, int64_t k, int64_t nb, int64_t i0, int64_t j0) {
@@ -291,11 +300,8 @@ GK_DEV void gk_q8b_rows(gk_q8b_smem<Bits> &sm, X x, const uint32_t *__restrict__
   if (tid < Q8X_COLS) {
     const int64_t j = j0 + tid < n ? j0 + tid : n - 1;
     sm.wrow[tid] = w + j * nb * gk_q8b_smem<Bits>::BW;
-  } else if constexpr (gk_q8x_src<X>::rec) {
-    (void)x, (void)m, (void)k, (void)i0;
   } else if (tid < Q8X_COLS + Q8B_ROWS) {
-    const int64_t i = i0 + (tid - Q8X_COLS) < m ? i0 + (tid - Q8X_COLS) : m - 1;
-    sm.xrow[tid - Q8X_COLS] = x + i * k;
+    gk_q8b_xrow(&sm.xrow[tid - Q8X_COLS], x, m, k, i0, tid - Q8X_COLS);
   }
 }
 
@@ -437,11 +443,60 @@ GK_DEV void gk_q8b_fold(float (*slot)[2][4], float (*acc)[4], float *scratch) {
   __syncthreads(); /* read before the ring writes the stage again */
 }
 
+/* Starts stage s + 1's W into buffer Buf ^ 1: whole (from the tile's
+ * rows) or the short last one. */
+template <int Bits, int Buf>
+GK_DEV void gk_q8b_w_next(gk_q8b_smem<Bits> &sm, const uint32_t *__restrict__ w, int64_t n,
+                          int64_t nb, int64_t j0, int64_t s) {
+  if ((s + 2) * Q8X_KB <= nb)
+    gk_q8b_w_full<Bits>(sm, sm.w[Buf ^ 1], (s + 1) * Q8X_KB);
+  else
+    gk_q8x_w_stage<Bits>(sm.w[Buf ^ 1], w, n, nb, j0, (s + 1) * Q8X_KB);
+}
+
+/* Stage s + 1 coming in while stage s is multiplied (see below), x as
+ * floats; whether stage s + 2's x is in flight (its copy started) past
+ * the step's wait. */
+template <int Bits, int Buf>
+GK_DEV bool gk_q8b_next(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
+                        const uint32_t *__restrict__ w, int64_t m, int64_t n, int64_t k,
+                        int64_t nb, int64_t i0, int64_t j0, int64_t s, int64_t stages) {
+  typedef gk_q8b_smem<Bits> S;
+  const bool ahead = S::RAW && s + 2 < stages;
+  if (s + 1 < stages && S::RAW) {
+    gk_cp_async_wait<0>(); /* this thread's part of stage s + 1's x */
+    gk_q8b_round<Bits>(sm, Buf ^ 1, x, m, k, nb, i0, (s + 1) * Q8X_KB);
+    gk_q8b_w_next<Bits, Buf>(sm, w, n, nb, j0, s);
+    if (ahead) {
+      if ((s + 3) * Q8X_KB <= nb)
+        gk_q8b_x_full<Bits>(sm, (s + 2) * Q8X_KB);
+      else
+        gk_q8b_x_copy<Bits>(sm, x, m, k, nb, i0, (s + 2) * Q8X_KB);
+    }
+  } else if (s + 1 < stages) { /* W's copy first, under x's loads */
+    gk_q8b_w_next<Bits, Buf>(sm, w, n, nb, j0, s);
+    gk_q8b_round<Bits>(sm, Buf ^ 1, x, m, k, nb, i0, (s + 1) * Q8X_KB);
+  }
+  return ahead;
+}
+/* The same from records: W's copy and x's, both in flight under the
+ * products, both waited for at the step's end. */
+template <int Bits, int Buf>
+GK_DEV bool gk_q8b_next(gk_q8b_smem<Bits> &sm, gk_q8x_rec x, const uint32_t *__restrict__ w,
+                        int64_t m, int64_t n, int64_t, int64_t nb, int64_t i0, int64_t j0,
+                        int64_t s, int64_t stages) {
+  if (s + 1 < stages) {
+    gk_q8b_w_next<Bits, Buf>(sm, w, n, nb, j0, s);
+    gk_q8b_recs<Bits>(sm, Buf ^ 1, x, m, nb, i0, (s + 1) * Q8X_KB);
+  }
+  return false;
+}
+
 /* One step of the ring: stage s (buffer Buf) multiplied while stage s + 1
- * comes in, then the fold where s ends a chunk. Stage s + 1's x is
- * rounded before the products; where x comes through shared memory
- * (S::RAW), from its copy, started a step before, and stage s + 2's copy
- * starts behind it, so that x's loads are in flight under this step's
+ * comes in (gk_q8b_next), then the fold where s ends a chunk. Stage s +
+ * 1's x is rounded before the products; where x comes through shared
+ * memory (S::RAW), from its copy, started a step before, and stage s + 2's
+ * copy starts behind it, so that x's loads are in flight under this step's
  * products as W's are (rounded from x itself, each thread waited for its
  * loads there, every warp of the block at once after the barrier). The
  * cp.async groups a thread has in flight: x (s + 1) at the top, then W
@@ -452,36 +507,8 @@ template <int Bits, int Buf, class X>
 GK_DEV void gk_q8b_step(gk_q8b_smem<Bits> &sm, X x, const uint32_t *__restrict__ w, int64_t m,
                         int64_t n, int64_t k, int64_t nb, int64_t i0, int64_t j0, int64_t s,
                         float (*slot)[2][4], float (*acc)[4]) {
-  typedef gk_q8b_smem<Bits> S;
-  constexpr bool REC = gk_q8x_src<X>::rec, RAW = S::RAW && !REC;
   const int64_t stages = (nb + Q8X_KB - 1) / Q8X_KB;
-  const bool ahead = RAW && s + 2 < stages;
-  /* Stage s + 1's W, whole (from the tile's rows) or the short last one. */
-  auto w_copy = [&]() {
-    if ((s + 2) * Q8X_KB <= nb)
-      gk_q8b_w_full<Bits>(sm, sm.w[Buf ^ 1], (s + 1) * Q8X_KB);
-    else
-      gk_q8x_w_stage<Bits>(sm.w[Buf ^ 1], w, n, nb, j0, (s + 1) * Q8X_KB);
-  };
-  if constexpr (REC) { /* W's copy and x's, both in flight under the products */
-    if (s + 1 < stages) {
-      w_copy();
-      gk_q8b_recs<Bits>(sm, Buf ^ 1, x, m, nb, i0, (s + 1) * Q8X_KB);
-    }
-  } else if (s + 1 < stages && RAW) {
-    gk_cp_async_wait<0>(); /* this thread's part of stage s + 1's x */
-    gk_q8b_round<Bits>(sm, Buf ^ 1, x, m, k, nb, i0, (s + 1) * Q8X_KB);
-    w_copy();
-    if (ahead) {
-      if ((s + 3) * Q8X_KB <= nb)
-        gk_q8b_x_full<Bits>(sm, (s + 2) * Q8X_KB);
-      else
-        gk_q8b_x_copy<Bits>(sm, x, m, k, nb, i0, (s + 2) * Q8X_KB);
-    }
-  } else if (s + 1 < stages) { /* W's copy first, under x's loads */
-    w_copy();
-    gk_q8b_round<Bits>(sm, Buf ^ 1, x, m, k, nb, i0, (s + 1) * Q8X_KB);
-  }
+  const bool ahead = gk_q8b_next<Bits, Buf>(sm, x, w, m, n, k, nb, i0, j0, s, stages);
   const int64_t left = nb - s * Q8X_KB;
   gk_q8b_stage_mul<Bits, Buf>(sm, left < Q8X_KB ? (int)left : Q8X_KB, slot);
   if (ahead)
@@ -491,6 +518,35 @@ GK_DEV void gk_q8b_step(gk_q8b_smem<Bits> &sm, X x, const uint32_t *__restrict__
   __syncthreads(); /* stage s + 1 is in; stage s is read */
   if ((s + 1) % (Q8X_CHUNK / Q8X_KB) == 0 || s + 1 == stages)
     gk_q8b_fold(slot, acc, (float *)sm.w[Buf]);
+}
+
+/* The tile's first stage in (the caller's barrier after it), x as floats:
+ * x (0) and W (0) in, x (0) rounded, and where x comes through shared
+ * memory, x (1) started. */
+template <int Bits>
+GK_DEV void gk_q8b_first(gk_q8b_smem<Bits> &sm, const float *__restrict__ x,
+                         const uint32_t *__restrict__ w32, int64_t m, int64_t n, int64_t k,
+                         int64_t nb, int64_t i0, int64_t j0, int64_t stages) {
+  if (gk_q8b_smem<Bits>::RAW) {
+    gk_q8b_x_copy<Bits>(sm, x, m, k, nb, i0, 0);
+    gk_q8x_w_stage<Bits>(sm.w[0], w32, n, nb, j0, 0);
+    gk_cp_async_wait<0>();
+    gk_q8b_round<Bits>(sm, 0, x, m, k, nb, i0, 0);
+    if (stages > 1) gk_q8b_x_copy<Bits>(sm, x, m, k, nb, i0, Q8X_KB);
+  } else {
+    gk_q8x_w_stage<Bits>(sm.w[0], w32, n, nb, j0, 0);
+    gk_q8b_round<Bits>(sm, 0, x, m, k, nb, i0, 0);
+    gk_cp_async_wait<0>();
+  }
+}
+/* The same from records: W (0) and x (0) in. */
+template <int Bits>
+GK_DEV void gk_q8b_first(gk_q8b_smem<Bits> &sm, gk_q8x_rec x, const uint32_t *__restrict__ w32,
+                         int64_t m, int64_t n, int64_t, int64_t nb, int64_t i0, int64_t j0,
+                         int64_t) {
+  gk_q8x_w_stage<Bits>(sm.w[0], w32, n, nb, j0, 0);
+  gk_q8b_recs<Bits>(sm, 0, x, m, nb, i0, 0);
+  gk_cp_async_wait<0>();
 }
 
 /* One block's tile: rows j0 .. j0 + Q8X_COLS - 1 of W (those < n) against
@@ -515,22 +571,7 @@ GK_DEV_NOINLINE void gk_q8b_tile(gk_q8b_smem<Bits> &sm, X x, const void *__restr
   __syncthreads(); /* the previous tile is done with sm */
   gk_q8b_rows<Bits>(sm, x, w32, m, n, k, nb, i0, j0); /* read past the barrier below */
   if (stages > 0) {
-    typedef gk_q8b_smem<Bits> S;
-    if constexpr (gk_q8x_src<X>::rec) { /* W (0) and x (0) in */
-      gk_q8x_w_stage<Bits>(sm.w[0], w32, n, nb, j0, 0);
-      gk_q8b_recs<Bits>(sm, 0, x, m, nb, i0, 0);
-      gk_cp_async_wait<0>();
-    } else if (S::RAW) { /* x (0) and W (0) in, x (0) rounded, x (1) started */
-      gk_q8b_x_copy<Bits>(sm, x, m, k, nb, i0, 0);
-      gk_q8x_w_stage<Bits>(sm.w[0], w32, n, nb, j0, 0);
-      gk_cp_async_wait<0>();
-      gk_q8b_round<Bits>(sm, 0, x, m, k, nb, i0, 0);
-      if (stages > 1) gk_q8b_x_copy<Bits>(sm, x, m, k, nb, i0, Q8X_KB);
-    } else {
-      gk_q8x_w_stage<Bits>(sm.w[0], w32, n, nb, j0, 0);
-      gk_q8b_round<Bits>(sm, 0, x, m, k, nb, i0, 0);
-      gk_cp_async_wait<0>();
-    }
+    gk_q8b_first<Bits>(sm, x, w32, m, n, k, nb, i0, j0, stages);
     __syncthreads();
   }
   for (int64_t s = 0; s < stages; s += 2) {
