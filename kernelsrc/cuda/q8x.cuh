@@ -160,7 +160,7 @@ GK_DEV void gk_q8x_round_block(const float *__restrict__ src, uint32_t *codes, f
  * order): for Bits >= 2 a half's 16 columns fill 4 whole words (gk_q8x_pos
  * (t + 16) is gk_q8x_pos(t) + 16: 4 words on); for Bits = 1 each half
  * fills 2 bytes of all 8 (gk_q8x_pos(t + 16) is gk_q8x_pos(t) + 2), so the
- * pair swaps its words. Every thread of the group calls it. */
+ * pair swaps 4 words. Every thread of the group calls it. */
 template <int Bits, int S = 1, bool Fast = false>
 GK_DEV void gk_q8x_round_half(const float *__restrict__ src, int h, uint32_t codes[4],
                               float *dx, float *sb) {
@@ -199,13 +199,18 @@ GK_DEV void gk_q8x_round_half(const float *__restrict__ src, int h, uint32_t cod
   }
   sum += GK_SHFL_XOR(sum, 1);
   if (Bits == 1) {
+    /* Each keeps its half's 4 words (4 h + u) and gives the other
+     * thread the other 4: 4 shuffles, not 8. The choice is between values
+     * read at fixed places: `h ? wl[4 + u] : wl[u]` after the shuffles
+     * became a load at a computed index in hipcc 5.2's code, with wl in
+     * scratch memory (48 bytes a lane on gfx906, gfx90a and gfx1030, until
+     * 2026-12-02; rocm.cli checks). */
 #pragma unroll
-    for (int u = 0; u < 8; u++) {
-      wl[u] <<= 16 * h;
-      wl[u] |= GK_SHFL_XOR(wl[u], 1);
+    for (int u = 0; u < 4; u++) {
+      const uint32_t lo = wl[u] << (16 * h), hi = wl[4 + u] << (16 * h);
+      const uint32_t keep = h ? hi : lo, give = h ? lo : hi;
+      codes[u] = keep | GK_SHFL_XOR(give, 1);
     }
-#pragma unroll
-    for (int u = 0; u < 4; u++) codes[u] = h ? wl[4 + u] : wl[u];
   } else {
 #pragma unroll
     for (int u = 0; u < 4; u++) codes[u] = wl[u];

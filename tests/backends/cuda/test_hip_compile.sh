@@ -4,8 +4,8 @@
 # target, so that the rocm backend can reuse them: gk_gpu.cuh's HIP branch,
 # no CUDA-only intrinsic, no warp size of 32 assumed. Each output must be an
 # AMDGPU code object holding the kernel's descriptor (NAME.kd);
-# qmatmul_q8x_mm's must use no scratch memory, and qmatmul's int8 entries
-# the processors' byte dot product (v_dot4_i32_i8, gk_gpu.cuh's
+# qmatmul's int8 entries must use no scratch memory and the processors'
+# byte dot product (v_dot4_i32_i8, gk_gpu.cuh's
 # GK_AMD_SDOT4). Exit 77 (SKIP) without hipcc.
 set -u
 SRC=$1
@@ -27,15 +27,12 @@ for k in qmatmul flash_attention paged_attention kv_append rmsnorm rope argmax s
     mach=$(od -An -tu2 -j18 -N2 "$out" | tr -d ' ')
     [ "$mach" = 224 ] || { echo "FAIL: $k.cu for $a: e_machine $mach, not 224"; failures=$((failures + 1)); }
     grep -qa "$k.kd" "$out" || { echo "FAIL: $k.cu for $a: no $k.kd"; failures=$((failures + 1)); }
-    # qmatmul_q8x_mm's tile keeps its accumulators in VGPRs (q8x_mma.cuh's
+    # qmatmul's int8 entries keep their sums and words in VGPRs (q8x_mma.cuh's
     # dot-product form, gk_gpu.cuh's GK_MMA_DIRECT): no scratch memory
-    # (llvm-readelf-15 comes with hipcc's llvm-15).
-    if [ "$k" = qmatmul ] && command -v llvm-readelf-15 >/dev/null 2>&1; then
-      scratch=$(llvm-readelf-15 --notes "$out" | awk '
-        /\.name: *qmatmul_q8x_mm$/ { on = 1 }
-        on && /\.private_segment_fixed_size:/ { print $2; exit }')
-      [ "$scratch" = 0 ] ||
-        { echo "FAIL: qmatmul_q8x_mm for $a: ${scratch:-no} bytes of scratch memory, not 0"; failures=$((failures + 1)); }
+    # (llvm-readelf-15 comes with hipcc's llvm-15; rocm.cli checks every BITS).
+    if [ "$k" = qmatmul ]; then
+      "$(dirname "$0")/../rocm/no_scratch.sh" "$out"
+      case $? in 0 | 77) ;; *) echo "FAIL: scratch memory in qmatmul for $a (above)"; failures=$((failures + 1)) ;; esac
     fi
     if [ "$k" = qmatmul ] && command -v llvm-objdump-15 >/dev/null 2>&1; then
       dots=$(llvm-objdump-15 -d "$out" | grep -c 'v_dot4c\{0,1\}_i32_i8')

@@ -72,11 +72,7 @@ if command -v llvm-readelf-15 >/dev/null 2>&1; then
       "$T"/x/rocm/qmatmul/gfx120[0-9].*.hsaco; do
     [ -f "$f" ] || continue
     n=$((n + 1))
-    llvm-readelf-15 --notes "$f" | awk -v f="${f##*/}" '
-      /\.name:/ { name = $2 }
-      /\.private_segment_fixed_size:/ && name ~ /^qmatmul_q8x(_mm|_rec)?$/ && $2 != 0 {
-        printf "%s %s: %s bytes of scratch memory\n", f, name, $2; bad = 1 }
-      END { exit bad }' || fail "scratch memory in qmatmul's int8 entries (above)"
+    "$HERE/no_scratch.sh" "$f" || fail "scratch memory in qmatmul's int8 entries (above)"
   done
   [ "$n" -eq 12 ] || fail "qmatmul: $n images of gfx942, gfx1100 and gfx1200, expected 12 (3 x 4 BITS)"
 fi

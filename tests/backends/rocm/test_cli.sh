@@ -6,7 +6,8 @@
 #   gk probe --device rocm:... picks by the ROCm rule;
 #   gk build gives each target to the first rocm module that can build it
 #     (hipcc 5.2, then clang-19), and a section pinned to hipcc reports the
-#     targets hipcc cannot produce, per target; --strict refuses them.
+#     targets hipcc cannot produce, per target; --strict refuses them;
+#   qmatmul's int8 entries have no scratch memory (no_scratch.sh).
 set -u
 GK=$1 ARCHIVE=$2 RECIPES=$3 CACHE=$4 OUT=$5
 if [ ! -f "$ARCHIVE" ]; then
@@ -47,6 +48,15 @@ m = json.load(open(sys.argv[1]))
 ims = [i for i in m["images"] if i["target"] == "gfx90a:xnack-" and i["kernel"] == "qmatmul"]
 assert [i["path"] for i in ims] == ["rocm/qmatmul/gfx90a-xnack-.bits%d.hsaco" % b for b in (1, 2, 4, 8)], ims
 assert all(i["format"] == "hsaco" and i["toolchain"].startswith("hipcc ") for i in ims), ims' "$OUT/manifest.json"
+
+# --- no scratch memory in qmatmul's int8 entries of hipcc 5.2's images
+#     either (qmatmul_q8x had 48 bytes a lane at BITS 1 until 2026-12-02:
+#     a word picked at a computed index in gk_q8x_round_half; unchecked
+#     where llvm-readelf-15 is missing).
+n=$(ls "$OUT"/rocm/qmatmul/*.hsaco | wc -l)
+[ "$n" -eq 16 ] || fail "qmatmul: $n hipcc images, expected 16 (4 targets x 4 BITS)"
+"$(dirname "$0")/no_scratch.sh" "$OUT"/rocm/qmatmul/*.hsaco
+case $? in 0 | 77) ;; *) fail "scratch memory in qmatmul's int8 entries (above)" ;; esac
 
 # --- verify catches rows that lie about their target.
 cp "$ARCHIVE" "$T/bad.gkfat"
