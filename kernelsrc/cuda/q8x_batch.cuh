@@ -361,8 +361,14 @@ GK_DEV void gk_q8b_recs(gk_q8b_smem<Bits> &sm, int buf, gk_q8x_rec x, int64_t m,
 
 /* Multiplies stage `Buf` (its first kbs blocks) into this group's slots
  * 4 Buf .. 4 Buf + 3: block kb = 2 i + q of the stage is chunk lane
- * 8 Buf + kb, slot 4 Buf + i. */
-template <int Bits, int Buf>
+ * 8 Buf + kb, slot 4 Buf + i. Full: a whole stage (kbs = Q8X_KB), whose
+ * 4 blocks a group are then one straight run of machine code, so that
+ * ptxas can start a block's loads and mma under the one before's
+ * epilogue: in the sm_90a cubin (BITS 4) a stage's 4 blocks issue 343 to
+ * 372 instructions, where with a branch a block (the short last stage's
+ * form) they issued 86 to 120 each, every block's epilogue waiting for
+ * its own mma (cuda.ptxas checks the run). */
+template <int Bits, int Buf, bool Full>
 GK_DEV void gk_q8b_stage_mul(const gk_q8b_smem<Bits> &sm, int kbs, float (*slot)[2][4]) {
   typedef gk_q8b_smem<Bits> S;
   constexpr int P = 8 / Bits;
@@ -385,7 +391,7 @@ GK_DEV void gk_q8b_stage_mul(const gk_q8b_smem<Bits> &sm, int kbs, float (*slot)
 #pragma unroll
   for (int i = 0; i < Q8X_KB / 2; i++) {
     const int kb = 2 * i + q;
-    if (kb >= kbs) break; /* by whole groups: kb is the group's */
+    if (!Full && kb >= kbs) break; /* by whole groups: kb is the group's */
     uint32_t a[4];
     gk_ldmatrix_x4(a, xa + 16 * kb);
     const typename S::scale xr[2] = {sm.s[Buf][kb * S::SS + g], sm.s[Buf][kb * S::SS + g + 8]};
@@ -510,7 +516,10 @@ GK_DEV void gk_q8b_step(gk_q8b_smem<Bits> &sm, X x, const uint32_t *__restrict__
   const int64_t stages = (nb + Q8X_KB - 1) / Q8X_KB;
   const bool ahead = gk_q8b_next<Bits, Buf>(sm, x, w, m, n, k, nb, i0, j0, s, stages);
   const int64_t left = nb - s * Q8X_KB;
-  gk_q8b_stage_mul<Bits, Buf>(sm, left < Q8X_KB ? (int)left : Q8X_KB, slot);
+  if (left >= Q8X_KB) /* every stage but a short last one */
+    gk_q8b_stage_mul<Bits, Buf, true>(sm, Q8X_KB, slot);
+  else
+    gk_q8b_stage_mul<Bits, Buf, false>(sm, (int)left, slot);
   if (ahead)
     gk_cp_async_wait<1>(); /* W (s + 1); x (s + 2) may stay in flight */
   else

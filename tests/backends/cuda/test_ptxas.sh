@@ -54,6 +54,9 @@
 #   BITS 8 (232 for 256); two sets at every BITS took 297 to 305 for 256,
 #   and the tile before them, a branch a row of W, had 1 + BITS loads in
 #   each row's run (0.49 of copy on an H200, latency-bound);
+# - the int8 entries' batch tile (sm_90a, qmatmul_q8x and qmatmul_q8x_rec)
+#   without a whole stage's 8 mma in one straight run for each of its 2
+#   buffers, or over 400 instructions for one (ptxas 13.0: 343 to 372);
 # - the split decode's merge (sm_90a) without 16 slots' loads in one
 #   straight run, or over 24 instructions a slot (ptxas 13.0: 333 for 16,
 #   where 8 slots of 4-byte loads at addresses computed a slot took 212);
@@ -246,6 +249,25 @@ if n > 1.3 * weights:
 print(f"ok: {what}: {n} instructions for {weights} weights ({n / weights:.2f} a weight), "
       f"{sum(r['mix']['LDG'] for r in trip)} loads")
 PY
+  # The batch tile (q8x_batch.cuh) in both int8 entries: a whole stage's 4
+  # blocks a warp, 2 mma tiles each, in one straight run (no branch between
+  # the blocks: gk_q8b_stage_mul's Full), one for each buffer of the ring,
+  # within 100 instructions a block (48 of them the definition's epilogue;
+  # ptxas 13.0: 343 to 372 for 4, where a branch a block gave 86 to 120 each).
+  for e in qmatmul_q8x qmatmul_q8x_rec; do
+    mix_check "$1" $e <<'PY'
+import json, sys
+bits, mix = int(sys.argv[1]), json.load(open(sys.argv[2]))
+what = f"qmatmul.cu sm_90a -DBITS={bits}: {mix['kernel']}'s batch stage"
+runs = [r for r in mix["runs"] if r["mix"].get("IMMA", 0) == 8]
+if len(runs) != 2 or max(r["length"] for r in runs) > 400:
+    print(f"FAIL: {what}: not 2 straight runs of a stage's 8 IMMA within 400 instructions: "
+          + "; ".join(f"{r['length']} with {r['mix']['IMMA']} IMMA" for r in mix["runs"]
+                      if r["mix"].get("IMMA", 0)))
+    sys.exit(1)
+print(f"ok: {what}: runs of {[r['length'] for r in runs]} for its 8 mma")
+PY
+  done
 }
 w=-DGK_FA_WGMMA=1
 for dt in f16 bf16; do
@@ -305,6 +327,10 @@ done
 # before: below). S120: its ceilings, sm_120 only (consumer Blackwell, not
 # a measured target).
 S120_FA="0 0" S120_PA="8 8" S90_FA="4 4"
+# S80_Q8B: qmatmul_q8x's batch tile (x as floats) at BITS 1 on sm_80 since
+# its whole stages are one straight run (2026-12-02): 8 bytes stored in the
+# tile's prologue, reloaded twice a pair of stages (~1000 instructions).
+S80_Q8B="8 16"
 # (qmatmul_q8x at BITS 1 on sm_80 to sm_90a spilled 8 to 16 bytes in the
 # kernel's walk over the batch tiles, around its call of the noinline
 # gk_q8b_tile, from 2026-11-30 until that tile's whole stages copied from
@@ -321,7 +347,8 @@ for a in sm_75 sm_80 sm_90a; do
   check $a paged_attention -DDTYPE=bf16 -DHEAD_DIM=128 -DPAGE=64
   check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=64 -DPAGE=16
   for b in 1 2 4 8; do
-    check $a qmatmul -DBITS=$b
+    ok=; [ $a = sm_80 ] && [ $b = 1 ] && ok=$S80_Q8B
+    SPILL_OK=${ok:-0 0} check $a qmatmul -DBITS=$b
     [ $a = sm_90a ] && [ -f "$T/out.cubin" ] && qm_loop $b
   done
 done
@@ -357,4 +384,4 @@ for a in sm_86 sm_87 sm_89 sm_90 sm_100 sm_120; do
   SPILL_OK=${ok:-0 0} check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=128 -DPAGE=64
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n images (16 sm_90a wgmma attention, 28 warp-specialized (4 of them loading by TMA), 27 default, 8 sm_90a as shipped, 4 of ci/gpu's qmatmul experiments, 42 of the other shipped targets): no serialized wgmma, no compiler-inserted arrive, no spills but the known ceilings (sm_90a's head_dim-128 attention, sm_90's head_dim-128 flash_attention, sm_120's head_dim-128 paged_attention, BITS 1 qmatmul's walk from sm_80 on, sm_100's and sm_120's m = 1 walks, the qmpf experiment's BITS 8); qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip and qmatmul_q8x_mm's trip within their bounds"
+echo "ok: $n images (16 sm_90a wgmma attention, 28 warp-specialized (4 of them loading by TMA), 27 default, 8 sm_90a as shipped, 4 of ci/gpu's qmatmul experiments, 42 of the other shipped targets): no serialized wgmma, no compiler-inserted arrive, no spills but the known ceilings (sm_90a's head_dim-128 attention, sm_90's head_dim-128 flash_attention, sm_120's head_dim-128 paged_attention, sm_80's BITS 1 batch tile, sm_100's and sm_120's m = 1 walks, the qmpf experiment's BITS 8); qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip, the int8 batch stage and qmatmul_q8x_mm's trip within their bounds"
