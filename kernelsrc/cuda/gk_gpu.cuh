@@ -834,11 +834,12 @@ GK_DEV void gk_mma_1688(float c[4], const uint32_t a[2], uint32_t b) {
 }
 
 /*
- * mma.sync m16n8k32, signed 8-bit A (row-major 16 x 32), unsigned 8-bit B
- * (column-major 32 x 8), s32 accumulators: d = c + A B, with c the same
- * value in all four (a bias, so a caller may start every element at a
- * constant). Fragments (the PTX ISA's "Matrix Fragments for mma.m16n8k32"):
- * lane 4g + t holds
+ * mma.sync m16n8k32, 8-bit A (row-major 16 x 32) and B (column-major 32 x
+ * 8), one signed and the other unsigned, s32 accumulators: d = c + A B,
+ * with c the same value in all four (a bias, so a caller may start every
+ * element at a constant). gk_mma_s8u8_16832: A signed, B unsigned;
+ * gk_mma_u8s8_16832: A unsigned, B signed. Fragments (the PTX ISA's
+ * "Matrix Fragments for mma.m16n8k32"): lane 4g + t holds
  *   a[0] = A[g][4t .. 4t+3]    a[1] = A[g+8][4t .. 4t+3]
  *   a[2] = A[g][16+4t .. +3]   a[3] = A[g+8][16+4t .. +3]   (bytes, low first)
  *   b[0] = B[4t .. 4t+3][g]    b[1] = B[16+4t .. +3][g]
@@ -848,35 +849,58 @@ GK_DEV void gk_mma_1688(float c[4], const uint32_t a[2], uint32_t b) {
  * the twin (the emulator, and HIP: no AMD matrix path is written yet), which
  * gathers the operands with shuffles, gives the same d.
  */
-GK_DEV void gk_mma_s8u8_16832(int d[4], const uint32_t a[4], const uint32_t b[2], int c) {
+template <bool SignedA>
+GK_DEV void gk_mma_i8_16832(int d[4], const uint32_t a[4], const uint32_t b[2], int c) {
 #if defined(GK_GPU_NVIDIA) && __CUDA_ARCH__ >= 800
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32 "
-               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};"
-               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c));
+  if constexpr (SignedA)
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};"
+                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c));
+  else
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};"
+                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c));
 #elif defined(GK_GPU_NVIDIA)
   for (int r = 0; r < 2; r++) {
     int e0 = c, e1 = c;
-    for (int h = 0; h < 2; h++)
-      asm volatile("mma.sync.aligned.m8n8k16.row.col.s32.s8.u8.s32 "
-                   "{%0, %1}, {%2}, {%3}, {%0, %1};"
-                   : "+r"(e0), "+r"(e1)
-                   : "r"(a[2 * h + r]), "r"(b[h]));
+    for (int h = 0; h < 2; h++) {
+      if constexpr (SignedA)
+        asm volatile("mma.sync.aligned.m8n8k16.row.col.s32.s8.u8.s32 "
+                     "{%0, %1}, {%2}, {%3}, {%0, %1};"
+                     : "+r"(e0), "+r"(e1)
+                     : "r"(a[2 * h + r]), "r"(b[h]));
+      else
+        asm volatile("mma.sync.aligned.m8n8k16.row.col.s32.u8.s8.s32 "
+                     "{%0, %1}, {%2}, {%3}, {%0, %1};"
+                     : "+r"(e0), "+r"(e1)
+                     : "r"(a[2 * h + r]), "r"(b[h]));
+    }
     d[2 * r] = e0, d[2 * r + 1] = e1;
   }
 #else
-  /* Rows g and g + 8 of A and columns 2t and 2t + 1 of B, 4 bytes a word. */
+  /* Rows g and g + 8 of A and columns 2t and 2t + 1 of B, 4 bytes a word:
+   * each byte as the type's signedness asks. */
   uint32_t ar[2][8], bc[2][8];
   gk_mma_twin_gather(a, b, ar, bc);
   for (int r = 0; r < 2; r++)
     for (int col = 0; col < 2; col++) {
       int acc = c;
       for (int w = 0; w < 8; w++)
-        for (int e = 0; e < 4; e++)
-          acc += (int)(signed char)(ar[r][w] >> (8 * e)) * (int)((bc[col][w] >> (8 * e)) & 0xffu);
+        for (int e = 0; e < 4; e++) {
+          const uint32_t ea = (ar[r][w] >> (8 * e)) & 0xffu, eb = (bc[col][w] >> (8 * e)) & 0xffu;
+          acc += (SignedA ? (int)(signed char)ea : (int)ea) * (SignedA ? (int)eb : (int)(signed char)eb);
+        }
       d[2 * r + col] = acc;
     }
 #endif
+}
+GK_DEV void gk_mma_s8u8_16832(int d[4], const uint32_t a[4], const uint32_t b[2], int c) {
+  gk_mma_i8_16832<true>(d, a, b, c);
+}
+GK_DEV void gk_mma_u8s8_16832(int d[4], const uint32_t a[4], const uint32_t b[2], int c) {
+  gk_mma_i8_16832<false>(d, a, b, c);
 }
 
 /*

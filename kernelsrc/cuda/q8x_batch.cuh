@@ -12,14 +12,15 @@
  * rows of x by Q8X_COLS = 64 rows of W: W is read once for 16 rows, through
  * shared memory in 16-byte cp.async pieces (gk_q8x_w_stage; W's rows
  * 16-byte aligned, else q8x.cuh's tile takes every m), and
- * one mma.sync m16n8k32 (s8 x, u8 codes) gives a block's integer sums
- * i_b for 16 rows of x by 8 rows of W (its k = 32 is one block). What
- * remains per output and block is the definition's float epilogue (6
- * operations, every one rounded: the floor of these bits).
+ * one mma.sync m16n8k32 (u8 codes as A, s8 x as B) gives a block's
+ * integer sums i_b for 16 rows of W by 8 rows of x (its k = 32 is one
+ * block). What remains per output and block is the definition's float
+ * epilogue (6 operations, every one rounded: the floor of these bits).
  *
  * The 16 float lanes of a chunk (block b into lane b % 16, in block order):
  * group w of the block is pair p = w / 2 (rows 16 p .. 16 p + 15 of the
- * block's W rows, two mma tiles of 8) and parity q = w % 2: it takes the
+ * block's W rows, A of its two mma tiles, x's rows 0-7 and 8-15 their B)
+ * and parity q = w % 2: it takes the
  * blocks b with b % 2 == q, so lane l = 2 s + q lives in its slot s. Each
  * thread keeps 8 slots x 2 tiles x 4 outputs = 64 floats. The fold
  * lane[l] += lane[l + h], h = 8, 4, 2, 1 is then slot[s] += slot[s + 4],
@@ -38,7 +39,7 @@
  *
  * Launch: qmatmul_q8x's row (grid m / 16 by n / 64, or smaller). Rows of x
  * past m are rounded as zeros (their outputs are not written); blocks past
- * k / 32 are skipped by whole groups.
+ * k / 32 in the last stage are zeros, whose products change no sum.
  *
  * qmatmul_q8x_rec runs the same tile on x rounded once a call by
  * qmatmul_q8x_x (gk_q8x_rec, q8x.cuh): a stage's records are copied by
@@ -359,17 +360,21 @@ GK_DEV void gk_q8b_recs(gk_q8b_smem<Bits> &sm, int buf, gk_q8x_rec x, int64_t m,
   gk_cp_async_commit();
 }
 
-/* Multiplies stage `Buf` (its first kbs blocks) into this group's slots
- * 4 Buf .. 4 Buf + 3: block kb = 2 i + q of the stage is chunk lane
- * 8 Buf + kb, slot 4 Buf + i. Full: a whole stage (kbs = Q8X_KB), whose
- * 4 blocks a group are then one straight run of machine code, so that
- * ptxas can start a block's loads and mma under the one before's
- * epilogue: in the sm_90a cubin (BITS 4) a stage's 4 blocks issue 343 to
- * 372 instructions, where with a branch a block (the short last stage's
- * form) they issued 86 to 120 each, every block's epilogue waiting for
- * its own mma (cuda.ptxas checks the run). */
-template <int Bits, int Buf, bool Full>
-GK_DEV void gk_q8b_stage_mul(const gk_q8b_smem<Bits> &sm, int kbs, float (*slot)[2][4]) {
+/* Multiplies stage `Buf` into this group's slots 4 Buf .. 4 Buf + 3:
+ * block kb = 2 i + q of the stage is chunk lane 8 Buf + kb, slot 4 Buf +
+ * i. Every stage whole, the short last one too: its blocks past nb are
+ * zeros in both buffers (W's copy, x's rounding and the records' copy fill
+ * them so), whose products are +0 and leave every lane as it was (a lane
+ * starts at +0 and is never -0: x + -0 and exact cancellations give +0).
+ * So a group's 4 blocks are one straight run of machine code, and ptxas
+ * starts a block's loads and mma under the one before's epilogue (in the
+ * sm_90a cubin, BITS 4, 4 runs of 86 to 120 instructions, each block's
+ * epilogue waiting for its own mma, became one of 343 to 372 in
+ * 2026-12-02's form; cuda.ptxas checks the run). Until 2026-12-03 the
+ * short last stage kept a branch a block, a second copy of the products
+ * in which ptxas 13.0 spilled up to 80 bytes on sm_80 to sm_89. */
+template <int Bits, int Buf>
+GK_DEV void gk_q8b_stage_mul(const gk_q8b_smem<Bits> &sm, float (*slot)[2][4]) {
   typedef gk_q8b_smem<Bits> S;
   constexpr int P = 8 / Bits;
   const uint32_t mask = GK_QMASK(Bits) * 0x01010101u;
@@ -377,52 +382,79 @@ GK_DEV void gk_q8b_stage_mul(const gk_q8b_smem<Bits> &sm, int kbs, float (*slot)
             t = lane % 4;
   /* Operand words t and 4 + t of a block: their code words and shifts. */
   const int u0 = t / P, s0 = Bits * (t % P), u1 = (4 + t) / P, s1 = Bits * ((4 + t) % P);
-  /* Where this lane's W rows start: row g of the fragment (codes), rows 2 t
-   * and 2 t + 1 (heads), in tile 0 of its pair; tile ti is gk_q8b_wrow(8 ti)
-   * words on (8 ti, 16 p: whole runs of WG rows, so the offsets add). */
-  const int og = gk_q8b_wrow<Bits>(16 * p + g), oh = gk_q8b_wrow<Bits>(16 * p + 2 * t);
-  /* A (x's 16 rows of the block) by one ldmatrix: its 4 matrices of 8 rows
-   * by 16 bytes are a0 .. a3 of the fragment (rows 0-7 and 8-15, words 0-3
-   * and 4-7); lane l gives row l % 8 + 8 ((l / 8) % 2), words 4 (l / 16)
-   * on. Rows XS words apart (4 banks): the 8 rows of a matrix in distinct
-   * banks. 4 loads a block before. */
+  /* A is W: rows g and g + 8 of this pair's 16 (rows 16 p + g and 16 p + g
+   * + 8 of the tile), codes and heads, row g + 8 gk_q8b_wrow(8) words after
+   * row g (8 and 16 p: whole runs of WG rows, so the offsets add). B is x,
+   * two tiles of 8 rows: columns 2 t and 2 t + 1 of D are rows 8 ti + 2 t
+   * and 8 ti + 2 t + 1 of x, whose scales lie side by side (one 16-byte
+   * load a tile). So a lane converts the binary16 scales of 2 rows of W a
+   * block; with x as A (2026-12-02: 16 rows of x by 8 of W a tile) it
+   * converted 4, its two columns' rows in each tile, and loaded each row's
+   * head alone: in the sm_90a cubin a stage's products issued 16 HADD2.F32
+   * and 8 LDS a thread more (312 to 372 instructions where they now issue
+   * 244 to 316 with the copies they are scheduled among; BITS 1 to 8). */
+  static_assert((2 * S::WSTAGE + 2 * Q8B_ROWS * S::XS) % 4 == 0 && S::SS % 2 == 0,
+                "x's scales: two rows in one 16-byte load");
+  const int og = gk_q8b_wrow<Bits>(16 * p + g), o8 = gk_q8b_wrow<Bits>(8);
+  /* x's 16 rows of the block by one ldmatrix: its 4 matrices of 8 rows by
+   * 16 bytes are the B fragments b[0], b[1] of tile 0 (rows 0-7, words 0-3
+   * and 4-7), then of tile 1 (rows 8-15); lane l gives row l % 8 + 8 (l /
+   * 16), words 4 ((l / 8) % 2) on. Rows XS words apart (4 banks): the 8
+   * rows of a matrix in distinct banks. */
   const uint16_t *xa =
-      (const uint16_t *)&sm.x[Buf][(lane % 8 + 8 * ((lane / 8) % 2)) * S::XS + 4 * (lane / 16)];
+      (const uint16_t *)&sm.x[Buf][(lane % 8 + 8 * (lane / 16)) * S::XS + 4 * ((lane / 8) % 2)];
 #pragma unroll
   for (int i = 0; i < Q8X_KB / 2; i++) {
     const int kb = 2 * i + q;
-    if (!Full && kb >= kbs) break; /* by whole groups: kb is the group's */
-    uint32_t a[4];
-    gk_ldmatrix_x4(a, xa + 16 * kb);
-    const typename S::scale xr[2] = {sm.s[Buf][kb * S::SS + g], sm.s[Buf][kb * S::SS + g + 8]};
+    uint32_t xb[4];
+    gk_ldmatrix_x4(xb, xa + 16 * kb);
+    const uint32_t *wt = &sm.w[Buf][og + kb * S::BW];
+    const uint32_t a[4] = {(wt[1 + u0] >> s0) & mask, (wt[o8 + 1 + u0] >> s0) & mask,
+                           (wt[1 + u1] >> s1) & mask, (wt[o8 + 1 + u1] >> s1) & mask};
+    /* The scales of this lane's two W rows (rows g and g + 8 of D). */
+    float d[2], mo[2];
+    for (int r = 0; r < 2; r++) {
+      const uint32_t head = wt[r * o8];
+      d[r] = gk_h2f((uint16_t)(head & 0xffffu));
+      mo[r] = gk_h2f((uint16_t)(head >> 16));
+    }
 #pragma unroll
     for (int ti = 0; ti < 2; ti++) {
-      const uint32_t *wt = &sm.w[Buf][gk_q8b_wrow<Bits>(8 * ti) + kb * S::BW];
-      const uint32_t b[2] = {(wt[og + 1 + u0] >> s0) & mask, (wt[og + 1 + u1] >> s1) & mask};
-      /* The scales of this lane's two W rows (columns 2t, 2t + 1 of D). */
-      float d[2], mo[2];
-      for (int c = 0; c < 2; c++) {
-        const uint32_t head = wt[oh + c * S::SEG];
-        d[c] = gk_h2f((uint16_t)(head & 0xffffu));
-        mo[c] = gk_h2f((uint16_t)(head >> 16));
-      }
+      const uint32_t b[2] = {xb[2 * ti], xb[2 * ti + 1]};
+      /* dx, sb of x rows 8 ti + 2 t and + 1 (columns 2t, 2t + 1 of D) */
+      const typename S::scale *xr = &sm.s[Buf][kb * S::SS + 8 * ti + 2 * t];
       int s[4];
-      gk_mma_s8u8_16832(s, a, b, Q8X_MAGIC);
+      gk_mma_u8s8_16832(s, a, b, Q8X_MAGIC);
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         const int r = e >> 1, c = e & 1;
         const float ib = gk_q_f32_from_bits((uint32_t)s[e]) - 12582912.0f; /* exact */
         float &l = slot[4 * Buf + i][ti][e];
-        l = gk_fadd(gk_fadd(l, gk_fmul(ib, gk_fmul(d[c], xr[r].dx))), gk_fmul(mo[c], xr[r].sb));
+        l = gk_fadd(gk_fadd(l, gk_fmul(ib, gk_fmul(d[r], xr[c].dx))), gk_fmul(mo[r], xr[c].sb));
       }
     }
   }
 }
 
+/* Where output e of tile ti of this thread lies in y: row i of x, row j
+ * of W (gk_q8b_stage_mul: D's rows are W's, its columns x's). */
+struct gk_q8b_out {
+  int64_t i, j;
+};
+GK_DEV gk_q8b_out gk_q8b_place(int64_t i0, int64_t j0, int ti, int e) {
+  const int gw = gk_group(), lane = gk_lane(), g = lane / 4, t = lane % 4;
+  return {i0 + 8 * ti + 2 * t + (e & 1), j0 + 16 * (gw / 2) + g + 8 * (e >> 1)};
+}
+
 /* The chunk's end: folds the slots (see the top) and adds the chunk's sums
- * to acc in the even groups, through `scratch` (a stage the ring is done
- * with). Barriers by the whole block. */
-GK_DEV void gk_q8b_fold(float (*slot)[2][4], float (*acc)[4], float *scratch) {
+ * to y's in the even groups (the first chunk to 0), through `scratch` (a
+ * stage the ring is done with). y holds the sums between chunks, which
+ * in registers took 8 a thread across every stage (ptxas 13.0 then spilled
+ * in the tile on sm_80 to sm_90a once W became the mma's A); a chunk is
+ * 16 stages, so it is 8 loads and 8 stores an even thread every ~8000
+ * instructions. Barriers by the whole block. */
+GK_DEV void gk_q8b_fold(float (*slot)[2][4], float *scratch, float *__restrict__ y, int64_t m,
+                        int64_t n, int64_t i0, int64_t j0, bool first) {
   const int gw = gk_group(), p = gw / 2, q = gw % 2;
   float v[2][4];
 #pragma unroll
@@ -444,8 +476,13 @@ GK_DEV void gk_q8b_fold(float (*slot)[2][4], float (*acc)[4], float *scratch) {
   __syncthreads();
   if (!q) /* h = 1, then the chunk's sum into y's */
     for (int ti = 0; ti < 2; ti++)
-      for (int e = 0; e < 4; e++)
-        acc[ti][e] = gk_fadd(acc[ti][e], gk_fadd(v[ti][e], mine[4 * ti + e]));
+      for (int e = 0; e < 4; e++) {
+        const gk_q8b_out o = gk_q8b_place(i0, j0, ti, e);
+        if (o.i < m && o.j < n) {
+          float *to = y + o.i * n + o.j;
+          *to = gk_fadd(first ? 0.0f : *to, gk_fadd(v[ti][e], mine[4 * ti + e]));
+        }
+      }
   __syncthreads(); /* read before the ring writes the stage again */
 }
 
@@ -512,21 +549,17 @@ GK_DEV bool gk_q8b_next(gk_q8b_smem<Bits> &sm, gk_q8x_rec x, const uint32_t *__r
 template <int Bits, int Buf, class X>
 GK_DEV void gk_q8b_step(gk_q8b_smem<Bits> &sm, X x, const uint32_t *__restrict__ w, int64_t m,
                         int64_t n, int64_t k, int64_t nb, int64_t i0, int64_t j0, int64_t s,
-                        float (*slot)[2][4], float (*acc)[4]) {
+                        float (*slot)[2][4], float *__restrict__ y) {
   const int64_t stages = (nb + Q8X_KB - 1) / Q8X_KB;
   const bool ahead = gk_q8b_next<Bits, Buf>(sm, x, w, m, n, k, nb, i0, j0, s, stages);
-  const int64_t left = nb - s * Q8X_KB;
-  if (left >= Q8X_KB) /* every stage but a short last one */
-    gk_q8b_stage_mul<Bits, Buf, true>(sm, Q8X_KB, slot);
-  else
-    gk_q8b_stage_mul<Bits, Buf, false>(sm, (int)left, slot);
+  gk_q8b_stage_mul<Bits, Buf>(sm, slot);
   if (ahead)
     gk_cp_async_wait<1>(); /* W (s + 1); x (s + 2) may stay in flight */
   else
     gk_cp_async_wait<0>();
   __syncthreads(); /* stage s + 1 is in; stage s is read */
   if ((s + 1) % (Q8X_CHUNK / Q8X_KB) == 0 || s + 1 == stages)
-    gk_q8b_fold(slot, acc, (float *)sm.w[Buf]);
+    gk_q8b_fold(slot, (float *)sm.w[Buf], y, m, n, i0, j0, s < Q8X_CHUNK / Q8X_KB);
 }
 
 /* The tile's first stage in (the caller's barrier after it), x as floats:
@@ -570,12 +603,10 @@ GK_DEV_NOINLINE void gk_q8b_tile(gk_q8b_smem<Bits> &sm, X x, const void *__restr
   static_assert(QM_THREADS / GK_GROUP == 2 * (Q8X_COLS / 16), "a pair of groups for 16 rows of W");
   const uint32_t *w32 = (const uint32_t *)w;
   const int64_t nb = k / GK_QBLOCK, stages = (nb + Q8X_KB - 1) / Q8X_KB;
-  float slot[8][2][4], acc[2][4];
+  float slot[8][2][4];
   for (int s = 0; s < 8; s++)
     for (int ti = 0; ti < 2; ti++)
       for (int e = 0; e < 4; e++) slot[s][ti][e] = 0.0f;
-  for (int ti = 0; ti < 2; ti++)
-    for (int e = 0; e < 4; e++) acc[ti][e] = 0.0f;
 
   __syncthreads(); /* the previous tile is done with sm */
   gk_q8b_rows<Bits>(sm, x, w32, m, n, k, nb, i0, j0); /* read past the barrier below */
@@ -584,17 +615,15 @@ GK_DEV_NOINLINE void gk_q8b_tile(gk_q8b_smem<Bits> &sm, X x, const void *__restr
     __syncthreads();
   }
   for (int64_t s = 0; s < stages; s += 2) {
-    gk_q8b_step<Bits, 0>(sm, x, w32, m, n, k, nb, i0, j0, s, slot, acc);
+    gk_q8b_step<Bits, 0>(sm, x, w32, m, n, k, nb, i0, j0, s, slot, y);
     if (s + 1 < stages)
-      gk_q8b_step<Bits, 1>(sm, x, w32, m, n, k, nb, i0, j0, s + 1, slot, acc);
+      gk_q8b_step<Bits, 1>(sm, x, w32, m, n, k, nb, i0, j0, s + 1, slot, y);
   }
-  const int gw = gk_group(), lane = gk_lane(), g = lane / 4, t = lane % 4;
-  if (gw % 2 == 0)
+  if (stages == 0 && gk_group() % 2 == 0) /* k < 32: no chunk, y's sums are 0 */
     for (int ti = 0; ti < 2; ti++)
       for (int e = 0; e < 4; e++) {
-        const int64_t i = i0 + g + 8 * (e >> 1);
-        const int64_t j = j0 + 16 * (gw / 2) + 8 * ti + 2 * t + (e & 1);
-        if (i < m && j < n) y[i * n + j] = acc[ti][e];
+        const gk_q8b_out o = gk_q8b_place(i0, j0, ti, e);
+        if (o.i < m && o.j < n) y[o.i * n + o.j] = 0.0f;
       }
 }
 
