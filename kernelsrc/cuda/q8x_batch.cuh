@@ -391,8 +391,8 @@ GK_DEV void gk_q8b_stage_mul(const gk_q8b_smem<Bits> &sm, float (*slot)[2][4]) {
    * block; with x as A (2026-12-02: 16 rows of x by 8 of W a tile) it
    * converted 4, its two columns' rows in each tile, and loaded each row's
    * head alone: in the sm_90a cubin a stage's products issued 16 HADD2.F32
-   * and 8 LDS a thread more (312 to 372 instructions where they now issue
-   * 244 to 316 with the copies they are scheduled among; BITS 1 to 8). */
+   * and 8 LDS a thread more (312 to 372 instructions; now 244 to 316
+   * besides the next stage's copies, which share their run; BITS 1 to 8). */
   static_assert((2 * S::WSTAGE + 2 * Q8B_ROWS * S::XS) % 4 == 0 && S::SS % 2 == 0,
                 "x's scales: two rows in one 16-byte load");
   const int og = gk_q8b_wrow<Bits>(16 * p + g), o8 = gk_q8b_wrow<Bits>(8);
