@@ -349,7 +349,8 @@ S120_FA="0 0" S120_PA="8 8" S90_FA="4 4"
 #   there (2 stores and 2 loads a warp); BITS 4 up to 6. Its stage still
 #   issues fewer instructions than with x as A (312 against 338 at BITS 1).
 #   With x as A (2026-12-02) only BITS 1 spilled, 8 bytes in the prologue.
-# - sm_86, sm_87, sm_89 at BITS 4: the floats' tile, 4 bytes once a tile.
+# - sm_86, sm_87, sm_89 at BITS 4: the floats' tile, 4 bytes stored once
+#   a tile and reloaded once a stage (one load in ~600 instructions).
 # - sm_100 at BITS 4: 12 bytes in qmatmul_q8x_rec around its call of the
 #   tile; at BITS 2 the qmatmul entry stores 8 bytes at its entry and
 #   reloads them before and after its loops, and at BITS 8 qmatmul_q8x's
