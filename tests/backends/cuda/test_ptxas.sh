@@ -377,7 +377,8 @@ qm_spill() {
 # (qmatmul_q8x at BITS 1 on sm_80 to sm_90a spilled 8 to 16 bytes in the
 # kernel's walk over the batch tiles, around its call of the noinline
 # gk_q8b_tile, from 2026-11-30 until that tile's whole stages copied from
-# its rows in shared memory (2026-12-02): none since, on every target. The
+# its rows in shared memory (2026-12-02): none there since, on every
+# target; what the tile spills since W is the mma's A is qm_spill's. The
 # m = 1 walk, gk_q8x_walk1 with its ring of 8 sets at BITS 1, spilled 16
 # bytes a tile on sm_90 and sm_90a while its loop began at a value read
 # back from shared memory; beginning at gk_walk_rows_start's, none.)
