@@ -20,7 +20,10 @@ and the same for the qmpf experiment's m = 16 qmatmul cases (the m > 1 tile
 with W's L2 prefetch, -DGK_QM_TILE_PF=1) and qmxs's m = 1 and 16 (the m > 1
 tile with x through shared memory, -DGK_QM_TILE_XS=1), and dec6's paged decodes
 (a decode's ring of 6 tiles, -DGK_FA_DEC_STAGES=6; its flash_attention
-decodes are a column of the first table).
+decodes are a column of the first table), and qmload's m = 1 cases (the m = 1
+loops' loads of W alone, -DGK_QM_LOADS_ONLY=1: run.sh times it without
+test_gpu, its y not being qmatmul's), whose share of copy is what each loop's
+loads allow.
 Exit 0 whatever it finds; 2 on bad usage.
 tests/bench/test_experiments.py feeds it numbers of its own.
 """
@@ -183,6 +186,8 @@ AB_EXPERIMENTS = (
     ("qmpf", "qmatmul's m > 1 tile with W's L2 prefetch (qmpf) against the default"),
     ("qmxs", "qmatmul's m > 1 tile with x through shared memory (qmxs) against the default"),
     ("dec6", "A decode's ring of 6 tiles (dec6) against the default"),
+    ("qmload", "The m = 1 loops with W's loads alone (qmload: a diagnosis, no decode or product, "
+               "its y not qmatmul's) against the default: what the loads allow"),
 )
 
 
@@ -190,7 +195,8 @@ def ab_lines(out, report, steps, name, heading):
     """The default image's m = 1 and m = 16 qmatmul cases, qmatmul_q8x_x +
     _mm's, and paged decodes (bench's) against NAME.gkfat's (NAME's step:
     base.gkfat, an earlier commit's kernels; qmpf.gkfat and qmxs.gkfat, the
-    m > 1 tile's experiments; dec6.gkfat, a decode's ring of 6 tiles): the time, its share of the copy
+    m > 1 tile's experiments; dec6.gkfat, a decode's ring of 6 tiles;
+    qmload.gkfat, the m = 1 loops' loads alone): the time, its share of the copy
     bandwidth (weights, or K and V, over the default's copy in the same
     call) and, for the paged decodes, the ratio to SDPA's time (issue 19's
     target: at most 1.2)."""

@@ -8,7 +8,7 @@
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
 #   wgmma5.gkfat, wgmma5b.gkfat, wgmma5t.gkfat, k32.gkfat, dec6.gkfat, q8mb2.gkfat,
-#   qmpf.gkfat, qmxs.gkfat
+#   qmpf.gkfat, qmxs.gkfat, qmload.gkfat
 #                          the experiments, which run.sh tests and times
 #                          beside gpu.gkfat's images (docs/gpu-speed.md
 #                          says what each gave):
@@ -64,6 +64,15 @@
 #                                 (qmatmul.cuh), against the default's
 #                                 m = 16 (and m = 1, whose loop it
 #                                 lengthens by 1 to 3%)
+#                          qmload qmatmul alone (sm_90a),
+#                                 -DGK_QM_LOADS_ONLY=1: a diagnosis, not a
+#                                 kernel (its y is not qmatmul's, so
+#                                 run.sh times it without test_gpu): the
+#                                 m = 1 loops of qmatmul and qmatmul_q8x
+#                                 load W as they do and fold the words
+#                                 instead of decoding and multiplying, so
+#                                 their time is what the loads alone allow
+#                                 (qmatmul.cuh)
 #                          base   qmatmul, flash_attention,
 #                                 paged_attention and kv_append for sm_90a
 #                                 from the recipes and kernels of commit
@@ -92,7 +101,7 @@
 #                          Vulkan with there): the GPU machine has
 #                          NVIDIA's Vulkan driver but no loader
 # $GK_GPU_EXPERIMENTS names the experiments built (default all: wgmma5
-# wgmma5b wgmma5t k32 dec6 q8mb2 qmpf qmxs base); run.sh's step of one not built
+# wgmma5b wgmma5t k32 dec6 q8mb2 qmpf qmxs qmload base); run.sh's step of one not built
 # says SKIP. A
 # short list keeps a prepare after a kernel change short: each attention
 # experiment compiles ~28 images anew.
@@ -100,7 +109,7 @@
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,101p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,110p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -133,7 +142,7 @@ fi
 
 # want NAME: whether experiment NAME is to be built ($GK_GPU_EXPERIMENTS).
 want() {
-  case " ${GK_GPU_EXPERIMENTS:-wgmma5 wgmma5b wgmma5t k32 dec6 q8mb2 qmpf qmxs base} " in
+  case " ${GK_GPU_EXPERIMENTS:-wgmma5 wgmma5b wgmma5t k32 dec6 q8mb2 qmpf qmxs qmload base} " in
     *" $1 "*) return 0 ;;
   esac
   return 1
@@ -232,8 +241,9 @@ fi
 #   q8mb2  the default tile at two blocks an SM (4 stages, 94 KB each)
 #   qmpf   the f32 m > 1 tile with W's L2 prefetch (GK_QM_TILE_PF)
 #   qmxs   the f32 m > 1 tile with x through shared memory (GK_QM_TILE_XS)
+#   qmload the m = 1 loops' loads of W alone (GK_QM_LOADS_ONLY)
 for e in q8mb2:-DGK_Q8M_MIN_BLOCKS=2:96256 qmpf:-DGK_QM_TILE_PF=1:96256 \
-  qmxs:-DGK_QM_TILE_XS=1:96256; do
+  qmxs:-DGK_QM_TILE_XS=1:96256 qmload:-DGK_QM_LOADS_ONLY=1:96256; do
   name=${e%%:*} rest=${e#*:}
   flag=${rest%%:*} shared=${rest#*:}
   want "$name" || continue

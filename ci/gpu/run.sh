@@ -57,13 +57,18 @@
 #   qmxs       gpu-pack/qmxs.gkfat (qmatmul alone, sm_90a,
 #              -DGK_QM_TILE_XS=1: the f32 m > 1 tile with x through shared
 #              memory): test_gpu, then gk_bench_gpu's m = 1 and m = 16 cases
+#   qmload     gpu-pack/qmload.gkfat (qmatmul alone, sm_90a,
+#              -DGK_QM_LOADS_ONLY=1: the m = 1 loops load W as they do and
+#              fold the words, no decode, no product): gk_bench_gpu's m = 1
+#              qmatmul cases alone, no test_gpu (a diagnosis: its y is not
+#              qmatmul's), what each loop's loads allow against its time
 #   compare    ci/gpu/experiments.py: each flash_attention case's TFLOP/s on
 #              every archive whose step passed, against SDPA's, and
 #              qmatmul_q8x_mm's on the default image and q8mb2's against
 #              PyTorch's f16 GEMM, and base's m = 1, m = 16 and paged cases,
 #              dec6's paged decodes,
 #              qmpf's m = 16 and qmxs's m = 1 and 16 against the default
-#              image's (experiments.md)
+#              image's, and qmload's m = 1 beside them (experiments.md)
 #   sass       cuobjdump -res-usage -sass of the sm_90a images of the causal
 #              f16 head_dim-128 flash_attention (gpu.gkfat, wgmma5.gkfat,
 #              wgmma5t.gkfat)
@@ -91,13 +96,13 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,92p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,97p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 work=${GK_GPU_WORK:-/tmp/gk-gpu-work}
 budget=${GK_GPU_BUDGET:-475}
-steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 wgmma5b wgmma5t k32 dec6 base qmpf qmxs compare sass memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 wgmma5b wgmma5t k32 dec6 base qmpf qmxs qmload compare sass memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -198,6 +203,12 @@ step base 100 sh -c "$experiment" sh "$libs" "$pack" "$work" base " m=1 " " m=16
   "attention decode " "bits=4 m=512 "
 step qmpf 45 sh -c "$experiment" sh "$libs" "$pack" "$work" qmpf " m=16 "
 step qmxs 45 sh -c "$experiment" sh "$libs" "$pack" "$work" qmxs " m=1 " " m=16 "
+# A diagnosis (gpu-pack/NAME.gkfat, whose results are not the kernel's): its
+# cases timed without test_gpu.
+# shellcheck disable=SC2016
+diagnosis='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exit 77; }
+  env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" --filter "$5"'
+step qmload 40 sh -c "$diagnosis" sh "$libs" "$pack" "$work" qmload " m=1 "
 step compare 20 python3 "$root/ci/gpu/experiments.py" "$work"
 # The sh -c texts from here on read these from the environment.
 OUTD=$work LIBS=$libs PACK=$pack ARCH=$archive

@@ -414,6 +414,13 @@ GK_DEV void gk_q8x_wload(const uint32_t *const p[Q8X_HROWS], gk_q8x_words<Bits> 
 template <int Bits>
 GK_DEV void gk_q8x_step(const gk_q8x_dsmem &sm, int b, const gk_q8x_words<Bits> &f,
                         float part[Q8X_HROWS]) {
+#if GK_QM_LOADS_ONLY /* qmatmul.cuh: W's words folded, no x */
+  (void)sm, (void)b;
+#pragma unroll
+  for (int r = 0; r < Q8X_HROWS; r++)
+    for (int u = 0; u <= Bits; u++) part[r] = gk_qm_fold(part[r], f.v[r][u]);
+  return;
+#endif
   const int P = 8 / Bits;
   const uint32_t rep = GK_QMASK(Bits) * 0x01010101u;
   /* b's x codes (two 16-byte loads) and scales, read once for the rows;

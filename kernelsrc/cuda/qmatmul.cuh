@@ -73,6 +73,24 @@
 #define GK_QM_TILE_XS 0
 #endif
 #define QM_XS_STAGES 3 /* gk_qmatmul_tile_xs: steps of x in shared memory */
+/* A diagnosis, not a kernel (ci/gpu/prepare.sh's qmload; off in the
+ * recipes, and its y is not qmatmul's): with GK_QM_LOADS_ONLY the m = 1
+ * loops of every entry (gk_qmatmul_vec, gk_qmb_vec, gk_q8x_vec) load W's
+ * words as they do, the same loads in flight, and fold each into their
+ * sums' bits (gk_qm_fold, an xor) instead of decoding and multiplying,
+ * and read no x in them (what a block does around them, x's copy or
+ * rounding included, stays): how fast each loop's access pattern of W
+ * goes with next to nothing else issued, against the copy bandwidth.
+ * cuda.ptxas holds its trips to the kernel's loads. On an H200
+ * (2026-11-30) qmatmul at m = 1 reached 0.66 of copy at BITS 4 and
+ * qmatmul_q8x 0.87: the profiles say issue and L2, and this says which
+ * of the two a loop's loads alone leave room for. */
+#ifndef GK_QM_LOADS_ONLY
+#define GK_QM_LOADS_ONLY 0
+#endif
+GK_DEV float gk_qm_fold(float a, uint32_t w) {
+  return gk_q_f32_from_bits(gk_q_f32_to_bits(a) ^ w);
+}
 
 /*
  * Where lane s's octet of a block lies: QM_HALVES 16-bit halves of code
@@ -203,6 +221,17 @@ GK_DEV void gk_qm_vec_load(const gk_qm_vec<Bits> &v, gk_qm_words<Bits> &f, int a
 template <int Bits>
 GK_DEV void gk_qm_vec_step(gk_qm_vec<Bits> &v, const gk_qm_words<Bits> &f,
                            float acc[QM_WROWS]) {
+#if GK_QM_LOADS_ONLY
+#pragma unroll
+  for (int r = 0; r < QM_WROWS; r++) {
+    acc[r] = gk_qm_fold(acc[r], f.head[r]);
+    for (int u = 0; u < gk_qm_octet<Bits>::WORDS; u++) acc[r] = gk_qm_fold(acc[r], f.c[r][u]);
+    v.p[r] += gk_qm_vec<Bits>::SW;
+    v.q[r] += gk_qm_vec<Bits>::SW;
+  }
+  v.xp += QM_STEP * GK_QBLOCK;
+  return;
+#endif
   const float4 a = ((const float4 *)v.xp)[0], c = ((const float4 *)v.xp)[1];
   const float xv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
 #pragma unroll
@@ -253,6 +282,9 @@ GK_DEV void gk_qmatmul_vec(const float *__restrict__ x, const void *__restrict__
   gk_qm_words<Bits> a, c;
   int i = 0;
   if (steps > 0) gk_qm_vec_load(v, a, 0);
+#if GK_QM_LOADS_ONLY
+#pragma unroll 1 /* the loads in flight as the kernel has them (nvcc unrolls the bare loop) */
+#endif
   for (; i + 2 < steps; i += 2) {
     gk_qm_vec_load(v, c, V::SW);
     if (i < pf_steps) gk_prefetch_l2(pf);

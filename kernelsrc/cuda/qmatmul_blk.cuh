@@ -121,6 +121,13 @@ GK_DEV uint32_t gk_qmb_run(const uint32_t *c, int t) {
 template <int Bits>
 GK_DEV void gk_qmb_vec_step(const uint32_t (*f)[1 + Bits], const float *xs,
                             float acc[QM_WROWS]) {
+#if GK_QM_LOADS_ONLY /* qmatmul.cuh: W's words folded, no x */
+  (void)xs;
+#pragma unroll
+  for (int r = 0; r < QM_WROWS; r++)
+    for (int u = 0; u <= Bits; u++) acc[r] = gk_qm_fold(acc[r], f[r][u]);
+  return;
+#endif
   float xv[GK_QBLOCK];
 #pragma unroll
   for (int u = 0; u < GK_QBLOCK / 4; u++) {
@@ -215,6 +222,9 @@ GK_DEV void gk_qmb_vec(gk_qmb_smem &sm, const float *__restrict__ x, const void 
       }
       const float *xs = sm.xs + lane * QMB_PAD;
       int i = 0;
+#if GK_QM_LOADS_ONLY
+#pragma unroll 1 /* the loads in flight as the kernel has them (qmatmul.cuh) */
+#endif
       for (; i + 2 < steps; i += 2) {
         gk_qmb_vec_load<Bits>(p, SW, b);
         if (QMB_AHEAD(Bits) && sg + i < pf_steps) gk_prefetch_l2(pf);

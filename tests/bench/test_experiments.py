@@ -193,8 +193,23 @@ with tempfile.TemporaryDirectory() as out:
           "dec6's paged row:\n" + dec6)
     check("| entry |" not in dec6, "a qmatmul table for dec6:\n" + dec6)
 
+    # qmload (a diagnosis, timed without test_gpu): the m = 1 cases with W's
+    # loads alone, faster than the kernels; no m = 16 or paged row of its.
+    check("- `qmload`: not run; not compared." in text, "qmload not reported as not run:\n" + text)
+    rc, text = step(out, "qmload", "ok, 12 s",
+                    dict(qmatmul=[dict(qm(1, 1.0, entry="qmatmul_q8x"), n=32768, us=46.2),
+                                  dict(qm(1, 1.0, entry="qmatmul"), n=32768, us=42.0)]))
+    check(rc == 0, "exit %d with qmload" % rc)
+    qmload = text.split("W's loads alone (qmload")[-1]
+    check("| qmatmul | 4 | 1 x 32768 x 8192 | 60.0 (0.70) | 42.0 (1.00) | 0.70 |" in qmload,
+          "qmload's qmatmul row:\n" + qmload)
+    check("| qmatmul_q8x | 4 | 1 x 32768 x 8192 | 50.0 (0.84) | 46.2 (0.91) | 0.92 |" in qmload,
+          "qmload's qmatmul_q8x row:\n" + qmload)
+    check("16 x 32768" not in qmload and "| 64 |" not in qmload,
+          "a case qmload lacks in its table:\n" + qmload)
+
 print("%d failure(s)" % failures if failures else "ok: experiments.py compares the attention "
       "experiments (one timed, prefill and decode; one failed), an empty OUT, qmatmul_q8x_mm's "
       "(not run; failed, then timed), the base commit's m = 1, 16 and 512 and paged cases, and "
-      "qmpf's m = 16 (qmxs failed: not compared), and dec6's decodes")
+      "qmpf's m = 16 (qmxs failed: not compared), dec6's decodes and qmload's m = 1 loads")
 sys.exit(1 if failures else 0)

@@ -404,6 +404,53 @@ for b in 4 8; do
   SPILL_OK=${ok:-0 0} check sm_90a qmatmul -DBITS=$b -DGK_QM_TILE_PF=1
   check sm_90a qmatmul -DBITS=$b -DGK_QM_TILE_XS=1
 done
+# qmload (-DGK_QM_LOADS_ONLY=1: the m = 1 loops' loads of W alone, a
+# diagnosis whose y is not qmatmul's): it must load what the kernel loads
+# and issue little else, or its time says nothing of the kernel's loads.
+# qmatmul's m = 1 trip: one straight run of 2 steps x 4 rows x the words a
+# lane loads of a row a step (the header and 1 code word at BITS 1 and 4,
+# 2 at BITS 2 and 8), no fmaf, within 5 instructions a load (ptxas 13.0:
+# 49, 62, 64 and 75 for 16, 24, 16, 24: nvcc unrolled the bare loop 2 to
+# 4 times, more loads in flight, until GK_QM_LOADS_ONLY kept it rolled);
+# qmatmul_q8x's: a run of the ring's loads (Sets x 4 rows x 1 + BITS words;
+# at BITS 8 a step's, its two steps in two runs) without dp4a, within 4 a
+# load. At BITS 8 the m = 1 walks spill 4 to 48 bytes once a chunk (ptxas
+# 13.0; none in their trips).
+qm_loads_only() {
+  mix_check "$1" qmatmul <<'PY'
+import json, sys
+bits, mix = int(sys.argv[1]), json.load(open(sys.argv[2]))
+loads = 2 * 4 * (3 if bits in (2, 8) else 2)
+runs = [r for r in mix["runs"] if r["mix"].get("LDG", 0) == loads and not r["mix"].get("FFMA")]
+what = f"qmatmul.cu sm_90a -DBITS={bits} -DGK_QM_LOADS_ONLY=1: qmatmul's m = 1 trip"
+if not runs or min(r["length"] for r in runs) > 5 * loads:
+    print(f"FAIL: {what}: no straight run of {loads} loads without fmaf within {5 * loads} "
+          "instructions; runs with loads: " + "; ".join(
+              f"{r['length']} with {r['mix']['LDG']}" for r in mix["runs"] if r["mix"].get("LDG", 0) >= 8))
+    sys.exit(1)
+print(f"ok: {what}: {min(r['length'] for r in runs)} instructions for {loads} loads")
+PY
+  mix_check "$1" qmatmul_q8x <<'PY'
+import json, sys
+bits, mix = int(sys.argv[1]), json.load(open(sys.argv[2]))
+sets = {1: 8, 2: 4}.get(bits, 2)
+loads = sets * 4 * (1 + bits) // (2 if bits == 8 else 1)
+runs = [r for r in mix["runs"] if r["mix"].get("LDG", 0) == loads and not r["mix"].get("IDP4A")
+        and r["length"] <= 4 * loads]
+what = f"qmatmul.cu sm_90a -DBITS={bits} -DGK_QM_LOADS_ONLY=1: qmatmul_q8x's m = 1 trip"
+if not runs:
+    print(f"FAIL: {what}: no straight run of {loads} loads without dp4a within {4 * loads} "
+          "instructions; runs with loads: " + "; ".join(
+              f"{r['length']} with {r['mix']['LDG']}" for r in mix["runs"] if r["mix"].get("LDG", 0) >= 8))
+    sys.exit(1)
+print(f"ok: {what}: {max(r['length'] for r in runs)} instructions for {loads} loads")
+PY
+}
+for b in 1 2 4 8; do
+  ok=; [ $b = 8 ] && ok="48 48"
+  SPILL_OK=${ok:-0 0} check sm_90a qmatmul -DBITS=$b -DGK_QM_LOADS_ONLY=1
+  [ -f "$T/out.cubin" ] && qm_loads_only $b
+done
 # The other targets the recipes ship by default (recipes/toolchains/nvcc.lua):
 # each kernel file once or per BITS, no bound on the loops; qmatmul's
 # ceilings are qm_spill's (above).
@@ -419,4 +466,4 @@ for a in sm_86 sm_87 sm_89 sm_90 sm_100 sm_120; do
   SPILL_OK=${ok:-0 0} check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=128 -DPAGE=64
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n images (16 sm_90a wgmma attention, 28 warp-specialized (4 of them loading by TMA), 27 default, 8 sm_90a as shipped, 4 of ci/gpu's qmatmul experiments, 42 of the other shipped targets): no serialized wgmma, no compiler-inserted arrive, no spills but the known ceilings (sm_90a's head_dim-128 attention, sm_90's head_dim-128 flash_attention, sm_120's head_dim-128 paged_attention, qmatmul's on sm_80 to sm_89, sm_100 and sm_120 (qm_spill: the int8 batch tile, the m = 1 walks), the qmpf experiment's BITS 8); qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip, the int8 batch stage and qmatmul_q8x_mm's trip within their bounds"
+echo "ok: $n images (16 sm_90a wgmma attention, 28 warp-specialized (4 of them loading by TMA), 27 default, 8 sm_90a as shipped, 8 of ci/gpu's qmatmul experiments, 42 of the other shipped targets): no serialized wgmma, no compiler-inserted arrive, no spills but the known ceilings (sm_90a's head_dim-128 attention, sm_90's head_dim-128 flash_attention, sm_120's head_dim-128 paged_attention, qmatmul's on sm_80 to sm_89, sm_100 and sm_120 (qm_spill: the int8 batch tile, the m = 1 walks), the qmpf and qmload experiments' BITS 8); qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip, the int8 batch stage and qmatmul_q8x_mm's trip within their bounds, qmload's trips the kernel's loads"
