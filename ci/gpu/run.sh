@@ -204,10 +204,11 @@ step base 100 sh -c "$experiment" sh "$libs" "$pack" "$work" base " m=1 " " m=16
 step qmpf 45 sh -c "$experiment" sh "$libs" "$pack" "$work" qmpf " m=16 "
 step qmxs 45 sh -c "$experiment" sh "$libs" "$pack" "$work" qmxs " m=1 " " m=16 "
 # A diagnosis (gpu-pack/NAME.gkfat, whose results are not the kernel's): its
-# cases timed without test_gpu.
+# cases timed without test_gpu; SKIP where the bench found no GPU.
 # shellcheck disable=SC2016
 diagnosis='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exit 77; }
-  env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" --filter "$5"'
+  env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" --filter "$5" || exit
+  if grep -q "\"skipped\"" "$3/$4-bench.json"; then echo "SKIP: no GPU (gk_bench_gpu)"; exit 77; fi'
 step qmload 40 sh -c "$diagnosis" sh "$libs" "$pack" "$work" qmload " m=1 "
 step compare 20 python3 "$root/ci/gpu/experiments.py" "$work"
 # The sh -c texts from here on read these from the environment.
