@@ -23,7 +23,10 @@ tile with x through shared memory, -DGK_QM_TILE_XS=1), and dec6's paged decodes
 decodes are a column of the first table), and qmload's m = 1 cases (the m = 1
 loops' loads of W alone, -DGK_QM_LOADS_ONLY=1: run.sh times it without
 test_gpu, its y not being qmatmul's), whose share of copy is what each loop's
-loads allow.
+loads allow. The prefill diagnoses (wsnosoft: wgmma5's prefill without
+softmax, -DGK_FA_ABLATE=1; wsbare: without the producer's copies too, 3; timed
+without test_gpu) are columns of the first table, never its fastest, and a
+line a prefill case sets them beside wgmma5's: what holds it.
 Exit 0 whatever it finds; 2 on bad usage.
 tests/bench/test_experiments.py feeds it numbers of its own.
 """
@@ -33,6 +36,8 @@ import re
 import sys
 
 EXPERIMENTS = ("wgmma5", "wgmma5b", "wgmma5t", "k32", "dec6")
+# Diagnoses of wgmma5's prefill (GK_FA_ABLATE): columns, never the fastest.
+DIAGNOSES = (("wsnosoft", "without softmax"), ("wsbare", "without softmax and copies"))
 PAIR = "qmatmul_q8x_x+mm"  # gk_bench_gpu's name for the int8 prefill, timed from x
 
 
@@ -83,7 +88,7 @@ def main():
     cases, cols = {}, ["default"]
     for c in report["flash_attention"]:
         cases.setdefault(key(c), {})["default"] = c
-    for name in EXPERIMENTS:
+    for name in EXPERIMENTS + tuple(n for n, _ in DIAGNOSES):
         data, why = timed(out, steps, name)
         if why:
             lines.append(why)
@@ -104,7 +109,8 @@ def main():
                                             " bf16" if dt == "bf16" else "")
         s = sdpa.get(name)
         row = cases[k]
-        best = max(row, key=lambda n: row[n]["tflops"])
+        real = [n for n in row if n not in dict(DIAGNOSES)] or list(row)
+        best = max(real, key=lambda n: row[n]["tflops"])
         best_of[k] = (best, row[best]["tflops"] / s["tflops"] if s else None)
         cells = []
         for col in cols:
@@ -123,10 +129,36 @@ def main():
             lines.append("- D = %d, causal %d: fastest `%s`%s." % (
                 k[1], k[2], best, ", %.2fx SDPA (issue 19: 0.9x with the sm_90a image)" % ratio
                 if ratio is not None else ""))
+    lines += diagnosis_lines(cases)
     lines += q8m_lines(out, report, steps)
     for name, heading in AB_EXPERIMENTS:
         lines += ab_lines(out, report, steps, name, heading)
     return finish(out, lines)
+
+
+def diagnosis_lines(cases):
+    """For each f16 prefill at 4096 x 4096 that wgmma5 and a diagnosis
+    timed: wgmma5's TFLOP/s and each diagnosis's over it, and what the
+    three together say holds wgmma5's prefill."""
+    lines = []
+    for k in sorted(cases):
+        row = cases[k]
+        if k[0] != "prefill" or k[3] != "f16" or k[4] != 4096 or k[5] != 4096:
+            continue
+        if "wgmma5" not in row or not any(n in row for n, _ in DIAGNOSES):
+            continue
+        full = row["wgmma5"]["tflops"]
+        parts = ["%s (`%s`) %.1f, %.2fx" % (what, n, row[n]["tflops"], row[n]["tflops"] / full)
+                 for n, what in DIAGNOSES if n in row]
+        lines.append("- wgmma5's prefill, D = %d, causal %d: %.1f TFLOP/s; %s." % (
+            k[1], k[2], full, "; ".join(parts)))
+    if lines:
+        lines = ["", "What holds wgmma5's prefill (the diagnoses leave parts of its work out; "
+                 "their o is not attention's): if `wsbare` is about as fast as wgmma5, the "
+                 "schedule itself (its barriers, turns and wgmma issue); else if `wsnosoft` "
+                 "is, the copies; else if `wsnosoft` is about as fast as `wsbare`, the "
+                 "softmax; between those, both.", ""] + lines
+    return lines
 
 
 # The qmatmul_q8x_mm experiments (ci/gpu/prepare.sh), each against the

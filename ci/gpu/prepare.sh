@@ -7,8 +7,8 @@
 #                          images for $GK_GPU_TARGETS (default sm_80, sm_90,
 #                          sm_90a and compute_75 PTX) and, when glslang and
 #                          spirv-val are here, vulkan images
-#   wgmma5.gkfat, wgmma5b.gkfat, wgmma5t.gkfat, k32.gkfat, dec6.gkfat, q8mb2.gkfat,
-#   qmpf.gkfat, qmxs.gkfat, qmload.gkfat
+#   wgmma5.gkfat, wgmma5b.gkfat, wgmma5t.gkfat, wsnosoft.gkfat, wsbare.gkfat,
+#   k32.gkfat, dec6.gkfat, q8mb2.gkfat, qmpf.gkfat, qmxs.gkfat, qmload.gkfat
 #                          the experiments, which run.sh tests and times
 #                          beside gpu.gkfat's images (docs/gpu-speed.md
 #                          says what each gave):
@@ -35,6 +35,16 @@
 #                                 128-byte swizzle, tensor maps it builds
 #                                 on the device), the consumers wait on
 #                                 mbarriers: shared 213632
+#                          wsnosoft, wsbare flash_attention alone, as wgmma5
+#                                 with -DGK_FA_ABLATE=1 and 3: diagnoses,
+#                                 not kernels (their o is not attention's,
+#                                 so run.sh times them without test_gpu):
+#                                 wgmma5's prefill without softmax (P is S
+#                                 rounded), and without the producer's
+#                                 copies of K and V too, so that the time
+#                                 of each beside wgmma5's says what holds
+#                                 it: the softmax, the copies or the
+#                                 schedule itself (gk_gpu.cuh)
 #                          k32    the same kernels for sm_90 (not sm_90a):
 #                                 the mma.sync prefill on tiles of 32 keys
 #                                 that every target but sm_90a runs, where
@@ -101,15 +111,15 @@
 #                          Vulkan with there): the GPU machine has
 #                          NVIDIA's Vulkan driver but no loader
 # $GK_GPU_EXPERIMENTS names the experiments built (default all: wgmma5
-# wgmma5b wgmma5t k32 dec6 q8mb2 qmpf qmxs qmload base); run.sh's step of one not built
-# says SKIP. A
-# short list keeps a prepare after a kernel change short: each attention
-# experiment compiles ~28 images anew.
+# wgmma5b wgmma5t wsnosoft wsbare k32 dec6 q8mb2 qmpf qmxs qmload base);
+# run.sh's step of one not built says SKIP. A short list keeps a prepare
+# after a kernel change short: each attention experiment compiles ~28
+# images anew (a diagnosis 12).
 # Images are compiled through the test cache (GK_TEST_CACHE of BUILD_DIR's
 # CMakeCache.txt), so what the test fixtures built is not compiled again.
 # Prints the pack's size and fails above 64 MiB, what a device call carries.
 set -eu
-case ${1:-} in -h|--help) sed -n '2,110p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,120p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 pack=$root/gpu-pack
@@ -142,7 +152,7 @@ fi
 
 # want NAME: whether experiment NAME is to be built ($GK_GPU_EXPERIMENTS).
 want() {
-  case " ${GK_GPU_EXPERIMENTS:-wgmma5 wgmma5b wgmma5t k32 dec6 q8mb2 qmpf qmxs qmload base} " in
+  case " ${GK_GPU_EXPERIMENTS:-wgmma5 wgmma5b wgmma5t wsnosoft wsbare k32 dec6 q8mb2 qmpf qmxs qmload base} " in
     *" $1 "*) return 0 ;;
   esac
   return 1
@@ -176,10 +186,12 @@ exp_flag() {
 # for sm_90a takes FLAG instead of its own and, where BLOCK is given, the
 # launches take blocks of BLOCK threads on query blocks of 128 rows, and
 # SHARED bytes of dynamic shared memory where given. FLAG may be several,
-# separated by spaces.
+# separated by spaces. The diagnoses (ws*) build flash_attention alone.
 w5=-DGK_FA_WGMMA=4:384:212992
 for e in "wgmma5:sm_90a:$w5:" "wgmma5b:sm_90a:$w5:${GK_GPU_WGMMA5_BASE:-c44b9bf}" \
-  "wgmma5t:sm_90a:-DGK_FA_WGMMA=4 -DGK_FA_TMA=1:384:213632:" k32:sm_90::::; do
+  "wgmma5t:sm_90a:-DGK_FA_WGMMA=4 -DGK_FA_TMA=1:384:213632:" \
+  "wsnosoft:sm_90a:-DGK_FA_WGMMA=4 -DGK_FA_ABLATE=1:384:212992:" \
+  "wsbare:sm_90a:-DGK_FA_WGMMA=4 -DGK_FA_ABLATE=3:384:212992:" k32:sm_90::::; do
   name=${e%%:*} rest=${e#*:}
   target=${rest%%:*} rest=${rest#*:}
   flag=${rest%%:*} rest=${rest#*:}
@@ -208,8 +220,10 @@ for e in "wgmma5:sm_90a:$w5:" "wgmma5b:sm_90a:$w5:${GK_GPU_WGMMA5_BASE:-c44b9bf}
     grep -q "launch  = cuda_launch($shared)," "$f" ||
       { echo "ci/gpu/prepare.sh: could not give flash_attention.lua shared = $shared" >&2; exit 1; }
   fi
-  "$build/gk" build --recipes "$exp/recipes" --backend cuda --kernel flash_attention \
-    --kernel paged_attention --kernel kv_append --targets "cuda=$target" \
+  kernels="--kernel flash_attention --kernel paged_attention --kernel kv_append"
+  case $name in ws*) kernels="--kernel flash_attention" ;; esac
+  # shellcheck disable=SC2086 # $kernels is a list of options
+  "$build/gk" build --recipes "$exp/recipes" --backend cuda $kernels --targets "cuda=$target" \
     --cache "${cache:-$build/test-cache}" --out "$exp/images" >&2
   "$build/gk" pack "$exp/images" -o "$pack/$name.gkfat" >&2
 done

@@ -31,6 +31,13 @@
 #   wgmma5t    the same for gpu-pack/wgmma5t.gkfat (wgmma5 with its
 #              producer loading by TMA, maps built on the device), the
 #              prefill cases alone
+#   wsnosoft   gpu-pack/wsnosoft.gkfat (wgmma5's flash_attention with
+#              -DGK_FA_ABLATE=1: its prefill without softmax, P the scores
+#              rounded): gk_bench_gpu's prefill cases alone, no test_gpu (a
+#              diagnosis: its o is not attention's)
+#   wsbare     the same for gpu-pack/wsbare.gkfat (-DGK_FA_ABLATE=3: without
+#              softmax and without the producer's copies of K and V): with
+#              wsnosoft, what holds wgmma5's prefill (experiments.md)
 #   k32        the same for gpu-pack/k32.gkfat (the attention kernels for
 #              sm_90: the mma.sync prefill on the 32-key tiles of every
 #              target but sm_90a, whose image takes 64)
@@ -63,7 +70,8 @@
 #              qmatmul cases alone, no test_gpu (a diagnosis: its y is not
 #              qmatmul's), what each loop's loads allow against its time
 #   compare    ci/gpu/experiments.py: each flash_attention case's TFLOP/s on
-#              every archive whose step passed, against SDPA's, and
+#              every archive whose step passed, against SDPA's (and the
+#              diagnoses' prefills beside wgmma5's), and
 #              qmatmul_q8x_mm's on the default image and q8mb2's against
 #              PyTorch's f16 GEMM, and base's m = 1, m = 16 and paged cases,
 #              dec6's paged decodes,
@@ -96,13 +104,13 @@
 # Our binaries get gpu-pack/lib on LD_LIBRARY_PATH; PyTorch, nvidia-smi and
 # ncu do not. Exit 0 when every step that ran passed or skipped, else 1.
 set -u
-case ${1:-} in -h|--help) sed -n '2,97p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,105p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pack=${GK_GPU_PACK:-$root/gpu-pack}
 out=${OUT:-$root/gpu-out}
 work=${GK_GPU_WORK:-/tmp/gk-gpu-work}
 budget=${GK_GPU_BUDGET:-475}
-steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 wgmma5b wgmma5t k32 dec6 base qmpf qmxs qmload compare sass memcheck racecheck ncu vulkan}
+steps=${GK_GPU_STEPS:-smi probe test bench probes wgmma5 wgmma5b wgmma5t wsnosoft wsbare k32 dec6 base qmpf qmxs qmload compare sass memcheck racecheck ncu vulkan}
 archive=$pack/gpu.gkfat
 test_gpu=$pack/tests/gpu/test_gpu
 libs="LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -195,6 +203,14 @@ experiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exi
 step wgmma5 60 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5 "flash_attention "
 step wgmma5b 50 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5b "flash_attention prefill "
 step wgmma5t 50 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5t "flash_attention prefill "
+# A diagnosis (gpu-pack/NAME.gkfat, whose results are not the kernel's): its
+# cases timed without test_gpu; SKIP where the bench found no GPU.
+# shellcheck disable=SC2016
+diagnosis='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exit 77; }
+  env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" --filter "$5" || exit
+  if grep -q "\"skipped\"" "$3/$4-bench.json"; then echo "SKIP: no GPU (gk_bench_gpu)"; exit 77; fi'
+step wsnosoft 30 sh -c "$diagnosis" sh "$libs" "$pack" "$work" wsnosoft "flash_attention prefill "
+step wsbare 30 sh -c "$diagnosis" sh "$libs" "$pack" "$work" wsbare "flash_attention prefill "
 step k32 60 sh -c "$experiment" sh "$libs" "$pack" "$work" k32 "flash_attention "
 step dec6 45 sh -c "$experiment" sh "$libs" "$pack" "$work" dec6 "flash_attention decode " \
   "paged_attention decode "
@@ -203,12 +219,6 @@ step base 100 sh -c "$experiment" sh "$libs" "$pack" "$work" base " m=1 " " m=16
   "attention decode " "bits=4 m=512 "
 step qmpf 45 sh -c "$experiment" sh "$libs" "$pack" "$work" qmpf " m=16 "
 step qmxs 45 sh -c "$experiment" sh "$libs" "$pack" "$work" qmxs " m=1 " " m=16 "
-# A diagnosis (gpu-pack/NAME.gkfat, whose results are not the kernel's): its
-# cases timed without test_gpu; SKIP where the bench found no GPU.
-# shellcheck disable=SC2016
-diagnosis='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exit 77; }
-  env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" --filter "$5" || exit
-  if grep -q "\"skipped\"" "$3/$4-bench.json"; then echo "SKIP: no GPU (gk_bench_gpu)"; exit 77; fi'
 step qmload 40 sh -c "$diagnosis" sh "$libs" "$pack" "$work" qmload " m=1 "
 step compare 20 python3 "$root/ci/gpu/experiments.py" "$work"
 # The sh -c texts from here on read these from the environment.

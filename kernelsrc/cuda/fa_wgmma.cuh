@@ -663,8 +663,9 @@ GK_DEV void gk_fa_wo_full(gk_fa_smem<D> &sm, bool tma, unsigned &ph, int b, int 
   gk_bar_sync<FA_WS_SIGNAL>((b < 2 ? FA_WO_FULL_K + 2 * b : FA_WO_FULL_V + 2 * (b - 2)) + w);
 }
 
-/* The producer's part of query rows [row0, row0 + 128), overlapped. */
-template <int Causal, int D, int OV, class KV, int TMA = 0>
+/* The producer's part of query rows [row0, row0 + 128), overlapped. ABL:
+ * Dt::ablate (GK_FA_ABLATE's bit 2: the copies left out, a diagnosis). */
+template <int Causal, int D, int OV, class KV, int TMA = 0, int ABL = 0>
 GK_DEV void gk_fa_wo_produce(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t sq,
                              int64_t row0) {
   typedef gk_fa_wo<D, OV, Causal> W;
@@ -681,15 +682,18 @@ GK_DEV void gk_fa_wo_produce(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_
     }
   }
 #endif
+  constexpr bool COPY = !(ABL & 2);
   for (int j = 0; j < tiles; j++) {
     const int st = (int)(j & 1);
     if (j >= 2) gk_bar_sync<FA_WS_THREADS>(FA_WO_EMPTY_K + st); /* S of tile j - 2 done */
-    gk_fa_wg_load<D, FA_THREADS, KV, uint16_t, KEYS, true, (bool)W::SW>(W::k(sm, st), kv.k, kv, hk,
-                                                                 (int64_t)j * KEYS, tid);
+    if (COPY)
+      gk_fa_wg_load<D, FA_THREADS, KV, uint16_t, KEYS, true, (bool)W::SW>(
+          W::k(sm, st), kv.k, kv, hk, (int64_t)j * KEYS, tid);
     gk_cp_async_commit();
     if (j >= 2) gk_bar_sync<FA_WS_THREADS>(FA_WO_EMPTY_V + st); /* P V of tile j - 2 done */
-    gk_fa_wg_load<D, FA_THREADS, KV, uint16_t, KEYS, true, (bool)W::SW>(W::v(sm, st), kv.v, kv, hk,
-                                                                 (int64_t)j * KEYS, tid);
+    if (COPY)
+      gk_fa_wg_load<D, FA_THREADS, KV, uint16_t, KEYS, true, (bool)W::SW>(
+          W::v(sm, st), kv.v, kv, hk, (int64_t)j * KEYS, tid);
     gk_cp_async_commit();
     if (j >= 1) gk_fa_ws_landed<1>(FA_WO_FULL_V + 2 * (st ^ 1)); /* V(j - 1), */
     gk_fa_ws_landed<1>(FA_WO_FULL_K + 2 * st);                   /* K(j) */
@@ -710,14 +714,17 @@ GK_DEV void gk_fa_wo_p(bool work, const float (*s)[4], uint32_t (*pa)[4]) {
 }
 
 /* The softmax of the first tile, its output rescale (of zeros: the same
- * bits as gk_fa_softmax's) and its P. */
+ * bits as gk_fa_softmax's) and its P; without softmax (GK_FA_ABLATE's bit
+ * 1, a diagnosis), P alone, of the scores as they are. */
 template <int Causal, int D, class H, int KEYS>
 GK_DEV void gk_fa_wo_softmax(bool work, float (*s)[4], int64_t kb, int64_t skv, int64_t sq,
                              const int64_t qpos[2], float sl, gk_fa_state<D> &st,
                              uint32_t (*pa)[4]) {
-  float alpha[2] = {1.0f, 1.0f};
-  if (work) gk_fa_softmax_p<Causal, D, KEYS / 8>(s, kb, skv, sq, qpos, sl, st, alpha);
-  gk_fa_rescale<D>(st, alpha);
+  if (!(H::ablate & 1)) {
+    float alpha[2] = {1.0f, 1.0f};
+    if (work) gk_fa_softmax_p<Causal, D, KEYS / 8>(s, kb, skv, sq, qpos, sl, st, alpha);
+    gk_fa_rescale<D>(st, alpha);
+  }
   gk_fa_wo_p<H, KEYS>(work, s, pa);
 }
 
@@ -729,6 +736,7 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   constexpr int OV = H::ws_overlap;
   typedef gk_fa_wo<D, OV, Causal> W;
   constexpr int KEYS = W::KEYS;
+  constexpr bool NOSOFT = H::ablate & 1; /* GK_FA_ABLATE: a diagnosis */
   const int64_t skv = kv.n;
   gk_fa_ws_rows<D> c;
   gk_fa_state<D> st;
@@ -791,11 +799,11 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
     if (j + 2 < c.tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WO_EMPTY_K + cs);
     float alpha[2] = {1.0f, 1.0f};
     const bool work = j * KEYS < c.mine;
-    if (work)
+    if (work && !NOSOFT)
       gk_fa_softmax_p<Causal, D, KEYS / 8>(s, j * KEYS, skv, sq, c.qpos, c.sl, st, alpha);
     gk_wgmma_wait<0>(); /* P V */
     if (j + 1 < c.tiles) gk_bar_arrive<FA_WS_THREADS>(FA_WO_EMPTY_V + (cs ^ 1));
-    gk_fa_rescale<D>(st, alpha);
+    if (!NOSOFT) gk_fa_rescale<D>(st, alpha);
     gk_fa_wo_p<H, KEYS>(work, s, pa);
   }
   /* Step `tiles`: P V of the last tile alone. */
@@ -814,6 +822,9 @@ GK_DEV void gk_fa_wo_consume(gk_fa_smem<D> &sm, const uint16_t *q, const KV &kv,
   }
 #endif
   if (GK_FA_WS_PINGPONG && c.w == 0) gk_bar_arrive<FA_WS_SIGNAL>(FA_WO_TURN + 1);
+  /* Without softmax, no sums: o is 1/4 of the products' sums (a lane's
+   * part of each row's sum 1, gk_fa_row_sum over its quad). */
+  if (NOSOFT) st.l[0] = st.l[1] = 1.0f;
   gk_fa_mma_store<D, H>(o, c.rows, st);
 }
 

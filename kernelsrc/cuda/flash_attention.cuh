@@ -463,12 +463,12 @@ GK_DEV void gk_fa_walk(const typename Dt::elem *q, const KV &kv, typename Dt::el
 
 /* The producer's side, overlapped (OV 1 or 2, gk_fa_wo) or not (as
  * gk_fa_ws_consumer). */
-template <int Causal, int D, class KV, int OV, int TMA>
+template <int Causal, int D, int ABL, class KV, int OV, int TMA>
 GK_DEV void gk_fa_ws_producer(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t sq,
                               int64_t row0, gk_int<OV>, gk_int<TMA>) {
-  gk_fa_wo_produce<Causal, D, OV, KV, TMA>(sm, kv, hk, sq, row0);
+  gk_fa_wo_produce<Causal, D, OV, KV, TMA, ABL>(sm, kv, hk, sq, row0);
 }
-template <int Causal, int D, class KV, int TMA>
+template <int Causal, int D, int ABL, class KV, int TMA>
 GK_DEV void gk_fa_ws_producer(gk_fa_smem<D> &sm, const KV &kv, int64_t hk, int64_t sq,
                               int64_t row0, gk_int<0>, gk_int<TMA>) {
   gk_fa_ws_produce<Causal, D>(sm, kv, hk, sq, row0);
@@ -488,8 +488,9 @@ GK_DEV void gk_fa_ws_walk(const KV &kv, int64_t n_heads, int64_t n_kv_heads, int
   for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
     for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x) {
       const int64_t hk = h / (n_heads / n_kv_heads), row0 = (Causal ? nqb - 1 - x : x) * R;
-      gk_fa_ws_producer<Causal, D>(sm, kv, hk, sq, row0, gk_int<(int)Dt::ws_overlap>(),
-                                   gk_int<(int)Dt::tma>());
+      gk_fa_ws_producer<Causal, D, (int)Dt::ablate>(sm, kv, hk, sq, row0,
+                                                    gk_int<(int)Dt::ws_overlap>(),
+                                                    gk_int<(int)Dt::tma>());
     }
 }
 template <int Causal, int D, class Dt, class KV>

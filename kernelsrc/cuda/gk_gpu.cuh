@@ -593,6 +593,29 @@ GK_DEV float gk_exp2(float x) {
 #else
 #define GK_FA_TMA_ON 0
 #endif
+/* -DGK_FA_ABLATE=N with -DGK_FA_WGMMA=4: a diagnosis, not a kernel (its o
+ * is not attention's; ci/gpu's wsnosoft.gkfat and wsbare.gkfat, timed
+ * without test_gpu): the overlapped schedule's prefill with parts of its
+ * work left out, so that a GPU says what holds the rest. Bit 1: no
+ * softmax (each consumer's P is its scores S rounded, no maxima, sums,
+ * exponentials nor rescales: gk_fa_wo_consume); bit 2: no copies of K and
+ * V (the producer's cp.async path keeps its commits, waits and barriers
+ * and copies nothing: the tensor cores read stale stages). The products,
+ * the barriers, the turns and the stores stay as they are. 0 (default):
+ * nothing left out. */
+#ifndef GK_FA_ABLATE
+#define GK_FA_ABLATE 0
+#endif
+#if GK_FA_ABLATE < 0 || GK_FA_ABLATE > 3
+#error "gk_gpu.cuh: GK_FA_ABLATE must be 0 to 3"
+#endif
+#if GK_FA_ABLATE && defined(GK_GPU_NVIDIA) && !defined(GK_GPU_EMULATE) && \
+    defined(__CUDA_ARCH__) && GK_FA_WS_OVERLAP_ON != 2
+#error "gk_gpu.cuh: GK_FA_ABLATE needs -DGK_FA_WGMMA=4 (an sm_90a image)"
+#endif
+#if (GK_FA_ABLATE & 2) && GK_FA_TMA_ON
+#error "gk_gpu.cuh: GK_FA_ABLATE=2 and 3 leave out the cp.async producer's copies, not TMA's"
+#endif
 /* Whether the TMA producer's code is compiled (its images, the emulator). */
 #if GK_FA_TMA_ON || defined(GK_GPU_EMULATE)
 #define GK_FA_TMA_CODE 1
@@ -664,9 +687,10 @@ struct gk_int {};
  * Dt::direct whether the tensor-core path multiplies in dot products
  * (GK_MMA_DIRECT), Dt::qs_keys how many keys a tile of the prefill with Q
  * in shared memory takes (GK_FA_QS_KEYS), Dt::dec_stages how many tiles a
- * decode's ring holds (GK_FA_DEC_STAGES). GK_BF16_MMA: whether this device
- * has bf16 mma (sm_80 and newer; the twins everywhere else but sm_75's
- * code).
+ * decode's ring holds (GK_FA_DEC_STAGES), Dt::ablate what the overlapped
+ * schedule's prefill leaves out (GK_FA_ABLATE: a diagnosis). GK_BF16_MMA:
+ * whether this device has bf16 mma (sm_80 and newer; the twins everywhere
+ * else but sm_75's code).
  */
 struct gk_f32 {
   typedef float elem;
@@ -678,7 +702,8 @@ struct gk_f32 {
     tma = 0,
     direct = 0,
     qs_keys = 32,
-    dec_stages = 3
+    dec_stages = 3,
+    ablate = 0
   };
   GK_DEV float load(float x) { return x; }
   GK_DEV float store(float x) { return x; }
@@ -693,7 +718,8 @@ struct gk_f16 {
     tma = GK_FA_TMA_ON,
     direct = GK_MMA_DIRECT,
     qs_keys = GK_FA_QS_KEYS,
-    dec_stages = GK_FA_DEC_STAGES
+    dec_stages = GK_FA_DEC_STAGES,
+    ablate = GK_FA_ABLATE
   };
   GK_DEV float load(uint16_t x) { return gk_h2f(x); }
   GK_DEV uint16_t store(float x) { return gk_q_f32_to_f16(x); }
@@ -709,7 +735,8 @@ struct gk_bf16 {
     tma = GK_FA_TMA_ON,
     direct = GK_MMA_DIRECT,
     qs_keys = GK_FA_QS_KEYS,
-    dec_stages = GK_FA_DEC_STAGES
+    dec_stages = GK_FA_DEC_STAGES,
+    ablate = GK_FA_ABLATE
   };
   GK_DEV float load(uint16_t x) { return gk_q_bf16_to_f32(x); }
   GK_DEV uint16_t store(float x) { return gk_q_f32_to_bf16(x); }

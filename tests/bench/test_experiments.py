@@ -208,8 +208,39 @@ with tempfile.TemporaryDirectory() as out:
     check("16 x 32768" not in qmload and "| 64 |" not in qmload,
           "a case qmload lacks in its table:\n" + qmload)
 
+    # The prefill diagnoses (timed without test_gpu): wsnosoft faster than
+    # every image, yet never the fastest; wsbare timed out, then timed; the
+    # line a prefill case sets them beside wgmma5's.
+    check("What holds wgmma5's prefill" not in text, "a diagnosis line before any ran:\n" + text)
+    rc, text = step(out, "wsnosoft", "ok, 8 s",
+                    dict(flash_attention=[fa(128, 1, 300.0), fa(128, 0, 480.0)]))
+    check(rc == 0, "exit %d with wsnosoft" % rc)
+    rc, text = step(out, "wsbare", "TIMED OUT after 30 s, 30 s",
+                    dict(flash_attention=[fa(128, 1, 777.0), fa(128, 0, 777.0)]))
+    check("- `wsbare`: TIMED OUT after 30 s; not compared." in text, "wsbare's time-out:\n" + text)
+    check("777.0" not in text, "a timed-out diagnosis's numbers were compared")
+    with open(os.path.join(out, "summary.txt")) as f:
+        summary = f.read().replace("wsbare: TIMED OUT after 30 s, 30 s", "wsbare: ok, 8 s")
+    with open(os.path.join(out, "summary.txt"), "w") as f:
+        f.write(summary)
+    rc, text = step(out, "wsbare", "ok, 8 s",
+                    dict(flash_attention=[fa(128, 1, 420.0), fa(128, 0, 500.0)]))
+    check(rc == 0, "exit %d with wsbare" % rc)
+    check("| default | wgmma5 | dec6 | wsnosoft | wsbare |" in text, "the diagnoses' columns:\n" + text)
+    check("| prefill | 128 | 1 | f16 | 4096 x 4096 | 500.0 | **250.0 (0.50)** | 200.0 (0.40) |  | "
+          "300.0 (0.60) | 420.0 (0.84) |" in text, "the causal row with the diagnoses:\n" + text)
+    check("- D = 128, causal 1: fastest `default`, 0.50x SDPA" in text,
+          "a diagnosis taken for the fastest:\n" + text)
+    check("- wgmma5's prefill, D = 128, causal 1: 200.0 TFLOP/s; without softmax (`wsnosoft`) "
+          "300.0, 1.50x; without softmax and copies (`wsbare`) 420.0, 2.10x." in text,
+          "the causal diagnosis line:\n" + text)
+    check("- wgmma5's prefill, D = 128, causal 0: 240.0 TFLOP/s; without softmax (`wsnosoft`) "
+          "480.0, 2.00x; without softmax and copies (`wsbare`) 500.0, 2.08x." in text,
+          "the non-causal diagnosis line:\n" + text)
+
 print("%d failure(s)" % failures if failures else "ok: experiments.py compares the attention "
       "experiments (one timed, prefill and decode; one failed), an empty OUT, qmatmul_q8x_mm's "
       "(not run; failed, then timed), the base commit's m = 1, 16 and 512 and paged cases, and "
-      "qmpf's m = 16 (qmxs failed: not compared), dec6's decodes and qmload's m = 1 loads")
+      "qmpf's m = 16 (qmxs failed: not compared), dec6's decodes, qmload's m = 1 loads and the "
+      "prefill diagnoses (one timed out, then timed)")
 sys.exit(1 if failures else 0)

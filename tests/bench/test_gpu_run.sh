@@ -38,7 +38,7 @@ find "$T/out" -mindepth 1 -type f | sed 's|.*/||' | grep -v '^[A-Za-z0-9._-]*$' 
 for f in summary.txt logs.tar.gz; do [ -f "$T/out/$f" ] || no "OUT has no $f"; done
 find "$T/out" -name '.*.tmp' | grep -q . && no "temporary files left in OUT"
 
-steps="smi probe test bench probes wgmma5 k32 dec6 base qmpf qmxs qmload compare sass memcheck racecheck ncu vulkan"
+steps="smi probe test bench probes wgmma5 wsnosoft wsbare k32 dec6 base qmpf qmxs qmload compare sass memcheck racecheck ncu vulkan"
 tar -tzf "$T/out/logs.tar.gz" >"$T/logs" || no "logs.tar.gz does not list"
 for s in $steps; do
   grep -q "^$s: " "$T/out/summary.txt" || no "summary.txt has no line for step $s"

@@ -694,6 +694,16 @@ struct bf16_wgt : gk_bf16 {
   enum { wgmma = 1, ws_overlap = 2, tma = 1 };
 };
 
+/* f16 as 8's image with parts of its prefill left out, a diagnosis
+ * (-DGK_FA_ABLATE: ci/gpu's wsnosoft.gkfat and wsbare.gkfat): no softmax
+ * (1), and no copies of K and V either (3). */
+struct f16_wgn : gk_f16 {
+  enum { wgmma = 1, ws_overlap = 2, ablate = 1 };
+};
+struct f16_wgb : gk_f16 {
+  enum { wgmma = 1, ws_overlap = 2, ablate = 3 };
+};
+
 /* f16 and bf16 as ROCm's images take them: the tensor-core schedule with
  * its products in dot products of shared memory (GK_MMA_DIRECT). */
 struct f16_dir : gk_f16 {
@@ -725,8 +735,8 @@ struct bf16_d6 : gk_bf16 {
  * 256 and 384 threads, 6: 384 overlapped, 8: overlapped with Q in shared
  * memory, 10: ROCm's dot products, 11: sm_90a's image, 64-key tiles of
  * the prefill with Q in shared memory and a decode's ring of 4 tiles, 12:
- * a decode's ring of 6, 13: 8 with its producer loading by TMA, f32 as
- * ever) and the
+ * a decode's ring of 6, 13: 8 with its producer loading by TMA, 16 and
+ * 17: 8 without softmax, and without copies too (f16), f32 as ever) and the
  * compile-time causal flag and head_dim (std::integral_constant). */
 template <class F>
 static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
@@ -740,7 +750,9 @@ static void fa_variant(kref_dtype dt, int path, int causal, int d, F f) {
       causal ? f(t, c1(), integral_constant<int, 128>()) : f(t, c0(), integral_constant<int, 128>());
   };
   if (dt == KREF_F16)
-    path >= 13   ? dims(f16_wgt()) /* 15: with no slot free */
+    path == 17   ? dims(f16_wgb())
+    : path == 16 ? dims(f16_wgn())
+    : path >= 13 ? dims(f16_wgt()) /* 15: with no slot free */
     : path == 12 ? dims(f16_d6())
     : path == 11 ? dims(f16_k64())
     : path == 10 ? dims(f16_dir())
@@ -774,8 +786,62 @@ static const char *fa_path_name(int path) {
                                       " (6-stage decode ring)",
                                       " (384 threads, Q in shared memory, TMA)",
                                       " (384 threads, Q in shared memory, TMA, last first)",
-                                      " (384 threads, Q in shared memory, TMA, no slot free)"};
+                                      " (384 threads, Q in shared memory, TMA, no slot free)",
+                                      " (384 threads, Q in shared memory, no softmax)",
+                                      " (384 threads, Q in shared memory, no softmax, no copies)"};
   return names[path];
+}
+
+/* Path 16's o (-DGK_FA_ABLATE=1: no softmax, a diagnosis): each row 1/4
+ * of the sum, over the keys of the tiles its consumer multiplies, of the
+ * scores S = q k (unscaled, unmasked) rounded to f16 times V (the tiles a
+ * consumer of 64 rows multiplies: all causal ones of 128 keys that start
+ * before its last row's limit). Within the rounding of S to f16 (2^-11)
+ * and of o, and f32's sums. Returns the failures. */
+static int fa_nosoft_check(const char *what, int causal, int d, const unsigned char *q,
+                           const unsigned char *k, const unsigned char *v,
+                           const unsigned char *o, long long h, long long hk, long long sq,
+                           long long skv) {
+  unsigned char p16[2];
+  std::vector<double> acc((size_t)d), mag((size_t)d);
+  for (long long hh = 0; hh < h; hh++)
+    for (long long i = 0; i < sq; i++) {
+      const long long kh = hh / (h / hk), r0 = i / 64 * 64;
+      long long ke = skv;
+      if (causal) {
+        const long long last = std::min(r0 + 64, sq) - 1,
+                        mine = std::max(0LL, std::min(skv, last + skv - sq + 1));
+        ke = std::min(skv, (mine + 127) / 128 * 128);
+      }
+      std::fill(acc.begin(), acc.end(), 0.0);
+      std::fill(mag.begin(), mag.end(), 0.0);
+      for (long long j = 0; j < ke; j++) {
+        double sc = 0.0;
+        for (int e = 0; e < d; e++)
+          sc += kref_get(KREF_F16, q, (size_t)((hh * sq + i) * d + e)) *
+                kref_get(KREF_F16, k, (size_t)((kh * skv + j) * d + e));
+        kref_set(KREF_F16, p16, 0, sc);
+        const double pv = kref_get(KREF_F16, p16, 0);
+        for (int e = 0; e < d; e++) {
+          const double x = pv * kref_get(KREF_F16, v, (size_t)((kh * skv + j) * d + e));
+          acc[(size_t)e] += x;
+          mag[(size_t)e] += fabs(x);
+        }
+      }
+      for (int e = 0; e < d; e++) {
+        const size_t at = (size_t)((hh * sq + i) * d + e);
+        const double want = 0.25 * acc[(size_t)e], got = kref_get(KREF_F16, o, at);
+        /* S in f32 and in double may round to neighbouring f16s (2^-10
+         * of P at most, each key): twice that, and o's own rounding */
+        const double tol = 0.25 * mag[(size_t)e] * 0x1p-9 + fabs(want) * 0x1p-10 + 1e-6;
+        if (!(fabs(got - want) <= tol)) {
+          printf("FAIL: %s: o[%lld][%lld][%d] = %g, not 1/4 of the products' sum %g (+- %g)\n",
+                 what, hh, i, e, got, want, tol);
+          return 1;
+        }
+      }
+    }
+  return 0;
 }
 
 static void check_attention(void) {
@@ -843,7 +909,7 @@ static void check_attention(void) {
   check_banks("before flash_attention");
   for (int causal = 0; causal <= 1; causal++)
     for (kref_dtype dt : KREF_DTYPES)
-      for (int path : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+      for (int path : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17})
       for (int d : {64, 128}) {
         /* Path 0: the default. 1: bf16 on the scalar path that sm_75's
          * image runs (no bf16 mma on Turing). 2: f16 and bf16 prefill on
@@ -869,9 +935,17 @@ static void check_attention(void) {
          * (-DGK_FA_TMA=1: ci/gpu's wgmma5t.gkfat), its maps built in a
          * slot and its stages' mbarriers waited for by the consumers. 15:
          * 13 with every slot of the SM taken (gk_tma_claim finds none):
-         * the TMA image's cp.async path, head_dim 64. */
+         * the TMA image's cp.async path, head_dim 64. 16 and 17: 8 with
+         * parts of its prefill left out, a diagnosis (-DGK_FA_ABLATE=1
+         * and 3: ci/gpu's wsnosoft.gkfat and wsbare.gkfat), f16: without
+         * softmax its o is checked against its own reference
+         * (fa_nosoft_check); without copies too, the tensor cores read
+         * whatever the stages hold, so only that it ran, with its barriers
+         * and turns, and wrote within o. */
         const bool ws384 = (path >= 4 && path < 10) || path >= 13;
+        const bool ablate = path >= 16;
         if (path == 15 && d != 64) continue;
+        if (ablate && dt != KREF_F16) continue;
         const bool fma = path == 1, wide = (path >= 3 && path < 10) || path >= 13,
                    last_first = path == 5 || path == 7 || path == 9 || path == 14;
         if (last_first && quick) continue;
@@ -954,13 +1028,17 @@ static void check_attention(void) {
           }
           for (unsigned &slot : gk_tma_owner) slot = path == 15;
           if (!ran) continue;
+          if (path == 16)
+            failures += fa_nosoft_check(what, causal, d, q.data(), k.data(), v.data(), o.data(),
+                                        s.h, s.hk, s.sq, s.skv);
           /* kref's error model; f16 and bf16 run on tensor cores, with p
            * rounded to their type. */
           const bool mma = dt != KREF_F32 && !fma;
           double vmax = 0.0, atol, rtol;
           for (size_t i = 0; i < kn; i++) vmax = fmax(vmax, fabs(kref_get(dt, v.data(), i)));
           kref_attention_tolerance(dt, d, s.scale_mul, s.skv, vmax, mma, &atol, &rtol);
-          failures += kref_check(what, dt, o.data(), want.data(), (int64_t)qn, atol, rtol, NULL);
+          if (!ablate)
+            failures += kref_check(what, dt, o.data(), want.data(), (int64_t)qn, atol, rtol, NULL);
           /* f16 and bf16 decodes over more than 256 keys split across blocks. */
           const bool split = mma && fa_decode(s.h, s.hk, s.sq) && s.skv > 256;
           fa_workspace_check(what, wsv, s.hk, split);
@@ -972,7 +1050,7 @@ static void check_attention(void) {
           gk_emu_order(last_first ? 1 : threads ? GK_EMU_CYCLIC : 0);
           if (!quick) run(what, L, params, vars, body, true, threads, shared);
           gk_emu_order(0);
-          if (o != full) {
+          if (o != full && path != 17) {
             printf("FAIL: %s: a clamped grid gives other results\n", what);
             failures++;
           }
@@ -1008,7 +1086,8 @@ static void check_attention(void) {
                      "TMA (or its image's cp.async where no slot is free), in both orders; "
                      "f16 and "
                      "bf16 also in ROCm's dot products, on sm_90a's 64-key tiles at head_dim "
-                     "128 but in quick runs, and decodes through rings of 4 and 6 tiles) x "
+                     "128 but in quick runs, and decodes through rings of 4 and 6 tiles; f16's "
+                     "overlapped prefill without softmax and copies, a diagnosis) x "
                      "%zu shapes%s\n",
              quick ? (size_t)std::count(std::begin(in_quick), std::end(in_quick), true)
                    : sizeof shapes / sizeof shapes[0],

@@ -14,7 +14,8 @@
 # and sm_90a (there the prefill keeps Q in shared memory, at 252-255
 # registers), as the recipes' nvcc.lua does (-O3 -std=c++17); then the
 # sm_90a images as shipped (64-key tiles, a decode's ring of 4), ci/gpu's
-# dec6 and qmatmul experiments (sm_90a) and the other default targets (sm_86 to sm_120: qmatmul, and
+# prefill diagnoses (wsnosoft, wsbare), dec6 and qmatmul experiments
+# (sm_90a) and the other default targets (sm_86 to sm_120: qmatmul, and
 # attention at head_dim 128); it fails on:
 # - C7520 "wgmma.mma_async instructions are serialized" (or any other
 #   "Potential Performance Loss"): each wgmma waited on before the next;
@@ -67,7 +68,10 @@
 #   than 1.8 instructions a product's fmaf (1.65 at BITS 1) a step: ptxas
 #   13.0 gives 1.74 to 1.77 (for 4 columns of a block: 1.49 at BITS 1, 1.66
 #   at 2), where the step that branched around each row of x gave 2.1 (545
-#   for 256 at BITS 4).
+#   for 256 at BITS 4);
+# - ci/gpu's prefill diagnoses (-DGK_FA_ABLATE) still holding the
+#   softmax's exponentials, or, without copies, as many cp.async as
+#   without softmax alone.
 # Exit 77 (SKIP) without nvcc.
 set -u
 SRC=$1
@@ -297,6 +301,40 @@ for dt in f16 bf16; do
     for p in 16 64; do check sm_90a paged_attention $w -DDTYPE=$dt -DHEAD_DIM=$d -DPAGE=$p; done
   done
 done
+# ci/gpu's wsnosoft and wsbare (-DGK_FA_ABLATE=1 and 3 with -DGK_FA_WGMMA=4:
+# the overlapped prefill without softmax, and without the producer's
+# copies too, a diagnosis whose o is not attention's; f16, head_dim 128):
+# no straight run of 32 exponentials or more (the consumers' softmax takes
+# 64 a tile of 128 keys causal and 88 of 176 not, in one run each), and
+# without the copies fewer cp.async than without softmax alone (ptxas 13.0:
+# 68 against 82; the decodes' and Q's copies stay).
+fa_ablate() { # ABLATE
+  [ -f "$T/out.cubin" ] || return 0
+  mix_check "$1" flash_attention <<'PY'
+import json, os, sys
+abl, mix = int(sys.argv[1]), json.load(open(sys.argv[2]))
+what = f"flash_attention.cu sm_90a -DGK_FA_WGMMA=4 -DGK_FA_ABLATE={abl}"
+mufu = max(r["mix"].get("MUFU", 0) for r in mix["runs"])
+cp = sum(r["mix"].get("LDGSTS", 0) for r in mix["runs"])
+if mufu >= 32:
+    print(f"FAIL: {what}: a straight run of {mufu} MUFU: the softmax is still there")
+    sys.exit(1)
+keep = os.path.join(os.path.dirname(sys.argv[2]), "ablate-cp")
+if abl == 1:
+    open(keep, "w").write(str(cp))
+elif cp >= int(open(keep).read()):
+    print(f"FAIL: {what}: {cp} cp.async, not fewer than without softmax alone's {open(keep).read()}")
+    sys.exit(1)
+print(f"ok: {what}: at most {mufu} MUFU a run, {cp} cp.async")
+PY
+}
+for c in 0 1; do
+  for a in 1 3; do
+    check sm_90a flash_attention -DGK_FA_WGMMA=4 -DGK_FA_ABLATE=$a -DDTYPE=f16 -DHEAD_DIM=128 \
+      -DCAUSAL=$c
+    fa_ablate $a
+  done
+done
 # The sm_90a images as recipes/flash_attention.lua builds them (64-key
 # tiles, a decode's ring of 4). At head_dim 128 ptxas 13.0 spills there (S 64 and O 128 registers
 # a thread): 64 to 92 bytes stored once before the loop, about 6 reloads a
@@ -466,4 +504,4 @@ for a in sm_86 sm_87 sm_89 sm_90 sm_100 sm_120; do
   SPILL_OK=${ok:-0 0} check $a paged_attention -DDTYPE=f16 -DHEAD_DIM=128 -DPAGE=64
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "ok: $n images (16 sm_90a wgmma attention, 28 warp-specialized (4 of them loading by TMA), 27 default, 8 sm_90a as shipped, 4 of ci/gpu's dec6, 8 of its qmatmul experiments, 42 of the other shipped targets): no serialized wgmma, no compiler-inserted arrive, no spills but the known ceilings (sm_90a's head_dim-128 attention, sm_90's head_dim-128 flash_attention, sm_120's head_dim-128 paged_attention, qmatmul's on sm_80 to sm_89, sm_100 and sm_120 (qm_spill: the int8 batch tile, the m = 1 walks), the qmpf and qmload experiments' BITS 8); qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip, the int8 batch stage and qmatmul_q8x_mm's trip within their bounds, qmload's trips the kernel's loads"
+echo "ok: $n images (16 sm_90a wgmma attention, 28 warp-specialized (4 of them loading by TMA), 27 default, 4 of ci/gpu's prefill diagnoses, 8 sm_90a as shipped, 4 of its dec6, 8 of its qmatmul experiments, 42 of the other shipped targets): no serialized wgmma, no compiler-inserted arrive, no spills but the known ceilings (sm_90a's head_dim-128 attention, sm_90's head_dim-128 flash_attention, sm_120's head_dim-128 paged_attention, qmatmul's on sm_80 to sm_89, sm_100 and sm_120 (qm_spill: the int8 batch tile, the m = 1 walks), the qmpf and qmload experiments' BITS 8); qmatmul's m = 1 loop, m > 1 tile, qmatmul_q8x's m = 1 trip, the int8 batch stage and qmatmul_q8x_mm's trip within their bounds, qmload's trips the kernel's loads, the prefill diagnoses without softmax and copies"
