@@ -26,7 +26,13 @@ test_gpu, its y not being qmatmul's), whose share of copy is what each loop's
 loads allow. The prefill diagnoses (wsnosoft: wgmma5's prefill without
 softmax, -DGK_FA_ABLATE=1; wsbare: without the producer's copies too, 3; timed
 without test_gpu) are columns of the first table, never its fastest, and a
-line a prefill case sets them beside wgmma5's: what holds it.
+line a prefill case sets them beside wgmma5's: what holds it. Then, for each
+wgmma image (wgmma5, wgmma5t) that timed prefills, its speed over the
+default's and whether that makes it ready to be sm_90a's flash_attention (no
+prefill case lost beyond noise, the prefill faster on the whole, no decode
+more than 3% slower: a launch row serves every call of an image); and under
+each A/B table, the cases where NAME took under 0.97 of the default's time
+(for base: where the kernels since the base commit lost time).
 Exit 0 whatever it finds; 2 on bad usage.
 tests/bench/test_experiments.py feeds it numbers of its own.
 """
@@ -130,6 +136,7 @@ def main():
                 k[1], k[2], best, ", %.2fx SDPA (issue 19: 0.9x with the sm_90a image)" % ratio
                 if ratio is not None else ""))
     lines += diagnosis_lines(cases)
+    lines += adoption_lines(cases)
     lines += q8m_lines(out, report, steps)
     for name, heading in AB_EXPERIMENTS:
         lines += ab_lines(out, report, steps, name, heading)
@@ -158,6 +165,72 @@ def diagnosis_lines(cases):
                  "schedule itself (its barriers, turns and wgmma issue); else if `wsnosoft` "
                  "is, the copies; else if `wsnosoft` is about as fast as `wsbare`, the "
                  "softmax; between those, both.", ""] + lines
+    return lines
+
+
+# The wgmma images that could be sm_90a's flash_attention (recipes/
+# flash_attention.lua), and where their decodes were timed: wgmma5t's
+# decodes are wgmma5's code (its TMA producer serves the prefill alone),
+# so wgmma5's stand for them. (wgmma5b, an older commit's stages, is an A/B
+# of the swizzle, not a candidate.)
+CANDIDATES = (("wgmma5", "wgmma5"), ("wgmma5t", "wgmma5"))
+READY_PREFILL_MIN = 0.98  # no prefill case slower than the default beyond noise
+READY_PREFILL_MEAN = 1.05  # and the prefill faster, as a geometric mean
+READY_DECODE_MIN = 0.97  # no decode more than 3% slower
+
+
+def adoption_lines(cases):
+    """For each candidate image that timed prefill cases beside the
+    default: its TFLOP/s over the default's, case by case (the prefills'
+    geometric mean and slowest, the decodes' slowest), and whether that
+    makes it ready to be sm_90a's flash_attention: every prefill at least
+    READY_PREFILL_MIN of the default's, their mean READY_PREFILL_MEAN, and
+    every decode READY_DECODE_MIN (a launch row gives every call of an
+    image the same blocks, so the decodes must not lose what the
+    prefill wins)."""
+    def name_of(k):
+        return "%s D %d causal %d %s %d x %d" % (k[0], k[1], k[2], k[3], k[4], k[5])
+
+    lines = []
+    for cand, dec_from in CANDIDATES:
+        pre = [(row[cand]["tflops"] / row["default"]["tflops"], k)
+               for k, row in sorted(cases.items())
+               if k[0] == "prefill" and cand in row and "default" in row]
+        if not pre:
+            continue
+        dec = [(row[dec_from]["tflops"] / row["default"]["tflops"], k)
+               for k, row in sorted(cases.items())
+               if k[0] != "prefill" and dec_from in row and "default" in row]
+        mean = 1.0
+        for r, _ in pre:
+            mean *= r
+        mean **= 1.0 / len(pre)
+        worst = min(pre)
+        text = "- `%s` / default: prefill %.2fx (geometric mean of %d), slowest %.2fx (%s)" % (
+            cand, mean, len(pre), worst[0], name_of(worst[1]))
+        if dec:
+            dworst = min(dec)
+            text += "; decodes%s slowest %.2fx (%s)" % (
+                "" if dec_from == cand else " (`%s`'s, the same code)" % dec_from, dworst[0],
+                name_of(dworst[1]))
+        why = []
+        if worst[0] < READY_PREFILL_MIN:
+            why.append("a prefill below %.2fx" % READY_PREFILL_MIN)
+        if mean < READY_PREFILL_MEAN:
+            why.append("the prefill's mean below %.2fx" % READY_PREFILL_MEAN)
+        if not dec:
+            why.append("no decode timed")
+        elif dworst[0] < READY_DECODE_MIN:
+            why.append("a decode below %.2fx" % READY_DECODE_MIN)
+        text += (": **ready** to be sm_90a's flash_attention (its flags, blocks and `shared` as "
+                 "ci/gpu/prepare.sh builds it)." if not why else
+                 ": not ready (%s)." % ", ".join(why))
+        lines.append(text)
+    if lines:
+        lines = ["", "Whether a wgmma image could replace sm_90a's flash_attention (TFLOP/s over "
+                 "the default's, every case it and the default timed; ready: no prefill below "
+                 "%.2fx, their mean at least %.2fx, no decode below %.2fx):" % (
+                     READY_PREFILL_MIN, READY_PREFILL_MEAN, READY_DECODE_MIN), ""] + lines
     return lines
 
 
@@ -223,6 +296,9 @@ AB_EXPERIMENTS = (
 )
 
 
+AB_FASTER = 0.97  # NAME's time over the default's below which NAME is faster, beyond noise
+
+
 def ab_lines(out, report, steps, name, heading):
     """The default image's m = 1 and m = 16 qmatmul cases, qmatmul_q8x_x +
     _mm's, and paged decodes (bench's) against NAME.gkfat's (NAME's step:
@@ -245,6 +321,7 @@ def ab_lines(out, report, steps, name, heading):
     other = {qkey(c): c for c in data.get("qmatmul", [])}
     rows = [c for c in report.get("qmatmul", []) if qkey(c) in other and
             (c["m"] <= 16 or c.get("entry") == "qmatmul_q8x_x+mm")]
+    faster = []  # the cases NAME ran in under AB_FASTER of the default's time
     if rows:
         lines += ["Microseconds (and weight bytes a second over the copy's); %s / default: "
                   "above 1, the default is faster." % name, "",
@@ -257,6 +334,9 @@ def ab_lines(out, report, steps, name, heading):
                 c["entry"], c["bits"], c["m"], c["n"], c["k"],
                 c["us"], share(wb / c["us"] / 1e3), b["us"], share(wb / b["us"] / 1e3),
                 b["us"] / c["us"]))
+            if b["us"] / c["us"] < AB_FASTER:
+                faster.append("%s BITS %d m = %d (%.2f)" % (c["entry"], c["bits"], c["m"],
+                                                            b["us"] / c["us"]))
     pkey = lambda c: (c["page"], c["seqs"], c["len"], c["head_dim"])
     pother = {pkey(c): c for c in data.get("paged_attention", [])}
     prows = [c for c in report.get("paged_attention", []) if pkey(c) in pother]
@@ -275,8 +355,20 @@ def ab_lines(out, report, steps, name, heading):
             lines.append("| %d | %d x %d | %d | %s | %s | %s | %.2f |" % (
                 c["page"], c["seqs"], c["len"], c["head_dim"], "%.1f" % sd if sd else "",
                 cell(c), cell(b), b["us"] / c["us"]))
+            if b["us"] / c["us"] < AB_FASTER:
+                faster.append("paged decode, pages of %d, %d x %d (%.2f)" % (
+                    c["page"], c["seqs"], c["len"], b["us"] / c["us"]))
     if not rows and not prows:
         lines.append("- `%s`: no case of its in bench/gpu.json's; not compared." % name)
+        return lines
+    lines.append("")
+    if name == "base":
+        lines.append("- The default more than %d%% slower than `base`: %s." % (
+            round(100 * (1 - AB_FASTER)), "; ".join(faster) + " (what changed since in these "
+            "kernels lost time there)" if faster else "none"))
+    else:
+        lines.append("- `%s` more than %d%% faster than the default: %s." % (
+            name, round(100 * (1 - AB_FASTER)), "; ".join(faster) if faster else "nowhere"))
     return lines
 
 

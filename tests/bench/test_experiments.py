@@ -144,7 +144,8 @@ with tempfile.TemporaryDirectory() as out:
                     dict(qmatmul=[dict(qm(1, 1.0, entry="qmatmul_q8x"), n=32768, us=80.0),
                                   dict(qm(1, 1.0, entry="qmatmul"), n=32768, us=60.0),
                                   dict(qm(16, 1.0, entry="qmatmul_q8x"), n=32768, us=150.0),
-                                  dict(qm(512, 100.0), us=110.0, weight_bytes=wb)],
+                                  dict(qm(512, 100.0), us=110.0, weight_bytes=wb),
+                                  dict(qm(16, 1.0, entry="qmatmul"), n=32768, us=350.0)],
                          paged_attention=[dict(paged, us=24.0, kv_gbps=1333.3)]), report)
     check(rc == 0, "exit %d with base" % rc)
     base = text.split("base commit's kernels")[-1]
@@ -160,6 +161,8 @@ with tempfile.TemporaryDirectory() as out:
              "the paged row")):
         check(row in base, what + ":\n" + base)
     check("4096 x 8192" not in base, "a case the base lacks in the base table")
+    check("- The default more than 3% slower than `base`: none." in base,
+          "no case slower than the base's:\n" + base)
     check("| 16 | 1 x 8192 |" not in base, "a paged case the base lacks was compared")
     check("- `qmpf`: not run; not compared." in text, "qmpf not reported as not run:\n" + text)
 
@@ -175,6 +178,16 @@ with tempfile.TemporaryDirectory() as out:
     check("| qmatmul | 4 | 16 x 32768 x 8192 | 380.0 | 304.0 | 0.80 |" in qmpf,
           "qmpf's m = 16 row:\n" + qmpf)
     check("| qmatmul_q8x |" not in qmpf.split("(qmxs)")[0], "a case qmpf lacks in its table:\n" + qmpf)
+    check("- `qmpf` more than 3% faster than the default: qmatmul BITS 4 m = 16 (0.80)." in qmpf,
+          "qmpf's verdict:\n" + qmpf)
+    # The base's f32 m = 16 case, now that the report has it too: faster
+    # than the default's, which the base table's verdict names.
+    base = text.split("base commit's kernels")[-1].split("(qmpf)")[0]
+    check("| qmatmul | 4 | 16 x 32768 x 8192 | 380.0 | 350.0 | 0.92 |" in base,
+          "the base's m = 16 row:\n" + base)
+    check("- The default more than 3% slower than `base`: qmatmul BITS 4 m = 16 (0.92) (what "
+          "changed since in these kernels lost time there)." in base,
+          "the base's verdict:\n" + base)
     check("- `qmxs`: not run; not compared." in text, "qmxs not reported as not run:\n" + text)
 
     # qmxs failed its test_gpu: not compared, whatever it timed.
@@ -241,9 +254,31 @@ with tempfile.TemporaryDirectory() as out:
           "480.0, 2.00x; without softmax and copies (`wsbare`) 500.0, 2.08x." in text,
           "the non-causal diagnosis line:\n" + text)
 
+    # Whether a wgmma image could be sm_90a's: wgmma5 slower at the prefill
+    # (not ready); wgmma5t faster (ready, on wgmma5's decodes); then
+    # wgmma5's decode slower: wgmma5t no longer ready.
+    check("- `wgmma5` / default: prefill 0.80x (geometric mean of 2), slowest 0.80x (prefill D "
+          "128 causal 0 f16 4096 x 4096); decodes slowest 1.07x (decode D 128 causal 0 f16 1 x "
+          "8192): not ready (a prefill below 0.98x, the prefill's mean below 1.05x)." in text,
+          "wgmma5's verdict:\n" + text)
+    check("`wgmma5t` / default" not in text, "a verdict for an image not run:\n" + text)
+    rc, text = step(out, "wgmma5t", "ok, 12 s",
+                    dict(flash_attention=[fa(128, 1, 300.0), fa(128, 0, 330.0)]))
+    check(rc == 0, "exit %d with wgmma5t" % rc)
+    check("- `wgmma5t` / default: prefill 1.15x (geometric mean of 2), slowest 1.10x (prefill D "
+          "128 causal 0 f16 4096 x 4096); decodes (`wgmma5`'s, the same code) slowest 1.07x "
+          "(decode D 128 causal 0 f16 1 x 8192): **ready** to be sm_90a's flash_attention" in text,
+          "wgmma5t's verdict:\n" + text)
+    rc, text = step(out, "wgmma5", "ok, 20 s",
+                    dict(flash_attention=[fa(128, 1, 200.0), fa(128, 0, 240.0),
+                                          dict(fa(128, 0, 6.3, kind="decode"), sq=1, skv=8192)]))
+    check("slowest 0.90x (decode D 128 causal 0 f16 1 x 8192): not ready (a decode below 0.97x)."
+          in text.split("`wgmma5t` / default")[-1], "wgmma5t on a slower decode:\n" + text)
+
 print("%d failure(s)" % failures if failures else "ok: experiments.py compares the attention "
       "experiments (one timed, prefill and decode; one failed), an empty OUT, qmatmul_q8x_mm's "
       "(not run; failed, then timed), the base commit's m = 1, 16 and 512 and paged cases, and "
-      "qmpf's m = 16 (qmxs failed: not compared), dec6's decodes, qmload's m = 1 loads and the "
-      "prefill diagnoses (one timed out, then timed)")
+      "qmpf's m = 16 (qmxs failed: not compared), dec6's decodes, qmload's m = 1 loads, the "
+      "prefill diagnoses (one timed out, then timed), each A/B's cases beyond 3% and whether a "
+      "wgmma image is ready for sm_90a")
 sys.exit(1 if failures else 0)
