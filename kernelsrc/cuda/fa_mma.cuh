@@ -990,12 +990,16 @@ GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, in
  * warps have one row each (a decode: two round trips of up to 32 slots,
  * where two levels would add a level's), n is under 4 or past 4 groups
  * of GK_FA_MERGE_P. The wgmma images (168 to 232 registers in the
- * warp-specialized ones) merge in one level: a level's batches there
- * spilled 12 to 28 bytes (ptxas 13.0; 20 to 36 in -DGK_FA_WGMMA=4's, not
- * causal, once their fragments shared a block). */
-template <class H>
+ * warp-specialized ones) merge in one level, a level's batches there
+ * spilling 12 to 28 bytes (ptxas 13.0), but for -DGK_FA_WGMMA=4's at
+ * head_dim 128 (wgmma5, wgmma5t), which fit them without a spill: so
+ * their speculative decodes merge as the default image's do, and the
+ * next GPU call's comparison of the two (ci/gpu/experiments.py) weighs
+ * their prefills alone. At head_dim 64 those spilled 20 to 68 bytes, some
+ * of them reloaded in the producer's tile loop: one level there. */
+template <int D, class H>
 GK_DEV int64_t gk_fa_merge_p(const gk_fa_split &sp, int64_t nrows) {
-  if (H::wgmma || nrows <= FA_GROUPS || sp.n < 4) return 0;
+  if ((H::wgmma && (H::ws_overlap != 2 || D != 128)) || nrows <= FA_GROUPS || sp.n < 4) return 0;
   const int64_t p = (sp.n + GK_FA_MERGE_GROUPS - 1) / GK_FA_MERGE_GROUPS;
   return p <= GK_FA_MERGE_P && p * sp.blocks < 255 ? p : 0;
 }
@@ -1079,7 +1083,7 @@ GK_DEV void gk_fa_split_done(const gk_fa_split &sp, uint16_t *o, int64_t hk, int
                              int64_t sq) {
   gk_threadfence(); /* this thread's slot writes before the count */
   gk_fa_sync();
-  const int64_t p = gk_fa_merge_p<H>(sp, group * sq);
+  const int64_t p = gk_fa_merge_p<D, H>(sp, group * sq);
   if (p == 0) {
     const unsigned last = (unsigned)(sp.n * sp.blocks - 1);
     if (!gk_fa_any(gk_fa_tid() == 0 && atomicAdd(sp.count, 1u) == last))
