@@ -39,6 +39,7 @@ tests/bench/test_experiments.py feeds it numbers of its own.
 import json
 import os
 import re
+import statistics
 import sys
 
 EXPERIMENTS = ("wgmma5", "wgmma5b", "wgmma5t", "k32", "dec6")
@@ -201,10 +202,7 @@ def adoption_lines(cases):
         dec = [(row[dec_from]["tflops"] / row["default"]["tflops"], k)
                for k, row in sorted(cases.items())
                if k[0] != "prefill" and dec_from in row and "default" in row]
-        mean = 1.0
-        for r, _ in pre:
-            mean *= r
-        mean **= 1.0 / len(pre)
+        mean = statistics.geometric_mean(r for r, _ in pre)
         worst = min(pre)
         text = "- `%s` / default: prefill %.2fx (geometric mean of %d), slowest %.2fx (%s)" % (
             cand, mean, len(pre), worst[0], name_of(worst[1]))

@@ -996,7 +996,7 @@ GK_DEV void gk_fa_split_merge(const gk_fa_split &sp, uint16_t *o, int64_t hk, in
  * their speculative decodes merge as the default image's do, and the
  * next GPU call's comparison of the two (ci/gpu/experiments.py) weighs
  * their prefills alone. At head_dim 64 those spilled 20 to 68 bytes, some
- * of them reloaded in the producer's tile loop: one level there. */
+ * of them reloaded outside the decode's tail: one level there. */
 template <int D, class H>
 GK_DEV int64_t gk_fa_merge_p(const gk_fa_split &sp, int64_t nrows) {
   if ((H::wgmma && (H::ws_overlap != 2 || D != 128)) || nrows <= FA_GROUPS || sp.n < 4) return 0;
