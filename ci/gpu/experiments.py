@@ -13,9 +13,10 @@ made the run reads which schedule to put in the recipes (docs/gpu-speed.md) inst
 (bench's qmatmul_q8x_x+mm cases) on the default image and on each
 qmatmul experiment's (q8mb2: two blocks an SM), against
 PyTorch's f16 GEMM; and, where the base step passed (base.gkfat: an earlier
-commit's qmatmul and paged_attention, ci/gpu/prepare.sh's GK_GPU_BASE), the
-m = 1 qmatmul cases and paged decodes on the default image against the
-base's, so that a change is timed against what it replaced in the same call;
+commit's qmatmul, flash_attention and paged_attention, ci/gpu/prepare.sh's
+GK_GPU_BASE), the m = 1 qmatmul cases, paged decodes and flash_attention's
+decodes and causal prefills on the default image against the base's, so that
+a change is timed against what it replaced in the same call;
 and the same for the qmpf experiment's m = 16 qmatmul cases (the m > 1 tile
 with W's L2 prefetch, -DGK_QM_TILE_PF=1) and qmxs's m = 1 and 16 (the m > 1
 tile with x through shared memory, -DGK_QM_TILE_XS=1), and dec6's paged decodes
@@ -299,7 +300,8 @@ AB_FASTER = 0.97  # NAME's time over the default's below which NAME is faster, b
 
 def ab_lines(out, report, steps, name, heading):
     """The default image's m = 1 and m = 16 qmatmul cases, qmatmul_q8x_x +
-    _mm's, and paged decodes (bench's) against NAME.gkfat's (NAME's step:
+    _mm's, paged decodes and, where NAME is not a column of the attention
+    table, flash_attention's cases (bench's) against NAME.gkfat's (NAME's step:
     base.gkfat, an earlier commit's kernels; qmpf.gkfat and qmxs.gkfat, the
     m > 1 tile's experiments; dec6.gkfat, a decode's ring of 6 tiles;
     qmload.gkfat, the m = 1 loops' loads alone): the time, its share of the copy
@@ -356,7 +358,28 @@ def ab_lines(out, report, steps, name, heading):
             if b["us"] / c["us"] < AB_FASTER:
                 faster.append("paged decode, pages of %d, %d x %d (%.2f)" % (
                     c["page"], c["seqs"], c["len"], b["us"] / c["us"]))
-    if not rows and not prows:
+    # flash_attention's cases, where NAME is not a column of the first table
+    # (base: its decodes and causal prefills).
+    fother = {key(c): c for c in data.get("flash_attention", [])} if name not in EXPERIMENTS \
+        else {}
+    frows = [c for c in report.get("flash_attention", []) if key(c) in fother]
+    if frows:
+        if rows or prows:
+            lines.append("")
+        lines += ["flash_attention, microseconds (and TFLOP/s).", "",
+                  "| case | D | causal | dtype | sq x skv | default | %s | %s / default |" % (
+                      name, name),
+                  "|---|---:|---:|---|---|---:|---:|---:|"]
+        for c in sorted(frows, key=key):
+            b = fother[key(c)]
+            lines.append("| %s | %d | %d | %s | %d x %d | %.1f (%.1f) | %.1f (%.1f) | %.2f |" % (
+                c["kind"], c["head_dim"], c["causal"], c.get("dtype", "f16"), c["sq"], c["skv"],
+                c["us"], c["tflops"], b["us"], b["tflops"], b["us"] / c["us"]))
+            if b["us"] / c["us"] < AB_FASTER:
+                faster.append("flash_attention %s D %d causal %d %s %d x %d (%.2f)" % (
+                    c["kind"], c["head_dim"], c["causal"], c.get("dtype", "f16"), c["sq"],
+                    c["skv"], b["us"] / c["us"]))
+    if not rows and not prows and not frows:
         lines.append("- `%s`: no case of its in bench/gpu.json's; not compared." % name)
         return lines
     lines.append("")

@@ -56,8 +56,9 @@
 #              an earlier commit, prepare.sh's GK_GPU_BASE): test_gpu, then
 #              gk_bench_gpu's m = 1 and m = 16 qmatmul cases (qmatmul and
 #              qmatmul_q8x), BITS 4 at m = 512 (qmatmul_q8x_x + _mm), the
-#              flash and paged decodes, the A/B of what changed since that
-#              commit's measurements
+#              flash and paged decodes and the causal prefills (the
+#              heaviest query blocks first across heads since 2026-12-03),
+#              the A/B of what changed since that commit's measurements
 #   qmpf       gpu-pack/qmpf.gkfat (qmatmul alone, sm_90a,
 #              -DGK_QM_TILE_PF=1: the f32 m > 1 tile prefetching W into L2):
 #              test_gpu, then gk_bench_gpu's m = 16 cases
@@ -199,7 +200,7 @@ experiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exi
   env "$1" "$2/tests/gpu/test_gpu" "$2/$4.gkfat" "$2/gpu.gkfat"; r=$?
   [ "$r" -eq 0 ] || exit "$r"
   env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" --filter "$5" \
-    ${6:+--filter "$6"} ${7:+--filter "$7"} ${8:+--filter "$8"}'
+    ${6:+--filter "$6"} ${7:+--filter "$7"} ${8:+--filter "$8"} ${9:+--filter "$9"}'
 step wgmma5 60 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5 "flash_attention "
 step wgmma5b 50 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5b "flash_attention prefill "
 step wgmma5t 50 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5t "flash_attention prefill "
@@ -216,7 +217,7 @@ step dec6 45 sh -c "$experiment" sh "$libs" "$pack" "$work" dec6 "flash_attentio
   "paged_attention decode "
 step q8mb2 45 sh -c "$experiment" sh "$libs" "$pack" "$work" q8mb2 "qmatmul bits=4 m="
 step base 100 sh -c "$experiment" sh "$libs" "$pack" "$work" base " m=1 " " m=16 " \
-  "attention decode " "bits=4 m=512 "
+  "attention decode " "bits=4 m=512 " "prefill causal=1,"
 step qmpf 45 sh -c "$experiment" sh "$libs" "$pack" "$work" qmpf " m=16 "
 step qmxs 45 sh -c "$experiment" sh "$libs" "$pack" "$work" qmxs " m=1 " " m=16 "
 step qmload 40 sh -c "$diagnosis" sh "$libs" "$pack" "$work" qmload " m=1 "

@@ -328,6 +328,94 @@ GK_DEV int gk_fa_decode_frags(int64_t n_heads, int64_t n_kv_heads, int64_t sq) {
   return (int)(((n_heads / n_kv_heads) * sq + 15) / 16);
 }
 
+/* A causal prefill's query blocks in the order the grid takes them (not
+ * causal, every block does the same work, and the walks take query blocks
+ * x, x + gridDim.x, ... of heads y, y + gridDim.y, ...). The last query
+ * blocks see the most keys, and the GPU starts blocks in blockIdx order:
+ * item t = y gridDim.x + x, t + gridDim.x gridDim.y, ...
+ * of the nqb x n_heads, the heaviest query block of every head of a
+ * section first, then the next lighter of each, ..., so the light ones fill
+ * the launch's tail (FlashAttention's "longest processing time first",
+ * its SingleTileLPTScheduler). Walking head after head, each heaviest
+ * first, left the last heads' heavy blocks to start when the others were
+ * nearly done: a list-scheduling model of 32 query blocks x 32 heads on
+ * 132 SMs puts that at 0.88 of the launch busy, 0.99 in this order (8
+ * blocks x 32 heads, a 1024-token prefill: 0.62 and 0.97). A section is
+ * `sec` heads whose K and V L2 holds together (gk_fa_section_heads), so
+ * that the blocks in flight, which all read their heads' keys from the
+ * first, share them there; the last section has the heads left. */
+struct gk_fa_qblock {
+  int64_t h, qb;
+};
+GK_DEV gk_fa_qblock gk_fa_lpt_item(uint32_t t, uint32_t nqb, uint32_t n_heads, uint32_t sec) {
+  const uint32_t h0 = t / (sec * nqb) * sec;                    /* t's section's first head */
+  const uint32_t ns = n_heads - h0 < sec ? n_heads - h0 : sec; /* its heads */
+  const uint32_t r = t - h0 * nqb;                              /* t's place in it */
+  const gk_fa_qblock b = {(int64_t)(h0 + r % ns), (int64_t)(nqb - 1 - r / ns)};
+  return b;
+}
+
+/* What the blocks in flight of a causal prefill should read of K and V
+ * together, so that L2 keeps it for the lighter query blocks after:
+ * about half the L2 of the parts an image runs on (40 to 50 MB on A100,
+ * H100 and H200, 48 to 126 MB on sm_89, sm_100 and sm_120 parts; 4 to 6 MB
+ * on T4, A10, RTX 30 and Orin, the sm_75 and sm_86 images, and 4 to 8 MB
+ * of L2 an XCD on ROCm). A wrong guess costs DRAM reads, never a result. */
+#ifndef GK_FA_L2_BYTES
+#if defined(__HIPCC__) || \
+    (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 800 || __CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870))
+#define GK_FA_L2_BYTES (3 << 20)
+#else
+#define GK_FA_L2_BYTES (24 << 20)
+#endif
+#endif
+/* The heads of a section: the query heads of as many KV heads as
+ * GK_FA_L2_BYTES holds the keys and values of (ES bytes an element), at
+ * least one, at most all. */
+template <int D, int ES>
+GK_DEV int64_t gk_fa_section_heads(int64_t n_heads, int64_t n_kv_heads, int64_t skv) {
+  constexpr int64_t ROW = 2 * D * ES; /* a key's K and V */
+  int64_t k = skv == 0                             ? n_kv_heads
+              : skv > (int64_t)GK_FA_L2_BYTES / ROW ? 1
+                                                   : (int64_t)GK_FA_L2_BYTES / (skv * ROW);
+  if (k > n_kv_heads) k = n_kv_heads;
+  if (k < 1) k = 1;
+  return k * (n_heads / n_kv_heads);
+}
+/* A causal prefill's walk over its nqb x n_heads items: this block's
+ * first item and the heads of a section; the step, the grid's blocks
+ * (gk_fa_lpt_step). The producer's walk (gk_fa_ws_walk) and the
+ * consumers' (gk_fa_walk_mma) take the same items in the same order
+ * through them. In 32 bits, since 64-bit indices and divisions cost
+ * sm_100's head_dim-128 images 36 to 52 bytes of spill (ptxas 13.0; what
+ * the loop keeps across a query block pushed them past 255 registers, so
+ * the count and step are recomputed, not kept): the grid's first 2^30
+ * blocks walk (the others, if any, none), so that no index passes 2^32,
+ * and a prefill of 2^31 query blocks or more (n_heads x sq past 2^37
+ * rows, 16 TB of Q at head_dim 64 in f16: past any GPU's memory) is
+ * walked by none (first 2^32 - 1, past every item). Not causal, every
+ * block does the same work, and the walks keep their nested loops over
+ * heads and query blocks. */
+#define FA_LPT_WALKERS ((int64_t)1 << 30)
+GK_DEV uint32_t gk_fa_lpt_step(void) {
+  const int64_t grid = (int64_t)gridDim.x * gridDim.y;
+  return (uint32_t)(grid < FA_LPT_WALKERS ? grid : FA_LPT_WALKERS);
+}
+struct gk_fa_lpt {
+  uint32_t first, sec;
+};
+template <int D, int ES>
+GK_DEV gk_fa_lpt gk_fa_lpt_of(int64_t n_heads, int64_t n_kv_heads, int64_t skv, int64_t nqb) {
+  constexpr int64_t MAX = (int64_t)1 << 31;
+  const int64_t first = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
+  gk_fa_lpt w = {0xffffffffu, 1}; /* no item */
+  if (n_heads < MAX && nqb < MAX && nqb * n_heads < MAX && first < FA_LPT_WALKERS) {
+    w.first = (uint32_t)first;
+    w.sec = (uint32_t)gk_fa_section_heads<D, ES>(n_heads, n_kv_heads, skv);
+  }
+  return w;
+}
+
 /* The block's shared memory for the tensor-core paths (gk_fa_shared),
  * which the producer's walk and the others' share. */
 template <int D>
@@ -353,9 +441,10 @@ GK_DEV int gk_fa_decode_wgs(void) {
 
 /* The grid's walk over one sequence's queries q and o ([n_heads][sq][D])
  * and its keys and values kv, on tensor cores (fa_mma.cuh; H gk_f16 or
- * gk_bf16): query blocks x, x + gridDim.x, ... of heads
- * y, y + gridDim.y, ... A decode (every query of a KV head's heads in at
- * most 4 fragments of 16 rows, gk_fa_is_decode) is cut into units instead,
+ * gk_bf16): a prefill's query blocks x, x + gridDim.x, ... of heads y,
+ * y + gridDim.y, ..., or causal, gk_fa_lpt_item's (heaviest first). A
+ * decode (every query of a KV head's heads in at most 4 fragments of 16
+ * rows, gk_fa_is_decode) is cut into units instead,
  * (KV head, split, block of fragments: all of them on mma.sync and in the
  * images of -DGK_FA_WGMMA=4, one in the other wgmma images,
  * gk_fa_mma_decode): n splits of at least FA_SPLIT_KEYS keys each,
@@ -410,10 +499,6 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
     }
     return;
   }
-  /* Causal: the last query blocks see the most keys, so they go first
-   * (block x takes query block nqb - 1 - x): the GPU starts blocks in
-   * blockIdx order, and the light ones then fill the tail of the launch
-   * instead of the heavy ones (FlashAttention's "longest first"). */
   const int sched = gk_fa_wg_schedule<H, KV>();
   /* The threads of the schedule (the producer's walk is gk_fa_ws_walk). */
   const int used = sched == FA_WG_WS ? 2 * FA_THREADS : sched * FA_THREADS;
@@ -421,12 +506,19 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
   const int R = !H::wgmma ? (int)gk_fa_mma_shape<D, KV>::ROWS /* a block's rows */
                           : sched == FA_WG_ONE ? FA_BLOCK_ROWS : 2 * FA_BLOCK_ROWS;
   const int64_t nqb = (sq + R - 1) / R;
-  for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
-    for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x) {
-      const int64_t qb = Causal ? nqb - 1 - x : x;
-      gk_fa_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, qb * R,
-                                  sched, gk_bool<(bool)H::wgmma>());
-    }
+  if (!Causal) {
+    for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
+      for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x)
+        gk_fa_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, x * R,
+                                    sched, gk_bool<(bool)H::wgmma>());
+    return;
+  }
+  const gk_fa_lpt w = gk_fa_lpt_of<D, 2>(n_heads, n_kv_heads, kv.n, nqb);
+  for (uint32_t t = w.first; t < (uint32_t)nqb * (uint32_t)n_heads; t += gk_fa_lpt_step()) {
+    const gk_fa_qblock b = gk_fa_lpt_item(t, (uint32_t)nqb, (uint32_t)n_heads, w.sec);
+    gk_fa_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, b.h, b.qb * R,
+                                sched, gk_bool<(bool)H::wgmma>());
+  }
 }
 /* The scalar path (f32, and bf16 on sm_75), without a cross-block split
  * (the workspace is not used). */
@@ -485,13 +577,21 @@ GK_DEV void gk_fa_ws_walk(const KV &kv, int64_t n_heads, int64_t n_kv_heads, int
   gk_fa_smem<D> &sm = gk_fa_sm<D>();
   constexpr int R = 2 * FA_BLOCK_ROWS;
   const int64_t nqb = (sq + R - 1) / R;
-  for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
-    for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x) {
-      const int64_t hk = h / (n_heads / n_kv_heads), row0 = (Causal ? nqb - 1 - x : x) * R;
-      gk_fa_ws_producer<Causal, D, (int)Dt::ablate>(sm, kv, hk, sq, row0,
-                                                    gk_int<(int)Dt::ws_overlap>(),
-                                                    gk_int<(int)Dt::tma>());
-    }
+  if (!Causal) {
+    for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
+      for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x)
+        gk_fa_ws_producer<Causal, D, (int)Dt::ablate>(sm, kv, h / (n_heads / n_kv_heads), sq,
+                                                      x * R, gk_int<(int)Dt::ws_overlap>(),
+                                                      gk_int<(int)Dt::tma>());
+    return;
+  }
+  const gk_fa_lpt w = gk_fa_lpt_of<D, 2>(n_heads, n_kv_heads, kv.n, nqb);
+  for (uint32_t t = w.first; t < (uint32_t)nqb * (uint32_t)n_heads; t += gk_fa_lpt_step()) {
+    const gk_fa_qblock b = gk_fa_lpt_item(t, (uint32_t)nqb, (uint32_t)n_heads, w.sec);
+    gk_fa_ws_producer<Causal, D, (int)Dt::ablate>(sm, kv, b.h / (n_heads / n_kv_heads), sq,
+                                                  b.qb * R, gk_int<(int)Dt::ws_overlap>(),
+                                                  gk_int<(int)Dt::tma>());
+  }
 }
 template <int Causal, int D, class Dt, class KV>
 GK_DEV void gk_fa_ws_walk(const KV &, int64_t, int64_t, int64_t, gk_bool<false>) {}

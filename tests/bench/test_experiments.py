@@ -140,13 +140,16 @@ with tempfile.TemporaryDirectory() as out:
     paged = dict(kernel="paged_attention", page=64, seqs=1, len=8192, head_dim=128, heads=32,
                  kv_heads=8, us=20.0, sdpa_us=16.0, kv_gbps=1600.0)
     report["paged_attention"] = [paged, dict(paged, page=16, us=30.0)]
+    report["flash_attention"].append(fa(64, 1, 150.0))
     rc, text = step(out, "base", "ok, 30 s",
                     dict(qmatmul=[dict(qm(1, 1.0, entry="qmatmul_q8x"), n=32768, us=80.0),
                                   dict(qm(1, 1.0, entry="qmatmul"), n=32768, us=60.0),
                                   dict(qm(16, 1.0, entry="qmatmul_q8x"), n=32768, us=150.0),
                                   dict(qm(512, 100.0), us=110.0, weight_bytes=wb),
                                   dict(qm(16, 1.0, entry="qmatmul"), n=32768, us=350.0)],
-                         paged_attention=[dict(paged, us=24.0, kv_gbps=1333.3)]), report)
+                         paged_attention=[dict(paged, us=24.0, kv_gbps=1333.3)],
+                         flash_attention=[dict(fa(128, 1, 220.0), us=113.6),
+                                          dict(fa(64, 1, 166.7), us=90.0)]), report)
     check(rc == 0, "exit %d with base" % rc)
     base = text.split("base commit's kernels")[-1]
     for row, what in (
@@ -158,12 +161,19 @@ with tempfile.TemporaryDirectory() as out:
             ("| qmatmul_q8x_x+mm | 4 | 512 x 8192 x 8192 | 100.0 | 110.0 | 1.10 |",
              "the prefill pair's row (no share of copy)"),
             ("| 64 | 1 x 8192 | 128 | 16.0 | 20.0 (0.40) 1.25x | 24.0 (0.33) 1.50x | 1.20 |",
-             "the paged row")):
+             "the paged row"),
+            ("| prefill | 128 | 1 | f16 | 4096 x 4096 | 100.0 (250.0) | 113.6 (220.0) | 1.14 |",
+             "the causal prefill's row (the one case the base timed)")):
         check(row in base, what + ":\n" + base)
     check("4096 x 8192" not in base, "a case the base lacks in the base table")
-    check("- The default more than 3% slower than `base`: none." in base,
-          "no case slower than the base's:\n" + base)
+    check("| prefill | 64 | 1 | f16 | 4096 x 4096 | 100.0 (150.0) | 90.0 (166.7) | 0.90 |" in base,
+          "the D 64 causal prefill's row:\n" + base)
+    check("- The default more than 3% slower than `base`: flash_attention prefill D 64 causal 1 "
+          "f16 4096 x 4096 (0.90) (what changed since in these kernels lost time there)." in base,
+          "the one case slower than the base's:\n" + base)
     check("| 16 | 1 x 8192 |" not in base, "a paged case the base lacks was compared")
+    check("| prefill | 128 | 0 |" not in base and "| decode | 128 |" not in base,
+          "a flash_attention case the base lacks was compared:\n" + base)
     check("- `qmpf`: not run; not compared." in text, "qmpf not reported as not run:\n" + text)
 
     # qmpf timed: qmatmul at m = 16 faster with the prefetch; under its own
@@ -185,8 +195,9 @@ with tempfile.TemporaryDirectory() as out:
     base = text.split("base commit's kernels")[-1].split("(qmpf)")[0]
     check("| qmatmul | 4 | 16 x 32768 x 8192 | 380.0 | 350.0 | 0.92 |" in base,
           "the base's m = 16 row:\n" + base)
-    check("- The default more than 3% slower than `base`: qmatmul BITS 4 m = 16 (0.92) (what "
-          "changed since in these kernels lost time there)." in base,
+    check("- The default more than 3% slower than `base`: qmatmul BITS 4 m = 16 (0.92); "
+          "flash_attention prefill D 64 causal 1 f16 4096 x 4096 (0.90) (what changed since in "
+          "these kernels lost time there)." in base,
           "the base's verdict:\n" + base)
     check("- `qmxs`: not run; not compared." in text, "qmxs not reported as not run:\n" + text)
 
@@ -277,7 +288,7 @@ with tempfile.TemporaryDirectory() as out:
 
 print("%d failure(s)" % failures if failures else "ok: experiments.py compares the attention "
       "experiments (one timed, prefill and decode; one failed), an empty OUT, qmatmul_q8x_mm's "
-      "(not run; failed, then timed), the base commit's m = 1, 16 and 512 and paged cases, and "
+      "(not run; failed, then timed), the base commit's m = 1, 16 and 512, paged and attention cases, and "
       "qmpf's m = 16 (qmxs failed: not compared), dec6's decodes, qmload's m = 1 loads, the "
       "prefill diagnoses (one timed out, then timed), each A/B's cases beyond 3% and whether a "
       "wgmma image is ready for sm_90a")

@@ -18,6 +18,11 @@
  * launch metadata).
  */
 #define GK_GPU_EMULATE 1
+/* A causal prefill's L2 sections (gk_fa_section_heads) of one KV head's
+ * heads past 64 keys at head_dim 64 (a KV head's K and V in f16: 256
+ * bytes a key), so that the walk crosses sections (the images' own
+ * budget, megabytes, would make every shape here one section). */
+#define GK_FA_L2_BYTES (16 << 10)
 #include "argmax.cuh"
 #include "flash_attention.cuh"
 #include "paged_attention.cuh"
@@ -844,8 +849,72 @@ static int fa_nosoft_check(const char *what, int causal, int d, const unsigned c
   return 0;
 }
 
+/* gk_fa_lpt_item: every (head, query block) of a causal prefill once, for
+ * any grid, heaviest first within a section, sections of whole KV heads'
+ * groups in head order, the last holding the heads left. */
+static void check_lpt_order(void) {
+  const int before = failures;
+  long cases = 0;
+  for (int64_t hk = 1; hk <= 5; hk++)
+    for (int64_t g : {1, 4})
+      for (int64_t nqb = 1; nqb <= 9; nqb++)
+        for (int64_t skv : {0, 8, 20, 32, 5000}) { /* 16 KB: all, 8, 3, 2, 1 KV heads */
+          const int64_t nh = hk * g, sec = gk_fa_section_heads<64, 2>(nh, hk, skv);
+          const int64_t fit = skv ? (16 << 10) / (2 * skv * 64 * 2) : hk; /* KV heads */
+          const int64_t want = g * std::min(hk, std::max<int64_t>(1, fit));
+          if (sec != want) {
+            printf("FAIL: gk_fa_section_heads(%lld, %lld, %lld) = %lld, not %lld\n",
+                   (long long)nh, (long long)hk, (long long)skv, (long long)sec,
+                   (long long)want);
+            failures++;
+          }
+          for (int64_t blocks : {1, 3, 7, 1000}) {
+            std::vector<int> seen((size_t)(nh * nqb), 0);
+            bool ok = true;
+            for (int64_t first = 0; first < blocks && ok; first++) {
+              int64_t last_h0 = -1, last_qb = nqb;
+              for (int64_t t = first; t < nh * nqb; t += blocks) {
+                const gk_fa_qblock b = gk_fa_lpt_item(t, nqb, nh, sec);
+                if (b.h < 0 || b.h >= nh || b.qb < 0 || b.qb >= nqb) {
+                  ok = false;
+                  break;
+                }
+                seen[(size_t)(b.h * nqb + b.qb)]++;
+                /* one walker's items: sections in order, in a section its
+                 * query blocks never heavier than the one before */
+                const int64_t h0 = b.h / sec * sec;
+                if (h0 < last_h0 || (h0 == last_h0 && b.qb > last_qb)) ok = false;
+                last_h0 = h0, last_qb = b.qb;
+              }
+            }
+            cases++;
+            if (!ok || std::count(seen.begin(), seen.end(), 1) != (long)seen.size()) {
+              printf("FAIL: gk_fa_lpt_item: heads %lld (sections of %lld), %lld query blocks, "
+                     "%lld blocks: not every item once in order\n",
+                     (long long)nh, (long long)sec, (long long)nqb, (long long)blocks);
+              failures++;
+            }
+          }
+        }
+  /* The whole order of 2 sections (2 KV heads' 8 heads, sections of 4, 3
+   * query blocks): each section's heads at query block 2, then 1, then 0. */
+  static const int want[][2] = {{0, 2}, {1, 2}, {2, 2}, {3, 2}, {0, 1}, {1, 1}, {2, 1}, {3, 1},
+                                {0, 0}, {1, 0}, {2, 0}, {3, 0}, {4, 2}, {5, 2}, {6, 2}, {7, 2},
+                                {4, 1}, {5, 1}, {6, 1}, {7, 1}, {4, 0}, {5, 0}, {6, 0}, {7, 0}};
+  for (int t = 0; t < 24; t++) {
+    const gk_fa_qblock b = gk_fa_lpt_item(t, 3, 8, 4);
+    if (b.h != want[t][0] || b.qb != want[t][1]) {
+      printf("FAIL: gk_fa_lpt_item(%d) = head %lld block %lld, not %d %d\n", t,
+             (long long)b.h, (long long)b.qb, want[t][0], want[t][1]);
+      failures++;
+    }
+  }
+  if (failures == before) printf("ok: a causal prefill's order, %ld walks\n", cases);
+}
+
 static void check_attention(void) {
   const int before = failures;
+  check_lpt_order();
   static const std::vector<std::string> params = {
       "q:ptr",  "k:ptr",   "v:ptr",   "o:ptr",    "n_heads:i64",
       "n_kv_heads:i64", "sq:i64", "skv:i64", "scale:f32", "ws:ptr", "ws_bytes:i64"};
@@ -863,8 +932,10 @@ static void check_attention(void) {
       {2, 2, 3, 0, 1.0},   /* no keys: zeros */
       /* 3 query blocks of 64 rows, 2 of 128 (the second partial: every
        * group's rows of the mma prefill at head_dim 64), 2 or 3 key tiles;
-       * causal: the first 70 rows see no key */
-      {2, 1, 140, 70, 2.0},
+       * causal: the first 70 rows see no key, and the walk crosses two
+       * sections of 2 heads (a KV head's 70 keys are past GK_FA_L2_BYTES
+       * here), the heaviest query block of each head first */
+      {4, 2, 140, 70, 2.0},
       {8, 2, 4, 200, 1.0},  /* speculative decode: 4 heads x 4 rows fill a fragment */
       /* 4 heads x 3 rows: a lane's row g + 8 is an earlier query than its
        * row g (10 % 3 < 2), so a step the first may see whole (200 keys: the
