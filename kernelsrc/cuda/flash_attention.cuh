@@ -328,9 +328,9 @@ GK_DEV int gk_fa_decode_frags(int64_t n_heads, int64_t n_kv_heads, int64_t sq) {
   return (int)(((n_heads / n_kv_heads) * sq + 15) / 16);
 }
 
-/* A causal prefill's query blocks in the order the grid takes them (not
- * causal, every block does the same work, and the walks take query blocks
- * x, x + gridDim.x, ... of heads y, y + gridDim.y, ...). The last query
+/* A causal prefill's query blocks in the order the grid takes them
+ * (gk_fa_lpt_on: over a contiguous cache; the other walks take query
+ * blocks x, x + gridDim.x, ... of heads y, y + gridDim.y, ...). The last query
  * blocks see the most keys, and the GPU starts blocks in blockIdx order:
  * item t = y gridDim.x + x, t + gridDim.x gridDim.y, ...
  * of the nqb x n_heads, the heaviest query block of every head of a
@@ -382,6 +382,18 @@ GK_DEV int64_t gk_fa_section_heads(int64_t n_heads, int64_t n_kv_heads, int64_t 
   if (k < 1) k = 1;
   return k * (n_heads / n_kv_heads);
 }
+/* Whether a prefill walks in gk_fa_lpt_item's order: causal, over one
+ * contiguous cache. Not causal, every block does the same work, and the
+ * walks keep their nested loops over heads and query blocks. A paged
+ * prefill (paged_attention: sq tokens appended to each sequence's cache)
+ * keeps them too, each head's heaviest first: its rows see nearly the
+ * same keys where the cache is long, and the order's state cost sm_90,
+ * sm_90a and sm_120's head_dim-128 paged images 16 bytes of spill each
+ * (ptxas 13.0). */
+template <int Causal, class KV>
+GK_DEV constexpr bool gk_fa_lpt_on(void) {
+  return Causal && !KV::paged;
+}
 /* A causal prefill's walk over its nqb x n_heads items: this block's
  * first item and the heads of a section; the step, the grid's blocks
  * (gk_fa_lpt_step). The producer's walk (gk_fa_ws_walk) and the
@@ -393,9 +405,7 @@ GK_DEV int64_t gk_fa_section_heads(int64_t n_heads, int64_t n_kv_heads, int64_t 
  * blocks walk (the others, if any, none), so that no index passes 2^32,
  * and a prefill of 2^31 query blocks or more (n_heads x sq past 2^37
  * rows, 16 TB of Q at head_dim 64 in f16: past any GPU's memory) is
- * walked by none (first 2^32 - 1, past every item). Not causal, every
- * block does the same work, and the walks keep their nested loops over
- * heads and query blocks. */
+ * walked by none (first 2^32 - 1, past every item). */
 #define FA_LPT_WALKERS ((int64_t)1 << 30)
 GK_DEV uint32_t gk_fa_lpt_step(void) {
   const int64_t grid = (int64_t)gridDim.x * gridDim.y;
@@ -442,7 +452,8 @@ GK_DEV int gk_fa_decode_wgs(void) {
 /* The grid's walk over one sequence's queries q and o ([n_heads][sq][D])
  * and its keys and values kv, on tensor cores (fa_mma.cuh; H gk_f16 or
  * gk_bf16): a prefill's query blocks x, x + gridDim.x, ... of heads y,
- * y + gridDim.y, ..., or causal, gk_fa_lpt_item's (heaviest first). A
+ * y + gridDim.y, ... (causal, each head's heaviest first), or where
+ * gk_fa_lpt_on, gk_fa_lpt_item's (the heaviest of all heads first). A
  * decode (every query of a KV head's heads in at most 4 fragments of 16
  * rows, gk_fa_is_decode) is cut into units instead,
  * (KV head, split, block of fragments: all of them on mma.sync and in the
@@ -506,11 +517,13 @@ GK_DEV void gk_fa_walk_mma(const uint16_t *q, const KV &kv, uint16_t *o, int64_t
   const int R = !H::wgmma ? (int)gk_fa_mma_shape<D, KV>::ROWS /* a block's rows */
                           : sched == FA_WG_ONE ? FA_BLOCK_ROWS : 2 * FA_BLOCK_ROWS;
   const int64_t nqb = (sq + R - 1) / R;
-  if (!Causal) {
+  if (!gk_fa_lpt_on<Causal, KV>()) {
     for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
-      for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x)
-        gk_fa_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, x * R,
+      for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x) {
+        const int64_t qb = Causal ? nqb - 1 - x : x; /* each head's heaviest first */
+        gk_fa_prefill<Causal, D, H>(sm, q, kv, o, n_heads, n_kv_heads, sq, scale, h, qb * R,
                                     sched, gk_bool<(bool)H::wgmma>());
+      }
     return;
   }
   const gk_fa_lpt w = gk_fa_lpt_of<D, 2>(n_heads, n_kv_heads, kv.n, nqb);
@@ -577,11 +590,12 @@ GK_DEV void gk_fa_ws_walk(const KV &kv, int64_t n_heads, int64_t n_kv_heads, int
   gk_fa_smem<D> &sm = gk_fa_sm<D>();
   constexpr int R = 2 * FA_BLOCK_ROWS;
   const int64_t nqb = (sq + R - 1) / R;
-  if (!Causal) {
+  if (!gk_fa_lpt_on<Causal, KV>()) {
     for (int64_t h = blockIdx.y; h < n_heads; h += gridDim.y)
       for (int64_t x = blockIdx.x; x < nqb; x += gridDim.x)
         gk_fa_ws_producer<Causal, D, (int)Dt::ablate>(sm, kv, h / (n_heads / n_kv_heads), sq,
-                                                      x * R, gk_int<(int)Dt::ws_overlap>(),
+                                                      (Causal ? nqb - 1 - x : x) * R,
+                                                      gk_int<(int)Dt::ws_overlap>(),
                                                       gk_int<(int)Dt::tma>());
     return;
   }
