@@ -19,7 +19,8 @@
  *   (sq = 1, skv = 8192; causal=0, since with one query row the bottom-right
  *   causal mask allows every key, and PyTorch's is_causal would not) and
  *   prefill 4096 x 4096 causal and not, head_dim 64 prefill too; bf16
- *   prefill at head_dim 128, causal and not. Inputs rotate like W.
+ *   prefill at head_dim 128, causal and not; a causal prefill of 1024 x
+ *   1024. Inputs rotate like W.
  * - paged_attention f16 decodes (bench_paged).
  * - the decodes' workspace: for the pieces docs/kernels.md advises (one per
  *   256 keys, at most enough to give each of the card's blocks one:
@@ -378,10 +379,13 @@ static void bench_attention(json_t *out, json_t *split, double copy_gbps) {
               {"decode", "f16", 1, 128, 16, 8192},
               {"prefill", "f16", 0, 128, 4096, 4096},  {"prefill", "f16", 1, 128, 4096, 4096},
               {"prefill", "f16", 0, 64, 4096, 4096},   {"prefill", "f16", 1, 64, 4096, 4096},
-              {"prefill", "bf16", 0, 128, 4096, 4096}, {"prefill", "bf16", 1, 128, 4096, 4096}},
+              {"prefill", "bf16", 0, 128, 4096, 4096}, {"prefill", "bf16", 1, 128, 4096, 4096},
+              /* a prompt of 1024: 8 to 16 query blocks a head, where the order of a causal
+               * prefill's blocks across the heads decides its launch's tail */
+              {"prefill", "f16", 1, 128, 1024, 1024}},
     small[] = {{"decode", "f16", 0, 128, 1, 512}, {"prefill", "f16", 1, 128, 256, 256},
                {"prefill", "bf16", 1, 128, 256, 256}};
-  const int ncases = quick ? 3 : 9;
+  const int ncases = quick ? 3 : (int)(sizeof full / sizeof full[0]);
   const int64_t H = 32, HK = 8;
   for (int c = 0; c < ncases; c++) {
     const int causal = quick ? small[c].causal : full[c].causal, D = quick ? small[c].d : full[c].d;
