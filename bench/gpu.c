@@ -385,7 +385,8 @@ static void bench_attention(json_t *out, json_t *split, double copy_gbps) {
               {"prefill", "f16", 1, 128, 1024, 1024}},
     small[] = {{"decode", "f16", 0, 128, 1, 512}, {"prefill", "f16", 1, 128, 256, 256},
                {"prefill", "bf16", 1, 128, 256, 256}};
-  const int ncases = quick ? 3 : (int)(sizeof full / sizeof full[0]);
+  const int ncases = quick ? (int)(sizeof small / sizeof small[0])
+                           : (int)(sizeof full / sizeof full[0]);
   const int64_t H = 32, HK = 8;
   for (int c = 0; c < ncases; c++) {
     const int causal = quick ? small[c].causal : full[c].causal, D = quick ? small[c].d : full[c].d;
@@ -475,7 +476,8 @@ static void bench_paged(json_t *out, json_t *split, double copy_gbps) {
     int page;
   } full[] = {{1, 8192, 64}, {8, 1024, 64}, {1, 8192, 16}, {8, 1024, 16}, {1, 32768, 64}},
     small[] = {{2, 256, 64}};
-  const int ncases = quick ? 1 : 5;
+  const int ncases = quick ? (int)(sizeof small / sizeof small[0])
+                           : (int)(sizeof full / sizeof full[0]);
   const int64_t H = 32, HK = 8, D = 128;
   for (int c = 0; c < ncases; c++) {
     const int64_t S = quick ? small[c].seqs : full[c].seqs, L = quick ? small[c].len : full[c].len;
