@@ -6,7 +6,7 @@
  * report).
  *
  * usage: gk_bench_gpu ARCHIVE --json FILE [--quick] [--runs N] [--filter TEXT]
- *                     [--libcuda PATH]
+ *                     [--ref ARCHIVE2] [--libcuda PATH]
  *
  * - copy: cuMemcpyDtoDAsync of 1 GiB; bytes read + written per second.
  * - qmatmul, every BITS: m = 1 and 16 at n = 32768, k = 8192, m = 512 and
@@ -32,6 +32,13 @@
  * one launch's submission is not counted; per-launch median and best.
  * --quick: small shapes, 3 runs (the tests). --filter: only the cases whose
  * name contains TEXT (ncu; given again, those that contain any of them).
+ * --ref ARCHIVE2: each case is also timed on ARCHIVE2's image of the same
+ * kernel, variant and entry, on the same inputs, the two taking turns run
+ * by run (A B, B A, A B, ...: time_ab), so that an A/B of two archives
+ * (ci/gpu/run.sh's experiments) is not the difference of two moments of a
+ * card whose clocks drift; the case gets ref_us, ref_best_us, ref_batch and
+ * ref_target. A case whose entry ARCHIVE2 lacks (or cannot launch) is
+ * timed alone and says so.
  * Without a usable GPU: {"skipped": "why"}, exit 0.
  */
 #include <jansson.h>
@@ -46,7 +53,7 @@
 #include "qref.h"
 
 static cudrv cu;
-static gk_archive *ar;
+static gk_archive *ar, *ref_ar;
 static gk_device dev;
 static cu_event ev0, ev1;
 static int runs = 10, quick;
@@ -90,27 +97,57 @@ static double elapsed_us(void) {
   return ms * 1e3;
 }
 
-static timing time_it(issue_fn issue, void *ctx) {
-  timing t = {0, 0, runs, 1};
-  long n = 0;
-  issue(ctx, n++);
-  ok(cu.cuCtxSynchronize(), "warm-up launch");
+/* Launches per run: as many as take about 1 ms, at least one, given one
+ * launch's time. */
+static int batch_for(double one_us) {
+  return one_us >= 1000.0 ? 1 : one_us <= 16.0 ? 64 : (int)ceil(1000.0 / one_us);
+}
+
+/* One run: `batch` launches back to back between the two events, launch
+ * numbers from *n on; the time a launch. */
+static double run_batch(issue_fn issue, void *ctx, int batch, long *n) {
   ok(cu.cuEventRecord(ev0, NULL), "cuEventRecord");
-  issue(ctx, n++);
+  for (int b = 0; b < batch; b++) issue(ctx, (*n)++);
   ok(cu.cuEventRecord(ev1, NULL), "cuEventRecord");
-  const double one = elapsed_us();
-  t.batch = one >= 1000.0 ? 1 : one <= 16.0 ? 64 : (int)ceil(1000.0 / one);
-  double *v = malloc(sizeof *v * (size_t)runs);
-  for (int r = 0; r < runs; r++) {
-    ok(cu.cuEventRecord(ev0, NULL), "cuEventRecord");
-    for (int b = 0; b < t.batch; b++) issue(ctx, n++);
-    ok(cu.cuEventRecord(ev1, NULL), "cuEventRecord");
-    v[r] = elapsed_us() / t.batch;
-  }
+  return elapsed_us() / batch;
+}
+
+static timing summarize(double *v, int batch) {
+  timing t = {0, 0, runs, batch};
   qsort(v, (size_t)runs, sizeof *v, cmp_double);
   t.best_us = v[0];
   t.us = runs % 2 ? v[runs / 2] : 0.5 * (v[runs / 2 - 1] + v[runs / 2]);
-  free(v);
+  return t;
+}
+
+/*
+ * The launches of ctx, and where b is not NULL those of b too, on the same
+ * launch numbers' inputs: a warm-up launch each, one launch each timed alone
+ * (the batch), then `runs` runs each, taking turns (A B, B A, A B, ...), so
+ * that a drift of the card's clocks weighs on both alike. The launch number
+ * runs on across both, so neither finds the other's last inputs in L2.
+ */
+static void time_ab(issue_fn issue, void *ctx, void *b, timing *ta, timing *tb) {
+  long n = 0;
+  issue(ctx, n++);
+  if (b) issue(b, n++);
+  ok(cu.cuCtxSynchronize(), "warm-up launch");
+  const int batch_a = batch_for(run_batch(issue, ctx, 1, &n)),
+            batch_b = b ? batch_for(run_batch(issue, b, 1, &n)) : 0;
+  double *va = malloc(sizeof *va * (size_t)runs), *vb = malloc(sizeof *vb * (size_t)runs);
+  for (int r = 0; r < runs; r++) {
+    if (b && r % 2) vb[r] = run_batch(issue, b, batch_b, &n);
+    va[r] = run_batch(issue, ctx, batch_a, &n);
+    if (b && !(r % 2)) vb[r] = run_batch(issue, b, batch_b, &n);
+  }
+  *ta = summarize(va, batch_a);
+  if (b) *tb = summarize(vb, batch_b);
+  free(va), free(vb);
+}
+
+static timing time_it(issue_fn issue, void *ctx) {
+  timing t;
+  time_ab(issue, ctx, NULL, &t, NULL);
   return t;
 }
 
@@ -183,6 +220,39 @@ static void launch_issue(void *ctx, long i) {
     die("gk_module_launch", gk_last_error());
 }
 
+/* --ref: ARCHIVE2's module of the kernel and variant, or NULL (without
+ * --ref, or where ARCHIVE2 has none: said on stderr). */
+static gk_module *ref_load(const char *kernel, const char *variant) {
+  gk_module *m = NULL;
+  if (ref_ar && gk_module_load(ref_ar, &dev, kernel, variant, &m) != GK_OK) {
+    fprintf(stderr, "gk_bench_gpu: --ref: %s %s: %s; timed alone\n", kernel, variant,
+            gk_archive_errmsg(ref_ar));
+    m = NULL;
+  }
+  return m;
+}
+
+/* Whether the ref's launches (l's arguments on the ref's module) can be
+ * timed beside the case's: its entry there fits them (else said). */
+static int ref_ready(const launches *l, const char *what) {
+  char err[512];
+  if (!l->m) return 0;
+  if (launches_ready(l, err, sizeof err) == 0) return 1;
+  fprintf(stderr, "gk_bench_gpu: --ref: %s entry %s: %s; timed alone\n", what, l->entry, err);
+  return 0;
+}
+
+/* The ref's time beside the case's, in the case's JSON object and on
+ * stderr. */
+static void ref_fields(json_t *c, const timing *t, const gk_module *rm, double us) {
+  json_object_set_new(c, "ref_us", json_real(t->us));
+  json_object_set_new(c, "ref_best_us", json_real(t->best_us));
+  json_object_set_new(c, "ref_batch", json_integer(t->batch));
+  json_object_set_new(c, "ref_target", json_string(gk_module_info(rm)->target));
+  fprintf(stderr, "  --ref, in turns: %.1f us (this archive %.1f: %.2fx the ref's time)\n",
+          t->us, us, us / t->us);
+}
+
 /* ---- qmatmul ------------------------------------------------------------------ */
 
 /* W for n x k, `copies` times: random blocks (qref_fill_w) made on the host
@@ -231,6 +301,7 @@ static void bench_qmatmul(json_t *out, double copy_gbps) {
     }
     const gk_image_info *info = gk_module_info(m);
     json_t *entries = json_loads(info->entry, 0, NULL);
+    gk_module *rm = ref_load("qmatmul", variant);
     for (int s = 0; s < nshapes; s++) {
       const int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
       char name[160];
@@ -259,8 +330,9 @@ static void bench_qmatmul(json_t *out, double copy_gbps) {
       for (size_t i = 0; i < 2 * json_array_size(entries); i++) {
         const int form = (int)(i % 2);
         const char *entry = json_string_value(json_array_get(entries, i / 2));
-        launches l = {m, entry, copies, 6, NULL};
-        pair p = {{m, "qmatmul_q8x_x", copies, 4, NULL}, {m, entry, copies, 6, NULL}};
+        launches l = {m, entry, copies, 6, NULL}, lr = {rm, entry, copies, 6, NULL};
+        pair p = {{m, "qmatmul_q8x_x", copies, 4, NULL}, {m, entry, copies, 6, NULL}},
+             pr = {{rm, "qmatmul_q8x_x", copies, 4, NULL}, {rm, entry, copies, 6, NULL}};
         const int is_rec = entry && strcmp(entry, "qmatmul_q8x_rec") == 0;
         const int is_pair = entry && (strcmp(entry, "qmatmul_q8x_mm") == 0 || (is_rec && form));
         const int uses_xq = is_pair || is_rec;
@@ -276,7 +348,8 @@ static void bench_qmatmul(json_t *out, double copy_gbps) {
           a[2] = gk_arg_ptr(y), a[3] = gk_arg_i64(M), a[4] = gk_arg_i64(N), a[5] = gk_arg_i64(K);
           ra[0] = gk_arg_ptr(x), ra[1] = gk_arg_ptr(xq), ra[2] = gk_arg_i64(M), ra[3] = gk_arg_i64(K);
         }
-        p.mm.args = l.args;
+        p.mm.args = lr.args = pr.mm.args = l.args;
+        pr.round.args = p.round.args;
         if (launches_ready(&l, err, sizeof err) != 0 ||
             (uses_xq && launches_ready(&p.round, err, sizeof err) != 0)) {
           /* an entry with another signature: not qmatmul's to time */
@@ -284,29 +357,36 @@ static void bench_qmatmul(json_t *out, double copy_gbps) {
           free(l.args), free(p.round.args);
           continue;
         }
+        const int with_ref =
+            ref_ready(&lr, variant) && (!uses_xq || ref_ready(&pr.round, variant));
         if (is_rec && !is_pair) launch_issue(&p.round, 0); /* the records, once */
-        const timing t = is_pair ? time_it(pair_issue, &p) : time_it(launch_issue, &l);
+        timing t, tr;
+        if (is_pair) time_ab(pair_issue, &p, with_ref ? &pr : NULL, &t, &tr);
+        else time_ab(launch_issue, &l, with_ref ? &lr : NULL, &t, &tr);
         free(l.args), free(p.round.args);
         if (is_pair) entry = is_rec ? "qmatmul_q8x_x+rec" : "qmatmul_q8x_x+mm";
         const double gbps = (double)wb / (t.us * 1e3), tflops = 2.0 * M * N * K / (t.us * 1e6);
         const double ratio = copy_gbps > 0 ? gbps / copy_gbps : 0;
         fprintf(stderr, "%sentry=%s %s: %.1f us, %.0f GB/s of W (%.2f of copy), %.2f TFLOP/s\n",
                 name, entry, info->target, t.us, gbps, ratio, tflops);
-        json_array_append_new(
-            out, json_pack("{s:s, s:i, s:I, s:I, s:I, s:s, s:s, s:f, s:f, s:i, s:i, s:i, s:I, "
+        json_t *obj =
+            json_pack("{s:s, s:i, s:I, s:I, s:I, s:s, s:s, s:f, s:f, s:i, s:i, s:i, s:I, "
                            "s:f, s:f, s:f}",
                            "kernel", "qmatmul", "bits", bits, "m", (json_int_t)M, "n",
                            (json_int_t)N, "k", (json_int_t)K, "entry", entry, "target",
                            info->target, "us", t.us, "best_us", t.best_us, "runs", t.runs,
                            "batch", t.batch, "copies", copies, "weight_bytes", (json_int_t)wb,
                            "weight_gbps", gbps, "copy_ratio", ratio, "tflops",
-                           tflops));
+                           tflops);
+        if (with_ref) ref_fields(obj, &tr, rm, t.us);
+        json_array_append_new(out, obj);
       }
       ok(cu.cuMemFree(w), "cuMemFree"), ok(cu.cuMemFree(x), "cuMemFree");
       ok(cu.cuMemFree(y), "cuMemFree");
       ok(cu.cuMemFree(xq), "cuMemFree");
     }
     json_decref(entries);
+    gk_module_unload(rm);
     gk_module_unload(m);
   }
 }
@@ -405,6 +485,7 @@ static void bench_attention(json_t *out, json_t *split, double copy_gbps) {
       fprintf(stderr, "gk_bench_gpu: %s\n", gk_archive_errmsg(ar));
       continue;
     }
+    gk_module *rm = ref_load("flash_attention", variant);
     launches l = {m, "flash_attention", 0, 11, NULL};
     const size_t qb = (size_t)(H * SQ * D) * 2, kb = (size_t)(HK * SKV * D) * 2,
                  set = qb + 2 * kb;
@@ -434,14 +515,17 @@ static void bench_attention(json_t *out, json_t *split, double copy_gbps) {
       a[9] = gk_arg_ptr(ws), a[10] = gk_arg_i64(wsb);
     }
     if (launches_ready(&l, err, sizeof err) == 0) {
-      const timing t = time_it(launch_issue, &l);
+      launches lr = {rm, "flash_attention", copies, 11, l.args};
+      const int with_ref = ref_ready(&lr, variant);
+      timing t, tr;
+      time_ab(launch_issue, &l, with_ref ? &lr : NULL, &t, &tr);
       /* 2 matmuls of sq x skv x D per head; causal: about half the pairs. */
       const double flops = 4.0 * SQ * SKV * D * H * (causal ? 0.5 : 1.0);
       const double tflops = flops / (t.us * 1e6), kv_gbps = 2.0 * kb / (t.us * 1e3);
       fprintf(stderr, "%s%s: %.1f us, %.2f TFLOP/s, K+V %.0f GB/s\n", name,
               gk_module_info(m)->target, t.us, tflops, kv_gbps);
-      json_array_append_new(
-          out, json_pack("{s:s, s:s, s:i, s:s, s:i, s:I, s:I, s:I, s:I, s:s, s:f, s:f, s:i, "
+      json_t *obj =
+          json_pack("{s:s, s:s, s:i, s:s, s:i, s:I, s:I, s:I, s:I, s:s, s:f, s:f, s:i, "
                          "s:i, s:i, s:f, s:I, s:f, s:f}",
                          "kernel", "flash_attention", "kind", kind, "causal", causal, "dtype",
                          dtype, "head_dim", D, "heads", (json_int_t)H, "kv_heads",
@@ -449,7 +533,9 @@ static void bench_attention(json_t *out, json_t *split, double copy_gbps) {
                          "target", gk_module_info(m)->target, "us", t.us, "best_us",
                          t.best_us, "runs", t.runs, "batch", t.batch, "copies", copies,
                          "tflops", tflops, "kv_bytes", (json_int_t)(2 * kb), "kv_gbps",
-                         kv_gbps, "copy_ratio", copy_gbps > 0 ? kv_gbps / copy_gbps : 0));
+                         kv_gbps, "copy_ratio", copy_gbps > 0 ? kv_gbps / copy_gbps : 0);
+      if (with_ref) ref_fields(obj, &tr, rm, t.us);
+      json_array_append_new(out, obj);
       if (strcmp(kind, "decode") == 0)
         bench_split(split, &l, 9, name, HK, SKV, H / HK * SQ, D, 2.0 * kb, copy_gbps, t.us);
     } else {
@@ -458,6 +544,7 @@ static void bench_attention(json_t *out, json_t *split, double copy_gbps) {
     free(l.args);
     ok(cu.cuMemFree(in), "cuMemFree"), ok(cu.cuMemFree(o), "cuMemFree");
     ok(cu.cuMemFree(ws), "cuMemFree");
+    gk_module_unload(rm);
     gk_module_unload(m);
   }
 }
@@ -526,6 +613,7 @@ static void bench_paged(json_t *out, json_t *split, double copy_gbps) {
     int64_t wsb;
     const cu_deviceptr ws = /* decodes: sq 1 */
         ws_new(S * HK, ws_pieces(S * HK, per * P), H / HK, (int)D, &wsb);
+    gk_module *rm = ref_load("paged_attention", variant);
     launches l = {m, "paged_attention", copies, 15, NULL};
     l.args = calloc((size_t)copies, sizeof *l.args);
     char err[512];
@@ -540,19 +628,24 @@ static void bench_paged(json_t *out, json_t *split, double copy_gbps) {
       a[13] = gk_arg_ptr(ws), a[14] = gk_arg_i64(wsb);
     }
     if (launches_ready(&l, err, sizeof err) == 0) {
-      const timing t = time_it(launch_issue, &l);
+      launches lr = {rm, "paged_attention", copies, 15, l.args};
+      const int with_ref = ref_ready(&lr, variant);
+      timing t, tr;
+      time_ab(launch_issue, &l, with_ref ? &lr : NULL, &t, &tr);
       const double kvb = 2.0 * (double)(S * L * HK * D) * 2, kv_gbps = kvb / (t.us * 1e3);
       fprintf(stderr, "%s%s: %.1f us, K+V %.0f GB/s\n", name, gk_module_info(m)->target, t.us,
               kv_gbps);
-      json_array_append_new(
-          out, json_pack("{s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:s, s:f, s:f, s:i, s:i, s:i, "
+      json_t *obj =
+          json_pack("{s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:s, s:f, s:f, s:i, s:i, s:i, "
                          "s:f, s:f}",
                          "kernel", "paged_attention", "page", P, "seqs", (json_int_t)S, "len",
                          (json_int_t)L, "heads", (json_int_t)H, "kv_heads", (json_int_t)HK,
                          "head_dim", (json_int_t)D, "target", gk_module_info(m)->target, "us",
                          t.us, "best_us", t.best_us, "runs", t.runs, "batch", t.batch, "copies",
                          copies, "kv_gbps", kv_gbps, "copy_ratio",
-                         copy_gbps > 0 ? kv_gbps / copy_gbps : 0));
+                         copy_gbps > 0 ? kv_gbps / copy_gbps : 0);
+      if (with_ref) ref_fields(obj, &tr, rm, t.us);
+      json_array_append_new(out, obj);
       bench_split(split, &l, 13, name, S * HK, per * P, H / HK, (int)D, kvb, copy_gbps, t.us);
     } else {
       fprintf(stderr, "gk_bench_gpu: paged_attention %s: %s\n", variant, err);
@@ -561,25 +654,27 @@ static void bench_paged(json_t *out, json_t *split, double copy_gbps) {
     ok(cu.cuMemFree(kv), "cuMemFree"), ok(cu.cuMemFree(q), "cuMemFree");
     ok(cu.cuMemFree(o), "cuMemFree"), ok(cu.cuMemFree(dt), "cuMemFree");
     ok(cu.cuMemFree(dl), "cuMemFree"), ok(cu.cuMemFree(ws), "cuMemFree");
+    gk_module_unload(rm);
     gk_module_unload(m);
   }
 }
 
 int main(int argc, char **argv) {
-  const char *path = NULL, *json_path = NULL, *libcuda = NULL;
+  const char *path = NULL, *json_path = NULL, *libcuda = NULL, *ref_path = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
     else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
     else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc && nfilters < 8)
       filters[nfilters++] = argv[++i];
     else if (strcmp(argv[i], "--libcuda") == 0 && i + 1 < argc) libcuda = argv[++i];
+    else if (strcmp(argv[i], "--ref") == 0 && i + 1 < argc) ref_path = argv[++i];
     else if (strcmp(argv[i], "--quick") == 0) quick = 1, runs = 3;
     else if (argv[i][0] != '-' && !path) path = argv[i];
     else path = NULL, i = argc;
   }
   if (!path || !json_path || runs < 1) {
     fprintf(stderr, "usage: gk_bench_gpu ARCHIVE --json FILE [--quick] [--runs N] "
-                    "[--filter TEXT] [--libcuda PATH]\n");
+                    "[--filter TEXT] [--ref ARCHIVE2] [--libcuda PATH]\n");
     return 2;
   }
   json_t *root;
@@ -591,6 +686,8 @@ int main(int argc, char **argv) {
     int rc = gk_device_detect_backend(GK_BACKEND_CUDA, &dev, why, sizeof why);
     if (rc != GK_OK) die("the driver works but libgk finds no cuda device", why);
     if (gk_archive_open(path, &ar) != GK_OK) die("cannot open the archive", gk_last_error());
+    if (ref_path && gk_archive_open(ref_path, &ref_ar) != GK_OK)
+      die("cannot open the --ref archive", gk_last_error());
     ok(cu.cuEventCreate(&ev0, CUDRV_EVENT_DEFAULT), "cuEventCreate");
     ok(cu.cuEventCreate(&ev1, CUDRV_EVENT_DEFAULT), "cuEventCreate");
     char spec[96];
@@ -609,7 +706,9 @@ int main(int argc, char **argv) {
                      "spec_gbps", cu.spec_gbps, "libgk_device", spec,
                      "archive", path, "quick", quick, "runs", runs, "copy", copy, "qmatmul",
                      qm, "flash_attention", fa, "paged_attention", pa, "split", sp);
+    json_object_set_new(root, "ref_archive", ref_path ? json_string(ref_path) : json_null());
     cu.cuEventDestroy(ev0), cu.cuEventDestroy(ev1);
+    if (ref_ar) gk_archive_close(ref_ar);
     gk_archive_close(ar);
   }
   cudrv_close(&cu);

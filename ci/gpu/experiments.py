@@ -34,6 +34,10 @@ prefill case lost beyond noise, the prefill faster on the whole, no decode
 more than 3% slower: a launch row serves every call of an image); and under
 each A/B table, the cases where NAME took under 0.97 of the default's time
 (for base: where the kernels since the base commit lost time).
+Every A/B and verdict takes the default's time from NAME's own step where
+gk_bench_gpu timed it there in turns with NAME on the same inputs (run.sh's
+--ref: a case's ref_us; for the prefill diagnoses, wgmma5's), and says so; a
+case without it is compared with bench's time, another moment of the card.
 Exit 0 whatever it finds; 2 on bad usage.
 tests/bench/test_experiments.py feeds it numbers of its own.
 """
@@ -70,6 +74,35 @@ def timed(out, steps, name):
 
 def key(c):
     return (c["kind"], c["head_dim"], c["causal"], c.get("dtype", "f16"), c["sq"], c["skv"])
+
+
+def speed_over(c, d):
+    """C's speed over D's (above 1, C is the faster) and whether the two
+    were timed in turns: from C's ref_us where C's step timed its reference
+    beside it on the same inputs (gk_bench_gpu --ref), else C's TFLOP/s over
+    D's, timed in another step."""
+    if c.get("ref_us"):
+        return c["ref_us"] / c["us"], True
+    return c["tflops"] / d["tflops"], False
+
+
+def time_over(c, d):
+    """C's time over its reference's (below 1, C is the faster), the
+    reference's time and whether the two were timed in turns: C's ref_us
+    where its step timed it (gk_bench_gpu --ref), else D's time."""
+    if c.get("ref_us"):
+        return c["us"] / c["ref_us"], c["ref_us"], True
+    return c["us"] / d["us"], d["us"], False
+
+
+def in_turns(n, total):
+    """What a verdict says of how its N of TOTAL ratios were timed."""
+    if n == total:
+        return " Timed in turns with the default in its step, on the same inputs."
+    if n == 0:
+        return " Against bench's default, another moment of the card (no case timed in turns)."
+    return " %d of its %d cases timed in turns with the default in its step; the others " \
+        "against bench's, another moment of the card." % (n, total)
 
 
 def main():
@@ -157,7 +190,9 @@ def diagnosis_lines(cases):
         if "wgmma5" not in row or not any(n in row for n, _ in DIAGNOSES):
             continue
         full = row["wgmma5"]["tflops"]
-        parts = ["%s (`%s`) %.1f, %.2fx" % (what, n, row[n]["tflops"], row[n]["tflops"] / full)
+        parts = ["%s (`%s`) %.1f, %.2fx%s" % (what, n, row[n]["tflops"],
+                                              speed_over(row[n], row["wgmma5"])[0],
+                                              " in turns" if row[n].get("ref_us") else "")
                  for n, what in DIAGNOSES if n in row]
         lines.append("- wgmma5's prefill, D = %d, causal %d: %.1f TFLOP/s; %s." % (
             k[1], k[2], full, "; ".join(parts)))
@@ -166,7 +201,9 @@ def diagnosis_lines(cases):
                  "their o is not attention's): if `wsbare` is about as fast as wgmma5, the "
                  "schedule itself (its barriers, turns and wgmma issue); else if `wsnosoft` "
                  "is, the copies; else if `wsnosoft` is about as fast as `wsbare`, the "
-                 "softmax; between those, both.", ""] + lines
+                 "softmax; between those, both. A ratio \"in turns\" is over wgmma5 timed in "
+                 "the diagnosis's step on the same inputs; the others over wgmma5's step.",
+                 ""] + lines
     return lines
 
 
@@ -195,14 +232,17 @@ def adoption_lines(cases):
 
     lines = []
     for cand, dec_from in CANDIDATES:
-        pre = [(row[cand]["tflops"] / row["default"]["tflops"], k)
+        pre = [speed_over(row[cand], row["default"]) + (k,)
                for k, row in sorted(cases.items())
                if k[0] == "prefill" and cand in row and "default" in row]
         if not pre:
             continue
-        dec = [(row[dec_from]["tflops"] / row["default"]["tflops"], k)
+        dec = [speed_over(row[dec_from], row["default"]) + (k,)
                for k, row in sorted(cases.items())
                if k[0] != "prefill" and dec_from in row and "default" in row]
+        paired = sum(p for _, p, _ in pre + dec)
+        pre = [(r, k) for r, _, k in pre]
+        dec = [(r, k) for r, _, k in dec]
         mean = statistics.geometric_mean(r for r, _ in pre)
         worst = min(pre)
         text = "- `%s` / default: prefill %.2fx (geometric mean of %d), slowest %.2fx (%s)" % (
@@ -224,7 +264,7 @@ def adoption_lines(cases):
         text += (": **ready** to be sm_90a's flash_attention (its flags, blocks and `shared` as "
                  "ci/gpu/prepare.sh builds it)." if not why else
                  ": not ready (%s)." % ", ".join(why))
-        lines.append(text)
+        lines.append(text + in_turns(paired, len(pre) + len(dec)))
     if lines:
         lines = ["", "Whether a wgmma image could replace sm_90a's flash_attention (TFLOP/s over "
                  "the default's, every case it and the default timed; ready: no prefill below "
@@ -322,6 +362,7 @@ def ab_lines(out, report, steps, name, heading):
     rows = [c for c in report.get("qmatmul", []) if qkey(c) in other and
             (c["m"] <= 16 or c.get("entry") == "qmatmul_q8x_x+mm")]
     faster = []  # the cases NAME ran in under AB_FASTER of the default's time
+    turns = 0  # the rows whose default was timed in turns with NAME, in its step
     if rows:
         lines += ["Microseconds (and weight bytes a second over the copy's); %s / default: "
                   "above 1, the default is faster." % name, "",
@@ -329,14 +370,15 @@ def ab_lines(out, report, steps, name, heading):
                   "|---|---:|---|---:|---:|---:|"]
         for c in sorted(rows, key=qkey):
             b = other[qkey(c)]
+            r, dus, paired = time_over(b, c)
+            turns += paired
             wb = c.get("weight_bytes", 0) if c["m"] <= 16 else 0  # a prefill: no share
-            lines.append("| %s | %d | %d x %d x %d | %.1f%s | %.1f%s | %.2f |" % (
+            lines.append("| %s | %d | %d x %d x %d | %.1f%s%s | %.1f%s | %.2f |" % (
                 c["entry"], c["bits"], c["m"], c["n"], c["k"],
-                c["us"], share(wb / c["us"] / 1e3), b["us"], share(wb / b["us"] / 1e3),
-                b["us"] / c["us"]))
-            if b["us"] / c["us"] < AB_FASTER:
-                faster.append("%s BITS %d m = %d (%.2f)" % (c["entry"], c["bits"], c["m"],
-                                                            b["us"] / c["us"]))
+                dus, "*" if paired else "", share(wb / dus / 1e3), b["us"],
+                share(wb / b["us"] / 1e3), r))
+            if r < AB_FASTER:
+                faster.append("%s BITS %d m = %d (%.2f)" % (c["entry"], c["bits"], c["m"], r))
     pkey = lambda c: (c["page"], c["seqs"], c["len"], c["head_dim"])
     pother = {pkey(c): c for c in data.get("paged_attention", [])}
     prows = [c for c in report.get("paged_attention", []) if pkey(c) in pother]
@@ -349,15 +391,18 @@ def ab_lines(out, report, steps, name, heading):
                   "|---:|---|---:|---:|---:|---:|---:|"]
         for c in sorted(prows, key=pkey):
             b = pother[pkey(c)]
+            r, dus, paired = time_over(b, c)
+            turns += paired
             sd = c.get("sdpa_us")
-            cell = lambda t: "%.1f%s%s" % (t["us"], share(t.get("kv_gbps", 0.0)),
-                                           " %.2fx" % (t["us"] / sd) if sd else "")
+            kvb = c["kv_gbps"] * c["us"] if c.get("kv_gbps") else 0.0  # K and V, in GB x 1e-6
+            cell = lambda us, mark: "%.1f%s%s%s" % (us, mark, share(kvb / us if kvb else 0.0),
+                                                    " %.2fx" % (us / sd) if sd else "")
             lines.append("| %d | %d x %d | %d | %s | %s | %s | %.2f |" % (
                 c["page"], c["seqs"], c["len"], c["head_dim"], "%.1f" % sd if sd else "",
-                cell(c), cell(b), b["us"] / c["us"]))
-            if b["us"] / c["us"] < AB_FASTER:
+                cell(dus, "*" if paired else ""), cell(b["us"], ""), r))
+            if r < AB_FASTER:
                 faster.append("paged decode, pages of %d, %d x %d (%.2f)" % (
-                    c["page"], c["seqs"], c["len"], b["us"] / c["us"]))
+                    c["page"], c["seqs"], c["len"], r))
     # flash_attention's cases, where NAME is not a column of the first table
     # (base: its decodes and causal prefills).
     fother = {key(c): c for c in data.get("flash_attention", [])} if name not in EXPERIMENTS \
@@ -372,17 +417,23 @@ def ab_lines(out, report, steps, name, heading):
                   "|---|---:|---:|---|---|---:|---:|---:|"]
         for c in sorted(frows, key=key):
             b = fother[key(c)]
-            lines.append("| %s | %d | %d | %s | %d x %d | %.1f (%.1f) | %.1f (%.1f) | %.2f |" % (
+            r, dus, paired = time_over(b, c)
+            turns += paired
+            lines.append("| %s | %d | %d | %s | %d x %d | %.1f%s (%.1f) | %.1f (%.1f) | %.2f |" % (
                 c["kind"], c["head_dim"], c["causal"], c.get("dtype", "f16"), c["sq"], c["skv"],
-                c["us"], c["tflops"], b["us"], b["tflops"], b["us"] / c["us"]))
-            if b["us"] / c["us"] < AB_FASTER:
+                dus, "*" if paired else "", c["tflops"] * c["us"] / dus, b["us"], b["tflops"], r))
+            if r < AB_FASTER:
                 faster.append("flash_attention %s D %d causal %d %s %d x %d (%.2f)" % (
                     c["kind"], c["head_dim"], c["causal"], c.get("dtype", "f16"), c["sq"],
-                    c["skv"], b["us"] / c["us"]))
+                    c["skv"], r))
     if not rows and not prows and not frows:
         lines.append("- `%s`: no case of its in bench/gpu.json's; not compared." % name)
         return lines
     lines.append("")
+    if turns:
+        lines.append("- *: the default's time in `%s`'s step, timed in turns with it on the same "
+                     "inputs (gk_bench_gpu --ref), which the ratio is over; unmarked: bench's, "
+                     "another moment of the card." % name)
     if name == "base":
         lines.append("- The default more than %d%% slower than `base`: %s." % (
             round(100 * (1 - AB_FASTER)), "; ".join(faster) + " (what changed since in these "

@@ -23,8 +23,10 @@
 #   wgmma5     gpu-pack/wgmma5.gkfat (the attention kernels for sm_90a,
 #              flash_attention's prefill on wgmma, warp-specialized, blocks
 #              of 384): test_gpu against gpu.gkfat's CPU images, then
-#              gk_bench_gpu's flash_attention cases (prefill and decode)
-#              beside bench's, which time the default sm_90a image
+#              gk_bench_gpu's flash_attention cases (prefill and decode),
+#              each in turns with gpu.gkfat's default sm_90a image on the
+#              same inputs (--ref; every experiment's A/B is timed so, and
+#              each diagnosis's beside the kernel it is read against)
 #   wgmma5b    the same for gpu-pack/wgmma5b.gkfat (wgmma5 from an earlier
 #              commit, ci/gpu/prepare.sh's GK_GPU_WGMMA5_BASE: the stages
 #              without the 128-byte swizzle), the prefill cases alone
@@ -194,24 +196,32 @@ step probes 30 sh -c 'for p in wgmma tma; do
     env "$1" "$2/tests/gpu/test_${p}_probe" "$2/tests/gpu/${p}_probe.cubin" || exit 1
   done' sh "$libs" "$pack"
 # The experiments (ci/gpu/prepare.sh): gpu-pack/NAME.gkfat tested against
-# gpu.gkfat's CPU images, then its cases (FILTER) timed.
+# gpu.gkfat's CPU images, then its cases (FILTER) timed in turns with
+# gpu.gkfat's on the same inputs (gk_bench_gpu --ref), so that
+# experiments.py's A/B is not two moments of the card apart.
 # shellcheck disable=SC2016
 experiment='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exit 77; }
   env "$1" "$2/tests/gpu/test_gpu" "$2/$4.gkfat" "$2/gpu.gkfat"; r=$?
   [ "$r" -eq 0 ] || exit "$r"
-  env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" --filter "$5" \
+  env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" \
+    --ref "$2/gpu.gkfat" --filter "$5" \
     ${6:+--filter "$6"} ${7:+--filter "$7"} ${8:+--filter "$8"} ${9:+--filter "$9"}'
 step wgmma5 60 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5 "flash_attention "
 step wgmma5b 50 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5b "flash_attention prefill "
 step wgmma5t 50 sh -c "$experiment" sh "$libs" "$pack" "$work" wgmma5t "flash_attention prefill "
 # A diagnosis (gpu-pack/NAME.gkfat, whose results are not the kernel's): its
-# cases timed without test_gpu; SKIP where the bench found no GPU.
+# cases timed without test_gpu, in turns with the kernel it is read against
+# (gpu-pack/REF.gkfat, where prepare.sh built it); SKIP where the bench
+# found no GPU.
 # shellcheck disable=SC2016
 diagnosis='[ -f "$2/$4.gkfat" ] || { echo "SKIP: gpu-pack has no $4.gkfat"; exit 77; }
-  env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" --filter "$5" || exit
+  ref=; [ -f "$2/$5.gkfat" ] && ref=$2/$5.gkfat
+  env "$1" "$2/bench/gk_bench_gpu" "$2/$4.gkfat" --json "$3/$4-bench.json" \
+    ${ref:+--ref "$ref"} --filter "$6" || exit
   if grep -q "\"skipped\"" "$3/$4-bench.json"; then echo "SKIP: no GPU (gk_bench_gpu)"; exit 77; fi'
-step wsnosoft 30 sh -c "$diagnosis" sh "$libs" "$pack" "$work" wsnosoft "flash_attention prefill "
-step wsbare 30 sh -c "$diagnosis" sh "$libs" "$pack" "$work" wsbare "flash_attention prefill "
+step wsnosoft 30 sh -c "$diagnosis" sh "$libs" "$pack" "$work" wsnosoft wgmma5 \
+  "flash_attention prefill "
+step wsbare 30 sh -c "$diagnosis" sh "$libs" "$pack" "$work" wsbare wgmma5 "flash_attention prefill "
 step k32 60 sh -c "$experiment" sh "$libs" "$pack" "$work" k32 "flash_attention "
 step dec6 45 sh -c "$experiment" sh "$libs" "$pack" "$work" dec6 "flash_attention decode " \
   "paged_attention decode "
@@ -220,7 +230,7 @@ step base 100 sh -c "$experiment" sh "$libs" "$pack" "$work" base " m=1 " " m=16
   "attention decode " "bits=4 m=512 " "prefill causal=1,"
 step qmpf 45 sh -c "$experiment" sh "$libs" "$pack" "$work" qmpf " m=16 "
 step qmxs 45 sh -c "$experiment" sh "$libs" "$pack" "$work" qmxs " m=1 " " m=16 "
-step qmload 40 sh -c "$diagnosis" sh "$libs" "$pack" "$work" qmload " m=1 "
+step qmload 40 sh -c "$diagnosis" sh "$libs" "$pack" "$work" qmload gpu " m=1 "
 step compare 20 python3 "$root/ci/gpu/experiments.py" "$work"
 # The sh -c texts from here on read these from the environment.
 OUTD=$work LIBS=$libs PACK=$pack ARCH=$archive

@@ -286,10 +286,65 @@ with tempfile.TemporaryDirectory() as out:
     check("slowest 0.90x (decode D 128 causal 0 f16 1 x 8192): not ready (a decode below 0.97x)."
           in text.split("`wgmma5t` / default")[-1], "wgmma5t on a slower decode:\n" + text)
 
+# The same call with the experiments timed in turns with their reference
+# in their own steps (run.sh's gk_bench_gpu --ref: ref_us): the verdicts
+# take those times, not bench's, and say so.
+with tempfile.TemporaryDirectory() as out:
+    os.mkdir(os.path.join(out, "bench"))
+    dec = lambda tflops, **kw: dict(fa(128, 0, tflops, kind="decode"), sq=1, skv=8192, **kw)
+    wb = 168e6
+    paged = dict(kernel="paged_attention", page=64, seqs=1, len=8192, head_dim=128, heads=32,
+                 kv_heads=8, us=20.0, sdpa_us=16.0, kv_gbps=1600.0)
+    report = dict(flash_attention=[fa(128, 1, 250.0), fa(128, 0, 300.0), dec(7.0)],
+                  qmatmul=[dict(qm(1, 1.0, entry="qmatmul_q8x"), n=32768, us=50.0,
+                                weight_bytes=wb)],
+                  paged_attention=[paged], copy=dict(gbps=4000.0))
+    with open(os.path.join(out, "bench", "gpu.json"), "w") as f:
+        json.dump(report, f)
+    with open(os.path.join(out, "summary.txt"), "w") as f:
+        f.write("smi: ok, 1 s\nbench: ok, 120 s\n")
+    # wgmma5: against bench's default its prefill is slower (240 / 250), in
+    # turns in its own step 1.10x and 1.12x faster, its decode 0.99x.
+    rc, text = step(out, "wgmma5", "ok, 20 s",
+                    dict(flash_attention=[dict(fa(128, 1, 240.0), ref_us=110.0),
+                                          dict(fa(128, 0, 290.0), ref_us=112.0),
+                                          dec(6.9, ref_us=99.0)]))
+    check(rc == 0, "exit %d with wgmma5 in turns" % rc)
+    check("- `wgmma5` / default: prefill 1.11x (geometric mean of 2), slowest 1.10x (prefill D "
+          "128 causal 1 f16 4096 x 4096); decodes slowest 0.99x (decode D 128 causal 0 f16 1 x "
+          "8192): **ready** to be sm_90a's flash_attention (its flags, blocks and `shared` as "
+          "ci/gpu/prepare.sh builds it). Timed in turns with the default in its step, on the "
+          "same inputs." in text, "wgmma5's verdict in turns:\n" + text)
+    # wsnosoft: 1.50x wgmma5 timed in turns beside it (its TFLOP/s over
+    # wgmma5's step's would say 1.25x).
+    rc, text = step(out, "wsnosoft", "ok, 8 s",
+                    dict(flash_attention=[dict(fa(128, 1, 300.0), ref_us=150.0)]))
+    check("without softmax (`wsnosoft`) 300.0, 1.50x in turns." in text,
+          "the diagnosis in turns:\n" + text)
+    # base: qmatmul_q8x and the paged decode with the default timed in
+    # turns (marked, the ratio over that time); the decode without (bench's).
+    rc, text = step(out, "base", "ok, 30 s",
+                    dict(qmatmul=[dict(qm(1, 1.0, entry="qmatmul_q8x"), n=32768, us=80.0,
+                                       ref_us=52.0)],
+                         paged_attention=[dict(paged, us=24.0, kv_gbps=1333.3, ref_us=19.2)],
+                         flash_attention=[dec(6.0)]))
+    base = text.split("base commit's kernels")[-1]
+    for row, what in (
+            ("| qmatmul_q8x | 4 | 1 x 32768 x 8192 | 52.0* (0.81) | 80.0 (0.53) | 1.54 |",
+             "the q8x m = 1 row in turns"),
+            ("| 64 | 1 x 8192 | 128 | 16.0 | 19.2* (0.42) 1.20x | 24.0 (0.33) 1.50x | 1.25 |",
+             "the paged row in turns"),
+            ("| decode | 128 | 0 | f16 | 1 x 8192 | 100.0 (7.0) | 100.0 (6.0) | 1.00 |",
+             "the decode row against bench's"),
+            ("- *: the default's time in `base`'s step, timed in turns with it on the same inputs",
+             "the footnote")):
+        check(row in base, what + ":\n" + base)
+
 print("%d failure(s)" % failures if failures else "ok: experiments.py compares the attention "
       "experiments (one timed, prefill and decode; one failed), an empty OUT, qmatmul_q8x_mm's "
       "(not run; failed, then timed), the base commit's m = 1, 16 and 512, paged and attention cases, and "
       "qmpf's m = 16 (qmxs failed: not compared), dec6's decodes, qmload's m = 1 loads, the "
       "prefill diagnoses (one timed out, then timed), each A/B's cases beyond 3% and whether a "
-      "wgmma image is ready for sm_90a")
+      "wgmma image is ready for sm_90a; and the same with the default timed in turns in the "
+      "experiments' steps (--ref), which the verdicts take")
 sys.exit(1 if failures else 0)
