@@ -662,6 +662,21 @@ static void bench_paged(json_t *out, json_t *split, double copy_gbps) {
 int main(int argc, char **argv) {
   const char *path = NULL, *json_path = NULL, *libcuda = NULL, *ref_path = NULL;
   for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      printf("usage: gk_bench_gpu ARCHIVE --json FILE [--quick] [--runs N] [--filter TEXT]\n"
+             "                    [--ref ARCHIVE2] [--libcuda PATH]\n"
+             "Times the cuda kernels of ARCHIVE on this machine's NVIDIA GPU through libgk\n"
+             "(CUDA events; warm-up, then the median of N runs, default 10), beside the\n"
+             "card's device-to-device copy, and writes FILE (JSON). bench/gpu.sh runs it\n"
+             "and adds PyTorch. Without a usable GPU FILE is {\"skipped\": \"why\"}, exit 0.\n"
+             "  --quick          small shapes, 3 runs (the tests)\n"
+             "  --runs N         runs a case (default 10)\n"
+             "  --filter TEXT    only the cases whose name contains TEXT (up to 8: any)\n"
+             "  --ref ARCHIVE2   each case also timed on ARCHIVE2's image of it, on the same\n"
+             "                   inputs, the two taking turns run by run (ref_us, ...)\n"
+             "  --libcuda PATH   the driver library (default: libcuda.so.1 by dlopen)\n");
+      return 0;
+    }
     if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
     else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
     else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc && nfilters < 8)

@@ -8,6 +8,9 @@ there are no PyTorch numbers, NVSMI is nvidia-smi's line (both may be empty).
 tests/bench/test_gpu_report.py feeds it numbers of its own to check the judging.
 """
 import datetime, json, os, re, sys
+if len(sys.argv) != 6 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__.strip(), file=sys.stdout if len(sys.argv) == 2 else sys.stderr)
+    sys.exit(0 if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help") else 2)
 kpath, tpath, out_path, torch_note, nvsmi = sys.argv[1:6]
 k = json.load(open(kpath))
 print("## GPU kernels against the card's copy bandwidth and PyTorch (issue 18)")

@@ -20,7 +20,11 @@ import math
 import statistics
 import sys
 
-import torch
+if __name__ == "__main__" and (len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help")):
+    print(__doc__.strip(), file=sys.stdout if len(sys.argv) == 2 else sys.stderr)
+    sys.exit(0 if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help") else 2)
+
+import torch  # noqa: E402 (after --help, which needs no PyTorch)
 
 
 def time_calls(fn, runs):

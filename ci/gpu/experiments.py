@@ -31,7 +31,9 @@ line a prefill case sets them beside wgmma5's: what holds it. Then, for each
 wgmma image (wgmma5, wgmma5t) that timed prefills, its speed over the
 default's and whether that makes it ready to be sm_90a's flash_attention (no
 prefill case lost beyond noise, the prefill faster on the whole, no decode
-more than 3% slower: a launch row serves every call of an image); and under
+more than 3% slower: a launch row serves every call of an image); wgmma5b
+and wgmma5t against wgmma5 (the swizzle's and TMA's effect), each over the
+default of its own step; and under
 each A/B table, the cases where NAME took under 0.97 of the default's time
 (for base: where the kernels since the base commit lost time).
 Every A/B and verdict takes the default's time from NAME's own step where
@@ -172,6 +174,7 @@ def main():
                 if ratio is not None else ""))
     lines += diagnosis_lines(cases)
     lines += adoption_lines(cases)
+    lines += versus_lines(cases)
     lines += q8m_lines(out, report, steps)
     for name, heading in AB_EXPERIMENTS:
         lines += ab_lines(out, report, steps, name, heading)
@@ -270,6 +273,37 @@ def adoption_lines(cases):
                  "the default's, every case it and the default timed; ready: no prefill below "
                  "%.2fx, their mean at least %.2fx, no decode below %.2fx):" % (
                      READY_PREFILL_MIN, READY_PREFILL_MEAN, READY_DECODE_MIN), ""] + lines
+    return lines
+
+
+# Pairs of wgmma images whose ratio answers a row of docs/gpu-speed.md's
+# "What the next call decides": NAME over OTHER, what NAME changes.
+VERSUS = (("wgmma5b", "wgmma5", "the stages without the 128-byte swizzle"),
+          ("wgmma5t", "wgmma5", "the producer by TMA"))
+
+
+def versus_lines(cases):
+    """For each VERSUS pair that both timed a prefill case: NAME's speed
+    over OTHER's, each taken over the default's (in turns in its own step
+    where it was, so that the two steps' moments cancel), case by case."""
+    lines = []
+    for name, other, what in VERSUS:
+        parts, turns = [], 0
+        for k, row in sorted(cases.items()):
+            if k[0] != "prefill" or name not in row or other not in row or "default" not in row:
+                continue
+            (a, pa), (b, pb) = (speed_over(row[n], row["default"]) for n in (name, other))
+            turns += pa and pb
+            parts.append("D %d causal %d %s %d x %d %.2fx" % (k[1], k[2], k[3], k[4], k[5], a / b))
+        if parts:
+            lines.append("- `%s` (%s) over `%s`: %s.%s" % (
+                name, what, other, "; ".join(parts),
+                " Each over the default timed in turns in its own step." if turns == len(parts)
+                else " %d of %d cases over the default timed in turns in both steps." % (
+                    turns, len(parts))))
+    if lines:
+        lines = ["", "The wgmma images against each other (speed over speed; above 1, the first "
+                 "is faster):", ""] + lines
     return lines
 
 
@@ -394,7 +428,7 @@ def ab_lines(out, report, steps, name, heading):
             r, dus, paired = time_over(b, c)
             turns += paired
             sd = c.get("sdpa_us")
-            kvb = c["kv_gbps"] * c["us"] if c.get("kv_gbps") else 0.0  # K and V, in GB x 1e-6
+            kvb = c["kv_gbps"] * c["us"] if c.get("kv_gbps") else 0.0  # K and V bytes, in kB
             cell = lambda us, mark: "%.1f%s%s%s" % (us, mark, share(kvb / us if kvb else 0.0),
                                                     " %.2fx" % (us / sd) if sd else "")
             lines.append("| %d | %d x %d | %d | %s | %s | %s | %.2f |" % (

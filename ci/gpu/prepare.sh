@@ -21,7 +21,10 @@
 #                                 consumer's S of a tile computed while its
 #                                 P V of the last one is, Q in shared
 #                                 memory, tiles of 128 keys causal, 176
-#                                 not (192 at head_dim 64): shared 212992
+#                                 not (192 at head_dim 64): shared 212992;
+#                                 and -DGK_FA_DEC_STAGES=4, the decode's
+#                                 ring of sm_90a's section (every wgmma
+#                                 experiment below takes it too)
 #                          wgmma5b the same as wgmma5 from the recipes and
 #                                 kernels of commit $GK_GPU_WGMMA5_BASE
 #                                 (default c44b9bf: the stages without
@@ -187,11 +190,17 @@ exp_flag() {
 # launches take blocks of BLOCK threads on query blocks of 128 rows, and
 # SHARED bytes of dynamic shared memory where given. FLAG may be several,
 # separated by spaces. The diagnoses (ws*) build flash_attention alone.
-w5=-DGK_FA_WGMMA=4:384:212992
-for e in "wgmma5:sm_90a:$w5:" "wgmma5b:sm_90a:$w5:${GK_GPU_WGMMA5_BASE:-c44b9bf}" \
-  "wgmma5t:sm_90a:-DGK_FA_WGMMA=4 -DGK_FA_TMA=1:384:213632:" \
-  "wsnosoft:sm_90a:-DGK_FA_WGMMA=4 -DGK_FA_ABLATE=1:384:212992:" \
-  "wsbare:sm_90a:-DGK_FA_WGMMA=4 -DGK_FA_ABLATE=3:384:212992:" k32:sm_90::::; do
+# The wgmma images keep the decode's ring of 4 tiles that sm_90a's section
+# gives its image (-DGK_FA_DEC_STAGES=4): their decodes run on two consumer
+# warpgroups of one block an SM, each with its ring, where the default runs
+# two blocks an SM; with the ring of 3 a flag of their own left them, an SM
+# held 4 tiles in flight where the default holds 6.
+w5="-DGK_FA_WGMMA=4 -DGK_FA_DEC_STAGES=4"
+for e in "wgmma5:sm_90a:$w5:384:212992:" \
+  "wgmma5b:sm_90a:$w5:384:212992:${GK_GPU_WGMMA5_BASE:-c44b9bf}" \
+  "wgmma5t:sm_90a:$w5 -DGK_FA_TMA=1:384:213632:" \
+  "wsnosoft:sm_90a:$w5 -DGK_FA_ABLATE=1:384:212992:" \
+  "wsbare:sm_90a:$w5 -DGK_FA_ABLATE=3:384:212992:" k32:sm_90::::; do
   name=${e%%:*} rest=${e#*:}
   target=${rest%%:*} rest=${rest#*:}
   flag=${rest%%:*} rest=${rest#*:}

@@ -285,6 +285,11 @@ with tempfile.TemporaryDirectory() as out:
                                           dict(fa(128, 0, 6.3, kind="decode"), sq=1, skv=8192)]))
     check("slowest 0.90x (decode D 128 causal 0 f16 1 x 8192): not ready (a decode below 0.97x)."
           in text.split("`wgmma5t` / default")[-1], "wgmma5t on a slower decode:\n" + text)
+    # TMA against wgmma5's copies, each over bench's default (no case in turns)
+    check("- `wgmma5t` (the producer by TMA) over `wgmma5`: D 128 causal 0 f16 4096 x 4096 1.38x; "
+          "D 128 causal 1 f16 4096 x 4096 1.50x. 0 of 2 cases over the default timed in turns in "
+          "both steps." in text, "wgmma5t over wgmma5:\n" + text)
+    check("`wgmma5b` (" not in text, "a pair with an image not run:\n" + text)
 
 # The same call with the experiments timed in turns with their reference
 # in their own steps (run.sh's gk_bench_gpu --ref: ref_us): the verdicts
@@ -321,6 +326,14 @@ with tempfile.TemporaryDirectory() as out:
                     dict(flash_attention=[dict(fa(128, 1, 300.0), ref_us=150.0)]))
     check("without softmax (`wsnosoft`) 300.0, 1.50x in turns." in text,
           "the diagnosis in turns:\n" + text)
+    # wgmma5b, in turns in its step too: its speed over wgmma5's, each over
+    # the default of its own step (bench's TFLOP/s would say otherwise).
+    rc, text = step(out, "wgmma5b", "ok, 9 s",
+                    dict(flash_attention=[dict(fa(128, 1, 900.0), ref_us=121.0),
+                                          dict(fa(128, 0, 900.0), ref_us=112.0)]))
+    check("- `wgmma5b` (the stages without the 128-byte swizzle) over `wgmma5`: D 128 causal 0 f16 "
+          "4096 x 4096 1.00x; D 128 causal 1 f16 4096 x 4096 1.10x. Each over the default timed "
+          "in turns in its own step." in text, "wgmma5b over wgmma5 in turns:\n" + text)
     # base: qmatmul_q8x and the paged decode with the default timed in
     # turns (marked, the ratio over that time); the decode without (bench's).
     rc, text = step(out, "base", "ok, 30 s",

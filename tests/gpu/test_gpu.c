@@ -852,6 +852,15 @@ int main(int argc, char **argv) {
   int probe = 0;
   setvbuf(stdout, NULL, _IOLBF, 0);
   for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      printf(USAGE "Runs every cuda kernel x variant x entry point of ARCHIVE on this machine's\n"
+                   "NVIDIA GPU and compares it with the CPU image of CPU_ARCHIVE (default\n"
+                   "ARCHIVE), on awkward shapes; SKIP (exit 77) without a usable GPU.\n"
+                   "  --small          small shapes, the selected image only (compute-sanitizer)\n"
+                   "  --probe          only look for the GPU\n"
+                   "  --libcuda PATH   the driver library (default: libcuda.so.1 by dlopen)\n");
+      return 0;
+    }
     if (strcmp(argv[i], "--small") == 0) small_shapes = 1;
     else if (strcmp(argv[i], "--probe") == 0) probe = 1;
     else if (strcmp(argv[i], "--libcuda") == 0 && i + 1 < argc) libcuda = argv[++i];

@@ -286,17 +286,18 @@ print(f"ok: {what}: runs of {[r['length'] for r in runs]} for its 8 mma ({own} b
 PY
   done
 }
-w=-DGK_FA_WGMMA=1
+w=-DGK_FA_WGMMA=1 w5="-DGK_FA_WGMMA=4 -DGK_FA_DEC_STAGES=4"
 for dt in f16 bf16; do
   for d in 64 128; do
     for c in 0 1; do
       check sm_90a flash_attention $w -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c
       check sm_90a flash_attention -DGK_FA_WGMMA=2 -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c
       check sm_90a flash_attention -DGK_FA_WGMMA=3 -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c
-      check sm_90a flash_attention -DGK_FA_WGMMA=4 -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c
+      # as ci/gpu/prepare.sh builds wgmma5: with sm_90a's decode ring of 4
+      check sm_90a flash_attention $w5 -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c
       # and its producer by TMA (wgmma5t; f16: bf16 changes only the consumers' conversions)
       [ "$dt" = bf16 ] ||
-        check sm_90a flash_attention -DGK_FA_WGMMA=4 -DGK_FA_TMA=1 -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c
+        check sm_90a flash_attention $w5 -DGK_FA_TMA=1 -DDTYPE=$dt -DHEAD_DIM=$d -DCAUSAL=$c
     done
     for p in 16 64; do check sm_90a paged_attention $w -DDTYPE=$dt -DHEAD_DIM=$d -DPAGE=$p; done
   done
@@ -330,8 +331,7 @@ PY
 }
 for c in 0 1; do
   for a in 1 3; do
-    check sm_90a flash_attention -DGK_FA_WGMMA=4 -DGK_FA_ABLATE=$a -DDTYPE=f16 -DHEAD_DIM=128 \
-      -DCAUSAL=$c
+    check sm_90a flash_attention $w5 -DGK_FA_ABLATE=$a -DDTYPE=f16 -DHEAD_DIM=128 -DCAUSAL=$c
     fa_ablate $a
   done
 done
