@@ -683,30 +683,32 @@ struct bf16_wgo : gk_bf16 {
   enum { wgmma = 1, ws_overlap = 1 };
 };
 /* And with Q in shared memory, in longer tiles (-DGK_FA_WGMMA=4's images:
- * GK_FA_WS_OVERLAP_ON 2). */
+ * GK_FA_WS_OVERLAP_ON 2), with sm_90a's decode ring of 4 tiles a consumer
+ * warpgroup (-DGK_FA_DEC_STAGES=4), as ci/gpu/prepare.sh builds them, and
+ * those below. */
 struct f16_wgq : gk_f16 {
-  enum { wgmma = 1, ws_overlap = 2 };
+  enum { wgmma = 1, ws_overlap = 2, dec_stages = 4 };
 };
 struct bf16_wgq : gk_bf16 {
-  enum { wgmma = 1, ws_overlap = 2 };
+  enum { wgmma = 1, ws_overlap = 2, dec_stages = 4 };
 };
 /* And with its producer loading by TMA (-DGK_FA_TMA=1 beside it:
  * GK_FA_TMA_ON, gk_tma.cuh's twins here). */
 struct f16_wgt : gk_f16 {
-  enum { wgmma = 1, ws_overlap = 2, tma = 1 };
+  enum { wgmma = 1, ws_overlap = 2, tma = 1, dec_stages = 4 };
 };
 struct bf16_wgt : gk_bf16 {
-  enum { wgmma = 1, ws_overlap = 2, tma = 1 };
+  enum { wgmma = 1, ws_overlap = 2, tma = 1, dec_stages = 4 };
 };
 
 /* f16 as 8's image with parts of its prefill left out, a diagnosis
  * (-DGK_FA_ABLATE: ci/gpu's wsnosoft.gkfat and wsbare.gkfat): no softmax
  * (1), and no copies of K and V either (3). */
 struct f16_wgn : gk_f16 {
-  enum { wgmma = 1, ws_overlap = 2, ablate = 1 };
+  enum { wgmma = 1, ws_overlap = 2, ablate = 1, dec_stages = 4 };
 };
 struct f16_wgb : gk_f16 {
-  enum { wgmma = 1, ws_overlap = 2, ablate = 3 };
+  enum { wgmma = 1, ws_overlap = 2, ablate = 3, dec_stages = 4 };
 };
 
 /* f16 and bf16 as ROCm's images take them: the tensor-core schedule with
