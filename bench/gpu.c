@@ -371,13 +371,13 @@ static void bench_qmatmul(json_t *out, double copy_gbps) {
                 name, entry, info->target, t.us, gbps, ratio, tflops);
         json_t *obj =
             json_pack("{s:s, s:i, s:I, s:I, s:I, s:s, s:s, s:f, s:f, s:i, s:i, s:i, s:I, "
-                           "s:f, s:f, s:f}",
-                           "kernel", "qmatmul", "bits", bits, "m", (json_int_t)M, "n",
-                           (json_int_t)N, "k", (json_int_t)K, "entry", entry, "target",
-                           info->target, "us", t.us, "best_us", t.best_us, "runs", t.runs,
-                           "batch", t.batch, "copies", copies, "weight_bytes", (json_int_t)wb,
-                           "weight_gbps", gbps, "copy_ratio", ratio, "tflops",
-                           tflops);
+                      "s:f, s:f, s:f}",
+                      "kernel", "qmatmul", "bits", bits, "m", (json_int_t)M, "n",
+                      (json_int_t)N, "k", (json_int_t)K, "entry", entry, "target",
+                      info->target, "us", t.us, "best_us", t.best_us, "runs", t.runs,
+                      "batch", t.batch, "copies", copies, "weight_bytes", (json_int_t)wb,
+                      "weight_gbps", gbps, "copy_ratio", ratio, "tflops",
+                      tflops);
         if (with_ref) ref_fields(obj, &tr, rm, t.us);
         json_array_append_new(out, obj);
       }
@@ -526,14 +526,14 @@ static void bench_attention(json_t *out, json_t *split, double copy_gbps) {
               gk_module_info(m)->target, t.us, tflops, kv_gbps);
       json_t *obj =
           json_pack("{s:s, s:s, s:i, s:s, s:i, s:I, s:I, s:I, s:I, s:s, s:f, s:f, s:i, "
-                         "s:i, s:i, s:f, s:I, s:f, s:f}",
-                         "kernel", "flash_attention", "kind", kind, "causal", causal, "dtype",
-                         dtype, "head_dim", D, "heads", (json_int_t)H, "kv_heads",
-                         (json_int_t)HK, "sq", (json_int_t)SQ, "skv", (json_int_t)SKV,
-                         "target", gk_module_info(m)->target, "us", t.us, "best_us",
-                         t.best_us, "runs", t.runs, "batch", t.batch, "copies", copies,
-                         "tflops", tflops, "kv_bytes", (json_int_t)(2 * kb), "kv_gbps",
-                         kv_gbps, "copy_ratio", copy_gbps > 0 ? kv_gbps / copy_gbps : 0);
+                    "s:i, s:i, s:f, s:I, s:f, s:f}",
+                    "kernel", "flash_attention", "kind", kind, "causal", causal, "dtype",
+                    dtype, "head_dim", D, "heads", (json_int_t)H, "kv_heads",
+                    (json_int_t)HK, "sq", (json_int_t)SQ, "skv", (json_int_t)SKV,
+                    "target", gk_module_info(m)->target, "us", t.us, "best_us",
+                    t.best_us, "runs", t.runs, "batch", t.batch, "copies", copies,
+                    "tflops", tflops, "kv_bytes", (json_int_t)(2 * kb), "kv_gbps",
+                    kv_gbps, "copy_ratio", copy_gbps > 0 ? kv_gbps / copy_gbps : 0);
       if (with_ref) ref_fields(obj, &tr, rm, t.us);
       json_array_append_new(out, obj);
       if (strcmp(kind, "decode") == 0)
@@ -637,13 +637,13 @@ static void bench_paged(json_t *out, json_t *split, double copy_gbps) {
               kv_gbps);
       json_t *obj =
           json_pack("{s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:s, s:f, s:f, s:i, s:i, s:i, "
-                         "s:f, s:f}",
-                         "kernel", "paged_attention", "page", P, "seqs", (json_int_t)S, "len",
-                         (json_int_t)L, "heads", (json_int_t)H, "kv_heads", (json_int_t)HK,
-                         "head_dim", (json_int_t)D, "target", gk_module_info(m)->target, "us",
-                         t.us, "best_us", t.best_us, "runs", t.runs, "batch", t.batch, "copies",
-                         copies, "kv_gbps", kv_gbps, "copy_ratio",
-                         copy_gbps > 0 ? kv_gbps / copy_gbps : 0);
+                    "s:f, s:f}",
+                    "kernel", "paged_attention", "page", P, "seqs", (json_int_t)S, "len",
+                    (json_int_t)L, "heads", (json_int_t)H, "kv_heads", (json_int_t)HK,
+                    "head_dim", (json_int_t)D, "target", gk_module_info(m)->target, "us",
+                    t.us, "best_us", t.best_us, "runs", t.runs, "batch", t.batch, "copies",
+                    copies, "kv_gbps", kv_gbps, "copy_ratio",
+                    copy_gbps > 0 ? kv_gbps / copy_gbps : 0);
       if (with_ref) ref_fields(obj, &tr, rm, t.us);
       json_array_append_new(out, obj);
       bench_split(split, &l, 13, name, S * HK, per * P, H / HK, (int)D, kvb, copy_gbps, t.us);
@@ -659,12 +659,15 @@ static void bench_paged(json_t *out, json_t *split, double copy_gbps) {
   }
 }
 
+#define USAGE                                                                            \
+  "usage: gk_bench_gpu ARCHIVE --json FILE [--quick] [--runs N] [--filter TEXT]\n"      \
+  "                    [--ref ARCHIVE2] [--libcuda PATH]\n"
+
 int main(int argc, char **argv) {
   const char *path = NULL, *json_path = NULL, *libcuda = NULL, *ref_path = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      printf("usage: gk_bench_gpu ARCHIVE --json FILE [--quick] [--runs N] [--filter TEXT]\n"
-             "                    [--ref ARCHIVE2] [--libcuda PATH]\n"
+      printf(USAGE
              "Times the cuda kernels of ARCHIVE on this machine's NVIDIA GPU through libgk\n"
              "(CUDA events; warm-up, then the median of N runs, default 10), beside the\n"
              "card's device-to-device copy, and writes FILE (JSON). bench/gpu.sh runs it\n"
@@ -688,8 +691,7 @@ int main(int argc, char **argv) {
     else path = NULL, i = argc;
   }
   if (!path || !json_path || runs < 1) {
-    fprintf(stderr, "usage: gk_bench_gpu ARCHIVE --json FILE [--quick] [--runs N] "
-                    "[--filter TEXT] [--ref ARCHIVE2] [--libcuda PATH]\n");
+    fprintf(stderr, USAGE);
     return 2;
   }
   json_t *root;
